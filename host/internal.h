@@ -1,0 +1,120 @@
+/* internal.h -- what the files of host/ share: the context's layout, the
+ * error-recording macros and logging. Never installed, never included by
+ * applications; tools include it only where they must (tuning). */
+#ifndef ATTN_INTERNAL_H
+#define ATTN_INTERNAL_H
+
+#include "attn.h"
+#include "params.h"
+
+#include <pthread.h>
+#include <stdarg.h>
+#include <stdint.h>
+
+#define ATTN_ERROR_MAX 1024
+
+/* One built program, remembered per context by the hash of its key. */
+typedef struct attn_program_entry {
+    uint64_t key;
+    cl_program program;
+    struct attn_program_entry *next;
+} attn_program_entry;
+
+/* A device buffer the context owns and grows on demand (scratch space for
+ * transposed K/V, per-call lengths). */
+typedef struct attn_scratch {
+    cl_mem mem;
+    size_t bytes;
+} attn_scratch;
+
+struct attn_context {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context cl_ctx;
+    cl_command_queue queue;
+    int profiling; /* queue has CL_QUEUE_PROFILING_ENABLE */
+    int check;     /* check mode: verify every forward against the reference */
+
+    /* device facts, read once */
+    cl_device_type device_type;
+    cl_uint compute_units;
+    cl_ulong local_mem;
+    size_t max_wg;
+    cl_ulong max_alloc;
+    char platform_name[256], vendor[256], device_name[256], driver[256];
+
+    attn_program_entry *programs;
+    attn_scratch kt, vp, lens;
+
+    pthread_mutex_t lock;
+    char error[ATTN_ERROR_MAX];
+};
+
+/* ---- errors (context.c) ---- */
+/* Records a formatted message as ctx's last error (ctx may be NULL) and logs
+ * it at debug level with file and line. Returns s. */
+attn_status attn_fail_at(attn_context *ctx, attn_status s, const char *file, int line,
+                         const char *fmt, ...)
+    __attribute__((format(printf, 5, 6)));
+#define ATTN_FAIL(ctx, s, ...) attn_fail_at((ctx), (s), __FILE__, __LINE__, __VA_ARGS__)
+/* zstd-style: if cond holds, record the message and return status. */
+#define ATTN_CHECK(ctx, cond, s, ...)                      \
+    do {                                                   \
+        if (cond) return ATTN_FAIL((ctx), (s), __VA_ARGS__); \
+    } while (0)
+/* An OpenCL call's error code as a status, naming the call. */
+attn_status attn_fail_cl(attn_context *ctx, cl_int err, const char *call);
+const char *attn_cl_error_name(cl_int err);
+
+/* ---- logging (log.c): ATTN_LOG=error|warn|info|debug, default warn ---- */
+typedef enum { ATTN_LOG_ERROR = 0, ATTN_LOG_WARN, ATTN_LOG_INFO, ATTN_LOG_DEBUG } attn_log_level;
+void attn_log(attn_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+int attn_log_enabled(attn_log_level level);
+
+/* ---- hashing (hash.c): FNV-1a 64 ---- */
+uint64_t attn_hash_bytes(uint64_t h, const void *data, size_t n);
+uint64_t attn_hash_str(uint64_t h, const char *s);
+#define ATTN_HASH_INIT 0xcbf29ce484222325ull
+
+/* ---- kernel sources (kernel_sources.c, embedded or $ATTN_KERNEL_DIR) ---- */
+/* Returns a malloc'd copy of cl/<name>, or NULL with ctx's error set. */
+char *attn_kernel_source(attn_context *ctx, const char *name);
+
+/* ---- programs (program.c, disk_cache.c) ---- */
+/* Builds, or fetches from the per-context or on-disk cache, the program made
+ * of the named sources (concatenated, common.cl first) with options. */
+attn_status attn_program_get(attn_context *ctx, const char *const *sources, int nsources,
+                             const char *options, cl_program *out);
+/* Disk cache: key text -> binary. Any problem reads as a miss, logged once. */
+int attn_disk_cache_load(const char *key_text, uint64_t key, unsigned char **bin, size_t *len);
+void attn_disk_cache_store(const char *key_text, uint64_t key, const unsigned char *bin,
+                           size_t len);
+/* The cache folder ($ATTN_CACHE_DIR, $XDG_CACHE_HOME/attn, ~/.cache/attn);
+ * writes it into buf; returns 0 when none can be named. */
+int attn_disk_cache_dir(char *buf, size_t size);
+#define ATTN_CACHE_FORMAT_VERSION 1
+
+/* ---- scratch buffers (context.c) ---- */
+attn_status attn_scratch_reserve(attn_context *ctx, attn_scratch *s, size_t bytes);
+
+/* ---- validation (validate.c) ---- */
+/* Checks every argument of attn_forward; on failure sets ctx's error naming
+ * the argument and returns ATTN_ERROR_INVALID_ARGUMENT. */
+attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
+                                  const attn_tensor *q, const attn_tensor *k,
+                                  const attn_tensor *v, const attn_tensor *out,
+                                  const attn_lengths *lengths, cl_mem lse);
+/* The problem alone (shapes, dtype, scale, lengths). */
+attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
+                                  const attn_lengths *lengths);
+
+/* ---- check mode (check.c) ---- */
+attn_status attn_check_forward(attn_context *ctx, const attn_problem *p,
+                               const attn_tensor *q, const attn_tensor *k,
+                               const attn_tensor *v, const attn_tensor *out,
+                               const attn_lengths *lengths, cl_mem lse);
+
+/* ---- misc ---- */
+float attn_effective_scale(const attn_problem *p);
+
+#endif /* ATTN_INTERNAL_H */
