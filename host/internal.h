@@ -44,7 +44,8 @@ struct attn_context {
     char platform_name[256], vendor[256], device_name[256], driver[256];
 
     attn_program_entry *programs;
-    attn_scratch kt, vp, lens;
+    attn_scratch kt, vp;   /* the vector family's packed K and V */
+    cl_event last_event;   /* the previous forward's last kernel (scratch reuse) */
 
     pthread_mutex_t lock;
     char error[ATTN_ERROR_MAX];
@@ -109,10 +110,21 @@ attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
                                   const attn_lengths *lengths);
 
 /* ---- check mode (check.c) ---- */
-attn_status attn_check_forward(attn_context *ctx, const attn_problem *p,
-                               const attn_tensor *q, const attn_tensor *k,
-                               const attn_tensor *v, const attn_tensor *out,
+/* Host copies of a forward's inputs, contiguous BHSD float. */
+typedef struct attn_check_inputs attn_check_inputs;
+/* Reads q, k, v back (blocking) before the kernels run: out may be q. */
+attn_status attn_check_read_inputs(attn_context *ctx, const attn_problem *p,
+                                   const attn_tensor *q, const attn_tensor *k,
+                                   const attn_tensor *v, attn_check_inputs **out);
+/* Waits for the result, recomputes it with the reference and compares at
+ * the dtype's tolerance: ATTN_ERROR_MISMATCH naming the worst element. */
+attn_status attn_check_compare(attn_context *ctx, const attn_problem *p,
+                               const attn_check_inputs *in, const attn_tensor *out,
                                const attn_lengths *lengths, cl_mem lse);
+void attn_check_free(attn_check_inputs *in);
+/* Reads a strided tensor of p->dtype back into contiguous [B,H,S,D] floats. */
+attn_status attn_tensor_download(attn_context *ctx, const attn_tensor *t, attn_dtype dtype,
+                                 int batch, int heads, int seq, int dim, float *dst);
 
 /* ---- misc ---- */
 float attn_effective_scale(const attn_problem *p);

@@ -1,0 +1,59 @@
+/* common.cl -- what both kernel families share: the storage types with their
+ * loads and stores, tensor addressing, and the visibility rule (causal,
+ * bottom-right aligned, with per-batch padding). Prepended to each family. */
+
+#ifndef HEAD_DIM
+#define HEAD_DIM 64      /* D, the head dimension (1..256) */
+#endif
+#ifndef STORAGE
+#define STORAGE 0        /* storage type of Q, K, V, O: 0 f32, 1 f16, 2 bf16 (attn_dtype) */
+#endif
+
+#define LOG2E 1.4426950408889634f
+#define LN2 0.6931471805599453f
+/* The running max starts at -FLT_MAX/2, not -inf: a row that has seen only
+ * masked keys then rescales by exp2(0) = 1 instead of computing inf - inf. */
+#define MAX_INIT (-FLT_MAX / 2)
+
+#if STORAGE == 0
+typedef float storage_t;
+#define LOAD(p, i) ((p)[i])
+#define STORE(p, i, x) ((p)[i] = (x))
+#elif STORAGE == 1
+/* half pointers are legal without cl_khr_fp16 for vload_half/vstore_half */
+typedef half storage_t;
+#define LOAD(p, i) vload_half((i), (p))
+#define STORE(p, i, x) vstore_half_rte((x), (i), (p))
+#elif STORAGE == 2
+typedef ushort storage_t;
+#define LOAD(p, i) as_float((uint)(p)[i] << 16)
+#define STORE(p, i, x) ((p)[i] = bf16_from_float(x))
+/* round to nearest even; a NaN stays a (quiet) NaN */
+inline ushort bf16_from_float(float x)
+{
+    uint u = as_uint(x);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (ushort)((u >> 16) | 0x40u);
+    u += 0x7fffu + ((u >> 16) & 1u);
+    return (ushort)(u >> 16);
+}
+#else
+#error "STORAGE must be 0 (f32), 1 (f16) or 2 (bf16)"
+#endif
+
+/* A tensor's geometry as passed by the host: (offset, stride_batch,
+ * stride_head, stride_seq), all in elements; the head dim is contiguous. */
+inline ulong row_index(ulong4 g, int b, int h, int s)
+{
+    return g.s0 + (ulong)b * g.s1 + (ulong)h * g.s2 + (ulong)s * g.s3;
+}
+
+/* Per-batch lengths as int4 (q_start, q_len, kv_start, kv_len). Returns how
+ * many keys (content indices 0..n-1) query buffer row r sees: 0 for a pad row
+ * or a row the causal mask leaves empty. */
+inline int visible_keys(int r, int4 len, int causal)
+{
+    int i = r - len.x;
+    if (i < 0 || i >= len.y) return 0;
+    int hi = causal ? min(len.w, i + len.w - len.y + 1) : len.w;
+    return max(hi, 0);
+}

@@ -1,0 +1,219 @@
+/* vector.cl -- the CPU-style family: one work-item per work-group owns
+ * BLOCK_ROWS query rows and walks the keys with explicit float vectors,
+ * which PoCL compiles straight to SIMD code (DESIGN.md: 77-84% of peak where
+ * GPU-style kernels reached 6-19%). A pre-pass packs K transposed and V
+ * padded, in fp32 and content order, so the main loop needs no bounds. */
+
+#ifndef BLOCK_ROWS
+#define BLOCK_ROWS 8       /* query rows per work-item (1..16) */
+#endif
+#ifndef BLOCK_KEYS
+#define BLOCK_KEYS 32      /* keys per block, a multiple of VEC_WIDTH */
+#endif
+#ifndef VEC_WIDTH
+#define VEC_WIDTH 16       /* float vector width: 4, 8 or 16 */
+#endif
+#ifndef HEAD_DIM_PAD
+#define HEAD_DIM_PAD (((HEAD_DIM) + VEC_WIDTH - 1) / VEC_WIDTH * VEC_WIDTH) /* D rounded up */
+#endif
+
+#define NCHUNK (HEAD_DIM_PAD / VEC_WIDTH) /* vectors per output row */
+#define NKV (BLOCK_KEYS / VEC_WIDTH)      /* vectors per block of scores */
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define floatV CAT(float, VEC_WIDTH)
+#define intV CAT(int, VEC_WIDTH)
+#define vloadV CAT(vload, VEC_WIDTH)
+#define vstoreV CAT(vstore, VEC_WIDTH)
+
+#if VEC_WIDTH == 16
+#define IOTA ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#elif VEC_WIDTH == 8
+#define IOTA ((int8)(0, 1, 2, 3, 4, 5, 6, 7))
+#elif VEC_WIDTH == 4
+#define IOTA ((int4)(0, 1, 2, 3))
+#else
+#error "VEC_WIDTH must be 4, 8 or 16"
+#endif
+
+/* Horizontal max and sum. max() rather than fmax(): no NaN handling needed,
+ * and fmax cost measurably on PoCL. */
+inline float hmax_v(floatV x)
+{
+#if VEC_WIDTH == 16
+    float8 a = max(x.lo, x.hi);
+    float4 b = max(a.lo, a.hi);
+#elif VEC_WIDTH == 8
+    float4 b = max(x.lo, x.hi);
+#else
+    float4 b = x;
+#endif
+    float2 c = max(b.lo, b.hi);
+    return max(c.x, c.y);
+}
+
+inline float hsum_v(floatV x)
+{
+#if VEC_WIDTH == 16
+    float8 a = x.lo + x.hi;
+    float4 b = a.lo + a.hi;
+#elif VEC_WIDTH == 8
+    float4 b = x.lo + x.hi;
+#else
+    float4 b = x;
+#endif
+    float2 c = b.lo + b.hi;
+    return c.x + c.y;
+}
+
+/* Pre-pass: K -> kt[b][hk][d][j] and V -> vp[b][hk][j][d], fp32, in content
+ * order (key j is buffer row kv_start + j), zero past kv_len and past D.
+ * Global (ceil(Skvp / BLOCK_KEYS), Hkv, B), one work-item per key block. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void attn_pack_kv(__global const storage_t *k, ulong4 kg, __global const storage_t *v, ulong4 vg,
+                  __global const int4 *lens, __global float *kt, __global float *vp, int kv_heads,
+                  int skvp)
+{
+    const int jb = get_global_id(0), hk = get_global_id(1), b = get_global_id(2);
+    const int4 len = lens[b];
+    const int j0 = jb * BLOCK_KEYS;
+    if (j0 >= len.w) return; /* the main kernel never reads past kv_len's block */
+    const ulong head = (ulong)(b * kv_heads + hk);
+    __global float *ktb = kt + head * HEAD_DIM_PAD * (ulong)skvp;
+    __global float *vpb = vp + head * (ulong)skvp * HEAD_DIM_PAD;
+    for (int c = 0; c < BLOCK_KEYS; c++) {
+        const int j = j0 + c;
+        const int valid = j < len.w;
+        const ulong kr = valid ? row_index(kg, b, hk, len.z + j) : 0;
+        const ulong vr = valid ? row_index(vg, b, hk, len.z + j) : 0;
+        for (int d = 0; d < HEAD_DIM_PAD; d++) {
+            const int in = valid && d < HEAD_DIM;
+            ktb[(ulong)d * skvp + j] = in ? LOAD(k, kr + d) : 0.0f;
+            vpb[(ulong)j * HEAD_DIM_PAD + d] = in ? LOAD(v, vr + d) : 0.0f;
+        }
+    }
+}
+
+/* Main kernel. Global (nblk, Hq, B), local (1, 1, 1). Row blocks are taken
+ * last first: under the causal mask the last rows see the most keys, and
+ * starting the heaviest work first balances the cores. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const float *kt,
+                     __global const float *vp, __global storage_t *o, ulong4 og,
+                     __global float *lse, int write_lse, __global const int4 *lens, int q_heads,
+                     int kv_heads, int sq, int skvp, int causal, float qscale, int nblk)
+{
+    const int blk = nblk - 1 - (int)get_global_id(0);
+    const int h = get_global_id(1), b = get_global_id(2);
+    const int hk = h / (q_heads / kv_heads);
+    const int4 len = lens[b];
+    const int r0 = blk * BLOCK_ROWS;
+    const ulong head = (ulong)(b * kv_heads + hk);
+    __global const float *ktb = kt + head * HEAD_DIM_PAD * (ulong)skvp;
+    __global const float *vpb = vp + head * (ulong)skvp * HEAD_DIM_PAD;
+
+    int hi[BLOCK_ROWS];
+    int hmax = 0, hmin = INT_MAX;
+    for (int r = 0; r < BLOCK_ROWS; r++) {
+        hi[r] = r0 + r < sq ? visible_keys(r0 + r, len, causal) : 0;
+        hmax = max(hmax, hi[r]);
+        hmin = min(hmin, hi[r]);
+    }
+
+    /* Q pre-multiplied by scale * log2(e), laid out [d][row] so that one
+     * score step broadcasts a row's value against a vector of keys. */
+    float qs[HEAD_DIM][BLOCK_ROWS];
+    for (int r = 0; r < BLOCK_ROWS; r++) {
+        const int live = hi[r] > 0;
+        const ulong qr = live ? row_index(qg, b, h, r0 + r) : 0;
+        for (int d = 0; d < HEAD_DIM; d++) qs[d][r] = live ? LOAD(q, qr + d) * qscale : 0.0f;
+    }
+
+    floatV acc[BLOCK_ROWS][NCHUNK];
+    floatV lsum[BLOCK_ROWS];
+    float m[BLOCK_ROWS];
+    for (int r = 0; r < BLOCK_ROWS; r++) {
+        for (int c = 0; c < NCHUNK; c++) acc[r][c] = (floatV)(0.0f);
+        lsum[r] = (floatV)(0.0f);
+        m[r] = MAX_INIT;
+    }
+
+    for (int j0 = 0; j0 < hmax; j0 += BLOCK_KEYS) {
+        floatV s[BLOCK_ROWS][NKV];
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++)
+#pragma unroll
+            for (int kv = 0; kv < NKV; kv++) s[r][kv] = (floatV)(0.0f);
+        __global const float *kcol = ktb + j0;
+        for (int d = 0; d < HEAD_DIM; d++) {
+#pragma unroll
+            for (int kv = 0; kv < NKV; kv++) {
+                const floatV kk = vloadV(kv, kcol + (ulong)d * skvp);
+#pragma unroll
+                for (int r = 0; r < BLOCK_ROWS; r++) s[r][kv] = mad((floatV)(qs[d][r]), kk, s[r][kv]);
+            }
+        }
+        /* only the diagonal or tail block needs the mask */
+        if (j0 + BLOCK_KEYS > hmin) {
+#pragma unroll
+            for (int r = 0; r < BLOCK_ROWS; r++)
+#pragma unroll
+                for (int kv = 0; kv < NKV; kv++) {
+                    const intV key = (intV)(j0 + kv * VEC_WIDTH) + IOTA;
+                    s[r][kv] = select(s[r][kv], (floatV)(-INFINITY), key >= (intV)(hi[r]));
+                }
+        }
+        float p[BLOCK_ROWS][BLOCK_KEYS];
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++) {
+            floatV bm = s[r][0];
+#pragma unroll
+            for (int kv = 1; kv < NKV; kv++) bm = max(bm, s[r][kv]);
+            const float mb = hmax_v(bm);
+            if (mb > m[r]) { /* rescale only when the row's max grows */
+                const float alpha = exp2(m[r] - mb);
+                for (int c = 0; c < NCHUNK; c++) acc[r][c] *= alpha;
+                lsum[r] *= alpha;
+                m[r] = mb;
+            }
+#pragma unroll
+            for (int kv = 0; kv < NKV; kv++) {
+                const floatV e = exp2(s[r][kv] - (floatV)(m[r]));
+                lsum[r] += e;
+                vstoreV(e, kv, p[r]);
+            }
+        }
+        __global const float *vrow = vpb + (ulong)j0 * HEAD_DIM_PAD;
+        const int nk = min(BLOCK_KEYS, hmax - j0);
+        for (int c = 0; c < NCHUNK; c++) {
+            floatV a[BLOCK_ROWS];
+#pragma unroll
+            for (int r = 0; r < BLOCK_ROWS; r++) a[r] = acc[r][c];
+            for (int kk = 0; kk < nk; kk++) {
+                const floatV vv = vloadV(c, vrow + (ulong)kk * HEAD_DIM_PAD);
+#pragma unroll
+                for (int r = 0; r < BLOCK_ROWS; r++) a[r] = mad((floatV)(p[r][kk]), vv, a[r]);
+            }
+#pragma unroll
+            for (int r = 0; r < BLOCK_ROWS; r++) acc[r][c] = a[r];
+        }
+    }
+
+    for (int r = 0; r < BLOCK_ROWS; r++) {
+        if (r0 + r >= sq) break;
+        const float l = hsum_v(lsum[r]);
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        const ulong orow = row_index(og, b, h, r0 + r);
+        for (int c = 0; c < NCHUNK; c++) {
+            float out[VEC_WIDTH];
+            vstoreV(acc[r][c] * inv, 0, out);
+            for (int e = 0; e < VEC_WIDTH; e++) {
+                const int d = c * VEC_WIDTH + e;
+                if (d < HEAD_DIM) STORE(o, orow + d, out[e]);
+            }
+        }
+        if (write_lse)
+            lse[((ulong)b * q_heads + h) * sq + r0 + r] = l > 0.0f ? (m[r] + log2(l)) * LN2 : -INFINITY;
+    }
+}

@@ -1,0 +1,128 @@
+/* disk_cache.c -- program binaries on disk, so a second process does not
+ * rebuild. One file per program, named by the key's hash, holding the full
+ * key text (a hash collision or a stale file reads as a miss) and a checksum
+ * of the binary. Written to a temporary file and renamed; any problem is a
+ * miss with one log line, never an error. */
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+static const char MAGIC[8] = {'A', 'T', 'T', 'N', 'B', 'I', 'N', '\n'};
+
+typedef struct {
+    char magic[8];
+    uint32_t format;
+    uint32_t key_len;
+    uint64_t bin_len;
+    uint64_t bin_hash;
+} cache_header;
+
+int attn_disk_cache_dir(char *buf, size_t size)
+{
+    const char *env = getenv("ATTN_CACHE_DIR");
+    if (env && *env) return snprintf(buf, size, "%s", env) < (int)size;
+    env = getenv("XDG_CACHE_HOME");
+    if (env && *env) return snprintf(buf, size, "%s/attn", env) < (int)size;
+    env = getenv("HOME");
+    if (env && *env) return snprintf(buf, size, "%s/.cache/attn", env) < (int)size;
+    return 0;
+}
+
+static int cache_path(uint64_t key, char *buf, size_t size)
+{
+    char dir[3800];
+    if (!attn_disk_cache_dir(dir, sizeof dir)) return 0;
+    return snprintf(buf, size, "%s/%016llx.bin", dir, (unsigned long long)key) < (int)size;
+}
+
+/* mkdir -p */
+static int make_dirs(const char *path)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+int attn_disk_cache_load(const char *key_text, uint64_t key, unsigned char **bin, size_t *len)
+{
+    char path[4096];
+    *bin = NULL;
+    *len = 0;
+    if (!cache_path(key, path, sizeof path)) return 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) return 0; /* a plain miss: no log line */
+    const char *why = NULL;
+    cache_header h;
+    size_t key_len = strlen(key_text);
+    char *stored_key = NULL;
+    unsigned char *data = NULL;
+    if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, MAGIC, sizeof MAGIC) != 0)
+        why = "bad header";
+    else if (h.format != ATTN_CACHE_FORMAT_VERSION)
+        why = "other format version";
+    else if (h.key_len != key_len || h.bin_len == 0 || h.bin_len > ((uint64_t)1 << 31))
+        why = "key or size mismatch";
+    else if (!(stored_key = malloc(key_len + 1)) || !(data = malloc((size_t)h.bin_len)))
+        why = "out of host memory";
+    else if (fread(stored_key, 1, key_len, f) != key_len || memcmp(stored_key, key_text, key_len) != 0)
+        why = "key mismatch";
+    else if (fread(data, 1, (size_t)h.bin_len, f) != (size_t)h.bin_len)
+        why = "truncated";
+    else if (attn_hash_bytes(ATTN_HASH_INIT, data, (size_t)h.bin_len) != h.bin_hash)
+        why = "checksum mismatch";
+    else if (fgetc(f) != EOF)
+        why = "trailing bytes";
+    fclose(f);
+    free(stored_key);
+    if (why) {
+        free(data);
+        attn_log(ATTN_LOG_WARN, "program cache file %s is unusable (%s); rebuilding", path, why);
+        return 0;
+    }
+    *bin = data;
+    *len = (size_t)h.bin_len;
+    return 1;
+}
+
+void attn_disk_cache_store(const char *key_text, uint64_t key, const unsigned char *bin, size_t len)
+{
+    static int warned_unwritable; /* one log line per process, not one per program */
+    char dir[3800], path[4096], tmp[4200];
+    if (!attn_disk_cache_dir(dir, sizeof dir) || !cache_path(key, path, sizeof path)) return;
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    FILE *f = NULL;
+    if (make_dirs(dir) == 0) f = fopen(tmp, "wb");
+    if (!f) {
+        if (!warned_unwritable) {
+            warned_unwritable = 1;
+            attn_log(ATTN_LOG_WARN, "program cache folder %s is not writable (%s); programs are "
+                     "rebuilt by each process", dir, strerror(errno));
+        }
+        return;
+    }
+    cache_header h;
+    memcpy(h.magic, MAGIC, sizeof MAGIC);
+    h.format = ATTN_CACHE_FORMAT_VERSION;
+    h.key_len = (uint32_t)strlen(key_text);
+    h.bin_len = len;
+    h.bin_hash = attn_hash_bytes(ATTN_HASH_INIT, bin, len);
+    int ok = fwrite(&h, sizeof h, 1, f) == 1 && fwrite(key_text, 1, h.key_len, f) == h.key_len &&
+             fwrite(bin, 1, len, f) == len;
+    ok = (fclose(f) == 0) && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        attn_log(ATTN_LOG_WARN, "cannot write program cache file %s: %s", path, strerror(errno));
+        remove(tmp);
+    }
+}

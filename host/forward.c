@@ -1,0 +1,227 @@
+/* forward.c -- attn_forward and attn_prepare: choose the parameters (the
+ * heuristic, or ATTN_PARAMS), fetch the program, set arguments, enqueue. */
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The parameters for p on ctx's device, and where they came from. */
+static attn_status plan(attn_context *ctx, const attn_problem *p, attn_params *out,
+                        const char **source)
+{
+    attn_device_limits dev = {ctx->device_type, ctx->local_mem, ctx->max_wg, ctx->compute_units};
+    attn_params pr = attn_params_heuristic(&dev, p);
+    *source = "heuristic";
+    const char *env = getenv("ATTN_PARAMS");
+    if (env && *env) {
+        char err[256], text[200];
+        if (attn_params_parse(env, &pr, err, sizeof err) != 0)
+            return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "ATTN_PARAMS=\"%s\": %s", env, err);
+        attn_params_format(&pr, text, sizeof text);
+        attn_log(ATTN_LOG_INFO, "ATTN_PARAMS applied: %s", text);
+        *source = "override";
+    }
+    char err[256];
+    if (!attn_params_legal(&pr, &dev, p, err, sizeof err)) {
+        char text[200];
+        attn_params_format(&pr, text, sizeof text);
+        return ATTN_FAIL(ctx, strcmp(*source, "override") == 0 ? ATTN_ERROR_INVALID_ARGUMENT
+                                                              : ATTN_ERROR_UNSUPPORTED,
+                         "%s parameters %s are not usable here: %s", *source, text, err);
+    }
+    *out = pr;
+    return ATTN_SUCCESS;
+}
+
+static attn_status get_kernel(attn_context *ctx, const attn_params *pr, const attn_problem *p,
+                              const char *name, cl_kernel *out)
+{
+    char opts[512];
+    attn_params_options(pr, p, opts, sizeof opts);
+    const char *sources[] = {"common.cl", pr->family == ATTN_FAMILY_VECTOR ? "vector.cl" : "tiled.cl"};
+    cl_program prog;
+    attn_status st = attn_program_get(ctx, sources, 2, opts, &prog);
+    if (st != ATTN_SUCCESS) return st;
+    cl_int err;
+    *out = clCreateKernel(prog, name, &err);
+    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateKernel");
+    return ATTN_SUCCESS;
+}
+
+static cl_ulong4 geometry(const attn_tensor *t)
+{
+    cl_ulong4 g;
+    g.s[0] = t->offset;
+    g.s[1] = t->stride_batch;
+    g.s[2] = t->stride_head;
+    g.s[3] = t->stride_seq;
+    return g;
+}
+
+/* Sets kernel arguments in order; stops at the first failure. */
+typedef struct { size_t size; const void *value; } karg;
+static attn_status set_args(attn_context *ctx, cl_kernel k, const karg *args, int n)
+{
+    for (int i = 0; i < n; i++) {
+        cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
+        if (err != CL_SUCCESS) {
+            char call[64];
+            snprintf(call, sizeof call, "clSetKernelArg(%d)", i);
+            return attn_fail_cl(ctx, err, call);
+        }
+    }
+    return ATTN_SUCCESS;
+}
+#define ARG(x) {sizeof(x), &(x)}
+
+static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_problem *p,
+                           const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                           const attn_tensor *o, const attn_lengths *lengths, cl_mem lse,
+                           cl_event *done)
+{
+    attn_status st;
+    cl_int err;
+    cl_kernel main_k = NULL, pack_k = NULL;
+    cl_mem lens = NULL;
+    cl_event packed = NULL, finished = NULL;
+
+    /* per-batch (q_start, q_len, kv_start, kv_len): a small buffer made per
+     * call from a host copy, so the caller's arrays need not outlive it */
+    cl_int4 *hl = malloc(sizeof *hl * (size_t)p->batch);
+    if (!hl) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int b = 0; b < p->batch; b++) {
+        const attn_lengths *L = lengths;
+        hl[b].s[0] = L && L->q_start ? L->q_start[b] : 0;
+        hl[b].s[1] = L && L->q_len ? L->q_len[b] : p->q_len;
+        hl[b].s[2] = L && L->kv_start ? L->kv_start[b] : 0;
+        hl[b].s[3] = L && L->kv_len ? L->kv_len[b] : p->kv_len;
+    }
+    lens = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                          sizeof *hl * (size_t)p->batch, hl, &err);
+    free(hl);
+    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateBuffer (lengths)");
+
+    const cl_ulong4 qg = geometry(q), kg = geometry(k), vg = geometry(v), og = geometry(o);
+    const cl_int write_lse = lse != NULL;
+    cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */
+    const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
+    const cl_float qscale = attn_effective_scale(p) * 1.4426950408889634f; /* exp2 domain */
+    const cl_int nblk = (p->q_len + pr->block_rows - 1) / pr->block_rows;
+
+    if ((st = get_kernel(ctx, pr, p, pr->family == ATTN_FAMILY_VECTOR ? "attn_fwd_vector"
+                                                                       : "attn_fwd_tiled",
+                         &main_k)) != ATTN_SUCCESS)
+        goto done;
+    if (pr->family == ATTN_FAMILY_VECTOR) {
+        const cl_int skvp = (p->kv_len + pr->block_keys - 1) / pr->block_keys * pr->block_keys;
+        const size_t dpad = (size_t)attn_params_padded_dim(pr, p->head_dim);
+        const size_t bytes = (size_t)p->batch * p->kv_heads * dpad * (size_t)skvp * sizeof(float);
+        if ((st = attn_scratch_reserve(ctx, &ctx->kt, bytes)) != ATTN_SUCCESS ||
+            (st = attn_scratch_reserve(ctx, &ctx->vp, bytes)) != ATTN_SUCCESS ||
+            (st = get_kernel(ctx, pr, p, "attn_pack_kv", &pack_k)) != ATTN_SUCCESS)
+            goto done;
+        const karg pack_args[] = {ARG(k->buffer), ARG(kg), ARG(v->buffer), ARG(vg), ARG(lens),
+                                  ARG(ctx->kt.mem), ARG(ctx->vp.mem), ARG(hkv), ARG(skvp)};
+        const karg main_args[] = {ARG(q->buffer), ARG(qg), ARG(ctx->kt.mem), ARG(ctx->vp.mem),
+                                  ARG(o->buffer), ARG(og), ARG(lse_arg), ARG(write_lse),
+                                  ARG(lens), ARG(hq), ARG(hkv), ARG(sq), ARG(skvp),
+                                  ARG(causal), ARG(qscale), ARG(nblk)};
+        if ((st = set_args(ctx, pack_k, pack_args, 9)) != ATTN_SUCCESS ||
+            (st = set_args(ctx, main_k, main_args, 16)) != ATTN_SUCCESS)
+            goto done;
+        const size_t pg[3] = {(size_t)skvp / (size_t)pr->block_keys, (size_t)hkv, (size_t)p->batch};
+        const size_t one[3] = {1, 1, 1};
+        /* the scratch may still be read by the previous call's kernel when
+         * the application's queue is out of order: wait for it */
+        err = clEnqueueNDRangeKernel(ctx->queue, pack_k, 3, NULL, pg, one,
+                                     ctx->last_event ? 1 : 0,
+                                     ctx->last_event ? &ctx->last_event : NULL, &packed);
+        if (err != CL_SUCCESS) {
+            st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_pack_kv)");
+            goto done;
+        }
+        const size_t mg[3] = {(size_t)nblk, (size_t)hq, (size_t)p->batch};
+        err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, mg, one, 1, &packed, &finished);
+        if (err != CL_SUCCESS) {
+            st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_fwd_vector)");
+            goto done;
+        }
+    } else {
+        const karg main_args[] = {ARG(q->buffer), ARG(qg), ARG(k->buffer), ARG(kg),
+                                  ARG(v->buffer), ARG(vg), ARG(o->buffer), ARG(og),
+                                  ARG(lse_arg), ARG(write_lse), ARG(lens), ARG(hq), ARG(hkv),
+                                  ARG(sq), ARG(causal), ARG(qscale), ARG(nblk)};
+        if ((st = set_args(ctx, main_k, main_args, 17)) != ATTN_SUCCESS) goto done;
+        const size_t wg = (size_t)pr->wg_size;
+        const size_t gl[3] = {(size_t)nblk * wg, (size_t)hq, (size_t)p->batch};
+        const size_t lo[3] = {wg, 1, 1};
+        err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, gl, lo, 0, NULL, &finished);
+        if (err != CL_SUCCESS) {
+            st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_fwd_tiled)");
+            goto done;
+        }
+    }
+    if (ctx->last_event) clReleaseEvent(ctx->last_event);
+    ctx->last_event = finished;
+    if (done) {
+        clRetainEvent(finished);
+        *done = finished;
+    }
+done:
+    if (packed) clReleaseEvent(packed);
+    if (main_k) clReleaseKernel(main_k);
+    if (pack_k) clReleaseKernel(pack_k);
+    if (lens) clReleaseMemObject(lens); /* enqueued kernels keep it alive */
+    if (st != ATTN_SUCCESS && finished) clReleaseEvent(finished);
+    return st;
+}
+
+attn_status attn_forward(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
+                         const attn_tensor *k, const attn_tensor *v, const attn_tensor *out,
+                         const attn_lengths *lengths, cl_mem lse, cl_event *done)
+{
+    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->error[0] = 0;
+    if (done) *done = NULL;
+    attn_params pr;
+    const char *source;
+    attn_check_inputs *inputs = NULL;
+    attn_status st = attn_validate_forward(ctx, p, q, k, v, out, lengths, lse);
+    if (st == ATTN_SUCCESS) st = plan(ctx, p, &pr, &source);
+    /* check mode reads the inputs first: out may be q itself */
+    if (st == ATTN_SUCCESS && ctx->check) st = attn_check_read_inputs(ctx, p, q, k, v, &inputs);
+    if (st == ATTN_SUCCESS) st = enqueue(ctx, &pr, p, q, k, v, out, lengths, lse, done);
+    if (st == ATTN_SUCCESS && inputs) st = attn_check_compare(ctx, p, inputs, out, lengths, lse);
+    attn_check_free(inputs);
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
+attn_status attn_prepare(attn_context *ctx, const attn_problem *p, attn_plan_info *info)
+{
+    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
+    pthread_mutex_lock(&ctx->lock);
+    ctx->error[0] = 0;
+    attn_params pr;
+    const char *source;
+    cl_kernel kern = NULL;
+    attn_status st = attn_validate_problem(ctx, p, NULL);
+    if (st == ATTN_SUCCESS) st = plan(ctx, p, &pr, &source);
+    if (st == ATTN_SUCCESS)
+        st = get_kernel(ctx, &pr, p, pr.family == ATTN_FAMILY_VECTOR ? "attn_fwd_vector"
+                                                                      : "attn_fwd_tiled", &kern);
+    if (kern) clReleaseKernel(kern);
+    if (st == ATTN_SUCCESS && info) {
+        memset(info, 0, sizeof *info);
+        snprintf(info->family, sizeof info->family, "%s",
+                 pr.family == ATTN_FAMILY_VECTOR ? "vector" : "tiled");
+        attn_params_format(&pr, info->params, sizeof info->params);
+        snprintf(info->source, sizeof info->source, "%s", source);
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
