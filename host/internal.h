@@ -44,6 +44,8 @@ struct attn_context {
     char platform_name[256], vendor[256], device_name[256], driver[256];
 
     attn_program_entry *programs;
+    /* how programs were obtained (tests and the tuner read these) */
+    unsigned programs_built, programs_from_disk, programs_from_memory;
     attn_scratch kt, vp;   /* the vector family's packed K and V */
     cl_event last_event;   /* the previous forward's last kernel (scratch reuse) */
 

@@ -116,6 +116,7 @@ attn_status attn_program_get(attn_context *ctx, const char *const *sources, int 
 
     for (attn_program_entry *e = ctx->programs; e; e = e->next)
         if (e->key == key) {
+            ctx->programs_from_memory++;
             *out = e->program;
             goto done;
         }
@@ -127,9 +128,11 @@ attn_status attn_program_get(attn_context *ctx, const char *const *sources, int 
     if (attn_disk_cache_load(key_text, key, &bin, &bin_len)) {
         prog = from_binary(ctx, bin, bin_len, options);
         free(bin);
-        if (prog)
+        if (prog) {
+            ctx->programs_from_disk++;
             attn_log(ATTN_LOG_INFO, "program %016llx loaded from the disk cache in %.1f ms",
                      (unsigned long long)key, now_ms() - t0);
+        }
         else
             attn_log(ATTN_LOG_WARN, "program cache entry %016llx was rejected by the driver; "
                      "rebuilding", (unsigned long long)key);
@@ -150,6 +153,7 @@ attn_status attn_program_get(attn_context *ctx, const char *const *sources, int 
         }
         attn_log(ATTN_LOG_INFO, "program %016llx built in %.1f ms (%s)", (unsigned long long)key,
                  now_ms() - t0, options);
+        ctx->programs_built++;
         store_binary(ctx, prog, key_text, key);
     }
     attn_program_entry *e = malloc(sizeof *e);
