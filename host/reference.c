@@ -1,0 +1,143 @@
+/* reference.c -- the CPU reference for attn_forward: contiguous BHSD float
+ * arrays, double accumulation, one query row at a time (scores, then the
+ * softmax over keys, then the mix of V), written to be read and trusted
+ * rather than to be fast. Tests and check mode compare kernels against it. */
+#include "internal.h"
+
+#include <math.h>
+#include <stdlib.h>
+
+/* One batch entry's valid regions, resolved from attn_lengths. */
+typedef struct region {
+    int q_start, q_len, kv_start, kv_len;
+} region;
+
+static region region_of(const attn_problem *p, const attn_lengths *L, int b)
+{
+    region r = {0, p->q_len, 0, p->kv_len};
+    if (L) {
+        if (L->q_start) r.q_start = L->q_start[b];
+        if (L->q_len) r.q_len = L->q_len[b];
+        if (L->kv_start) r.kv_start = L->kv_start[b];
+        if (L->kv_len) r.kv_len = L->kv_len[b];
+    }
+    return r;
+}
+
+static int span_ok(int start, int len, int padded)
+{
+    return start >= 0 && start <= padded && len >= 0 && len <= padded && start + len <= padded;
+}
+
+/* The problem's shape and lengths against the DESIGN rules; no messages (the
+ * reference has no context: attn_validate_problem gives them for attn_forward). */
+static attn_status reference_check(const attn_problem *p, const attn_lengths *L)
+{
+    if (p->batch < 1 || p->q_heads < 1 || p->kv_heads < 1 || p->q_len < 1 || p->kv_len < 1)
+        return ATTN_ERROR_INVALID_ARGUMENT;
+    if (p->q_heads % p->kv_heads != 0) return ATTN_ERROR_INVALID_ARGUMENT;
+    if (p->head_dim < 1 || p->head_dim > 256) return ATTN_ERROR_INVALID_ARGUMENT;
+    if (!isfinite(p->scale)) return ATTN_ERROR_INVALID_ARGUMENT;
+    for (int b = 0; L && b < p->batch; b++) {
+        region r = region_of(p, L, b);
+        if (!span_ok(r.q_start, r.q_len, p->q_len) || !span_ok(r.kv_start, r.kv_len, p->kv_len))
+            return ATTN_ERROR_INVALID_ARGUMENT;
+    }
+    return ATTN_SUCCESS;
+}
+
+/* Four partial sums break the add chain (D = 64 in one chain made S = 1000
+ * take most of a second); in double the order barely matters. */
+static double dot(const float *a, const float *b, int n)
+{
+    double s0 = 0, s1 = 0, s2 = 0, s3 = 0;
+    int d = 0;
+    for (; d + 4 <= n; d += 4) {
+        s0 += (double)a[d] * b[d];
+        s1 += (double)a[d + 1] * b[d + 1];
+        s2 += (double)a[d + 2] * b[d + 2];
+        s3 += (double)a[d + 3] * b[d + 3];
+    }
+    for (; d < n; d++) s0 += (double)a[d] * b[d];
+    return (s0 + s1) + (s2 + s3);
+}
+
+attn_status attn_reference_forward(const attn_problem *p, const float *q, const float *k,
+                                   const float *v, float *out, const attn_lengths *lengths,
+                                   float *lse)
+{
+    if (!p || !q || !k || !v || !out) return ATTN_ERROR_INVALID_ARGUMENT;
+    attn_status st = reference_check(p, lengths);
+    if (st != ATTN_SUCCESS) return st;
+
+    const int D = p->head_dim, Sq = p->q_len, Skv = p->kv_len;
+    const int group = p->q_heads / p->kv_heads;
+    const double scale = attn_effective_scale(p);
+
+    /* One row of scores, then the row's output accumulator. */
+    double *scores = malloc(((size_t)Skv + (size_t)D) * sizeof(double));
+    if (!scores) return ATTN_ERROR_OUT_OF_MEMORY;
+    double *acc = scores + Skv;
+
+    for (int b = 0; b < p->batch; b++) {
+        const region r = region_of(p, lengths, b);
+        for (int h = 0; h < p->q_heads; h++) {
+            const int hk = h / group;
+            const float *qh = q + ((size_t)b * p->q_heads + h) * Sq * D;
+            const float *kh = k + ((size_t)b * p->kv_heads + hk) * Skv * D;
+            const float *vh = v + ((size_t)b * p->kv_heads + hk) * Skv * D;
+            float *oh = out + ((size_t)b * p->q_heads + h) * Sq * D;
+            float *lh = lse ? lse + ((size_t)b * p->q_heads + h) * Sq : NULL;
+
+            for (int row = 0; row < Sq; row++) {
+                float *o = oh + (size_t)row * D;
+                const int i = row - r.q_start; /* query content index */
+
+                /* Visible keys are content indices [0, nvis): inside kv_len
+                 * and, when causal, j <= i + (kv_len - q_len). */
+                int nvis = 0;
+                if (i >= 0 && i < r.q_len) {
+                    nvis = r.kv_len;
+                    if (p->causal) {
+                        int limit = i + (r.kv_len - r.q_len) + 1;
+                        if (limit < nvis) nvis = limit;
+                    }
+                    if (nvis < 0) nvis = 0;
+                }
+                if (nvis == 0) { /* pad row or everything masked */
+                    for (int d = 0; d < D; d++) o[d] = 0.0f;
+                    if (lh) lh[row] = -INFINITY;
+                    continue;
+                }
+
+                /* Scores of the visible keys, and their max. */
+                const float *qr = qh + (size_t)row * D;
+                double mx = -INFINITY;
+                for (int j = 0; j < nvis; j++) {
+                    const float *kr = kh + (size_t)(r.kv_start + j) * D;
+                    scores[j] = scale * dot(qr, kr, D);
+                    if (scores[j] > mx) mx = scores[j];
+                }
+
+                /* Softmax over keys (unnormalised weights, their sum). */
+                double sum = 0.0;
+                for (int j = 0; j < nvis; j++) {
+                    scores[j] = exp(scores[j] - mx);
+                    sum += scores[j];
+                }
+
+                /* The mix of V rows, normalised once at the end. */
+                for (int d = 0; d < D; d++) acc[d] = 0.0;
+                for (int j = 0; j < nvis; j++) {
+                    const float *vr = vh + (size_t)(r.kv_start + j) * D;
+                    const double w = scores[j];
+                    for (int d = 0; d < D; d++) acc[d] += w * vr[d];
+                }
+                for (int d = 0; d < D; d++) o[d] = (float)(acc[d] / sum);
+                if (lh) lh[row] = (float)(mx + log(sum));
+            }
+        }
+    }
+    free(scores);
+    return ATTN_SUCCESS;
+}

@@ -1,0 +1,345 @@
+/* harness.c -- the shared test helpers declared in harness.h: CUnit running,
+ * splitmix64 random numbers, the lazily made OpenCL context, tolerance
+ * comparison and strided device tensors. */
+#include "harness.h"
+
+#include <CUnit/Basic.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static attn_context *g_ctx;     /* the shared context, made on first use */
+static int g_ctx_failed;        /* creation failed once: do not retry */
+
+/* ---- running ---- */
+
+int harness_add_suite(const char *suite, const harness_test *tests)
+{
+    const char *filter = getenv("ATTN_TEST_FILTER");
+    CU_pSuite s = CU_add_suite(suite, NULL, NULL);
+    if (!s) goto fail;
+    for (const harness_test *t = tests; t->name; t++) {
+        if (filter && *filter && !strstr(t->name, filter)) continue;
+        if (!CU_add_test(s, t->name, t->fn)) goto fail;
+    }
+    return 0;
+fail:
+    printf("harness: cannot add suite %s: %s\n", suite, CU_get_error_msg());
+    return -1;
+}
+
+int harness_run(const char *program, void (*register_fn)(void))
+{
+    if (CU_initialize_registry() != CUE_SUCCESS) {
+        printf("harness: %s: CUnit registry: %s\n", program, CU_get_error_msg());
+        return 1;
+    }
+    printf("%s (attn %s)\n", program, attn_version_string());
+    register_fn();
+    if (CU_get_error() != CUE_SUCCESS) {
+        printf("harness: %s: registering tests failed: %s\n", program, CU_get_error_msg());
+        CU_cleanup_registry();
+        return 1;
+    }
+
+    CU_basic_set_mode(CU_BRM_VERBOSE);
+    CU_basic_run_tests();
+    int failed = CU_get_number_of_failures() > 0 || CU_get_number_of_suites_failed() > 0 ||
+                 CU_get_error() != CUE_SUCCESS || g_ctx_failed;
+
+    attn_context_release(g_ctx);
+    g_ctx = NULL;
+    CU_cleanup_registry();
+    fflush(stdout);
+    return failed ? 1 : 0;
+}
+
+/* ---- random numbers ---- */
+
+void harness_rng_seed(harness_rng *r, uint64_t seed) { r->state = seed; }
+
+uint64_t harness_rng_next(harness_rng *r)
+{
+    uint64_t z = (r->state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    return z ^ (z >> 31);
+}
+
+double harness_rng_uniform(harness_rng *r)
+{
+    return (double)(harness_rng_next(r) >> 11) * 0x1.0p-53;
+}
+
+double harness_rng_normal(harness_rng *r)
+{
+    const double two_pi = 6.283185307179586476925;
+    double u1 = 1.0 - harness_rng_uniform(r); /* (0, 1]: log is finite */
+    double u2 = harness_rng_uniform(r);
+    return sqrt(-2.0 * log(u1)) * cos(two_pi * u2);
+}
+
+uint64_t harness_seed(uint64_t dflt)
+{
+    const char *s = getenv("ATTN_TEST_SEED");
+    if (!s || !*s) return dflt;
+    return (uint64_t)strtoull(s, NULL, 0);
+}
+
+void harness_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi)
+{
+    harness_rng r;
+    harness_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++)
+        x[i] = (float)(lo + ((double)hi - lo) * harness_rng_uniform(&r));
+}
+
+void harness_fill_normal(float *x, size_t n, uint64_t seed, float mean, float stddev)
+{
+    harness_rng r;
+    harness_rng_seed(&r, seed);
+    for (size_t i = 0; i < n; i++) x[i] = (float)(mean + (double)stddev * harness_rng_normal(&r));
+}
+
+void harness_round(attn_dtype t, float *x, size_t n)
+{
+    if (t == ATTN_F32 || n == 0) return;
+    uint16_t *tmp = malloc(n * sizeof *tmp);
+    if (!tmp) {
+        printf("harness: out of memory rounding %zu values\n", n);
+        abort(); /* a test helper, not the library: nothing sensible remains */
+    }
+    attn_convert_from_f32(t, x, tmp, n);
+    attn_convert_to_f32(t, tmp, x, n);
+    free(tmp);
+}
+
+/* ---- comparison ---- */
+
+int harness_compare(const char *what, const float *got, const float *ref, size_t n,
+                    double atol, double rtol, uint64_t seed)
+{
+    int bad = 0;
+    size_t worst = 0;
+    double worst_ratio = -1.0, max_err = 0.0;
+
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], r = ref[i], ratio;
+        if (isnan(g) || isnan(r)) {
+            ratio = INFINITY;
+        } else if (isinf(g) || isinf(r)) {
+            ratio = g == r ? 0.0 : INFINITY; /* -inf == -inf passes */
+        } else {
+            double err = fabs(g - r);
+            if (err > max_err) max_err = err;
+            ratio = err / (atol + rtol * fabs(r));
+        }
+        if (ratio > 1.0) bad++;
+        if (ratio > worst_ratio) {
+            worst_ratio = ratio;
+            worst = i;
+        }
+    }
+    if (bad) {
+        printf("\n  %s: %d of %zu elements beyond atol %g + rtol %g; worst [%zu] got %.9g "
+               "ref %.9g; max finite error %.3g; seed %llu (ATTN_TEST_SEED=%llu reruns it)\n",
+               what, bad, n, atol, rtol, worst, got[worst], ref[worst], max_err,
+               (unsigned long long)seed, (unsigned long long)seed);
+        fflush(stdout);
+    }
+    return bad;
+}
+
+/* ---- the OpenCL context ---- */
+
+attn_context *harness_context(void)
+{
+    if (g_ctx) return g_ctx;
+    if (!g_ctx_failed) {
+        const char *sel = getenv("ATTN_TEST_DEVICE");
+        attn_status st = attn_context_create(sel, &g_ctx);
+        if (st == ATTN_SUCCESS) {
+            char name[256] = "?";
+            clGetDeviceInfo(attn_context_device(g_ctx), CL_DEVICE_NAME, sizeof name - 1, name,
+                            NULL);
+            printf("\n  harness: device \"%s\" (ATTN_TEST_DEVICE=%s)\n", name,
+                   sel ? sel : "(unset)");
+            fflush(stdout);
+            return g_ctx;
+        }
+        g_ctx = NULL;
+        g_ctx_failed = 1;
+        printf("\n  harness: NO OPENCL CONTEXT (ATTN_TEST_DEVICE=%s): %s: %s\n",
+               sel ? sel : "(unset)", attn_status_name(st), attn_last_create_error());
+        fflush(stdout);
+    }
+    if (CU_is_test_running())
+        CU_assertImplementation(CU_FALSE, __LINE__, "harness_context(): no OpenCL context",
+                                __FILE__, "", CU_TRUE); /* aborts the test */
+    return NULL;
+}
+
+/* ---- device tensors ---- */
+
+size_t harness_layout_tensor(const harness_layout *l, int B, int H, int S, int D,
+                             attn_tensor *t)
+{
+    static const harness_layout packed = {HARNESS_BHSD, 0, 0, 0};
+    if (!l) l = &packed;
+    size_t rows = (size_t)S + l->spare_seq;
+    t->offset = l->offset;
+    if (l->order == HARNESS_BSHD) {
+        t->stride_head = (size_t)D;
+        t->stride_seq = (size_t)H * D + l->seq_pad;
+        t->stride_batch = rows * t->stride_seq;
+    } else {
+        t->stride_seq = (size_t)D + l->seq_pad;
+        t->stride_head = rows * t->stride_seq;
+        t->stride_batch = (size_t)H * t->stride_head;
+    }
+    return l->offset + (size_t)B * t->stride_batch;
+}
+
+static size_t row_index(const attn_tensor *t, int b, int h, int s)
+{
+    return t->offset + (size_t)b * t->stride_batch + (size_t)h * t->stride_head +
+           (size_t)s * t->stride_seq;
+}
+
+/* The NaN each storage type is filled with. */
+static void fill_nan(attn_dtype dtype, void *dst, size_t n)
+{
+    if (dtype == ATTN_F32) {
+        float *f = dst;
+        for (size_t i = 0; i < n; i++) f[i] = NAN;
+    } else {
+        uint16_t *w = dst, nan = dtype == ATTN_F16 ? 0x7e00u : 0x7fc0u;
+        for (size_t i = 0; i < n; i++) w[i] = nan;
+    }
+}
+
+static cl_mem make_tensor(attn_context *ctx, attn_dtype dtype, const float *bhsd, int B, int H,
+                          int S, int D, const harness_layout *l, attn_tensor *t)
+{
+    size_t esize = attn_dtype_size(dtype);
+    if (!ctx || !t || esize == 0 || B < 1 || H < 1 || S < 1 || D < 1) {
+        printf("harness: bad arguments for a device tensor\n");
+        return NULL;
+    }
+    size_t n = harness_layout_tensor(l, B, H, S, D, t);
+    unsigned char *host = malloc(n * esize);
+    if (!host) {
+        printf("harness: out of memory for a %zu-element tensor\n", n);
+        return NULL;
+    }
+    fill_nan(dtype, host, n);
+    if (bhsd) {
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int s = 0; s < S; s++) {
+                    const float *src = bhsd + (((size_t)b * H + h) * S + s) * D;
+                    attn_convert_from_f32(dtype, src, host + row_index(t, b, h, s) * esize,
+                                          (size_t)D);
+                }
+    }
+    cl_int err;
+    t->buffer = clCreateBuffer(attn_context_cl_context(ctx),
+                               CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * esize, host, &err);
+    free(host);
+    if (err != CL_SUCCESS) {
+        printf("harness: clCreateBuffer(%zu bytes) failed: %d\n", n * esize, (int)err);
+        t->buffer = NULL;
+    }
+    return t->buffer;
+}
+
+cl_mem harness_alloc(attn_context *ctx, attn_dtype dtype, int B, int H, int S, int D,
+                     const harness_layout *l, attn_tensor *t)
+{
+    return make_tensor(ctx, dtype, NULL, B, H, S, D, l, t);
+}
+
+cl_mem harness_upload(attn_context *ctx, attn_dtype dtype, const float *bhsd, int B, int H,
+                      int S, int D, const harness_layout *l, attn_tensor *t)
+{
+    if (!bhsd) {
+        printf("harness: harness_upload without data\n");
+        return NULL;
+    }
+    return make_tensor(ctx, dtype, bhsd, B, H, S, D, l, t);
+}
+
+int harness_download(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, int B, int H,
+                     int S, int D, float *bhsd)
+{
+    size_t esize = attn_dtype_size(dtype), bytes = 0;
+    if (!ctx || !t || !t->buffer || !bhsd || esize == 0) {
+        printf("harness: bad arguments for harness_download\n");
+        return -1;
+    }
+    cl_int err = clGetMemObjectInfo(t->buffer, CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
+    if (err != CL_SUCCESS) {
+        printf("harness: clGetMemObjectInfo failed: %d\n", (int)err);
+        return -1;
+    }
+    if (row_index(t, B - 1, H - 1, S - 1) + (size_t)D > bytes / esize) {
+        printf("harness: tensor extends past its %zu-byte buffer\n", bytes);
+        return -1;
+    }
+    unsigned char *host = malloc(bytes);
+    if (!host) {
+        printf("harness: out of memory reading %zu bytes\n", bytes);
+        return -1;
+    }
+    err = clEnqueueReadBuffer(attn_context_queue(ctx), t->buffer, CL_TRUE, 0, bytes, host, 0,
+                              NULL, NULL);
+    if (err != CL_SUCCESS) {
+        printf("harness: clEnqueueReadBuffer failed: %d\n", (int)err);
+        free(host);
+        return -1;
+    }
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int s = 0; s < S; s++) {
+                float *dst = bhsd + (((size_t)b * H + h) * S + s) * D;
+                attn_convert_to_f32(dtype, host + row_index(t, b, h, s) * esize, dst, (size_t)D);
+            }
+    free(host);
+    return 0;
+}
+
+cl_mem harness_float_buffer(attn_context *ctx, size_t n)
+{
+    if (!ctx) return NULL;
+    if (n == 0) n = 1;
+    float *host = malloc(n * sizeof *host);
+    if (!host) {
+        printf("harness: out of memory for %zu floats\n", n);
+        return NULL;
+    }
+    fill_nan(ATTN_F32, host, n);
+    cl_int err;
+    cl_mem m = clCreateBuffer(attn_context_cl_context(ctx),
+                              CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * sizeof *host, host,
+                              &err);
+    free(host);
+    if (err != CL_SUCCESS) {
+        printf("harness: clCreateBuffer(%zu floats) failed: %d\n", n, (int)err);
+        return NULL;
+    }
+    return m;
+}
+
+int harness_read_floats(attn_context *ctx, cl_mem buf, float *dst, size_t n)
+{
+    if (!ctx || !buf || (!dst && n)) return -1;
+    if (n == 0) return 0;
+    cl_int err = clEnqueueReadBuffer(attn_context_queue(ctx), buf, CL_TRUE, 0, n * sizeof *dst,
+                                     dst, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        printf("harness: clEnqueueReadBuffer(%zu floats) failed: %d\n", n, (int)err);
+        return -1;
+    }
+    return 0;
+}

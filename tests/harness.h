@@ -1,0 +1,125 @@
+/* harness.h -- what every CUnit suite of attn shares: running the suites, a
+ * seeded RNG, the one OpenCL context, tolerance comparison that prints the
+ * seed, and moving BHSD host arrays into and out of strided device tensors.
+ *
+ * A test file is one executable:
+ *
+ *     static const harness_test tests[] = {
+ *         HARNESS_TEST(test_something),
+ *         HARNESS_END
+ *     };
+ *     static void register_tests(void) { harness_add_suite("reference", tests); }
+ *     int main(void) { return harness_run("test_reference", register_tests); }
+ *
+ * Environment: ATTN_TEST_DEVICE (selector for harness_context, default the
+ * library's own choice), ATTN_TEST_SEED (overrides harness_seed's default),
+ * ATTN_TEST_FILTER (runs only tests whose name contains it). */
+#ifndef ATTN_HARNESS_H
+#define ATTN_HARNESS_H
+
+#include "attn.h"
+
+#include <CUnit/CUnit.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* ---- running ---- */
+
+typedef struct harness_test {
+    const char *name;
+    void (*fn)(void);
+} harness_test;
+#define HARNESS_TEST(fn) { #fn, fn }
+#define HARNESS_END { NULL, NULL }
+
+/* Adds a suite of the tests in a HARNESS_END-terminated table (filtered by
+ * ATTN_TEST_FILTER). Returns 0, or -1 after printing CUnit's error. */
+int harness_add_suite(const char *suite, const harness_test *tests);
+
+/* Initialises the CUnit registry, calls register_fn (which calls
+ * harness_add_suite, or CU_add_suite directly), runs everything in verbose
+ * basic mode (CUnit's own summary closes the output), releases the shared
+ * context and the registry. Returns 0 when everything passed, 1 otherwise:
+ * main returns it, so ctest sees the failure. */
+int harness_run(const char *program, void (*register_fn)(void));
+
+/* ---- random numbers: splitmix64, identical on every platform ---- */
+
+typedef struct harness_rng {
+    uint64_t state;
+} harness_rng;
+
+void harness_rng_seed(harness_rng *r, uint64_t seed);
+uint64_t harness_rng_next(harness_rng *r);
+double harness_rng_uniform(harness_rng *r); /* [0, 1) */
+double harness_rng_normal(harness_rng *r);  /* mean 0, deviation 1 (Box-Muller) */
+
+/* $ATTN_TEST_SEED when set (to reproduce a printed failure), else dflt. */
+uint64_t harness_seed(uint64_t dflt);
+
+/* x[i] uniform in [lo, hi), or normal(mean, stddev), from seed alone. */
+void harness_fill_uniform(float *x, size_t n, uint64_t seed, float lo, float hi);
+void harness_fill_normal(float *x, size_t n, uint64_t seed, float mean, float stddev);
+
+/* Rounds x in place through storage type t (float -> t -> float), so that a
+ * reference computed from x sees exactly what the device reads. */
+void harness_round(attn_dtype t, float *x, size_t n);
+
+/* ---- comparison ---- */
+
+/* Counts elements with |got - ref| > atol + rtol * |ref|. Infinities must
+ * match exactly (-inf == -inf passes); a NaN anywhere is a violation. On
+ * failure prints `what`, the count, the worst element's index and values,
+ * the max error and the seed. Returns the number of violations. */
+int harness_compare(const char *what, const float *got, const float *ref, size_t n,
+                    double atol, double rtol, uint64_t seed);
+
+/* ---- the OpenCL context ---- */
+
+/* One context for the whole executable, made on first use with selector
+ * $ATTN_TEST_DEVICE and released by harness_run. If it cannot be made,
+ * prints attn_last_create_error(), fails (and, inside a test, aborts) the
+ * current test, and returns NULL. */
+attn_context *harness_context(void);
+
+/* ---- device tensors ---- */
+
+enum { HARNESS_BHSD = 0, HARNESS_BSHD = 1 };
+
+/* Where a [B, H, S, D] tensor lies in its buffer. Zeroed = packed BHSD. */
+typedef struct harness_layout {
+    int order;        /* HARNESS_BHSD or HARNESS_BSHD */
+    size_t offset;    /* elements before element [0,0,0,0] */
+    size_t seq_pad;   /* extra elements per sequence step (stride_seq > D for
+                         BHSD, > H*D for BSHD) */
+    size_t spare_seq; /* extra sequence positions per head (a KV cache with
+                         capacity S + spare_seq) */
+} harness_layout;
+
+/* Fills t's offset and strides for layout l; returns the buffer's size in
+ * elements. */
+size_t harness_layout_tensor(const harness_layout *l, int B, int H, int S, int D,
+                             attn_tensor *t);
+
+/* Creates a buffer for a [B, H, S, D] tensor of type dtype laid out as l
+ * (NULL = packed BHSD), every element, gaps included, set to NaN so that a
+ * kernel reading a gap or skipping a row shows. Sets *t (t->buffer is the
+ * returned cl_mem, which the caller releases). NULL after a message. */
+cl_mem harness_alloc(attn_context *ctx, attn_dtype dtype, int B, int H, int S, int D,
+                     const harness_layout *l, attn_tensor *t);
+
+/* harness_alloc, then the contiguous BHSD floats bhsd converted to dtype
+ * and scattered into place. */
+cl_mem harness_upload(attn_context *ctx, attn_dtype dtype, const float *bhsd, int B, int H,
+                      int S, int D, const harness_layout *l, attn_tensor *t);
+
+/* Reads tensor t (type dtype) back into contiguous BHSD floats (blocking).
+ * Returns 0, or -1 after a message. */
+int harness_download(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, int B, int H,
+                     int S, int D, float *bhsd);
+
+/* A buffer of n floats set to NaN (for LSE), and reading n floats back. */
+cl_mem harness_float_buffer(attn_context *ctx, size_t n);
+int harness_read_floats(attn_context *ctx, cl_mem buf, float *dst, size_t n);
+
+#endif /* ATTN_HARNESS_H */
