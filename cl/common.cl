@@ -14,6 +14,10 @@
 /* The running max starts at -FLT_MAX/2, not -inf: a row that has seen only
  * masked keys then rescales by exp2(0) = 1 instead of computing inf - inf. */
 #define MAX_INIT (-FLT_MAX / 2)
+/* A masked logit. Finite on purpose: max() is undefined for infinities and
+ * vendor compilers may assume finite math; exp2(MASKED - m) is still 0 for
+ * any running max m >= MAX_INIT. */
+#define MASKED (-FLT_MAX)
 
 #if STORAGE == 0
 typedef float storage_t;

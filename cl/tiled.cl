@@ -83,7 +83,8 @@ void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const stora
     const int row = tid / TPR, lane = tid % TPR;
     float acc[DPT];
     for (int t = 0; t < DPT; t++) acc[t] = 0.0f;
-    barrier(CLK_LOCAL_MEM_FENCE);
+    /* the global fence orders the Q reads before any O write when out == q */
+    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
     for (int j0 = 0; j0 < hmax; j0 += BLOCK_KEYS) {
         const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside kv_len */
@@ -100,7 +101,7 @@ void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const stora
         for (int i = tid; i < BLOCK_ROWS * BLOCK_KEYS; i += WG_SIZE) {
             const int r = i / BLOCK_KEYS, c = i % BLOCK_KEYS;
             const int hr = need_mask ? (r0 + r < sq ? visible_keys(r0 + r, len, causal) : 0) : hmax;
-            float s = -INFINITY;
+            float s = MASKED;
             if (j0 + c < hr) {
 #if LOCAL_KV
                 s = score(q_l + r * DS, k_l + c * DS);
@@ -157,7 +158,7 @@ void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const stora
         const ulong orow = row_index(og, b, h, r0 + row);
         for (int t = 0; t < DPT; t++) {
             const int d = lane + t * TPR;
-            if (d < HEAD_DIM) STORE(o, orow + d, acc[t] * inv);
+            if (d < HEAD_DIM) STORE(o, orow + d, l > 0.0f ? acc[t] * inv : 0.0f);
         }
         if (write_lse && lane == 0)
             lse[((ulong)b * q_heads + h) * sq + r0 + row] =

@@ -161,7 +161,7 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
 #pragma unroll
                 for (int kv = 0; kv < NKV; kv++) {
                     const intV key = (intV)(j0 + kv * VEC_WIDTH) + IOTA;
-                    s[r][kv] = select(s[r][kv], (floatV)(-INFINITY), key >= (intV)(hi[r]));
+                    s[r][kv] = select(s[r][kv], (floatV)(MASKED), key >= (intV)(hi[r]));
                 }
         }
         float p[BLOCK_ROWS][BLOCK_KEYS];
@@ -207,7 +207,8 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
         const ulong orow = row_index(og, b, h, r0 + r);
         for (int c = 0; c < NCHUNK; c++) {
             float out[VEC_WIDTH];
-            vstoreV(acc[r][c] * inv, 0, out);
+            /* an empty row stores zeros even if a masked V held inf or NaN */
+            vstoreV(l > 0.0f ? acc[r][c] * inv : (floatV)(0.0f), 0, out);
             for (int e = 0; e < VEC_WIDTH; e++) {
                 const int d = c * VEC_WIDTH + e;
                 if (d < HEAD_DIM) STORE(o, orow + d, out[e]);

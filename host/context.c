@@ -118,14 +118,16 @@ static int select_visit(cl_platform_id pl, cl_uint pi, cl_device_id dev, cl_uint
     if (s->want_p >= 0) {
         if ((int)pi != s->want_p || (int)di != s->want_d) return 0;
     } else if (s->sel) {
-        char pname[256] = "", vendor[256] = "", dname[256] = "";
+        char pname[256] = "", pvendor[256] = "", vendor[256] = "", dname[256] = "";
         clGetPlatformInfo(pl, CL_PLATFORM_NAME, sizeof pname, pname, NULL);
+        clGetPlatformInfo(pl, CL_PLATFORM_VENDOR, sizeof pvendor, pvendor, NULL);
         clGetDeviceInfo(dev, CL_DEVICE_VENDOR, sizeof vendor, vendor, NULL);
         clGetDeviceInfo(dev, CL_DEVICE_NAME, sizeof dname, dname, NULL);
         cl_device_type t = 0;
         clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof t, &t, NULL);
         const char *type = (t & CL_DEVICE_TYPE_GPU) ? "gpu" : (t & CL_DEVICE_TYPE_CPU) ? "cpu" : "accelerator";
-        if (!contains_ci(pname, s->sel) && !contains_ci(vendor, s->sel) &&
+        if (!contains_ci(pname, s->sel) && !contains_ci(pvendor, s->sel) &&
+            !contains_ci(vendor, s->sel) &&
             !contains_ci(dname, s->sel) && !equal_ci(type, s->sel))
             return 0;
     } else if (s->gpu_only) {
@@ -275,6 +277,7 @@ attn_status attn_context_create_from_queue(cl_command_queue queue, attn_context 
     clRetainContext(c->cl_ctx);
     c->queue = queue;
     c->profiling = (qp & CL_QUEUE_PROFILING_ENABLE) != 0;
+    c->out_of_order = (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;
     read_device_facts(c);
     *out = c;
     return ATTN_SUCCESS;
@@ -288,7 +291,6 @@ void attn_context_release(attn_context *ctx)
         clReleaseProgram(e->program);
         free(e);
     }
-    if (ctx->last_event) clReleaseEvent(ctx->last_event);
     attn_scratch *scratch[] = {&ctx->kt, &ctx->vp};
     for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
         if (scratch[i]->mem) clReleaseMemObject(scratch[i]->mem);

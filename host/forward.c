@@ -80,7 +80,7 @@ static attn_status set_args(attn_context *ctx, cl_kernel k, const karg *args, in
 static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_problem *p,
                            const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
                            const attn_tensor *o, const attn_lengths *lengths, cl_mem lse,
-                           cl_event *done)
+                           cl_event *finished_out)
 {
     attn_status st;
     cl_int err;
@@ -111,6 +111,12 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
     const cl_float qscale = attn_effective_scale(p) * 1.4426950408889634f; /* exp2 domain */
     const cl_int nblk = (p->q_len + pr->block_rows - 1) / pr->block_rows;
 
+    /* An out-of-order queue would let these kernels overtake the writes of
+     * their inputs, or a previous call still reading the scratch buffers. */
+    if (ctx->out_of_order && (err = clEnqueueBarrierWithWaitList(ctx->queue, 0, NULL, NULL)) != CL_SUCCESS) {
+        st = attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
+        goto done;
+    }
     if ((st = get_kernel(ctx, pr, p, pr->family == ATTN_FAMILY_VECTOR ? "attn_fwd_vector"
                                                                        : "attn_fwd_tiled",
                          &main_k)) != ATTN_SUCCESS)
@@ -134,11 +140,7 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
             goto done;
         const size_t pg[3] = {(size_t)skvp / (size_t)pr->block_keys, (size_t)hkv, (size_t)p->batch};
         const size_t one[3] = {1, 1, 1};
-        /* the scratch may still be read by the previous call's kernel when
-         * the application's queue is out of order: wait for it */
-        err = clEnqueueNDRangeKernel(ctx->queue, pack_k, 3, NULL, pg, one,
-                                     ctx->last_event ? 1 : 0,
-                                     ctx->last_event ? &ctx->last_event : NULL, &packed);
+        err = clEnqueueNDRangeKernel(ctx->queue, pack_k, 3, NULL, pg, one, 0, NULL, &packed);
         if (err != CL_SUCCESS) {
             st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_pack_kv)");
             goto done;
@@ -164,18 +166,13 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
             goto done;
         }
     }
-    if (ctx->last_event) clReleaseEvent(ctx->last_event);
-    ctx->last_event = finished;
-    if (done) {
-        clRetainEvent(finished);
-        *done = finished;
-    }
+    *finished_out = finished;
+    finished = NULL;
 done:
     if (packed) clReleaseEvent(packed);
     if (main_k) clReleaseKernel(main_k);
     if (pack_k) clReleaseKernel(pack_k);
     if (lens) clReleaseMemObject(lens); /* enqueued kernels keep it alive */
-    if (st != ATTN_SUCCESS && finished) clReleaseEvent(finished);
     return st;
 }
 
@@ -190,13 +187,20 @@ attn_status attn_forward(attn_context *ctx, const attn_problem *p, const attn_te
     attn_params pr;
     const char *source;
     attn_check_inputs *inputs = NULL;
+    cl_event finished = NULL;
     attn_status st = attn_validate_forward(ctx, p, q, k, v, out, lengths, lse);
     if (st == ATTN_SUCCESS) st = plan(ctx, p, &pr, &source);
     /* check mode reads the inputs first: out may be q itself */
     if (st == ATTN_SUCCESS && ctx->check) st = attn_check_read_inputs(ctx, p, q, k, v, &inputs);
-    if (st == ATTN_SUCCESS) st = enqueue(ctx, &pr, p, q, k, v, out, lengths, lse, done);
-    if (st == ATTN_SUCCESS && inputs) st = attn_check_compare(ctx, p, inputs, out, lengths, lse);
+    if (st == ATTN_SUCCESS) st = enqueue(ctx, &pr, p, q, k, v, out, lengths, lse, &finished);
+    if (st == ATTN_SUCCESS && inputs) {
+        cl_int err = clWaitForEvents(1, &finished);
+        st = err == CL_SUCCESS ? attn_check_compare(ctx, p, inputs, out, lengths, lse)
+                               : attn_fail_cl(ctx, err, "clWaitForEvents (check mode)");
+    }
     attn_check_free(inputs);
+    if (st == ATTN_SUCCESS && done) *done = finished; /* the caller releases it */
+    else if (finished) clReleaseEvent(finished);
     pthread_mutex_unlock(&ctx->lock);
     return st;
 }

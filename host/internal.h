@@ -47,7 +47,7 @@ struct attn_context {
     /* how programs were obtained (tests and the tuner read these) */
     unsigned programs_built, programs_from_disk, programs_from_memory;
     attn_scratch kt, vp;   /* the vector family's packed K and V */
-    cl_event last_event;   /* the previous forward's last kernel (scratch reuse) */
+    int out_of_order;      /* the queue may reorder: each forward starts with a barrier */
 
     pthread_mutex_t lock;
     char error[ATTN_ERROR_MAX];

@@ -108,6 +108,7 @@ attn_params attn_params_heuristic(const attn_device_limits *dev, const attn_prob
         else if (pr.block_rows > 1) pr.block_rows /= 2;
         else break;
         if (pr.wg_size % pr.block_rows) pr.wg_size = pr.block_rows;
+        while ((size_t)pr.wg_size > dev->max_wg && pr.wg_size > pr.block_rows) pr.wg_size /= 2;
     }
     return pr;
 }

@@ -44,6 +44,9 @@ attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
         if (sizes[i].value <= 0)
             return INVALID(ctx, "p->%s = %d must be positive", sizes[i].name, sizes[i].value);
     if (p->head_dim > 256) return INVALID(ctx, "p->head_dim = %d exceeds 256", p->head_dim);
+    /* kernels index rows with int and add lengths: keep clear of INT_MAX */
+    if (p->q_len > (1 << 30)) return INVALID(ctx, "p->q_len = %d exceeds 2^30", p->q_len);
+    if (p->kv_len > (1 << 30)) return INVALID(ctx, "p->kv_len = %d exceeds 2^30", p->kv_len);
     if (p->q_heads % p->kv_heads)
         return INVALID(ctx, "p->q_heads = %d is not a multiple of p->kv_heads = %d", p->q_heads,
                        p->kv_heads);
@@ -98,6 +101,45 @@ static int strides_disjoint(const attn_tensor *t, int batch, int heads, int seq,
     return 1;
 }
 
+/* Whether some element index delta = sum_i c_i * st[i] with |c_i| < ex[i]
+ * exists, dims sorted by stride descending and nested (as strides_disjoint
+ * ensures): at each level at most two multiples of the stride can leave a
+ * remainder the smaller dims reach, so the search is tiny. */
+static int reachable(long long delta, const long long *st, const long long *ex, const long long *span,
+                     int n)
+{
+    if (n == 0) return delta == 0;
+    long long lo = delta - (span[0] - 1), hi = delta + (span[0] - 1); /* c * st[0] within */
+    long long c0 = lo >= 0 ? (lo + st[0] - 1) / st[0] : -((-lo) / st[0]);
+    for (long long c = c0; c * st[0] <= hi; c++)
+        if (c > -ex[0] && c < ex[0] && reachable(delta - c * st[0], st + 1, ex + 1, span + 1, n - 1))
+            return 1;
+    return 0;
+}
+
+/* Two tensors of one shape in one buffer: do any of their elements meet?
+ * Exact when the strides are identical (a fused QKV or QKVO buffer), by
+ * element ranges otherwise. */
+static int tensors_meet(const attn_tensor *a, size_t a_hi, const attn_tensor *b, size_t b_hi,
+                        int heads, int seq, int dim, int batch)
+{
+    if (a->buffer != b->buffer || a_hi < b->offset || b_hi < a->offset) return 0;
+    if (a->stride_batch != b->stride_batch || a->stride_head != b->stride_head ||
+        a->stride_seq != b->stride_seq)
+        return 1;
+    long long st[4] = {(long long)a->stride_batch, (long long)a->stride_head, (long long)a->stride_seq, 1};
+    long long ex[4] = {batch, heads, seq, dim};
+    for (int i = 1; i < 4; i++) /* sort by stride, descending */
+        for (int j = i; j > 0 && st[j] > st[j - 1]; j--) {
+            long long t = st[j]; st[j] = st[j - 1]; st[j - 1] = t;
+            t = ex[j]; ex[j] = ex[j - 1]; ex[j - 1] = t;
+        }
+    long long span[4]; /* elements reached by the dims after i, plus one */
+    span[3] = 1;
+    for (int i = 2; i >= 0; i--) span[i] = span[i + 1] + (ex[i + 1] - 1) * st[i + 1];
+    return reachable((long long)a->offset - (long long)b->offset, st, ex, span, 4);
+}
+
 static attn_status check_tensor(attn_context *ctx, const attn_tensor *t, const char *name,
                                 int batch, int heads, int seq, int dim, size_t elem, size_t *hi)
 {
@@ -141,15 +183,21 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
         (st = check_tensor(ctx, out, "out", p->batch, p->q_heads, p->q_len, D, elem, &ohi)))
         return st;
     /* out may be q itself (each row is read before it is written), never K or V */
-    const struct { const attn_tensor *t; size_t hi; const char *name; } in[] = {
-        {k, khi, "k"}, {v, vhi, "v"}};
-    for (int i = 0; i < 2; i++)
-        if (in[i].t->buffer == out->buffer && in[i].t->offset <= ohi && out->offset <= in[i].hi)
-            return INVALID(ctx, "out overlaps %s in the same buffer", in[i].name);
-    if (q->buffer == out->buffer && (q->offset != out->offset || q->stride_batch != out->stride_batch ||
-                                     q->stride_head != out->stride_head ||
-                                     q->stride_seq != out->stride_seq) &&
-        q->offset <= ohi && out->offset <= qhi)
+    if (p->q_heads == p->kv_heads && p->q_len == p->kv_len) {
+        if (tensors_meet(out, ohi, k, khi, p->q_heads, p->q_len, D, p->batch))
+            return INVALID(ctx, "out overlaps k in the same buffer");
+        if (tensors_meet(out, ohi, v, vhi, p->q_heads, p->q_len, D, p->batch))
+            return INVALID(ctx, "out overlaps v in the same buffer");
+    } else { /* shapes differ: element ranges */
+        if (k->buffer == out->buffer && k->offset <= ohi && out->offset <= khi)
+            return INVALID(ctx, "out overlaps k in the same buffer");
+        if (v->buffer == out->buffer && v->offset <= ohi && out->offset <= vhi)
+            return INVALID(ctx, "out overlaps v in the same buffer");
+    }
+    const int in_place = q->buffer == out->buffer && q->offset == out->offset &&
+                         q->stride_batch == out->stride_batch && q->stride_head == out->stride_head &&
+                         q->stride_seq == out->stride_seq;
+    if (!in_place && tensors_meet(out, ohi, q, qhi, p->q_heads, p->q_len, D, p->batch))
         return INVALID(ctx, "out overlaps q with a different layout (in place needs identical "
                        "offset and strides)");
     if (lse) {
