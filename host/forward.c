@@ -28,9 +28,11 @@ static attn_status plan(attn_context *ctx, const attn_problem *p, attn_params *o
     if (!attn_params_legal(&pr, &dev, p, err, sizeof err)) {
         char text[200];
         attn_params_format(&pr, text, sizeof text);
-        return ATTN_FAIL(ctx, strcmp(*source, "override") == 0 ? ATTN_ERROR_INVALID_ARGUMENT
-                                                              : ATTN_ERROR_UNSUPPORTED,
-                         "%s parameters %s are not usable here: %s", *source, text, err);
+        if (strcmp(*source, "override") == 0)
+            return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "ATTN_PARAMS=\"%s\" gives %s, "
+                             "not usable here: %s", env, text, err);
+        return ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "%s parameters %s are not usable here: %s",
+                         *source, text, err);
     }
     *out = pr;
     return ATTN_SUCCESS;

@@ -1,0 +1,870 @@
+/* test_cache.c -- the program cache: per context in memory, on disk across
+ * contexts and processes, and what happens when the disk copy is corrupt or
+ * the folder cannot be written; kernel sources from ATTN_KERNEL_DIR (a
+ * working copy, a broken one, a missing file); check mode catching a kernel
+ * that is subtly wrong.
+ *
+ * Every test works in a fresh ATTN_CACHE_DIR under /tmp (removed
+ * afterwards) and restores the environment it changed. The test binary runs
+ * itself as a second process (argument --child-prepare) to show that a new
+ * process loads from disk instead of rebuilding; build and load times are
+ * printed as "cache timing:" lines. */
+#define _XOPEN_SOURCE 700
+#include "harness.h"
+#include "internal.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <math.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/types.h>
+#include <sys/wait.h>
+#include <dirent.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* ---- helpers: environment, folders, files ---- */
+
+/* The variables these tests change, saved at the start of each test. */
+static const char *const env_names[] = {"ATTN_CACHE_DIR", "ATTN_KERNEL_DIR", "ATTN_CHECK",
+                                        "ATTN_PARAMS"};
+enum { NENV = 4 };
+static char *env_saved[NENV];
+
+static void env_save(void)
+{
+    for (int i = 0; i < NENV; i++) {
+        const char *v = getenv(env_names[i]);
+        env_saved[i] = v ? strdup(v) : NULL;
+    }
+    /* these tests pick their own sources and check mode */
+    unsetenv("ATTN_KERNEL_DIR");
+    unsetenv("ATTN_CHECK");
+}
+
+static void env_restore(void)
+{
+    for (int i = 0; i < NENV; i++) {
+        if (env_saved[i]) setenv(env_names[i], env_saved[i], 1);
+        else unsetenv(env_names[i]);
+        free(env_saved[i]);
+        env_saved[i] = NULL;
+    }
+}
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* A fresh folder /tmp/attn-test-<what>-XXXXXX in buf (PATH_MAX). */
+static void make_temp_dir(char *buf, size_t size, const char *what)
+{
+    snprintf(buf, size, "/tmp/attn-test-%s-XXXXXX", what);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(buf));
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    if (remove(path) != 0) printf("\n  cannot remove %s: %s\n", path, strerror(errno));
+    return 0;
+}
+
+static void remove_tree(const char *path)
+{
+    chmod(path, 0755); /* a test may have made it read-only */
+    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+/* A fresh cache folder, set as ATTN_CACHE_DIR. */
+static void fresh_cache_dir(char *buf, size_t size)
+{
+    make_temp_dir(buf, size, "cache");
+    CU_ASSERT_EQUAL_FATAL(setenv("ATTN_CACHE_DIR", buf, 1), 0);
+}
+
+/* Number of *.bin files in dir; the last one's path in first (if given). */
+static int count_bins(const char *dir, char *first, size_t size)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t len = strlen(e->d_name);
+        if (len > 4 && strcmp(e->d_name + len - 4, ".bin") == 0) {
+            n++;
+            if (first) snprintf(first, size, "%s/%s", dir, e->d_name);
+        }
+    }
+    closedir(d);
+    return n;
+}
+
+/* Number of entries (other than . and ..) in dir. */
+static int count_entries(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return 0;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL)
+        if (strcmp(e->d_name, ".") && strcmp(e->d_name, "..")) n++;
+    closedir(d);
+    return n;
+}
+
+static unsigned char *read_all(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    unsigned char *buf = malloc((size_t)(n > 0 ? n : 1) + 1);
+    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
+        free(buf);
+        buf = NULL;
+    }
+    if (buf) buf[n] = 0;
+    fclose(f);
+    *len = (size_t)n;
+    return buf;
+}
+
+static void write_all(const char *path, const void *data, size_t len)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT_EQUAL(fwrite(data, 1, len, f), len);
+    CU_ASSERT_EQUAL(fclose(f), 0);
+}
+
+static void write_text(const char *dir, const char *name, const char *text)
+{
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    write_all(path, text, strlen(text));
+}
+
+/* ---- helpers: contexts and problems ---- */
+
+static attn_context *new_context(void)
+{
+    attn_context *c = NULL;
+    attn_status st = attn_context_create(getenv("ATTN_TEST_DEVICE"), &c);
+    if (st != ATTN_SUCCESS)
+        printf("\n  attn_context_create: %s: %s\n", attn_status_name(st), attn_last_create_error());
+    CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+    return c;
+}
+
+/* Small enough to build quickly; one program per (D, dtype) on any family. */
+static attn_problem small_problem(void)
+{
+    attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.batch = 1;
+    p.q_heads = 2;
+    p.kv_heads = 1;
+    p.head_dim = 16;
+    p.q_len = 16;
+    p.kv_len = 16;
+    p.dtype = ATTN_F32;
+    p.causal = 1;
+    return p;
+}
+
+static attn_status prepare_verbose(attn_context *ctx, const attn_problem *p)
+{
+    attn_status st = attn_prepare(ctx, p, NULL);
+    if (st != ATTN_SUCCESS)
+        printf("\n  attn_prepare: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
+    return st;
+}
+
+/* Inputs, a forward, and the comparison with the reference. Returns the
+ * forward's status (after printing the message when it is not success);
+ * *bad receives the number of elements beyond tolerance (when it ran). */
+typedef struct run {
+    attn_tensor q, k, v, o;
+    cl_mem lse;
+    float *hq, *hk, *hv;
+} run;
+
+static void run_setup(attn_context *ctx, const attn_problem *p, run *r, uint64_t seed)
+{
+    memset(r, 0, sizeof *r);
+    size_t nq = (size_t)p->batch * p->q_heads * p->q_len * p->head_dim;
+    size_t nk = (size_t)p->batch * p->kv_heads * p->kv_len * p->head_dim;
+    r->hq = malloc(nq * sizeof(float));
+    r->hk = malloc(nk * sizeof(float));
+    r->hv = malloc(nk * sizeof(float));
+    CU_ASSERT_FATAL(r->hq && r->hk && r->hv);
+    harness_fill_uniform(r->hq, nq, seed, -1.0f, 1.0f);
+    harness_fill_uniform(r->hk, nk, seed + 1, -1.0f, 1.0f);
+    /* values near 1: a 1% error in the normalisation is far beyond tolerance */
+    harness_fill_uniform(r->hv, nk, seed + 2, 0.5f, 1.5f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(harness_upload(ctx, p->dtype, r->hq, p->batch, p->q_heads,
+                                                p->q_len, p->head_dim, NULL, &r->q));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(harness_upload(ctx, p->dtype, r->hk, p->batch, p->kv_heads,
+                                                p->kv_len, p->head_dim, NULL, &r->k));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(harness_upload(ctx, p->dtype, r->hv, p->batch, p->kv_heads,
+                                                p->kv_len, p->head_dim, NULL, &r->v));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(harness_alloc(ctx, p->dtype, p->batch, p->q_heads, p->q_len,
+                                               p->head_dim, NULL, &r->o));
+    r->lse = harness_float_buffer(ctx, (size_t)p->batch * p->q_heads * p->q_len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(r->lse);
+}
+
+static void run_free(run *r)
+{
+    cl_mem m[] = {r->q.buffer, r->k.buffer, r->v.buffer, r->o.buffer, r->lse};
+    for (int i = 0; i < 5; i++)
+        if (m[i]) clReleaseMemObject(m[i]);
+    free(r->hq);
+    free(r->hk);
+    free(r->hv);
+}
+
+/* Elements of out (from tensor t) beyond tolerance of the reference. */
+static int run_errors(attn_context *ctx, const attn_problem *p, run *r, const attn_tensor *t)
+{
+    size_t no = (size_t)p->batch * p->q_heads * p->q_len * p->head_dim;
+    float *got = malloc(no * sizeof *got), *ref = malloc(no * sizeof *ref);
+    CU_ASSERT_FATAL(got && ref);
+    CU_ASSERT_EQUAL(clFinish(attn_context_queue(ctx)), CL_SUCCESS);
+    CU_ASSERT_EQUAL(harness_download(ctx, p->dtype, t, p->batch, p->q_heads, p->q_len,
+                                     p->head_dim, got), 0);
+    CU_ASSERT_EQUAL(attn_reference_forward(p, r->hq, r->hk, r->hv, ref, NULL, NULL),
+                    ATTN_SUCCESS);
+    double atol, rtol;
+    attn_tolerance(p->dtype, &atol, &rtol);
+    int bad = harness_compare("out", got, ref, no, atol, rtol, 7);
+    free(got);
+    free(ref);
+    return bad;
+}
+
+/* A forward on fresh inputs, checked against the reference. */
+static void forward_is_right(attn_context *ctx, const attn_problem *p)
+{
+    run r;
+    run_setup(ctx, p, &r, 7);
+    attn_status st = attn_forward(ctx, p, &r.q, &r.k, &r.v, &r.o, NULL, r.lse, NULL);
+    if (st != ATTN_SUCCESS) printf("\n  attn_forward: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st == ATTN_SUCCESS) CU_ASSERT_EQUAL(run_errors(ctx, p, &r, &r.o), 0);
+    run_free(&r);
+}
+
+/* ---- (a) miss, then hit: memory and disk ---- */
+
+static void test_miss_then_hit(void)
+{
+    env_save();
+    char dir[512];
+    fresh_cache_dir(dir, sizeof dir);
+    attn_problem p = small_problem();
+
+    attn_context *c1 = new_context();
+    CU_ASSERT_EQUAL(prepare_verbose(c1, &p), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(c1->programs_built, 1);
+    CU_ASSERT_EQUAL(c1->programs_from_disk, 0);
+    CU_ASSERT_EQUAL(c1->programs_from_memory, 0);
+    CU_ASSERT_EQUAL(count_bins(dir, NULL, 0), 1);
+    /* the same context again: memory */
+    CU_ASSERT_EQUAL(prepare_verbose(c1, &p), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(c1->programs_built, 1);
+    CU_ASSERT_EQUAL(c1->programs_from_memory, 1);
+    /* a forward fetches its kernel(s) from memory too, never rebuilds */
+    forward_is_right(c1, &p);
+    CU_ASSERT_EQUAL(c1->programs_built, 1);
+    CU_ASSERT(c1->programs_from_memory >= 2);
+    /* another problem (head dim) is another program and another file */
+    attn_problem p2 = p;
+    p2.head_dim = 32;
+    CU_ASSERT_EQUAL(prepare_verbose(c1, &p2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(c1->programs_built, 2);
+    CU_ASSERT_EQUAL(count_bins(dir, NULL, 0), 2);
+    attn_context_release(c1);
+
+    /* a new context: both from disk, nothing built */
+    attn_context *c2 = new_context();
+    CU_ASSERT_EQUAL(prepare_verbose(c2, &p), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(c2->programs_built, 0);
+    CU_ASSERT_EQUAL(c2->programs_from_disk, 1);
+    CU_ASSERT_EQUAL(c2->programs_from_memory, 0);
+    CU_ASSERT_EQUAL(prepare_verbose(c2, &p), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(c2->programs_from_disk, 1);
+    CU_ASSERT_EQUAL(c2->programs_from_memory, 1);
+    CU_ASSERT_EQUAL(prepare_verbose(c2, &p2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(c2->programs_from_disk, 2);
+    CU_ASSERT_EQUAL(c2->programs_built, 0);
+    /* a program loaded from disk computes the right thing */
+    forward_is_right(c2, &p);
+    forward_is_right(c2, &p2);
+    CU_ASSERT_EQUAL(c2->programs_built, 0);
+    CU_ASSERT_EQUAL(count_bins(dir, NULL, 0), 2);
+    /* no temporary files left behind */
+    CU_ASSERT_EQUAL(count_entries(dir), 2);
+    attn_context_release(c2);
+
+    remove_tree(dir);
+    env_restore();
+}
+
+/* ---- (b) a second process does not rebuild ---- */
+
+static char self_path[4096];
+
+/* The child: one context, one prepare, one forward; prints its times and
+ * exits with built | disk << 4 (255 on failure). */
+static int child_prepare(void)
+{
+    attn_context *c = NULL;
+    if (attn_context_create(getenv("ATTN_TEST_DEVICE"), &c) != ATTN_SUCCESS) {
+        printf("child: attn_context_create: %s\n", attn_last_create_error());
+        return 255;
+    }
+    attn_problem p = small_problem();
+    double t0 = now_ms();
+    attn_status st = attn_prepare(c, &p, NULL);
+    double t1 = now_ms();
+    if (st != ATTN_SUCCESS) {
+        printf("child: attn_prepare: %s\n", attn_last_error(c));
+        attn_context_release(c);
+        return 255;
+    }
+    /* the first forward too: some drivers finish code generation lazily */
+    size_t nq = (size_t)p.batch * p.q_heads * p.q_len * p.head_dim;
+    size_t nk = (size_t)p.batch * p.kv_heads * p.kv_len * p.head_dim;
+    float *x = calloc(nq > nk ? nq : nk, sizeof *x);
+    attn_tensor q, k, v, o;
+    cl_mem bq = harness_upload(c, p.dtype, x, p.batch, p.q_heads, p.q_len, p.head_dim, NULL, &q);
+    cl_mem bk = harness_upload(c, p.dtype, x, p.batch, p.kv_heads, p.kv_len, p.head_dim, NULL, &k);
+    cl_mem bv = harness_upload(c, p.dtype, x, p.batch, p.kv_heads, p.kv_len, p.head_dim, NULL, &v);
+    cl_mem bo = harness_alloc(c, p.dtype, p.batch, p.q_heads, p.q_len, p.head_dim, NULL, &o);
+    double t2 = now_ms();
+    st = attn_forward(c, &p, &q, &k, &v, &o, NULL, NULL, NULL);
+    clFinish(attn_context_queue(c));
+    double t3 = now_ms();
+    printf("cache timing: %s process (POCL_KERNEL_CACHE=%s): attn_prepare %.1f ms, first "
+           "attn_forward %.1f ms (built %u, from disk %u)\n",
+           c->programs_built ? "cold" : "warm",
+           getenv("POCL_KERNEL_CACHE") ? getenv("POCL_KERNEL_CACHE") : "unset", t1 - t0, t3 - t2,
+           c->programs_built, c->programs_from_disk);
+    fflush(stdout);
+    int code = st == ATTN_SUCCESS ? (int)((c->programs_built & 15) | (c->programs_from_disk & 15) << 4)
+                                  : 255;
+    clReleaseMemObject(bq);
+    clReleaseMemObject(bk);
+    clReleaseMemObject(bv);
+    clReleaseMemObject(bo);
+    free(x);
+    attn_context_release(c);
+    return code;
+}
+
+/* Runs this binary with --child-prepare and extra (NULL or "NAME=value");
+ * returns its exit status, or -1. */
+static int spawn_child(const char *extra)
+{
+    int n = 0;
+    while (environ[n]) n++;
+    char **envp = calloc((size_t)n + 2, sizeof *envp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(envp);
+    int m = 0;
+    size_t klen = extra ? (size_t)(strchr(extra, '=') - extra) + 1 : 0;
+    for (int i = 0; i < n; i++)
+        if (!extra || strncmp(environ[i], extra, klen) != 0) envp[m++] = environ[i];
+    if (extra) envp[m++] = (char *)extra;
+    envp[m] = NULL;
+    char *argv[] = {self_path, "--child-prepare", NULL};
+    fflush(stdout);
+    pid_t pid;
+    int rc = posix_spawn(&pid, self_path, NULL, NULL, argv, envp);
+    free(envp);
+    if (rc != 0) {
+        printf("\n  posix_spawn %s: %s\n", self_path, strerror(rc));
+        return -1;
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
+static void test_second_process(void)
+{
+    env_save();
+    char dir[512];
+    fresh_cache_dir(dir, sizeof dir);
+    printf("\n");
+    /* with PoCL's own kernel cache off, the times are attn's alone */
+    int cold = spawn_child("POCL_KERNEL_CACHE=0");
+    CU_ASSERT_EQUAL(cold, 1); /* built 1, from disk 0 */
+    CU_ASSERT_EQUAL(count_bins(dir, NULL, 0), 1);
+    int warm = spawn_child("POCL_KERNEL_CACHE=0");
+    CU_ASSERT_EQUAL(warm, 1 << 4); /* built 0, from disk 1 */
+    /* and with the environment as it is, twice: PoCL's own cache then holds
+     * the code it generates at the first enqueue */
+    warm = spawn_child(NULL);
+    CU_ASSERT_EQUAL(warm, 1 << 4);
+    warm = spawn_child(NULL);
+    CU_ASSERT_EQUAL(warm, 1 << 4);
+    if (cold != 1 || warm != 1 << 4) printf("\n  child exit codes: cold %d, warm %d\n", cold, warm);
+
+    /* the same measured in this process: a fresh context on an empty folder,
+     * then a fresh context on the populated one */
+    char dir2[512];
+    fresh_cache_dir(dir2, sizeof dir2);
+    attn_problem p = small_problem();
+    p.head_dim = 24; /* a program no other test builds: cold unless PoCL's cache has it */
+    attn_context *c1 = new_context();
+    double t0 = now_ms();
+    CU_ASSERT_EQUAL(prepare_verbose(c1, &p), ATTN_SUCCESS);
+    double t1 = now_ms();
+    CU_ASSERT_EQUAL(c1->programs_built, 1);
+    attn_context_release(c1);
+    attn_context *c2 = new_context();
+    double t2 = now_ms();
+    CU_ASSERT_EQUAL(prepare_verbose(c2, &p), ATTN_SUCCESS);
+    double t3 = now_ms();
+    CU_ASSERT_EQUAL(c2->programs_built, 0);
+    CU_ASSERT_EQUAL(c2->programs_from_disk, 1);
+    double t4 = now_ms();
+    CU_ASSERT_EQUAL(prepare_verbose(c2, &p), ATTN_SUCCESS);
+    double t5 = now_ms();
+    CU_ASSERT_EQUAL(c2->programs_from_memory, 1);
+    printf("cache timing: in process (D=%d, f32, PoCL's cache as the environment sets it): "
+           "attn_prepare built %.1f ms, disk hit %.1f ms, memory hit %.3f ms\n", p.head_dim,
+           t1 - t0, t3 - t2, t5 - t4);
+    fflush(stdout);
+    attn_context_release(c2);
+    remove_tree(dir);
+    remove_tree(dir2);
+    env_restore();
+}
+
+/* ---- (c) corrupt cache files are rebuilt and rewritten ---- */
+
+enum { HEADER_BYTES = 32 }; /* magic 8, format 4, key length 4, binary length 8, hash 8 */
+
+static void test_corrupt_files(void)
+{
+    env_save();
+    char dir[512], path[1024];
+    fresh_cache_dir(dir, sizeof dir);
+    attn_problem p = small_problem();
+    attn_context *c0 = new_context();
+    CU_ASSERT_EQUAL_FATAL(prepare_verbose(c0, &p), ATTN_SUCCESS);
+    attn_context_release(c0);
+    CU_ASSERT_EQUAL_FATAL(count_bins(dir, path, sizeof path), 1);
+    size_t len;
+    unsigned char *good = read_all(path, &len);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(good);
+    CU_ASSERT_FATAL(len > HEADER_BYTES + 100);
+    CU_ASSERT_EQUAL(memcmp(good, "ATTNBIN\n", 8), 0);
+    uint32_t key_len;
+    memcpy(&key_len, good + 12, 4);
+    CU_ASSERT_FATAL(HEADER_BYTES + (size_t)key_len < len);
+
+    static const char *modes[] = {"half",      "empty",      "garbage",     "payload byte",
+                                  "key byte",  "format",     "trailing",    "header only",
+                                  "huge length", "payload garbage, valid checksum"};
+    for (int m = 0; m < (int)(sizeof modes / sizeof modes[0]); m++) {
+        unsigned char *bad = malloc(len + 1);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+        memcpy(bad, good, len);
+        size_t blen = len;
+        switch (m) {
+        case 0: blen = len / 2; break;
+        case 1: blen = 0; break;
+        case 2: {
+            harness_rng r;
+            harness_rng_seed(&r, 99);
+            for (size_t i = 0; i < len; i++) bad[i] = (unsigned char)harness_rng_next(&r);
+            break;
+        }
+        case 3: bad[len - 1 - (len - HEADER_BYTES - key_len) / 2] ^= 0x01; break; /* mid-payload */
+        case 4: bad[HEADER_BYTES + key_len / 2] ^= 0x20; break;
+        case 5: bad[8] ^= 0x02; break; /* the format version */
+        case 6: bad[len] = 0; blen = len + 1; break;
+        case 7: blen = HEADER_BYTES; break;
+        case 8: memset(bad + 16, 0xff, 8); break; /* binary length */
+        case 9: { /* passes every check of the file; the driver must reject it */
+            size_t at = HEADER_BYTES + key_len, n = len - at;
+            harness_rng r;
+            harness_rng_seed(&r, 98);
+            for (size_t i = 0; i < n; i++) bad[at + i] = (unsigned char)harness_rng_next(&r);
+            uint64_t h = attn_hash_bytes(ATTN_HASH_INIT, bad + at, n);
+            memcpy(bad + 24, &h, 8);
+            break;
+        }
+        }
+        write_all(path, bad, blen);
+        free(bad);
+
+        attn_context *c = new_context();
+        attn_status st = prepare_verbose(c, &p);
+        CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(c->programs_built, 1);
+        CU_ASSERT_EQUAL(c->programs_from_disk, 0);
+        if (c->programs_built != 1) printf("\n  corruption \"%s\" was not rebuilt\n", modes[m]);
+        attn_context_release(c);
+
+        /* rewritten: a valid file of the original length, which loads */
+        size_t nlen;
+        unsigned char *now = read_all(path, &nlen);
+        CU_ASSERT_PTR_NOT_NULL(now);
+        CU_ASSERT_EQUAL(nlen, len);
+        CU_ASSERT(now && nlen >= 8 && memcmp(now, "ATTNBIN\n", 8) == 0);
+        free(now);
+        c = new_context();
+        CU_ASSERT_EQUAL(prepare_verbose(c, &p), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(c->programs_built, 0);
+        CU_ASSERT_EQUAL(c->programs_from_disk, 1);
+        if (c->programs_from_disk != 1)
+            printf("\n  after corruption \"%s\" the file was not rewritten valid\n", modes[m]);
+        if (m == 0) forward_is_right(c, &p);
+        attn_context_release(c);
+        CU_ASSERT_EQUAL(count_entries(dir), 1);
+    }
+    free(good);
+    remove_tree(dir);
+    env_restore();
+}
+
+/* ---- several contexts filling the cache at once ---- */
+
+typedef struct store_arg {
+    attn_context *ctx;
+    attn_status st;
+} store_arg;
+
+static void *store_thread(void *varg)
+{
+    store_arg *a = varg;
+    attn_problem p = small_problem();
+    a->st = attn_prepare(a->ctx, &p, NULL);
+    return NULL;
+}
+
+/* Threads of one process, each with its own context, building and storing
+ * the same program at the same moment: every prepare succeeds, one valid
+ * file remains (no temporary files) and it loads. */
+static void test_concurrent_store(void)
+{
+    env_save();
+    char dir[512];
+    fresh_cache_dir(dir, sizeof dir);
+    enum { T = 4 };
+    pthread_t th[T];
+    store_arg args[T];
+    for (int i = 0; i < T; i++) args[i].ctx = new_context();
+    for (int i = 0; i < T; i++)
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, store_thread, &args[i]), 0);
+    for (int i = 0; i < T; i++) {
+        pthread_join(th[i], NULL);
+        CU_ASSERT_EQUAL(args[i].st, ATTN_SUCCESS);
+        attn_context_release(args[i].ctx);
+    }
+    CU_ASSERT_EQUAL(count_bins(dir, NULL, 0), 1);
+    CU_ASSERT_EQUAL(count_entries(dir), 1);
+    attn_context *c = new_context();
+    attn_problem p = small_problem();
+    CU_ASSERT_EQUAL(prepare_verbose(c, &p), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(c->programs_from_disk, 1);
+    CU_ASSERT_EQUAL(c->programs_built, 0);
+    attn_context_release(c);
+    remove_tree(dir);
+    env_restore();
+}
+
+/* ---- (d) a cache folder that cannot be written ---- */
+
+static void test_unwritable_cache_dir(void)
+{
+    env_save();
+    char base[512], file[1024], sub[1536];
+    make_temp_dir(base, sizeof base, "unwritable");
+    snprintf(file, sizeof file, "%s/file", base);
+    write_all(file, "not a folder\n", 13);
+    attn_problem p = small_problem();
+
+    /* a path under a regular file (mkdir fails with ENOTDIR, even for root),
+     * and the regular file itself */
+    snprintf(sub, sizeof sub, "%s/sub/deeper", file);
+    const char *paths[] = {sub, file};
+    for (int i = 0; i < 2; i++) {
+        setenv("ATTN_CACHE_DIR", paths[i], 1);
+        for (int round = 0; round < 2; round++) {
+            attn_context *c = new_context();
+            CU_ASSERT_EQUAL(prepare_verbose(c, &p), ATTN_SUCCESS);
+            CU_ASSERT_EQUAL(c->programs_built, 1); /* every context rebuilds */
+            CU_ASSERT_EQUAL(c->programs_from_disk, 0);
+            forward_is_right(c, &p);
+            attn_context_release(c);
+        }
+    }
+    size_t len;
+    unsigned char *text = read_all(file, &len);
+    CU_ASSERT(text && len == 13 && memcmp(text, "not a folder\n", 13) == 0);
+    free(text);
+    CU_ASSERT_EQUAL(count_entries(base), 1);
+
+    /* a read-only folder: only meaningful when not root (root writes anyway) */
+    char ro[1024];
+    snprintf(ro, sizeof ro, "%s/ro", base);
+    CU_ASSERT_EQUAL_FATAL(mkdir(ro, 0555), 0);
+    setenv("ATTN_CACHE_DIR", ro, 1);
+    attn_context *c = new_context();
+    CU_ASSERT_EQUAL(prepare_verbose(c, &p), ATTN_SUCCESS);
+    forward_is_right(c, &p);
+    if (geteuid() != 0) CU_ASSERT_EQUAL(count_entries(ro), 0);
+    attn_context_release(c);
+
+    remove_tree(base);
+    env_restore();
+}
+
+/* ---- (e) ATTN_KERNEL_DIR ---- */
+
+static const char *const source_names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl"};
+
+/* Writes the embedded sources into dir; returns them (malloc'd) in text[]. */
+static void export_sources(attn_context *ctx, const char *dir, char *text[4])
+{
+    const char *saved = getenv("ATTN_KERNEL_DIR");
+    char *keep = saved ? strdup(saved) : NULL;
+    unsetenv("ATTN_KERNEL_DIR");
+    for (int i = 0; i < 4; i++) {
+        text[i] = attn_kernel_source(ctx, source_names[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(text[i]);
+        CU_ASSERT(strlen(text[i]) > 100);
+        write_text(dir, source_names[i], text[i]);
+    }
+    if (keep) setenv("ATTN_KERNEL_DIR", keep, 1);
+    free(keep);
+}
+
+static void test_kernel_dir(void)
+{
+    env_save();
+    char cache[512], kdir[512], broken[512], partial[512], empty[512];
+    fresh_cache_dir(cache, sizeof cache);
+    make_temp_dir(kdir, sizeof kdir, "kernels");
+    make_temp_dir(broken, sizeof broken, "broken");
+    make_temp_dir(partial, sizeof partial, "partial");
+    make_temp_dir(empty, sizeof empty, "empty");
+    attn_problem p = small_problem();
+    attn_context *ctx = new_context();
+    char *text[4];
+    export_sources(ctx, kdir, text);
+
+    /* a working copy: builds and computes the right thing */
+    setenv("ATTN_KERNEL_DIR", kdir, 1);
+    CU_ASSERT_EQUAL(prepare_verbose(ctx, &p), ATTN_SUCCESS);
+    forward_is_right(ctx, &p);
+    CU_ASSERT_PTR_NULL(strstr(attn_last_error(ctx), "ATTN"));
+    int bins = count_bins(cache, NULL, 0);
+
+    /* a broken copy of both families: a build error with the compiler's log */
+    write_text(broken, "common.cl", text[0]);
+    write_text(broken, "peak.cl", text[3]);
+    for (int i = 1; i <= 2; i++) {
+        size_t n = strlen(text[i]);
+        char *bad = malloc(n + 128);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+        snprintf(bad, n + 128, "%s\n__kernel void broken(void) { this is not OpenCL C }\n",
+                 text[i]);
+        write_text(broken, source_names[i], bad);
+        free(bad);
+    }
+    setenv("ATTN_KERNEL_DIR", broken, 1);
+    unsigned built = ctx->programs_built;
+    attn_status st = attn_prepare(ctx, &p, NULL);
+    const char *msg = attn_last_error(ctx);
+    printf("\n  broken kernel: %s: %.300s\n", attn_status_name(st), msg);
+    CU_ASSERT_EQUAL(st, ATTN_ERROR_BUILD);
+    CU_ASSERT_PTR_NOT_NULL(strstr(msg, "build log"));
+    const char *log = strstr(msg, "build log: ");
+    CU_ASSERT(log && strlen(log + 11) > 10);              /* the log is not empty */
+    CU_ASSERT(log && (strstr(log, "error") || strstr(log, "rror"))); /* the compiler's words */
+    CU_ASSERT_EQUAL(ctx->programs_built, built);
+    CU_ASSERT_EQUAL(count_bins(cache, NULL, 0), bins); /* nothing cached */
+    /* and attn_forward reports the same */
+    {
+        run r;
+        run_setup(ctx, &p, &r, 11);
+        st = attn_forward(ctx, &p, &r.q, &r.k, &r.v, &r.o, NULL, NULL, NULL);
+        CU_ASSERT_EQUAL(st, ATTN_ERROR_BUILD);
+        CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "build log"));
+        run_free(&r);
+    }
+
+    /* the context is still usable with the embedded sources */
+    unsetenv("ATTN_KERNEL_DIR");
+    CU_ASSERT_EQUAL(prepare_verbose(ctx, &p), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
+    forward_is_right(ctx, &p);
+
+    /* a missing family file, then a missing common.cl: IO errors naming the path */
+    write_text(partial, "common.cl", text[0]);
+    setenv("ATTN_KERNEL_DIR", partial, 1);
+    st = attn_prepare(ctx, &p, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_ERROR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), partial));
+    CU_ASSERT(strstr(attn_last_error(ctx), "vector.cl") || strstr(attn_last_error(ctx), "tiled.cl"));
+    if (st != ATTN_ERROR_IO) printf("\n  missing file: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
+    setenv("ATTN_KERNEL_DIR", empty, 1);
+    st = attn_prepare(ctx, &p, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_ERROR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), empty));
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "common.cl"));
+    setenv("ATTN_KERNEL_DIR", "/nonexistent/attn/kernels", 1);
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_ERROR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "/nonexistent/attn/kernels"));
+    unsetenv("ATTN_KERNEL_DIR");
+    CU_ASSERT_EQUAL(prepare_verbose(ctx, &p), ATTN_SUCCESS);
+
+    for (int i = 0; i < 4; i++) free(text[i]);
+    attn_context_release(ctx);
+    remove_tree(cache);
+    remove_tree(kdir);
+    remove_tree(broken);
+    remove_tree(partial);
+    remove_tree(empty);
+    env_restore();
+}
+
+/* ---- (f) check mode catches a wrong kernel ---- */
+
+/* Replaces every `from` in text by `to`; returns a malloc'd copy and the count. */
+static char *replace_all(const char *text, const char *from, const char *to, int *count)
+{
+    size_t fl = strlen(from), tl = strlen(to), n = 0;
+    for (const char *s = text; (s = strstr(s, from)) != NULL; s += fl) n++;
+    char *out = malloc(strlen(text) + n * (tl > fl ? tl - fl : 0) + 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    char *w = out;
+    const char *s = text, *hit;
+    while ((hit = strstr(s, from)) != NULL) {
+        memcpy(w, s, (size_t)(hit - s));
+        w += hit - s;
+        memcpy(w, to, tl);
+        w += tl;
+        s = hit + fl;
+    }
+    strcpy(w, s);
+    *count = (int)n;
+    return out;
+}
+
+static void test_check_mode_catches_wrong_kernel(void)
+{
+    env_save();
+    char cache[512], wrong[512];
+    fresh_cache_dir(cache, sizeof cache);
+    make_temp_dir(wrong, sizeof wrong, "wrong");
+    attn_problem p = small_problem();
+    attn_context *ctx = new_context();
+    char *text[4];
+    export_sources(ctx, wrong, text);
+    /* the final normalisation off by 1%, in both families */
+    for (int i = 1; i <= 2; i++) {
+        int n = 0;
+        char *bad = replace_all(text[i], "1.0f / l", "1.01f / l", &n);
+        CU_ASSERT(n >= 1);
+        if (n < 1) printf("\n  %s has no \"1.0f / l\" to make wrong\n", source_names[i]);
+        write_text(wrong, source_names[i], bad);
+        free(bad);
+    }
+    setenv("ATTN_KERNEL_DIR", wrong, 1);
+
+    run r;
+    run_setup(ctx, &p, &r, 21);
+    /* check mode off: the wrong result goes unnoticed by attn_forward */
+    CU_ASSERT_EQUAL(ctx->check, 0);
+    CU_ASSERT_EQUAL(attn_forward(ctx, &p, &r.q, &r.k, &r.v, &r.o, NULL, r.lse, NULL), ATTN_SUCCESS);
+    printf("\n  (the wrong kernel, check mode off: the comparison below is expected to fail)");
+    CU_ASSERT(run_errors(ctx, &p, &r, &r.o) > 0); /* but it is wrong (harness prints it) */
+    /* check mode on: a mismatch naming the element and both values */
+    CU_ASSERT_EQUAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
+    attn_status st = attn_forward(ctx, &p, &r.q, &r.k, &r.v, &r.o, NULL, r.lse, NULL);
+    printf("\n  check mode: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
+    CU_ASSERT_EQUAL(st, ATTN_ERROR_MISMATCH);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "out["));
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "reference"));
+    /* the right kernels pass check mode, also in place (out == q) */
+    unsetenv("ATTN_KERNEL_DIR");
+    st = attn_forward(ctx, &p, &r.q, &r.k, &r.v, &r.o, NULL, r.lse, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  check mode, right kernel: %s\n", attn_last_error(ctx));
+    st = attn_forward(ctx, &p, &r.q, &r.k, &r.v, &r.q, NULL, r.lse, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  check mode, in place: %s\n", attn_last_error(ctx));
+    CU_ASSERT_EQUAL(run_errors(ctx, &p, &r, &r.q), 0);
+    run_free(&r);
+    CU_ASSERT_EQUAL(attn_context_set_check(ctx, 0), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(ctx->check, 0);
+    attn_context_release(ctx);
+
+    /* ATTN_CHECK=1: every new context checks */
+    setenv("ATTN_KERNEL_DIR", wrong, 1);
+    setenv("ATTN_CHECK", "1", 1);
+    attn_context *c2 = new_context();
+    CU_ASSERT_EQUAL(c2->check, 1);
+    run_setup(c2, &p, &r, 22);
+    st = attn_forward(c2, &p, &r.q, &r.k, &r.v, &r.o, NULL, NULL, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_ERROR_MISMATCH);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(c2), "out["));
+    run_free(&r);
+    attn_context_release(c2);
+    setenv("ATTN_CHECK", "0", 1);
+    attn_context *c3 = new_context();
+    CU_ASSERT_EQUAL(c3->check, 0);
+    attn_context_release(c3);
+    unsetenv("ATTN_CHECK");
+    attn_context *c4 = new_context();
+    CU_ASSERT_EQUAL(c4->check, 0);
+    attn_context_release(c4);
+
+    for (int i = 0; i < 4; i++) free(text[i]);
+    remove_tree(cache);
+    remove_tree(wrong);
+    env_restore();
+}
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_miss_then_hit),
+    HARNESS_TEST(test_second_process),
+    HARNESS_TEST(test_corrupt_files),
+    HARNESS_TEST(test_concurrent_store),
+    HARNESS_TEST(test_unwritable_cache_dir),
+    HARNESS_TEST(test_kernel_dir),
+    HARNESS_TEST(test_check_mode_catches_wrong_kernel),
+    HARNESS_END,
+};
+
+static void register_tests(void) { harness_add_suite("cache", tests); }
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--child-prepare") == 0) return child_prepare();
+    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+    if (n > 0) self_path[n] = 0;
+    else snprintf(self_path, sizeof self_path, "%s", argv[0]);
+    return harness_run("test_cache", register_tests);
+}

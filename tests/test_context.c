@@ -1,0 +1,722 @@
+/* test_context.c -- contexts: device selectors (and $ATTN_DEVICE), wrapping
+ * an application's queue without taking it over, an out-of-order queue
+ * (the scratch reuse must chain on events), the version, the accessors, the
+ * last error, the `done` event, logging, and several threads sharing one
+ * context. */
+#define _POSIX_C_SOURCE 200809L
+#include "harness.h"
+#include "internal.h"
+
+#include <ctype.h>
+#include <fcntl.h>
+#include <math.h>
+#include <pthread.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+extern char **environ;
+
+/* ---- helpers ---- */
+
+static int contains_ci(const char *hay, const char *needle)
+{
+    size_t n = strlen(needle);
+    for (; *hay; hay++) {
+        size_t i = 0;
+        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
+            i++;
+        if (i == n) return 1;
+    }
+    return 0;
+}
+
+/* The device a selector should pick, worked out independently of the
+ * library: "P:D", a substring of platform/vendor/device name or the type
+ * name ("cpu", "gpu"), or NULL for the first GPU, else the first device.
+ * NULL when nothing matches. */
+static cl_device_id expected_device(const char *sel)
+{
+    cl_uint np = 0;
+    if (clGetPlatformIDs(0, NULL, &np) != CL_SUCCESS || np == 0) return NULL;
+    cl_platform_id plats[16];
+    if (np > 16) np = 16;
+    clGetPlatformIDs(np, plats, NULL);
+    int want_p = -1, want_d = -1, used = 0;
+    if (!sel || sscanf(sel, "%d:%d%n", &want_p, &want_d, &used) != 2 || sel[used] != 0)
+        want_p = want_d = -1;
+    for (int gpu_pass = sel ? 0 : 1; gpu_pass >= 0; gpu_pass--) {
+        for (cl_uint p = 0; p < np; p++) {
+            cl_uint nd = 0;
+            if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS) continue;
+            cl_device_id devs[16];
+            if (nd > 16) nd = 16;
+            clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL);
+            for (cl_uint d = 0; d < nd; d++) {
+                char pn[256] = "", pv[256] = "", vn[256] = "", dn[256] = "";
+                cl_device_type t = 0;
+                clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pn, pn, NULL);
+                clGetPlatformInfo(plats[p], CL_PLATFORM_VENDOR, sizeof pv, pv, NULL);
+                clGetDeviceInfo(devs[d], CL_DEVICE_VENDOR, sizeof vn, vn, NULL);
+                clGetDeviceInfo(devs[d], CL_DEVICE_NAME, sizeof dn, dn, NULL);
+                clGetDeviceInfo(devs[d], CL_DEVICE_TYPE, sizeof t, &t, NULL);
+                if (want_p >= 0) {
+                    if ((int)p == want_p && (int)d == want_d) return devs[d];
+                } else if (sel) {
+                    const char *type = (t & CL_DEVICE_TYPE_GPU) ? "gpu"
+                                       : (t & CL_DEVICE_TYPE_CPU) ? "cpu" : "accelerator";
+                    if (contains_ci(pn, sel) || contains_ci(pv, sel) || contains_ci(vn, sel) ||
+                        contains_ci(dn, sel) ||
+                        (strlen(type) == strlen(sel) && contains_ci(type, sel)))
+                        return devs[d];
+                } else if (gpu_pass == 0 || (t & CL_DEVICE_TYPE_GPU)) {
+                    return devs[d];
+                }
+            }
+        }
+    }
+    return NULL;
+}
+
+/* Whether some platform's name contains name. */
+static int platform_named(const char *name)
+{
+    cl_uint np = 0;
+    cl_platform_id plats[16];
+    if (clGetPlatformIDs(16, plats, &np) != CL_SUCCESS) return 0;
+    for (cl_uint p = 0; p < np && p < 16; p++) {
+        char pn[256] = "";
+        clGetPlatformInfo(plats[p], CL_PLATFORM_NAME, sizeof pn, pn, NULL);
+        if (contains_ci(pn, name)) return 1;
+    }
+    return 0;
+}
+
+static const char *env_keep(const char *name)
+{
+    const char *v = getenv(name);
+    return v ? strdup(v) : NULL;
+}
+
+static void env_put_back(const char *name, const char *saved)
+{
+    if (saved) setenv(name, saved, 1);
+    else unsetenv(name);
+    free((void *)saved);
+}
+
+static attn_problem small_problem(int kv_len)
+{
+    attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.batch = 2;
+    p.q_heads = 4;
+    p.kv_heads = 2;
+    p.head_dim = 16;
+    p.q_len = 8;
+    p.kv_len = kv_len;
+    p.dtype = ATTN_F32;
+    p.causal = 1;
+    return p;
+}
+
+/* One forward's host inputs and device tensors. */
+typedef struct job {
+    attn_problem p;
+    float *hq, *hk, *hv, *ref, *got;
+    attn_tensor q, k, v, o;
+    uint64_t seed;
+} job;
+
+static int job_setup(attn_context *ctx, job *j, const attn_problem *p, uint64_t seed)
+{
+    memset(j, 0, sizeof *j);
+    j->p = *p;
+    j->seed = seed;
+    size_t nq = (size_t)p->batch * p->q_heads * p->q_len * p->head_dim;
+    size_t nk = (size_t)p->batch * p->kv_heads * p->kv_len * p->head_dim;
+    j->hq = malloc(nq * sizeof(float));
+    j->hk = malloc(nk * sizeof(float));
+    j->hv = malloc(nk * sizeof(float));
+    j->ref = malloc(nq * sizeof(float));
+    j->got = malloc(nq * sizeof(float));
+    if (!j->hq || !j->hk || !j->hv || !j->ref || !j->got) return -1;
+    harness_fill_uniform(j->hq, nq, seed, -1.0f, 1.0f);
+    harness_fill_uniform(j->hk, nk, seed + 1, -1.0f, 1.0f);
+    harness_fill_uniform(j->hv, nk, seed + 2, -1.0f, 1.0f);
+    if (!harness_upload(ctx, p->dtype, j->hq, p->batch, p->q_heads, p->q_len, p->head_dim, NULL, &j->q) ||
+        !harness_upload(ctx, p->dtype, j->hk, p->batch, p->kv_heads, p->kv_len, p->head_dim, NULL, &j->k) ||
+        !harness_upload(ctx, p->dtype, j->hv, p->batch, p->kv_heads, p->kv_len, p->head_dim, NULL, &j->v) ||
+        !harness_alloc(ctx, p->dtype, p->batch, p->q_heads, p->q_len, p->head_dim, NULL, &j->o))
+        return -1;
+    return attn_reference_forward(p, j->hq, j->hk, j->hv, j->ref, NULL, NULL) == ATTN_SUCCESS ? 0 : -1;
+}
+
+/* Elements beyond tolerance (after the caller made sure the forward finished). */
+static int job_errors(attn_context *ctx, job *j)
+{
+    const attn_problem *p = &j->p;
+    if (harness_download(ctx, p->dtype, &j->o, p->batch, p->q_heads, p->q_len, p->head_dim,
+                         j->got) != 0)
+        return -1;
+    double atol, rtol;
+    attn_tolerance(p->dtype, &atol, &rtol);
+    return harness_compare("out", j->got, j->ref,
+                           (size_t)p->batch * p->q_heads * p->q_len * p->head_dim, atol, rtol,
+                           j->seed);
+}
+
+static void job_free(job *j)
+{
+    cl_mem m[] = {j->q.buffer, j->k.buffer, j->v.buffer, j->o.buffer};
+    for (int i = 0; i < 4; i++)
+        if (m[i]) clReleaseMemObject(m[i]);
+    free(j->hq);
+    free(j->hk);
+    free(j->hv);
+    free(j->ref);
+    free(j->got);
+}
+
+static cl_uint queue_refs(cl_command_queue q)
+{
+    cl_uint n = 0;
+    CU_ASSERT_EQUAL(clGetCommandQueueInfo(q, CL_QUEUE_REFERENCE_COUNT, sizeof n, &n, NULL),
+                    CL_SUCCESS);
+    return n;
+}
+
+static cl_uint context_refs(cl_context c)
+{
+    cl_uint n = 0;
+    CU_ASSERT_EQUAL(clGetContextInfo(c, CL_CONTEXT_REFERENCE_COUNT, sizeof n, &n, NULL),
+                    CL_SUCCESS);
+    return n;
+}
+
+/* ---- version and accessors ---- */
+
+static void test_version(void)
+{
+    CU_ASSERT_EQUAL(attn_version(), ATTN_VERSION_NUMBER);
+    CU_ASSERT_EQUAL(ATTN_VERSION_NUMBER, 100);
+    CU_ASSERT_STRING_EQUAL(attn_version_string(), "0.1.0");
+    char expect[32];
+    snprintf(expect, sizeof expect, "%d.%d.%d", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
+             ATTN_VERSION_PATCH);
+    CU_ASSERT_STRING_EQUAL(attn_version_string(), expect);
+}
+
+static void test_accessors_and_last_error(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_PTR_NOT_NULL(attn_context_cl_context(ctx));
+    CU_ASSERT_PTR_NOT_NULL(attn_context_queue(ctx));
+    CU_ASSERT_PTR_NOT_NULL(attn_context_device(ctx));
+    cl_context qc = NULL;
+    cl_device_id qd = NULL;
+    cl_command_queue_properties props = 0;
+    clGetCommandQueueInfo(attn_context_queue(ctx), CL_QUEUE_CONTEXT, sizeof qc, &qc, NULL);
+    clGetCommandQueueInfo(attn_context_queue(ctx), CL_QUEUE_DEVICE, sizeof qd, &qd, NULL);
+    clGetCommandQueueInfo(attn_context_queue(ctx), CL_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+    CU_ASSERT_PTR_EQUAL(qc, attn_context_cl_context(ctx));
+    CU_ASSERT_PTR_EQUAL(qd, attn_context_device(ctx));
+    /* its own queue: in order, with profiling */
+    CU_ASSERT(props & CL_QUEUE_PROFILING_ENABLE);
+    CU_ASSERT_FALSE(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE);
+
+    /* a failure is recorded, the next success clears it */
+    attn_problem p = small_problem(8);
+    CU_ASSERT_EQUAL(attn_prepare(ctx, NULL, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_STRING_NOT_EQUAL(attn_last_error(ctx), "");
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
+    job j;
+    CU_ASSERT_EQUAL_FATAL(job_setup(ctx, &j, &p, 5), 0);
+    CU_ASSERT_EQUAL(attn_forward(ctx, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, NULL),
+                    ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
+    CU_ASSERT_EQUAL(attn_forward(ctx, &p, NULL, &j.k, &j.v, &j.o, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_STRING_NOT_EQUAL(attn_last_error(ctx), "");
+    CU_ASSERT_EQUAL(attn_forward(ctx, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, NULL),
+                    ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
+    CU_ASSERT_EQUAL(clFinish(attn_context_queue(ctx)), CL_SUCCESS);
+    CU_ASSERT_EQUAL(job_errors(ctx, &j), 0);
+    job_free(&j);
+}
+
+/* ---- selectors ---- */
+
+/* Creates a context with sel; checks the status, and on success that the
+ * device is `want` and agrees with attn_select_device. */
+static void check_selector(const char *sel, cl_device_id want)
+{
+    attn_context *c = (attn_context *)(uintptr_t)0x1;
+    attn_status st = attn_context_create(sel, &c);
+    if (!want) {
+        CU_ASSERT_EQUAL(st, ATTN_ERROR_NO_DEVICE);
+        CU_ASSERT_PTR_NULL(c);
+        if (st != ATTN_ERROR_NO_DEVICE)
+            printf("\n  selector \"%s\": %s, expected ATTN_ERROR_NO_DEVICE\n", sel ? sel : "(NULL)",
+                   attn_status_name(st));
+        return;
+    }
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) {
+        printf("\n  selector \"%s\": %s: %s\n", sel ? sel : "(NULL)", attn_status_name(st),
+               attn_last_create_error());
+        return;
+    }
+    CU_ASSERT_STRING_EQUAL(attn_last_create_error(), "");
+    CU_ASSERT_PTR_EQUAL(attn_context_device(c), want);
+    cl_platform_id pl = NULL;
+    cl_device_id dev = NULL;
+    CU_ASSERT_EQUAL(attn_select_device(sel, &pl, &dev), ATTN_SUCCESS);
+    CU_ASSERT_PTR_EQUAL(dev, attn_context_device(c));
+    cl_platform_id dev_pl = NULL;
+    clGetDeviceInfo(dev, CL_DEVICE_PLATFORM, sizeof dev_pl, &dev_pl, NULL);
+    CU_ASSERT_PTR_EQUAL(pl, dev_pl);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(c), "");
+    attn_context_release(c);
+}
+
+static void test_selectors(void)
+{
+    const char *saved = env_keep("ATTN_DEVICE");
+    unsetenv("ATTN_DEVICE");
+    cl_device_id dflt = expected_device(NULL), d00 = expected_device("0:0");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dflt);
+    CU_ASSERT_PTR_NOT_NULL(d00);
+
+    check_selector(NULL, dflt);
+    check_selector("", dflt);
+    check_selector("0:0", d00);
+    /* substrings, any case, and type names: expected only where present
+     * (PoCL is "Portable Computing Language" by "The pocl project": "pocl"
+     * must find it through the platform's vendor) */
+    if (platform_named("Portable Computing Language"))
+        CU_ASSERT_PTR_NOT_NULL(expected_device("pocl"));
+    check_selector("pocl", expected_device("pocl"));
+    check_selector("PoCL", expected_device("pocl"));
+    check_selector("cpu", expected_device("cpu"));
+    check_selector("CPU", expected_device("cpu"));
+    check_selector("gpu", expected_device("gpu"));
+    char dname[256] = "";
+    clGetDeviceInfo(dflt, CL_DEVICE_NAME, sizeof dname, dname, NULL);
+    dname[6] = 0; /* a prefix of the device's own name */
+    check_selector(dname, expected_device(dname));
+    check_selector("no-such-device-xyz", NULL);
+    check_selector("0:99", NULL);
+    check_selector("99:0", NULL);
+    attn_context *c = NULL;
+    CU_ASSERT_NOT_EQUAL(attn_context_create("-1:0", &c), ATTN_SUCCESS);
+    CU_ASSERT_PTR_NULL(c);
+
+    /* $ATTN_DEVICE when the selector is NULL or "" */
+    setenv("ATTN_DEVICE", "0:0", 1);
+    check_selector(NULL, d00);
+    check_selector("", d00);
+    setenv("ATTN_DEVICE", "no-such", 1);
+    c = (attn_context *)(uintptr_t)0x1;
+    CU_ASSERT_EQUAL(attn_context_create(NULL, &c), ATTN_ERROR_NO_DEVICE);
+    CU_ASSERT_PTR_NULL(c);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_create_error(), "no-such"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_create_error(), "ATTN_DEVICE"));
+    CU_ASSERT_EQUAL(attn_context_create("", &c), ATTN_ERROR_NO_DEVICE);
+    cl_platform_id pl;
+    cl_device_id dev;
+    CU_ASSERT_EQUAL(attn_select_device(NULL, &pl, &dev), ATTN_ERROR_NO_DEVICE);
+    /* an explicit selector wins over the environment */
+    check_selector("0:0", d00);
+    /* an empty ATTN_DEVICE is the default choice */
+    setenv("ATTN_DEVICE", "", 1);
+    check_selector(NULL, dflt);
+    env_put_back("ATTN_DEVICE", saved);
+}
+
+/* ---- wrapping an application's queue ---- */
+
+/* The application's own context and queue on the harness's device. */
+static cl_command_queue app_queue(cl_command_queue_properties props, cl_context *cctx)
+{
+    attn_context *h = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    cl_device_id dev = attn_context_device(h);
+    cl_int err;
+    *cctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    cl_command_queue q = clCreateCommandQueue(*cctx, dev, props, &err);
+    if (err != CL_SUCCESS) {
+        clReleaseContext(*cctx);
+        return NULL;
+    }
+    return q;
+}
+
+static void test_from_queue(void)
+{
+    cl_context cctx;
+    cl_command_queue q = app_queue(0, &cctx); /* no profiling */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    cl_uint qrefs = queue_refs(q), crefs = context_refs(cctx);
+
+    attn_context *ctx = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create_from_queue(q, &ctx), ATTN_SUCCESS);
+    CU_ASSERT_PTR_EQUAL(attn_context_queue(ctx), q);
+    CU_ASSERT_PTR_EQUAL(attn_context_cl_context(ctx), cctx);
+    CU_ASSERT_PTR_NOT_NULL(attn_context_device(ctx));
+    CU_ASSERT_EQUAL(ctx->profiling, 0);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
+
+    attn_problem p = small_problem(12);
+    job j;
+    CU_ASSERT_EQUAL_FATAL(job_setup(ctx, &j, &p, 31), 0);
+    cl_event done = NULL;
+    attn_status st = attn_forward(ctx, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, &done);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  forward on the app's queue: %s\n", attn_last_error(ctx));
+    CU_ASSERT_PTR_NOT_NULL(done);
+    if (done) {
+        CU_ASSERT_EQUAL(clWaitForEvents(1, &done), CL_SUCCESS);
+        cl_command_queue eq = NULL;
+        clGetEventInfo(done, CL_EVENT_COMMAND_QUEUE, sizeof eq, &eq, NULL);
+        CU_ASSERT_PTR_EQUAL(eq, q);
+        clReleaseEvent(done);
+    }
+    CU_ASSERT_EQUAL(job_errors(ctx, &j), 0);
+    job_free(&j);
+    attn_context_release(ctx);
+
+    /* the application's queue and context are as they were, and usable */
+    CU_ASSERT_EQUAL(queue_refs(q), qrefs);
+    CU_ASSERT_EQUAL(context_refs(cctx), crefs);
+    CU_ASSERT_EQUAL(clFinish(q), CL_SUCCESS);
+    cl_int err;
+    cl_mem m = clCreateBuffer(cctx, CL_MEM_READ_WRITE, 64, NULL, &err);
+    CU_ASSERT_EQUAL(err, CL_SUCCESS);
+    float zero = 0;
+    CU_ASSERT_EQUAL(clEnqueueFillBuffer(q, m, &zero, sizeof zero, 0, 64, 0, NULL, NULL), CL_SUCCESS);
+    CU_ASSERT_EQUAL(clFinish(q), CL_SUCCESS);
+    clReleaseMemObject(m);
+
+    /* the application may drop its own reference first: the wrapper keeps
+     * the queue alive until it is released */
+    CU_ASSERT_EQUAL_FATAL(attn_context_create_from_queue(q, &ctx), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(clReleaseCommandQueue(q), CL_SUCCESS);
+    CU_ASSERT_EQUAL(clReleaseContext(cctx), CL_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(job_setup(ctx, &j, &p, 32), 0);
+    CU_ASSERT_EQUAL(attn_forward(ctx, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(clFinish(attn_context_queue(ctx)), CL_SUCCESS);
+    CU_ASSERT_EQUAL(job_errors(ctx, &j), 0);
+    job_free(&j);
+    attn_context_release(ctx);
+}
+
+/* Several forwards back to back on an out-of-order queue, each with its own
+ * inputs and output, no waits in between: they share the context's scratch
+ * buffers, so each must wait for the previous one. */
+static void test_out_of_order_queue(void)
+{
+    attn_context *h = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    cl_command_queue_properties supported = 0;
+    clGetDeviceInfo(attn_context_device(h), CL_DEVICE_QUEUE_PROPERTIES, sizeof supported,
+                    &supported, NULL);
+    if (!(supported & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
+        printf("\n  the device has no out-of-order queues: skipped\n");
+        return;
+    }
+    cl_context cctx;
+    cl_command_queue q = app_queue(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &cctx);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    attn_context *ctx = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create_from_queue(q, &ctx), ATTN_SUCCESS);
+
+    /* same shape (scratch reused), then a longer KV (scratch grows), then
+     * short again; a few rounds, since a missing wait shows only sometimes */
+    enum { N = 6, ROUNDS = 4 };
+    const int kv[N] = {16, 16, 16, 40, 16, 40};
+    for (int round = 0; round < ROUNDS; round++) {
+        job j[N];
+        cl_event done[N];
+        for (int i = 0; i < N; i++) {
+            attn_problem p = small_problem(kv[i]);
+            CU_ASSERT_EQUAL_FATAL(job_setup(ctx, &j[i], &p, 100 + 10 * (uint64_t)i + 1000 * (uint64_t)round), 0);
+        }
+        CU_ASSERT_EQUAL(clFinish(q), CL_SUCCESS); /* the uploads */
+        for (int i = 0; i < N; i++) {
+            attn_status st = attn_forward(ctx, &j[i].p, &j[i].q, &j[i].k, &j[i].v, &j[i].o,
+                                          NULL, NULL, &done[i]);
+            CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+            if (st != ATTN_SUCCESS) {
+                printf("\n  forward %d: %s\n", i, attn_last_error(ctx));
+                done[i] = NULL;
+            }
+        }
+        for (int i = 0; i < N; i++)
+            if (done[i]) {
+                CU_ASSERT_EQUAL(clWaitForEvents(1, &done[i]), CL_SUCCESS);
+                clReleaseEvent(done[i]);
+            }
+        CU_ASSERT_EQUAL(clFinish(q), CL_SUCCESS);
+        for (int i = 0; i < N; i++) {
+            int bad = job_errors(ctx, &j[i]);
+            CU_ASSERT_EQUAL(bad, 0);
+            if (bad)
+                printf("\n  out-of-order round %d, forward %d (kv_len %d) is wrong\n", round, i,
+                       kv[i]);
+            job_free(&j[i]);
+        }
+    }
+    /* check mode on an out-of-order queue: its reads must wait for the
+     * kernels (the inputs' uploads are finished; the outputs are not) */
+    CU_ASSERT_EQUAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
+    for (int round = 0; round < ROUNDS; round++) {
+        job j;
+        attn_problem p = small_problem(kv[round % N]);
+        CU_ASSERT_EQUAL_FATAL(job_setup(ctx, &j, &p, 7000 + (uint64_t)round), 0);
+        CU_ASSERT_EQUAL(clFinish(q), CL_SUCCESS);
+        attn_status st = attn_forward(ctx, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, NULL);
+        CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+        if (st != ATTN_SUCCESS)
+            printf("\n  check mode on an out-of-order queue, round %d: %s: %s\n", round,
+                   attn_status_name(st), attn_last_error(ctx));
+        CU_ASSERT_EQUAL(clFinish(q), CL_SUCCESS);
+        CU_ASSERT_EQUAL(job_errors(ctx, &j), 0);
+        job_free(&j);
+    }
+    attn_context_release(ctx);
+    clReleaseCommandQueue(q);
+    clReleaseContext(cctx);
+}
+
+/* ---- the done event ---- */
+
+static void test_done_event(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_problem p = small_problem(8);
+    job j;
+    CU_ASSERT_EQUAL_FATAL(job_setup(ctx, &j, &p, 41), 0);
+    cl_event done = NULL;
+    CU_ASSERT_EQUAL(attn_forward(ctx, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, &done),
+                    ATTN_SUCCESS);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(done);
+    CU_ASSERT_EQUAL(clWaitForEvents(1, &done), CL_SUCCESS);
+    cl_int status = -1;
+    CU_ASSERT_EQUAL(clGetEventInfo(done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof status,
+                                   &status, NULL), CL_SUCCESS);
+    CU_ASSERT_EQUAL(status, CL_COMPLETE);
+    cl_command_queue eq = NULL;
+    clGetEventInfo(done, CL_EVENT_COMMAND_QUEUE, sizeof eq, &eq, NULL);
+    CU_ASSERT_PTR_EQUAL(eq, attn_context_queue(ctx));
+    /* the library's own queue profiles */
+    cl_ulong t0 = 0, t1 = 0;
+    CU_ASSERT_EQUAL(clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_START, sizeof t0, &t0, NULL),
+                    CL_SUCCESS);
+    CU_ASSERT_EQUAL(clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL),
+                    CL_SUCCESS);
+    CU_ASSERT(t1 >= t0 && t0 > 0);
+    /* the result is there once the event completes (no clFinish) */
+    CU_ASSERT_EQUAL(job_errors(ctx, &j), 0);
+    /* the caller's reference outlives later forwards */
+    CU_ASSERT_EQUAL(attn_forward(ctx, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(clFinish(attn_context_queue(ctx)), CL_SUCCESS);
+    cl_uint refs = 0;
+    CU_ASSERT_EQUAL(clGetEventInfo(done, CL_EVENT_REFERENCE_COUNT, sizeof refs, &refs, NULL),
+                    CL_SUCCESS);
+    CU_ASSERT(refs >= 1);
+    CU_ASSERT_EQUAL(clReleaseEvent(done), CL_SUCCESS);
+    job_free(&j);
+}
+
+/* ---- logging (in a child process: the level is read once) ---- */
+
+static char self_path[4096];
+
+static int child_log(void)
+{
+    attn_context *c = NULL;
+    if (attn_context_create(getenv("ATTN_TEST_DEVICE"), &c) != ATTN_SUCCESS) return 2;
+    attn_problem p = small_problem(8);
+    if (attn_prepare(c, &p, NULL) != ATTN_SUCCESS) return 3;
+    job j;
+    if (job_setup(c, &j, &p, 51) != 0) return 4;
+    /* a failure (logged at debug level) and a success */
+    if (attn_forward(c, &p, NULL, &j.k, &j.v, &j.o, NULL, NULL, NULL) != ATTN_ERROR_INVALID_ARGUMENT)
+        return 5;
+    if (attn_forward(c, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, NULL) != ATTN_SUCCESS) return 6;
+    clFinish(attn_context_queue(c));
+    int bad = job_errors(c, &j);
+    job_free(&j);
+    attn_context_release(c);
+    return bad == 0 ? 0 : 7;
+}
+
+/* Runs this binary with --child-log, ATTN_LOG=level and stderr to errfile. */
+static int spawn_log_child(const char *level, const char *errfile)
+{
+    int n = 0;
+    while (environ[n]) n++;
+    char **envp = calloc((size_t)n + 2, sizeof *envp);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(envp);
+    int m = 0;
+    for (int i = 0; i < n; i++)
+        if (strncmp(environ[i], "ATTN_LOG=", 9) != 0) envp[m++] = environ[i];
+    char var[64];
+    snprintf(var, sizeof var, "ATTN_LOG=%s", level);
+    envp[m++] = var;
+    envp[m] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    char *argv[] = {self_path, "--child-log", NULL};
+    fflush(stdout);
+    pid_t pid;
+    int rc = posix_spawn(&pid, self_path, &fa, NULL, argv, envp);
+    posix_spawn_file_actions_destroy(&fa);
+    free(envp);
+    if (rc != 0) return -1;
+    int status;
+    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
+    return WEXITSTATUS(status);
+}
+
+static char *slurp(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    fseek(f, 0, SEEK_END);
+    long n = ftell(f);
+    fseek(f, 0, SEEK_SET);
+    char *buf = malloc((size_t)n + 1);
+    if (buf) {
+        size_t got = fread(buf, 1, (size_t)n, f);
+        buf[got] = 0;
+    }
+    fclose(f);
+    return buf;
+}
+
+static void test_logging(void)
+{
+    char errfile[] = "/tmp/attn-test-log-XXXXXX";
+    int fd = mkstemp(errfile);
+    CU_ASSERT_FATAL(fd >= 0);
+    close(fd);
+    CU_ASSERT_EQUAL(spawn_log_child("debug", errfile), 0);
+    char *text = slurp(errfile);
+    CU_ASSERT_PTR_NOT_NULL(text);
+    if (text) {
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "attn: debug:"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "attn: info:"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "q is NULL")); /* the failure, logged */
+    }
+    free(text);
+    /* the default level says nothing about a successful run; an unknown
+     * level is harmless */
+    CU_ASSERT_EQUAL(spawn_log_child("", errfile), 0);
+    text = slurp(errfile);
+    CU_ASSERT(text && !strstr(text, "attn: debug:") && !strstr(text, "attn: info:"));
+    free(text);
+    CU_ASSERT_EQUAL(spawn_log_child("bogus-level", errfile), 0);
+    CU_ASSERT_EQUAL(spawn_log_child("off", errfile), 0);
+    text = slurp(errfile);
+    CU_ASSERT(text && !strstr(text, "attn:"));
+    free(text);
+    unlink(errfile);
+}
+
+/* ---- threads sharing one context ---- */
+
+enum { THREADS = 4, PER_THREAD = 3 };
+
+typedef struct thread_arg {
+    attn_context *ctx;
+    int index;
+    int failures;      /* forwards that failed or were wrong */
+    char message[256]; /* the first failure */
+} thread_arg;
+
+static void *thread_main(void *varg)
+{
+    thread_arg *a = varg;
+    for (int it = 0; it < PER_THREAD; it++) {
+        /* a KV length of its own per thread and iteration: the scratch
+         * buffers grow and are reused across threads */
+        attn_problem p = small_problem(8 + 4 * a->index + 8 * it);
+        p.causal = (a->index + it) & 1;
+        job j;
+        if (job_setup(a->ctx, &j, &p, 1000 + 100 * (uint64_t)a->index + (uint64_t)it) != 0) {
+            a->failures++;
+            snprintf(a->message, sizeof a->message, "setup failed");
+            job_free(&j);
+            continue;
+        }
+        cl_event done = NULL;
+        attn_status st = attn_forward(a->ctx, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, &done);
+        if (st != ATTN_SUCCESS) {
+            if (!a->failures++)
+                snprintf(a->message, sizeof a->message, "forward: %s", attn_status_name(st));
+        } else {
+            clWaitForEvents(1, &done);
+            clReleaseEvent(done);
+            int bad = job_errors(a->ctx, &j);
+            if (bad != 0 && !a->failures++)
+                snprintf(a->message, sizeof a->message, "iteration %d: %d elements wrong", it, bad);
+        }
+        job_free(&j);
+    }
+    return NULL;
+}
+
+static void test_threads(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_problem p = small_problem(8);
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_SUCCESS); /* build once, up front */
+    pthread_t th[THREADS];
+    thread_arg args[THREADS];
+    for (int i = 0; i < THREADS; i++) {
+        memset(&args[i], 0, sizeof args[i]);
+        args[i].ctx = ctx;
+        args[i].index = i;
+        CU_ASSERT_EQUAL_FATAL(pthread_create(&th[i], NULL, thread_main, &args[i]), 0);
+    }
+    for (int i = 0; i < THREADS; i++) {
+        pthread_join(th[i], NULL);
+        CU_ASSERT_EQUAL(args[i].failures, 0);
+        if (args[i].failures) printf("\n  thread %d: %s\n", i, args[i].message);
+    }
+}
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_version),
+    HARNESS_TEST(test_accessors_and_last_error),
+    HARNESS_TEST(test_selectors),
+    HARNESS_TEST(test_from_queue),
+    HARNESS_TEST(test_out_of_order_queue),
+    HARNESS_TEST(test_done_event),
+    HARNESS_TEST(test_logging),
+    HARNESS_TEST(test_threads),
+    HARNESS_END,
+};
+
+static void register_tests(void) { harness_add_suite("context", tests); }
+
+int main(int argc, char **argv)
+{
+    if (argc > 1 && strcmp(argv[1], "--child-log") == 0) return child_log();
+    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+    if (n > 0) self_path[n] = 0;
+    else snprintf(self_path, sizeof self_path, "%s", argv[0]);
+    return harness_run("test_context", register_tests);
+}

@@ -1,0 +1,895 @@
+/* test_validation.c -- every way attn_forward (and the other entry points)
+ * can be called wrongly: each returns ATTN_ERROR_INVALID_ARGUMENT (or the
+ * documented status), attn_last_error names the argument at fault, and
+ * nothing is enqueued: the output and LSE buffers, pre-filled with a
+ * sentinel pattern, are byte-identical afterwards, no event is returned and
+ * no program is built. The accepted edge cases (a buffer of exactly the
+ * size the strides imply, out == q with the same layout) run for real and
+ * are compared against the CPU reference. */
+#define _POSIX_C_SOURCE 200809L
+#include "harness.h"
+#include "internal.h"
+
+#include <limits.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* ---- helpers ---- */
+
+/* The shape every case starts from: two batch entries (so lengths[1] can be
+ * wrong), GQA 4:2, a head dim that keeps the kernel build small. */
+enum { B = 2, HQ = 4, HKV = 2, D = 16, SQ = 8, SKV = 12 };
+
+static attn_problem base_problem(attn_dtype dtype)
+{
+    attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.batch = B;
+    p.q_heads = HQ;
+    p.kv_heads = HKV;
+    p.head_dim = D;
+    p.q_len = SQ;
+    p.kv_len = SKV;
+    p.dtype = dtype;
+    p.causal = 1;
+    p.scale = 0.0f;
+    return p;
+}
+
+/* A buffer of `bytes` bytes filled with a recognisable, non-uniform pattern. */
+static cl_mem sentinel_buffer(attn_context *ctx, size_t bytes)
+{
+    unsigned char *host = malloc(bytes ? bytes : 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+    for (size_t i = 0; i < bytes; i++) host[i] = (unsigned char)(0xA5 ^ (i * 37u) ^ (i >> 8));
+    cl_int err;
+    cl_mem m = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                              bytes ? bytes : 1, host, &err);
+    free(host);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    return m;
+}
+
+static size_t mem_size(cl_mem m)
+{
+    size_t bytes = 0;
+    CU_ASSERT_EQUAL(clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, NULL), CL_SUCCESS);
+    return bytes;
+}
+
+/* Reads a whole buffer (after everything queued has finished). */
+static unsigned char *snapshot(attn_context *ctx, cl_mem m, size_t *bytes)
+{
+    CU_ASSERT_EQUAL(clFinish(attn_context_queue(ctx)), CL_SUCCESS);
+    *bytes = mem_size(m);
+    unsigned char *host = malloc(*bytes ? *bytes : 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+    cl_int err = clEnqueueReadBuffer(attn_context_queue(ctx), m, CL_TRUE, 0, *bytes, host, 0,
+                                     NULL, NULL);
+    CU_ASSERT_EQUAL(err, CL_SUCCESS);
+    return host;
+}
+
+/* A device tensor of `dtype` with a given layout, uploaded from seeded data;
+ * bhsd receives the values as the device holds them (rounded). */
+static cl_mem make_input(attn_context *ctx, attn_dtype dtype, int H, int S, uint64_t seed,
+                         const harness_layout *l, attn_tensor *t, float **bhsd)
+{
+    size_t n = (size_t)B * H * S * D;
+    float *x = malloc(n * sizeof *x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    harness_fill_uniform(x, n, seed, -1.0f, 1.0f);
+    harness_round(dtype, x, n);
+    cl_mem m = harness_upload(ctx, dtype, x, B, H, S, D, l, t);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    if (bhsd) *bhsd = x;
+    else free(x);
+    return m;
+}
+
+/* The valid arguments every case perturbs: packed q/k/v, an out buffer and
+ * an lse buffer filled with the sentinel pattern. */
+typedef struct fixture {
+    attn_context *ctx;
+    attn_problem p;
+    attn_tensor q, k, v, out;
+    cl_mem lse;
+    float *hq, *hk, *hv;
+} fixture;
+
+static void fixture_init(fixture *fx, attn_dtype dtype)
+{
+    memset(fx, 0, sizeof *fx);
+    fx->ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fx->ctx);
+    fx->p = base_problem(dtype);
+    make_input(fx->ctx, dtype, HQ, SQ, 101, NULL, &fx->q, &fx->hq);
+    make_input(fx->ctx, dtype, HKV, SKV, 102, NULL, &fx->k, &fx->hk);
+    make_input(fx->ctx, dtype, HKV, SKV, 103, NULL, &fx->v, &fx->hv);
+    harness_layout_tensor(NULL, B, HQ, SQ, D, &fx->out);
+    fx->out.buffer = sentinel_buffer(fx->ctx, (size_t)B * HQ * SQ * D * attn_dtype_size(dtype));
+    fx->lse = sentinel_buffer(fx->ctx, (size_t)B * HQ * SQ * sizeof(float));
+}
+
+static void fixture_free(fixture *fx)
+{
+    cl_mem m[] = {fx->q.buffer, fx->k.buffer, fx->v.buffer, fx->out.buffer, fx->lse};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        if (m[i]) clReleaseMemObject(m[i]);
+    free(fx->hq);
+    free(fx->hk);
+    free(fx->hv);
+}
+
+/* Calls attn_forward and checks that it is rejected as an invalid argument
+ * with `what` in the message, that no event came back, nothing was built or
+ * enqueued, and that the buffers in `watch` (NULL-terminated) are unchanged.
+ * Returns 1 when all of that holds, else prints why and returns 0. */
+static int rejected(const char *label, attn_context *ctx, const attn_problem *p,
+                    const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                    const attn_tensor *out, const attn_lengths *L, cl_mem lse, const char *what,
+                    const cl_mem *watch)
+{
+    unsigned char *before[8] = {0};
+    size_t nbefore[8] = {0};
+    int nw = 0;
+    for (; watch && watch[nw] && nw < 8; nw++) before[nw] = snapshot(ctx, watch[nw], &nbefore[nw]);
+    unsigned built = ctx->programs_built, disk = ctx->programs_from_disk;
+    unsigned mem = ctx->programs_from_memory;
+    cl_event done = (cl_event)(uintptr_t)0x1; /* must be reset to NULL */
+
+    attn_status st = attn_forward(ctx, p, q, k, v, out, L, lse, &done);
+    const char *msg = attn_last_error(ctx);
+    int ok = 1;
+    if (st != ATTN_ERROR_INVALID_ARGUMENT) {
+        printf("\n  %s: status %s, expected ATTN_ERROR_INVALID_ARGUMENT (\"%s\")\n", label,
+               attn_status_name(st), msg);
+        ok = 0;
+    }
+    if (!strstr(msg, what)) {
+        printf("\n  %s: the message \"%s\" does not name \"%s\"\n", label, msg, what);
+        ok = 0;
+    }
+    if (done != NULL) {
+        printf("\n  %s: *done was not set to NULL on failure\n", label);
+        if (done != (cl_event)(uintptr_t)0x1) clReleaseEvent(done);
+        ok = 0;
+    }
+    if (ctx->programs_built != built || ctx->programs_from_disk != disk ||
+        ctx->programs_from_memory != mem) {
+        printf("\n  %s: a program was fetched before the failure\n", label);
+        ok = 0;
+    }
+    for (int i = 0; i < nw; i++) {
+        size_t n;
+        unsigned char *after = snapshot(ctx, watch[i], &n);
+        if (n != nbefore[i] || memcmp(after, before[i], n) != 0) {
+            printf("\n  %s: buffer %d was written by a rejected call\n", label, i);
+            ok = 0;
+        }
+        free(after);
+        free(before[i]);
+    }
+    fflush(stdout);
+    return ok;
+}
+
+#define REJECTS(FX, P, Q, K, V, OUT, L, LSE, WHAT)                                            \
+    do {                                                                                      \
+        const cl_mem watch_[] = {(FX)->out.buffer, (FX)->lse, NULL};                          \
+        CU_ASSERT(rejected(WHAT, (FX)->ctx, P, Q, K, V, OUT, L, LSE, WHAT, watch_));          \
+    } while (0)
+
+/* Compares a finished forward's output (and lse) with the reference. */
+static void expect_matches_reference(attn_context *ctx, const attn_problem *p,
+                                     const attn_tensor *out, const float *hq, const float *hk,
+                                     const float *hv, cl_mem lse)
+{
+    size_t no = (size_t)p->batch * p->q_heads * p->q_len * p->head_dim;
+    size_t nl = (size_t)p->batch * p->q_heads * p->q_len;
+    float *got = malloc(no * sizeof *got), *ref = malloc(no * sizeof *ref);
+    float *glse = malloc(nl * sizeof *glse), *rlse = malloc(nl * sizeof *rlse);
+    CU_ASSERT_FATAL(got && ref && glse && rlse);
+    CU_ASSERT_EQUAL(clFinish(attn_context_queue(ctx)), CL_SUCCESS);
+    CU_ASSERT_EQUAL(harness_download(ctx, p->dtype, out, p->batch, p->q_heads, p->q_len,
+                                     p->head_dim, got), 0);
+    CU_ASSERT_EQUAL(attn_reference_forward(p, hq, hk, hv, ref, NULL, rlse), ATTN_SUCCESS);
+    double atol, rtol;
+    attn_tolerance(p->dtype, &atol, &rtol);
+    CU_ASSERT_EQUAL(harness_compare("out", got, ref, no, atol, rtol, 101), 0);
+    if (lse) {
+        CU_ASSERT_EQUAL(harness_read_floats(ctx, lse, glse, nl), 0);
+        CU_ASSERT_EQUAL(harness_compare("lse", glse, rlse, nl, atol, rtol, 101), 0);
+    }
+    free(got);
+    free(ref);
+    free(glse);
+    free(rlse);
+}
+
+/* ---- NULLs and foreign buffers ---- */
+
+static void test_null_arguments(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    attn_context *ctx = fx.ctx;
+    cl_event done = NULL;
+
+    CU_ASSERT_EQUAL(attn_forward(NULL, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, &done),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(done);
+    CU_ASSERT_PTR_NOT_NULL(attn_last_error(NULL));
+
+    REJECTS(&fx, NULL, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "problem");
+    REJECTS(&fx, &fx.p, NULL, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "q is NULL");
+    REJECTS(&fx, &fx.p, &fx.q, NULL, &fx.v, &fx.out, NULL, fx.lse, "k is NULL");
+    REJECTS(&fx, &fx.p, &fx.q, &fx.k, NULL, &fx.out, NULL, fx.lse, "v is NULL");
+    REJECTS(&fx, &fx.p, &fx.q, &fx.k, &fx.v, NULL, NULL, fx.lse, "out is NULL");
+
+    attn_tensor t;
+    t = fx.q, t.buffer = NULL;
+    REJECTS(&fx, &fx.p, &t, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "q->buffer");
+    t = fx.k, t.buffer = NULL;
+    REJECTS(&fx, &fx.p, &fx.q, &t, &fx.v, &fx.out, NULL, fx.lse, "k->buffer");
+    t = fx.v, t.buffer = NULL;
+    REJECTS(&fx, &fx.p, &fx.q, &fx.k, &t, &fx.out, NULL, fx.lse, "v->buffer");
+    t = fx.out, t.buffer = NULL;
+    REJECTS(&fx, &fx.p, &fx.q, &fx.k, &fx.v, &t, NULL, fx.lse, "out->buffer");
+
+    /* the last error is cleared by the next successful call: the fixture's
+     * arguments are valid (this builds the f32 program once) */
+    CU_ASSERT_EQUAL(attn_forward(ctx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, &done),
+                    ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
+    CU_ASSERT_PTR_NOT_NULL(done);
+    if (done) clReleaseEvent(done);
+    expect_matches_reference(ctx, &fx.p, &fx.out, fx.hq, fx.hk, fx.hv, fx.lse);
+    fixture_free(&fx);
+}
+
+static void test_buffer_from_another_context(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    cl_device_id dev = attn_context_device(fx.ctx);
+    cl_int err;
+    cl_context other = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    size_t qbytes = (size_t)B * HQ * SQ * D * 4, kbytes = (size_t)B * HKV * SKV * D * 4;
+    cl_mem fq = clCreateBuffer(other, CL_MEM_READ_WRITE, qbytes, NULL, &err);
+    cl_mem fk = clCreateBuffer(other, CL_MEM_READ_WRITE, kbytes, NULL, &err);
+    cl_mem fl = clCreateBuffer(other, CL_MEM_READ_WRITE, (size_t)B * HQ * SQ * 4, NULL, &err);
+    CU_ASSERT_FATAL(fq && fk && fl);
+
+    attn_tensor t;
+    t = fx.q, t.buffer = fq;
+    REJECTS(&fx, &fx.p, &t, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "q->buffer belongs to another");
+    t = fx.k, t.buffer = fk;
+    REJECTS(&fx, &fx.p, &fx.q, &t, &fx.v, &fx.out, NULL, fx.lse, "k->buffer belongs to another");
+    t = fx.v, t.buffer = fk;
+    REJECTS(&fx, &fx.p, &fx.q, &fx.k, &t, &fx.out, NULL, fx.lse, "v->buffer belongs to another");
+    t = fx.out, t.buffer = fq;
+    REJECTS(&fx, &fx.p, &fx.q, &fx.k, &fx.v, &t, NULL, fx.lse, "out->buffer belongs to another");
+    REJECTS(&fx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fl, "lse belongs to another");
+
+    clReleaseMemObject(fq);
+    clReleaseMemObject(fk);
+    clReleaseMemObject(fl);
+    clReleaseContext(other);
+    fixture_free(&fx);
+}
+
+/* ---- the problem ---- */
+
+static void test_bad_shapes(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    static const char *names[] = {"batch", "q_heads", "kv_heads", "head_dim", "q_len", "kv_len"};
+    static const int bad[] = {0, -1, INT_MIN};
+    for (int f = 0; f < 6; f++)
+        for (int i = 0; i < 3; i++) {
+            attn_problem p = fx.p;
+            int *fields[] = {&p.batch, &p.q_heads, &p.kv_heads, &p.head_dim, &p.q_len, &p.kv_len};
+            *fields[f] = bad[i];
+            char what[32];
+            snprintf(what, sizeof what, "p->%s", names[f]);
+            REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, what);
+        }
+    attn_problem p = fx.p;
+    p.head_dim = 257;
+    REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "head_dim");
+    p = fx.p;
+    p.q_heads = 3; /* not a multiple of kv_heads = 2 */
+    REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "q_heads");
+    p = fx.p;
+    p.q_heads = 2, p.kv_heads = 4; /* fewer query heads than KV heads */
+    REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "q_heads");
+    p = fx.p;
+    p.batch = 1 << 16, p.q_heads = 1 << 8, p.kv_heads = 1 << 8, p.q_len = 1 << 8;
+    REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "q_len");
+    p = fx.p;
+    p.q_len = (1 << 30) + 1;
+    REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "q_len");
+    p = fx.p;
+    p.kv_len = INT_MAX;
+    REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "kv_len");
+    fixture_free(&fx);
+}
+
+static void test_bad_dtype_and_scale(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    attn_problem p = fx.p;
+    p.dtype = (attn_dtype)7;
+    REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "dtype");
+    p.dtype = (attn_dtype)-1;
+    REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "dtype");
+    const float scales[] = {NAN, INFINITY, -INFINITY};
+    for (int i = 0; i < 3; i++) {
+        p = fx.p;
+        p.scale = scales[i];
+        REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "scale");
+    }
+    fixture_free(&fx);
+}
+
+static void test_bad_lengths(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    static const char *names[] = {"q_start", "q_len", "kv_start", "kv_len"};
+    const int padded[] = {SQ, SQ, SKV, SKV};
+    for (int a = 0; a < 4; a++) {
+        const int values[] = {-1, INT_MIN, padded[a] + 1, INT_MAX};
+        for (int i = 0; i < 4; i++) {
+            int arr[B] = {0, values[i]};
+            if (a == 1 || a == 3) arr[0] = padded[a]; /* a valid first entry */
+            attn_lengths L = {NULL, NULL, NULL, NULL};
+            const int **slots[] = {&L.q_start, &L.q_len, &L.kv_start, &L.kv_len};
+            *slots[a] = arr;
+            char what[64];
+            snprintf(what, sizeof what, "lengths->%s[1]", names[a]);
+            REJECTS(&fx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, &L, fx.lse, what);
+        }
+    }
+    /* start + len beyond the padded length, each alone in range */
+    {
+        const int qs[B] = {0, 3}, ql[B] = {SQ, SQ - 2};
+        attn_lengths L = {qs, ql, NULL, NULL};
+        REJECTS(&fx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, &L, fx.lse, "q_start[1] + q_len[1]");
+        attn_lengths L2 = {qs, NULL, NULL, NULL}; /* NULL len means the padded length */
+        REJECTS(&fx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, &L2, fx.lse, "q_start[1]");
+    }
+    {
+        const int ks[B] = {1, 0}, kl[B] = {SKV, SKV};
+        attn_lengths L = {NULL, NULL, ks, kl};
+        REJECTS(&fx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, &L, fx.lse, "kv_start[0] + kv_len[0]");
+    }
+    /* the edges are accepted: start = S with len 0, start 0 with len S */
+    {
+        const int qs[B] = {SQ, 0}, ql[B] = {0, SQ}, ks[B] = {SKV, 0}, kl[B] = {0, SKV};
+        attn_lengths L = {qs, ql, ks, kl};
+        CU_ASSERT_EQUAL(attn_validate_forward(fx.ctx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, &L,
+                                              fx.lse), ATTN_SUCCESS);
+        float *o = malloc((size_t)B * HQ * SQ * D * sizeof *o);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(o);
+        CU_ASSERT_EQUAL(attn_reference_forward(&fx.p, fx.hq, fx.hk, fx.hv, o, &L, NULL),
+                        ATTN_SUCCESS);
+        free(o);
+    }
+    fixture_free(&fx);
+}
+
+/* ---- strides, sizes and overlaps ---- */
+
+static void test_bad_strides(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    const char *names[] = {"q", "k", "v", "out"};
+    for (int i = 0; i < 4; i++) {
+        attn_tensor t[4] = {fx.q, fx.k, fx.v, fx.out};
+        char what[64];
+        /* rows overlap inside a head */
+        t[i].stride_seq = D - 1;
+        snprintf(what, sizeof what, "%s->stride_seq", names[i]);
+        REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, what);
+        /* heads land on each other's rows */
+        t[i] = (attn_tensor[]){fx.q, fx.k, fx.v, fx.out}[i];
+        t[i].stride_head = t[i].stride_seq;
+        snprintf(what, sizeof what, "%s: strides", names[i]);
+        REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, what);
+        /* every batch entry on the same elements */
+        t[i] = (attn_tensor[]){fx.q, fx.k, fx.v, fx.out}[i];
+        t[i].stride_batch = 0;
+        REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, what);
+        /* BSHD written with a sequence step of one head */
+        t[i] = (attn_tensor[]){fx.q, fx.k, fx.v, fx.out}[i];
+        t[i].stride_head = D;
+        t[i].stride_seq = D;
+        REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, "stride");
+        /* strides that overflow size_t */
+        t[i] = (attn_tensor[]){fx.q, fx.k, fx.v, fx.out}[i];
+        t[i].stride_batch = SIZE_MAX / 2;
+        REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, "overflow");
+    }
+    /* a sequence step below D is fine when there is one position only */
+    attn_problem p1 = fx.p;
+    p1.q_len = 1;
+    attn_tensor q1 = fx.q;
+    q1.stride_seq = 0;
+    CU_ASSERT_EQUAL(attn_validate_forward(fx.ctx, &p1, &q1, &fx.k, &fx.v, &fx.out, NULL, fx.lse),
+                    ATTN_SUCCESS);
+    fixture_free(&fx);
+}
+
+/* For each dtype and each of q, k, v, out laid out with an offset and
+ * padded rows (BSHD for k and v): a buffer of exactly the size the offset
+ * and strides reach is accepted (and the forward is right), one element
+ * less is rejected naming the tensor. */
+static void test_buffer_sizes(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    const attn_dtype types[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+    const harness_layout lq = {HARNESS_BHSD, 5, 3, 0}, lk = {HARNESS_BSHD, 7, 1, 2};
+    const harness_layout lv = {HARNESS_BSHD, 0, 0, 1}, lo = {HARNESS_BHSD, 3, 0, 0};
+    const char *names[] = {"q->buffer", "k->buffer", "v->buffer", "out->buffer"};
+    for (int ti = 0; ti < 3; ti++) {
+        attn_dtype dt = types[ti];
+        size_t elem = attn_dtype_size(dt);
+        attn_problem p = base_problem(dt);
+        attn_tensor full[4];
+        float *hq, *hk, *hv;
+        cl_mem bq = make_input(ctx, dt, HQ, SQ, 201, &lq, &full[0], &hq);
+        cl_mem bk = make_input(ctx, dt, HKV, SKV, 202, &lk, &full[1], &hk);
+        cl_mem bv = make_input(ctx, dt, HKV, SKV, 203, &lv, &full[2], &hv);
+        harness_layout_tensor(&lo, B, HQ, SQ, D, &full[3]);
+        /* the element past the last one touched, per tensor */
+        const int heads[4] = {HQ, HKV, HKV, HQ}, seqs[4] = {SQ, SKV, SKV, SQ};
+        size_t need[4];
+        for (int i = 0; i < 4; i++)
+            need[i] = full[i].offset + (size_t)(B - 1) * full[i].stride_batch +
+                      (size_t)(heads[i] - 1) * full[i].stride_head +
+                      (size_t)(seqs[i] - 1) * full[i].stride_seq + D;
+        /* exact-size copies of each input, made by copying the first need bytes */
+        cl_mem src[3] = {bq, bk, bv}, exact[4], shorter[4];
+        for (int i = 0; i < 4; i++) {
+            cl_int err;
+            exact[i] = i < 3 ? clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE,
+                                              need[i] * elem, NULL, &err)
+                             : sentinel_buffer(ctx, need[i] * elem);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(exact[i]);
+            if (i < 3)
+                CU_ASSERT_EQUAL(clEnqueueCopyBuffer(attn_context_queue(ctx), src[i], exact[i], 0,
+                                                    0, need[i] * elem, 0, NULL, NULL),
+                                CL_SUCCESS);
+            shorter[i] = sentinel_buffer(ctx, (need[i] - 1) * elem);
+        }
+        CU_ASSERT_EQUAL(clFinish(attn_context_queue(ctx)), CL_SUCCESS);
+        cl_mem lse = sentinel_buffer(ctx, (size_t)B * HQ * SQ * sizeof(float));
+        for (int i = 0; i < 4; i++) {
+            attn_tensor t[4];
+            for (int j = 0; j < 4; j++) t[j] = full[j], t[j].buffer = exact[j];
+            t[i].buffer = shorter[i];
+            char label[64];
+            snprintf(label, sizeof label, "%s (%s, one element short)", names[i],
+                     attn_dtype_name(dt));
+            const cl_mem watch[] = {t[3].buffer, lse, NULL};
+            CU_ASSERT(rejected(label, ctx, &p, &t[0], &t[1], &t[2], &t[3], NULL, lse, names[i],
+                               watch));
+            /* short by one byte only: still too small */
+            if (i == 3) {
+                cl_mem odd = sentinel_buffer(ctx, need[i] * elem - 1);
+                t[3].buffer = odd;
+                const cl_mem watch2[] = {odd, lse, NULL};
+                CU_ASSERT(rejected("out one byte short", ctx, &p, &t[0], &t[1], &t[2], &t[3],
+                                   NULL, lse, "out->buffer", watch2));
+                clReleaseMemObject(odd);
+            }
+        }
+        /* lse one float short */
+        {
+            attn_tensor t[4];
+            for (int j = 0; j < 4; j++) t[j] = full[j], t[j].buffer = exact[j];
+            cl_mem small = sentinel_buffer(ctx, (size_t)B * HQ * SQ * sizeof(float) - sizeof(float));
+            const cl_mem watch[] = {exact[3], small, NULL};
+            CU_ASSERT(rejected("lse one float short", ctx, &p, &t[0], &t[1], &t[2], &t[3], NULL,
+                               small, "lse holds", watch));
+            clReleaseMemObject(small);
+        }
+        /* exactly the size: accepted, and right */
+        {
+            attn_tensor t[4];
+            for (int j = 0; j < 4; j++) t[j] = full[j], t[j].buffer = exact[j];
+            attn_status st = attn_forward(ctx, &p, &t[0], &t[1], &t[2], &t[3], NULL, lse, NULL);
+            CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+            if (st != ATTN_SUCCESS)
+                printf("\n  exact sizes (%s): %s: %s\n", attn_dtype_name(dt),
+                       attn_status_name(st), attn_last_error(ctx));
+            else
+                expect_matches_reference(ctx, &p, &t[3], hq, hk, hv, lse);
+        }
+        for (int i = 0; i < 4; i++) {
+            clReleaseMemObject(exact[i]);
+            clReleaseMemObject(shorter[i]);
+        }
+        clReleaseMemObject(bq);
+        clReleaseMemObject(bk);
+        clReleaseMemObject(bv);
+        clReleaseMemObject(lse);
+        free(hq);
+        free(hk);
+        free(hv);
+    }
+}
+
+static void test_lse_checks(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    /* lse aliasing out (the out buffer is big enough to pass the size check) */
+    REJECTS(&fx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.out.buffer, "lse");
+    REJECTS(&fx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.q.buffer, "lse");
+    REJECTS(&fx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.k.buffer, "lse");
+    fixture_free(&fx);
+}
+
+static void test_overlaps(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    attn_context *ctx = fx.ctx;
+    size_t nq = (size_t)B * HQ * SQ * D, nk = (size_t)B * HKV * SKV * D;
+
+    /* out and k in one buffer, overlapping: out at offset 0, k at offset D */
+    {
+        cl_mem shared = sentinel_buffer(ctx, (nq + nk + D) * sizeof(float));
+        attn_tensor o = fx.out, k = fx.k, v = fx.v;
+        o.buffer = shared;
+        k.buffer = shared;
+        k.offset = D;
+        const cl_mem watch[] = {shared, fx.lse, NULL};
+        CU_ASSERT(rejected("out overlaps k", ctx, &fx.p, &fx.q, &k, &fx.v, &o, NULL, fx.lse,
+                           "out overlaps k", watch));
+        v.buffer = shared;
+        v.offset = nq - 1; /* the last element of out is v's first */
+        CU_ASSERT(rejected("out overlaps v", ctx, &fx.p, &fx.q, &fx.k, &v, &o, NULL, fx.lse,
+                           "out overlaps v", watch));
+        /* the same buffer without overlap (a fused layout) is fine */
+        k.offset = nq;
+        CU_ASSERT_EQUAL(attn_validate_forward(ctx, &fx.p, &fx.q, &k, &fx.v, &o, NULL, fx.lse),
+                        ATTN_SUCCESS);
+        clReleaseMemObject(shared);
+    }
+    /* out over q shifted by one row: a different layout */
+    {
+        attn_tensor o = fx.q;
+        o.offset = D;
+        cl_mem big = sentinel_buffer(ctx, (nq + D) * sizeof(float));
+        attn_tensor q = fx.q;
+        q.buffer = big;
+        o.buffer = big;
+        const cl_mem watch[] = {big, fx.lse, NULL};
+        CU_ASSERT(rejected("out overlaps q", ctx, &fx.p, &q, &fx.k, &fx.v, &o, NULL, fx.lse,
+                           "out overlaps q", watch));
+        /* same offset, different strides (BSHD vs BHSD) */
+        attn_tensor o2;
+        harness_layout bshd = {HARNESS_BSHD, 0, 0, 0};
+        harness_layout_tensor(&bshd, B, HQ, SQ, D, &o2);
+        o2.buffer = big;
+        CU_ASSERT(rejected("out over q, other strides", ctx, &fx.p, &q, &fx.k, &fx.v, &o2, NULL,
+                           fx.lse, "out overlaps q", watch));
+        clReleaseMemObject(big);
+    }
+    /* out == q with the identical layout: in place, accepted and right */
+    {
+        attn_status st = attn_forward(ctx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.q, NULL, fx.lse, NULL);
+        CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+        if (st != ATTN_SUCCESS) printf("\n  in place: %s\n", attn_last_error(ctx));
+        else expect_matches_reference(ctx, &fx.p, &fx.q, fx.hq, fx.hk, fx.hv, fx.lse);
+    }
+    fixture_free(&fx);
+}
+
+/* Q, K, V and O interleaved in one buffer, [B, S, 4, H, D] (a fused QKVO
+ * projection output): the tensors share a buffer and their element ranges
+ * interleave, but no element is shared, so it is accepted and right; the
+ * same with out placed on k's or v's elements, or on q's shifted by a head
+ * (which also reaches k's), is rejected. */
+static void test_fused_layout(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    enum { H = 2, S = 8 };
+    attn_problem p = base_problem(ATTN_F32);
+    p.q_heads = p.kv_heads = H;
+    p.q_len = p.kv_len = S;
+    size_t n = (size_t)B * S * 4 * H * D, part = (size_t)B * H * S * D;
+    float *host = malloc(n * sizeof *host), *x[3];
+    CU_ASSERT_PTR_NOT_NULL_FATAL(host);
+    for (int t = 0; t < 3; t++) {
+        x[t] = malloc(part * sizeof(float));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(x[t]);
+        harness_fill_uniform(x[t], part, 300 + (uint64_t)t, -1.0f, 1.0f);
+    }
+    attn_tensor t[4];
+    for (int i = 0; i < 4; i++) {
+        t[i].offset = (size_t)i * H * D;
+        t[i].stride_head = D;
+        t[i].stride_seq = (size_t)4 * H * D;
+        t[i].stride_batch = (size_t)S * 4 * H * D;
+    }
+    for (size_t i = 0; i < n; i++) host[i] = NAN;
+    for (int i = 0; i < 3; i++)
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < H; h++)
+                for (int s = 0; s < S; s++)
+                    memcpy(host + t[i].offset + b * t[i].stride_batch + h * t[i].stride_head +
+                               s * t[i].stride_seq,
+                           x[i] + (((size_t)b * H + h) * S + s) * D, D * sizeof(float));
+    cl_int err;
+    cl_mem buf = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                                n * sizeof(float), host, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    for (int i = 0; i < 4; i++) t[i].buffer = buf;
+    cl_mem lse = sentinel_buffer(ctx, (size_t)B * H * S * sizeof(float));
+
+    /* out on k's, v's elements; on q's shifted by one head (another layout) */
+    const cl_mem watch[] = {buf, lse, NULL};
+    attn_tensor o = t[3];
+    o.offset = t[1].offset;
+    CU_ASSERT(rejected("fused, out on k", ctx, &p, &t[0], &t[1], &t[2], &o, NULL, lse,
+                       "out overlaps k", watch));
+    o.offset = t[2].offset;
+    CU_ASSERT(rejected("fused, out on v", ctx, &p, &t[0], &t[1], &t[2], &o, NULL, lse,
+                       "out overlaps v", watch));
+    o.offset = t[0].offset + D; /* out's head 0 is q's head 1, out's head 1 is k's head 0 */
+    CU_ASSERT(rejected("fused, out on q shifted", ctx, &p, &t[0], &t[1], &t[2], &o, NULL, lse,
+                       "out overlaps", watch));
+    /* the real layout: accepted, and right */
+    attn_status st = attn_forward(ctx, &p, &t[0], &t[1], &t[2], &t[3], NULL, lse, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  fused layout: %s\n", attn_last_error(ctx));
+    else expect_matches_reference(ctx, &p, &t[3], x[0], x[1], x[2], lse);
+    /* and the inputs were not touched */
+    float *q_after = malloc(part * sizeof(float));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q_after);
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(harness_download(ctx, ATTN_F32, &t[i], B, H, S, D, q_after), 0);
+        CU_ASSERT_EQUAL(memcmp(q_after, x[i], part * sizeof(float)), 0);
+    }
+    free(q_after);
+    clReleaseMemObject(buf);
+    clReleaseMemObject(lse);
+    for (int i = 0; i < 3; i++) free(x[i]);
+    free(host);
+}
+
+/* ---- ATTN_PARAMS ---- */
+
+static void test_bad_params_override(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    const char *saved = getenv("ATTN_PARAMS");
+    char *keep = saved ? strdup(saved) : NULL;
+    const char *bad[] = {"family=vector,keys=24,vec=16", /* parses, but keys not a power of two */
+                         "family=tiled,rows=16,wg=24",   /* parses, wg not a power of two */
+                         "family=vector,rows=32",        /* parses, too many rows for vector */
+                         "foo=1",                        /* unknown name */
+                         "rows",                         /* not name=value */
+                         "rows=abc",                     /* not an integer */
+                         "keys=100000"};                 /* out of range */
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        setenv("ATTN_PARAMS", bad[i], 1);
+        char label[96];
+        snprintf(label, sizeof label, "ATTN_PARAMS=%s (attn_forward)", bad[i]);
+        const cl_mem watch[] = {fx.out.buffer, fx.lse, NULL};
+        CU_ASSERT(rejected(label, fx.ctx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse,
+                           "ATTN_PARAMS", watch));
+        attn_status st = attn_prepare(fx.ctx, &fx.p, NULL);
+        CU_ASSERT_EQUAL(st, ATTN_ERROR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(fx.ctx), "ATTN_PARAMS"));
+        if (st != ATTN_ERROR_INVALID_ARGUMENT || !strstr(attn_last_error(fx.ctx), "ATTN_PARAMS"))
+            printf("\n  ATTN_PARAMS=%s (attn_prepare): %s \"%s\"\n", bad[i],
+                   attn_status_name(st), attn_last_error(fx.ctx));
+        unsetenv("ATTN_PARAMS");
+    }
+    if (keep) setenv("ATTN_PARAMS", keep, 1);
+    free(keep);
+    fixture_free(&fx);
+}
+
+/* ---- the other entry points ---- */
+
+static void test_reference_validation(void)
+{
+    attn_problem p = base_problem(ATTN_F32);
+    size_t nq = (size_t)B * HQ * SQ * D, nk = (size_t)B * HKV * SKV * D;
+    float *q = calloc(nq, sizeof *q), *k = calloc(nk, sizeof *k), *v = calloc(nk, sizeof *v);
+    float *o = calloc(nq, sizeof *o), *lse = calloc((size_t)B * HQ * SQ, sizeof *lse);
+    CU_ASSERT_FATAL(q && k && v && o && lse);
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, q, k, v, o, NULL, lse), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_reference_forward(NULL, q, k, v, o, NULL, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, NULL, k, v, o, NULL, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, q, NULL, v, o, NULL, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, q, k, NULL, o, NULL, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, q, k, v, NULL, NULL, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    for (int f = 0; f < 6; f++) {
+        attn_problem b = p;
+        int *fields[] = {&b.batch, &b.q_heads, &b.kv_heads, &b.head_dim, &b.q_len, &b.kv_len};
+        *fields[f] = 0;
+        CU_ASSERT_EQUAL(attn_reference_forward(&b, q, k, v, o, NULL, lse), ATTN_ERROR_INVALID_ARGUMENT);
+        *fields[f] = -3;
+        CU_ASSERT_EQUAL(attn_reference_forward(&b, q, k, v, o, NULL, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    }
+    attn_problem b = p;
+    b.head_dim = 257;
+    CU_ASSERT_EQUAL(attn_reference_forward(&b, q, k, v, o, NULL, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    b = p;
+    b.q_heads = 3;
+    CU_ASSERT_EQUAL(attn_reference_forward(&b, q, k, v, o, NULL, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    b = p;
+    b.scale = NAN;
+    CU_ASSERT_EQUAL(attn_reference_forward(&b, q, k, v, o, NULL, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    b.scale = INFINITY;
+    CU_ASSERT_EQUAL(attn_reference_forward(&b, q, k, v, o, NULL, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    const int neg[B] = {0, -1}, over[B] = {0, SKV + 1}, s3[B] = {3, 0}, full[B] = {SQ, SQ};
+    attn_lengths L1 = {neg, NULL, NULL, NULL}, L2 = {NULL, NULL, NULL, over};
+    attn_lengths L3 = {s3, full, NULL, NULL}, L4 = {NULL, neg, NULL, NULL};
+    attn_lengths L5 = {NULL, NULL, neg, NULL};
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, q, k, v, o, &L1, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, q, k, v, o, &L2, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, q, k, v, o, &L3, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, q, k, v, o, &L4, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, q, k, v, o, &L5, lse), ATTN_ERROR_INVALID_ARGUMENT);
+    free(q);
+    free(k);
+    free(v);
+    free(o);
+    free(lse);
+}
+
+static void test_prepare_validation(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_problem p = base_problem(ATTN_F32);
+    attn_plan_info info;
+    CU_ASSERT_EQUAL(attn_prepare(NULL, &p, &info), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_prepare(ctx, NULL, &info), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "problem"));
+    unsigned built = ctx->programs_built;
+    struct { int field; int value; const char *what; } cases[] = {
+        {0, 0, "batch"}, {1, -2, "q_heads"}, {2, 0, "kv_heads"}, {3, 257, "head_dim"},
+        {3, 0, "head_dim"}, {4, 0, "q_len"}, {5, -1, "kv_len"}, {1, 5, "q_heads"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        attn_problem b = p;
+        int *fields[] = {&b.batch, &b.q_heads, &b.kv_heads, &b.head_dim, &b.q_len, &b.kv_len};
+        *fields[cases[i].field] = cases[i].value;
+        CU_ASSERT_EQUAL(attn_prepare(ctx, &b, &info), ATTN_ERROR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), cases[i].what));
+    }
+    attn_problem b = p;
+    b.dtype = (attn_dtype)7;
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &b, &info), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "dtype"));
+    b = p;
+    b.scale = NAN;
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &b, &info), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "scale"));
+    CU_ASSERT_EQUAL(ctx->programs_built, built);
+    /* and a good problem still prepares, clearing the error */
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
+    CU_ASSERT(strcmp(info.family, "vector") == 0 || strcmp(info.family, "tiled") == 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "family="));
+}
+
+static void test_convert_validation(void)
+{
+    float f[4] = {1, 2, 3, 4}, back[4];
+    uint16_t h[4];
+    CU_ASSERT_EQUAL(attn_convert_from_f32((attn_dtype)7, f, h, 4), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_convert_to_f32((attn_dtype)7, h, back, 4), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_convert_from_f32((attn_dtype)-1, f, h, 4), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_convert_to_f32((attn_dtype)-1, h, back, 4), ATTN_ERROR_INVALID_ARGUMENT);
+    const attn_dtype types[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(attn_convert_from_f32(types[i], NULL, h, 4), ATTN_ERROR_INVALID_ARGUMENT);
+        CU_ASSERT_EQUAL(attn_convert_from_f32(types[i], f, NULL, 4), ATTN_ERROR_INVALID_ARGUMENT);
+        CU_ASSERT_EQUAL(attn_convert_to_f32(types[i], NULL, back, 4), ATTN_ERROR_INVALID_ARGUMENT);
+        CU_ASSERT_EQUAL(attn_convert_to_f32(types[i], h, NULL, 4), ATTN_ERROR_INVALID_ARGUMENT);
+        /* nothing to convert: NULL is fine */
+        CU_ASSERT_EQUAL(attn_convert_from_f32(types[i], NULL, NULL, 0), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(attn_convert_to_f32(types[i], NULL, NULL, 0), ATTN_SUCCESS);
+    }
+    CU_ASSERT_EQUAL(attn_dtype_size((attn_dtype)7), 0);
+    CU_ASSERT_PTR_NULL(attn_dtype_name((attn_dtype)7));
+}
+
+static void test_context_creation_errors(void)
+{
+    attn_context *c = (attn_context *)(uintptr_t)0x1;
+    CU_ASSERT_EQUAL(attn_context_create(NULL, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_context_create("0:0", NULL), ATTN_ERROR_INVALID_ARGUMENT);
+
+    CU_ASSERT_EQUAL(attn_context_create("no-such-device-xyz", &c), ATTN_ERROR_NO_DEVICE);
+    CU_ASSERT_PTR_NULL(c);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_create_error(), "no-such-device-xyz"));
+    c = (attn_context *)(uintptr_t)0x1;
+    CU_ASSERT_EQUAL(attn_context_create("9:9", &c), ATTN_ERROR_NO_DEVICE);
+    CU_ASSERT_PTR_NULL(c);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_create_error(), "9:9"));
+
+    c = (attn_context *)(uintptr_t)0x1;
+    CU_ASSERT_EQUAL(attn_context_create_from_queue(NULL, &c), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(c);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_create_error(), "queue"));
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_EQUAL(attn_context_create_from_queue(attn_context_queue(ctx), NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+
+    cl_platform_id pl;
+    cl_device_id dev;
+    CU_ASSERT_EQUAL(attn_select_device(NULL, NULL, &dev), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_select_device(NULL, &pl, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_select_device("no-such-device-xyz", &pl, &dev), ATTN_ERROR_NO_DEVICE);
+
+    attn_context_release(NULL); /* fine */
+    CU_ASSERT_PTR_NOT_NULL(attn_last_error(NULL));
+    CU_ASSERT_EQUAL(attn_context_set_check(NULL, 1), ATTN_ERROR_INVALID_ARGUMENT);
+    double g = 0;
+    CU_ASSERT_EQUAL(attn_device_peak_gflops(NULL, &g), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_device_peak_gflops(ctx, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(attn_context_cl_context(NULL));
+    CU_ASSERT_PTR_NULL(attn_context_queue(NULL));
+    CU_ASSERT_PTR_NULL(attn_context_device(NULL));
+}
+
+static void test_status_names(void)
+{
+    static const char *names[] = {
+        "ATTN_SUCCESS", "ATTN_ERROR_INVALID_ARGUMENT", "ATTN_ERROR_UNSUPPORTED",
+        "ATTN_ERROR_NO_DEVICE", "ATTN_ERROR_OPENCL", "ATTN_ERROR_BUILD",
+        "ATTN_ERROR_OUT_OF_MEMORY", "ATTN_ERROR_TUNING_DB", "ATTN_ERROR_IO",
+        "ATTN_ERROR_MISMATCH"};
+    for (int s = ATTN_SUCCESS; s <= ATTN_ERROR_MISMATCH; s++)
+        CU_ASSERT_STRING_EQUAL(attn_status_name((attn_status)s), names[s]);
+    CU_ASSERT_STRING_EQUAL(attn_status_name((attn_status)(ATTN_ERROR_MISMATCH + 1)),
+                           "ATTN_STATUS_UNKNOWN");
+    CU_ASSERT_STRING_EQUAL(attn_status_name((attn_status)-1), "ATTN_STATUS_UNKNOWN");
+    CU_ASSERT_STRING_EQUAL(attn_status_name((attn_status)1000), "ATTN_STATUS_UNKNOWN");
+}
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_null_arguments),
+    HARNESS_TEST(test_buffer_from_another_context),
+    HARNESS_TEST(test_bad_shapes),
+    HARNESS_TEST(test_bad_dtype_and_scale),
+    HARNESS_TEST(test_bad_lengths),
+    HARNESS_TEST(test_bad_strides),
+    HARNESS_TEST(test_buffer_sizes),
+    HARNESS_TEST(test_lse_checks),
+    HARNESS_TEST(test_overlaps),
+    HARNESS_TEST(test_fused_layout),
+    HARNESS_TEST(test_bad_params_override),
+    HARNESS_TEST(test_reference_validation),
+    HARNESS_TEST(test_prepare_validation),
+    HARNESS_TEST(test_convert_validation),
+    HARNESS_TEST(test_context_creation_errors),
+    HARNESS_TEST(test_status_names),
+    HARNESS_END,
+};
+
+static void register_tests(void) { harness_add_suite("validation", tests); }
+
+int main(void) { return harness_run("test_validation", register_tests); }
