@@ -1,0 +1,13 @@
+#!/usr/bin/env bash
+# run-bench.sh -- the main job: sets up and builds (tools/setup.sh), shows
+# the OpenCL devices and the one chosen, then benchmarks the DESIGN prefill
+# set with every result checked against the CPU reference. Extra arguments
+# go to attn-bench (e.g. --device pocl, --format json, --dtype f16).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+bash tools/setup.sh
+echo
+build/tools/attn-info
+echo
+exec build/tools/attn-bench --check "$@"

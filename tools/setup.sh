@@ -1,0 +1,30 @@
+#!/usr/bin/env bash
+# setup.sh -- makes a fresh Debian 12 ready to build attn and builds it:
+# installs the packages that are missing (as root), configures build/ once
+# (Release) and builds it. Safe to run again: it only does what is missing.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+packages=(ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
+          libcunit1-dev libcjson-dev cmake oclgrind pkg-config gcc make)
+missing=()
+for p in "${packages[@]}"; do
+    if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
+        missing+=("$p")
+    fi
+done
+if ((${#missing[@]})); then
+    echo "setup: installing ${missing[*]}"
+    if [[ $(id -u) -ne 0 ]]; then
+        echo "setup: missing packages need root: apt-get install ${missing[*]}" >&2
+        exit 1
+    fi
+    export DEBIAN_FRONTEND=noninteractive
+    apt-get update
+    apt-get install -y --no-install-recommends "${missing[@]}"
+fi
+
+if [[ ! -f build/CMakeCache.txt ]]; then
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+fi
+cmake --build build -j"$(nproc)"
