@@ -186,6 +186,27 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
         }
         __global const float *vrow = vpb + (ulong)j0 * HEAD_DIM_PAD;
         const int nk = min(BLOCK_KEYS, hmax - j0);
+#if NCHUNK % 2 == 0
+        /* two output chunks per pass: one broadcast of p feeds two FMAs, so the
+         * loop issues 10 loads per 16 FMAs instead of 9 per 8 */
+        for (int c = 0; c < NCHUNK; c += 2) {
+            floatV a0[BLOCK_ROWS], a1[BLOCK_ROWS];
+#pragma unroll
+            for (int r = 0; r < BLOCK_ROWS; r++) { a0[r] = acc[r][c]; a1[r] = acc[r][c + 1]; }
+            for (int kk = 0; kk < nk; kk++) {
+                const floatV v0 = vloadV(c, vrow + (ulong)kk * HEAD_DIM_PAD);
+                const floatV v1 = vloadV(c + 1, vrow + (ulong)kk * HEAD_DIM_PAD);
+#pragma unroll
+                for (int r = 0; r < BLOCK_ROWS; r++) {
+                    const floatV pr = (floatV)(p[r][kk]);
+                    a0[r] = mad(pr, v0, a0[r]);
+                    a1[r] = mad(pr, v1, a1[r]);
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < BLOCK_ROWS; r++) { acc[r][c] = a0[r]; acc[r][c + 1] = a1[r]; }
+        }
+#else
         for (int c = 0; c < NCHUNK; c++) {
             floatV a[BLOCK_ROWS];
 #pragma unroll
@@ -198,6 +219,7 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
 #pragma unroll
             for (int r = 0; r < BLOCK_ROWS; r++) acc[r][c] = a[r];
         }
+#endif
     }
 
     for (int r = 0; r < BLOCK_ROWS; r++) {
