@@ -528,6 +528,65 @@ static void test_empty_sequences(void)
     world_free(&w);
 }
 
+/* ---- MQA, a head dim that is no multiple of 16, full (non-causal) ---- */
+
+static void test_mqa_odd_dim(void)
+{
+    attn_context *ctx = harness_context();
+    enum { BB = 2, H = 6, DD = 40, CAPM = 90, QL = 2 };
+    const int lens[BB] = {13, 70};
+    const uint64_t seed = harness_seed(4400);
+    const attn_dtype dt = ATTN_F16;
+    size_t nkv = (size_t)BB * CAPM * DD, nq = (size_t)BB * H * QL * DD;
+    float *k = xalloc(nkv), *v = xalloc(nkv), *q = xalloc(nq), *ref = xalloc(nq), *got = xalloc(nq);
+    float *lref = xalloc((size_t)BB * H * QL), *lgot = xalloc((size_t)BB * H * QL);
+    harness_fill_normal(k, nkv, seed, 0.0f, 1.0f);
+    harness_fill_normal(v, nkv, seed + 1, 0.0f, 1.0f);
+    harness_fill_normal(q, nq, seed + 2, 0.0f, 1.0f);
+    harness_round(dt, k, nkv), harness_round(dt, v, nkv), harness_round(dt, q, nq);
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, BB, 1, DD, CAPM, dt, &cache), ATTN_SUCCESS);
+    attn_tensor tk, tv, tq, to;
+    cl_mem mk = harness_upload(ctx, dt, k, BB, 1, CAPM, DD, NULL, &tk);
+    cl_mem mv = harness_upload(ctx, dt, v, BB, 1, CAPM, DD, NULL, &tv);
+    cl_mem mq = harness_upload(ctx, dt, q, BB, H, QL, DD, NULL, &tq);
+    cl_mem mo = harness_alloc(ctx, dt, BB, H, QL, DD, NULL, &to);
+    cl_mem lse = harness_float_buffer(ctx, (size_t)BB * H * QL);
+    CU_ASSERT_FATAL(mk && mv && mq && mo && lse);
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tk, &tv, CAPM, lens, NULL), ATTN_SUCCESS);
+    double atol, rtol;
+    attn_tolerance(dt, &atol, &rtol);
+    for (int causal = 0; causal <= 1; causal++) {
+        /* the reference over the whole cache rows with the decode's lengths */
+        attn_problem rp = {BB, H, 1, DD, QL, CAPM, dt, causal, 0.0f};
+        const int ql[BB] = {QL, QL};
+        attn_lengths L = {NULL, ql, NULL, lens};
+        CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&rp, q, k, v, ref, &L, lref), ATTN_SUCCESS);
+        for (int f = 0; f < NFAM; f++)
+            for (int splits = 1; splits <= 3; splits += 2) {
+                char what[96], text[64];
+                snprintf(text, sizeof text, "family=%s,splits=%d", families[f], splits);
+                setenv("ATTN_PARAMS", text, 1);
+                snprintf(what, sizeof what, "MQA D=40 %s causal=%d splits=%d", families[f],
+                         causal, splits);
+                attn_problem p = {BB, H, 1, DD, QL, 0, dt, causal, 0.0f};
+                attn_status st = attn_decode(ctx, cache, &p, &tq, &to, NULL, lse, NULL);
+                if (st != ATTN_SUCCESS) printf("\n  %s: %s\n", what, attn_last_error(ctx));
+                CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+                CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, BB, H, QL, DD, got), 0);
+                CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, lse, lgot, (size_t)BB * H * QL), 0);
+                CU_ASSERT_EQUAL(harness_compare(what, got, ref, nq, atol, rtol, seed), 0);
+                CU_ASSERT_EQUAL(harness_compare(what, lgot, lref, (size_t)BB * H * QL, atol, rtol,
+                                                seed), 0);
+            }
+    }
+    unsetenv("ATTN_PARAMS");
+    clReleaseMemObject(mk), clReleaseMemObject(mv), clReleaseMemObject(mq);
+    clReleaseMemObject(mo), clReleaseMemObject(lse);
+    attn_kv_cache_release(cache);
+    free(k), free(v), free(q), free(ref), free(got), free(lref), free(lgot);
+}
+
 /* ---- refusals ---- */
 
 static int says(attn_context *ctx, const char *word)
@@ -802,6 +861,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_cached_vs_uncached),
     HARNESS_TEST(test_split_equals_unsplit),
     HARNESS_TEST(test_empty_sequences),
+    HARNESS_TEST(test_mqa_odd_dim),
     HARNESS_TEST(test_capacity_and_positions),
     HARNESS_TEST(test_mismatches),
     HARNESS_TEST(test_check_mode_and_defaults),
