@@ -115,7 +115,9 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
     const int rows_needed = p->q_heads / p->kv_heads * p->q_len;
     dp->ntiles = (rows_needed + pr.block_rows - 1) / pr.block_rows;
     const int items = c->batch * c->kv_heads * dp->ntiles;
-    int want = pr.kv_splits > 0 ? pr.kv_splits : attn_decode_auto_splits(&dev, items, max_len);
+    const size_t key_bytes = 2 * (size_t)c->head_dim * attn_dtype_size(c->dtype);
+    int want = pr.kv_splits > 0 ? pr.kv_splits
+                                : attn_decode_auto_splits(&dev, items, max_len, key_bytes);
     const int bk = pr.block_keys;
     int chunk = (max_len + want - 1) / want;
     chunk = (chunk + bk - 1) / bk * bk;

@@ -35,9 +35,12 @@ struct attn_kv_cache {
 attn_params attn_decode_params_heuristic(const attn_device_limits *dev, const attn_problem *p);
 
 /* The number of KV splits when the parameters leave it automatic: enough
- * work-groups to fill the device's compute units, each split at least
- * ATTN_DECODE_MIN_CHUNK keys. items = work-groups without splitting. */
-#define ATTN_DECODE_MIN_CHUNK 512
-int attn_decode_auto_splits(const attn_device_limits *dev, int items, int max_len);
+ * work-groups to fill the device's compute units, each split long enough
+ * to pay for the combine. items = work-groups without splitting; key_bytes
+ * = bytes of K and V per key. */
+#define ATTN_DECODE_MIN_CHUNK 512                     /* keys, GPU */
+#define ATTN_DECODE_MIN_CHUNK_BYTES (2.0 * (1 << 20)) /* bytes of K and V, CPU */
+int attn_decode_auto_splits(const attn_device_limits *dev, int items, int max_len,
+                            size_t key_bytes);
 
 #endif /* ATTN_DECODE_H */

@@ -13,6 +13,7 @@
  * cache on 2 CPU cores (PoCL), a few seconds warm. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include "decode.h" /* the split heuristic */
 
 #include <math.h>
 #include <stdio.h>
@@ -493,6 +494,23 @@ static void test_split_equals_unsplit(void)
     world_free(&w);
 }
 
+/* The split heuristic: split only when the device would idle, and only
+ * into chunks worth a combine. */
+static void test_split_heuristic(void)
+{
+    const attn_device_limits cpu = {CL_DEVICE_TYPE_CPU, 65536, 4096, 2};
+    const attn_device_limits gpu = {CL_DEVICE_TYPE_GPU, 49152, 1024, 132};
+    const size_t f32_128 = 2 * 128 * 4;
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 32, 16384, f32_128), 1); /* DESIGN's set */
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 1, 16384, f32_128), 2);  /* one KV head */
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 1, 1024, f32_128), 1);   /* 1 MiB: not worth it */
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 2, 1 << 20, f32_128), 1);
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 32, 16384, f32_128), 9); /* 2 per CU */
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 32, 1000, f32_128), 1);  /* chunks >= 512 keys */
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 1, 1 << 20, f32_128), 64);
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 0, 0, f32_128), 1);
+}
+
 /* ---- empty sequences ---- */
 
 static void test_empty_sequences(void)
@@ -860,6 +878,7 @@ static void test_check_mode_and_defaults(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_cached_vs_uncached),
     HARNESS_TEST(test_split_equals_unsplit),
+    HARNESS_TEST(test_split_heuristic),
     HARNESS_TEST(test_empty_sequences),
     HARNESS_TEST(test_mqa_odd_dim),
     HARNESS_TEST(test_capacity_and_positions),
