@@ -328,7 +328,10 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
             ncopies++;
         }
         step = "attn_decode";
-        for (int c = 0; c < nconf; c++) {
+        /* the order rotates: the first decode of a round measured ~10% slower
+         * whatever it was, so every configuration takes every place */
+        for (int i = 0; i < nconf; i++) {
+            const int c = (i + r) % nconf;
             if (confs[c].splits) use_splits(saved, confs[c].splits);
             else if (saved) setenv("ATTN_PARAMS", saved, 1);
             else unsetenv("ATTN_PARAMS");
