@@ -197,7 +197,14 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_CHECK: o->check = 1; break;
         case OPT_NOCHECK: o->check = 0; break;
         case OPT_DECODE: o->decode = 1; break;
-        case OPT_SPLITS: o->splits = optarg; break;
+        case OPT_SPLITS:
+            o->splits = optarg;
+            if (bench_decode_check_splits(optarg) != 0) {
+                fprintf(stderr, "attn-bench: --splits wants up to 16 comma-separated values, "
+                        "each \"auto\" or 1..256, not '%s'\n", optarg);
+                bad = -1;
+            }
+            break;
         case OPT_MATERIALIZED:
             fprintf(stderr, "attn-bench: --compare-materialized is not yet supported\n");
             return EXIT_USAGE;
@@ -217,6 +224,10 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (!bad && o->seq && (o->q_len || o->kv_len)) {
         fprintf(stderr, "attn-bench: give either --seq or --q-len/--kv-len, not both\n");
+        bad = -1;
+    }
+    if (!bad && o->splits && !o->decode) {
+        fprintf(stderr, "attn-bench: --splits applies to --decode only\n");
         bad = -1;
     }
     if (bad) {
@@ -737,12 +748,7 @@ int main(int argc, char **argv)
             dc.q_len = o.q_len ? o.q_len : 1;
             dc.kv_len = o.kv_len ? o.kv_len : o.seq ? o.seq : 4096;
         }
-        int drc = bench_decode(ctx, &dc, peak, results, errors);
-        if (drc == 2) {
-            attn_context_release(ctx);
-            return EXIT_USAGE;
-        }
-        failed |= drc;
+        failed |= bench_decode(ctx, &dc, peak, results, errors) != 0;
         nshapes = 0;
     }
     for (size_t i = 0; i < nshapes; i++) {

@@ -74,6 +74,13 @@ static int parse_splits(const char *list, dconf *c, int *n)
     return *n ? 0 : -1;
 }
 
+int bench_decode_check_splits(const char *list)
+{
+    dconf c[MAX_CONF];
+    int n;
+    return list && strlen(list) < 256 ? parse_splits(list, c, &n) : -1;
+}
+
 /* ATTN_PARAMS = the caller's own setting plus splits=N (later names win). */
 static void use_splits(const char *base, int splits)
 {

@@ -19,9 +19,13 @@ typedef struct bench_decode_config {
     int batch, q_heads, kv_heads, head_dim, q_len, kv_len;
 } bench_decode_config;
 
+/* 0 when list is a valid --splits value, -1 otherwise. */
+int bench_decode_check_splits(const char *list);
+
 /* Runs the decode benchmark; rows go to stdout (text, csv) or into
  * results (json), failures to stderr and errors. Returns 0 when everything
- * ran and passed its check, 1 otherwise, 2 for a bad --splits list. */
+ * ran and passed its check, 1 otherwise, 2 for a bad --splits list (check it first
+ * with bench_decode_check_splits). */
 int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak_gflops,
                  cJSON *results, cJSON *errors);
 
