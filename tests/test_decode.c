@@ -8,9 +8,10 @@
  * overflow, truncation below zero, mismatched heads, head dim or dtype.
  *
  * Build cost: one decode program per (family, dtype) at D=64 (splits are a
- * run-time argument), the forward programs for the uncached runs, two
- * append programs and a copy kernel: about 16 programs, ~25 s from a cold
- * cache on 2 CPU cores (PoCL), a few seconds warm. */
+ * run-time argument) and two at D=40, the forward programs for the
+ * uncached runs, two append programs and the copy kernel: 17 programs,
+ * about 20 s of CPU from a cold cache (PoCL; 26-40 s wall on 2 shared
+ * cores), a few seconds warm. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 #include "decode.h" /* the split heuristic */
