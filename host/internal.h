@@ -111,6 +111,12 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
 attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
                                   const attn_lengths *lengths);
 
+/* One tensor of shape [batch, heads, seq, dim] with elements of elem bytes:
+ * a valid cl_mem of ctx's context, strides that do not overlap, large
+ * enough; the highest element index it reaches in *hi. */
+attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const char *name,
+                                 int batch, int heads, int seq, int dim, size_t elem, size_t *hi);
+
 /* ---- check mode (check.c) ---- */
 /* Host copies of a forward's inputs, contiguous BHSD float. */
 typedef struct attn_check_inputs attn_check_inputs;

@@ -23,6 +23,9 @@ const attn_tunable attn_tunables[] = {
      "tiled: 1 stages K/V tiles in __local, 0 reads them from global memory"},
     {"vec", "VEC_WIDTH", offsetof(attn_params, vec_width), 4, 16, 1,
      "vector: float vector width (4, 8 or 16)"},
+    {"splits", "(runtime argument)", offsetof(attn_params, kv_splits), 0, 256, 0,
+     "decode: chunks each sequence's keys are split into, run in parallel and combined by "
+     "their LSEs (flash-decoding); 0 = chosen from compute units and prefix length"},
 };
 const int attn_tunable_count = (int)(sizeof attn_tunables / sizeof attn_tunables[0]);
 
@@ -87,7 +90,7 @@ int attn_params_legal(const attn_params *pr, const attn_device_limits *dev,
 
 attn_params attn_params_heuristic(const attn_device_limits *dev, const attn_problem *p)
 {
-    attn_params pr = {ATTN_FAMILY_TILED, 16, 32, 128, 1, 16};
+    attn_params pr = {ATTN_FAMILY_TILED, 16, 32, 128, 1, 16, 0};
     if (dev->type & CL_DEVICE_TYPE_CPU) {
         /* measured on PoCL (DESIGN.md): 8 rows x 32 keys x float16 */
         pr.family = ATTN_FAMILY_VECTOR;

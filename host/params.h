@@ -19,6 +19,7 @@ typedef struct attn_params {
     int wg_size;    /* tiled: work-items per work-group */
     int local_kv;   /* tiled: 1 = stage K/V tiles in __local, 0 = read global directly */
     int vec_width;  /* vector: float vector width, 8 or 16 */
+    int kv_splits;  /* decode: KV chunks run in parallel and combined; 0 = automatic */
 } attn_params;
 
 /* One row of the tunables table. */

@@ -216,3 +216,9 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
     }
     return ATTN_SUCCESS;
 }
+
+attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const char *name,
+                                 int batch, int heads, int seq, int dim, size_t elem, size_t *hi)
+{
+    return check_tensor(ctx, t, name, batch, heads, seq, dim, elem, hi);
+}

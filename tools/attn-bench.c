@@ -4,6 +4,7 @@
  * against the CPU reference. Uses only attn.h, OpenCL and cJSON. */
 #define _POSIX_C_SOURCE 200809L
 #include "attn.h"
+#include "bench_decode.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -49,6 +50,8 @@ typedef struct options {
     int reps; /* 0 = calibrate */
     out_format format;
     int check;
+    int decode;         /* --decode: bench_decode.c */
+    const char *splits; /* --splits LIST (decode) */
 } options;
 
 typedef struct row {
@@ -98,7 +101,12 @@ static void usage(FILE *f)
         "  --format text|csv|json  output format (default text)\n"
         "  --check, --no-check   compare with the CPU reference (default on; skipped for\n"
         "                        shapes too large for the reference, max_error null)\n"
-        "  --decode              the DESIGN decode set (not yet supported)\n"
+        "  --decode              the DESIGN decode set (B=4 Hq=32 Hkv=8 D=128 Sq=1,\n"
+        "                        kv 1024, 4096, 16384) through a KV cache, or the shape\n"
+        "                        given (defaults B=4 Hq=32 D=128 Sq=1); reports K/V GB/s\n"
+        "                        and its fraction of the copy bandwidth\n"
+        "  --splits LIST         decode: KV splits to compare, interleaved, e.g.\n"
+        "                        auto,1,2,4,8 (default auto: the heuristic)\n"
         "  --compare-materialized  time a materialized attention too (not yet supported)\n"
         "  --help                print this help and exit\n"
         "  --version             print the version and exit\n"
@@ -124,7 +132,7 @@ static int parse_int(const char *opt, const char *text, int lo, int hi, int *out
 enum {
     OPT_DEVICE = 256, OPT_BATCH, OPT_QHEADS, OPT_KVHEADS, OPT_HEADDIM, OPT_SEQ, OPT_QLEN,
     OPT_KVLEN, OPT_CAUSAL, OPT_NOCAUSAL, OPT_DTYPE, OPT_REPS, OPT_FORMAT, OPT_CHECK,
-    OPT_NOCHECK, OPT_DECODE, OPT_MATERIALIZED, OPT_HELP, OPT_VERSION
+    OPT_NOCHECK, OPT_DECODE, OPT_MATERIALIZED, OPT_HELP, OPT_VERSION, OPT_SPLITS
 };
 
 /* Returns -1 to continue, else the exit status. */
@@ -147,6 +155,7 @@ static int parse_args(int argc, char **argv, options *o)
         {"check", no_argument, NULL, OPT_CHECK},
         {"no-check", no_argument, NULL, OPT_NOCHECK},
         {"decode", no_argument, NULL, OPT_DECODE},
+        {"splits", required_argument, NULL, OPT_SPLITS},
         {"compare-materialized", no_argument, NULL, OPT_MATERIALIZED},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
@@ -187,9 +196,15 @@ static int parse_args(int argc, char **argv, options *o)
             break;
         case OPT_CHECK: o->check = 1; break;
         case OPT_NOCHECK: o->check = 0; break;
-        case OPT_DECODE:
-            fprintf(stderr, "attn-bench: --decode is not yet supported\n");
-            return EXIT_USAGE;
+        case OPT_DECODE: o->decode = 1; break;
+        case OPT_SPLITS:
+            o->splits = optarg;
+            if (bench_decode_check_splits(optarg) != 0) {
+                fprintf(stderr, "attn-bench: --splits wants up to 16 comma-separated values, "
+                        "each \"auto\" or 1..256, not '%s'\n", optarg);
+                bad = -1;
+            }
+            break;
         case OPT_MATERIALIZED:
             fprintf(stderr, "attn-bench: --compare-materialized is not yet supported\n");
             return EXIT_USAGE;
@@ -209,6 +224,10 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (!bad && o->seq && (o->q_len || o->kv_len)) {
         fprintf(stderr, "attn-bench: give either --seq or --q-len/--kv-len, not both\n");
+        bad = -1;
+    }
+    if (!bad && o->splits && !o->decode) {
+        fprintf(stderr, "attn-bench: --splits applies to --decode only\n");
         bad = -1;
     }
     if (bad) {
@@ -712,12 +731,26 @@ int main(int argc, char **argv)
         if (peak > 0) printf("fp32 FMA peak: %.1f GFLOP/s\n", peak);
         printf("dtype %s, seed %u, check %s\n", attn_dtype_name(o.dtype), SEED,
                o.check ? "on" : "off");
-        print_text_header();
-    } else if (o.format == FORMAT_CSV) {
+        if (!o.decode) print_text_header();
+    } else if (o.format == FORMAT_CSV && !o.decode) {
         print_csv_header();
     }
 
     cJSON *results = cJSON_CreateArray(), *errors = cJSON_CreateArray();
+    if (o.decode) {
+        bench_decode_config dc = {(int)o.format, o.dtype, o.reps, o.check, o.splits,
+                                  0, 0, 0, 0, 0, 0};
+        if (custom_shape(&o, &custom)) {
+            dc.batch = o.batch ? o.batch : 4;
+            dc.q_heads = o.q_heads ? o.q_heads : 32;
+            dc.kv_heads = o.kv_heads ? o.kv_heads : dc.q_heads % 4 ? dc.q_heads : dc.q_heads / 4;
+            dc.head_dim = o.head_dim ? o.head_dim : 128;
+            dc.q_len = o.q_len ? o.q_len : 1;
+            dc.kv_len = o.kv_len ? o.kv_len : o.seq ? o.seq : 4096;
+        }
+        failed |= bench_decode(ctx, &dc, peak, results, errors) != 0;
+        nshapes = 0;
+    }
     for (size_t i = 0; i < nshapes; i++) {
         row r;
         const char *what = "";

@@ -194,6 +194,10 @@ if ((run_bench)); then
     "$build/tools/attn-bench" --device "$sel" --check --format json >"$json"
     rc=$?
     if ((rc == 0)); then note "bench json" "ok: $json"; else note "bench json" "FAILED (exit $rc): $json"; failed=1; fi
+    step "attn-bench --device $sel --decode --splits auto,1,4,16 --check"
+    "$build/tools/attn-bench" --device "$sel" --decode --splits auto,1,4,16 --check --format text
+    rc=$?
+    if ((rc == 0)); then note "bench decode" ok; else note "bench decode" "FAILED (exit $rc)"; failed=1; fi
 fi
 
 finish "$failed"

@@ -1,0 +1,241 @@
+/* decode_vector.cl -- the CPU-style decode kernel: one work-item streams one
+ * chunk of one KV head's cache rows (plain layout, read as it is: nothing is
+ * re-packed per step) for BLOCK_ROWS query rows of that head's group, with
+ * explicit float vectors as in vector.cl. Unsplit it writes O and LSE;
+ * split, a partial (normalised O, log2 LSE) for attn_decode_combine. */
+
+#ifndef BLOCK_ROWS
+#define BLOCK_ROWS 4       /* query rows per work-item: (new query, group head) pairs, 1..16 */
+#endif
+#ifndef BLOCK_KEYS
+#define BLOCK_KEYS 32      /* keys per block, a multiple of VEC_WIDTH */
+#endif
+#ifndef VEC_WIDTH
+#define VEC_WIDTH 16       /* float vector width: 4, 8 or 16 (divides DIM_PAD) */
+#endif
+
+#if DIM_PAD % VEC_WIDTH || BLOCK_KEYS % VEC_WIDTH
+#error "VEC_WIDTH must divide DIM_PAD and BLOCK_KEYS"
+#endif
+#define NCHUNK (DIM_PAD / VEC_WIDTH)  /* vectors per cache row */
+#define NKV (BLOCK_KEYS / VEC_WIDTH)  /* vectors of scores per block and row */
+/* Rows per pass of O += P V: their accumulators (PV_ROWS x NCHUNK vectors,
+ * 16 registers) stay in registers while each V row is read once, in order.
+ * Walking V a column chunk at a time instead (all rows' accumulators for
+ * one chunk) made the reads stride across rows: 2.3x slower, measured. */
+#define PV_ROWS (NCHUNK >= 16 ? 1 : 16 / NCHUNK)
+
+#define CAT_(a, b) a##b
+#define CAT(a, b) CAT_(a, b)
+#define floatV CAT(float, VEC_WIDTH)
+#define intV CAT(int, VEC_WIDTH)
+#define vloadV CAT(vload, VEC_WIDTH)
+#define vstoreV CAT(vstore, VEC_WIDTH)
+
+#if VEC_WIDTH == 16
+#define IOTA ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
+#elif VEC_WIDTH == 8
+#define IOTA ((int8)(0, 1, 2, 3, 4, 5, 6, 7))
+#elif VEC_WIDTH == 4
+#define IOTA ((int4)(0, 1, 2, 3))
+#else
+#error "VEC_WIDTH must be 4, 8 or 16"
+#endif
+
+/* vector c of a cache row, as floats */
+#if STORAGE == 0
+#define LOADV(c, p) vloadV((c), (p))
+#elif STORAGE == 1
+#define LOADV(c, p) CAT(vload_half, VEC_WIDTH)((c), (p))
+#else
+#define LOADV(c, p) CAT(as_float, VEC_WIDTH)(CAT(convert_uint, VEC_WIDTH)(vloadV((c), (p))) << 16)
+#endif
+
+inline float hmax_v(floatV x)
+{
+#if VEC_WIDTH == 16
+    float8 a = max(x.lo, x.hi);
+    float4 c4 = max(a.lo, a.hi);
+#elif VEC_WIDTH == 8
+    float4 c4 = max(x.lo, x.hi);
+#else
+    float4 c4 = x;
+#endif
+    float2 c = max(c4.lo, c4.hi);
+    return max(c.x, c.y);
+}
+
+inline float hsum_v(floatV x)
+{
+#if VEC_WIDTH == 16
+    float8 a = x.lo + x.hi;
+    float4 c4 = a.lo + a.hi;
+#elif VEC_WIDTH == 8
+    float4 c4 = x.lo + x.hi;
+#else
+    float4 c4 = x;
+#endif
+    float2 c = c4.lo + c4.hi;
+    return c.x + c.y;
+}
+
+/* Global (nsplit, kv_heads * ntiles, B), local (1, 1, 1). The cache is
+ * [B][kv_heads][head_rows][DIM_PAD]; split s covers keys [s * chunk,
+ * (s + 1) * chunk), chunk a multiple of BLOCK_KEYS. */
+__kernel __attribute__((reqd_work_group_size(1, 1, 1)))
+void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const storage_t *kc,
+                        __global const storage_t *vc, int head_rows, __global storage_t *o,
+                        ulong4 og, __global float *lse, int write_lse, __global float *part_o,
+                        __global float *part_lse, int nsplit, int chunk,
+                        __global const int2 *lens, int q_heads, int kv_heads, int sq, int causal,
+                        float qscale, int ntiles)
+{
+    const int split = get_global_id(0);
+    const int tile = get_global_id(1) % ntiles, hk = get_global_id(1) / ntiles;
+    const int b = get_global_id(2);
+    const int group = q_heads / kv_heads;
+    const int2 len = lens[b];
+    const int j_lo = split * chunk, j_end = j_lo + chunk;
+    const ulong head = ((ulong)b * kv_heads + hk) * (ulong)head_rows * DIM_PAD;
+    __global const storage_t *kh = kc + head;
+    __global const storage_t *vh = vc + head;
+
+    /* each row's key limit inside this split; a row with hi <= j_lo sees
+     * nothing here (its result is empty whatever the loop computes) */
+    int hi[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS];
+    int hmax = j_lo, hmin = INT_MAX;
+    for (int r = 0; r < BLOCK_ROWS; r++) {
+        hi[r] = min(decode_row(tile * BLOCK_ROWS + r, group, sq, hk, len, causal, &qi[r], &qh[r]),
+                    j_end);
+        if (hi[r] > j_lo) {
+            hmax = max(hmax, hi[r]);
+            hmin = min(hmin, hi[r]);
+        }
+    }
+
+    /* Q pre-multiplied by scale * log2(e), zero past HEAD_DIM like the cache */
+    floatV qv[BLOCK_ROWS][NCHUNK];
+    for (int r = 0; r < BLOCK_ROWS; r++) {
+        float row[DIM_PAD];
+        const int live = hi[r] > j_lo;
+        const ulong qr = live ? row_index(qg, b, qh[r], qi[r]) : 0;
+        for (int d = 0; d < DIM_PAD; d++) row[d] = live && d < HEAD_DIM ? LOAD(q, qr + d) * qscale : 0.0f;
+        for (int c = 0; c < NCHUNK; c++) qv[r][c] = vloadV(c, row);
+    }
+
+    floatV acc[BLOCK_ROWS][NCHUNK];
+    floatV lsum[BLOCK_ROWS];
+    float m[BLOCK_ROWS];
+    for (int r = 0; r < BLOCK_ROWS; r++) {
+        for (int c = 0; c < NCHUNK; c++) acc[r][c] = (floatV)(0.0f);
+        lsum[r] = (floatV)(0.0f);
+        m[r] = MAX_INIT;
+    }
+
+    for (int j0 = j_lo; j0 < hmax; j0 += BLOCK_KEYS) {
+        /* scores: each K row is read once (converted once) and serves every
+         * row of the tile. A horizontal sum per (row, key) measured as fast as
+         * a transpose-reduce of 16 keys' partial sums: the loop waits on
+         * memory, not on these adds. */
+        floatV s[BLOCK_ROWS][NKV];
+        for (int kv = 0; kv < NKV; kv++) {
+            float t[BLOCK_ROWS][VEC_WIDTH];
+            for (int kk = 0; kk < VEC_WIDTH; kk++) {
+                __global const storage_t *krow = kh + (ulong)(j0 + kv * VEC_WIDTH + kk) * DIM_PAD;
+                floatV kvec[NCHUNK];
+#pragma unroll
+                for (int c = 0; c < NCHUNK; c++) kvec[c] = LOADV(c, krow);
+#pragma unroll
+                for (int r = 0; r < BLOCK_ROWS; r++) {
+                    floatV a = qv[r][0] * kvec[0];
+#pragma unroll
+                    for (int c = 1; c < NCHUNK; c++) a = mad(qv[r][c], kvec[c], a);
+                    t[r][kk] = hsum_v(a);
+                }
+            }
+#pragma unroll
+            for (int r = 0; r < BLOCK_ROWS; r++) s[r][kv] = vloadV(0, t[r]);
+        }
+        /* only a block reaching past some row's limit needs the mask */
+        if (j0 + BLOCK_KEYS > hmin) {
+#pragma unroll
+            for (int r = 0; r < BLOCK_ROWS; r++)
+#pragma unroll
+                for (int kv = 0; kv < NKV; kv++) {
+                    const intV key = (intV)(j0 + kv * VEC_WIDTH) + IOTA;
+                    s[r][kv] = select(s[r][kv], (floatV)(MASKED), key >= (intV)(hi[r]));
+                }
+        }
+        float p[BLOCK_ROWS][BLOCK_KEYS];
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++) {
+            floatV bm = s[r][0];
+#pragma unroll
+            for (int kv = 1; kv < NKV; kv++) bm = max(bm, s[r][kv]);
+            const float mb = hmax_v(bm);
+            if (mb > m[r]) { /* rescale only when the row's max grows */
+                const float alpha = exp2(m[r] - mb);
+                for (int c = 0; c < NCHUNK; c++) acc[r][c] *= alpha;
+                lsum[r] *= alpha;
+                m[r] = mb;
+            }
+#pragma unroll
+            for (int kv = 0; kv < NKV; kv++) {
+                const floatV e = exp2(s[r][kv] - (floatV)(m[r]));
+                lsum[r] += e;
+                vstoreV(e, kv, p[r]);
+            }
+        }
+        /* O += P V over the keys inside the split's range only: rows past
+         * the furthest limit may hold stale data (truncated tokens) */
+        __global const storage_t *vrow = vh + (ulong)j0 * DIM_PAD;
+        const int nk = min(BLOCK_KEYS, hmax - j0);
+        for (int r0 = 0; r0 < BLOCK_ROWS; r0 += PV_ROWS) {
+            floatV a[PV_ROWS][NCHUNK];
+#pragma unroll
+            for (int rr = 0; rr < PV_ROWS; rr++)
+#pragma unroll
+                for (int c = 0; c < NCHUNK; c++) a[rr][c] = r0 + rr < BLOCK_ROWS ? acc[r0 + rr][c] : (floatV)(0.0f);
+            for (int kk = 0; kk < nk; kk++) {
+                __global const storage_t *vr = vrow + (ulong)kk * DIM_PAD;
+#pragma unroll
+                for (int c = 0; c < NCHUNK; c++) {
+                    const floatV vv = LOADV(c, vr);
+#pragma unroll
+                    for (int rr = 0; rr < PV_ROWS; rr++)
+                        if (r0 + rr < BLOCK_ROWS) a[rr][c] = mad((floatV)(p[r0 + rr][kk]), vv, a[rr][c]);
+                }
+            }
+#pragma unroll
+            for (int rr = 0; rr < PV_ROWS; rr++)
+#pragma unroll
+                for (int c = 0; c < NCHUNK; c++)
+                    if (r0 + rr < BLOCK_ROWS) acc[r0 + rr][c] = a[rr][c];
+        }
+    }
+
+    for (int r = 0; r < BLOCK_ROWS; r++) {
+        if (tile * BLOCK_ROWS + r >= group * sq) break;
+        const float l = hi[r] > j_lo ? hsum_v(lsum[r]) : 0.0f;
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        const ulong prow = ((ulong)b * q_heads + qh[r]) * sq + qi[r];
+        if (nsplit == 1) {
+            const ulong orow = row_index(og, b, qh[r], qi[r]);
+            for (int c = 0; c < NCHUNK; c++) {
+                float out[VEC_WIDTH];
+                /* an empty row stores zeros even if a masked V held inf or NaN */
+                vstoreV(l > 0.0f ? acc[r][c] * inv : (floatV)(0.0f), 0, out);
+                for (int e = 0; e < VEC_WIDTH; e++) {
+                    const int d = c * VEC_WIDTH + e;
+                    if (d < HEAD_DIM) STORE(o, orow + d, out[e]);
+                }
+            }
+            if (write_lse) lse[prow] = l > 0.0f ? (m[r] + log2(l)) * LN2 : -INFINITY;
+        } else {
+            const ulong pr = prow * nsplit + split;
+            if (l > 0.0f)
+                for (int c = 0; c < NCHUNK; c++) vstoreV(acc[r][c] * inv, c, part_o + pr * DIM_PAD);
+            part_lse[pr] = l > 0.0f ? m[r] + log2(l) : EMPTY_LSE;
+        }
+    }
+}

@@ -1,0 +1,909 @@
+/* test_decode.c -- the KV cache and attn_decode, for both kernel families:
+ * the cached-versus-uncached generation test (a ragged batch: prompts
+ * through attn_forward and into the cache, tokens one at a time, a
+ * speculative block, its truncation and a re-append; every step equal to
+ * the matching rows of one uncached attn_forward over the whole sequence
+ * and to the CPU reference, for each storage type), split-KV results equal
+ * to the unsplit ones, empty sequences, and every refusal: capacity
+ * overflow, truncation below zero, mismatched heads, head dim or dtype.
+ *
+ * Build cost: one decode program per (family, dtype) at D=64 (splits are a
+ * run-time argument) and two at D=40, the forward programs for the
+ * uncached runs, two append programs and the copy kernel: 17 programs,
+ * about 20 s of CPU from a cold cache (PoCL; 26-40 s wall on 2 shared
+ * cores), a few seconds warm. */
+#define _POSIX_C_SOURCE 200809L
+#include "harness.h"
+#include "decode.h" /* the split heuristic */
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const char *const families[] = {"vector", "tiled"};
+#define NFAM 2
+static const attn_dtype dtypes[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+#define NDT 3
+
+static float *xalloc(size_t n)
+{
+    float *x = malloc((n ? n : 1) * sizeof *x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    return x;
+}
+
+/* ATTN_PARAMS for one call: family, the decode tile (4 rows: with the 4
+ * query heads per KV head of these tests, q_len > 1 takes several tiles)
+ * and the number of splits (0 = automatic). */
+static void use_params(const char *family, int rows, int splits)
+{
+    char text[128];
+    if (rows)
+        snprintf(text, sizeof text, "family=%s,rows=%d,splits=%d", family, rows, splits);
+    else
+        snprintf(text, sizeof text, "family=%s", family);
+    setenv("ATTN_PARAMS", text, 1);
+}
+
+static void tolerance(attn_dtype t, double *atol, double *rtol) { attn_tolerance(t, atol, rtol); }
+
+/* ---- one world of sequences: host data and its uncached results ---- */
+
+enum { B = 3, HQ = 8, HKV = 2, D = 64 };
+#define GROUP (HQ / HKV)
+
+typedef struct world {
+    int N;                  /* padded length of every array */
+    int len[B];             /* each sequence's length in this world */
+    float *q, *k, *v;       /* [B][H][N][D], rounded through the dtype */
+    float *ref, *ref_lse;   /* the CPU reference over the whole sequences */
+    float *dev, *dev_lse;   /* one uncached attn_forward over them */
+} world;
+
+static size_t qidx(int N, int b, int h, int s) { return (((size_t)b * HQ + h) * N + s) * D; }
+static size_t kidx(int N, int b, int h, int s) { return (((size_t)b * HKV + h) * N + s) * D; }
+
+static void world_alloc(world *w, int N)
+{
+    memset(w, 0, sizeof *w);
+    w->N = N;
+    size_t nq = (size_t)B * HQ * N * D, nk = (size_t)B * HKV * N * D;
+    w->q = xalloc(nq);
+    w->k = xalloc(nk);
+    w->v = xalloc(nk);
+    w->ref = xalloc(nq);
+    w->dev = xalloc(nq);
+    w->ref_lse = xalloc((size_t)B * HQ * N);
+    w->dev_lse = xalloc((size_t)B * HQ * N);
+}
+
+static void world_free(world *w)
+{
+    free(w->q), free(w->k), free(w->v), free(w->ref), free(w->dev), free(w->ref_lse),
+        free(w->dev_lse);
+}
+
+/* The uncached results: the reference, and attn_forward over the whole
+ * (right-padded) sequences, causal, with the family's default tiles. */
+static void world_results(attn_context *ctx, world *w, attn_dtype dt, const char *family,
+                          uint64_t seed)
+{
+    attn_problem p = {B, HQ, HKV, D, w->N, w->N, dt, 1, 0.0f};
+    attn_lengths L = {NULL, w->len, NULL, w->len};
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, w->q, w->k, w->v, w->ref, &L, w->ref_lse),
+                          ATTN_SUCCESS);
+    attn_tensor tq, tk, tv, to;
+    cl_mem bq = harness_upload(ctx, dt, w->q, B, HQ, w->N, D, NULL, &tq);
+    cl_mem bk = harness_upload(ctx, dt, w->k, B, HKV, w->N, D, NULL, &tk);
+    cl_mem bv = harness_upload(ctx, dt, w->v, B, HKV, w->N, D, NULL, &tv);
+    cl_mem bo = harness_alloc(ctx, dt, B, HQ, w->N, D, NULL, &to);
+    cl_mem lse = harness_float_buffer(ctx, (size_t)B * HQ * w->N);
+    CU_ASSERT_FATAL(bq && bk && bv && bo && lse);
+    use_params(family, 0, 0);
+    attn_status st = attn_forward(ctx, &p, &tq, &tk, &tv, &to, &L, lse, NULL);
+    if (st != ATTN_SUCCESS) printf("\n  attn_forward: %s\n", attn_last_error(ctx));
+    CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, B, HQ, w->N, D, w->dev), 0);
+    CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, lse, w->dev_lse, (size_t)B * HQ * w->N), 0);
+    double atol, rtol;
+    tolerance(dt, &atol, &rtol);
+    /* rows past a sequence's length are padding (zeros) in both */
+    CU_ASSERT_EQUAL(harness_compare("uncached forward vs reference", w->dev, w->ref,
+                                    (size_t)B * HQ * w->N * D, atol, rtol, seed), 0);
+    clReleaseMemObject(bq), clReleaseMemObject(bk), clReleaseMemObject(bv);
+    clReleaseMemObject(bo), clReleaseMemObject(lse);
+}
+
+/* ---- the cache, driven from a world ---- */
+
+/* Appends positions cur[b]..cur[b]+counts[b]-1 of w's K/V, as a block of
+ * block_len rows whose unused rows are NaN, laid out in `layout`. */
+static void append_from(attn_context *ctx, attn_kv_cache *cache, const world *w, attn_dtype dt,
+                        const int *cur, int block_len, const int *counts,
+                        const harness_layout *layout)
+{
+    size_t n = (size_t)B * HKV * block_len * D;
+    float *bk = xalloc(n), *bv = xalloc(n);
+    for (size_t i = 0; i < n; i++) bk[i] = bv[i] = NAN;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < HKV; h++)
+            for (int r = 0; r < counts[b]; r++) {
+                memcpy(bk + kidx(block_len, b, h, r), w->k + kidx(w->N, b, h, cur[b] + r),
+                       D * sizeof(float));
+                memcpy(bv + kidx(block_len, b, h, r), w->v + kidx(w->N, b, h, cur[b] + r),
+                       D * sizeof(float));
+            }
+    attn_tensor tk, tv;
+    cl_mem mk = harness_upload(ctx, dt, bk, B, HKV, block_len, D, layout, &tk);
+    cl_mem mv = harness_upload(ctx, dt, bv, B, HKV, block_len, D, layout, &tv);
+    CU_ASSERT_FATAL(mk && mv);
+    cl_event ev = NULL;
+    attn_status st = attn_kv_cache_append(cache, &tk, &tv, block_len, counts, &ev);
+    if (st != ATTN_SUCCESS) printf("\n  append: %s\n", attn_last_error(ctx));
+    CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+    CU_ASSERT_PTR_NOT_NULL(ev);
+    if (ev) clReleaseEvent(ev);
+    clReleaseMemObject(mk), clReleaseMemObject(mv);
+    free(bk), free(bv);
+}
+
+/* Decodes q_len new rows per sequence (q_lens[b] of them real: the last
+ * tokens of each sequence in the cache), taking Q from w, and compares O
+ * and LSE with w's reference and w's uncached forward at the matching
+ * positions; pad rows must be zeros and -inf. Returns the output (BHSD
+ * floats, malloc'd) if keep. */
+static float *decode_check(attn_context *ctx, attn_kv_cache *cache, const world *w,
+                           attn_dtype dt, int q_len, const int *q_lens, const char *what,
+                           uint64_t seed, int keep)
+{
+    int cur[B];
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_lengths(cache, cur), ATTN_SUCCESS);
+    size_t nq = (size_t)B * HQ * q_len * D, nl = (size_t)B * HQ * q_len;
+    float *hq = xalloc(nq), *exp_ref = xalloc(nq), *exp_dev = xalloc(nq), *got = xalloc(nq);
+    float *lref = xalloc(nl), *ldev = xalloc(nl), *lgot = xalloc(nl);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < HQ; h++)
+            for (int i = 0; i < q_len; i++) {
+                size_t at = qidx(q_len, b, h, i), li = ((size_t)b * HQ + h) * q_len + i;
+                if (i < q_lens[b]) {
+                    int pos = cur[b] - q_lens[b] + i;
+                    memcpy(hq + at, w->q + qidx(w->N, b, h, pos), D * sizeof(float));
+                    memcpy(exp_ref + at, w->ref + qidx(w->N, b, h, pos), D * sizeof(float));
+                    memcpy(exp_dev + at, w->dev + qidx(w->N, b, h, pos), D * sizeof(float));
+                    lref[li] = w->ref_lse[((size_t)b * HQ + h) * w->N + pos];
+                    ldev[li] = w->dev_lse[((size_t)b * HQ + h) * w->N + pos];
+                } else { /* a pad row: never read, written as zeros */
+                    for (int d = 0; d < D; d++) {
+                        hq[at + d] = NAN;
+                        exp_ref[at + d] = exp_dev[at + d] = 0.0f;
+                    }
+                    lref[li] = ldev[li] = -INFINITY;
+                }
+            }
+    const harness_layout lq = {HARNESS_BSHD, 3, 8, 0}, lo = {HARNESS_BHSD, 7, 0, 1};
+    attn_tensor tq, to;
+    cl_mem mq = harness_upload(ctx, dt, hq, B, HQ, q_len, D, &lq, &tq);
+    cl_mem mo = harness_alloc(ctx, dt, B, HQ, q_len, D, &lo, &to);
+    cl_mem lse = harness_float_buffer(ctx, nl);
+    CU_ASSERT_FATAL(mq && mo && lse);
+    attn_problem p = {B, HQ, HKV, D, q_len, 0, dt, 1, 0.0f};
+    cl_event ev = NULL;
+    attn_status st = attn_decode(ctx, cache, &p, &tq, &to, q_lens, lse, &ev);
+    if (st != ATTN_SUCCESS) printf("\n  %s: attn_decode: %s\n", what, attn_last_error(ctx));
+    CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+    CU_ASSERT_PTR_NOT_NULL(ev);
+    if (ev) clReleaseEvent(ev);
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, B, HQ, q_len, D, got), 0);
+    CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, lse, lgot, nl), 0);
+    double atol, rtol;
+    tolerance(dt, &atol, &rtol);
+    char label[256];
+    int bad = 0;
+    snprintf(label, sizeof label, "%.200s: O vs reference", what);
+    bad += harness_compare(label, got, exp_ref, nq, atol, rtol, seed);
+    snprintf(label, sizeof label, "%.200s: O vs uncached attn_forward", what);
+    bad += harness_compare(label, got, exp_dev, nq, atol, rtol, seed);
+    snprintf(label, sizeof label, "%.200s: LSE vs reference", what);
+    bad += harness_compare(label, lgot, lref, nl, atol, rtol, seed);
+    snprintf(label, sizeof label, "%.200s: LSE vs uncached attn_forward", what);
+    bad += harness_compare(label, lgot, ldev, nl, atol, rtol, seed);
+    CU_ASSERT_EQUAL(bad, 0);
+    clReleaseMemObject(mq), clReleaseMemObject(mo), clReleaseMemObject(lse);
+    free(hq), free(exp_ref), free(exp_dev), free(lref), free(ldev), free(lgot);
+    if (keep) return got;
+    free(got);
+    return NULL;
+}
+
+/* ---- the cached-versus-uncached generation test ---- */
+
+static void fill_world_inputs(world *w, attn_dtype dt, uint64_t seed)
+{
+    harness_fill_normal(w->q, (size_t)B * HQ * w->N * D, seed, 0.0f, 1.0f);
+    harness_fill_normal(w->k, (size_t)B * HKV * w->N * D, seed + 1, 0.0f, 1.0f);
+    harness_fill_normal(w->v, (size_t)B * HKV * w->N * D, seed + 2, 0.0f, 1.0f);
+    harness_round(dt, w->q, (size_t)B * HQ * w->N * D);
+    harness_round(dt, w->k, (size_t)B * HKV * w->N * D);
+    harness_round(dt, w->v, (size_t)B * HKV * w->N * D);
+}
+
+/* Overwrites positions [from[b], to[b]) of every head with other values. */
+static void redraw(world *w, attn_dtype dt, const int *from, const int *to, uint64_t seed)
+{
+    float row[D];
+    for (int b = 0; b < B; b++)
+        for (int s = from[b]; s < to[b]; s++) {
+            for (int h = 0; h < HQ; h++) {
+                harness_fill_normal(row, D, seed++, 0.0f, 1.0f);
+                harness_round(dt, row, D);
+                memcpy(w->q + qidx(w->N, b, h, s), row, sizeof row);
+            }
+            for (int h = 0; h < HKV; h++) {
+                harness_fill_normal(row, D, seed++, 0.0f, 1.0f);
+                harness_round(dt, row, D);
+                memcpy(w->k + kidx(w->N, b, h, s), row, sizeof row);
+                harness_fill_normal(row, D, seed++, 0.5f, 2.0f);
+                harness_round(dt, row, D);
+                memcpy(w->v + kidx(w->N, b, h, s), row, sizeof row);
+            }
+        }
+}
+
+static void generation(attn_context *ctx, const char *family, attn_dtype dt)
+{
+    enum { T = 3, SPEC = 4, CAP = 100 };
+    const int prompt[B] = {37, 1, 70};   /* ragged prompts */
+    const int accept[B] = {4, 0, 2};     /* drafts each sequence keeps */
+    const int last[B] = {1, 0, 2};       /* a ragged final step; sequence 1 idle */
+    const uint64_t seed = harness_seed(4000 + 10 * (uint64_t)dt + (family[0] == 't'));
+    char what[160];
+
+    /* final: the sequences as they end up; draft: the same up to each
+     * sequence's speculative block, then the drafts (rejected ones differ) */
+    world fin, dr;
+    int N = 0;
+    for (int b = 0; b < B; b++) {
+        fin.len[b] = prompt[b] + T + accept[b] + 1 + last[b];
+        int nd = prompt[b] + T + SPEC;
+        if (fin.len[b] > N) N = fin.len[b];
+        if (nd > N) N = nd;
+    }
+    int fl[B];
+    memcpy(fl, fin.len, sizeof fl);
+    world_alloc(&fin, N);
+    memcpy(fin.len, fl, sizeof fl);
+    world_alloc(&dr, N);
+    fill_world_inputs(&fin, dt, seed);
+    memcpy(dr.q, fin.q, sizeof(float) * (size_t)B * HQ * N * D);
+    memcpy(dr.k, fin.k, sizeof(float) * (size_t)B * HKV * N * D);
+    memcpy(dr.v, fin.v, sizeof(float) * (size_t)B * HKV * N * D);
+    int rej_from[B], rej_to[B];
+    for (int b = 0; b < B; b++) {
+        dr.len[b] = prompt[b] + T + SPEC;
+        rej_from[b] = prompt[b] + T + accept[b];
+        rej_to[b] = dr.len[b];
+    }
+    redraw(&dr, dt, rej_from, rej_to, seed + 100);
+    world_results(ctx, &fin, dt, family, seed);
+    world_results(ctx, &dr, dt, family, seed);
+
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, B, HKV, D, CAP, dt, &cache), ATTN_SUCCESS);
+
+    /* 1. the prompt through attn_forward (its rows equal the whole
+     * sequence's), then its K/V (a BSHD buffer with gaps) into the cache */
+    int maxp = 0;
+    for (int b = 0; b < B; b++) maxp = prompt[b] > maxp ? prompt[b] : maxp;
+    {
+        world pw;
+        world_alloc(&pw, maxp);
+        memcpy(pw.len, prompt, sizeof prompt);
+        for (int b = 0; b < B; b++)
+            for (int s = 0; s < maxp; s++) {
+                for (int h = 0; h < HQ; h++)
+                    memcpy(pw.q + qidx(maxp, b, h, s), fin.q + qidx(N, b, h, s), D * sizeof(float));
+                for (int h = 0; h < HKV; h++) {
+                    memcpy(pw.k + kidx(maxp, b, h, s), fin.k + kidx(N, b, h, s), D * sizeof(float));
+                    memcpy(pw.v + kidx(maxp, b, h, s), fin.v + kidx(N, b, h, s), D * sizeof(float));
+                }
+            }
+        world_results(ctx, &pw, dt, family, seed);
+        double atol, rtol;
+        tolerance(dt, &atol, &rtol);
+        int bad = 0;
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < HQ; h++)
+                bad += harness_compare("prompt forward vs the whole sequence's rows",
+                                       pw.dev + qidx(maxp, b, h, 0), fin.dev + qidx(N, b, h, 0),
+                                       (size_t)prompt[b] * D, atol, rtol, seed);
+        CU_ASSERT_EQUAL(bad, 0);
+        const int zero[B] = {0, 0, 0};
+        const harness_layout bshd = {HARNESS_BSHD, 11, 5, 2};
+        append_from(ctx, cache, &pw, dt, zero, maxp, prompt, &bshd);
+        world_free(&pw);
+    }
+    int lens[B];
+    CU_ASSERT_EQUAL(attn_kv_cache_lengths(cache, lens), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(memcmp(lens, prompt, sizeof lens), 0);
+
+    /* 2. T tokens one at a time; unsplit, split in 3, automatic */
+    const int ones[B] = {1, 1, 1};
+    const harness_layout step_layout = {HARNESS_BHSD, 2, 4, 1};
+    for (int t = 0; t < T; t++) {
+        int cur[B];
+        attn_kv_cache_lengths(cache, cur);
+        append_from(ctx, cache, &fin, dt, cur, 1, ones, &step_layout);
+        const int splits = t == 0 ? 1 : t == 1 ? 3 : 0;
+        use_params(family, 4, splits);
+        snprintf(what, sizeof what, "%s %s step %d (splits=%d)", family, attn_dtype_name(dt), t,
+                 splits);
+        decode_check(ctx, cache, &fin, dt, 1, ones, what, seed, 0);
+    }
+
+    /* 3. a speculative block of SPEC drafts, all decoded at once */
+    const int spec[B] = {SPEC, SPEC, SPEC};
+    {
+        int cur[B];
+        attn_kv_cache_lengths(cache, cur);
+        append_from(ctx, cache, &dr, dt, cur, SPEC, spec, &step_layout);
+        use_params(family, 4, 2);
+        snprintf(what, sizeof what, "%s %s speculative block", family, attn_dtype_name(dt));
+        decode_check(ctx, cache, &dr, dt, SPEC, spec, what, seed, 0);
+    }
+
+    /* 4. reject: keep accept[b] drafts; 5. re-append the corrected token
+     * at the first rejected position (a new value there) */
+    for (int b = 0; b < B; b++) {
+        int cur[B];
+        attn_kv_cache_lengths(cache, cur);
+        CU_ASSERT_EQUAL(attn_kv_cache_truncate(cache, b, cur[b] - (SPEC - accept[b])),
+                        ATTN_SUCCESS);
+    }
+    attn_kv_cache_lengths(cache, lens);
+    for (int b = 0; b < B; b++) CU_ASSERT_EQUAL(lens[b], prompt[b] + T + accept[b]);
+    {
+        int cur[B];
+        attn_kv_cache_lengths(cache, cur);
+        append_from(ctx, cache, &fin, dt, cur, 1, ones, &step_layout);
+        use_params(family, 4, 3);
+        snprintf(what, sizeof what, "%s %s after truncation and re-append", family,
+                 attn_dtype_name(dt));
+        decode_check(ctx, cache, &fin, dt, 1, ones, what, seed, 0);
+    }
+
+    /* 6. a ragged step: 1, 0 and 2 new tokens */
+    float *out;
+    {
+        int cur[B];
+        attn_kv_cache_lengths(cache, cur);
+        append_from(ctx, cache, &fin, dt, cur, 2, last, &step_layout);
+        use_params(family, 4, 1);
+        snprintf(what, sizeof what, "%s %s ragged step", family, attn_dtype_name(dt));
+        out = decode_check(ctx, cache, &fin, dt, 2, last, what, seed, 1);
+    }
+    attn_kv_cache_lengths(cache, lens);
+    CU_ASSERT_EQUAL(memcmp(lens, fin.len, sizeof lens), 0);
+
+    /* the same step as attn_forward over the cache's own tensors */
+    if (out) {
+        int cur[B];
+        attn_kv_cache_lengths(cache, cur);
+        size_t nq = (size_t)B * HQ * 2 * D;
+        float *hq = xalloc(nq), *got = xalloc(nq);
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < HQ; h++)
+                for (int i = 0; i < 2; i++) {
+                    int pos = cur[b] - last[b] + i;
+                    if (i < last[b])
+                        memcpy(hq + qidx(2, b, h, i), fin.q + qidx(N, b, h, pos), D * sizeof(float));
+                    else
+                        for (int d = 0; d < D; d++) hq[qidx(2, b, h, i) + d] = 0.0f;
+                }
+        attn_tensor tq, to, ck, cv;
+        cl_mem mq = harness_upload(ctx, dt, hq, B, HQ, 2, D, NULL, &tq);
+        cl_mem mo = harness_alloc(ctx, dt, B, HQ, 2, D, NULL, &to);
+        CU_ASSERT_FATAL(mq && mo);
+        CU_ASSERT_EQUAL(attn_kv_cache_tensors(cache, &ck, &cv), ATTN_SUCCESS);
+        attn_problem p = {B, HQ, HKV, D, 2, CAP, dt, 1, 0.0f};
+        attn_lengths L = {NULL, last, NULL, cur};
+        use_params(family, 0, 0);
+        attn_status st = attn_forward(ctx, &p, &tq, &ck, &cv, &to, &L, NULL, NULL);
+        if (st != ATTN_SUCCESS) printf("\n  forward over the cache: %s\n", attn_last_error(ctx));
+        CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(harness_download(ctx, dt, &to, B, HQ, 2, D, got), 0);
+        double atol, rtol;
+        tolerance(dt, &atol, &rtol);
+        CU_ASSERT_EQUAL(harness_compare("attn_forward over the cache tensors vs decode", got, out,
+                                        nq, atol, rtol, seed), 0);
+        clReleaseMemObject(mq), clReleaseMemObject(mo);
+        free(hq), free(got), free(out);
+    }
+    attn_kv_cache_release(cache);
+    world_free(&fin);
+    world_free(&dr);
+    unsetenv("ATTN_PARAMS");
+}
+
+static void test_cached_vs_uncached(void)
+{
+    attn_context *ctx = harness_context();
+    for (int f = 0; f < NFAM; f++)
+        for (int t = 0; t < NDT; t++) generation(ctx, families[f], dtypes[t]);
+}
+
+/* ---- split-KV results equal the unsplit ones ---- */
+
+/* Fills a cache of B sequences with lens[b] tokens from w (positions 0..). */
+static attn_kv_cache *filled_cache(attn_context *ctx, const world *w, attn_dtype dt, int cap)
+{
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, B, HKV, D, cap, dt, &cache), ATTN_SUCCESS);
+    attn_tensor tk, tv;
+    cl_mem mk = harness_upload(ctx, dt, w->k, B, HKV, w->N, D, NULL, &tk);
+    cl_mem mv = harness_upload(ctx, dt, w->v, B, HKV, w->N, D, NULL, &tv);
+    CU_ASSERT_FATAL(mk && mv);
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tk, &tv, w->N, w->len, NULL), ATTN_SUCCESS);
+    clReleaseMemObject(mk), clReleaseMemObject(mv);
+    return cache;
+}
+
+static void test_split_equals_unsplit(void)
+{
+    attn_context *ctx = harness_context();
+    const uint64_t seed = harness_seed(4100);
+    world w;
+    world_alloc(&w, 1500);
+    const int lens[B] = {1500, 3, 777};
+    memcpy(w.len, lens, sizeof lens);
+    fill_world_inputs(&w, ATTN_F32, seed);
+    world_results(ctx, &w, ATTN_F32, "vector", seed);
+    attn_kv_cache *cache = filled_cache(ctx, &w, ATTN_F32, 1500);
+    const int splits[] = {2, 5, 16, 0};
+    for (int f = 0; f < NFAM; f++)
+        for (int ql = 1; ql <= 3; ql += 2) {
+            const int q_lens[B] = {ql, ql, ql};
+            char what[128];
+            use_params(families[f], 4, 1);
+            snprintf(what, sizeof what, "%s q_len %d unsplit", families[f], ql);
+            float *base = decode_check(ctx, cache, &w, ATTN_F32, ql, q_lens, what, seed, 1);
+            CU_ASSERT_PTR_NOT_NULL_FATAL(base);
+            for (size_t s = 0; s < sizeof splits / sizeof splits[0]; s++) {
+                use_params(families[f], 4, splits[s]);
+                snprintf(what, sizeof what, "%s q_len %d splits=%d", families[f], ql, splits[s]);
+                float *got = decode_check(ctx, cache, &w, ATTN_F32, ql, q_lens, what, seed, 1);
+                if (got)
+                    CU_ASSERT_EQUAL(harness_compare(what, got, base, (size_t)B * HQ * ql * D,
+                                                    1e-5, 1e-4, seed), 0);
+                free(got);
+            }
+            free(base);
+        }
+    /* the plan reports the splits it chose */
+    attn_plan_info info;
+    use_params("vector", 4, 5);
+    attn_problem p = {B, HQ, HKV, D, 1, 0, ATTN_F32, 1, 0.0f};
+    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.family, "vector");
+    CU_ASSERT_STRING_EQUAL(info.source, "override");
+    CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "splits=5"));
+    unsetenv("ATTN_PARAMS");
+    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
+    CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "splits="));
+    attn_kv_cache_release(cache);
+    world_free(&w);
+}
+
+/* The split heuristic: split only when the device would idle, and only
+ * into chunks worth a combine. */
+static void test_split_heuristic(void)
+{
+    const attn_device_limits cpu = {CL_DEVICE_TYPE_CPU, 65536, 4096, 2};
+    const attn_device_limits gpu = {CL_DEVICE_TYPE_GPU, 49152, 1024, 132};
+    const size_t f32_128 = 2 * 128 * 4;
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 32, 16384, f32_128), 1); /* DESIGN's set */
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 1, 16384, f32_128), 2);  /* one KV head */
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 1, 1024, f32_128), 1);   /* 1 MiB: not worth it */
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 2, 1 << 20, f32_128), 1);
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 32, 16384, f32_128), 9); /* 2 per CU */
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 32, 1000, f32_128), 1);  /* chunks >= 512 keys */
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 1, 1 << 20, f32_128), 64);
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 0, 0, f32_128), 1);
+}
+
+/* ---- empty sequences ---- */
+
+static void test_empty_sequences(void)
+{
+    attn_context *ctx = harness_context();
+    const uint64_t seed = harness_seed(4200);
+    world w;
+    world_alloc(&w, 40);
+    const int lens[B] = {0, 40, 5};
+    memcpy(w.len, lens, sizeof lens);
+    fill_world_inputs(&w, ATTN_F32, seed);
+    world_results(ctx, &w, ATTN_F32, "vector", seed);
+    attn_kv_cache *cache = filled_cache(ctx, &w, ATTN_F32, 64);
+    /* sequence 0 is empty and asks nothing; sequence 2 holds tokens but
+     * asks nothing this step; q_len 2 pads sequence 1's one query */
+    const int q_lens[B] = {0, 1, 0};
+    for (int f = 0; f < NFAM; f++)
+        for (int splits = 1; splits <= 2; splits++) {
+            char what[96];
+            use_params(families[f], 4, splits);
+            snprintf(what, sizeof what, "%s empty sequences, splits=%d", families[f], splits);
+            decode_check(ctx, cache, &w, ATTN_F32, 2, q_lens, what, seed, 0);
+        }
+    /* every sequence empty: all zeros and -inf */
+    attn_kv_cache_reset(cache, -1);
+    const int none[B] = {0, 0, 0};
+    for (int f = 0; f < NFAM; f++) {
+        use_params(families[f], 4, 0);
+        decode_check(ctx, cache, &w, ATTN_F32, 1, none, "an empty batch", seed, 0);
+    }
+    unsetenv("ATTN_PARAMS");
+    attn_kv_cache_release(cache);
+    world_free(&w);
+}
+
+/* ---- MQA, a head dim that is no multiple of 16, full (non-causal) ---- */
+
+static void test_mqa_odd_dim(void)
+{
+    attn_context *ctx = harness_context();
+    enum { BB = 2, H = 6, DD = 40, CAPM = 90, QL = 2 };
+    const int lens[BB] = {13, 70};
+    const uint64_t seed = harness_seed(4400);
+    const attn_dtype dt = ATTN_F16;
+    size_t nkv = (size_t)BB * CAPM * DD, nq = (size_t)BB * H * QL * DD;
+    float *k = xalloc(nkv), *v = xalloc(nkv), *q = xalloc(nq), *ref = xalloc(nq), *got = xalloc(nq);
+    float *lref = xalloc((size_t)BB * H * QL), *lgot = xalloc((size_t)BB * H * QL);
+    harness_fill_normal(k, nkv, seed, 0.0f, 1.0f);
+    harness_fill_normal(v, nkv, seed + 1, 0.0f, 1.0f);
+    harness_fill_normal(q, nq, seed + 2, 0.0f, 1.0f);
+    harness_round(dt, k, nkv), harness_round(dt, v, nkv), harness_round(dt, q, nq);
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, BB, 1, DD, CAPM, dt, &cache), ATTN_SUCCESS);
+    attn_tensor tk, tv, tq, to;
+    cl_mem mk = harness_upload(ctx, dt, k, BB, 1, CAPM, DD, NULL, &tk);
+    cl_mem mv = harness_upload(ctx, dt, v, BB, 1, CAPM, DD, NULL, &tv);
+    cl_mem mq = harness_upload(ctx, dt, q, BB, H, QL, DD, NULL, &tq);
+    cl_mem mo = harness_alloc(ctx, dt, BB, H, QL, DD, NULL, &to);
+    cl_mem lse = harness_float_buffer(ctx, (size_t)BB * H * QL);
+    CU_ASSERT_FATAL(mk && mv && mq && mo && lse);
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tk, &tv, CAPM, lens, NULL), ATTN_SUCCESS);
+    double atol, rtol;
+    attn_tolerance(dt, &atol, &rtol);
+    for (int causal = 0; causal <= 1; causal++) {
+        /* the reference over the whole cache rows with the decode's lengths */
+        attn_problem rp = {BB, H, 1, DD, QL, CAPM, dt, causal, 0.0f};
+        const int ql[BB] = {QL, QL};
+        attn_lengths L = {NULL, ql, NULL, lens};
+        CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&rp, q, k, v, ref, &L, lref), ATTN_SUCCESS);
+        for (int f = 0; f < NFAM; f++)
+            for (int splits = 1; splits <= 3; splits += 2) {
+                char what[96], text[64];
+                snprintf(text, sizeof text, "family=%s,splits=%d", families[f], splits);
+                setenv("ATTN_PARAMS", text, 1);
+                snprintf(what, sizeof what, "MQA D=40 %s causal=%d splits=%d", families[f],
+                         causal, splits);
+                attn_problem p = {BB, H, 1, DD, QL, 0, dt, causal, 0.0f};
+                attn_status st = attn_decode(ctx, cache, &p, &tq, &to, NULL, lse, NULL);
+                if (st != ATTN_SUCCESS) printf("\n  %s: %s\n", what, attn_last_error(ctx));
+                CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+                CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, BB, H, QL, DD, got), 0);
+                CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, lse, lgot, (size_t)BB * H * QL), 0);
+                CU_ASSERT_EQUAL(harness_compare(what, got, ref, nq, atol, rtol, seed), 0);
+                CU_ASSERT_EQUAL(harness_compare(what, lgot, lref, (size_t)BB * H * QL, atol, rtol,
+                                                seed), 0);
+            }
+    }
+    /* in place: out is q itself (the last reference above is the causal one) */
+    for (int f = 0; f < NFAM; f++)
+        for (int splits = 1; splits <= 3; splits += 2) {
+            char what[96], text[64];
+            snprintf(text, sizeof text, "family=%s,splits=%d", families[f], splits);
+            setenv("ATTN_PARAMS", text, 1);
+            snprintf(what, sizeof what, "in place, %s splits=%d", families[f], splits);
+            attn_tensor tq2;
+            cl_mem mq2 = harness_upload(ctx, dt, q, BB, H, QL, DD, NULL, &tq2);
+            CU_ASSERT_FATAL(mq2 != NULL);
+            attn_problem p = {BB, H, 1, DD, QL, 0, dt, 1, 0.0f};
+            CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq2, &tq2, NULL, NULL, NULL), ATTN_SUCCESS);
+            CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &tq2, BB, H, QL, DD, got), 0);
+            CU_ASSERT_EQUAL(harness_compare(what, got, ref, nq, atol, rtol, seed), 0);
+            clReleaseMemObject(mq2);
+        }
+    unsetenv("ATTN_PARAMS");
+    clReleaseMemObject(mk), clReleaseMemObject(mv), clReleaseMemObject(mq);
+    clReleaseMemObject(mo), clReleaseMemObject(lse);
+    attn_kv_cache_release(cache);
+    free(k), free(v), free(q), free(ref), free(got), free(lref), free(lgot);
+}
+
+/* ---- refusals ---- */
+
+static int says(attn_context *ctx, const char *word)
+{
+    const char *msg = attn_last_error(ctx);
+    if (strstr(msg, word)) return 1;
+    printf("\n  expected \"%s\" in the message: %s\n", word, msg);
+    return 0;
+}
+
+/* Every element of the cache K rows [from, to) of sequence b, head 0. */
+static void read_rows(attn_context *ctx, attn_kv_cache *cache, int cap, float *all)
+{
+    attn_tensor tk;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_tensors(cache, &tk, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &tk, 2, 1, cap, 16, all), 0);
+}
+
+static void test_capacity_and_positions(void)
+{
+    attn_context *ctx = harness_context();
+    enum { CAP = 40, DD = 16 };
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 2, 1, DD, CAP, ATTN_F32, &cache), ATTN_SUCCESS);
+    /* token position j of sequence b carries the value 1000 b + j (+ d/100) */
+    float *blk = xalloc((size_t)2 * 30 * DD), *all = xalloc((size_t)2 * CAP * DD);
+    attn_tensor tk, tv;
+    int cur[2] = {0, 0};
+    #define FILL(n, tag)                                                                  \
+        for (int b = 0; b < 2; b++)                                                       \
+            for (int r = 0; r < (n); r++)                                                 \
+                for (int d = 0; d < DD; d++)                                              \
+                    blk[((size_t)b * (n) + r) * DD + d] = (tag) + 1000.0f * b + cur[b] + r + d / 100.0f;
+    FILL(30, 0.0f);
+    cl_mem mk = harness_upload(ctx, ATTN_F32, blk, 2, 1, 30, DD, NULL, &tk);
+    cl_mem mv = harness_upload(ctx, ATTN_F32, blk, 2, 1, 30, DD, NULL, &tv);
+    CU_ASSERT_FATAL(mk && mv);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, 30, NULL, NULL), ATTN_SUCCESS);
+    cur[0] = cur[1] = 30;
+
+    /* overflow: sequence 1 would pass the capacity; nothing is written */
+    int over[2] = {10, 11};
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, 30, over, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "sequence 1"));
+    CU_ASSERT(says(ctx, "capacity"));
+    int lens[2];
+    attn_kv_cache_lengths(cache, lens);
+    CU_ASSERT(lens[0] == 30 && lens[1] == 30);
+    read_rows(ctx, cache, CAP, all);
+    for (int b = 0; b < 2; b++)
+        for (int j = 30; j < CAP; j++) CU_ASSERT_EQUAL(all[((size_t)b * CAP + j) * DD], 0.0f);
+    int bad_count[2] = {-1, 0}, too_many[2] = {31, 0};
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, 30, bad_count, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "counts[0]"));
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, 30, too_many, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, 31, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT); /* the block tensor is too small */
+    CU_ASSERT(says(ctx, "k"));
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, NULL, &tv, 1, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    /* a count of zero for everything needs no tensors at all */
+    int nothing[2] = {0, 0};
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, NULL, NULL, 0, nothing, NULL), ATTN_SUCCESS);
+
+    /* truncation: below zero, growing, a bad sequence; then a real one */
+    CU_ASSERT_EQUAL(attn_kv_cache_truncate(cache, 0, -1), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "below zero"));
+    CU_ASSERT_EQUAL(attn_kv_cache_truncate(cache, 0, 31), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_kv_cache_truncate(cache, 2, 0), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_kv_cache_truncate(cache, -1, 0), ATTN_ERROR_INVALID_ARGUMENT);
+    attn_kv_cache_lengths(cache, lens);
+    CU_ASSERT(lens[0] == 30 && lens[1] == 30);
+    CU_ASSERT_EQUAL(attn_kv_cache_truncate(cache, 0, 12), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_kv_cache_truncate(cache, 1, 30), ATTN_SUCCESS); /* a no-op */
+    cur[0] = 12;
+    /* positions stay absolute: the re-append lands at 12 for sequence 0 and
+     * 30 for sequence 1, filling sequence 1 exactly to the capacity */
+    clReleaseMemObject(mk), clReleaseMemObject(mv);
+    FILL(10, 0.5f);
+    mk = harness_upload(ctx, ATTN_F32, blk, 2, 1, 10, DD, NULL, &tk);
+    mv = harness_upload(ctx, ATTN_F32, blk, 2, 1, 10, DD, NULL, &tv);
+    CU_ASSERT_FATAL(mk && mv);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, 10, NULL, NULL), ATTN_SUCCESS);
+    attn_kv_cache_lengths(cache, lens);
+    CU_ASSERT(lens[0] == 22 && lens[1] == CAP);
+    read_rows(ctx, cache, CAP, all);
+    for (int b = 0; b < 2; b++)
+        for (int j = 0; j < lens[b]; j++) {
+            const float tag = (b == 0 && j >= 12) || (b == 1 && j >= 30) ? 0.5f : 0.0f;
+            for (int d = 0; d < DD; d++)
+                if (all[((size_t)b * CAP + j) * DD + d] != tag + 1000.0f * b + j + d / 100.0f) {
+                    printf("\n  cache row %d of sequence %d holds %g, not token %d's value\n", j,
+                           b, (double)all[((size_t)b * CAP + j) * DD + d], j);
+                    CU_FAIL("position drift");
+                    b = 2;
+                    break;
+                }
+        }
+    /* full: one more token for sequence 1 is refused, naming it */
+    int one[2] = {0, 1};
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, 10, one, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "sequence 1"));
+    /* reset */
+    CU_ASSERT_EQUAL(attn_kv_cache_reset(cache, 2), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_kv_cache_reset(cache, 1), ATTN_SUCCESS);
+    attn_kv_cache_lengths(cache, lens);
+    CU_ASSERT(lens[0] == 22 && lens[1] == 0);
+    CU_ASSERT_EQUAL(attn_kv_cache_reset(cache, -1), ATTN_SUCCESS);
+    attn_kv_cache_lengths(cache, lens);
+    CU_ASSERT(lens[0] == 0 && lens[1] == 0);
+    CU_ASSERT_EQUAL(attn_kv_cache_lengths(cache, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    #undef FILL
+    clReleaseMemObject(mk), clReleaseMemObject(mv);
+    attn_kv_cache_release(cache);
+    attn_kv_cache_release(NULL);
+    free(blk), free(all);
+}
+
+static void test_mismatches(void)
+{
+    attn_context *ctx = harness_context();
+    attn_kv_cache *cache = NULL;
+    /* creation */
+    CU_ASSERT_EQUAL(attn_kv_cache_create(ctx, 0, 2, 64, 10, ATTN_F32, &cache),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "batch"));
+    CU_ASSERT_EQUAL(attn_kv_cache_create(ctx, 2, 2, 257, 10, ATTN_F32, &cache),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "head_dim"));
+    CU_ASSERT_EQUAL(attn_kv_cache_create(ctx, 2, 2, 64, 0, ATTN_F32, &cache),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "capacity"));
+    CU_ASSERT_EQUAL(attn_kv_cache_create(ctx, 2, 2, 64, 10, (attn_dtype)7, &cache),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_kv_cache_create(ctx, 2, 2, 64, 10, ATTN_F32, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_kv_cache_create(ctx, 2, 0x7fffffff, 256, 1 << 30, ATTN_F32, &cache),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NULL(cache);
+
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 2, 2, 64, 10, ATTN_F16, &cache), ATTN_SUCCESS);
+    /* give each sequence 3 tokens */
+    attn_tensor tk, tv;
+    cl_mem mk = harness_alloc(ctx, ATTN_F16, 2, 2, 3, 64, NULL, &tk);
+    cl_mem mv = harness_alloc(ctx, ATTN_F16, 2, 2, 3, 64, NULL, &tv);
+    CU_ASSERT_FATAL(mk && mv);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, 3, NULL, NULL), ATTN_SUCCESS);
+    attn_tensor tq, to;
+    cl_mem mq = harness_alloc(ctx, ATTN_F16, 2, 8, 4, 64, NULL, &tq);
+    cl_mem mo = harness_alloc(ctx, ATTN_F16, 2, 8, 4, 64, NULL, &to);
+    CU_ASSERT_FATAL(mq && mo);
+    const attn_problem good = {2, 8, 2, 64, 1, 0, ATTN_F16, 1, 0.0f};
+    attn_problem p;
+    struct { const char *field, *word; } cases[] = {
+        {"kv_heads", "kv_heads"}, {"head_dim", "head_dim"}, {"dtype", "dtype"},
+        {"batch", "batch"}, {"q_heads", "q_heads"}, {"q_len0", "q_len"}, {"q_len65", "q_len"},
+        {"q_len4", "append"}, {"scale", "scale"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        p = good;
+        const char *f = cases[i].field;
+        if (!strcmp(f, "kv_heads")) p.kv_heads = 4;
+        else if (!strcmp(f, "head_dim")) p.head_dim = 32;
+        else if (!strcmp(f, "dtype")) p.dtype = ATTN_BF16;
+        else if (!strcmp(f, "batch")) p.batch = 1;
+        else if (!strcmp(f, "q_heads")) p.q_heads = 7;
+        else if (!strcmp(f, "q_len0")) p.q_len = 0;
+        else if (!strcmp(f, "q_len65")) p.q_len = ATTN_DECODE_MAX_Q_LEN + 1;
+        else if (!strcmp(f, "q_len4")) p.q_len = 4; /* more queries than tokens held */
+        else if (!strcmp(f, "scale")) p.scale = NAN;
+        attn_status st = attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL);
+        if (st != ATTN_ERROR_INVALID_ARGUMENT) printf("\n  case %s: %s\n", f, attn_status_name(st));
+        CU_ASSERT_EQUAL(st, ATTN_ERROR_INVALID_ARGUMENT);
+        CU_ASSERT(says(ctx, cases[i].word));
+    }
+    /* the message names both sides */
+    p = good;
+    p.dtype = ATTN_F32;
+    attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL);
+    CU_ASSERT(says(ctx, "f32") && says(ctx, "f16"));
+    p = good;
+    p.kv_heads = 1;
+    attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL);
+    CU_ASSERT(says(ctx, "1") && says(ctx, "2 KV heads"));
+    /* per-sequence lengths: more than q_len, or more than held */
+    int ql[2] = {2, 0};
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &good, &tq, &to, ql, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "q_lens[0]"));
+    /* q and out: NULL, too small, out overlapping the cache */
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &good, NULL, &to, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "q"));
+    attn_tensor ck;
+    attn_kv_cache_tensors(cache, &ck, NULL);
+    attn_tensor bad_out = ck;
+    bad_out.stride_head = ck.stride_seq; /* 8 heads of one row each inside K */
+    bad_out.stride_batch = 8 * ck.stride_seq;
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &good, &tq, &bad_out, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "out"));
+    cl_mem small = harness_float_buffer(ctx, 3);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &good, &tq, &to, NULL, small, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "lse"));
+    CU_ASSERT_EQUAL(attn_decode(ctx, NULL, &good, &tq, &to, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "cache"));
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, NULL, &tq, &to, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    /* a bad ATTN_PARAMS for decode is named */
+    setenv("ATTN_PARAMS", "family=vector,keys=8,vec=16", 1);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &good, &tq, &to, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "ATTN_PARAMS"));
+    setenv("ATTN_PARAMS", "splits=999", 1);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &good, &tq, &to, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "splits"));
+    unsetenv("ATTN_PARAMS");
+    /* another context's cache */
+    attn_context *other = NULL;
+    if (attn_context_create(getenv("ATTN_TEST_DEVICE"), &other) == ATTN_SUCCESS) {
+        CU_ASSERT_EQUAL(attn_decode(other, cache, &good, &tq, &to, NULL, NULL, NULL),
+                        ATTN_ERROR_INVALID_ARGUMENT);
+        CU_ASSERT(says(other, "another attn_context"));
+        attn_context_release(other);
+    }
+    CU_ASSERT_EQUAL(attn_decode(NULL, cache, &good, &tq, &to, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    /* nothing above changed the cache */
+    int lens[2];
+    attn_kv_cache_lengths(cache, lens);
+    CU_ASSERT(lens[0] == 3 && lens[1] == 3);
+    clReleaseMemObject(mk), clReleaseMemObject(mv), clReleaseMemObject(mq), clReleaseMemObject(mo);
+    clReleaseMemObject(small);
+    attn_kv_cache_release(cache);
+}
+
+/* ---- check mode, the default plan, and the copy bandwidth ---- */
+
+static void test_check_mode_and_defaults(void)
+{
+    attn_context *ctx = harness_context();
+    const uint64_t seed = harness_seed(4300);
+    world w;
+    world_alloc(&w, 50);
+    const int lens[B] = {50, 20, 33};
+    memcpy(w.len, lens, sizeof lens);
+    fill_world_inputs(&w, ATTN_F32, seed);
+    world_results(ctx, &w, ATTN_F32, "vector", seed);
+    attn_kv_cache *cache = filled_cache(ctx, &w, ATTN_F32, 50);
+    const int ones[B] = {1, 1, 1};
+    unsetenv("ATTN_PARAMS"); /* the device's own plan */
+    attn_context_set_check(ctx, 1);
+    decode_check(ctx, cache, &w, ATTN_F32, 1, ones, "check mode, default plan", seed, 0);
+    attn_context_set_check(ctx, 0);
+    double gbps = 0;
+    CU_ASSERT_EQUAL(attn_device_copy_gbps(ctx, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_device_copy_gbps(ctx, &gbps), ATTN_SUCCESS);
+    CU_ASSERT(gbps > 0.1);
+    printf("\n  copy bandwidth %.1f GB/s\n", gbps);
+    attn_kv_cache_release(cache);
+    world_free(&w);
+}
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_cached_vs_uncached),
+    HARNESS_TEST(test_split_equals_unsplit),
+    HARNESS_TEST(test_split_heuristic),
+    HARNESS_TEST(test_empty_sequences),
+    HARNESS_TEST(test_mqa_odd_dim),
+    HARNESS_TEST(test_capacity_and_positions),
+    HARNESS_TEST(test_mismatches),
+    HARNESS_TEST(test_check_mode_and_defaults),
+    HARNESS_END
+};
+
+static void register_tests(void) { harness_add_suite("decode", tests); }
+
+int main(void) { return harness_run("test_decode", register_tests); }
