@@ -216,3 +216,10 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
     }
     return ATTN_SUCCESS;
 }
+
+attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const char *name,
+                                 int batch, int heads, int seq, int dim, attn_dtype dtype)
+{
+    size_t hi;
+    return check_tensor(ctx, t, name, batch, heads, seq, dim, attn_dtype_size(dtype), &hi);
+}
