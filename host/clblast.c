@@ -42,6 +42,19 @@ static attn_status clblast_fail(attn_context *ctx, CLBlastStatusCode c, const ch
     return ATTN_FAIL(ctx, s, "%s (%s) failed: %s (%d)", call, what, clblast_name(c), (int)c);
 }
 
+/* CLBlast's kernels take offsets, leading dimensions and strides as int:
+ * every element an operand reaches must have an index below 2^31. */
+static attn_status indexable(attn_context *ctx, size_t off, size_t ld, size_t rows, size_t cols,
+                             size_t stride, size_t count, const char *operand, const char *what)
+{
+    const double last = (double)off + (double)ld * (double)(rows - 1) + (double)cols +
+                        (double)stride * (double)(count - 1);
+    ATTN_CHECK(ctx, last > (double)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
+               "%s: operand %s reaches element %.0f; CLBlast indexes buffers with int (at most "
+               "%d)", what, operand, last, ATTN_CLBLAST_MAX_INDEX);
+    return ATTN_SUCCESS;
+}
+
 /* Row-major with a single row or column: CLBlast still wants ld >= the
  * row's length, although nothing is read through it. */
 static size_t ld_at_least(size_t ld, size_t cols) { return ld < cols ? cols : ld; }
@@ -53,6 +66,11 @@ attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_
     if (m == 0 || n == 0) return ATTN_SUCCESS;
     if (m == 1) lda = ld_at_least(lda, k), ldc = ld_at_least(ldc, n);
     if ((trans_b ? n : k) == 1) ldb = ld_at_least(ldb, trans_b ? k : n);
+    attn_status st;
+    if ((st = indexable(ctx, a_off, lda, m, k, 0, 1, "A", what)) ||
+        (st = indexable(ctx, b_off, ldb, trans_b ? n : k, trans_b ? k : n, 0, 1, "B", what)) ||
+        (st = indexable(ctx, c_off, ldc, m, n, 0, 1, "C", what)))
+        return st;
     CLBlastStatusCode r = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
                                        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k,
                                        1.0f, a, a_off, lda, b, b_off, ldb, 0.0f, c, c_off, ldc,
@@ -65,6 +83,12 @@ static attn_status batched(attn_context *ctx, int trans_b, size_t m, size_t n, s
                            size_t b_off, size_t ldb, size_t b_st, cl_mem c, size_t c_off,
                            size_t ldc, size_t c_st, size_t count, const char *what)
 {
+    attn_status st;
+    if ((st = indexable(ctx, a_off, lda, m, k, a_st, count, "A", what)) ||
+        (st = indexable(ctx, b_off, ldb, trans_b ? n : k, trans_b ? k : n, b_st, count, "B",
+                        what)) ||
+        (st = indexable(ctx, c_off, ldc, m, n, c_st, count, "C", what)))
+        return st;
     CLBlastStatusCode r = CLBlastSgemmStridedBatched(
         CLBlastLayoutRowMajor, CLBlastTransposeNo,
         trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, 1.0f, a, a_off, lda, a_st, b,

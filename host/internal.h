@@ -158,6 +158,8 @@ attn_status attn_device_from_f32(attn_context *ctx, attn_dtype t, cl_mem src, cl
                                  size_t off, size_t n);
 attn_status attn_device_gather_f32(attn_context *ctx, attn_dtype t, const attn_tensor *src,
                                    int batch, int heads, int seq, int dim, cl_mem dst);
+/* CLBlast indexes buffers with int: the largest element index it can reach. */
+#define ATTN_CLBLAST_MAX_INDEX 0x7fffffff
 /* f32 GEMMs through CLBlast, row-major (clblast.c): C[m,n] = A[m,k] op(B),
  * op(B) = B[k,n] or, when trans_b, B[n,k]^T. Failures name `what`. */
 attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k, cl_mem a,

@@ -113,12 +113,12 @@ attn_status attn_layer_create(attn_context *ctx, const attn_layer_config *cfg, c
     if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
     pthread_mutex_lock(&ctx->lock);
     ctx->error[0] = 0;
+    if (out) *out = NULL;
     attn_layer *l = NULL;
     attn_status st = check_config(ctx, cfg);
     if (st == ATTN_SUCCESS && !out)
         st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "out (where the layer goes) is NULL");
     if (st != ATTN_SUCCESS) goto done;
-    *out = NULL;
     l = calloc(1, sizeof *l);
     if (!l || pthread_mutex_init(&l->lock, NULL) != 0) {
         free(l);
@@ -216,6 +216,14 @@ static attn_status prologue(attn_layer *l, int batch, int seq, cl_mem hidden, si
     if ((st = check_buffer(ctx, hidden, "hidden", h_off, rows * dm, esize)) ||
         (st = check_buffer(ctx, out, "out", o_off, rows * dm, esize)))
         return st;
+    /* CLBlast indexes with int: every GEMM operand must stay below 2^31 */
+    const double reach[] = {(double)h_off + (double)rows * dm, (double)o_off + (double)rows * dm,
+                            (double)rows * l->qkv_width};
+    for (int i = 0; i < 3; i++)
+        ATTN_CHECK(ctx, reach[i] > (double)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
+                   "%s reaches element %.0f; CLBlast indexes buffers with int (at most %d): "
+                   "use smaller batches", i == 0 ? "hidden" : i == 1 ? "out" : "the fused "
+                   "q/k/v buffer", reach[i], ATTN_CLBLAST_MAX_INDEX);
     const size_t in_w = dm > l->mixed_width ? dm : l->mixed_width;
     const size_t out_w = dm > l->qkv_width ? dm : l->qkv_width;
     if ((st = attn_scratch_reserve(ctx, &l->qkv, rows * l->qkv_width * esize)) ||

@@ -107,6 +107,19 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
     if (wide && ((st = fits(ctx, (double)B * Hq * Sq * D, "f32 copies of Q and O")) ||
                  (st = fits(ctx, (double)B * Hkv * Skv * D, "f32 copies of K and V"))))
         return st;
+    /* CLBlast indexes with int: what its GEMMs read and write must fit. */
+    const struct { const attn_tensor *t; int h, s; const char *name; } ops[] = {
+        {q, Hq, Sq, "q"}, {k, Hkv, Skv, "k"}, {v, Hkv, Skv, "v"}, {out, Hq, Sq, "out"}};
+    double last = (double)Hq * Sq * Skv;
+    const char *which = "the scores";
+    for (int i = 0; i < 4; i++) {
+        const double e = wide ? (double)B * ops[i].h * ops[i].s * D /* the f32 copy */
+                              : (double)at(ops[i].t, B - 1, ops[i].h - 1, ops[i].s - 1) + D;
+        if (e > last) last = e, which = ops[i].name;
+    }
+    ATTN_CHECK(ctx, last > (double)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
+               "materialized attention: %s reach element %.0f; CLBlast indexes buffers with int "
+               "(at most %d)", which, last, ATTN_CLBLAST_MAX_INDEX);
     cl_kernel softmax = NULL, rows_out = NULL;
     cl_mem lens = NULL;
     cl_int err;
