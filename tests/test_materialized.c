@@ -312,6 +312,36 @@ static void test_padding(void)
 
 /* ---- f16 and bf16 storage (f32 copies, f32 GEMMs, narrowed results) ---- */
 
+/* ---- the softmax's work-group reductions (one work-item per row is the
+ * CPU default, 128 the GPU one): both sizes on rows of every remainder ---- */
+
+static void test_softmax_work_groups(void)
+{
+    static const char *const sizes[] = {"1", "8", "128"};
+    for (int i = 0; i < 3; i++) {
+        setenv("ATTN_SOFTMAX_WG", sizes[i], 1);
+        mcase c = base("softmax work-group", PB, 2, 1, 32, PS, PS, 1, 1151 + i);
+        padded(&c);
+        run_case(&c);
+        c = base("softmax work-group, long rows", 1, 2, 2, 32, 13, 301, 0, 1161 + i);
+        run_case(&c);
+    }
+    setenv("ATTN_SOFTMAX_WG", "3", 1); /* refused before any work */
+    attn_context *ctx = harness_context();
+    attn_problem p = {1, 1, 1, 8, 4, 4, ATTN_F32, 1, 0};
+    attn_tensor t, o;
+    float x[32];
+    harness_fill_uniform(x, 32, 5, -1, 1);
+    cl_mem m = harness_upload(ctx, ATTN_F32, x, 1, 1, 4, 8, NULL, &t);
+    cl_mem mo = harness_alloc(ctx, ATTN_F32, 1, 1, 4, 8, NULL, &o);
+    CU_ASSERT_FATAL(m && mo);
+    CU_ASSERT_EQUAL(attn_forward_materialized(ctx, &p, &t, &t, &t, &o, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "ATTN_SOFTMAX_WG"));
+    unsetenv("ATTN_SOFTMAX_WG");
+    clReleaseMemObject(m), clReleaseMemObject(mo);
+}
+
 static void test_storage_types(void)
 {
     mcase cs[3];
@@ -570,6 +600,7 @@ static void test_indirect_gemm(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_shapes),
     HARNESS_TEST(test_padding),
+    HARNESS_TEST(test_softmax_work_groups),
     HARNESS_TEST(test_storage_types),
     HARNESS_TEST(test_check_mode),
     HARNESS_TEST(test_refuses_beyond_max_alloc),

@@ -4,6 +4,7 @@
  * against the CPU reference. Uses only attn.h, OpenCL and cJSON. */
 #define _POSIX_C_SOURCE 200809L
 #include "attn.h"
+#include "bench_compare.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -49,6 +50,7 @@ typedef struct options {
     int reps; /* 0 = calibrate */
     out_format format;
     int check;
+    int compare; /* --compare-materialized (bench_compare.c) */
 } options;
 
 typedef struct row {
@@ -99,7 +101,10 @@ static void usage(FILE *f)
         "  --check, --no-check   compare with the CPU reference (default on; skipped for\n"
         "                        shapes too large for the reference, max_error null)\n"
         "  --decode              the DESIGN decode set (not yet supported)\n"
-        "  --compare-materialized  time a materialized attention too (not yet supported)\n"
+        "  --compare-materialized  time attn_forward_materialized (CLBlast GEMMs around an\n"
+        "                        S x S buffer) interleaved with attn_forward: speed ratio,\n"
+        "                        device memory, largest difference; and the layer\n"
+        "                        (d_model = Hq*D) split into projections and attention\n"
         "  --help                print this help and exit\n"
         "  --version             print the version and exit\n"
         "\n"
@@ -190,9 +195,7 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_DECODE:
             fprintf(stderr, "attn-bench: --decode is not yet supported\n");
             return EXIT_USAGE;
-        case OPT_MATERIALIZED:
-            fprintf(stderr, "attn-bench: --compare-materialized is not yet supported\n");
-            return EXIT_USAGE;
+        case OPT_MATERIALIZED: o->compare = 1; break;
         case OPT_HELP: usage(stdout); return EXIT_SUCCESS;
         case OPT_VERSION:
             printf("attn-bench %d.%d.%d (libattn %s)\n", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
@@ -712,12 +715,24 @@ int main(int argc, char **argv)
         if (peak > 0) printf("fp32 FMA peak: %.1f GFLOP/s\n", peak);
         printf("dtype %s, seed %u, check %s\n", attn_dtype_name(o.dtype), SEED,
                o.check ? "on" : "off");
-        print_text_header();
-    } else if (o.format == FORMAT_CSV) {
+        if (!o.compare) print_text_header();
+    } else if (o.format == FORMAT_CSV && !o.compare) {
         print_csv_header();
     }
 
     cJSON *results = cJSON_CreateArray(), *errors = cJSON_CreateArray();
+    if (o.compare) { /* the comparison's own rows instead of the plain ones */
+        const bench_compare_options co = {o.reps, (int)o.format, peak, 1};
+        attn_problem probs[sizeof prefill_set / sizeof prefill_set[0]];
+        for (size_t i = 0; i < nshapes; i++) {
+            const shape *s = &shapes[i];
+            const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len,
+                                    s->kv_len, o.dtype, o.causal, 0.0f};
+            probs[i] = p;
+        }
+        failed |= bench_compare(ctx, probs, nshapes, &co, results, errors);
+        nshapes = 0;
+    }
     for (size_t i = 0; i < nshapes; i++) {
         row r;
         const char *what = "";
