@@ -1,11 +1,13 @@
-/* clblast.c -- the f32 GEMMs of the CLBlast paths (the layer's projections,
- * the materialized attention), with CLBlast's status codes turned into
- * attn_status and a message naming the call. CLBlast tunes itself per device
- * from its built-in database and caches its compiled kernels per process. */
+/* clblast.c -- the f32 GEMMs of the CLBlast paths (the layer's projections;
+ * the materialized attention, per head with K/V broadcast by offsets), with
+ * CLBlast's status codes turned into attn_status and a message naming the
+ * call. CLBlast tunes itself per device from its built-in database and
+ * caches its compiled kernels per process. */
 #include "internal.h"
 
 #include <clblast_c.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 static const char *clblast_name(CLBlastStatusCode c)
 {
@@ -42,13 +44,12 @@ static attn_status clblast_fail(attn_context *ctx, CLBlastStatusCode c, const ch
     return ATTN_FAIL(ctx, s, "%s (%s) failed: %s (%d)", call, what, clblast_name(c), (int)c);
 }
 
-/* CLBlast's kernels take offsets, leading dimensions and strides as int:
- * every element an operand reaches must have an index below 2^31. */
+/* CLBlast's kernels take offsets and leading dimensions as int: every
+ * element an operand reaches must have an index below 2^31. */
 static attn_status indexable(attn_context *ctx, size_t off, size_t ld, size_t rows, size_t cols,
-                             size_t stride, size_t count, const char *operand, const char *what)
+                             const char *operand, const char *what)
 {
-    const double last = (double)off + (double)ld * (double)(rows - 1) + (double)cols +
-                        (double)stride * (double)(count - 1);
+    const double last = (double)off + (double)ld * (double)(rows - 1) + (double)cols;
     ATTN_CHECK(ctx, last > (double)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
                "%s: operand %s reaches element %.0f; CLBlast indexes buffers with int (at most "
                "%d)", what, operand, last, ATTN_CLBLAST_MAX_INDEX);
@@ -67,34 +68,15 @@ attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_
     if (m == 1) lda = ld_at_least(lda, k), ldc = ld_at_least(ldc, n);
     if ((trans_b ? n : k) == 1) ldb = ld_at_least(ldb, trans_b ? k : n);
     attn_status st;
-    if ((st = indexable(ctx, a_off, lda, m, k, 0, 1, "A", what)) ||
-        (st = indexable(ctx, b_off, ldb, trans_b ? n : k, trans_b ? k : n, 0, 1, "B", what)) ||
-        (st = indexable(ctx, c_off, ldc, m, n, 0, 1, "C", what)))
+    if ((st = indexable(ctx, a_off, lda, m, k, "A", what)) ||
+        (st = indexable(ctx, b_off, ldb, trans_b ? n : k, trans_b ? k : n, "B", what)) ||
+        (st = indexable(ctx, c_off, ldc, m, n, "C", what)))
         return st;
     CLBlastStatusCode r = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
                                        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k,
                                        1.0f, a, a_off, lda, b, b_off, ldb, 0.0f, c, c_off, ldc,
                                        &ctx->queue, NULL);
     return r == CLBlastSuccess ? ATTN_SUCCESS : clblast_fail(ctx, r, "CLBlastSgemm", what);
-}
-
-static attn_status batched(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
-                           cl_mem a, size_t a_off, size_t lda, size_t a_st, cl_mem b,
-                           size_t b_off, size_t ldb, size_t b_st, cl_mem c, size_t c_off,
-                           size_t ldc, size_t c_st, size_t count, const char *what)
-{
-    attn_status st;
-    if ((st = indexable(ctx, a_off, lda, m, k, a_st, count, "A", what)) ||
-        (st = indexable(ctx, b_off, ldb, trans_b ? n : k, trans_b ? k : n, b_st, count, "B",
-                        what)) ||
-        (st = indexable(ctx, c_off, ldc, m, n, c_st, count, "C", what)))
-        return st;
-    CLBlastStatusCode r = CLBlastSgemmStridedBatched(
-        CLBlastLayoutRowMajor, CLBlastTransposeNo,
-        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, 1.0f, a, a_off, lda, a_st, b,
-        b_off, ldb, b_st, 0.0f, c, c_off, ldc, c_st, count, &ctx->queue, NULL);
-    return r == CLBlastSuccess ? ATTN_SUCCESS
-                               : clblast_fail(ctx, r, "CLBlastSgemmStridedBatched", what);
 }
 
 attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
@@ -105,21 +87,37 @@ attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n,
     if (m == 0 || n == 0) return ATTN_SUCCESS;
     if (m == 1) lda = ld_at_least(lda, k), ldc = ld_at_least(ldc, n);
     if ((trans_b ? n : k) == 1) ldb = ld_at_least(ldb, trans_b ? k : n);
-    const size_t group = (size_t)(hq / hkv);
-    attn_status st = ATTN_SUCCESS;
-    /* A strided batch has one stride per operand, and query head h reads KV
-     * head h / group: either one call per group member g, batched over the
-     * KV heads (query heads g, g + group, ...), or one call per KV head,
-     * batched over its group with B's stride 0. Whichever makes fewer calls. */
-    if ((size_t)hkv >= group) {
-        for (size_t g = 0; g < group && st == ATTN_SUCCESS; g++)
-            st = batched(ctx, trans_b, m, n, k, a, a_off + g * a_hs, lda, group * a_hs, b, b_off,
-                         ldb, b_hs, c, c_off + g * c_hs, ldc, group * c_hs, (size_t)hkv, what);
-    } else {
-        for (size_t hk = 0; hk < (size_t)hkv && st == ATTN_SUCCESS; hk++)
-            st = batched(ctx, trans_b, m, n, k, a, a_off + hk * group * a_hs, lda, a_hs, b,
-                         b_off + hk * b_hs, ldb, 0, c, c_off + hk * group * c_hs, ldc, c_hs, group,
-                         what);
+    const size_t group = (size_t)(hq / hkv), count = (size_t)hq;
+    attn_status st;
+    if ((st = indexable(ctx, a_off + (count - 1) * a_hs, lda, m, k, "A", what)) ||
+        (st = indexable(ctx, b_off + (size_t)(hkv - 1) * b_hs, ldb, trans_b ? n : k,
+                        trans_b ? k : n, "B", what)) ||
+        (st = indexable(ctx, c_off + (count - 1) * c_hs, ldc, m, n, "C", what)))
+        return st;
+    /* One batched call with an offset per query head: head h reads KV head
+     * h / group through its B offset, so K and V are broadcast, never
+     * copied. Not CLBlastSgemmStridedBatched: its indirect path (large
+     * products) ignores the offset and stride of any operand it decides not
+     * to copy (CLBlast 1.5.3, and the same code upstream), which gave wrong
+     * P V results at S = 4096 with GQA; the offset-array routine checks them. */
+    float *scalars = malloc(2 * count * sizeof *scalars);
+    size_t *offs = malloc(3 * count * sizeof *offs);
+    if (!scalars || !offs) {
+        free(scalars), free(offs);
+        return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory (%s)", what);
     }
-    return st;
+    float *alphas = scalars, *betas = scalars + count;
+    size_t *a_offs = offs, *b_offs = offs + count, *c_offs = offs + 2 * count;
+    for (size_t h = 0; h < count; h++) {
+        alphas[h] = 1.0f, betas[h] = 0.0f;
+        a_offs[h] = a_off + h * a_hs;
+        b_offs[h] = b_off + h / group * b_hs;
+        c_offs[h] = c_off + h * c_hs;
+    }
+    CLBlastStatusCode r = CLBlastSgemmBatched(
+        CLBlastLayoutRowMajor, CLBlastTransposeNo,
+        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alphas, a, a_offs, lda, b,
+        b_offs, ldb, betas, c, c_offs, ldc, count, &ctx->queue, NULL);
+    free(scalars), free(offs);
+    return r == CLBlastSuccess ? ATTN_SUCCESS : clblast_fail(ctx, r, "CLBlastSgemmBatched", what);
 }

@@ -198,9 +198,9 @@ ATTN_API attn_status attn_device_peak_gflops(attn_context *ctx, double *gflops);
 /*! attn_forward_materialized() :
  *  The same contract, arguments and outputs as attn_forward (zeros and -inf
  *  LSE for rows with no visible key, out may be q, check mode applies), done
- *  the usual way: per batch entry, S = Q K^T for all query heads by CLBlast
- *  strided-batched GEMMs over that entry's content rows and keys (K/V heads
- *  broadcast to their query heads by strides, never copied), a kernel that
+ *  the usual way: per batch entry, S = Q K^T for all query heads by one
+ *  CLBlast batched GEMM over that entry's content rows and keys (K/V heads
+ *  broadcast to their query heads by offsets, never copied), a kernel that
  *  scales, masks and soft-maxes each row in fp32, then O = P V by GEMMs.
  *  A baseline for the tiled kernels and an independent check of them.
  *  It needs one device buffer of q_heads x q_len x kv_len floats (padded

@@ -4,10 +4,12 @@
  * and right padding with NaN in the pad rows of the input, f32, f16 and
  * bf16 storage; the weight layout (PyTorch's [out][in]) pinned by a layer
  * whose result is known in closed form; buffers reused across calls of
- * different sizes; in place; timing; and bad arguments. */
+ * different sizes; in place; timing; bad arguments; and CLBlast's indirect
+ * GEMM path, forced. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
+#include <clblast_c.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -362,6 +364,23 @@ static void test_bad_arguments(void)
     attn_layer_release(NULL);
 }
 
+/* CLBlast's indirect GEMMs (pad/transpose copies around the main kernel),
+ * which it picks only for large products: forced, on tile-multiple sizes
+ * and element offsets. Last: the override stays for the rest of the process. */
+static void test_indirect_gemm(void)
+{
+    attn_context *ctx = harness_context();
+    const char *names[] = {"XGEMM_MIN_INDIRECT_SIZE"};
+    const size_t values[] = {8};
+    CU_ASSERT_EQUAL_FATAL(CLBlastOverrideParameters(attn_context_device(ctx), "GemmRoutine",
+                                                    CLBlastPrecisionSingle, 1, names, values),
+                          CLBlastSuccess);
+    lcase c = {"indirect f32", config(64, 4, 2, 16, ATTN_F32, 1), 2, 64, NULL, NULL, 2301};
+    run_case(&c);
+    lcase h = {"indirect f16 padded", config(40, 4, 2, 16, ATTN_F16, 1), 4, 19, pst, plen, 2302};
+    run_case(&h);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_mha_f32),
     HARNESS_TEST(test_gqa_padded_f32),
@@ -370,6 +389,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_reuse_and_in_place),
     HARNESS_TEST(test_weight_layout),
     HARNESS_TEST(test_bad_arguments),
+    HARNESS_TEST(test_indirect_gemm),
     HARNESS_END
 };
 

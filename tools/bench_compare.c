@@ -271,8 +271,8 @@ static int run_layer(attn_context *ctx, const bench_compare_options *o, crow *r)
     if (!hidden || !out) goto done;
     attn_layer_timing tm;
     step = "attn_layer_forward";
-    if ((st = attn_layer_forward(layer, p->batch, p->q_len, hidden, 0, out, 0, NULL, &tm, NULL)) ||
-        (st = attn_layer_forward(layer, p->batch, p->q_len, hidden, 0, out, 0, NULL, &tm, NULL)))
+    /* one warm-up, which also calibrates (an over-estimate: it builds kernels) */
+    if ((st = attn_layer_forward(layer, p->batch, p->q_len, hidden, 0, out, 0, NULL, &tm, NULL)))
         goto done;
     r->layer_reps = calibrated(o->reps, tm.projection_ms + tm.attention_ms);
     tp = malloc(sizeof *tp * (size_t)r->layer_reps);
