@@ -417,7 +417,7 @@ static cJSON *json_row(const crow *r, double peak)
 int bench_compare(attn_context *ctx, const attn_problem *problems, size_t n,
                   const bench_compare_options *o, cJSON *results, cJSON *errors)
 {
-    int failed = 0;
+    int failed = 0, rows = 0;
     if (o->format == 0)
         printf("tiled = attn_forward, mat. = attn_forward_materialized (CLBlast GEMMs); speedup = "
                "mat. ms / tiled ms; MiB = Q, K, V, O plus each path's own buffers (CLBlast's "
@@ -441,8 +441,8 @@ int bench_compare(attn_context *ctx, const attn_problem *problems, size_t n,
         }
         if (o->layer) bad |= run_layer(ctx, o, &r);
         failed |= bad;
-        if (o->format == 0) print_text(&r, i == 0);
-        else if (o->format == 1) print_csv(&r, i == 0);
+        if (o->format == 0) print_text(&r, rows++ == 0);
+        else if (o->format == 1) print_csv(&r, rows++ == 0);
         cJSON_AddItemToArray(results, json_row(&r, o->peak));
     }
     return failed;
