@@ -318,7 +318,7 @@ static void shape_text(const attn_problem *p, char *buf, size_t size)
 static void print_text(const crow *r, int header)
 {
     if (header) {
-        printf("%-34s %-5s %9s %9s %8s %9s %9s %9s | %7s %9s %9s\n", "shape", "dtype", "tiled ms",
+        printf("%-36s %-5s %9s %9s %8s %9s %9s %9s | %7s %9s %9s\n", "shape", "dtype", "tiled ms",
                "mat. ms", "speedup", "tiled MiB", "mat. MiB", "max diff", "d_model", "proj. ms",
                "attn ms");
     }
@@ -335,7 +335,7 @@ static void print_text(const crow *r, int header)
         snprintf(proj, sizeof proj, "%.2f", r->proj_ms);
         snprintf(attn, sizeof attn, "%.2f", r->attn_ms);
     }
-    printf("%-34s %-5s %9.2f %9s %8s %9.1f %9s %9s | %7d %9s %9s\n", sh,
+    printf("%-36s %-5s %9.2f %9s %8s %9.1f %9s %9s | %7d %9s %9s\n", sh,
            attn_dtype_name(r->p.dtype), r->tiled_ms, mat, ratio,
            (r->tensor_bytes + (double)r->ws_t) / MIB, mmib, diff, r->d_model, proj, attn);
     if (!r->mat_ok) printf("  materialized: %s\n", r->note);
