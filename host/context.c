@@ -294,6 +294,8 @@ void attn_context_release(attn_context *ctx)
     attn_scratch *scratch[] = {&ctx->kt, &ctx->vp};
     for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
         if (scratch[i]->mem) clReleaseMemObject(scratch[i]->mem);
+    for (int i = 0; i < ATTN_MAT_BUFFERS; i++)
+        if (ctx->mat[i].mem) clReleaseMemObject(ctx->mat[i].mem);
     if (ctx->queue) clReleaseCommandQueue(ctx->queue);
     if (ctx->cl_ctx) clReleaseContext(ctx->cl_ctx);
     pthread_mutex_destroy(&ctx->lock);

@@ -26,6 +26,8 @@ typedef struct attn_scratch {
     cl_mem mem;
     size_t bytes;
 } attn_scratch;
+/* The materialized path's buffers: scores, then f32 copies of Q, K, V, O. */
+enum { ATTN_MAT_SCORES, ATTN_MAT_Q, ATTN_MAT_K, ATTN_MAT_V, ATTN_MAT_O, ATTN_MAT_BUFFERS };
 
 struct attn_context {
     cl_platform_id platform;
@@ -48,6 +50,7 @@ struct attn_context {
     unsigned programs_built, programs_from_disk, programs_from_memory;
     attn_scratch kt, vp;   /* the vector family's packed K and V */
     int out_of_order;      /* the queue may reorder: each forward starts with a barrier */
+    attn_scratch mat[ATTN_MAT_BUFFERS]; /* the materialized path's buffers (materialized.c) */
 
     pthread_mutex_t lock;
     char error[ATTN_ERROR_MAX];
@@ -136,5 +139,40 @@ attn_status attn_tensor_download(attn_context *ctx, const attn_tensor *t, attn_d
 
 /* ---- misc ---- */
 float attn_effective_scale(const attn_problem *p);
+
+/* ---- the CLBlast paths: materialized attention and the layer (issue 5) ---- */
+/* A kernel from the program common.cl + file built for storage type dtype
+ * (launch.c); the caller releases it. */
+attn_status attn_kernel_get(attn_context *ctx, const char *file, attn_dtype dtype,
+                            const char *name, cl_kernel *out);
+typedef struct attn_karg { size_t size; const void *value; } attn_karg;
+#define ATTN_KARG(x) {sizeof(x), &(x)}
+/* Sets n arguments and enqueues the kernel on ctx's queue (no event). */
+attn_status attn_kernel_run(attn_context *ctx, cl_kernel k, const attn_karg *args, int n,
+                            cl_uint dims, const size_t *global, const size_t *local);
+/* On an out-of-order queue, a barrier between dependent steps; else nothing. */
+attn_status attn_queue_order(attn_context *ctx);
+/* Device conversions (device_convert.c): n elements of storage type t at
+ * element offset off to f32 and back; a strided tensor into contiguous f32. */
+attn_status attn_device_to_f32(attn_context *ctx, attn_dtype t, cl_mem src, size_t off,
+                               cl_mem dst, size_t n);
+attn_status attn_device_from_f32(attn_context *ctx, attn_dtype t, cl_mem src, cl_mem dst,
+                                 size_t off, size_t n);
+attn_status attn_device_gather_f32(attn_context *ctx, attn_dtype t, const attn_tensor *src,
+                                   int batch, int heads, int seq, int dim, cl_mem dst);
+/* CLBlast indexes buffers with int: the largest element index it can reach. */
+#define ATTN_CLBLAST_MAX_INDEX 0x7fffffff
+/* f32 GEMMs through CLBlast, row-major (clblast.c): C[m,n] = A[m,k] op(B),
+ * op(B) = B[k,n] or, when trans_b, B[n,k]^T. Failures name `what`. */
+attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k, cl_mem a,
+                       size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb, cl_mem c,
+                       size_t c_off, size_t ldc, const char *what);
+/* The same for every query head h < hq at once: A and C advance by a_hs and
+ * c_hs per query head, B by b_hs per KV head h / (hq / hkv); one batched call
+ * with per-head offsets, K/V broadcast by offsets (never copied). */
+attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
+                             int hq, int hkv, cl_mem a, size_t a_off, size_t lda, size_t a_hs,
+                             cl_mem b, size_t b_off, size_t ldb, size_t b_hs, cl_mem c,
+                             size_t c_off, size_t ldc, size_t c_hs, const char *what);
 
 #endif /* ATTN_INTERNAL_H */

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "attn.h"
 #include "bench_decode.h"
+#include "bench_compare.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
@@ -52,6 +53,7 @@ typedef struct options {
     int check;
     int decode;         /* --decode: bench_decode.c */
     const char *splits; /* --splits LIST (decode) */
+    int compare; /* --compare-materialized (bench_compare.c) */
 } options;
 
 typedef struct row {
@@ -108,6 +110,11 @@ static void usage(FILE *f)
         "  --splits LIST         decode: KV splits to compare, interleaved, e.g.\n"
         "                        auto,1,2,4,8 (default auto: the heuristic)\n"
         "  --compare-materialized  time a materialized attention too (not yet supported)\n"
+        "  --decode              the DESIGN decode set (not yet supported)\n"
+        "  --compare-materialized  time attn_forward_materialized (CLBlast GEMMs around an\n"
+        "                        S x S buffer) interleaved with attn_forward: speed ratio,\n"
+        "                        device memory, largest difference; and the layer\n"
+        "                        (d_model = Hq*D) split into projections and attention\n"
         "  --help                print this help and exit\n"
         "  --version             print the version and exit\n"
         "\n"
@@ -205,9 +212,7 @@ static int parse_args(int argc, char **argv, options *o)
                 bad = -1;
             }
             break;
-        case OPT_MATERIALIZED:
-            fprintf(stderr, "attn-bench: --compare-materialized is not yet supported\n");
-            return EXIT_USAGE;
+        case OPT_MATERIALIZED: o->compare = 1; break;
         case OPT_HELP: usage(stdout); return EXIT_SUCCESS;
         case OPT_VERSION:
             printf("attn-bench %d.%d.%d (libattn %s)\n", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
@@ -224,6 +229,10 @@ static int parse_args(int argc, char **argv, options *o)
     }
     if (!bad && o->seq && (o->q_len || o->kv_len)) {
         fprintf(stderr, "attn-bench: give either --seq or --q-len/--kv-len, not both\n");
+        bad = -1;
+    }
+    if (!bad && o->decode && o->compare) {
+        fprintf(stderr, "attn-bench: --decode and --compare-materialized are separate runs\n");
         bad = -1;
     }
     if (!bad && o->splits && !o->decode) {
@@ -731,8 +740,8 @@ int main(int argc, char **argv)
         if (peak > 0) printf("fp32 FMA peak: %.1f GFLOP/s\n", peak);
         printf("dtype %s, seed %u, check %s\n", attn_dtype_name(o.dtype), SEED,
                o.check ? "on" : "off");
-        if (!o.decode) print_text_header();
-    } else if (o.format == FORMAT_CSV && !o.decode) {
+        if (!o.decode && !o.compare) print_text_header();
+    } else if (o.format == FORMAT_CSV && !o.decode && !o.compare) {
         print_csv_header();
     }
 
@@ -749,6 +758,17 @@ int main(int argc, char **argv)
             dc.kv_len = o.kv_len ? o.kv_len : o.seq ? o.seq : 4096;
         }
         failed |= bench_decode(ctx, &dc, peak, results, errors) != 0;
+        nshapes = 0;
+    } else if (o.compare) { /* the comparison's own rows instead of the plain ones */
+        const bench_compare_options co = {o.reps, (int)o.format, peak, 1};
+        attn_problem probs[sizeof prefill_set / sizeof prefill_set[0]];
+        for (size_t i = 0; i < nshapes; i++) {
+            const shape *s = &shapes[i];
+            const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len,
+                                    s->kv_len, o.dtype, o.causal, 0.0f};
+            probs[i] = p;
+        }
+        failed |= bench_compare(ctx, probs, nshapes, &co, results, errors);
         nshapes = 0;
     }
     for (size_t i = 0; i < nshapes; i++) {

@@ -1,0 +1,449 @@
+/* bench_compare.c -- attn-bench --compare-materialized: for each problem,
+ * the tiled path (attn_forward) and the materialized one (CLBlast GEMMs
+ * around an S x S buffer) timed interleaved with clpeak's method, their
+ * speed ratio, the device memory each needed and how far their results
+ * differ; then the attention layer with its time split into projections and
+ * attention. Uses only attn.h, OpenCL and cJSON. */
+#define _POSIX_C_SOURCE 200809L
+#include "bench_compare.h"
+
+#include <math.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#define TARGET_MS 1000.0 /* calibrated reps add up to at least this, per path */
+#define MIN_REPS 3
+#define MAX_REPS 1000
+#define MIB (1024.0 * 1024.0)
+
+typedef struct crow {
+    attn_problem p;
+    attn_plan_info plan;
+    double flops;
+    int reps_t, reps_m;
+    double tiled_ms, mat_ms;      /* medians */
+    int mat_ok;                   /* 0: refused or failed, why in note */
+    char note[400];
+    double tensor_bytes;          /* Q, K, V, O: both paths need them */
+    size_t ws_t, ws_m;            /* each path's own device buffers */
+    double max_diff, diff_ratio;  /* |tiled - materialized|, and over 2 x tolerance */
+    int layer_ok, d_model, layer_reps;
+    double proj_ms, attn_ms;      /* layer medians */
+} crow;
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
+}
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *t, int n)
+{
+    qsort(t, (size_t)n, sizeof *t, cmp_double);
+    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+}
+
+static int calibrated(int fixed, double ms)
+{
+    if (fixed) return fixed;
+    double want = ms > 0 ? ceil(TARGET_MS / ms) : MAX_REPS;
+    return want < MIN_REPS ? MIN_REPS : want > MAX_REPS ? MAX_REPS : (int)want;
+}
+
+/* 4*D per visible (query, key) pair, bottom-right causal. */
+static double flops_of(const attn_problem *p)
+{
+    double pairs = 0;
+    for (int i = 0; i < p->q_len; i++) {
+        long long vis = p->causal ? (long long)i + p->kv_len - p->q_len + 1 : p->kv_len;
+        vis = vis > p->kv_len ? p->kv_len : vis;
+        pairs += vis > 0 ? (double)vis : 0;
+    }
+    return 4.0 * p->head_dim * pairs * p->batch * p->q_heads;
+}
+
+static uint64_t rng_state;
+static float uniform(float lo, float hi) /* splitmix64 */
+{
+    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
+    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
+    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
+    z ^= z >> 31;
+    return lo + (hi - lo) * (float)((double)(z >> 40) / (double)(1ull << 24));
+}
+
+/* n random values of type t in [lo, hi) in a new buffer; NULL on failure. */
+static cl_mem random_buffer(attn_context *ctx, attn_dtype t, size_t n, float lo, float hi)
+{
+    float *x = malloc(n * sizeof *x);
+    void *raw = malloc(n * attn_dtype_size(t));
+    cl_mem m = NULL;
+    if (x && raw) {
+        for (size_t i = 0; i < n; i++) x[i] = uniform(lo, hi);
+        attn_convert_from_f32(t, x, raw, n);
+        cl_int err;
+        m = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                           n * attn_dtype_size(t), raw, &err);
+        if (err != CL_SUCCESS) {
+            fprintf(stderr, "attn-bench: clCreateBuffer of %zu bytes failed: %d\n",
+                    n * attn_dtype_size(t), (int)err);
+            m = NULL;
+        }
+    }
+    free(x);
+    free(raw);
+    return m;
+}
+
+typedef attn_status (*forward_fn)(attn_context *, const attn_problem *, const attn_tensor *,
+                                  const attn_tensor *, const attn_tensor *, const attn_tensor *,
+                                  const attn_lengths *, cl_mem, cl_event *);
+
+/* One run, timed on the host around the call and clFinish. */
+static attn_status timed(attn_context *ctx, forward_fn fn, const attn_problem *p,
+                         const attn_tensor *t, const attn_tensor *o, double *ms)
+{
+    double t0 = now_ms();
+    attn_status st = fn(ctx, p, &t[0], &t[1], &t[2], o, NULL, NULL, NULL);
+    if (st == ATTN_SUCCESS && clFinish(attn_context_queue(ctx)) != CL_SUCCESS)
+        st = ATTN_ERROR_OPENCL;
+    *ms = now_ms() - t0;
+    return st;
+}
+
+/* The workspace a path needs: released, one run, then read. */
+static attn_status workspace_of(attn_context *ctx, forward_fn fn, const attn_problem *p,
+                                const attn_tensor *t, const attn_tensor *o, size_t *bytes)
+{
+    double ms;
+    attn_status st = attn_context_release_workspace(ctx);
+    if (st == ATTN_SUCCESS) st = timed(ctx, fn, p, t, o, &ms);
+    if (st == ATTN_SUCCESS) st = attn_context_workspace_bytes(ctx, bytes);
+    return st;
+}
+
+/* Largest |a - b| and the largest ratio to 2 x (atol + rtol |b|). */
+static int compare_outputs(attn_context *ctx, const attn_problem *p, cl_mem a, cl_mem b,
+                           size_t n, crow *r)
+{
+    const size_t es = attn_dtype_size(p->dtype);
+    void *ra = malloc(n * es), *rb = malloc(n * es);
+    float *fa = malloc(n * sizeof *fa), *fb = malloc(n * sizeof *fb);
+    int ok = ra && rb && fa && fb &&
+             clEnqueueReadBuffer(attn_context_queue(ctx), a, CL_TRUE, 0, n * es, ra, 0, NULL,
+                                 NULL) == CL_SUCCESS &&
+             clEnqueueReadBuffer(attn_context_queue(ctx), b, CL_TRUE, 0, n * es, rb, 0, NULL,
+                                 NULL) == CL_SUCCESS;
+    if (ok) {
+        double atol, rtol;
+        attn_tolerance(p->dtype, &atol, &rtol);
+        attn_convert_to_f32(p->dtype, ra, fa, n);
+        attn_convert_to_f32(p->dtype, rb, fb, n);
+        r->max_diff = r->diff_ratio = 0;
+        for (size_t i = 0; i < n; i++) {
+            const double d = fabs((double)fa[i] - fb[i]);
+            const double ratio = isfinite(d) ? d / (2 * (atol + rtol * fabs((double)fb[i])))
+                                             : INFINITY;
+            if (!(d <= r->max_diff)) r->max_diff = d;
+            if (!(ratio <= r->diff_ratio)) r->diff_ratio = ratio;
+        }
+    }
+    free(ra), free(rb), free(fa), free(fb);
+    return ok;
+}
+
+/* Both paths on one problem. Returns 0 or 1 (failed). */
+static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
+{
+    const attn_problem *p = &r->p;
+    const size_t D = (size_t)p->head_dim, es = attn_dtype_size(p->dtype);
+    const size_t nq = (size_t)p->batch * p->q_heads * p->q_len * D;
+    const size_t nkv = (size_t)p->batch * p->kv_heads * p->kv_len * D;
+    r->tensor_bytes = (double)(2 * nq + 2 * nkv) * (double)es;
+    rng_state = 20240501u;
+    cl_mem bq = random_buffer(ctx, p->dtype, nq, -1, 1), bk = random_buffer(ctx, p->dtype, nkv, -1, 1);
+    cl_mem bv = random_buffer(ctx, p->dtype, nkv, -1, 1), bo_t = random_buffer(ctx, p->dtype, nq, 0, 0);
+    cl_mem bo_m = random_buffer(ctx, p->dtype, nq, 0, 0);
+    double *tt = NULL, *tm = NULL;
+    int failed = 1;
+    attn_status st = ATTN_ERROR_OUT_OF_MEMORY;
+    const char *step = "device buffers";
+    if (!bq || !bk || !bv || !bo_t || !bo_m) goto done;
+    const attn_tensor t[3] = {{bq, 0, (size_t)p->q_heads * p->q_len * D, (size_t)p->q_len * D, D},
+                              {bk, 0, (size_t)p->kv_heads * p->kv_len * D, (size_t)p->kv_len * D, D},
+                              {bv, 0, (size_t)p->kv_heads * p->kv_len * D, (size_t)p->kv_len * D, D}};
+    attn_tensor ot = t[0], om = t[0];
+    ot.buffer = bo_t, om.buffer = bo_m;
+
+    /* warm-ups (with the workspace each needs), then a calibration run each */
+    double ms_t = 0, ms_m = 0;
+    step = "attn_prepare";
+    if ((st = attn_prepare(ctx, p, &r->plan)) != ATTN_SUCCESS) goto done;
+    step = "attn_forward";
+    if ((st = workspace_of(ctx, attn_forward, p, t, &ot, &r->ws_t)) != ATTN_SUCCESS ||
+        (st = timed(ctx, attn_forward, p, t, &ot, &ms_t)) != ATTN_SUCCESS)
+        goto done;
+    r->mat_ok = workspace_of(ctx, attn_forward_materialized, p, t, &om, &r->ws_m) == ATTN_SUCCESS &&
+                timed(ctx, attn_forward_materialized, p, t, &om, &ms_m) == ATTN_SUCCESS;
+    if (!r->mat_ok) /* a refusal (S x S beyond the max allocation) is a result, not a failure */
+        snprintf(r->note, sizeof r->note, "%s", attn_last_error(ctx));
+    r->reps_t = calibrated(o->reps, ms_t);
+    r->reps_m = r->mat_ok ? calibrated(o->reps, ms_m) : 0;
+    tt = malloc(sizeof *tt * (size_t)r->reps_t);
+    tm = malloc(sizeof *tm * (size_t)(r->reps_m + 1));
+    step = "host allocation";
+    if (!tt || !tm) goto done;
+    /* interleaved, so that both see the same machine (it is shared) */
+    for (int i = 0; i < r->reps_t || i < r->reps_m; i++) {
+        step = "attn_forward";
+        if (i < r->reps_t && (st = timed(ctx, attn_forward, p, t, &ot, &tt[i])) != ATTN_SUCCESS)
+            goto done;
+        step = "attn_forward_materialized";
+        if (i < r->reps_m &&
+            (st = timed(ctx, attn_forward_materialized, p, t, &om, &tm[i])) != ATTN_SUCCESS)
+            goto done;
+    }
+    r->tiled_ms = median(tt, r->reps_t);
+    r->mat_ms = r->mat_ok ? median(tm, r->reps_m) : 0;
+    step = "comparing the outputs";
+    st = ATTN_ERROR_OPENCL;
+    if (r->mat_ok && !compare_outputs(ctx, p, bo_t, bo_m, nq, r)) goto done;
+    st = ATTN_SUCCESS;
+    failed = r->mat_ok && !(r->diff_ratio <= 1.0);
+    if (failed)
+        fprintf(stderr, "attn-bench: tiled and materialized results differ by %.3g, %.3g times "
+                "twice the tolerance\n", r->max_diff, r->diff_ratio);
+done:
+    if (st != ATTN_SUCCESS) {
+        fprintf(stderr, "attn-bench: %s: %s: %s\n", step, attn_status_name(st), attn_last_error(ctx));
+        snprintf(r->note, sizeof r->note, "%s: %s: %s", step, attn_status_name(st),
+                 attn_last_error(ctx));
+    }
+    cl_mem all[] = {bq, bk, bv, bo_t, bo_m};
+    for (int i = 0; i < 5; i++)
+        if (all[i]) clReleaseMemObject(all[i]);
+    free(tt), free(tm);
+    attn_context_release_workspace(ctx); /* the next problem measures its own */
+    return failed;
+}
+
+/* The layer with d_model = Hq * D on the same shape. Returns 0 or 1. */
+static int run_layer(attn_context *ctx, const bench_compare_options *o, crow *r)
+{
+    const attn_problem *p = &r->p;
+    const int dm = p->q_heads * p->head_dim;
+    const size_t qd = (size_t)p->q_heads * p->head_dim, kd = (size_t)p->kv_heads * p->head_dim;
+    const size_t rows = (size_t)p->batch * p->q_len, n = rows * (size_t)dm;
+    attn_layer_config cfg = {dm, p->q_heads, p->kv_heads, p->head_dim, p->dtype, p->causal, 0};
+    float *w[4] = {malloc(qd * dm * sizeof(float)), malloc(kd * dm * sizeof(float)),
+                   malloc(kd * dm * sizeof(float)), malloc(qd * dm * sizeof(float))};
+    const size_t wn[4] = {qd * dm, kd * dm, kd * dm, qd * dm};
+    attn_layer *layer = NULL;
+    cl_mem hidden = NULL, out = NULL;
+    double *tp = NULL, *ta = NULL;
+    attn_status st = ATTN_ERROR_OUT_OF_MEMORY;
+    const char *step = "host allocation";
+    r->d_model = dm;
+    for (int i = 0; i < 4; i++)
+        if (!w[i]) goto done;
+    rng_state = 20240502u;
+    for (int i = 0; i < 4; i++) {
+        const float a = 1.0f / sqrtf((float)(i < 3 ? dm : (int)qd)); /* PyTorch's init range */
+        for (size_t j = 0; j < wn[i]; j++) w[i][j] = uniform(-a, a);
+    }
+    step = "attn_layer_create";
+    if ((st = attn_layer_create(ctx, &cfg, w[0], w[1], w[2], w[3], &layer)) != ATTN_SUCCESS)
+        goto done;
+    step = "device buffers";
+    st = ATTN_ERROR_OUT_OF_MEMORY;
+    hidden = random_buffer(ctx, p->dtype, n, -1, 1);
+    out = random_buffer(ctx, p->dtype, n, 0, 0);
+    if (!hidden || !out) goto done;
+    attn_layer_timing tm;
+    step = "attn_layer_forward";
+    /* one warm-up, which also calibrates (an over-estimate: it builds kernels) */
+    if ((st = attn_layer_forward(layer, p->batch, p->q_len, hidden, 0, out, 0, NULL, &tm, NULL)))
+        goto done;
+    r->layer_reps = calibrated(o->reps, tm.projection_ms + tm.attention_ms);
+    tp = malloc(sizeof *tp * (size_t)r->layer_reps);
+    ta = malloc(sizeof *ta * (size_t)r->layer_reps);
+    if (!tp || !ta) {
+        st = ATTN_ERROR_OUT_OF_MEMORY;
+        goto done;
+    }
+    for (int i = 0; i < r->layer_reps; i++) {
+        if ((st = attn_layer_forward(layer, p->batch, p->q_len, hidden, 0, out, 0, NULL, &tm,
+                                     NULL)) != ATTN_SUCCESS)
+            goto done;
+        tp[i] = tm.projection_ms;
+        ta[i] = tm.attention_ms;
+    }
+    r->proj_ms = median(tp, r->layer_reps);
+    r->attn_ms = median(ta, r->layer_reps);
+    r->layer_ok = 1;
+done:
+    if (st != ATTN_SUCCESS)
+        fprintf(stderr, "attn-bench: layer d_model=%d: %s: %s: %s\n", dm, step,
+                attn_status_name(st), attn_last_error(ctx));
+    attn_layer_release(layer);
+    if (hidden) clReleaseMemObject(hidden);
+    if (out) clReleaseMemObject(out);
+    for (int i = 0; i < 4; i++) free(w[i]);
+    free(tp), free(ta);
+    return st != ATTN_SUCCESS;
+}
+
+/* ---- output ---- */
+
+static void shape_text(const attn_problem *p, char *buf, size_t size)
+{
+    if (p->q_len == p->kv_len)
+        snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d S=%d %s", p->batch, p->q_heads, p->kv_heads,
+                 p->head_dim, p->q_len, p->causal ? "causal" : "full");
+    else
+        snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d Sq=%d Skv=%d %s", p->batch, p->q_heads,
+                 p->kv_heads, p->head_dim, p->q_len, p->kv_len, p->causal ? "causal" : "full");
+}
+
+static void print_text(const crow *r, int header)
+{
+    if (header) {
+        printf("%-36s %-5s %9s %9s %8s %9s %9s %9s | %7s %9s %9s\n", "shape", "dtype", "tiled ms",
+               "mat. ms", "speedup", "tiled MiB", "mat. MiB", "max diff", "d_model", "proj. ms",
+               "attn ms");
+    }
+    char sh[128], mat[16] = "refused", ratio[16] = "-", mmib[16] = "-", diff[16] = "-";
+    char proj[16] = "-", attn[16] = "-";
+    shape_text(&r->p, sh, sizeof sh);
+    if (r->mat_ok) {
+        snprintf(mat, sizeof mat, "%.2f", r->mat_ms);
+        snprintf(ratio, sizeof ratio, "%.1fx", r->mat_ms / r->tiled_ms);
+        snprintf(mmib, sizeof mmib, "%.1f", (r->tensor_bytes + (double)r->ws_m) / MIB);
+        snprintf(diff, sizeof diff, "%.2e", r->max_diff);
+    }
+    if (r->layer_ok) {
+        snprintf(proj, sizeof proj, "%.2f", r->proj_ms);
+        snprintf(attn, sizeof attn, "%.2f", r->attn_ms);
+    }
+    printf("%-36s %-5s %9.2f %9s %8s %9.1f %9s %9s | %7d %9s %9s\n", sh,
+           attn_dtype_name(r->p.dtype), r->tiled_ms, mat, ratio,
+           (r->tensor_bytes + (double)r->ws_t) / MIB, mmib, diff, r->d_model, proj, attn);
+    if (!r->mat_ok) printf("  materialized: %s\n", r->note);
+    fflush(stdout);
+}
+
+static void print_csv(const crow *r, int header)
+{
+    if (header)
+        printf("batch,q_heads,kv_heads,head_dim,q_len,kv_len,dtype,causal,family,params_source,"
+               "median_ms,materialized_ms,speedup_vs_materialized,tensor_bytes,"
+               "tiled_workspace_bytes,materialized_workspace_bytes,max_diff,d_model,"
+               "layer_projection_ms,layer_attention_ms\n");
+    printf("%d,%d,%d,%d,%d,%d,%s,%d,%s,%s,%.4f,", r->p.batch, r->p.q_heads, r->p.kv_heads,
+           r->p.head_dim, r->p.q_len, r->p.kv_len, attn_dtype_name(r->p.dtype), r->p.causal,
+           r->plan.family, r->plan.source, r->tiled_ms);
+    if (r->mat_ok) printf("%.4f,%.3f,", r->mat_ms, r->mat_ms / r->tiled_ms);
+    else printf(",,");
+    printf("%.0f,%zu,", r->tensor_bytes, r->ws_t);
+    if (r->mat_ok) printf("%zu,%.3e,", r->ws_m, r->max_diff);
+    else printf(",,");
+    printf("%d,", r->d_model);
+    if (r->layer_ok) printf("%.4f,%.4f\n", r->proj_ms, r->attn_ms);
+    else printf(",\n");
+    fflush(stdout);
+}
+
+static cJSON *json_row(const crow *r, double peak)
+{
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "batch", r->p.batch);
+    cJSON_AddNumberToObject(j, "q_heads", r->p.q_heads);
+    cJSON_AddNumberToObject(j, "kv_heads", r->p.kv_heads);
+    cJSON_AddNumberToObject(j, "head_dim", r->p.head_dim);
+    cJSON_AddNumberToObject(j, "q_len", r->p.q_len);
+    cJSON_AddNumberToObject(j, "kv_len", r->p.kv_len);
+    cJSON_AddStringToObject(j, "dtype", attn_dtype_name(r->p.dtype));
+    cJSON_AddBoolToObject(j, "causal", r->p.causal);
+    cJSON_AddStringToObject(j, "family", r->plan.family);
+    cJSON_AddStringToObject(j, "params", r->plan.params);
+    cJSON_AddStringToObject(j, "params_source", r->plan.source);
+    cJSON_AddNumberToObject(j, "reps", r->reps_t);
+    cJSON_AddNumberToObject(j, "median_ms", r->tiled_ms);
+    const double gflops = r->tiled_ms > 0 ? r->flops / (r->tiled_ms * 1e6) : 0;
+    cJSON_AddNumberToObject(j, "flops", r->flops);
+    cJSON_AddNumberToObject(j, "gflops", gflops);
+    if (peak > 0) {
+        cJSON_AddNumberToObject(j, "peak_gflops", peak);
+        cJSON_AddNumberToObject(j, "peak_fraction", gflops / peak);
+    } else {
+        cJSON_AddNullToObject(j, "peak_gflops");
+        cJSON_AddNullToObject(j, "peak_fraction");
+    }
+    cJSON_AddNullToObject(j, "max_error"); /* not against the reference here: see max_diff */
+    cJSON_AddNumberToObject(j, "tensor_bytes", r->tensor_bytes);
+    cJSON_AddNumberToObject(j, "tiled_workspace_bytes", (double)r->ws_t);
+    if (r->mat_ok) {
+        cJSON_AddNumberToObject(j, "materialized_reps", r->reps_m);
+        cJSON_AddNumberToObject(j, "materialized_ms", r->mat_ms);
+        cJSON_AddNumberToObject(j, "speedup_vs_materialized", r->mat_ms / r->tiled_ms);
+        cJSON_AddNumberToObject(j, "materialized_workspace_bytes", (double)r->ws_m);
+        cJSON_AddNumberToObject(j, "max_diff_vs_materialized", r->max_diff);
+    } else {
+        cJSON_AddNullToObject(j, "materialized_ms");
+        cJSON_AddNullToObject(j, "speedup_vs_materialized");
+        cJSON_AddNullToObject(j, "materialized_workspace_bytes");
+        cJSON_AddNullToObject(j, "max_diff_vs_materialized");
+        cJSON_AddStringToObject(j, "materialized_refused", r->note);
+    }
+    if (r->layer_ok) {
+        cJSON_AddNumberToObject(j, "layer_d_model", r->d_model);
+        cJSON_AddNumberToObject(j, "layer_reps", r->layer_reps);
+        cJSON_AddNumberToObject(j, "layer_projection_ms", r->proj_ms);
+        cJSON_AddNumberToObject(j, "layer_attention_ms", r->attn_ms);
+    }
+    return j;
+}
+
+int bench_compare(attn_context *ctx, const attn_problem *problems, size_t n,
+                  const bench_compare_options *o, cJSON *results, cJSON *errors)
+{
+    int failed = 0, rows = 0;
+    if (o->format == 0)
+        printf("tiled = attn_forward, mat. = attn_forward_materialized (CLBlast GEMMs); speedup = "
+               "mat. ms / tiled ms; MiB = Q, K, V, O plus each path's own buffers (CLBlast's "
+               "temporaries not counted); layer: d_model = Hq * D, medians of its projections "
+               "and attention\n");
+    for (size_t i = 0; i < n; i++) {
+        crow r;
+        memset(&r, 0, sizeof r);
+        r.p = problems[i];
+        r.flops = flops_of(&r.p);
+        int bad = run_paths(ctx, o, &r);
+        if (bad && !r.tiled_ms) { /* the tiled path itself failed: no row */
+            char sh[128];
+            shape_text(&r.p, sh, sizeof sh);
+            cJSON *e = cJSON_CreateObject();
+            cJSON_AddStringToObject(e, "shape", sh);
+            cJSON_AddStringToObject(e, "message", r.note);
+            cJSON_AddItemToArray(errors, e);
+            failed = 1;
+            continue;
+        }
+        if (o->layer) bad |= run_layer(ctx, o, &r);
+        failed |= bad;
+        if (o->format == 0) print_text(&r, rows++ == 0);
+        else if (o->format == 1) print_csv(&r, rows++ == 0);
+        cJSON_AddItemToArray(results, json_row(&r, o->peak));
+    }
+    return failed;
+}
