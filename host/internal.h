@@ -48,6 +48,7 @@ struct attn_context {
     unsigned programs_built, programs_from_disk, programs_from_memory;
     attn_scratch kt, vp;   /* the vector family's packed K and V */
     int out_of_order;      /* the queue may reorder: each forward starts with a barrier */
+    struct attn_tuning_state *tuning; /* the tuning database as read (tuning_lookup.c), or NULL */
 
     pthread_mutex_t lock;
     char error[ATTN_ERROR_MAX];
