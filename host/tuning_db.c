@@ -108,10 +108,10 @@ static int entry_line(const char *text, size_t len, int index)
             continue;
         }
         if (ch == '{' || ch == '[') {
-            if (ch == '[' && depth == 1 && have_key && key_len == 7 &&
+            if (depth == 1 && have_key && key_len == 7 &&
                 memcmp(text + key_start, "entries", 7) == 0) {
                 if (index < 0) return line_of(text, i);
-                in_entries = 1;
+                in_entries = ch == '[';
                 expect = 1;
             }
             depth++;
@@ -125,6 +125,25 @@ static int entry_line(const char *text, size_t len, int index)
         }
     }
     return 1;
+}
+
+/* Whether the text stops inside a string or an open object or array: a
+ * truncated file, whatever cJSON's error position says. */
+static int ends_early(const char *text, size_t len)
+{
+    int depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '"') {
+            for (i++; i < len && text[i] != '"'; i++)
+                if (text[i] == '\\') i++;
+            if (i >= len) return 1;
+        } else if (text[i] == '{' || text[i] == '[') {
+            depth++;
+        } else if (text[i] == '}' || text[i] == ']') {
+            depth--;
+        }
+    }
+    return depth > 0;
 }
 
 typedef struct reader {
@@ -298,9 +317,10 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
         for (size_t i = off; i < len && n < sizeof near - 1 && text[i] != '\n'; i++)
             near[n++] = (text[i] >= 32 && text[i] < 127) ? text[i] : '?';
         near[n] = 0;
-        snprintf(err, errsize, "%s:%d:%zu: not valid JSON%s%s%s", name, line_of(text, off), col,
-                 off >= len ? " (the file ends too early: truncated?)" : " near \"",
-                 off >= len ? "" : near, off >= len ? "" : "\"");
+        int early = off >= len || ends_early(text, len);
+        snprintf(err, errsize, "%s:%d:%zu: not valid JSON near \"%s\"%s", name,
+                 line_of(text, off), col, near,
+                 early ? " (the file ends too early: truncated?)" : "");
         return ATTN_ERROR_TUNING_DB;
     }
     attn_status st = ATTN_ERROR_TUNING_DB;

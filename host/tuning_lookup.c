@@ -213,7 +213,7 @@ static int first_warning(const char *path)
         snprintf(sig, sizeof sig, "%s", path);
     pthread_mutex_lock(&lock);
     int first = 1;
-    for (int i = 0; i < nseen && first; i++)
+    for (int i = 0; i < nseen && i < 8 && first; i++)
         if (strcmp(seen[i], sig) == 0) first = 0;
     if (first) snprintf(seen[nseen++ % 8], sizeof seen[0], "%s", sig);
     pthread_mutex_unlock(&lock);
