@@ -77,6 +77,12 @@ static int push(search *s, int i)
     return 0;
 }
 
+/* The final re-timing: rounds of every finalist adding up to about this. */
+static double retime_target_ms(const attn_search_opts *o)
+{
+    return o->level >= ATTN_TUNE_LEVEL_FULL ? 3000 : 1000;
+}
+
 /* Whether there is time and count left for one more candidate, keeping
  * enough for the final re-timing. */
 static int may_continue(const search *s)
@@ -86,7 +92,7 @@ static int may_continue(const search *s)
     if (o->budget_s <= 0) return 1;
     double elapsed = now_s() - s->t0;
     double best_s = s->best >= 0 ? s->c[s->best].r.median_ms * 1e-3 : 0;
-    double reserve = (TOP_K + 2) * (o->level >= ATTN_TUNE_LEVEL_FULL ? 8 : 4) * best_s;
+    double reserve = retime_target_ms(o) * 1e-3 + (TOP_K + 1) * 2 * best_s;
     return s->measured == 0 || elapsed + s->per_cand + reserve <= o->budget_s;
 }
 
@@ -296,18 +302,31 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     attn_params cands[TOP_K + 1];
     double ms[TOP_K + 1];
     for (int i = 0; i < k; i++) cands[i] = s.c[order[i]].pr;
-    int rounds = o->level >= ATTN_TUNE_LEVEL_FULL ? 7 : 3;
+    /* enough rounds for the target time, at least 3 (5 in a full tune) */
+    int min_rounds = o->level >= ATTN_TUNE_LEVEL_FULL ? 5 : 3;
+    double round_ms = 0;
+    for (int i = 0; i < k; i++) round_ms += s.c[order[i]].r.median_ms;
+    int rounds = round_ms > 0 ? (int)(retime_target_ms(o) / round_ms) : min_rounds;
+    if (rounds < min_rounds) rounds = min_rounds;
+    if (rounds > 101) rounds = 101;
     if (k > 1 && (st = attn_tune_retime(b, cands, k, rounds, ms)) != ATTN_SUCCESS) goto done;
     if (k == 1) ms[0] = s.c[order[0]].r.median_ms;
     double fastest = ms[0];
     for (int i = 1; i < k; i++)
         if (ms[i] < fastest) fastest = ms[i];
     int win = -1;
-    for (int i = 0; i < k; i++)
+    for (int i = 0; i < k; i++) {
+        int cx = attn_search_complexity(&cands[i], &dflt);
+        if (attn_log_enabled(ATTN_LOG_DEBUG)) {
+            char text[200];
+            attn_params_format(&cands[i], text, sizeof text);
+            attn_log(ATTN_LOG_DEBUG, "re-timed %s: %.4f ms (first measured %.4f), complexity %d",
+                     text, ms[i], s.c[order[i]].r.median_ms, cx);
+        }
         if (ms[i] <= fastest * (1 + NEAR_TIE) &&
-            (win < 0 || attn_search_complexity(&cands[i], &dflt) <
-                            attn_search_complexity(&cands[win], &dflt)))
+            (win < 0 || cx < attn_search_complexity(&cands[win], &dflt)))
             win = i;
+    }
     out->best = cands[win];
     out->best_r = s.c[order[win]].r;
     out->best_ms = ms[win];

@@ -214,7 +214,7 @@ typedef struct attn_candidate_result {
     double verify_ms;              /* one run on the verification shape (after a first one) */
     double median_ms, gflops;      /* on the timing shape (ATTN_CAND_OK) */
     int reps;
-    char why[256];                 /* for a rejection: what went wrong */
+    char why[1024];                /* for a rejection: what went wrong */
 } attn_candidate_result;
 
 /* One class's workbench: the timing problem with its buffers, and the small

@@ -523,7 +523,10 @@ static int cmd_tune(options *o)
         attn_shape_class_format(&jobs[j].cls, cls, sizeof cls);
         tune_shape_format(&jobs[j].p, shape, sizeof shape);
         if (jobs[j].skip) {
-            if (!o->quiet) printf("%-32s already tuned (current entry in the database): skipped\n", cls);
+            if (!o->quiet) {
+                printf("%-32s already tuned (current entry in the database): skipped\n", cls);
+                fflush(stdout);
+            }
             continue;
         }
         double t0 = now_s();
