@@ -114,6 +114,15 @@ void attn_tune_bench_free(attn_tune_bench *b)
 const attn_problem *attn_tune_bench_problem(const attn_tune_bench *b) { return &b->tp; }
 attn_context *attn_tune_bench_context(const attn_tune_bench *b) { return b->ctx; }
 
+void attn_tune_bench_limits(const attn_tune_bench *b, attn_device_limits *dev)
+{
+    const attn_context *c = b->ctx;
+    dev->type = c->device_type;
+    dev->local_mem = c->local_mem;
+    dev->max_wg = c->max_wg;
+    dev->compute_units = c->compute_units;
+}
+
 attn_status attn_tune_bench_create(attn_context *ctx, const attn_problem *p, attn_tune_bench **out)
 {
     *out = NULL;
@@ -356,7 +365,8 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
     const char *env = getenv("ATTN_PARAMS");
     ATTN_CHECK(ctx, env && *env, ATTN_ERROR_INVALID_ARGUMENT, "ATTN_PARAMS=\"%s\" would replace "
                "every candidate under test: unset it to tune", env);
-    attn_device_limits dev = {ctx->device_type, ctx->local_mem, ctx->max_wg, ctx->compute_units};
+    attn_device_limits dev;
+    attn_tune_bench_limits(b, &dev);
     if (!attn_params_legal(pr, &dev, &b->tp, r->why, sizeof r->why) ||
         !attn_params_legal(pr, &dev, &b->vp, r->why, sizeof r->why)) {
         r->status = ATTN_CAND_DEVICE; /* never enumerated; a caller's own candidate */
@@ -366,8 +376,8 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
     if (st != ATTN_SUCCESS) return st;
     double *times = NULL;
     if ((st = verify(b, r)) != ATTN_SUCCESS || r->status != ATTN_CAND_OK) goto done;
-    if (opts->slow_factor > 0 && opts->best_verify_ms > 0 &&
-        r->verify_ms > opts->slow_factor * opts->best_verify_ms) {
+    if (opts->verify_factor > 0 && opts->best_verify_ms > 0 &&
+        r->verify_ms > opts->verify_factor * opts->best_verify_ms) {
         r->status = ATTN_CAND_SLOW;
         snprintf(r->why, sizeof r->why, "%.3f ms on the verification shape, the best took %.3f",
                  r->verify_ms, opts->best_verify_ms);
@@ -376,7 +386,8 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
     int ok;
     double ms;
     if ((st = time_once(b, r, &ms, &ok)) != ATTN_SUCCESS || !ok) goto done; /* warm-up */
-    if ((st = time_once(b, r, &ms, &ok)) != ATTN_SUCCESS || !ok) goto done; /* calibration */
+    int hopeless = opts->slow_factor > 0 && opts->best_ms > 0 && ms > 2 * opts->slow_factor * opts->best_ms;
+    if (!hopeless && ((st = time_once(b, r, &ms, &ok)) != ATTN_SUCCESS || !ok)) goto done; /* calibration */
     if (opts->slow_factor > 0 && opts->best_ms > 0 && ms > opts->slow_factor * opts->best_ms) {
         r->status = ATTN_CAND_SLOW;
         r->median_ms = ms;
@@ -406,7 +417,7 @@ done:
 }
 
 attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n, int rounds,
-                             double *ms)
+                             int warmup, double *ms)
 {
     if (n <= 0) return ATTN_SUCCESS;
     if (rounds < 1) rounds = 1;
@@ -414,9 +425,12 @@ attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n
     if (!t) return ATTN_FAIL(b->ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
     attn_status st = ATTN_SUCCESS;
     /* round -1 is the warm-up; interleaving spreads the machine's other
-     * load over every candidate alike */
-    for (int round = -1; round < rounds && st == ATTN_SUCCESS; round++)
-        for (int i = 0; i < n && st == ATTN_SUCCESS; i++) {
+     * load over every candidate alike, and each round starts with the next
+     * candidate, since a run right after other work measured up to 10%
+     * slower here */
+    for (int round = warmup ? -1 : 0; round < rounds && st == ATTN_SUCCESS; round++)
+        for (int j = 0; j < n && st == ATTN_SUCCESS; j++) {
+            const int i = (j + (round > 0 ? round : 0)) % n;
             double x = 0;
             if ((st = attn_tuning_force(b->ctx, &cands[i])) == ATTN_SUCCESS)
                 st = timed_forward(b, &b->tp, &b->tq, &b->tk, &b->tv, &b->to, NULL, NULL, &x);

@@ -117,7 +117,8 @@ static attn_status measure(search *s, int i, int planned)
     if (s->best >= 0) {
         mo.slow_factor = SLOW_FACTOR;
         mo.best_ms = s->c[s->best].r.median_ms;
-        mo.best_verify_ms = s->best_verify * (VERIFY_SLOW / SLOW_FACTOR);
+        mo.verify_factor = VERIFY_SLOW;
+        mo.best_verify_ms = s->best_verify;
     }
     double t = now_s();
     attn_status st = attn_tune_measure(s->b, &c->pr, &mo, &c->r);
@@ -126,9 +127,13 @@ static attn_status measure(search *s, int i, int planned)
     s->measured++;
     s->per_cand += (now_s() - t - s->per_cand) / s->measured; /* running mean */
     int f = c->pr.family & 1;
-    if (c->r.status == ATTN_CAND_OK || c->r.status == ATTN_CAND_SLOW) {
+    /* abandoned on the verification shape: as much slower as it was there */
+    double est = c->r.median_ms;
+    if (c->r.status == ATTN_CAND_SLOW && est <= 0 && s->best >= 0 && s->best_verify > 0)
+        est = c->r.verify_ms / s->best_verify * s->c[s->best].r.median_ms;
+    if ((c->r.status == ATTN_CAND_OK || c->r.status == ATTN_CAND_SLOW) && est > 0) {
         s->fam_count[f]++;
-        if (s->fam_best[f] == 0 || c->r.median_ms < s->fam_best[f]) s->fam_best[f] = c->r.median_ms;
+        if (s->fam_best[f] == 0 || est < s->fam_best[f]) s->fam_best[f] = est;
     }
     if (c->r.status == ATTN_CAND_OK &&
         (s->best < 0 || c->r.median_ms < s->c[s->best].r.median_ms)) {
@@ -139,12 +144,14 @@ static attn_status measure(search *s, int i, int planned)
     return ATTN_SUCCESS;
 }
 
-/* A family is left alone once two of its candidates ran and its best is
- * far behind (on PoCL the GPU-style family is ~30x slower than the vector
- * one: it stays in the space without eating the budget). */
+/* A family is left alone once its first candidates ran (one in a quick
+ * tune, three in a full one) and its best is far behind: on PoCL the
+ * GPU-style family is ~30x slower than the vector one; it stays in the
+ * space without eating the budget. */
 static int family_pruned(const search *s, int f)
 {
-    if (s->best < 0 || s->fam_count[f & 1] < 2) return 0;
+    int probes = s->o->level >= ATTN_TUNE_LEVEL_FULL ? 3 : 1;
+    if (s->best < 0 || s->fam_count[f & 1] < probes) return 0;
     return s->fam_best[f & 1] > FAMILY_PRUNE * s->c[s->best].r.median_ms;
 }
 
@@ -215,7 +222,8 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     attn_status st = ATTN_SUCCESS;
 
     ctx = attn_tune_bench_context(b);
-    attn_device_limits dev = {ctx->device_type, ctx->local_mem, ctx->max_wg, ctx->compute_units};
+    attn_device_limits dev;
+    attn_tune_bench_limits(b, &dev);
     attn_params dflt = attn_params_heuristic(&dev, p);
     attn_params *list = NULL;
     int n = attn_search_enumerate(&dev, p, &dflt, o->families, &list);
@@ -309,7 +317,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     int rounds = round_ms > 0 ? (int)(retime_target_ms(o) / round_ms) : min_rounds;
     if (rounds < min_rounds) rounds = min_rounds;
     if (rounds > 101) rounds = 101;
-    if (k > 1 && (st = attn_tune_retime(b, cands, k, rounds, ms)) != ATTN_SUCCESS) goto done;
+    if (k > 1 && (st = attn_tune_retime(b, cands, k, rounds, 1, ms)) != ATTN_SUCCESS) goto done;
     if (k == 1) ms[0] = s.c[order[0]].r.median_ms;
     double fastest = ms[0];
     for (int i = 1; i < k; i++)

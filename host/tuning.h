@@ -229,14 +229,19 @@ attn_status attn_tune_bench_create(attn_context *ctx, const attn_problem *p,
 void attn_tune_bench_free(attn_tune_bench *b);
 const attn_problem *attn_tune_bench_problem(const attn_tune_bench *b);
 attn_context *attn_tune_bench_context(const attn_tune_bench *b);
+/* The limits of the bench's device, as the heuristic and legality see them. */
+void attn_tune_bench_limits(const attn_tune_bench *b, attn_device_limits *dev);
 
 typedef struct attn_measure_opts {
     double target_ms;  /* timed reps add up to about this much */
     int min_reps, max_reps;
-    /* 0, or: abandon (ATTN_CAND_SLOW) when the verification run is more than
-     * slow_factor * best_verify_ms, or the first timed run more than
-     * slow_factor * best_ms */
-    double slow_factor, best_ms, best_verify_ms;
+    /* 0, or: abandon (ATTN_CAND_SLOW) when the first run on the timing
+     * shape takes more than slow_factor * best_ms (twice that for the
+     * warm-up run, which may include lazy compilation) */
+    double slow_factor, best_ms;
+    /* 0, or: abandon before timing when the run on the verification shape
+     * takes more than verify_factor * best_verify_ms */
+    double verify_factor, best_verify_ms;
 } attn_measure_opts;
 
 /* Verifies candidate pr (fresh NaN-filled outputs, O and LSE against the
@@ -249,10 +254,10 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
                               const attn_measure_opts *opts, attn_candidate_result *r);
 
 /* Times the given candidates (already verified) interleaved: `rounds`
- * rounds, each running every candidate once, after one warm-up round.
- * ms[i] receives candidate i's median. */
+ * rounds, each running every candidate once, after one warm-up round when
+ * `warmup` is set. ms[i] receives candidate i's median. */
 attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n, int rounds,
-                             double *ms);
+                             int warmup, double *ms);
 
 /* ---- the search (tune_search.c) ---- */
 

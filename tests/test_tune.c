@@ -149,7 +149,7 @@ static void test_wrong_candidates_rejected(void)
     attn_problem p = problem(16, 2, 1, 64, ATTN_F32, 1);
     attn_tune_bench *b = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, &p, &b), ATTN_SUCCESS);
-    attn_measure_opts mo = {50, 3, 10, 0, 0, 0};
+    attn_measure_opts mo = {.target_ms = 50, .min_reps = 3, .max_reps = 10};
     struct {
         attn_params pr;
         attn_candidate_status want;
@@ -213,7 +213,7 @@ static void test_correct_candidates_pass(void)
     attn_context *ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     const attn_problem ps[] = {problem(16, 8, 2, 40, ATTN_F16, 0), problem(16, 4, 4, 40, ATTN_BF16, 1)};
-    attn_measure_opts mo = {20, 3, 5, 0, 0, 0};
+    attn_measure_opts mo = {.target_ms = 20, .min_reps = 3, .max_reps = 5};
     for (int i = 0; i < 2; i++) {
         attn_tune_bench *b = NULL;
         CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, &ps[i], &b), ATTN_SUCCESS);

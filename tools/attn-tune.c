@@ -23,7 +23,7 @@
 
 typedef struct options {
     const char *device, *shapes, *export_file, *import_file, *forget;
-    int quick, quiet, show, force;
+    int quick, quiet, show, force, compare;
     double budget_s; /* 0 = the level's default */
     int max_candidates;
     unsigned families;
@@ -71,6 +71,9 @@ static void usage(FILE *f)
         "  --import FILE         merge FILE's entries into the database and exit\n"
         "  --forget DEVICE       remove the entries of every device whose platform,\n"
         "                        vendor or name contains DEVICE (\"all\": every entry)\n"
+        "  --compare             time the library's choice (tuned, stale or heuristic)\n"
+        "                        against the built-in default for the shapes,\n"
+        "                        interleaved, with the fp32 peak, and exit\n"
         "  --help, --version\n"
         "\n"
         "Database: $ATTN_TUNING_DB, else $XDG_DATA_HOME/attn/tuning.json, else\n"
@@ -83,7 +86,8 @@ static void usage(FILE *f)
 
 enum {
     OPT_DEVICE = 256, OPT_QUICK, OPT_SHAPES, OPT_BUDGET, OPT_MAXCAND, OPT_FAMILY, OPT_FORCE,
-    OPT_SEED, OPT_QUIET, OPT_SHOW, OPT_EXPORT, OPT_IMPORT, OPT_FORGET, OPT_HELP, OPT_VERSION
+    OPT_SEED, OPT_QUIET, OPT_SHOW, OPT_EXPORT, OPT_IMPORT, OPT_FORGET, OPT_COMPARE, OPT_HELP,
+    OPT_VERSION
 };
 
 static int parse_args(int argc, char **argv, options *o)
@@ -102,6 +106,7 @@ static int parse_args(int argc, char **argv, options *o)
         {"export", required_argument, NULL, OPT_EXPORT},
         {"import", required_argument, NULL, OPT_IMPORT},
         {"forget", required_argument, NULL, OPT_FORGET},
+        {"compare", no_argument, NULL, OPT_COMPARE},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -155,6 +160,7 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_EXPORT: o->export_file = optarg; break;
         case OPT_IMPORT: o->import_file = optarg; break;
         case OPT_FORGET: o->forget = optarg; break;
+        case OPT_COMPARE: o->compare = 1; break;
         case OPT_HELP: usage(stdout); return EXIT_SUCCESS;
         case OPT_VERSION:
             printf("attn-tune %d.%d.%d (libattn %s)\n", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
@@ -167,9 +173,9 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "attn-tune: unexpected argument '%s'\n", argv[optind]);
         bad = 1;
     }
-    int commands = o->show + !!o->export_file + !!o->import_file + !!o->forget;
+    int commands = o->show + !!o->export_file + !!o->import_file + !!o->forget + o->compare;
     if (!bad && commands > 1) {
-        fprintf(stderr, "attn-tune: give one of --show, --export, --import, --forget\n");
+        fprintf(stderr, "attn-tune: give one of --show, --export, --import, --forget, --compare\n");
         bad = 1;
     }
     if (bad) {
@@ -627,6 +633,106 @@ done:
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
+/* ---- --compare: the database's choice against the built-in default ---- */
+
+static int cmp_double(const void *a, const void *b)
+{
+    double x = *(const double *)a, y = *(const double *)b;
+    return (x > y) - (x < y);
+}
+
+static double median(double *x, int n)
+{
+    qsort(x, (size_t)n, sizeof *x, cmp_double);
+    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+}
+
+static int cmd_compare(options *o)
+{
+    char err[1024];
+    attn_problem *shapes = NULL;
+    int nshapes = o->shapes ? tune_shapes_from_arg(o->shapes, &shapes, err, sizeof err)
+                            : tune_shapes_design(&shapes);
+    if (nshapes < 0) {
+        fprintf(stderr, "attn-tune: %s\nTry 'attn-tune --help'.\n", o->shapes ? err : "out of memory");
+        return EXIT_USAGE;
+    }
+    attn_context *ctx = NULL;
+    attn_status st = attn_context_create(o->device, &ctx);
+    if (st != ATTN_SUCCESS) {
+        fprintf(stderr, "attn-tune: attn_context_create: %s: %s\n", attn_status_name(st),
+                attn_last_create_error());
+        free(shapes);
+        return EXIT_FAILURE;
+    }
+    attn_context_set_check(ctx, 0);
+    attn_device_identity id;
+    attn_device_identity_of(ctx, &id);
+    printf("attn-tune %s --compare: %s / %s (driver %s, %u compute units)\n"
+           "the library's choice and the built-in default timed interleaved, with the fp32 FMA\n"
+           "peak measured between rounds; medians\n", attn_version_string(), id.platform, id.name,
+           id.driver, id.compute_units);
+    printf("%-34s %-9s %-44s %9s %9s %7s %7s %7s %8s\n", "shape", "source", "params", "GFLOP/s",
+           "default", "ratio", "%peak", "dflt%", "peak");
+    fflush(stdout);
+    int failed = 0;
+    for (int i = 0; i < nshapes && !failed; i++) {
+        const attn_problem *p = &shapes[i];
+        char shape[128];
+        tune_shape_format(p, shape, sizeof shape);
+        attn_plan_info info;
+        attn_tune_bench *b = NULL;
+        attn_params cands[2];
+        if ((st = attn_prepare(ctx, p, &info)) != ATTN_SUCCESS ||
+            (st = attn_tune_bench_create(ctx, p, &b)) != ATTN_SUCCESS) {
+            fprintf(stderr, "attn-tune: %s: %s: %s\n", shape, attn_status_name(st), attn_last_error(ctx));
+            failed = 1;
+            break;
+        }
+        attn_device_limits dev;
+        attn_tune_bench_limits(b, &dev);
+        cands[1] = attn_params_heuristic(&dev, p);
+        cands[0] = cands[1];
+        if (attn_params_parse(info.params, &cands[0], err, sizeof err) != 0) {
+            fprintf(stderr, "attn-tune: %s: plan \"%s\": %s\n", shape, info.params, err);
+            failed = 1;
+        }
+        /* rounds for about 4 s of forwards, 5 to 41 */
+        double one[2] = {0, 0};
+        if (!failed) st = attn_tune_retime(b, cands, 2, 1, 1, one);
+        int rounds = one[0] + one[1] > 0 ? (int)(4000 / (one[0] + one[1])) : 5;
+        rounds = rounds < 5 ? 5 : rounds > 41 ? 41 : rounds;
+        double *t0 = malloc(sizeof(double) * (size_t)rounds), *t1 = malloc(sizeof(double) * (size_t)rounds);
+        double *pk = malloc(sizeof(double) * (size_t)rounds);
+        if (!t0 || !t1 || !pk) st = ATTN_ERROR_OUT_OF_MEMORY;
+        for (int r = 0; r < rounds && st == ATTN_SUCCESS && !failed; r++) {
+            double ms[2];
+            if ((st = attn_device_peak_gflops(ctx, &pk[r])) != ATTN_SUCCESS) break;
+            if ((st = attn_tune_retime(b, cands, 2, 1, 0, ms)) != ATTN_SUCCESS) break;
+            t0[r] = ms[0];
+            t1[r] = ms[1];
+        }
+        if (st != ATTN_SUCCESS) {
+            fprintf(stderr, "attn-tune: %s: %s: %s\n", shape, attn_status_name(st), attn_last_error(ctx));
+            failed = 1;
+        } else if (!failed) {
+            double flops = attn_problem_flops(p, NULL);
+            double mt = median(t0, rounds), md = median(t1, rounds), peak = median(pk, rounds);
+            double gt = flops / (mt * 1e6), gd = flops / (md * 1e6);
+            printf("%-34s %-9s %-44s %9.1f %9.1f %7.3f %6.1f%% %6.1f%% %8.1f\n", shape, info.source,
+                   info.params, gt, gd, gt / gd, 100 * gt / peak, 100 * gd / peak, peak);
+            fflush(stdout);
+        }
+        free(t0);
+        free(t1);
+        free(pk);
+        attn_tune_bench_free(b);
+    }
+    attn_context_release(ctx);
+    free(shapes);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
+
 int main(int argc, char **argv)
 {
     options o;
@@ -637,5 +743,6 @@ int main(int argc, char **argv)
     if (o.export_file) return cmd_export(&o);
     if (o.import_file) return cmd_import(&o);
     if (o.forget) return cmd_forget(&o);
+    if (o.compare) return cmd_compare(&o);
     return cmd_tune(&o);
 }
