@@ -253,7 +253,11 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
     if (get_string(r, j, "params", e->params, sizeof e->params, 1)) return -1;
     attn_params check = {0, 1, 16, 1, 0, 16};
     char why[256];
-    if (attn_params_parse(e->params, &check, why, sizeof why) != 0) {
+    /* a tunable this build does not know (a newer attn wrote it) leaves the
+     * entry unusable here, not the file corrupt: lookup skips it, and a
+     * merge keeps it */
+    if (attn_params_parse(e->params, &check, why, sizeof why) != 0 &&
+        strncmp(why, "unknown tunable", 15) != 0) {
         char what[512];
         snprintf(what, sizeof what, "\"params\": %s", why);
         return bad(r, "%s", what);

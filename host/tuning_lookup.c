@@ -179,6 +179,16 @@ const attn_tuning_entry *attn_tuning_db_find_current(const attn_tuning_db *db,
 /* ---- the per-context state ---- */
 
 #define MAX_WARNED 32
+#define MEMO 8
+
+/* A class's outcome, kept so that attn_forward does not search the
+ * database on every call. */
+typedef struct memo_entry {
+    attn_shape_class cls;
+    int found;          /* 0: the heuristic stands */
+    attn_params pr;
+    const char *source; /* "tuned" or "stale" */
+} memo_entry;
 
 struct attn_tuning_state {
     int loaded;
@@ -189,6 +199,9 @@ struct attn_tuning_state {
     attn_params force;
     attn_shape_class warned[MAX_WARNED]; /* classes already warned about (stale) */
     int nwarned;
+    attn_device_identity id;
+    memo_entry memo[MEMO];
+    int nmemo;
 };
 
 static struct attn_tuning_state *state(attn_context *ctx)
@@ -245,13 +258,13 @@ static void load_one(const char *path, const attn_device_identity *id, attn_tuni
 
 static void load(attn_context *ctx, struct attn_tuning_state *s)
 {
-    attn_device_identity id;
-    attn_device_identity_of(ctx, &id);
+    attn_device_identity_of(ctx, &s->id);
     s->loaded = 1;
+    s->nmemo = 0;
     if (attn_tuning_db_user_path(s->user_path, sizeof s->user_path))
-        load_one(s->user_path, &id, &s->user);
+        load_one(s->user_path, &s->id, &s->user);
     if (attn_tuning_db_system_path(s->sys_path, sizeof s->sys_path))
-        load_one(s->sys_path, &id, &s->sys);
+        load_one(s->sys_path, &s->id, &s->sys);
     if (s->user.count + s->sys.count == 0) return;
     /* what attn_kernel_source says for each family now; "" never matches,
      * so entries read as stale when the sources cannot be read */
@@ -275,14 +288,24 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
     if (!s->loaded) load(ctx, s);
     if (s->user.count + s->sys.count == 0) return;
 
-    attn_device_identity id;
-    attn_device_identity_of(ctx, &id);
     attn_shape_class c;
     attn_shape_class_of(p, &c);
+    for (int i = 0; i < s->nmemo && i < MEMO; i++)
+        if (attn_shape_class_equal(&s->memo[i].cls, &c)) {
+            if (s->memo[i].found) {
+                *pr = s->memo[i].pr;
+                *source = s->memo[i].source;
+            }
+            return;
+        }
+    memo_entry *m = &s->memo[s->nmemo++ % MEMO];
+    memset(m, 0, sizeof *m);
+    m->cls = c;
+    const attn_device_identity *id = &s->id;
     const char *hashes[2] = {s->hash[0], s->hash[1]};
     const attn_tuning_entry *eu, *es, *e;
-    attn_tuning_tier tu = attn_tuning_db_lookup(&s->user, &id, hashes, &c, &eu);
-    attn_tuning_tier ts = attn_tuning_db_lookup(&s->sys, &id, hashes, &c, &es);
+    attn_tuning_tier tu = attn_tuning_db_lookup(&s->user, id, hashes, &c, &eu);
+    attn_tuning_tier ts = attn_tuning_db_lookup(&s->sys, id, hashes, &c, &es);
     attn_tuning_tier tier = tu >= ts ? tu : ts; /* the user's file wins a tie */
     e = tu >= ts ? eu : es;
     if (tier == ATTN_TIER_NONE) return;
@@ -298,17 +321,21 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
     }
     *pr = tuned;
     *source = tier == ATTN_TIER_EXACT ? "tuned" : "stale";
+    m->found = 1;
+    m->pr = tuned;
+    m->source = *source;
     if (tier == ATTN_TIER_EXACT) {
         attn_log(ATTN_LOG_DEBUG, "%s: tuned parameters %s", cls, e->params);
         return;
     }
+    /* one warning per class (the memo above may forget a class, this not) */
     for (int i = 0; i < s->nwarned && i < MAX_WARNED; i++)
         if (attn_shape_class_equal(&s->warned[i], &c)) return;
     s->warned[s->nwarned++ % MAX_WARNED] = c;
-    const char *why = strcmp(e->device.driver, id.driver) != 0 ? "another driver" : "older kernel sources";
+    const char *why = strcmp(e->device.driver, id->driver) != 0 ? "another driver" : "older kernel sources";
     attn_log(ATTN_LOG_WARN, "%s: using parameters tuned under %s (driver \"%s\", kernel "
              "sources %s; now \"%s\", %s); run attn-tune again for this device", cls, why,
-             e->device.driver, e->kernel_hash, id.driver,
+             e->device.driver, e->kernel_hash, id->driver,
              s->hash[entry_family(e)]);
 }
 
@@ -320,6 +347,7 @@ void attn_tuning_reload(attn_context *ctx)
     attn_tuning_db_free(&s->sys);
     s->loaded = 0;
     s->nwarned = 0;
+    s->nmemo = 0;
 }
 
 attn_status attn_tuning_force(attn_context *ctx, const attn_params *pr)

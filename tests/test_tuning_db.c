@@ -224,6 +224,22 @@ static void test_round_trip(void)
     CU_ASSERT(entries_equal(&back.entries[0], &e3));
     CU_ASSERT(entries_equal(&back.entries[2], &e4));
 
+    /* an entry with a tunable this build does not know (a newer attn wrote
+     * it) is kept through a merge, and never applied */
+    attn_problem p3 = problem(32, 4, 4, 512);
+    attn_tuning_entry e5 = entry(&fake_dev, "0123456789abcdef", &p3,
+                                 "family=vector,rows=8,keys=32,vec=16,from_the_future=3");
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &e5, 1, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &back, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 4);
+    CU_ASSERT(entries_equal(&back.entries[3], &e5));
+    attn_shape_class c3;
+    attn_shape_class_of(&p3, &c3);
+    const attn_tuning_entry *found;
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &c3, &found), ATTN_TIER_NONE);
+    attn_shape_class_of(&p1, &c3);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &c3, &found), ATTN_TIER_EXACT);
+
     /* a missing file is an empty database, and so is {} */
     path_in(path, sizeof path, "none.json");
     CU_ASSERT_EQUAL(attn_tuning_db_load(path, &back, &missing, err, sizeof err), ATTN_SUCCESS);
