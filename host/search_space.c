@@ -9,7 +9,8 @@
 
 /* Vector: rows 4..16 covers DESIGN's measurements (4 rows 104 GFLOP/s, 8
  * rows 177, 16 rows ~153 on PoCL); the odd sizes (6, 10, 12) exist because
- * the best block is set by how many accumulators fit the registers.
+ * the best block is set by how many accumulators fit the registers, and 1
+ * and 2 for decode, where a block's other rows would be computed in vain.
  * Tiled: llama.cpp's starting points (work-group 128, 4-16 rows, 32 keys)
  * with room around them; local_kv matters per vendor. */
 const attn_search_family attn_search_families[] = {
@@ -19,7 +20,7 @@ const attn_search_family attn_search_families[] = {
       {"wg", 4, {32, 64, 128, 256}},
       {"local_kv", 2, {0, 1}}}},
     {ATTN_FAMILY_VECTOR, "vector", 3,
-     {{"rows", 7, {2, 4, 6, 8, 10, 12, 16}},
+     {{"rows", 8, {1, 2, 4, 6, 8, 10, 12, 16}},
       {"keys", 4, {16, 32, 64, 128}},
       {"vec", 3, {4, 8, 16}}}},
 };

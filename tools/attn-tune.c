@@ -719,8 +719,10 @@ static int cmd_compare(options *o)
             double flops = attn_problem_flops(p, NULL);
             double mt = median(t0, rounds), md = median(t1, rounds), peak = median(pk, rounds);
             double gt = flops / (mt * 1e6), gd = flops / (md * 1e6);
-            printf("%-34s %-9s %-44s %9.1f %9.1f %7.3f %6.1f%% %6.1f%% %8.1f\n", shape, info.source,
-                   info.params, gt, gd, gt / gd, 100 * gt / peak, 100 * gd / peak, peak);
+            /* the same parameters twice show the noise of the measurement */
+            printf("%-34s %-9s %-44s %9.1f %9.1f %7.3f %6.1f%% %6.1f%% %8.1f%s\n", shape,
+                   info.source, info.params, gt, gd, gt / gd, 100 * gt / peak, 100 * gd / peak,
+                   peak, attn_params_equal(&cands[0], &cands[1]) ? "  (same parameters)" : "");
             fflush(stdout);
         }
         free(t0);
