@@ -83,6 +83,11 @@ static double retime_target_ms(const attn_search_opts *o)
     return o->level >= ATTN_TUNE_LEVEL_FULL ? 3000 : 1000;
 }
 
+static int min_rounds(const attn_search_opts *o)
+{
+    return o->level >= ATTN_TUNE_LEVEL_FULL ? 5 : 3;
+}
+
 /* Whether there is time and count left for one more candidate, keeping
  * enough for the final re-timing. */
 static int may_continue(const search *s)
@@ -92,7 +97,10 @@ static int may_continue(const search *s)
     if (o->budget_s <= 0) return 1;
     double elapsed = now_s() - s->t0;
     double best_s = s->best >= 0 ? s->c[s->best].r.median_ms * 1e-3 : 0;
-    double reserve = retime_target_ms(o) * 1e-3 + (TOP_K + 1) * 2 * best_s;
+    /* the re-timing: its target, or its fewest rounds (and the warm-up)
+     * of the finalists, which are about as slow as the best */
+    double retime = (TOP_K + 1) * (min_rounds(o) + 1) * best_s;
+    double reserve = retime > retime_target_ms(o) * 1e-3 ? retime : retime_target_ms(o) * 1e-3;
     return s->measured == 0 || elapsed + s->per_cand + reserve <= o->budget_s;
 }
 
@@ -311,11 +319,10 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     double ms[TOP_K + 1];
     for (int i = 0; i < k; i++) cands[i] = s.c[order[i]].pr;
     /* enough rounds for the target time, at least 3 (5 in a full tune) */
-    int min_rounds = o->level >= ATTN_TUNE_LEVEL_FULL ? 5 : 3;
     double round_ms = 0;
     for (int i = 0; i < k; i++) round_ms += s.c[order[i]].r.median_ms;
-    int rounds = round_ms > 0 ? (int)(retime_target_ms(o) / round_ms) : min_rounds;
-    if (rounds < min_rounds) rounds = min_rounds;
+    int rounds = round_ms > 0 ? (int)(retime_target_ms(o) / round_ms) : min_rounds(o);
+    if (rounds < min_rounds(o)) rounds = min_rounds(o);
     if (rounds > 101) rounds = 101;
     if (k > 1 && (st = attn_tune_retime(b, cands, k, rounds, 1, ms)) != ATTN_SUCCESS) goto done;
     if (k == 1) ms[0] = s.c[order[0]].r.median_ms;

@@ -559,7 +559,8 @@ static int cmd_tune(options *o)
             if (attn_shape_class_distance(&hint_cls[h], &jobs[j].cls) >= 0) hint = &hints[h];
         attn_search_opts so;
         memset(&so, 0, sizeof so);
-        so.budget_s = class_budget;
+        so.budget_s = class_budget - (now_s() - t0); /* making the bench counts too */
+        if (so.budget_s < 0.5) so.budget_s = 0.5;
         so.max_candidates = o->max_candidates;
         so.level = level;
         so.seed = (o->seed ? o->seed : 1) * 0x9e3779b97f4a7c15ull + (uint64_t)j;
