@@ -33,6 +33,7 @@ struct attn_tune_bench {
     attn_tensor vq, vk, vv;
     float *ref_o, *ref_lse, *nan_host;
     size_t n_o, n_lse;
+    int warned_wall, logged_times;
 };
 
 const char *attn_candidate_status_name(attn_candidate_status s)
@@ -237,7 +238,17 @@ static attn_status timed_forward(attn_tune_bench *b, const attn_problem *p, cons
         err = clWaitForEvents(1, &done);
         double wall = now_ms() - t0;
         if (err != CL_SUCCESS) st = attn_fail_cl(ctx, err, "clWaitForEvents (tuner)");
-        else if ((*ms = event_ms(mark, done)) <= 0) *ms = wall;
+        else if ((*ms = event_ms(mark, done)) <= 0) {
+            if (!b->warned_wall)
+                attn_log(ATTN_LOG_INFO, "tuner: no profiling times from the queue; timing with "
+                         "the host clock");
+            b->warned_wall = 1;
+            *ms = wall;
+        } else if (attn_log_enabled(ATTN_LOG_DEBUG) && b->logged_times < 3) {
+            b->logged_times++;
+            attn_log(ATTN_LOG_DEBUG, "tuner: forward %.3f ms by events, %.3f ms by the host clock",
+                     *ms, wall);
+        }
     }
     clReleaseEvent(mark);
     if (done) clReleaseEvent(done);
