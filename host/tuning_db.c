@@ -251,7 +251,8 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
     e->cls.causal = cJSON_IsTrue(causal);
 
     if (get_string(r, j, "params", e->params, sizeof e->params, 1)) return -1;
-    attn_params check = {0, 1, 16, 1, 0, 16};
+    attn_params check = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,
+                         .wg_size = 1, .vec_width = 16};
     char why[256];
     /* a tunable this build does not know (a newer attn wrote it) leaves the
      * entry unusable here, not the file corrupt: lookup skips it, and a

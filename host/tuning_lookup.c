@@ -124,7 +124,8 @@ attn_status attn_kernel_source_hash(attn_context *ctx, int family, char out[17])
 
 static int entry_family(const attn_tuning_entry *e)
 {
-    attn_params pr = {ATTN_FAMILY_TILED, 1, 16, 1, 0, 16};
+    attn_params pr = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,
+                      .wg_size = 1, .vec_width = 16};
     char err[128];
     if (attn_params_parse(e->params, &pr, err, sizeof err) != 0) return -1;
     return pr.family;

@@ -87,7 +87,8 @@ static attn_problem problem(int D, int hq, int hkv, int s, attn_dtype t, int cau
 
 static attn_params vector_params(int rows, int keys, int vec)
 {
-    attn_params pr = {ATTN_FAMILY_VECTOR, rows, keys, 128, 1, vec};
+    attn_params pr = {.family = ATTN_FAMILY_VECTOR, .block_rows = rows, .block_keys = keys,
+                      .wg_size = 128, .local_kv = 1, .vec_width = vec};
     return pr;
 }
 
