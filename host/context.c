@@ -2,6 +2,7 @@
  * error, and the scratch buffers it owns. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
+#include "tuning.h"
 
 #include <ctype.h>
 #include <stdio.h>
@@ -291,6 +292,7 @@ void attn_context_release(attn_context *ctx)
         clReleaseProgram(e->program);
         free(e);
     }
+    attn_tuning_release(ctx);
     attn_scratch *scratch[] = {&ctx->kt, &ctx->vp};
     for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
         if (scratch[i]->mem) clReleaseMemObject(scratch[i]->mem);

@@ -2,6 +2,7 @@
  * heuristic, or ATTN_PARAMS), fetch the program, set arguments, enqueue. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
+#include "tuning.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -15,6 +16,7 @@ static attn_status plan(attn_context *ctx, const attn_problem *p, attn_params *o
     attn_device_limits dev = {ctx->device_type, ctx->local_mem, ctx->max_wg, ctx->compute_units};
     attn_params pr = attn_params_heuristic(&dev, p);
     *source = "heuristic";
+    attn_tuning_apply(ctx, &dev, p, &pr, source); /* the tuning database, if it has p's class */
     const char *env = getenv("ATTN_PARAMS");
     if (env && *env) {
         char err[256], text[200];
@@ -30,7 +32,7 @@ static attn_status plan(attn_context *ctx, const attn_problem *p, attn_params *o
         attn_params_format(&pr, text, sizeof text);
         if (strcmp(*source, "override") == 0)
             return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "ATTN_PARAMS=\"%s\" gives %s, "
-                             "not usable here: %s", env, text, err);
+                             "not usable here: %s", env ? env : "(the tuner's)", text, err);
         return ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "%s parameters %s are not usable here: %s",
                          *source, text, err);
     }

@@ -51,6 +51,7 @@ struct attn_context {
     attn_scratch kt, vp;   /* the vector family's packed K and V */
     int out_of_order;      /* the queue may reorder: each forward starts with a barrier */
     attn_scratch mat[ATTN_MAT_BUFFERS]; /* the materialized path's buffers (materialized.c) */
+    struct attn_tuning_state *tuning; /* the tuning database as read (tuning_lookup.c), or NULL */
 
     pthread_mutex_t lock;
     char error[ATTN_ERROR_MAX];

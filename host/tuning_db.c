@@ -1,0 +1,574 @@
+/* tuning_db.c -- the tuning database as a JSON file (cJSON): reading it with
+ * errors that name file and line, writing it atomically (temporary file,
+ * rename), and read-merge-write under a lock so that concurrent tuners lose
+ * nothing. Lookup lives in tuning_lookup.c. */
+#define _DEFAULT_SOURCE /* flock */
+#include "tuning.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+#define DB_FORMAT "attn-tuning-db"
+#define DB_VERSION 1
+
+#ifndef ATTN_SYSTEM_TUNING_DB_DEFAULT
+#define ATTN_SYSTEM_TUNING_DB_DEFAULT "/usr/share/attn/tuning.json"
+#endif
+
+void attn_tuning_db_init(attn_tuning_db *db) { memset(db, 0, sizeof *db); }
+
+void attn_tuning_db_free(attn_tuning_db *db)
+{
+    free(db->entries);
+    memset(db, 0, sizeof *db);
+}
+
+int attn_tuning_db_put(attn_tuning_db *db, const attn_tuning_entry *e)
+{
+    for (size_t i = 0; i < db->count; i++)
+        if (attn_device_exact(&db->entries[i].device, &e->device) &&
+            attn_shape_class_equal(&db->entries[i].cls, &e->cls)) {
+            db->entries[i] = *e;
+            return 0;
+        }
+    if (db->count == db->capacity) {
+        size_t cap = db->capacity ? db->capacity * 2 : 16;
+        attn_tuning_entry *grown = realloc(db->entries, cap * sizeof *grown);
+        if (!grown) return -1;
+        db->entries = grown;
+        db->capacity = cap;
+    }
+    db->entries[db->count++] = *e;
+    return 0;
+}
+
+/* ---- where the files are ---- */
+
+int attn_tuning_db_user_path(char *buf, size_t size)
+{
+    const char *env = getenv("ATTN_TUNING_DB");
+    if (env && *env) return snprintf(buf, size, "%s", env) < (int)size;
+    env = getenv("XDG_DATA_HOME");
+    if (env && *env) return snprintf(buf, size, "%s/attn/tuning.json", env) < (int)size;
+    env = getenv("HOME");
+    if (env && *env) return snprintf(buf, size, "%s/.local/share/attn/tuning.json", env) < (int)size;
+    return 0;
+}
+
+int attn_tuning_db_system_path(char *buf, size_t size)
+{
+    const char *env = getenv("ATTN_SYSTEM_TUNING_DB");
+    if (env) /* set but empty: no system-wide file */
+        return *env && snprintf(buf, size, "%s", env) < (int)size;
+    return snprintf(buf, size, "%s", ATTN_SYSTEM_TUNING_DB_DEFAULT) < (int)size;
+}
+
+/* ---- reading ---- */
+
+/* 1-based line of byte offset off. */
+static int line_of(const char *text, size_t off)
+{
+    int line = 1;
+    for (size_t i = 0; i < off; i++)
+        if (text[i] == '\n') line++;
+    return line;
+}
+
+/* The line where element `index` of the top-level "entries" array starts
+ * (cJSON keeps no positions): a scan that follows strings and nesting.
+ * Returns the line of the array itself for index -1, 1 when not found. */
+static int entry_line(const char *text, size_t len, int index)
+{
+    int depth = 0, in_entries = 0, expect = 0, count = -1;
+    size_t key_start = 0, key_len = 0, str_start = 0;
+    int have_key = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = text[i];
+        if (in_entries && depth == 2 && expect && ch != ' ' && ch != '\t' && ch != '\n' &&
+            ch != '\r' && ch != ']') {
+            if (++count == index) return line_of(text, i);
+            expect = 0;
+        }
+        if (ch == '"') { /* skip the string, remembering it as a possible key */
+            str_start = i + 1;
+            for (i++; i < len && text[i] != '"'; i++)
+                if (text[i] == '\\') i++;
+            if (depth == 1) {
+                key_start = str_start;
+                key_len = i - str_start;
+                have_key = 1;
+            }
+            continue;
+        }
+        if (ch == '{' || ch == '[') {
+            if (depth == 1 && have_key && key_len == 7 &&
+                memcmp(text + key_start, "entries", 7) == 0) {
+                if (index < 0) return line_of(text, i);
+                in_entries = ch == '[';
+                expect = 1;
+            }
+            depth++;
+        } else if (ch == '}' || ch == ']') {
+            depth--;
+            if (depth < 2) in_entries = 0;
+        } else if (ch == ',' && depth == 2 && in_entries) {
+            expect = 1;
+        } else if (ch == ',' && depth == 1) {
+            have_key = 0;
+        }
+    }
+    return 1;
+}
+
+/* Whether the text stops inside a string or an open object or array: a
+ * truncated file, whatever cJSON's error position says. */
+static int ends_early(const char *text, size_t len)
+{
+    int depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '"') {
+            for (i++; i < len && text[i] != '"'; i++)
+                if (text[i] == '\\') i++;
+            if (i >= len) return 1;
+        } else if (text[i] == '{' || text[i] == '[') {
+            depth++;
+        } else if (text[i] == '}' || text[i] == ']') {
+            depth--;
+        }
+    }
+    return depth > 0;
+}
+
+typedef struct reader {
+    const char *name, *text;
+    size_t len;
+    int index; /* the entry being read */
+    char *err;
+    size_t errsize;
+} reader;
+
+static int bad(reader *r, const char *fmt, const char *field)
+{
+    char what[512];
+    snprintf(what, sizeof what, fmt, field);
+    snprintf(r->err, r->errsize, "%s:%d: entry %d: %s", r->name,
+             entry_line(r->text, r->len, r->index), r->index, what);
+    return -1;
+}
+
+static int get_string(reader *r, const cJSON *obj, const char *key, char *dst, size_t size,
+                      int required)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it) return required ? bad(r, "\"%s\" is missing", key) : 0;
+    if (!cJSON_IsString(it) || !it->valuestring) return bad(r, "\"%s\" must be a string", key);
+    if (strlen(it->valuestring) >= size) return bad(r, "\"%s\" is too long", key);
+    memcpy(dst, it->valuestring, strlen(it->valuestring) + 1);
+    return 0;
+}
+
+static int get_number(reader *r, const cJSON *obj, const char *key, double *dst, int required)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it || cJSON_IsNull(it)) return required ? bad(r, "\"%s\" is missing", key) : 0;
+    if (!cJSON_IsNumber(it)) return bad(r, "\"%s\" must be a number", key);
+    *dst = it->valuedouble;
+    return 0;
+}
+
+static int get_int(reader *r, const cJSON *obj, const char *key, int *dst, int lo, int hi,
+                   int required)
+{
+    double v = *dst;
+    if (get_number(r, obj, key, &v, required) != 0) return -1;
+    if (v != (double)(int)v || v < lo || v > hi) {
+        char what[128];
+        snprintf(what, sizeof what, "\"%%s\" must be an integer in %d..%d", lo, hi);
+        return bad(r, what, key);
+    }
+    *dst = (int)v;
+    return 0;
+}
+
+static const cJSON *get_object(reader *r, const cJSON *obj, const char *key, int required,
+                               int *failed)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *failed = 0;
+    if (!it) {
+        if (required) *failed = bad(r, "\"%s\" is missing", key);
+        return NULL;
+    }
+    if (!cJSON_IsObject(it)) {
+        *failed = bad(r, "\"%s\" must be an object", key);
+        return NULL;
+    }
+    return it;
+}
+
+static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    if (!cJSON_IsObject(j)) return bad(r, "%s", "not an object");
+    int failed;
+    const cJSON *dev = get_object(r, j, "device", 1, &failed);
+    if (failed) return -1;
+    int cu = 0;
+    if (get_string(r, dev, "platform", e->device.platform, sizeof e->device.platform, 1) ||
+        get_string(r, dev, "vendor", e->device.vendor, sizeof e->device.vendor, 1) ||
+        get_string(r, dev, "name", e->device.name, sizeof e->device.name, 1) ||
+        get_string(r, dev, "driver", e->device.driver, sizeof e->device.driver, 1) ||
+        get_int(r, dev, "compute_units", &cu, 0, 1 << 30, 1))
+        return -1;
+    e->device.compute_units = (unsigned)cu;
+    if (get_string(r, j, "kernel_hash", e->kernel_hash, sizeof e->kernel_hash, 1) ||
+        get_string(r, j, "tool_version", e->tool_version, sizeof e->tool_version, 0) ||
+        get_string(r, j, "date", e->date, sizeof e->date, 0))
+        return -1;
+
+    const cJSON *cls = get_object(r, j, "class", 1, &failed);
+    if (failed) return -1;
+    char dtype[8] = "";
+    if (get_int(r, cls, "head_dim", &e->cls.head_dim, 1, 256, 1) ||
+        get_string(r, cls, "dtype", dtype, sizeof dtype, 1) ||
+        get_int(r, cls, "group", &e->cls.group, 1, 1 << 16, 1) ||
+        get_int(r, cls, "q_bucket", &e->cls.q_bucket, 1, 1 << 30, 1) ||
+        get_int(r, cls, "kv_bucket", &e->cls.kv_bucket, 1, 1 << 30, 1))
+        return -1;
+    if (strcmp(dtype, "f32") == 0) e->cls.dtype = ATTN_F32;
+    else if (strcmp(dtype, "f16") == 0) e->cls.dtype = ATTN_F16;
+    else if (strcmp(dtype, "bf16") == 0) e->cls.dtype = ATTN_BF16;
+    else return bad(r, "\"%s\" must be \"f32\", \"f16\" or \"bf16\"", "class.dtype");
+    const cJSON *causal = cJSON_GetObjectItemCaseSensitive(cls, "causal");
+    if (!cJSON_IsBool(causal)) return bad(r, "\"%s\" must be true or false", "class.causal");
+    e->cls.causal = cJSON_IsTrue(causal);
+
+    if (get_string(r, j, "params", e->params, sizeof e->params, 1)) return -1;
+    attn_params check = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,
+                         .wg_size = 1, .vec_width = 16};
+    char why[256];
+    /* a tunable this build does not know (a newer attn wrote it) leaves the
+     * entry unusable here, not the file corrupt: lookup skips it, and a
+     * merge keeps it */
+    if (attn_params_parse(e->params, &check, why, sizeof why) != 0 &&
+        strncmp(why, "unknown tunable", 15) != 0) {
+        char what[512];
+        snprintf(what, sizeof what, "\"params\": %s", why);
+        return bad(r, "%s", what);
+    }
+
+    const cJSON *shape = get_object(r, j, "shape", 0, &failed);
+    if (failed) return -1;
+    if (shape && (get_int(r, shape, "batch", &e->batch, 1, 1 << 30, 0) ||
+                  get_int(r, shape, "q_heads", &e->q_heads, 1, 1 << 30, 0) ||
+                  get_int(r, shape, "kv_heads", &e->kv_heads, 1, 1 << 30, 0) ||
+                  get_int(r, shape, "q_len", &e->q_len, 1, 1 << 30, 0) ||
+                  get_int(r, shape, "kv_len", &e->kv_len, 1, 1 << 30, 0)))
+        return -1;
+    if (get_number(r, j, "median_ms", &e->median_ms, 0) ||
+        get_number(r, j, "gflops", &e->gflops, 0))
+        return -1;
+    const cJSON *dflt = get_object(r, j, "default", 0, &failed);
+    if (failed) return -1;
+    if (dflt && (get_string(r, dflt, "params", e->default_params, sizeof e->default_params, 0) ||
+                 get_number(r, dflt, "median_ms", &e->default_ms, 0) ||
+                 get_number(r, dflt, "gflops", &e->default_gflops, 0)))
+        return -1;
+    const cJSON *ver = get_object(r, j, "verification", 0, &failed);
+    if (failed) return -1;
+    if (ver && (get_number(r, ver, "max_error", &e->max_error, 0) ||
+                get_number(r, ver, "error_ratio", &e->error_ratio, 0)))
+        return -1;
+    char level[16] = "quick";
+    if (get_string(r, j, "level", level, sizeof level, 0)) return -1;
+    if (strcmp(level, "quick") == 0) e->level = ATTN_TUNE_LEVEL_QUICK;
+    else if (strcmp(level, "full") == 0) e->level = ATTN_TUNE_LEVEL_FULL;
+    else return bad(r, "\"%s\" must be \"quick\" or \"full\"", "level");
+    const cJSON *cand = get_object(r, j, "candidates", 0, &failed);
+    if (failed) return -1;
+    if (cand && (get_int(r, cand, "tested", &e->tested, 0, 1 << 30, 0) ||
+                 get_int(r, cand, "rejected", &e->rejected, 0, 1 << 30, 0)))
+        return -1;
+    return 0;
+}
+
+attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
+                                 attn_tuning_db *db, char *err, size_t errsize)
+{
+    attn_tuning_db_free(db);
+    size_t first = 0;
+    while (first < len && strchr(" \t\r\n", text[first])) first++;
+    if (first == len) {
+        snprintf(err, errsize, "%s:1: the file is empty, not a tuning database (remove it, or "
+                 "write {} for an empty one)", name);
+        return ATTN_ERROR_TUNING_DB;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) {
+        const char *at = end ? end : cJSON_GetErrorPtr();
+        size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : 0;
+        size_t col = 1;
+        while (col <= off && text[off - col] != '\n') col++;
+        char near[24];
+        size_t n = 0;
+        for (size_t i = off; i < len && n < sizeof near - 1 && text[i] != '\n'; i++)
+            near[n++] = (text[i] >= 32 && text[i] < 127) ? text[i] : '?';
+        near[n] = 0;
+        int early = off >= len || ends_early(text, len);
+        snprintf(err, errsize, "%s:%d:%zu: not valid JSON near \"%s\"%s", name,
+                 line_of(text, off), col, near,
+                 early ? " (the file ends too early: truncated?)" : "");
+        return ATTN_ERROR_TUNING_DB;
+    }
+    attn_status st = ATTN_ERROR_TUNING_DB;
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
+    const cJSON *entries = cJSON_GetObjectItemCaseSensitive(root, "entries");
+    if (!cJSON_IsObject(root)) {
+        snprintf(err, errsize, "%s:%d: the top level must be an object {\"format\": \"%s\", "
+                 "\"entries\": [...]}", name, line_of(text, first), DB_FORMAT);
+    } else if (fmt && (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, DB_FORMAT) != 0)) {
+        snprintf(err, errsize, "%s:1: \"format\" is not \"%s\": not a tuning database", name,
+                 DB_FORMAT);
+    } else if (ver && (!cJSON_IsNumber(ver) || ver->valuedouble != DB_VERSION)) {
+        snprintf(err, errsize, "%s:1: \"version\" must be %d (a newer attn wrote it?)", name,
+                 DB_VERSION);
+    } else if (entries && !cJSON_IsArray(entries)) {
+        snprintf(err, errsize, "%s:%d: \"entries\" must be an array", name,
+                 entry_line(text, len, -1));
+    } else {
+        reader r = {name, text, len, 0, err, errsize};
+        st = ATTN_SUCCESS;
+        const cJSON *it;
+        cJSON_ArrayForEach(it, entries)
+        {
+            attn_tuning_entry e;
+            if (read_entry(&r, it, &e) != 0) {
+                st = ATTN_ERROR_TUNING_DB;
+                break;
+            }
+            if (attn_tuning_db_put(db, &e) != 0) {
+                snprintf(err, errsize, "%s: out of host memory", name);
+                st = ATTN_ERROR_OUT_OF_MEMORY;
+                break;
+            }
+            r.index++;
+        }
+    }
+    cJSON_Delete(root);
+    if (st != ATTN_SUCCESS) attn_tuning_db_free(db);
+    return st;
+}
+
+attn_status attn_tuning_db_load(const char *path, attn_tuning_db *db, int *missing, char *err,
+                                size_t errsize)
+{
+    attn_tuning_db_free(db);
+    if (missing) *missing = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) {
+            if (missing) *missing = 1;
+            return ATTN_SUCCESS;
+        }
+        snprintf(err, errsize, "%s: cannot read: %s", path, strerror(errno));
+        return ATTN_ERROR_TUNING_DB;
+    }
+    struct stat sb;
+    char *text = NULL;
+    attn_status st = ATTN_ERROR_TUNING_DB;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, errsize, "%s: not a regular file", path);
+    } else if (sb.st_size > (64 << 20)) {
+        snprintf(err, errsize, "%s: %lld bytes is too large for a tuning database", path,
+                 (long long)sb.st_size);
+    } else if (!(text = malloc((size_t)sb.st_size + 1))) {
+        snprintf(err, errsize, "%s: out of host memory", path);
+        st = ATTN_ERROR_OUT_OF_MEMORY;
+    } else if (fread(text, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size) {
+        snprintf(err, errsize, "%s: cannot read: %s", path, strerror(errno));
+    } else {
+        text[sb.st_size] = 0;
+        st = attn_tuning_db_parse(text, (size_t)sb.st_size, path, db, err, errsize);
+    }
+    free(text);
+    fclose(f);
+    return st;
+}
+
+/* ---- writing ---- */
+
+static const char *level_name(int level)
+{
+    return level >= ATTN_TUNE_LEVEL_FULL ? "full" : "quick";
+}
+
+char *attn_tuning_db_print(const attn_tuning_db *db)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON_AddStringToObject(root, "format", DB_FORMAT);
+    cJSON_AddNumberToObject(root, "version", DB_VERSION);
+    cJSON *arr = cJSON_AddArrayToObject(root, "entries");
+    for (size_t i = 0; arr && i < db->count; i++) {
+        const attn_tuning_entry *e = &db->entries[i];
+        cJSON *j = cJSON_CreateObject();
+        if (!j) break;
+        cJSON_AddItemToArray(arr, j);
+        cJSON *d = cJSON_AddObjectToObject(j, "device");
+        cJSON_AddStringToObject(d, "platform", e->device.platform);
+        cJSON_AddStringToObject(d, "vendor", e->device.vendor);
+        cJSON_AddStringToObject(d, "name", e->device.name);
+        cJSON_AddStringToObject(d, "driver", e->device.driver);
+        cJSON_AddNumberToObject(d, "compute_units", e->device.compute_units);
+        cJSON_AddStringToObject(j, "kernel_hash", e->kernel_hash);
+        cJSON_AddStringToObject(j, "tool_version", e->tool_version);
+        cJSON_AddStringToObject(j, "date", e->date);
+        cJSON *c = cJSON_AddObjectToObject(j, "class");
+        cJSON_AddNumberToObject(c, "head_dim", e->cls.head_dim);
+        cJSON_AddStringToObject(c, "dtype", attn_dtype_name(e->cls.dtype));
+        cJSON_AddBoolToObject(c, "causal", e->cls.causal);
+        cJSON_AddNumberToObject(c, "group", e->cls.group);
+        cJSON_AddNumberToObject(c, "q_bucket", e->cls.q_bucket);
+        cJSON_AddNumberToObject(c, "kv_bucket", e->cls.kv_bucket);
+        if (e->batch > 0) {
+            cJSON *s = cJSON_AddObjectToObject(j, "shape");
+            cJSON_AddNumberToObject(s, "batch", e->batch);
+            cJSON_AddNumberToObject(s, "q_heads", e->q_heads);
+            cJSON_AddNumberToObject(s, "kv_heads", e->kv_heads);
+            cJSON_AddNumberToObject(s, "q_len", e->q_len);
+            cJSON_AddNumberToObject(s, "kv_len", e->kv_len);
+        }
+        cJSON_AddStringToObject(j, "params", e->params);
+        cJSON_AddNumberToObject(j, "median_ms", e->median_ms);
+        cJSON_AddNumberToObject(j, "gflops", e->gflops);
+        cJSON *df = cJSON_AddObjectToObject(j, "default");
+        cJSON_AddStringToObject(df, "params", e->default_params);
+        cJSON_AddNumberToObject(df, "median_ms", e->default_ms);
+        cJSON_AddNumberToObject(df, "gflops", e->default_gflops);
+        cJSON *v = cJSON_AddObjectToObject(j, "verification");
+        cJSON_AddNumberToObject(v, "max_error", e->max_error);
+        cJSON_AddNumberToObject(v, "error_ratio", e->error_ratio);
+        cJSON_AddStringToObject(j, "level", level_name(e->level));
+        cJSON *cd = cJSON_AddObjectToObject(j, "candidates");
+        cJSON_AddNumberToObject(cd, "tested", e->tested);
+        cJSON_AddNumberToObject(cd, "rejected", e->rejected);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+/* mkdir -p of path's folder */
+static int make_parent_dirs(const char *path)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
+    char *slash = strrchr(tmp, '/');
+    if (!slash || slash == tmp) return 0;
+    *slash = 0;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char *err,
+                                size_t errsize)
+{
+    char *text = attn_tuning_db_print(db);
+    if (!text) {
+        snprintf(err, errsize, "%s: out of host memory", path);
+        return ATTN_ERROR_OUT_OF_MEMORY;
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    attn_status st = ATTN_SUCCESS;
+    FILE *f = NULL;
+    if (make_parent_dirs(path) != 0 || !(f = fopen(tmp, "wb"))) {
+        snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
+        free(text);
+        return ATTN_ERROR_IO;
+    }
+    size_t n = strlen(text);
+    int ok = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF && fflush(f) == 0;
+    ok = fsync(fileno(f)) == 0 && ok; /* the data reaches the disk before the rename */
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
+        remove(tmp);
+        st = ATTN_ERROR_IO;
+    }
+    free(text);
+    return st;
+}
+
+attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db, void *arg),
+                                  void *arg, char *err, size_t errsize)
+{
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    if (make_parent_dirs(path) != 0) {
+        snprintf(err, errsize, "%s: cannot make its folder: %s", path, strerror(errno));
+        return ATTN_ERROR_IO;
+    }
+    /* the lock is a separate file: the database itself is replaced by
+     * rename, so a lock on it would guard an inode nobody reads any more */
+    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    if (fd < 0) {
+        snprintf(err, errsize, "%s: cannot open: %s", lock, strerror(errno));
+        return ATTN_ERROR_IO;
+    }
+    while (flock(fd, LOCK_EX) != 0) {
+        if (errno != EINTR) {
+            snprintf(err, errsize, "%s: cannot lock: %s", lock, strerror(errno));
+            close(fd);
+            return ATTN_ERROR_IO;
+        }
+    }
+    attn_tuning_db db;
+    attn_tuning_db_init(&db);
+    attn_status st = attn_tuning_db_load(path, &db, NULL, err, errsize);
+    if (st == ATTN_SUCCESS) {
+        if (fn(&db, arg) != 0) {
+            snprintf(err, errsize, "%s: the update was abandoned", path);
+            st = ATTN_ERROR_OUT_OF_MEMORY;
+        } else {
+            st = attn_tuning_db_save(path, &db, err, errsize);
+        }
+    }
+    attn_tuning_db_free(&db);
+    close(fd); /* releases the lock */
+    return st;
+}
+
+typedef struct merge_arg {
+    const attn_tuning_entry *entries;
+    size_t n;
+} merge_arg;
+
+static int merge_fn(attn_tuning_db *db, void *arg)
+{
+    const merge_arg *m = arg;
+    for (size_t i = 0; i < m->n; i++)
+        if (attn_tuning_db_put(db, &m->entries[i]) != 0) return -1;
+    return 0;
+}
+
+attn_status attn_tuning_db_merge_file(const char *path, const attn_tuning_entry *entries,
+                                      size_t n, char *err, size_t errsize)
+{
+    merge_arg m = {entries, n};
+    return attn_tuning_db_update(path, merge_fn, &m, err, errsize);
+}

@@ -1,0 +1,373 @@
+/* tuning_lookup.c -- how the library uses the tuning database: shape
+ * classes, device identity, the kernel-source hash, the lookup tiers
+ * (exact device, driver and sources -> same device otherwise, "stale", with
+ * a warning -> the heuristic), and the per-context state plan() consults. */
+#define _POSIX_C_SOURCE 200809L
+#include "internal.h"
+#include "tuning.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- shape classes ---- */
+
+int attn_length_bucket(int n)
+{
+    if (n <= 1) return 1;
+    long long p = 1;
+    while (p * 2 <= n) p *= 2;
+    /* nearest in log scale: n >= p * sqrt(2) rounds up */
+    return (double)n * (double)n >= 2.0 * (double)p * (double)p ? (int)(p * 2) : (int)p;
+}
+
+void attn_shape_class_of(const attn_problem *p, attn_shape_class *c)
+{
+    memset(c, 0, sizeof *c);
+    c->head_dim = p->head_dim;
+    c->dtype = p->dtype;
+    c->causal = p->causal != 0;
+    c->group = p->kv_heads > 0 ? p->q_heads / p->kv_heads : 1;
+    c->q_bucket = attn_length_bucket(p->q_len);
+    c->kv_bucket = attn_length_bucket(p->kv_len);
+}
+
+void attn_shape_class_format(const attn_shape_class *c, char *buf, size_t size)
+{
+    const char *t = attn_dtype_name(c->dtype);
+    snprintf(buf, size, "D%d %s %s g%d q%d kv%d", c->head_dim, t ? t : "?",
+             c->causal ? "causal" : "full", c->group, c->q_bucket, c->kv_bucket);
+}
+
+int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b)
+{
+    return a->head_dim == b->head_dim && a->dtype == b->dtype && a->causal == b->causal &&
+           a->group == b->group && a->q_bucket == b->q_bucket && a->kv_bucket == b->kv_bucket;
+}
+
+/* |log2(a / b)| in half octaves */
+static int octaves(int a, int b)
+{
+    return (int)lround(2.0 * fabs(log2((double)a / (double)b)));
+}
+
+int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class *b)
+{
+    if (a->head_dim != b->head_dim || a->dtype != b->dtype || a->causal != b->causal) return -1;
+    if (a->group < 1 || b->group < 1 || a->q_bucket < 1 || b->q_bucket < 1 || a->kv_bucket < 1 ||
+        b->kv_bucket < 1)
+        return -1;
+    return octaves(a->group, b->group) + octaves(a->q_bucket, b->q_bucket) +
+           octaves(a->kv_bucket, b->kv_bucket);
+}
+
+double attn_problem_flops(const attn_problem *p, const attn_lengths *L)
+{
+    double pairs = 0;
+    for (int b = 0; b < p->batch; b++) {
+        long long ql = L && L->q_len ? L->q_len[b] : p->q_len;
+        long long kl = L && L->kv_len ? L->kv_len[b] : p->kv_len;
+        if (!p->causal) {
+            pairs += (double)ql * (double)kl;
+            continue;
+        }
+        for (long long i = 0; i < ql; i++) {
+            long long vis = i + kl - ql + 1;
+            if (vis > kl) vis = kl;
+            if (vis > 0) pairs += (double)vis;
+        }
+    }
+    return 4.0 * p->head_dim * pairs * p->q_heads;
+}
+
+/* ---- device identity and sources ---- */
+
+void attn_device_identity_of(const attn_context *ctx, attn_device_identity *id)
+{
+    memset(id, 0, sizeof *id);
+    snprintf(id->platform, sizeof id->platform, "%s", ctx->platform_name);
+    snprintf(id->vendor, sizeof id->vendor, "%s", ctx->vendor);
+    snprintf(id->name, sizeof id->name, "%s", ctx->device_name);
+    snprintf(id->driver, sizeof id->driver, "%s", ctx->driver);
+    id->compute_units = ctx->compute_units;
+}
+
+int attn_device_same(const attn_device_identity *a, const attn_device_identity *b)
+{
+    return strcmp(a->platform, b->platform) == 0 && strcmp(a->vendor, b->vendor) == 0 &&
+           strcmp(a->name, b->name) == 0 && a->compute_units == b->compute_units;
+}
+
+int attn_device_exact(const attn_device_identity *a, const attn_device_identity *b)
+{
+    return attn_device_same(a, b) && strcmp(a->driver, b->driver) == 0;
+}
+
+attn_status attn_kernel_source_hash(attn_context *ctx, int family, char out[17])
+{
+    const char *names[] = {"common.cl", family == ATTN_FAMILY_VECTOR ? "vector.cl" : "tiled.cl"};
+    uint64_t h = ATTN_HASH_INIT;
+    out[0] = 0;
+    for (int i = 0; i < 2; i++) {
+        char *text = attn_kernel_source(ctx, names[i]);
+        if (!text) return ATTN_ERROR_IO;
+        h = attn_hash_str(h, text);
+        free(text);
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return ATTN_SUCCESS;
+}
+
+/* ---- lookup ---- */
+
+static int entry_family(const attn_tuning_entry *e)
+{
+    attn_params pr = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,
+                      .wg_size = 1, .vec_width = 16};
+    char err[128];
+    if (attn_params_parse(e->params, &pr, err, sizeof err) != 0) return -1;
+    return pr.family;
+}
+
+static attn_tuning_tier entry_tier(const attn_tuning_entry *e, const attn_device_identity *id,
+                                   const char *const hashes[2])
+{
+    if (!attn_device_same(&e->device, id)) return ATTN_TIER_NONE;
+    int f = entry_family(e);
+    if (f < 0 || f > 1) return ATTN_TIER_NONE;
+    int current = !hashes || !hashes[f] || strcmp(hashes[f], e->kernel_hash) == 0;
+    return attn_device_exact(&e->device, id) && current ? ATTN_TIER_EXACT : ATTN_TIER_STALE;
+}
+
+attn_tuning_tier attn_tuning_db_lookup(const attn_tuning_db *db, const attn_device_identity *id,
+                                       const char *const hashes[2], const attn_shape_class *c,
+                                       const attn_tuning_entry **out)
+{
+    attn_tuning_tier best_tier = ATTN_TIER_NONE;
+    int best_dist = 0;
+    *out = NULL;
+    for (size_t i = 0; i < db->count; i++) {
+        const attn_tuning_entry *e = &db->entries[i];
+        int d = attn_shape_class_distance(&e->cls, c);
+        if (d < 0) continue;
+        attn_tuning_tier t = entry_tier(e, id, hashes);
+        if (t == ATTN_TIER_NONE) continue;
+        if (t > best_tier || (t == best_tier && d < best_dist)) {
+            best_tier = t;
+            best_dist = d;
+            *out = e;
+        }
+    }
+    return best_tier;
+}
+
+const attn_tuning_entry *attn_tuning_db_find_current(const attn_tuning_db *db,
+                                                     const attn_device_identity *id,
+                                                     const char *const hashes[2],
+                                                     const attn_shape_class *c, int level)
+{
+    for (size_t i = 0; i < db->count; i++) {
+        const attn_tuning_entry *e = &db->entries[i];
+        if (attn_shape_class_equal(&e->cls, c) && e->level >= level &&
+            entry_tier(e, id, hashes) == ATTN_TIER_EXACT)
+            return e;
+    }
+    return NULL;
+}
+
+/* ---- the per-context state ---- */
+
+#define MAX_WARNED 32
+#define MEMO 8
+
+/* A class's outcome, kept so that attn_forward does not search the
+ * database on every call. */
+typedef struct memo_entry {
+    attn_shape_class cls;
+    int found;          /* 0: the heuristic stands */
+    attn_params pr;
+    const char *source; /* "tuned" or "stale" */
+} memo_entry;
+
+struct attn_tuning_state {
+    int loaded;
+    attn_tuning_db user, sys; /* only this device's entries (any driver) */
+    char user_path[4096], sys_path[4096];
+    char hash[2][17];
+    int forced;
+    attn_params force;
+    attn_shape_class warned[MAX_WARNED]; /* classes already warned about (stale) */
+    int nwarned;
+    attn_device_identity id;
+    memo_entry memo[MEMO];
+    int nmemo;
+};
+
+static struct attn_tuning_state *state(attn_context *ctx)
+{
+    if (!ctx->tuning) ctx->tuning = calloc(1, sizeof *ctx->tuning);
+    return ctx->tuning;
+}
+
+/* One warning per process for each version of a bad file, however many
+ * contexts read it. */
+static int first_warning(const char *path)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char seen[8][4200];
+    static int nseen;
+    char sig[4200];
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        snprintf(sig, sizeof sig, "%s|%lld|%lld|%ld", path, (long long)sb.st_size,
+                 (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
+    else
+        snprintf(sig, sizeof sig, "%s", path);
+    pthread_mutex_lock(&lock);
+    int first = 1;
+    for (int i = 0; i < nseen && i < 8 && first; i++)
+        if (strcmp(seen[i], sig) == 0) first = 0;
+    if (first) snprintf(seen[nseen++ % 8], sizeof seen[0], "%s", sig);
+    pthread_mutex_unlock(&lock);
+    return first;
+}
+
+/* Loads one file, keeping only entries for this device. */
+static void load_one(const char *path, const attn_device_identity *id, attn_tuning_db *keep)
+{
+    attn_tuning_db all;
+    attn_tuning_db_init(&all);
+    char err[1024];
+    int missing;
+    attn_status st = attn_tuning_db_load(path, &all, &missing, err, sizeof err);
+    if (st != ATTN_SUCCESS) {
+        if (first_warning(path))
+            attn_log(ATTN_LOG_WARN, "tuning database unusable, using built-in parameters: %s "
+                     "(attn-tune reports the same; fix or remove the file)", err);
+        return;
+    }
+    for (size_t i = 0; i < all.count; i++)
+        if (attn_device_same(&all.entries[i].device, id) &&
+            attn_tuning_db_put(keep, &all.entries[i]) != 0)
+            break;
+    attn_log(ATTN_LOG_DEBUG, "tuning database %s: %s%zu entries, %zu for this device", path,
+             missing ? "missing, " : "", all.count, keep->count);
+    attn_tuning_db_free(&all);
+}
+
+static void load(attn_context *ctx, struct attn_tuning_state *s)
+{
+    attn_device_identity_of(ctx, &s->id);
+    s->loaded = 1;
+    s->nmemo = 0;
+    if (attn_tuning_db_user_path(s->user_path, sizeof s->user_path))
+        load_one(s->user_path, &s->id, &s->user);
+    if (attn_tuning_db_system_path(s->sys_path, sizeof s->sys_path))
+        load_one(s->sys_path, &s->id, &s->sys);
+    if (s->user.count + s->sys.count == 0) return;
+    /* what attn_kernel_source says for each family now; "" never matches,
+     * so entries read as stale when the sources cannot be read */
+    char saved[ATTN_ERROR_MAX];
+    memcpy(saved, ctx->error, sizeof saved);
+    for (int f = 0; f < 2; f++)
+        if (attn_kernel_source_hash(ctx, f, s->hash[f]) != ATTN_SUCCESS) s->hash[f][0] = 0;
+    memcpy(ctx->error, saved, sizeof saved); /* the build reports that failure itself */
+}
+
+void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const attn_problem *p,
+                       attn_params *pr, const char **source)
+{
+    struct attn_tuning_state *s = state(ctx);
+    if (!s) return; /* out of memory: the heuristic */
+    if (s->forced) {
+        *pr = s->force;
+        *source = "override";
+        return;
+    }
+    if (!s->loaded) load(ctx, s);
+    if (s->user.count + s->sys.count == 0) return;
+
+    attn_shape_class c;
+    attn_shape_class_of(p, &c);
+    for (int i = 0; i < s->nmemo && i < MEMO; i++)
+        if (attn_shape_class_equal(&s->memo[i].cls, &c)) {
+            if (s->memo[i].found) {
+                *pr = s->memo[i].pr;
+                *source = s->memo[i].source;
+            }
+            return;
+        }
+    memo_entry *m = &s->memo[s->nmemo++ % MEMO];
+    memset(m, 0, sizeof *m);
+    m->cls = c;
+    const attn_device_identity *id = &s->id;
+    const char *hashes[2] = {s->hash[0], s->hash[1]};
+    const attn_tuning_entry *eu, *es, *e;
+    attn_tuning_tier tu = attn_tuning_db_lookup(&s->user, id, hashes, &c, &eu);
+    attn_tuning_tier ts = attn_tuning_db_lookup(&s->sys, id, hashes, &c, &es);
+    attn_tuning_tier tier = tu >= ts ? tu : ts; /* the user's file wins a tie */
+    e = tu >= ts ? eu : es;
+    if (tier == ATTN_TIER_NONE) return;
+
+    char cls[96], err[256];
+    attn_shape_class_format(&c, cls, sizeof cls);
+    attn_params tuned = *pr;
+    if (attn_params_parse(e->params, &tuned, err, sizeof err) != 0 ||
+        !attn_params_legal(&tuned, dev, p, err, sizeof err)) {
+        attn_log(ATTN_LOG_INFO, "tuned parameters %s do not apply to %s here (%s); using the "
+                 "built-in ones", e->params, cls, err);
+        return;
+    }
+    *pr = tuned;
+    *source = tier == ATTN_TIER_EXACT ? "tuned" : "stale";
+    m->found = 1;
+    m->pr = tuned;
+    m->source = *source;
+    if (tier == ATTN_TIER_EXACT) {
+        attn_log(ATTN_LOG_DEBUG, "%s: tuned parameters %s", cls, e->params);
+        return;
+    }
+    /* one warning per class (the memo above may forget a class, this not) */
+    for (int i = 0; i < s->nwarned && i < MAX_WARNED; i++)
+        if (attn_shape_class_equal(&s->warned[i], &c)) return;
+    s->warned[s->nwarned++ % MAX_WARNED] = c;
+    const char *why = strcmp(e->device.driver, id->driver) != 0 ? "another driver" : "older kernel sources";
+    attn_log(ATTN_LOG_WARN, "%s: using parameters tuned under %s (driver \"%s\", kernel "
+             "sources %s; now \"%s\", %s); run attn-tune again for this device", cls, why,
+             e->device.driver, e->kernel_hash, id->driver,
+             s->hash[entry_family(e)]);
+}
+
+void attn_tuning_reload(attn_context *ctx)
+{
+    struct attn_tuning_state *s = ctx->tuning;
+    if (!s) return;
+    attn_tuning_db_free(&s->user);
+    attn_tuning_db_free(&s->sys);
+    s->loaded = 0;
+    s->nwarned = 0;
+    s->nmemo = 0;
+}
+
+attn_status attn_tuning_force(attn_context *ctx, const attn_params *pr)
+{
+    pthread_mutex_lock(&ctx->lock);
+    struct attn_tuning_state *s = state(ctx);
+    if (s) {
+        s->forced = pr != NULL;
+        if (pr) s->force = *pr;
+    }
+    pthread_mutex_unlock(&ctx->lock);
+    return s ? ATTN_SUCCESS : ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+}
+
+void attn_tuning_release(attn_context *ctx)
+{
+    if (!ctx || !ctx->tuning) return;
+    attn_tuning_db_free(&ctx->tuning->user);
+    attn_tuning_db_free(&ctx->tuning->sys);
+    free(ctx->tuning);
+    ctx->tuning = NULL;
+}

@@ -1,0 +1,433 @@
+/* test_tune.c -- the tuner: candidates that fail to build, compute wrong
+ * results or leave outputs unwritten are rejected and never win (injected
+ * through a doctored copy of cl/ in ATTN_KERNEL_DIR, wrong only for certain
+ * tunable values); correct candidates pass verification in every storage
+ * type; a real attn-tune killed with SIGKILL mid-run leaves a valid database
+ * and the next run resumes; the tool's database commands and failures. */
+#define _GNU_SOURCE
+#include "harness.h"
+#include "internal.h"
+#include "tuning.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <signal.h>
+#include <spawn.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+extern char **environ;
+
+static char g_dir[256];
+
+static void fresh_dir(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/attn-test-tune-XXXXXX");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(g_dir));
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_dir(void) { nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static void path_in(char *buf, size_t size, const char *name)
+{
+    snprintf(buf, size, "%s/%s", g_dir, name);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = calloc(1, 1 << 20);
+    if (buf) fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+static double now_s(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static attn_problem problem(int D, int hq, int hkv, int s, attn_dtype t, int causal)
+{
+    attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.batch = 1;
+    p.q_heads = hq;
+    p.kv_heads = hkv;
+    p.head_dim = D;
+    p.q_len = p.kv_len = s;
+    p.dtype = t;
+    p.causal = causal;
+    return p;
+}
+
+static attn_params vector_params(int rows, int keys, int vec)
+{
+    attn_params pr = {.family = ATTN_FAMILY_VECTOR, .block_rows = rows, .block_keys = keys,
+                      .wg_size = 128, .local_kv = 1, .vec_width = vec};
+    return pr;
+}
+
+/* s with the first `from` replaced by `to` (malloc'd); the test fails when
+ * from is not there (the kernel changed under the test). */
+static char *replace(const char *s, const char *from, const char *to)
+{
+    const char *at = strstr(s, from);
+    if (!at) printf("\n  kernel source has no \"%s\" to change", from);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    size_t n = strlen(s) - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s%s%s", (int)(at - s), s, to, at + strlen(from));
+    return out;
+}
+
+/* ---- wrong candidates ---- */
+
+/* Writes cl/ into dir with vector.cl made wrong for some BLOCK_ROWS: 4 does
+ * not build, 2 normalises by 1.01/l, 6 leaves each block's last row unwritten. */
+static void doctored_kernels(attn_context *ctx, const char *dir)
+{
+    static const char *names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl"};
+    for (int i = 0; i < 4; i++) {
+        char *text = attn_kernel_source(ctx, names[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+        if (i == 2) {
+            char *a = replace(text, "1.0f / l", "ATTN_TEST_ONE / l");
+            char *b = replace(a, "if (r0 + r >= sq) break;",
+                              "if (r0 + r >= sq || (BLOCK_ROWS == 6 && r == 5)) break;");
+            size_t n = strlen(b) + 512;
+            free(text);
+            text = malloc(n);
+            snprintf(text, n, "#if BLOCK_ROWS == 4\n#error \"test: this candidate does not "
+                     "build\"\n#endif\n#if BLOCK_ROWS == 2\n#define ATTN_TEST_ONE 1.01f\n#else\n"
+                     "#define ATTN_TEST_ONE 1.0f\n#endif\n%s", b);
+            free(a);
+            free(b);
+        }
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        write_file(path, text);
+        free(text);
+    }
+}
+
+static void test_wrong_candidates_rejected(void)
+{
+    fresh_dir();
+    attn_context *ctx = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+    char kdir[512];
+    path_in(kdir, sizeof kdir, "kernels");
+    CU_ASSERT_EQUAL_FATAL(mkdir(kdir, 0755), 0);
+    unsetenv("ATTN_KERNEL_DIR");
+    doctored_kernels(ctx, kdir);
+    setenv("ATTN_KERNEL_DIR", kdir, 1);
+
+    attn_problem p = problem(16, 2, 1, 64, ATTN_F32, 1);
+    attn_tune_bench *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, &p, &b), ATTN_SUCCESS);
+    attn_measure_opts mo = {.target_ms = 50, .min_reps = 3, .max_reps = 10};
+    struct {
+        attn_params pr;
+        attn_candidate_status want;
+        const char *why;
+    } cases[] = {
+        {vector_params(8, 32, 16), ATTN_CAND_OK, ""},
+        {vector_params(2, 32, 16), ATTN_CAND_WRONG, "beyond tolerance"},
+        {vector_params(4, 32, 16), ATTN_CAND_BUILD, "test: this candidate does not build"},
+        {vector_params(6, 32, 16), ATTN_CAND_WRONG, "nan"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        attn_candidate_result r;
+        char text[200];
+        attn_params_format(&cases[i].pr, text, sizeof text);
+        CU_ASSERT_EQUAL(attn_tune_measure(b, &cases[i].pr, &mo, &r), ATTN_SUCCESS);
+        printf("\n  %s: %s (error %.2e, %.3g of tolerance) %.160s", text,
+               attn_candidate_status_name(r.status), r.max_error, r.error_ratio, r.why);
+        CU_ASSERT_EQUAL(r.status, cases[i].want);
+        CU_ASSERT_PTR_NOT_NULL(strstr(r.why, cases[i].why));
+        if (cases[i].want == ATTN_CAND_OK) {
+            CU_ASSERT(r.median_ms > 0 && r.gflops > 0 && r.reps >= 3);
+            CU_ASSERT(r.error_ratio < 1.0);
+        }
+    }
+    /* after the failures the context still works, and nothing stays forced */
+    attn_plan_info info;
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
+
+    /* a search that meets them (the wrong one as its hint) never picks one */
+    attn_params hint = vector_params(2, 32, 16);
+    attn_search_opts so;
+    memset(&so, 0, sizeof so);
+    so.budget_s = 30;
+    so.max_candidates = 4;
+    so.level = ATTN_TUNE_LEVEL_QUICK;
+    so.seed = 7;
+    so.families = 1u << ATTN_FAMILY_VECTOR;
+    so.hint = &hint;
+    attn_search_result res;
+    CU_ASSERT_EQUAL(attn_tune_search(b, &so, &res), ATTN_SUCCESS);
+    char text[200];
+    attn_params_format(&res.best, text, sizeof text);
+    printf("\n  search: %s, %.3f ms (default %.3f ms), %d tested, %d rejected, space %d", text,
+           res.best_ms, res.default_ms, res.tested, res.rejected, res.space);
+    CU_ASSERT(res.best.block_rows != 2 && res.best.block_rows != 4 && res.best.block_rows != 6);
+    CU_ASSERT(res.rejected >= 1);
+    CU_ASSERT(res.tested <= 4);
+    CU_ASSERT(res.default_ms > 0); /* the default is always measured */
+    CU_ASSERT(attn_params_equal(&res.best, &res.dflt) || res.best_ms < res.default_ms);
+    CU_ASSERT(res.best_r.status == ATTN_CAND_OK && res.best_r.error_ratio < 1.0);
+    attn_tune_bench_free(b);
+    unsetenv("ATTN_KERNEL_DIR");
+    attn_context_release(ctx);
+    remove_dir();
+}
+
+/* Correct candidates pass in every storage type, causal or not, with GQA. */
+static void test_correct_candidates_pass(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    const attn_problem ps[] = {problem(16, 8, 2, 40, ATTN_F16, 0), problem(16, 4, 4, 40, ATTN_BF16, 1)};
+    attn_measure_opts mo = {.target_ms = 20, .min_reps = 3, .max_reps = 5};
+    for (int i = 0; i < 2; i++) {
+        attn_tune_bench *b = NULL;
+        CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, &ps[i], &b), ATTN_SUCCESS);
+        attn_params pr = vector_params(8, 32, 16);
+        attn_candidate_result r;
+        CU_ASSERT_EQUAL(attn_tune_measure(b, &pr, &mo, &r), ATTN_SUCCESS);
+        printf("\n  %s: %s, error %.2e (%.3g of tolerance) %s", attn_dtype_name(ps[i].dtype),
+               attn_candidate_status_name(r.status), r.max_error, r.error_ratio, r.why);
+        CU_ASSERT_EQUAL(r.status, ATTN_CAND_OK);
+        attn_tune_bench_free(b);
+    }
+}
+
+/* ---- the tool ---- */
+
+/* Runs attn-tune with args (NULL-terminated), stdout and stderr into
+ * out_path; returns the pid (wait = 0) or the exit status (wait = 1; -1 if
+ * it did not exit normally). */
+static int run_tool(const char *const *args, const char *out_path, int wait)
+{
+    const char *bin = getenv("ATTN_TUNE_BIN");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bin);
+    char *argv[32];
+    int n = 0;
+    argv[n++] = (char *)bin;
+    for (; args[n - 1] && n < 31; n++) argv[n] = (char *)args[n - 1];
+    argv[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) printf("\n  posix_spawn %s: %s", bin, strerror(rc));
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    if (!wait) return pid;
+    int status;
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+}
+
+static size_t db_count(const char *path, attn_status *st)
+{
+    attn_tuning_db db;
+    attn_tuning_db_init(&db);
+    char err[1024];
+    *st = attn_tuning_db_load(path, &db, NULL, err, sizeof err);
+    if (*st != ATTN_SUCCESS) printf("\n  %s", err);
+    size_t n = db.count;
+    attn_tuning_db_free(&db);
+    return n;
+}
+
+static int count_lines(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *p = text; p && (p = strstr(p, needle)) != NULL; p += strlen(needle)) n++;
+    return n;
+}
+
+static void test_resume_after_kill(void)
+{
+    fresh_dir();
+    char db[512], out[512];
+    path_in(db, sizeof db, "tuning.json");
+    path_in(out, sizeof out, "out.txt");
+    setenv("ATTN_TUNING_DB", db, 1);
+    /* three classes (three length buckets); each lasts at least 1.5 s */
+    const char *args[] = {"--shapes", "hq=2:hkv=1:d=16:s=64,hq=2:hkv=1:d=16:s=128 hq=2:hkv=1:d=16:s=256",
+                          "--family", "vector", "--max-candidates", "2", "--budget", "60", NULL};
+    setenv("ATTN_TUNE_TEST_DELAY_MS", "1500", 1);
+    pid_t pid = run_tool(args, out, 0);
+    unsetenv("ATTN_TUNE_TEST_DELAY_MS");
+    /* wait for the first finished class, then kill -9 in the middle of the next */
+    attn_status st = ATTN_SUCCESS;
+    double t0 = now_s();
+    size_t n = 0;
+    int status = 0;
+    while (now_s() - t0 < 120 && (n = db_count(db, &st)) < 1 && waitpid(pid, &status, WNOHANG) == 0) {
+        struct timespec ts = {0, 20 * 1000 * 1000};
+        nanosleep(&ts, NULL);
+    }
+    struct timespec ts = {0, 300 * 1000 * 1000};
+    nanosleep(&ts, NULL);
+    CU_ASSERT_EQUAL(kill(pid, SIGKILL), 0);
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
+    char *text = read_file(out);
+    printf("\n  killed after %.1f s; its output:\n%s", now_s() - t0, text ? text : "");
+    free(text);
+    n = db_count(db, &st);
+    printf("\n  database after the kill: %s, %zu entries", attn_status_name(st), n);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS); /* valid JSON, whatever the moment */
+    CU_ASSERT(n >= 1 && n < 3);
+
+    /* the next run resumes: the finished classes are skipped */
+    CU_ASSERT_EQUAL(run_tool(args, out, 1), 0);
+    text = read_file(out);
+    printf("\n  resumed run:\n%s", text ? text : "");
+    CU_ASSERT_EQUAL(count_lines(text, "skipped"), (int)n);
+    free(text);
+    CU_ASSERT_EQUAL(db_count(db, &st), 3);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    /* and the library uses what it found */
+    attn_context *ctx = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+    attn_problem p = problem(16, 2, 1, 100, ATTN_F32, 1);
+    attn_plan_info info;
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "tuned");
+    attn_context_release(ctx);
+    unsetenv("ATTN_TUNING_DB");
+    remove_dir();
+}
+
+static void test_tool_commands(void)
+{
+    fresh_dir();
+    char db[512], out[512], ext[512], bad[512];
+    path_in(db, sizeof db, "tuning.json");
+    path_in(out, sizeof out, "out.txt");
+    path_in(ext, sizeof ext, "exported.json");
+    path_in(bad, sizeof bad, "bad.json");
+    setenv("ATTN_TUNING_DB", db, 1);
+
+    const char *help[] = {"--help", NULL};
+    CU_ASSERT_EQUAL(run_tool(help, out, 1), 0);
+    char *text = read_file(out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "--shapes FILE|LIST"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "hq=32:hkv=8:d=128:s=4096"));
+    free(text);
+    const char *usage[][3] = {{"--budget", "soon", NULL}, {"--shapes", "hq=8:d=64", NULL},
+                              {"--shapes", "hq=8:hkv=3:d=64:s=64", NULL}, {"--frobnicate", NULL, NULL}};
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL(run_tool(usage[i], out, 1), 2);
+        text = read_file(out);
+        printf("\n  usage error: %.160s", text);
+        free(text);
+    }
+
+    /* a corrupt database: the error names file and line, nothing is tuned */
+    write_file(db, "{\n  \"format\": \"attn-tuning-db\",\n  \"entries\": [\n    {\"device\": 3}\n  ]\n}\n");
+    const char *tune[] = {"--shapes", "hq=2:d=16:s=64", "--max-candidates", "1", NULL};
+    CU_ASSERT_EQUAL(run_tool(tune, out, 1), 1);
+    text = read_file(out);
+    printf("\n  corrupt: %s", text);
+    char where[600];
+    snprintf(where, sizeof where, "%s:4:", db);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "ATTN_ERROR_TUNING_DB"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, where));
+    free(text);
+    /* an import of a corrupt file is refused the same way */
+    write_file(bad, "{\"entries\": [\n");
+    const char *imp_bad[] = {"--import", bad, NULL};
+    remove(db);
+    CU_ASSERT_EQUAL(run_tool(imp_bad, out, 1), 1);
+    text = read_file(out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "truncated"));
+    free(text);
+
+    /* import, show, export, forget */
+    attn_tuning_db two;
+    attn_tuning_db_init(&two);
+    attn_device_identity a = {"Plat A", "Vendor", "Device A", "1", 8}, bdev = a;
+    snprintf(bdev.name, sizeof bdev.name, "Device B");
+    attn_problem p = problem(64, 8, 2, 2048, ATTN_F32, 1);
+    attn_tuning_entry e;
+    memset(&e, 0, sizeof e);
+    snprintf(e.kernel_hash, sizeof e.kernel_hash, "0123456789abcdef");
+    attn_shape_class_of(&p, &e.cls);
+    snprintf(e.params, sizeof e.params, "family=vector,rows=8,keys=32,vec=16");
+    e.level = ATTN_TUNE_LEVEL_QUICK;
+    e.device = a;
+    attn_tuning_db_put(&two, &e);
+    e.device = bdev;
+    attn_tuning_db_put(&two, &e);
+    char err[1024];
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(bad, &two, err, sizeof err), ATTN_SUCCESS);
+    attn_tuning_db_free(&two);
+    const char *imp[] = {"--import", bad, NULL};
+    CU_ASSERT_EQUAL(run_tool(imp, out, 1), 0);
+    attn_status st;
+    CU_ASSERT_EQUAL(db_count(db, &st), 2);
+    const char *show[] = {"--show", NULL};
+    CU_ASSERT_EQUAL(run_tool(show, out, 1), 0);
+    text = read_file(out);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "Device A"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "Device B"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "D64 f32 causal g4 q2048 kv2048"));
+    free(text);
+    const char *exp[] = {"--export", ext, NULL};
+    CU_ASSERT_EQUAL(run_tool(exp, out, 1), 0);
+    CU_ASSERT_EQUAL(db_count(ext, &st), 2);
+    const char *forget[] = {"--forget", "device a", NULL};
+    CU_ASSERT_EQUAL(run_tool(forget, out, 1), 0);
+    CU_ASSERT_EQUAL(db_count(db, &st), 1);
+    const char *forget_all[] = {"--forget", "all", NULL};
+    CU_ASSERT_EQUAL(run_tool(forget_all, out, 1), 0);
+    CU_ASSERT_EQUAL(db_count(db, &st), 0);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    unsetenv("ATTN_TUNING_DB");
+    remove_dir();
+}
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_tool_commands),
+    HARNESS_TEST(test_wrong_candidates_rejected),
+    HARNESS_TEST(test_correct_candidates_pass),
+    HARNESS_TEST(test_resume_after_kill),
+    HARNESS_END
+};
+
+static void register_tests(void) { harness_add_suite("tune", tests); }
+
+int main(void) { return harness_run("test_tune", register_tests); }

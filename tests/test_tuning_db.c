@@ -1,0 +1,624 @@
+/* test_tuning_db.c -- the tuning database: a round trip through JSON and
+ * disk; corrupt, truncated, wrong-typed and empty files (an error naming
+ * file and line for the tuner, one warning and the heuristic for the
+ * library); the lookup tiers (exact, other driver, stale kernel sources,
+ * other device, nearest bucket, system-wide file) as attn_prepare reports
+ * them; and concurrent writers losing nothing. */
+#define _GNU_SOURCE /* dup2 etc. with strdup under C11 */
+#include "harness.h"
+#include "internal.h"
+#include "tuning.h"
+
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <ftw.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+/* ---- helpers ---- */
+
+static char g_dir[256]; /* a fresh folder per test */
+
+static void fresh_dir(void)
+{
+    snprintf(g_dir, sizeof g_dir, "/tmp/attn-test-tuning-XXXXXX");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(g_dir));
+}
+
+static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)flag, (void)ftw;
+    remove(path);
+    return 0;
+}
+
+static void remove_dir(void) { nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+
+static void path_in(char *buf, size_t size, const char *name)
+{
+    snprintf(buf, size, "%s/%s", g_dir, name);
+}
+
+static void write_file(const char *path, const char *text)
+{
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    fputs(text, f);
+    fclose(f);
+}
+
+static char *read_file(const char *path)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) return NULL;
+    char *buf = calloc(1, 1 << 20);
+    if (buf) fread(buf, 1, (1 << 20) - 1, f);
+    fclose(f);
+    return buf;
+}
+
+static attn_problem problem(int D, int hq, int hkv, int s)
+{
+    attn_problem p;
+    memset(&p, 0, sizeof p);
+    p.batch = 1;
+    p.q_heads = hq;
+    p.kv_heads = hkv;
+    p.head_dim = D;
+    p.q_len = p.kv_len = s;
+    p.dtype = ATTN_F32;
+    p.causal = 1;
+    return p;
+}
+
+static attn_tuning_entry entry(const attn_device_identity *dev, const char *hash,
+                               const attn_problem *p, const char *params)
+{
+    attn_tuning_entry e;
+    memset(&e, 0, sizeof e);
+    e.device = *dev;
+    snprintf(e.kernel_hash, sizeof e.kernel_hash, "%s", hash);
+    snprintf(e.tool_version, sizeof e.tool_version, "0.1.0");
+    snprintf(e.date, sizeof e.date, "2024-05-01T12:00:00Z");
+    attn_shape_class_of(p, &e.cls);
+    e.batch = p->batch;
+    e.q_heads = p->q_heads;
+    e.kv_heads = p->kv_heads;
+    e.q_len = p->q_len;
+    e.kv_len = p->kv_len;
+    snprintf(e.params, sizeof e.params, "%s", params);
+    e.median_ms = 1.25;
+    e.gflops = 123.5;
+    snprintf(e.default_params, sizeof e.default_params, "family=vector,rows=8,keys=32,vec=16");
+    e.default_ms = 1.5;
+    e.default_gflops = 102.9;
+    e.max_error = 3.5e-7;
+    e.error_ratio = 0.0125;
+    e.level = ATTN_TUNE_LEVEL_FULL;
+    e.tested = 17;
+    e.rejected = 2;
+    return e;
+}
+
+static const attn_device_identity fake_dev = {"Fake Platform", "Fake Vendor", "Fake Device",
+                                              "1.0", 4};
+
+static int entries_equal(const attn_tuning_entry *a, const attn_tuning_entry *b)
+{
+    return attn_device_exact(&a->device, &b->device) && strcmp(a->kernel_hash, b->kernel_hash) == 0 &&
+           strcmp(a->tool_version, b->tool_version) == 0 && strcmp(a->date, b->date) == 0 &&
+           attn_shape_class_equal(&a->cls, &b->cls) && a->batch == b->batch &&
+           a->q_heads == b->q_heads && a->kv_heads == b->kv_heads && a->q_len == b->q_len &&
+           a->kv_len == b->kv_len && strcmp(a->params, b->params) == 0 &&
+           a->median_ms == b->median_ms && a->gflops == b->gflops &&
+           strcmp(a->default_params, b->default_params) == 0 && a->default_ms == b->default_ms &&
+           a->default_gflops == b->default_gflops && a->max_error == b->max_error &&
+           a->error_ratio == b->error_ratio && a->level == b->level && a->tested == b->tested &&
+           a->rejected == b->rejected;
+}
+
+/* Runs fn with stderr captured in a file; returns how many lines of it
+ * contain `needle`. */
+static int count_stderr(void (*fn)(void *), void *arg, const char *needle)
+{
+    char path[512];
+    path_in(path, sizeof path, "stderr.txt");
+    fflush(stderr);
+    int saved = dup(2), fd = open(path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    CU_ASSERT_FATAL(saved >= 0 && fd >= 0);
+    dup2(fd, 2);
+    close(fd);
+    fn(arg);
+    fflush(stderr);
+    dup2(saved, 2);
+    close(saved);
+    char *text = read_file(path);
+    int n = 0;
+    for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n"))
+        if (strstr(line, needle)) {
+            n++;
+            printf("\n  logged: %.200s", line);
+        }
+    free(text);
+    return n;
+}
+
+/* The variables these tests set, restored afterwards. */
+static char *saved_db, *saved_sys;
+static void env_save(void)
+{
+    const char *a = getenv("ATTN_TUNING_DB"), *b = getenv("ATTN_SYSTEM_TUNING_DB");
+    saved_db = a ? strdup(a) : NULL;
+    saved_sys = b ? strdup(b) : NULL;
+    setenv("ATTN_SYSTEM_TUNING_DB", "", 1);
+}
+static void env_restore(void)
+{
+    if (saved_db) setenv("ATTN_TUNING_DB", saved_db, 1);
+    else unsetenv("ATTN_TUNING_DB");
+    if (saved_sys) setenv("ATTN_SYSTEM_TUNING_DB", saved_sys, 1);
+    else unsetenv("ATTN_SYSTEM_TUNING_DB");
+    free(saved_db);
+    free(saved_sys);
+    saved_db = saved_sys = NULL;
+}
+
+/* ---- round trip ---- */
+
+static void test_round_trip(void)
+{
+    fresh_dir();
+    attn_tuning_db db, back;
+    attn_tuning_db_init(&db);
+    attn_tuning_db_init(&back);
+    attn_problem p1 = problem(64, 8, 2, 2048), p2 = problem(128, 32, 8, 1000);
+    p2.dtype = ATTN_BF16;
+    p2.causal = 0;
+    attn_tuning_entry e1 = entry(&fake_dev, "0123456789abcdef", &p1,
+                                 "family=vector,rows=10,keys=64,vec=16");
+    attn_tuning_entry e2 = entry(&fake_dev, "fedcba9876543210", &p2,
+                                 "family=tiled,rows=16,keys=32,wg=128,local_kv=1");
+    e2.level = ATTN_TUNE_LEVEL_QUICK;
+    snprintf(e2.device.name, sizeof e2.device.name, "Name with \"quotes\" and \\ and ünïcode");
+    CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &e1), 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &e2), 0);
+    CU_ASSERT_EQUAL(db.count, 2);
+    CU_ASSERT_EQUAL(e2.cls.kv_bucket, 1024); /* 1000 is nearest 1024 */
+
+    /* text */
+    char *text = attn_tuning_db_print(&db);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char err[1024] = "";
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 2);
+    CU_ASSERT(entries_equal(&back.entries[0], &e1));
+    CU_ASSERT(entries_equal(&back.entries[1], &e2));
+    free(text);
+
+    /* disk, into a folder that does not exist yet */
+    char path[512];
+    path_in(path, sizeof path, "sub/dir/tuning.json");
+    CU_ASSERT_EQUAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
+    int missing = 1;
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &back, &missing, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(missing, 0);
+    CU_ASSERT_EQUAL_FATAL(back.count, 2);
+    CU_ASSERT(entries_equal(&back.entries[0], &e1));
+    CU_ASSERT(entries_equal(&back.entries[1], &e2));
+
+    /* put replaces the same device and class; merging adds the rest */
+    attn_tuning_entry e3 = e1;
+    snprintf(e3.params, sizeof e3.params, "family=vector,rows=12,keys=32,vec=16");
+    attn_tuning_entry e4 = e1;
+    snprintf(e4.device.driver, sizeof e4.device.driver, "2.0"); /* another driver: kept apart */
+    attn_tuning_entry more[2] = {e3, e4};
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, more, 2, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &back, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 3);
+    CU_ASSERT(entries_equal(&back.entries[0], &e3));
+    CU_ASSERT(entries_equal(&back.entries[2], &e4));
+
+    /* an entry with a tunable this build does not know (a newer attn wrote
+     * it) is kept through a merge, and never applied */
+    attn_problem p3 = problem(32, 4, 4, 512);
+    attn_tuning_entry e5 = entry(&fake_dev, "0123456789abcdef", &p3,
+                                 "family=vector,rows=8,keys=32,vec=16,from_the_future=3");
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &e5, 1, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &back, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 4);
+    CU_ASSERT(entries_equal(&back.entries[3], &e5));
+    attn_shape_class c3;
+    attn_shape_class_of(&p3, &c3);
+    const attn_tuning_entry *found;
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &c3, &found), ATTN_TIER_NONE);
+    attn_shape_class_of(&p1, &c3);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &c3, &found), ATTN_TIER_EXACT);
+
+    /* a missing file is an empty database, and so is {} */
+    path_in(path, sizeof path, "none.json");
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &back, &missing, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(missing, 1);
+    CU_ASSERT_EQUAL(back.count, 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_parse("{}", 2, "mem", &back, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(back.count, 0);
+
+    /* nothing but the database and its lock file is left in the folder */
+    char sub[512];
+    path_in(sub, sizeof sub, "sub/dir");
+    DIR *d = opendir(sub);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    int files = 0;
+    for (struct dirent *de; (de = readdir(d)) != NULL;)
+        if (de->d_name[0] != '.') {
+            files++;
+            CU_ASSERT(strcmp(de->d_name, "tuning.json") == 0 ||
+                      strcmp(de->d_name, "tuning.json.lock") == 0);
+        }
+    closedir(d);
+    CU_ASSERT_EQUAL(files, 2);
+    attn_tuning_db_free(&db);
+    attn_tuning_db_free(&back);
+    remove_dir();
+}
+
+/* ---- corrupt files ---- */
+
+typedef struct bad_case {
+    const char *name, *text;
+    const char *expect; /* in the message, after "FILE:" */
+} bad_case;
+
+/* A valid file, line by line, to break in several ways. */
+static const char *good_text(void)
+{
+    return "{\n"
+           "  \"format\": \"attn-tuning-db\",\n"
+           "  \"version\": 1,\n"
+           "  \"entries\": [\n"
+           "    {\"device\": {\"platform\": \"P\", \"vendor\": \"V\", \"name\": \"N\",\n"
+           "                \"driver\": \"1\", \"compute_units\": 2},\n"
+           "     \"kernel_hash\": \"0000000000000000\",\n"
+           "     \"class\": {\"head_dim\": 16, \"dtype\": \"f32\", \"causal\": true,\n"
+           "               \"group\": 2, \"q_bucket\": 64, \"kv_bucket\": 64},\n"
+           "     \"params\": \"family=vector,rows=4,keys=32,vec=16\"},\n"
+           "    {\"device\": {\"platform\": \"P\", \"vendor\": \"V\", \"name\": \"N\",\n"
+           "                \"driver\": \"1\", \"compute_units\": 2},\n"
+           "     \"kernel_hash\": \"0000000000000000\",\n"
+           "     \"class\": {\"head_dim\": 16, \"dtype\": \"f32\", \"causal\": true,\n"
+           "               \"group\": 2, \"q_bucket\": 128, \"kv_bucket\": 128},\n"
+           "     \"params\": \"family=vector,rows=4,keys=32,vec=16\"}\n"
+           "  ]\n"
+           "}\n";
+}
+
+static char *replace(const char *text, const char *from, const char *to)
+{
+    const char *at = strstr(text, from);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    size_t n = strlen(text) - strlen(from) + strlen(to) + 1;
+    char *out = malloc(n);
+    snprintf(out, n, "%.*s%s%s", (int)(at - text), text, to, at + strlen(from));
+    return out;
+}
+
+static void prepare_heuristic(void *arg)
+{
+    const attn_problem *p = arg;
+    /* two contexts, two plans each: still one warning */
+    for (int i = 0; i < 2; i++) {
+        attn_context *ctx = NULL;
+        CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+        attn_plan_info info;
+        for (int j = 0; j < 2; j++) {
+            CU_ASSERT_EQUAL(attn_prepare(ctx, p, &info), ATTN_SUCCESS);
+            CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
+        }
+        attn_context_release(ctx);
+    }
+}
+
+static void test_corrupt_files(void)
+{
+    fresh_dir();
+    env_save();
+    const char *good = good_text();
+    char *truncated = strndup(good, strlen(good) * 2 / 3);
+    char *syntax = replace(good, "\"kernel_hash\": \"0000000000000000\",\n     \"class\"",
+                           "\"kernel_hash\": \"0000000000000000\"\n     \"class\"");
+    char *wrong_cu = replace(good, "\"compute_units\": 2}", "\"compute_units\": \"two\"}");
+    char *wrong_second = replace(strstr(good, "    {\"device\"") ? good : good,
+                                 "\"q_bucket\": 128", "\"q_bucket\": true");
+    char *wrong_params = replace(good, "rows=4,keys=32,vec=16\"},", "rows=4,keys=32,vec=sixteen\"},");
+    char *missing_params = replace(good, ",\n     \"params\": \"family=vector,rows=4,keys=32,vec=16\"}\n  ]", "}\n  ]");
+    char *entries_obj = replace(good, "\"entries\": [", "\"entries\": {\"x\": [");
+    char *fixed_obj = replace(entries_obj, "  ]\n}", "  ]}\n}");
+    const bad_case cases[] = {
+        {"empty.json", "", ":1: the file is empty"},
+        {"blank.json", "  \n\n ", ":1: the file is empty"},
+        {"truncated.json", truncated, "truncated"},
+        {"syntax.json", syntax, ":8:"}, /* the missing comma shows at the next key */
+        {"toplevel.json", "[1, 2]\n", ":1: the top level must be an object"},
+        {"wrong_cu.json", wrong_cu, ":5: entry 0: \"compute_units\" must be a number"},
+        {"wrong_second.json", wrong_second, ":11: entry 1: \"q_bucket\" must be a number"},
+        {"wrong_params.json", wrong_params, ":5: entry 0: \"params\": vec=sixteen"},
+        {"missing_params.json", missing_params, ":11: entry 1: \"params\" is missing"},
+        {"entries_obj.json", fixed_obj, ":4: \"entries\" must be an array"},
+        {"format.json", "{\"format\": \"something else\", \"entries\": []}", "not a tuning database"},
+        {"binary.json", "\x01\x02\xff{", ":1:3: not valid JSON"},
+    };
+    attn_problem p = problem(16, 2, 1, 64);
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512], err[1024] = "";
+        path_in(path, sizeof path, cases[i].name);
+        write_file(path, cases[i].text);
+        attn_tuning_db db;
+        attn_tuning_db_init(&db);
+        attn_status st = attn_tuning_db_load(path, &db, NULL, err, sizeof err);
+        printf("\n  %s: %s: %s", cases[i].name, attn_status_name(st), err);
+        CU_ASSERT_EQUAL(st, ATTN_ERROR_TUNING_DB);
+        CU_ASSERT_EQUAL(db.count, 0);
+        CU_ASSERT(strncmp(err, path, strlen(path)) == 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, cases[i].expect));
+        if (!strstr(err, cases[i].expect)) printf("\n  (expected \"%s\")", cases[i].expect);
+        attn_tuning_db_free(&db);
+    }
+    /* the library: one warning, then the heuristic, for every kind */
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char path[512];
+        path_in(path, sizeof path, cases[i].name);
+        setenv("ATTN_TUNING_DB", path, 1);
+        CU_ASSERT_EQUAL(count_stderr(prepare_heuristic, &p, "tuning database unusable"), 1);
+    }
+    /* a folder where the file should be: unreadable */
+    char path[512], err[1024];
+    path_in(path, sizeof path, "adir.json");
+    CU_ASSERT_EQUAL(mkdir(path, 0755), 0);
+    attn_tuning_db db;
+    attn_tuning_db_init(&db);
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &db, NULL, err, sizeof err), ATTN_ERROR_TUNING_DB);
+    printf("\n  adir.json: %s", err);
+    setenv("ATTN_TUNING_DB", path, 1);
+    CU_ASSERT_EQUAL(count_stderr(prepare_heuristic, &p, "tuning database unusable"), 1);
+    /* and the unbroken text is fine */
+    path_in(path, sizeof path, "good.json");
+    write_file(path, good);
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &db, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(db.count, 2);
+    attn_tuning_db_free(&db);
+    free(truncated);
+    free(syntax);
+    free(wrong_cu);
+    free(wrong_second);
+    free(wrong_params);
+    free(missing_params);
+    free(entries_obj);
+    free(fixed_obj);
+    env_restore();
+    remove_dir();
+}
+
+/* ---- lookup tiers ---- */
+
+static void test_lookup_tiers(void)
+{
+    fresh_dir();
+    env_save();
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_device_identity here, other_driver, other_device;
+    attn_device_identity_of(ctx, &here);
+    other_driver = here;
+    snprintf(other_driver.driver, sizeof other_driver.driver, "%.200s-older", here.driver);
+    other_device = here;
+    snprintf(other_device.name, sizeof other_device.name, "%.200s (another one)", here.name);
+    char hv[17], ht[17];
+    CU_ASSERT_EQUAL_FATAL(attn_kernel_source_hash(ctx, ATTN_FAMILY_VECTOR, hv), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_kernel_source_hash(ctx, ATTN_FAMILY_TILED, ht), ATTN_SUCCESS);
+    CU_ASSERT_STRING_NOT_EQUAL(hv, ht);
+    const char *hashes[2] = {ht, hv};
+
+    /* classes told apart by group: g1 exact, g2 another driver, g4 stale
+     * sources, g8 another device only */
+    const char *pr = "family=vector,rows=4,keys=32,vec=16";
+    attn_problem p1 = problem(16, 2, 2, 64), p2 = problem(16, 4, 2, 64);
+    attn_problem p4 = problem(16, 8, 2, 64), p8 = problem(16, 16, 2, 64);
+    attn_tuning_db db;
+    attn_tuning_db_init(&db);
+    attn_tuning_entry es[] = {entry(&here, hv, &p1, pr), entry(&other_driver, hv, &p2, pr),
+                              entry(&here, "0000000000000000", &p4, pr),
+                              entry(&other_device, hv, &p8, pr)};
+    for (int i = 0; i < 4; i++) CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &es[i]), 0);
+    attn_shape_class c;
+    const attn_tuning_entry *e;
+    attn_shape_class_of(&p1, &c);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &here, hashes, &c, &e), ATTN_TIER_EXACT);
+    CU_ASSERT_PTR_EQUAL(e, &db.entries[0]);
+    attn_shape_class_of(&p2, &c);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &here, hashes, &c, &e), ATTN_TIER_EXACT);
+    CU_ASSERT_PTR_EQUAL(e, &db.entries[0]); /* an exact tier beats a nearer stale one */
+    /* alone, each entry: */
+    attn_tuning_db one = {NULL, 1, 1};
+    for (int i = 0; i < 4; i++) {
+        one.entries = &db.entries[i];
+        attn_shape_class_of(i == 0 ? &p1 : i == 1 ? &p2 : i == 2 ? &p4 : &p8, &c);
+        attn_tuning_tier want[] = {ATTN_TIER_EXACT, ATTN_TIER_STALE, ATTN_TIER_STALE, ATTN_TIER_NONE};
+        CU_ASSERT_EQUAL(attn_tuning_db_lookup(&one, &here, hashes, &c, &e), want[i]);
+        if (attn_tuning_db_lookup(&one, &here, hashes, &c, &e) != want[i]) printf("\n  entry %d", i);
+    }
+    /* nearest bucket: an unseen length uses the nearest tuned one */
+    attn_problem p1b = problem(16, 2, 2, 100); /* buckets 128: distance 2 octaves */
+    attn_shape_class_of(&p1b, &c);
+    CU_ASSERT_EQUAL(c.q_bucket, 128);
+    one.entries = &db.entries[0];
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&one, &here, hashes, &c, &e), ATTN_TIER_EXACT);
+    attn_problem pd = problem(32, 2, 2, 64); /* another head dim: never */
+    attn_shape_class_of(&pd, &c);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &here, hashes, &c, &e), ATTN_TIER_NONE);
+    CU_ASSERT_EQUAL(attn_length_bucket(1), 1);
+    CU_ASSERT_EQUAL(attn_length_bucket(3), 4);
+    CU_ASSERT_EQUAL(attn_length_bucket(1448), 1024);
+    CU_ASSERT_EQUAL(attn_length_bucket(1449), 2048);
+
+    /* the library: attn_prepare reports each tier, and the tuned
+     * parameters compute the right thing */
+    char path[512], err[1024];
+    path_in(path, sizeof path, "tuning.json");
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
+    setenv("ATTN_TUNING_DB", path, 1);
+    attn_context *c2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    const attn_problem *ps[] = {&p1, &p2, &p4, &p8, &p1b};
+    const char *want[] = {"tuned", "tuned", "tuned", "tuned", "tuned"};
+    /* g2's nearest exact entry is g1 (one octave), and likewise g4 and g8 */
+    attn_plan_info info;
+    for (int i = 0; i < 5; i++) {
+        CU_ASSERT_EQUAL(attn_prepare(c2, ps[i], &info), ATTN_SUCCESS);
+        CU_ASSERT_STRING_EQUAL(info.source, want[i]);
+        CU_ASSERT_STRING_EQUAL(info.params, pr);
+    }
+    attn_context_release(c2);
+    /* without the exact entry, the stale ones show, the other device not */
+    attn_tuning_db rest = {db.entries + 1, 3, 3};
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &rest, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(c2, &p2, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "stale");
+    CU_ASSERT_EQUAL(attn_prepare(c2, &p4, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "stale");
+    attn_context_release(c2);
+    attn_tuning_db only_other = {db.entries + 3, 1, 1};
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &only_other, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(c2, &p8, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
+    attn_context_release(c2);
+
+    /* the system-wide file: used when the user's has nothing better; an
+     * exact user entry beats an exact system one */
+    char sys[512];
+    path_in(sys, sizeof sys, "system.json");
+    attn_tuning_entry se = entry(&here, hv, &p1, "family=vector,rows=2,keys=32,vec=16");
+    attn_tuning_db sysdb = {&se, 1, 1};
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(sys, &sysdb, err, sizeof err), ATTN_SUCCESS);
+    setenv("ATTN_SYSTEM_TUNING_DB", sys, 1);
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(c2, &p1, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "tuned");
+    CU_ASSERT_STRING_EQUAL(info.params, "family=vector,rows=2,keys=32,vec=16");
+    attn_context_release(c2);
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(c2, &p1, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.params, pr);
+    /* ATTN_PARAMS still overrides a tuned entry */
+    setenv("ATTN_PARAMS", "rows=8", 1);
+    CU_ASSERT_EQUAL(attn_prepare(c2, &p1, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "override");
+    CU_ASSERT_STRING_EQUAL(info.params, "family=vector,rows=8,keys=32,vec=16");
+    unsetenv("ATTN_PARAMS");
+
+    /* a forward with the tuned parameters, against the reference */
+    attn_problem pf = problem(16, 2, 2, 61);
+    size_t nq = 2 * 61 * 16;
+    float *q = malloc(nq * 4), *k = malloc(nq * 4), *v = malloc(nq * 4), *o = malloc(nq * 4),
+          *ref = malloc(nq * 4);
+    harness_fill_uniform(q, nq, 1, -1, 1);
+    harness_fill_uniform(k, nq, 2, -1, 1);
+    harness_fill_uniform(v, nq, 3, -1, 1);
+    attn_tensor tq, tk, tv, to;
+    cl_mem bq = harness_upload(c2, ATTN_F32, q, 1, 2, 61, 16, NULL, &tq);
+    cl_mem bk = harness_upload(c2, ATTN_F32, k, 1, 2, 61, 16, NULL, &tk);
+    cl_mem bv = harness_upload(c2, ATTN_F32, v, 1, 2, 61, 16, NULL, &tv);
+    cl_mem bo = harness_alloc(c2, ATTN_F32, 1, 2, 61, 16, NULL, &to);
+    CU_ASSERT_EQUAL(attn_prepare(c2, &pf, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "tuned");
+    CU_ASSERT_EQUAL(attn_forward(c2, &pf, &tq, &tk, &tv, &to, NULL, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(harness_download(c2, ATTN_F32, &to, 1, 2, 61, 16, o), 0);
+    CU_ASSERT_EQUAL(attn_reference_forward(&pf, q, k, v, ref, NULL, NULL), ATTN_SUCCESS);
+    double atol, rtol;
+    attn_tolerance(ATTN_F32, &atol, &rtol);
+    CU_ASSERT_EQUAL(harness_compare("tuned forward", o, ref, nq, atol, rtol, 1), 0);
+    clReleaseMemObject(bq), clReleaseMemObject(bk), clReleaseMemObject(bv), clReleaseMemObject(bo);
+    free(q), free(k), free(v), free(o), free(ref);
+    attn_context_release(c2);
+    attn_tuning_db_free(&db);
+    env_restore();
+    remove_dir();
+}
+
+/* ---- concurrent writers ---- */
+
+enum { WRITERS = 4, PER_WRITER = 12 };
+
+static void test_concurrent_writers(void)
+{
+    fresh_dir();
+    char path[512];
+    path_in(path, sizeof path, "shared.json");
+    pid_t pids[WRITERS];
+    for (int w = 0; w < WRITERS; w++) {
+        pids[w] = fork();
+        CU_ASSERT_FATAL(pids[w] >= 0);
+        if (pids[w] == 0) { /* each writer merges its entries one at a time */
+            int failed = 0;
+            for (int i = 0; i < PER_WRITER; i++) {
+                attn_problem p = problem(16, 1 << w, 1, 1 << (i + 1));
+                attn_tuning_entry e = entry(&fake_dev, "0123456789abcdef", &p,
+                                            "family=vector,rows=8,keys=32,vec=16");
+                char err[1024];
+                if (attn_tuning_db_merge_file(path, &e, 1, err, sizeof err) != ATTN_SUCCESS) {
+                    fprintf(stderr, "writer %d: %s\n", w, err);
+                    failed = 1;
+                }
+            }
+            _exit(failed);
+        }
+    }
+    for (int w = 0; w < WRITERS; w++) {
+        int status = 0;
+        CU_ASSERT_EQUAL(waitpid(pids[w], &status, 0), pids[w]);
+        CU_ASSERT(WIFEXITED(status) && WEXITSTATUS(status) == 0);
+    }
+    attn_tuning_db db;
+    attn_tuning_db_init(&db);
+    char err[1024];
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &db, NULL, err, sizeof err), ATTN_SUCCESS);
+    printf("\n  %d writers x %d entries: %zu in the file", WRITERS, PER_WRITER, db.count);
+    CU_ASSERT_EQUAL(db.count, WRITERS * PER_WRITER);
+    for (int w = 0; w < WRITERS; w++)
+        for (int i = 0; i < PER_WRITER; i++) {
+            attn_problem p = problem(16, 1 << w, 1, 1 << (i + 1));
+            attn_shape_class c;
+            attn_shape_class_of(&p, &c);
+            int found = 0;
+            for (size_t j = 0; j < db.count; j++) found += attn_shape_class_equal(&db.entries[j].cls, &c);
+            CU_ASSERT_EQUAL(found, 1);
+        }
+    attn_tuning_db_free(&db);
+    remove_dir();
+}
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_round_trip),
+    HARNESS_TEST(test_concurrent_writers), /* forks: before any OpenCL thread exists */
+    HARNESS_TEST(test_corrupt_files),
+    HARNESS_TEST(test_lookup_tiers),
+    HARNESS_END
+};
+
+static void register_tests(void) { harness_add_suite("tuning_db", tests); }
+
+int main(void)
+{
+    /* the corrupt-file test counts the library's warnings: they must show */
+    const char *level = getenv("ATTN_LOG");
+    if (level && (!strcmp(level, "error") || !strcmp(level, "none") || !strcmp(level, "off")))
+        setenv("ATTN_LOG", "warn", 1);
+    return harness_run("test_tuning_db", register_tests);
+}

@@ -1,0 +1,35 @@
+/* tune_shapes.h -- attn-tune's --shapes: the user's production shapes, from
+ * a comma list on the command line or a file, and the DESIGN prefill set. */
+#ifndef ATTN_TUNE_SHAPES_H
+#define ATTN_TUNE_SHAPES_H
+
+#include "attn.h"
+
+#include <stddef.h>
+
+/* The syntax, for --help and README. */
+#define TUNE_SHAPES_SYNTAX \
+    "  A shape is fields joined by ':' -- hq=N (query heads), hkv=N (key/value\n" \
+    "  heads, default hq), d=N (head dim), s=N (both lengths) or sq=N and skv=N,\n" \
+    "  b=N (batch, default 1), and the words f32|f16|bf16 (default f32) and\n" \
+    "  causal|full (default causal). Shapes are separated by ',' or white space;\n" \
+    "  in a file, '#' starts a comment. Example:\n" \
+    "    --shapes hq=32:hkv=8:d=128:s=4096,hq=8:hkv=2:d=64:s=1024:f16:full\n"
+
+/* Parses text (a list as above) into out (malloc'd, caller frees); `origin`
+ * labels messages ("--shapes" or a file name). Returns the count, or -1
+ * after writing why (with the item and, for a file, the line) to err. */
+int tune_shapes_parse(const char *text, const char *origin, attn_problem **out, char *err,
+                      size_t errsize);
+
+/* --shapes ARG: a readable file's contents, else ARG itself as a list. */
+int tune_shapes_from_arg(const char *arg, attn_problem **out, char *err, size_t errsize);
+
+/* The DESIGN prefill set (B=1 Hq=8 Hkv=2 D=64 S=512..4096, B=1 Hq=32 Hkv=8
+ * D=128 S=1024,2048, causal, f32). */
+int tune_shapes_design(attn_problem **out);
+
+/* "B=1 Hq=8 Hkv=2 D=64 S=2048 f32 causal" */
+void tune_shape_format(const attn_problem *p, char *buf, size_t size);
+
+#endif /* ATTN_TUNE_SHAPES_H */
