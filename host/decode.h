@@ -11,7 +11,8 @@
  * with no tail. */
 #define ATTN_KV_DIM_ALIGN 16
 /* Rows per head: the capacity rounded up to the largest BLOCK_KEYS (128),
- * so a kernel's last key block never reads past the buffer. */
+ * so a kernel's last key block never reads past the buffer (plus one block
+ * when that would make the head stride a multiple of 1024 rows). */
 #define ATTN_KV_ROW_ALIGN 128
 
 /* The plain layout [batch][kv_heads][rows][dim_pad]: what decode reads
@@ -21,7 +22,7 @@ struct attn_kv_cache {
     int batch, kv_heads, head_dim, capacity;
     attn_dtype dtype;
     int dim_pad; /* elements per row */
-    int rows;    /* rows per head */
+    int rows;    /* rows per head (>= capacity) */
     cl_mem k, v;
     int *len;    /* host copy of each sequence's length: the one truth */
     /* split-KV partial results, grown on demand: O [row][split][dim_pad]

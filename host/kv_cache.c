@@ -26,7 +26,11 @@ static attn_status create_locked(attn_context *ctx, int batch, int kv_heads, int
                "dtype = %d is not an attn_dtype", (int)dtype);
 
     const int dim_pad = (head_dim + ATTN_KV_DIM_ALIGN - 1) / ATTN_KV_DIM_ALIGN * ATTN_KV_DIM_ALIGN;
-    const int rows = (capacity + ATTN_KV_ROW_ALIGN - 1) / ATTN_KV_ROW_ALIGN * ATTN_KV_ROW_ALIGN;
+    int rows = (capacity + ATTN_KV_ROW_ALIGN - 1) / ATTN_KV_ROW_ALIGN * ATTN_KV_ROW_ALIGN;
+    /* Keep the heads' stride off large powers of two: the work-items stream
+     * different heads at once, and 8 MiB-aligned streams (kv 16384) ran
+     * 3-6% slower than with one spare block per head, measured on PoCL. */
+    if (rows % (8 * ATTN_KV_ROW_ALIGN) == 0) rows += ATTN_KV_ROW_ALIGN;
     size_t bytes = attn_dtype_size(dtype);
     const size_t factors[] = {(size_t)batch, (size_t)kv_heads, (size_t)rows, (size_t)dim_pad};
     for (size_t i = 0; i < sizeof factors / sizeof factors[0]; i++)

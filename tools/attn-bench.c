@@ -699,7 +699,17 @@ int main(int argc, char **argv)
     shape custom;
     const shape *shapes = prefill_set;
     size_t nshapes = sizeof prefill_set / sizeof prefill_set[0];
-    if (custom_shape(&o, &custom)) {
+    const int have_custom = custom_shape(&o, &custom);
+    if (have_custom && o.decode) { /* decode's defaults: DESIGN's decode shape */
+        custom.batch = o.batch ? o.batch : 4;
+        custom.q_heads = o.q_heads ? o.q_heads : 32;
+        custom.kv_heads = o.kv_heads ? o.kv_heads : custom.q_heads % 4 ? custom.q_heads
+                                                                        : custom.q_heads / 4;
+        custom.head_dim = o.head_dim ? o.head_dim : 128;
+        custom.q_len = o.q_len ? o.q_len : 1;
+        custom.kv_len = o.kv_len ? o.kv_len : o.seq ? o.seq : 4096;
+    }
+    if (have_custom) {
         if (custom.q_heads % custom.kv_heads != 0) {
             fprintf(stderr, "attn-bench: --q-heads (%d) must be a multiple of --kv-heads (%d)\n"
                     "Try 'attn-bench --help'.\n", custom.q_heads, custom.kv_heads);
@@ -749,13 +759,9 @@ int main(int argc, char **argv)
     if (o.decode) {
         bench_decode_config dc = {(int)o.format, o.dtype, o.reps, o.check, o.splits,
                                   0, 0, 0, 0, 0, 0};
-        if (custom_shape(&o, &custom)) {
-            dc.batch = o.batch ? o.batch : 4;
-            dc.q_heads = o.q_heads ? o.q_heads : 32;
-            dc.kv_heads = o.kv_heads ? o.kv_heads : dc.q_heads % 4 ? dc.q_heads : dc.q_heads / 4;
-            dc.head_dim = o.head_dim ? o.head_dim : 128;
-            dc.q_len = o.q_len ? o.q_len : 1;
-            dc.kv_len = o.kv_len ? o.kv_len : o.seq ? o.seq : 4096;
+        if (have_custom) {
+            dc.batch = custom.batch, dc.q_heads = custom.q_heads, dc.kv_heads = custom.kv_heads;
+            dc.head_dim = custom.head_dim, dc.q_len = custom.q_len, dc.kv_len = custom.kv_len;
         }
         failed |= bench_decode(ctx, &dc, peak, results, errors) != 0;
         nshapes = 0;

@@ -14,7 +14,7 @@
 #include <string.h>
 #include <time.h>
 
-#define SEED 20240502u
+#define SEED 20240501u /* attn-bench's */
 #define TARGET_MS 2000.0 /* all configurations' calibrated reps add up to about this */
 #define MIN_REPS 5
 #define MAX_REPS 1000
