@@ -387,7 +387,9 @@ typedef struct attn_layer_timing {
  *  [batch, seq, (Hq + 2 Hkv) * D] buffer, attn_forward reading it in place
  *  by BSHD strides, out_proj into out. timing: NULL, or the queue is
  *  finished after each phase and their wall times reported (slower).
- *  done: NULL, or receives the completion event (caller releases it). */
+ *  done: NULL, or receives the completion event (caller releases it).
+ *  Calls on one layer are serialised (its buffers are shared); bad
+ *  arguments are found before anything is enqueued. */
 ATTN_API attn_status attn_layer_forward(attn_layer *layer, int batch, int seq, cl_mem hidden,
                                         size_t hidden_offset, cl_mem out, size_t out_offset,
                                         const attn_lengths *lengths, attn_layer_timing *timing,

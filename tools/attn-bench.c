@@ -767,14 +767,15 @@ int main(int argc, char **argv)
         nshapes = 0;
     } else if (o.compare) { /* the comparison's own rows instead of the plain ones */
         const bench_compare_options co = {o.reps, (int)o.format, peak, 1};
-        attn_problem probs[sizeof prefill_set / sizeof prefill_set[0]];
-        for (size_t i = 0; i < nshapes; i++) {
+        attn_problem *probs = calloc(nshapes, sizeof *probs);
+        for (size_t i = 0; probs && i < nshapes; i++) {
             const shape *s = &shapes[i];
             const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len,
                                     s->kv_len, o.dtype, o.causal, 0.0f};
             probs[i] = p;
         }
-        failed |= bench_compare(ctx, probs, nshapes, &co, results, errors);
+        failed |= !probs || bench_compare(ctx, probs, nshapes, &co, results, errors);
+        free(probs);
         nshapes = 0;
     }
     for (size_t i = 0; i < nshapes; i++) {
