@@ -364,6 +364,66 @@ static void test_bad_arguments(void)
     attn_layer_release(NULL);
 }
 
+/* An application's out-of-order queue: the layer's phases (conversions,
+ * GEMMs, attention) are ordered by barriers; two calls back to back. (PoCL
+ * happens to run this in order even without them; a reordering driver makes
+ * it a real check.) */
+static void test_out_of_order_queue(void)
+{
+    attn_context *h = harness_context();
+    cl_device_id dev = attn_context_device(h);
+    cl_command_queue_properties supported = 0;
+    clGetDeviceInfo(dev, CL_DEVICE_QUEUE_PROPERTIES, sizeof supported, &supported, NULL);
+    if (!(supported & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
+        printf("\n  the device has no out-of-order queues: skipped\n");
+        return;
+    }
+    cl_int err;
+    cl_context cctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    cl_command_queue queue =
+        clCreateCommandQueue(cctx, dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    attn_context *ctx = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create_from_queue(queue, &ctx), ATTN_SUCCESS);
+    const attn_layer_config cfg = config(40, 4, 2, 16, ATTN_F16, 1);
+    weights w = make_weights(&cfg, 2401);
+    attn_layer *layer = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_layer_create(ctx, &cfg, w.q, w.k, w.v, w.o, &layer), ATTN_SUCCESS);
+    enum { B = 4, S = 19 };
+    const size_t n = (size_t)B * S * 40;
+    const attn_lengths L = {pst, plen, pst, plen};
+    float *x[2], *ref[2], *got = xalloc(n);
+    cl_mem hidden[2], out[2];
+    for (int i = 0; i < 2; i++) {
+        x[i] = xalloc(n), ref[i] = xalloc(n);
+        harness_fill_normal(x[i], n, 2402 + i, 0, 1);
+        harness_round(ATTN_F16, x[i], n);
+        layer_reference(&cfg, B, S, x[i], w.q, w.k, w.v, w.o, &L, ref[i]);
+        hidden[i] = upload(ctx, ATTN_F16, x[i], n, 0);
+        out[i] = upload(ctx, ATTN_F16, NULL, n, 0);
+    }
+    for (int i = 0; i < 2; i++) /* back to back, no waits */
+        CU_ASSERT_EQUAL(attn_layer_forward(layer, B, S, hidden[i], 0, out[i], 0, &L, NULL, NULL),
+                        ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(clFinish(queue), CL_SUCCESS);
+    double atol, rtol;
+    attn_tolerance(ATTN_F16, &atol, &rtol);
+    for (int i = 0; i < 2; i++) {
+        download(ctx, ATTN_F16, out[i], 0, n, got);
+        CU_ASSERT_EQUAL(harness_compare("layer, out-of-order queue", got, ref[i], n, atol, rtol,
+                                        2402 + i), 0);
+        clReleaseMemObject(hidden[i]), clReleaseMemObject(out[i]);
+        free(x[i]), free(ref[i]);
+    }
+    free(got);
+    free_weights(&w);
+    attn_layer_release(layer);
+    attn_context_release(ctx);
+    clReleaseCommandQueue(queue);
+    clReleaseContext(cctx);
+}
+
 /* CLBlast's indirect GEMMs (pad/transpose copies around the main kernel),
  * which it picks only for large products: forced, on tile-multiple sizes
  * and element offsets. Last: the override stays for the rest of the process. */
@@ -389,6 +449,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_reuse_and_in_place),
     HARNESS_TEST(test_weight_layout),
     HARNESS_TEST(test_bad_arguments),
+    HARNESS_TEST(test_out_of_order_queue),
     HARNESS_TEST(test_indirect_gemm),
     HARNESS_END
 };

@@ -572,6 +572,83 @@ static void test_weights(void)
     check_weights(ATTN_F16, 5, 4, 1, 16, 24, 24, qs, ql, ks, kl, &bshd_gappy, 1402);
 }
 
+/* ---- an application's out-of-order queue: every dependent step of the
+ * path is ordered by barriers; two calls back to back share the buffers.
+ * (PoCL happens to run this in order even without the barriers; a driver
+ * that reorders makes it a real check.) ---- */
+
+static void test_out_of_order_queue(void)
+{
+    attn_context *h = harness_context();
+    cl_device_id dev = attn_context_device(h);
+    cl_command_queue_properties supported = 0;
+    clGetDeviceInfo(dev, CL_DEVICE_QUEUE_PROPERTIES, sizeof supported, &supported, NULL);
+    if (!(supported & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
+        printf("\n  the device has no out-of-order queues: skipped\n");
+        return;
+    }
+    cl_int err;
+    cl_context cctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    cl_command_queue queue =
+        clCreateCommandQueue(cctx, dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    attn_context *ctx = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create_from_queue(queue, &ctx), ATTN_SUCCESS);
+
+    enum { B = 3, HQ = 4, HKV = 2, D = 32, S = 40 };
+    static const int qs[B] = {0, 9, 0}, ql[B] = {40, 31, 17}, ks[B] = {0, 9, 0}, kl[B] = {40, 31, 17};
+    const attn_lengths L = {qs, ql, ks, kl};
+    const size_t nq = (size_t)B * HQ * S * D, nkv = (size_t)B * HKV * S * D;
+    float *q[2], *k[2], *v[2], *ref[2], *got = xalloc(nq), *w = xalloc(S * S);
+    attn_tensor tq[2], tk[2], tv[2], to[2];
+    cl_mem mem[8];
+    for (int i = 0; i < 2; i++) {
+        q[i] = xalloc(nq), k[i] = xalloc(nkv), v[i] = xalloc(nkv), ref[i] = xalloc(nq);
+        harness_fill_normal(q[i], nq, 1601 + 10 * i, 0, 1);
+        harness_fill_normal(k[i], nkv, 1602 + 10 * i, 0, 1);
+        harness_fill_uniform(v[i], nkv, 1603 + 10 * i, -2, 2);
+        harness_round(ATTN_F16, q[i], nq);
+        harness_round(ATTN_F16, k[i], nkv);
+        harness_round(ATTN_F16, v[i], nkv);
+        attn_problem p = {B, HQ, HKV, D, S, S, ATTN_F16, 1, 0};
+        CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q[i], k[i], v[i], ref[i], &L, NULL),
+                              ATTN_SUCCESS);
+        mem[4 * i] = harness_upload(ctx, ATTN_F16, q[i], B, HQ, S, D, &bshd, &tq[i]);
+        mem[4 * i + 1] = harness_upload(ctx, ATTN_F16, k[i], B, HKV, S, D, NULL, &tk[i]);
+        mem[4 * i + 2] = harness_upload(ctx, ATTN_F16, v[i], B, HKV, S, D, &bshd, &tv[i]);
+        mem[4 * i + 3] = harness_alloc(ctx, ATTN_F16, B, HQ, S, D, &bshd_gappy, &to[i]);
+        CU_ASSERT_FATAL(mem[4 * i] && mem[4 * i + 1] && mem[4 * i + 2] && mem[4 * i + 3]);
+    }
+    const attn_problem p = {B, HQ, HKV, D, S, S, ATTN_F16, 1, 0};
+    for (int i = 0; i < 2; i++) /* back to back, no waits */
+        CU_ASSERT_EQUAL(attn_forward_materialized(ctx, &p, &tq[i], &tk[i], &tv[i], &to[i], &L,
+                                                  NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(clFinish(queue), CL_SUCCESS);
+    double atol, rtol;
+    attn_tolerance(ATTN_F16, &atol, &rtol);
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F16, &to[i], B, HQ, S, D, got), 0);
+        CU_ASSERT_EQUAL(harness_compare("out-of-order queue", got, ref[i], nq, atol, rtol, 1601),
+                        0);
+    }
+    /* the weights are read back only after the softmax (a barrier orders them) */
+    CU_ASSERT_EQUAL(attn_attention_weights(ctx, &p, &tq[0], &tk[0], &L, 1, 3, w), ATTN_SUCCESS);
+    int bad = 0;
+    for (int r = 9; r < S; r++) {
+        double sum = 0;
+        for (int c = 0; c < S; c++) sum += w[r * S + c];
+        bad += !(fabs(sum - 1.0) <= 1e-5);
+    }
+    CU_ASSERT_EQUAL(bad, 0);
+    for (int i = 0; i < 8; i++) clReleaseMemObject(mem[i]);
+    for (int i = 0; i < 2; i++) free(q[i]), free(k[i]), free(v[i]), free(ref[i]);
+    free(got), free(w);
+    attn_context_release(ctx);
+    clReleaseCommandQueue(queue);
+    clReleaseContext(cctx);
+}
+
 /* ---- CLBlast's indirect GEMMs (pad/transpose copies around the main
  * kernel), which it picks only for large products: forced here. Last in the
  * suite: the override stays for the rest of the process. ---- */
@@ -609,6 +686,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_refuses_beyond_max_alloc),
     HARNESS_TEST(test_bad_arguments),
     HARNESS_TEST(test_weights),
+    HARNESS_TEST(test_out_of_order_queue),
     HARNESS_TEST(test_indirect_gemm),
     HARNESS_END
 };
