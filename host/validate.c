@@ -52,10 +52,12 @@ attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
                        p->kv_heads);
     if ((unsigned)p->dtype > ATTN_BF16) return INVALID(ctx, "p->dtype = %d is not an attn_dtype", (int)p->dtype);
     if (!isfinite(p->scale)) return INVALID(ctx, "p->scale is not finite");
-    /* indices inside kernels are int per (batch, head) and ulong overall */
-    if ((long long)p->batch * p->q_heads * p->q_len > 0x7fffffffLL)
-        return INVALID(ctx, "batch * q_heads * q_len = %lld exceeds 2^31 - 1",
-                       (long long)p->batch * p->q_heads * p->q_len);
+    /* indices inside kernels are int per (batch, head) and ulong overall;
+     * in double, since three ints can overflow even a long long (fuzzing
+     * found it) */
+    const double rows = (double)p->batch * p->q_heads * p->q_len;
+    if (rows > 0x7fffffff)
+        return INVALID(ctx, "batch * q_heads * q_len = %.0f exceeds 2^31 - 1", rows);
     if (!lengths) return ATTN_SUCCESS;
     attn_status st = check_extent(ctx, lengths->q_start, lengths->q_len, "q_start", "q_len",
                                   p->batch, p->q_len);
