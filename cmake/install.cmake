@@ -27,6 +27,7 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/attnConfig.cmake
 
 # attn.pc names its folders relative to itself (${pcfiledir})
 file(RELATIVE_PATH ATTN_PC_TO_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+string(REGEX REPLACE "/$" "" ATTN_PC_TO_PREFIX "${ATTN_PC_TO_PREFIX}")
 foreach(kind LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${kind}}")
     set(ATTN_PC_${kind} "${CMAKE_INSTALL_${kind}}")
