@@ -10,11 +10,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 . tools/sanitizers/env.sh
 
-if [[ ! -f build-asan/CMakeCache.txt ]]; then
-    cmake -S . -B build-asan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-          -DATTN_SANITIZE=address,undefined -DATTN_FUZZ=ON \
-          -DATTN_TEST_POCL_CACHE="$POCL_CACHE_DIR"
-fi
+[[ -f build-asan/CMakeCache.txt ]] || cmake --preset asan   # CMakePresets.json
 cmake --build build-asan -j"$(nproc)"
 [[ "${1:-}" == --build-only ]] && exit 0
 ctest --test-dir build-asan --output-on-failure -j2 --timeout 900

@@ -10,10 +10,6 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
 . tools/sanitizers/env.sh
 
-if [[ ! -f build-tsan/CMakeCache.txt ]]; then
-    cmake -S . -B build-tsan -DCMAKE_C_COMPILER=clang -DCMAKE_BUILD_TYPE=RelWithDebInfo \
-          -DATTN_SANITIZE=thread -DATTN_BUILD_TOOLS=OFF \
-          -DATTN_TEST_POCL_CACHE="$POCL_CACHE_DIR"
-fi
+[[ -f build-tsan/CMakeCache.txt ]] || cmake --preset tsan   # CMakePresets.json
 cmake --build build-tsan -j"$(nproc)" --target test_threads test_context
 ctest --test-dir build-tsan --output-on-failure -j1 --timeout 900 -R '^(test_threads|test_context)$'
