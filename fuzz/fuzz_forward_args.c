@@ -167,7 +167,7 @@ static void check_accepted(const attn_problem *p, const attn_tensor *q, const at
 {
     if (p->batch <= 0 || p->q_heads <= 0 || p->kv_heads <= 0 || p->head_dim <= 0 ||
         p->head_dim > 256 || p->q_len <= 0 || p->kv_len <= 0 || p->q_heads % p->kv_heads ||
-        (unsigned)p->dtype > ATTN_BF16 || !isfinite(p->scale))
+        (unsigned)p->dtype > ATTN_BF16 || !isfinite(p->scale * 1.4426950408889634f))
         fuzz_fail("accepted problem B=%d Hq=%d Hkv=%d D=%d Sq=%d Skv=%d dtype=%d", p->batch,
                   p->q_heads, p->kv_heads, p->head_dim, p->q_len, p->kv_len, (int)p->dtype);
     const attn_tensor *ts[4] = {q, k, v, o};

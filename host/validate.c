@@ -52,6 +52,10 @@ attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
                        p->kv_heads);
     if ((unsigned)p->dtype > ATTN_BF16) return INVALID(ctx, "p->dtype = %d is not an attn_dtype", (int)p->dtype);
     if (!isfinite(p->scale)) return INVALID(ctx, "p->scale is not finite");
+    /* the kernels scale logits by scale * log2(e) in float */
+    if (!isfinite(p->scale * 1.4426950408889634f))
+        return INVALID(ctx, "p->scale = %g is too large: scale * log2(e) overflows a float",
+                       (double)p->scale);
     /* indices inside kernels are int per (batch, head) and ulong overall;
      * in double, since three ints can overflow even a long long (fuzzing
      * found it) */

@@ -329,8 +329,10 @@ static void test_bad_dtype_and_scale(void)
     REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "dtype");
     p.dtype = (attn_dtype)-1;
     REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "dtype");
-    const float scales[] = {NAN, INFINITY, -INFINITY};
-    for (int i = 0; i < 3; i++) {
+    /* and finite ones whose product with log2(e), the kernels' logit scale,
+     * overflows float (they gave silently wrong results) */
+    const float scales[] = {NAN, INFINITY, -INFINITY, 3e38f, -2.4e38f};
+    for (int i = 0; i < 5; i++) {
         p = fx.p;
         p.scale = scales[i];
         REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "scale");
