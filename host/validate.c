@@ -115,6 +115,9 @@ static int reachable(long long delta, const long long *st, const long long *ex, 
                      int n)
 {
     if (n == 0) return delta == 0;
+    /* a dimension of extent 1 adds nothing, whatever its stride (0 is
+     * legal there, and would divide by zero below: found by fuzzing) */
+    if (ex[0] <= 1 || st[0] == 0) return reachable(delta, st + 1, ex + 1, span + 1, n - 1);
     long long lo = delta - (span[0] - 1), hi = delta + (span[0] - 1); /* c * st[0] within */
     long long c0 = lo >= 0 ? (lo + st[0] - 1) / st[0] : -((-lo) / st[0]);
     for (long long c = c0; c * st[0] <= hi; c++)
