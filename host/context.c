@@ -336,6 +336,11 @@ attn_status attn_scratch_reserve(attn_context *ctx, attn_scratch *s, size_t byte
     s->mem = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
     if (err != CL_SUCCESS) {
         s->mem = NULL;
+        /* the size is attn's choice, not the caller's: a driver that refuses
+         * it (beyond a limit it reported larger) is out of memory too */
+        if (err == CL_INVALID_BUFFER_SIZE)
+            return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "clCreateBuffer (scratch) of %zu bytes "
+                             "failed: CL_INVALID_BUFFER_SIZE (-61)", bytes);
         return attn_fail_cl(ctx, err, "clCreateBuffer (scratch)");
     }
     s->bytes = bytes;

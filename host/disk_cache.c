@@ -2,11 +2,14 @@
  * rebuild. One file per program, named by the key's hash, holding the full
  * key text (a hash collision or a stale file reads as a miss) and a checksum
  * of the binary. Written to a temporary file and renamed; any problem is a
- * miss with one log line, never an error. */
+ * miss with one log line, never an error (tests/test_faults.c and
+ * fuzz/fuzz_disk_cache.c try the problems). */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
 #include <errno.h>
+#include <fcntl.h>
+#include <stdatomic.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -61,19 +64,32 @@ int attn_disk_cache_load(const char *key_text, uint64_t key, unsigned char **bin
     *bin = NULL;
     *len = 0;
     if (!cache_path(key, path, sizeof path)) return 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) return 0; /* a plain miss: no log line */
+    /* O_NONBLOCK: a FIFO in the cache folder must not hang the open */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    if (fd < 0) return 0; /* a plain miss: no log line */
     const char *why = NULL;
     cache_header h;
+    struct stat sb;
     size_t key_len = strlen(key_text);
     char *stored_key = NULL;
     unsigned char *data = NULL;
-    if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, MAGIC, sizeof MAGIC) != 0)
+    FILE *f = NULL;
+    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode))
+        why = "not a regular file";
+    else if (!(f = fdopen(fd, "rb")))
+        why = "cannot be read";
+    else if (fread(&h, sizeof h, 1, f) != 1 || memcmp(h.magic, MAGIC, sizeof MAGIC) != 0)
         why = "bad header";
     else if (h.format != ATTN_CACHE_FORMAT_VERSION)
         why = "other format version";
     else if (h.key_len != key_len || h.bin_len == 0 || h.bin_len > ((uint64_t)1 << 31))
         why = "key or size mismatch";
+    /* the file's size must be exactly what the header says, checked before
+     * allocating: a garbage length must not cost a large allocation */
+    else if ((uint64_t)sb.st_size < sizeof h + key_len + h.bin_len)
+        why = "truncated";
+    else if ((uint64_t)sb.st_size > sizeof h + key_len + h.bin_len)
+        why = "trailing bytes";
     else if (!(stored_key = malloc(key_len + 1)) || !(data = malloc((size_t)h.bin_len)))
         why = "out of host memory";
     else if (fread(stored_key, 1, key_len, f) != key_len || memcmp(stored_key, key_text, key_len) != 0)
@@ -83,8 +99,9 @@ int attn_disk_cache_load(const char *key_text, uint64_t key, unsigned char **bin
     else if (attn_hash_bytes(ATTN_HASH_INIT, data, (size_t)h.bin_len) != h.bin_hash)
         why = "checksum mismatch";
     else if (fgetc(f) != EOF)
-        why = "trailing bytes";
-    fclose(f);
+        why = "trailing bytes"; /* it grew since fstat */
+    if (f) fclose(f);
+    else close(fd);
     free(stored_key);
     if (why) {
         free(data);
@@ -98,15 +115,16 @@ int attn_disk_cache_load(const char *key_text, uint64_t key, unsigned char **bin
 
 void attn_disk_cache_store(const char *key_text, uint64_t key, const unsigned char *bin, size_t len)
 {
-    static int warned_unwritable; /* one log line per process, not one per program */
+    static atomic_int warned_unwritable; /* one log line per process, not one per program */
+    static atomic_uint tmp_serial;       /* threads of one process storing the same key */
     char dir[3800], path[4096], tmp[4200];
     if (!attn_disk_cache_dir(dir, sizeof dir) || !cache_path(key, path, sizeof path)) return;
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(),
+             atomic_fetch_add(&tmp_serial, 1u));
     FILE *f = NULL;
     if (make_dirs(dir) == 0) f = fopen(tmp, "wb");
     if (!f) {
-        if (!warned_unwritable) {
-            warned_unwritable = 1;
+        if (!atomic_exchange(&warned_unwritable, 1)) {
             attn_log(ATTN_LOG_WARN, "program cache folder %s is not writable (%s); programs are "
                      "rebuilt by each process", dir, strerror(errno));
         }

@@ -52,10 +52,16 @@ attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
                        p->kv_heads);
     if ((unsigned)p->dtype > ATTN_BF16) return INVALID(ctx, "p->dtype = %d is not an attn_dtype", (int)p->dtype);
     if (!isfinite(p->scale)) return INVALID(ctx, "p->scale is not finite");
-    /* indices inside kernels are int per (batch, head) and ulong overall */
-    if ((long long)p->batch * p->q_heads * p->q_len > 0x7fffffffLL)
-        return INVALID(ctx, "batch * q_heads * q_len = %lld exceeds 2^31 - 1",
-                       (long long)p->batch * p->q_heads * p->q_len);
+    /* the kernels scale logits by scale * log2(e) in float */
+    if (!isfinite(p->scale * 1.4426950408889634f))
+        return INVALID(ctx, "p->scale = %g is too large: scale * log2(e) overflows a float",
+                       (double)p->scale);
+    /* indices inside kernels are int per (batch, head) and ulong overall;
+     * in double, since three ints can overflow even a long long (fuzzing
+     * found it) */
+    const double rows = (double)p->batch * p->q_heads * p->q_len;
+    if (rows > 0x7fffffff)
+        return INVALID(ctx, "batch * q_heads * q_len = %.0f exceeds 2^31 - 1", rows);
     if (!lengths) return ATTN_SUCCESS;
     attn_status st = check_extent(ctx, lengths->q_start, lengths->q_len, "q_start", "q_len",
                                   p->batch, p->q_len);
@@ -109,6 +115,9 @@ static int reachable(long long delta, const long long *st, const long long *ex, 
                      int n)
 {
     if (n == 0) return delta == 0;
+    /* a dimension of extent 1 adds nothing, whatever its stride (0 is
+     * legal there, and would divide by zero below: found by fuzzing) */
+    if (ex[0] <= 1 || st[0] == 0) return reachable(delta, st + 1, ex + 1, span + 1, n - 1);
     long long lo = delta - (span[0] - 1), hi = delta + (span[0] - 1); /* c * st[0] within */
     long long c0 = lo >= 0 ? (lo + st[0] - 1) / st[0] : -((-lo) / st[0]);
     for (long long c = c0; c * st[0] <= hi; c++)

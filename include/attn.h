@@ -4,7 +4,7 @@
  *
  * Ownership: the caller owns every cl_mem, queue and event it passes in.
  * Threads: an attn_context may be used from several threads; calls on one
- * context are serialised by a lock inside it. Nothing else is shared. */
+ * context are serialised by a lock inside it. Details at the end. */
 #ifndef ATTN_H
 #define ATTN_H
 
@@ -394,6 +394,33 @@ ATTN_API attn_status attn_layer_forward(attn_layer *layer, int batch, int seq, c
                                         size_t hidden_offset, cl_mem out, size_t out_offset,
                                         const attn_lengths *lengths, attn_layer_timing *timing,
                                         cl_event *done);
+
+/* ---- Threads: what may be shared ----
+ *
+ * - One attn_context, many threads: every call on a context takes the
+ *   context's lock, so calls on one context run one at a time (enqueueing
+ *   is quick; a first call that builds a program holds the lock for the
+ *   build). Threads that want builds or check mode in parallel use one
+ *   context each, on the same device if they like.
+ * - attn_last_error(ctx) is the message of the last failed call on ctx, by
+ *   any thread. With threads sharing a context, read it only while no other
+ *   thread is inside a call on ctx, or give each thread its own context.
+ *   attn_last_create_error() is per thread.
+ * - attn_context_release(ctx) must come after every other thread's last
+ *   call on ctx has returned.
+ * - ctx's queue: attn enqueues on it inside the lock. An application that
+ *   enqueues on the same queue from other threads orders those commands
+ *   itself (clFinish, events, or its own lock).
+ * - No shared state, any thread, any time: attn_reference_forward,
+ *   attn_convert_*, attn_tolerance, attn_status_name, attn_dtype_*,
+ *   attn_version*, attn_select_device.
+ * - The program cache on disk is safe across threads and processes (each
+ *   file is written to a temporary name and renamed).
+ * - ATTN_* environment variables are read during calls: do not change
+ *   them while other threads are calling attn.
+ *
+ * tests/test_threads.c checks this under ThreadSanitizer
+ * (tools/check-tsan.sh). */
 
 #ifdef __cplusplus
 }

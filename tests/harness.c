@@ -14,13 +14,26 @@ static int g_ctx_failed;        /* creation failed once: do not retry */
 
 /* ---- running ---- */
 
+/* Whether name is one of the comma-separated names in list. */
+static int skipped(const char *name, const char *list)
+{
+    size_t n = strlen(name);
+    for (const char *p = list; *p; p += *p == ',') {
+        size_t len = strcspn(p, ",");
+        if (len == n && strncmp(p, name, n) == 0) return 1;
+        p += len;
+    }
+    return 0;
+}
+
 int harness_add_suite(const char *suite, const harness_test *tests)
 {
-    const char *filter = getenv("ATTN_TEST_FILTER");
+    const char *filter = getenv("ATTN_TEST_FILTER"), *skip = getenv("ATTN_TEST_SKIP");
     CU_pSuite s = CU_add_suite(suite, NULL, NULL);
     if (!s) goto fail;
     for (const harness_test *t = tests; t->name; t++) {
         if (filter && *filter && !strstr(t->name, filter)) continue;
+        if (skip && *skip && skipped(t->name, skip)) continue;
         if (!CU_add_test(s, t->name, t->fn)) goto fail;
     }
     return 0;
@@ -343,3 +356,46 @@ int harness_read_floats(attn_context *ctx, cl_mem buf, float *dst, size_t n)
     }
     return 0;
 }
+
+/* ---- one checked forward ---- */
+
+int harness_forward_check(attn_context *ctx, const attn_problem *p, uint64_t seed)
+{
+    const size_t nq = (size_t)p->batch * p->q_heads * p->q_len * p->head_dim;
+    const size_t nk = (size_t)p->batch * p->kv_heads * p->kv_len * p->head_dim;
+    float *q = malloc(nq * 4), *k = malloc(nk * 4), *v = malloc(nk * 4);
+    float *got = malloc(nq * 4), *ref = malloc(nq * 4);
+    int result = -1;
+    attn_tensor tq, tk, tv, to;
+    cl_mem m[4] = {NULL, NULL, NULL, NULL};
+    if (!q || !k || !v || !got || !ref) goto out;
+    harness_fill_uniform(q, nq, seed, -1.0f, 1.0f);
+    harness_fill_uniform(k, nk, seed + 1, -1.0f, 1.0f);
+    harness_fill_uniform(v, nk, seed + 2, 0.5f, 1.5f);
+    harness_round(p->dtype, q, nq);
+    harness_round(p->dtype, k, nk);
+    harness_round(p->dtype, v, nk);
+    m[0] = harness_upload(ctx, p->dtype, q, p->batch, p->q_heads, p->q_len, p->head_dim, NULL, &tq);
+    m[1] = harness_upload(ctx, p->dtype, k, p->batch, p->kv_heads, p->kv_len, p->head_dim, NULL, &tk);
+    m[2] = harness_upload(ctx, p->dtype, v, p->batch, p->kv_heads, p->kv_len, p->head_dim, NULL, &tv);
+    m[3] = harness_alloc(ctx, p->dtype, p->batch, p->q_heads, p->q_len, p->head_dim, NULL, &to);
+    if (!m[0] || !m[1] || !m[2] || !m[3]) goto out;
+    attn_status st = attn_forward(ctx, p, &tq, &tk, &tv, &to, NULL, NULL, NULL);
+    if (st != ATTN_SUCCESS) {
+        printf("\n  attn_forward: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
+        result = (int)st;
+        goto out;
+    }
+    if (harness_download(ctx, p->dtype, &to, p->batch, p->q_heads, p->q_len, p->head_dim, got) ||
+        attn_reference_forward(p, q, k, v, ref, NULL, NULL) != ATTN_SUCCESS)
+        goto out;
+    double atol, rtol;
+    attn_tolerance(p->dtype, &atol, &rtol);
+    result = harness_compare("out", got, ref, nq, atol, rtol, seed) ? -1 : 0;
+out:
+    for (int i = 0; i < 4; i++)
+        if (m[i]) clReleaseMemObject(m[i]);
+    free(q), free(k), free(v), free(got), free(ref);
+    return result;
+}
+

@@ -13,7 +13,8 @@
  *
  * Environment: ATTN_TEST_DEVICE (selector for harness_context, default the
  * library's own choice), ATTN_TEST_SEED (overrides harness_seed's default),
- * ATTN_TEST_FILTER (runs only tests whose name contains it). */
+ * ATTN_TEST_FILTER (runs only tests whose name contains it), ATTN_TEST_SKIP
+ * (a comma-separated list of test names not to run). */
 #ifndef ATTN_HARNESS_H
 #define ATTN_HARNESS_H
 
@@ -121,5 +122,14 @@ int harness_download(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, 
 /* A buffer of n floats set to NaN (for LSE), and reading n floats back. */
 cl_mem harness_float_buffer(attn_context *ctx, size_t n);
 int harness_read_floats(attn_context *ctx, cl_mem buf, float *dst, size_t n);
+
+/* ---- one checked forward ---- */
+
+/* A forward of p on fresh inputs (seeded), packed BHSD, no lengths, no LSE,
+ * compared with the reference at p's dtype tolerance. Returns 0 when right,
+ * the attn_status when the call failed (after printing its message), -1 for
+ * a wrong result or a failed set-up. Usable outside a CUnit test (child
+ * processes, threads): it makes no CUnit assertions. */
+int harness_forward_check(attn_context *ctx, const attn_problem *p, uint64_t seed);
 
 #endif /* ATTN_HARNESS_H */

@@ -329,8 +329,10 @@ static void test_bad_dtype_and_scale(void)
     REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "dtype");
     p.dtype = (attn_dtype)-1;
     REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "dtype");
-    const float scales[] = {NAN, INFINITY, -INFINITY};
-    for (int i = 0; i < 3; i++) {
+    /* and finite ones whose product with log2(e), the kernels' logit scale,
+     * overflows float (they gave silently wrong results) */
+    const float scales[] = {NAN, INFINITY, -INFINITY, 3e38f, -2.4e38f};
+    for (int i = 0; i < 5; i++) {
         p = fx.p;
         p.scale = scales[i];
         REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, "scale");
@@ -673,6 +675,30 @@ static void test_fused_layout(void)
 
 /* ---- ATTN_PARAMS ---- */
 
+/* Strides of 0 in dimensions of extent 1 are legal; out and k sharing a
+ * buffer with such strides must be told apart exactly (the overlap search
+ * divided by the zero stride: fuzz/fuzz_forward_args found it). Validation
+ * only: nothing is built. */
+static void test_zero_stride_single_extent(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_problem p = {1, 1, 1, 4, 4, 4, ATTN_F32, 1, 0.0f};
+    cl_int err;
+    cl_mem shared = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, 64 * 4, NULL, &err);
+    cl_mem other = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, 64 * 4, NULL, &err);
+    CU_ASSERT_FATAL(shared && other);
+    attn_tensor q = {other, 0, 0, 0, 4}, v = {other, 16, 0, 0, 4};
+    attn_tensor k = {shared, 0, 0, 0, 4}, out = {shared, 16, 0, 0, 4}; /* [0,16) and [16,32) */
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &q, &k, &v, &out, NULL, NULL), ATTN_SUCCESS);
+    out.offset = 8; /* now the rows of out and k meet */
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &q, &k, &v, &out, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "overlaps k"));
+    clReleaseMemObject(shared);
+    clReleaseMemObject(other);
+}
+
 static void test_bad_params_override(void)
 {
     fixture fx;
@@ -881,6 +907,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_lse_checks),
     HARNESS_TEST(test_overlaps),
     HARNESS_TEST(test_fused_layout),
+    HARNESS_TEST(test_zero_stride_single_extent),
     HARNESS_TEST(test_bad_params_override),
     HARNESS_TEST(test_reference_validation),
     HARNESS_TEST(test_prepare_validation),

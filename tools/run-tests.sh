@@ -1,8 +1,59 @@
 #!/usr/bin/env bash
-# run-tests.sh -- sets up and builds (tools/setup.sh), then runs every test
-# suite with ctest. The exit status is ctest's.
-set -euo pipefail
+# run-tests.sh -- the README's test command and CI's (.ci/run): sets up and
+# builds (tools/setup.sh), then runs the stages in order, each under a
+# header line, and ends with one line per stage and "N passed, N failed".
+# The exit status is 0 only if every stage passed.
+#
+#   main      the CUnit suites with ctest (build/, Release)
+#   asan      the same suites built with ASan + UBSan (build-asan/, clang)
+#   fuzz      each libFuzzer target for $ATTN_FUZZ_SECONDS (default 45) s
+#   tsan      the thread tests built with ThreadSanitizer (build-tsan/)
+#   oclgrind  every kernel family on Oclgrind's simulated device
+#   valgrind  Memcheck over a subset of the tests and the example
+#   install   cmake --install to a temporary prefix; the example built
+#             through find_package and through pkg-config, and run
+#
+# Usage: run-tests.sh [STAGE...]   (default: all of them, in this order)
+set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-bash tools/setup.sh
-exec ctest --test-dir build --output-on-failure -j2 --timeout 900
+all=(main asan fuzz tsan oclgrind valgrind install)
+stages=("$@")
+((${#stages[@]})) || stages=("${all[@]}")
+for s in "${stages[@]}"; do
+    [[ " ${all[*]} " == *" $s "* ]] || { echo "run-tests: unknown stage '$s' (${all[*]})" >&2; exit 2; }
+done
+
+bash tools/setup.sh || { echo "run-tests: setup failed"; exit 1; }
+
+run_stage() {
+    case $1 in
+    main) ctest --test-dir build --output-on-failure -j2 --timeout 900 ;;
+    *) bash "tools/check-$1.sh" ;;
+    esac
+}
+
+results=()
+passed=0
+failed=0
+n=0
+for s in "${stages[@]}"; do
+    n=$((n + 1))
+    echo
+    echo "==================== stage $n/${#stages[@]}: $s ===================="
+    t0=$SECONDS
+    if run_stage "$s"; then
+        r=passed
+        passed=$((passed + 1))
+    else
+        r=FAILED
+        failed=$((failed + 1))
+    fi
+    results+=("$(printf '  %-9s %-7s %4d s' "$s" "$r" $((SECONDS - t0)))")
+done
+
+echo
+echo "==================== summary ===================="
+printf '%s\n' "${results[@]}"
+echo "$passed passed, $failed failed"
+((failed == 0))

@@ -1,0 +1,50 @@
+# install.cmake -- what `cmake --install` puts in place: include/attn.h, the
+# shared library (libattn.so -> libattn.so.MAJOR -> libattn.so.VERSION), a
+# CMake package (find_package(attn) gives attn::attn), a pkg-config file
+# (attn.pc) and the command-line tools. Internals (host/*.h, the static
+# attn_internal) are never installed.
+include(GNUInstallDirs)
+include(CMakePackageConfigHelpers)
+
+install(TARGETS attn EXPORT attnTargets
+  LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  ARCHIVE DESTINATION ${CMAKE_INSTALL_LIBDIR}
+  RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR}
+  INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/attn.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+
+set(ATTN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/attn)
+install(EXPORT attnTargets NAMESPACE attn:: DESTINATION ${ATTN_CMAKE_DIR})
+configure_package_config_file(cmake/attnConfig.cmake.in
+  ${CMAKE_CURRENT_BINARY_DIR}/attnConfig.cmake INSTALL_DESTINATION ${ATTN_CMAKE_DIR})
+# 0.x: a new minor version may change the API, so only the same minor matches
+write_basic_package_version_file(${CMAKE_CURRENT_BINARY_DIR}/attnConfigVersion.cmake
+  VERSION ${PROJECT_VERSION} COMPATIBILITY SameMinorVersion)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/attnConfig.cmake
+              ${CMAKE_CURRENT_BINARY_DIR}/attnConfigVersion.cmake
+  DESTINATION ${ATTN_CMAKE_DIR})
+
+# attn.pc names its folders relative to itself (${pcfiledir})
+file(RELATIVE_PATH ATTN_PC_TO_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+string(REGEX REPLACE "/$" "" ATTN_PC_TO_PREFIX "${ATTN_PC_TO_PREFIX}")
+foreach(kind LIBDIR INCLUDEDIR)
+  if(IS_ABSOLUTE "${CMAKE_INSTALL_${kind}}")
+    set(ATTN_PC_${kind} "${CMAKE_INSTALL_${kind}}")
+  else()
+    set(ATTN_PC_${kind} "\${prefix}/${CMAKE_INSTALL_${kind}}")
+  endif()
+endforeach()
+configure_file(cmake/attn.pc.in ${CMAKE_CURRENT_BINARY_DIR}/attn.pc @ONLY)
+install(FILES ${CMAKE_CURRENT_BINARY_DIR}/attn.pc
+  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+
+# The tools, finding libattn beside them ($prefix/bin -> $prefix/lib) from
+# any prefix. attn-tune (issue 3) is picked up when it exists.
+foreach(tool attn-info attn-bench attn-tune)
+  if(TARGET ${tool})
+    set_target_properties(${tool} PROPERTIES
+      INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+    install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
+  endif()
+endforeach()

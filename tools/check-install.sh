@@ -1,0 +1,59 @@
+#!/usr/bin/env bash
+# check-install.sh -- installs build/ (tools/setup.sh made it) into a
+# temporary prefix and checks it the way a user would: the files and the
+# library's SONAME and links, that only attn_* symbols are exported, that
+# attn.h compiles on its own (C11, pedantic, and as C++ when g++ is there),
+# then builds examples/attention.c twice -- through find_package(attn) and
+# through pkg-config -- and runs both (attention against the CPU reference
+# on the default device), and the installed attn-info.
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+ROOT=$PWD
+export POCL_CACHE_DIR="$ROOT/build/pocl-cache"
+export ATTN_CACHE_DIR="$ROOT/build/attn-cache"
+
+tmp=$(mktemp -d /tmp/attn-install-XXXXXX)
+trap 'rm -rf "$tmp"' EXIT
+prefix=$tmp/prefix
+cmake --install build --prefix "$prefix" > "$tmp/install.log"
+echo "install: into $prefix:"
+(cd "$prefix" && find . \( -type f -o -type l \) | sort | sed 's/^\./  /')
+
+fail() { echo "install: FAILED: $*"; exit 1; }
+lib=$prefix/lib
+for f in include/attn.h lib/libattn.so lib/cmake/attn/attnConfig.cmake \
+         lib/cmake/attn/attnConfigVersion.cmake lib/pkgconfig/attn.pc bin/attn-info; do
+    [[ -e "$prefix/$f" ]] || fail "$f is missing"
+done
+soname=$(readelf -d "$lib/libattn.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
+[[ "$soname" == libattn.so.0 ]] || fail "SONAME is '$soname', not libattn.so.0"
+[[ "$(readlink "$lib/libattn.so")" == libattn.so.0 ]] || fail "libattn.so does not link to libattn.so.0"
+[[ -f "$lib/$(readlink "$lib/libattn.so.0")" ]] || fail "libattn.so.0 does not link to a file"
+others=$(nm -D --defined-only "$lib/libattn.so" | awk '{print $3}' | grep -v '^attn_' || true)
+[[ -z "$others" ]] || fail "symbols other than attn_* exported: $others"
+echo "install: SONAME $soname, $(nm -D --defined-only "$lib/libattn.so" | wc -l) exported symbols, all attn_*"
+
+echo '#include <attn.h>' > "$tmp/alone.c"
+cc -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only -I"$prefix/include" "$tmp/alone.c"
+if command -v g++ > /dev/null; then
+    echo '#include <attn.h>' > "$tmp/alone.cpp"
+    g++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$tmp/alone.cpp"
+fi
+echo "install: attn.h compiles on its own"
+
+cmake -S examples -B "$tmp/with-cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
+      > "$tmp/cmake.log" || { cat "$tmp/cmake.log"; fail "find_package(attn)"; }
+cmake --build "$tmp/with-cmake" > "$tmp/cmake-build.log" || { cat "$tmp/cmake-build.log"; fail "build with find_package"; }
+echo -n "install: example through find_package(attn): "
+"$tmp/with-cmake/attention"
+
+export PKG_CONFIG_PATH=$lib/pkgconfig
+[[ "$(pkg-config --modversion attn)" == "$(sed -n 's/^Version: //p' "$lib/pkgconfig/attn.pc")" ]]
+# shellcheck disable=SC2046
+cc -std=c11 -Wall -Wextra -Werror -O2 examples/attention.c -o "$tmp/with-pkg-config" \
+   $(pkg-config --cflags --libs attn) -lm -Wl,-rpath,"$(pkg-config --variable=libdir attn)"
+echo -n "install: example through pkg-config ($(pkg-config --cflags --libs attn)): "
+"$tmp/with-pkg-config"
+
+"$prefix/bin/attn-info" > "$tmp/info.log" || { cat "$tmp/info.log"; fail "installed attn-info"; }
+echo "install: installed attn-info runs ($(grep -c '^[* ] [0-9]*:[0-9]' "$tmp/info.log") devices)"

@@ -1,0 +1,13 @@
+# env.sh -- sourced by the check scripts: the sanitizer runtime options.
+# ROOT must be the repository root.
+#
+# ASan's default fast unwinder: the leak suppressions (lsan.supp) are
+# written to work with it, and the slow one made every in-process kernel
+# compile 15-30 times slower.
+export ASAN_OPTIONS="detect_leaks=1:malloc_context_size=30:strict_string_checks=1:check_initialization_order=1:detect_stack_use_after_return=1"
+export LSAN_OPTIONS="suppressions=$ROOT/tools/sanitizers/lsan.supp:print_suppressions=0"
+export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
+export TSAN_OPTIONS="suppressions=$ROOT/tools/sanitizers/tsan.supp:halt_on_error=1:second_deadlock_stack=1"
+# Kernel binaries do not depend on how the host was compiled: share the
+# main build's PoCL cache (made by tools/setup.sh's build and its tests).
+export POCL_CACHE_DIR="$ROOT/build/pocl-cache"
