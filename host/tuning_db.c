@@ -188,7 +188,8 @@ static int get_int(reader *r, const cJSON *obj, const char *key, int *dst, int l
 {
     double v = *dst;
     if (get_number(r, obj, key, &v, required) != 0) return -1;
-    if (v != (double)(int)v || v < lo || v > hi) {
+    /* the range first: converting a double outside int's range is undefined */
+    if (!(v >= lo && v <= hi) || v != (double)(int)v) {
         char what[128];
         snprintf(what, sizeof what, "\"%%s\" must be an integer in %d..%d", lo, hi);
         return bad(r, what, key);
