@@ -8,6 +8,7 @@
 #include <cjson/cJSON.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -179,6 +180,8 @@ static int get_number(reader *r, const cJSON *obj, const char *key, double *dst,
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
     if (!it || cJSON_IsNull(it)) return required ? bad(r, "\"%s\" is missing", key) : 0;
     if (!cJSON_IsNumber(it)) return bad(r, "\"%s\" must be a number", key);
+    /* 1e999 parses as infinity, which the writer could only print as null */
+    if (!isfinite(it->valuedouble)) return bad(r, "\"%s\" must be a finite number", key);
     *dst = it->valuedouble;
     return 0;
 }
@@ -188,7 +191,8 @@ static int get_int(reader *r, const cJSON *obj, const char *key, int *dst, int l
 {
     double v = *dst;
     if (get_number(r, obj, key, &v, required) != 0) return -1;
-    if (v != (double)(int)v || v < lo || v > hi) {
+    /* the range first: converting a double outside int's range is undefined */
+    if (!(v >= lo && v <= hi) || v != (double)(int)v) {
         char what[128];
         snprintf(what, sizeof what, "\"%%s\" must be an integer in %d..%d", lo, hi);
         return bad(r, what, key);
