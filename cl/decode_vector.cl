@@ -25,24 +25,7 @@
  * one chunk) made the reads stride across rows: 2.3x slower, measured. */
 #define PV_ROWS (NCHUNK >= 16 ? 1 : 16 / NCHUNK)
 
-#define CAT_(a, b) a##b
-#define CAT(a, b) CAT_(a, b)
-#define floatV CAT(float, VEC_WIDTH)
-#define intV CAT(int, VEC_WIDTH)
-#define vloadV CAT(vload, VEC_WIDTH)
-#define vstoreV CAT(vstore, VEC_WIDTH)
-
-#if VEC_WIDTH == 16
-#define IOTA ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
-#elif VEC_WIDTH == 8
-#define IOTA ((int8)(0, 1, 2, 3, 4, 5, 6, 7))
-#elif VEC_WIDTH == 4
-#define IOTA ((int4)(0, 1, 2, 3))
-#else
-#error "VEC_WIDTH must be 4, 8 or 16"
-#endif
-
-/* vector c of a cache row, as floats */
+/* vector c of a cache row, as floats (vloadV: vector_helpers.cl) */
 #if STORAGE == 0
 #define LOADV(c, p) vloadV((c), (p))
 #elif STORAGE == 1
@@ -51,33 +34,6 @@
 #define LOADV(c, p) CAT(as_float, VEC_WIDTH)(CAT(convert_uint, VEC_WIDTH)(vloadV((c), (p))) << 16)
 #endif
 
-inline float hmax_v(floatV x)
-{
-#if VEC_WIDTH == 16
-    float8 a = max(x.lo, x.hi);
-    float4 c4 = max(a.lo, a.hi);
-#elif VEC_WIDTH == 8
-    float4 c4 = max(x.lo, x.hi);
-#else
-    float4 c4 = x;
-#endif
-    float2 c = max(c4.lo, c4.hi);
-    return max(c.x, c.y);
-}
-
-inline float hsum_v(floatV x)
-{
-#if VEC_WIDTH == 16
-    float8 a = x.lo + x.hi;
-    float4 c4 = a.lo + a.hi;
-#elif VEC_WIDTH == 8
-    float4 c4 = x.lo + x.hi;
-#else
-    float4 c4 = x;
-#endif
-    float2 c = c4.lo + c4.hi;
-    return c.x + c.y;
-}
 
 /* Global (nsplit, kv_heads * ntiles, B), local (1, 1, 1). The cache is
  * [B][kv_heads][head_rows][DIM_PAD]; split s covers keys [s * chunk,

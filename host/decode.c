@@ -136,9 +136,9 @@ static attn_status get_kernels(attn_context *ctx, const decode_plan *dp, const a
     snprintf(opts + n, sizeof opts - n, " -DDIM_PAD=%d", c->dim_pad);
     const int vector = dp->pr.family == ATTN_FAMILY_VECTOR;
     const char *sources[] = {"common.cl", "decode_common.cl",
-                             vector ? "decode_vector.cl" : "decode_tiled.cl"};
+                             vector ? "vector_helpers.cl" : "decode_tiled.cl", "decode_vector.cl"};
     cl_program prog;
-    attn_status st = attn_program_get(ctx, sources, 3, opts, &prog);
+    attn_status st = attn_program_get(ctx, sources, vector ? 4 : 3, opts, &prog);
     if (st != ATTN_SUCCESS) return st;
     cl_int err;
     *main_k = clCreateKernel(prog, vector ? "attn_decode_vector" : "attn_decode_tiled", &err);

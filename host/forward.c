@@ -45,9 +45,10 @@ static attn_status get_kernel(attn_context *ctx, const attn_params *pr, const at
 {
     char opts[512];
     attn_params_options(pr, p, opts, sizeof opts);
-    const char *sources[] = {"common.cl", pr->family == ATTN_FAMILY_VECTOR ? "vector.cl" : "tiled.cl"};
+    const char *sources[3];
+    const int nsources = attn_family_sources(pr->family, sources);
     cl_program prog;
-    attn_status st = attn_program_get(ctx, sources, 2, opts, &prog);
+    attn_status st = attn_program_get(ctx, sources, nsources, opts, &prog);
     if (st != ATTN_SUCCESS) return st;
     cl_int err;
     *out = clCreateKernel(prog, name, &err);

@@ -62,6 +62,10 @@ void attn_params_format(const attn_params *params, char *buf, size_t size);
 void attn_params_options(const attn_params *params, const attn_problem *p, char *buf,
                          size_t size);
 
+/* The cl/ files a family's forward program joins, in order; returns how
+ * many (at most 3). The tuner hashes the same list to spot stale entries. */
+int attn_family_sources(int family, const char *names[3]);
+
 /* Padded head dim the vector family works in (a multiple of vec_width). */
 int attn_params_padded_dim(const attn_params *params, int head_dim);
 

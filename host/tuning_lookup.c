@@ -107,10 +107,11 @@ int attn_device_exact(const attn_device_identity *a, const attn_device_identity 
 
 attn_status attn_kernel_source_hash(attn_context *ctx, int family, char out[17])
 {
-    const char *names[] = {"common.cl", family == ATTN_FAMILY_VECTOR ? "vector.cl" : "tiled.cl"};
+    const char *names[3];
+    const int n = attn_family_sources(family, names);
     uint64_t h = ATTN_HASH_INIT;
     out[0] = 0;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < n; i++) {
         char *text = attn_kernel_source(ctx, names[i]);
         if (!text) return ATTN_ERROR_IO;
         h = attn_hash_str(h, text);

@@ -641,15 +641,15 @@ static void test_unwritable_cache_dir(void)
 
 /* ---- (e) ATTN_KERNEL_DIR ---- */
 
-static const char *const source_names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl"};
+static const char *const source_names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl", "vector_helpers.cl"};
 
 /* Writes the embedded sources into dir; returns them (malloc'd) in text[]. */
-static void export_sources(attn_context *ctx, const char *dir, char *text[4])
+static void export_sources(attn_context *ctx, const char *dir, char *text[5])
 {
     const char *saved = getenv("ATTN_KERNEL_DIR");
     char *keep = saved ? strdup(saved) : NULL;
     unsetenv("ATTN_KERNEL_DIR");
-    for (int i = 0; i < 4; i++) {
+    for (int i = 0; i < 5; i++) {
         text[i] = attn_kernel_source(ctx, source_names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text[i]);
         CU_ASSERT(strlen(text[i]) > 100);
@@ -670,7 +670,7 @@ static void test_kernel_dir(void)
     make_temp_dir(empty, sizeof empty, "empty");
     attn_problem p = small_problem();
     attn_context *ctx = new_context();
-    char *text[4];
+    char *text[5];
     export_sources(ctx, kdir, text);
 
     /* a working copy: builds and computes the right thing */
@@ -683,6 +683,7 @@ static void test_kernel_dir(void)
     /* a broken copy of both families: a build error with the compiler's log */
     write_text(broken, "common.cl", text[0]);
     write_text(broken, "peak.cl", text[3]);
+    write_text(broken, "vector_helpers.cl", text[4]);
     for (int i = 1; i <= 2; i++) {
         size_t n = strlen(text[i]);
         char *bad = malloc(n + 128);
@@ -726,7 +727,8 @@ static void test_kernel_dir(void)
     st = attn_prepare(ctx, &p, NULL);
     CU_ASSERT_EQUAL(st, ATTN_ERROR_IO);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), partial));
-    CU_ASSERT(strstr(attn_last_error(ctx), "vector.cl") || strstr(attn_last_error(ctx), "tiled.cl"));
+    CU_ASSERT(strstr(attn_last_error(ctx), "vector.cl") || strstr(attn_last_error(ctx), "tiled.cl") ||
+              strstr(attn_last_error(ctx), "vector_helpers.cl")); /* the family's first missing file */
     if (st != ATTN_ERROR_IO) printf("\n  missing file: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
     setenv("ATTN_KERNEL_DIR", empty, 1);
     st = attn_prepare(ctx, &p, NULL);
@@ -739,7 +741,7 @@ static void test_kernel_dir(void)
     unsetenv("ATTN_KERNEL_DIR");
     CU_ASSERT_EQUAL(prepare_verbose(ctx, &p), ATTN_SUCCESS);
 
-    for (int i = 0; i < 4; i++) free(text[i]);
+    for (int i = 0; i < 5; i++) free(text[i]);
     attn_context_release(ctx);
     remove_tree(cache);
     remove_tree(kdir);
@@ -780,7 +782,7 @@ static void test_check_mode_catches_wrong_kernel(void)
     make_temp_dir(wrong, sizeof wrong, "wrong");
     attn_problem p = small_problem();
     attn_context *ctx = new_context();
-    char *text[4];
+    char *text[5];
     export_sources(ctx, wrong, text);
     /* the final normalisation off by 1%, in both families */
     for (int i = 1; i <= 2; i++) {
@@ -841,7 +843,7 @@ static void test_check_mode_catches_wrong_kernel(void)
     CU_ASSERT_EQUAL(c4->check, 0);
     attn_context_release(c4);
 
-    for (int i = 0; i < 4; i++) free(text[i]);
+    for (int i = 0; i < 5; i++) free(text[i]);
     remove_tree(cache);
     remove_tree(wrong);
     env_restore();

@@ -111,8 +111,8 @@ static char *replace(const char *s, const char *from, const char *to)
  * not build, 2 normalises by 1.01/l, 6 leaves each block's last row unwritten. */
 static void doctored_kernels(attn_context *ctx, const char *dir)
 {
-    static const char *names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl"};
-    for (int i = 0; i < 4; i++) {
+    static const char *names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl", "vector_helpers.cl"};
+    for (int i = 0; i < 5; i++) {
         char *text = attn_kernel_source(ctx, names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text);
         if (i == 2) {
