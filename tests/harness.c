@@ -1,6 +1,7 @@
 /* harness.c -- the shared test helpers declared in harness.h: CUnit running,
  * splitmix64 random numbers, the lazily made OpenCL context, tolerance
  * comparison and strided device tensors. */
+#define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "harness.h"
 
 #include <CUnit/Basic.h>
@@ -8,6 +9,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <errno.h>
+#include <ftw.h>
+#include <sys/stat.h>
 
 static attn_context *g_ctx;     /* the shared context, made on first use */
 static int g_ctx_failed;        /* creation failed once: do not retry */
@@ -399,3 +403,25 @@ out:
     return result;
 }
 
+
+/* ---- scratch folders ---- */
+
+void harness_temp_dir(char *buf, size_t size, const char *what)
+{
+    snprintf(buf, size, "/tmp/attn-test-%s-XXXXXX", what);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(buf));
+}
+
+static int remove_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
+{
+    (void)sb, (void)ftw;
+    if (flag == FTW_DP) chmod(path, 0755);
+    if (remove(path) != 0) printf("\n  cannot remove %s: %s\n", path, strerror(errno));
+    return 0;
+}
+
+void harness_remove_tree(const char *path)
+{
+    chmod(path, 0755); /* a test may have made it read-only */
+    nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}

@@ -132,4 +132,14 @@ int harness_read_floats(attn_context *ctx, cl_mem buf, float *dst, size_t n);
  * processes, threads): it makes no CUnit assertions. */
 int harness_forward_check(attn_context *ctx, const attn_problem *p, uint64_t seed);
 
+/* ---- scratch folders ---- */
+
+/* Makes a fresh folder /tmp/attn-test-<what>-XXXXXX in buf (fails the
+ * current test fatally when it cannot). */
+void harness_temp_dir(char *buf, size_t size, const char *what);
+
+/* Removes path and everything below it; folders a test made read-only are
+ * made writable first. A file that cannot be removed is reported. */
+void harness_remove_tree(const char *path);
+
 #endif /* ATTN_HARNESS_H */

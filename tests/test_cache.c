@@ -67,30 +67,11 @@ static double now_ms(void)
     return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
 }
 
-/* A fresh folder /tmp/attn-test-<what>-XXXXXX in buf (PATH_MAX). */
-static void make_temp_dir(char *buf, size_t size, const char *what)
-{
-    snprintf(buf, size, "/tmp/attn-test-%s-XXXXXX", what);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(buf));
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    if (remove(path) != 0) printf("\n  cannot remove %s: %s\n", path, strerror(errno));
-    return 0;
-}
-
-static void remove_tree(const char *path)
-{
-    chmod(path, 0755); /* a test may have made it read-only */
-    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* A fresh cache folder, set as ATTN_CACHE_DIR. */
 static void fresh_cache_dir(char *buf, size_t size)
 {
-    make_temp_dir(buf, size, "cache");
+    harness_temp_dir(buf, size, "cache");
     CU_ASSERT_EQUAL_FATAL(setenv("ATTN_CACHE_DIR", buf, 1), 0);
 }
 
@@ -321,7 +302,7 @@ static void test_miss_then_hit(void)
     CU_ASSERT_EQUAL(count_entries(dir), 2);
     attn_context_release(c2);
 
-    remove_tree(dir);
+    harness_remove_tree(dir);
     env_restore();
 }
 
@@ -452,8 +433,8 @@ static void test_second_process(void)
            t1 - t0, t3 - t2, t5 - t4);
     fflush(stdout);
     attn_context_release(c2);
-    remove_tree(dir);
-    remove_tree(dir2);
+    harness_remove_tree(dir);
+    harness_remove_tree(dir2);
     env_restore();
 }
 
@@ -542,7 +523,7 @@ static void test_corrupt_files(void)
         CU_ASSERT_EQUAL(count_entries(dir), 1);
     }
     free(good);
-    remove_tree(dir);
+    harness_remove_tree(dir);
     env_restore();
 }
 
@@ -588,7 +569,7 @@ static void test_concurrent_store(void)
     CU_ASSERT_EQUAL(c->programs_from_disk, 1);
     CU_ASSERT_EQUAL(c->programs_built, 0);
     attn_context_release(c);
-    remove_tree(dir);
+    harness_remove_tree(dir);
     env_restore();
 }
 
@@ -598,7 +579,7 @@ static void test_unwritable_cache_dir(void)
 {
     env_save();
     char base[512], file[1024], sub[1536];
-    make_temp_dir(base, sizeof base, "unwritable");
+    harness_temp_dir(base, sizeof base, "unwritable");
     snprintf(file, sizeof file, "%s/file", base);
     write_all(file, "not a folder\n", 13);
     attn_problem p = small_problem();
@@ -635,7 +616,7 @@ static void test_unwritable_cache_dir(void)
     if (geteuid() != 0) CU_ASSERT_EQUAL(count_entries(ro), 0);
     attn_context_release(c);
 
-    remove_tree(base);
+    harness_remove_tree(base);
     env_restore();
 }
 
@@ -664,10 +645,10 @@ static void test_kernel_dir(void)
     env_save();
     char cache[512], kdir[512], broken[512], partial[512], empty[512];
     fresh_cache_dir(cache, sizeof cache);
-    make_temp_dir(kdir, sizeof kdir, "kernels");
-    make_temp_dir(broken, sizeof broken, "broken");
-    make_temp_dir(partial, sizeof partial, "partial");
-    make_temp_dir(empty, sizeof empty, "empty");
+    harness_temp_dir(kdir, sizeof kdir, "kernels");
+    harness_temp_dir(broken, sizeof broken, "broken");
+    harness_temp_dir(partial, sizeof partial, "partial");
+    harness_temp_dir(empty, sizeof empty, "empty");
     attn_problem p = small_problem();
     attn_context *ctx = new_context();
     char *text[5];
@@ -743,11 +724,11 @@ static void test_kernel_dir(void)
 
     for (int i = 0; i < 5; i++) free(text[i]);
     attn_context_release(ctx);
-    remove_tree(cache);
-    remove_tree(kdir);
-    remove_tree(broken);
-    remove_tree(partial);
-    remove_tree(empty);
+    harness_remove_tree(cache);
+    harness_remove_tree(kdir);
+    harness_remove_tree(broken);
+    harness_remove_tree(partial);
+    harness_remove_tree(empty);
     env_restore();
 }
 
@@ -779,7 +760,7 @@ static void test_check_mode_catches_wrong_kernel(void)
     env_save();
     char cache[512], wrong[512];
     fresh_cache_dir(cache, sizeof cache);
-    make_temp_dir(wrong, sizeof wrong, "wrong");
+    harness_temp_dir(wrong, sizeof wrong, "wrong");
     attn_problem p = small_problem();
     attn_context *ctx = new_context();
     char *text[5];
@@ -844,8 +825,8 @@ static void test_check_mode_catches_wrong_kernel(void)
     attn_context_release(c4);
 
     for (int i = 0; i < 5; i++) free(text[i]);
-    remove_tree(cache);
-    remove_tree(wrong);
+    harness_remove_tree(cache);
+    harness_remove_tree(wrong);
     env_restore();
 }
 

@@ -66,25 +66,6 @@ static void env_restore(void)
     }
 }
 
-static void make_temp_dir(char *buf, size_t size, const char *what)
-{
-    snprintf(buf, size, "/tmp/attn-faults-%s-XXXXXX", what);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(buf));
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    if (flag == FTW_DP) chmod(path, 0755);
-    remove(path);
-    return 0;
-}
-
-static void remove_tree(const char *path)
-{
-    chmod(path, 0755);
-    nftw(path, rm_entry, 16, FTW_DEPTH | FTW_PHYS);
-}
 
 /* Entries of dir other than . and ..; *.tmp ones counted in *tmp. */
 static int count_entries(const char *dir, int *tmp)
@@ -214,7 +195,7 @@ static void test_missing_cache_dir(void)
 {
     env_save();
     char base[512], deep[1024];
-    make_temp_dir(base, sizeof base, "missing");
+    harness_temp_dir(base, sizeof base, "missing");
     snprintf(deep, sizeof deep, "%s/not/yet/there", base);
     setenv("ATTN_CACHE_DIR", deep, 1);
     attn_problem p = problem(16, 16);
@@ -228,7 +209,7 @@ static void test_missing_cache_dir(void)
     CU_ASSERT_EQUAL(harness_forward_check(c, &p, 2), 0);
     CU_ASSERT_EQUAL(c->programs_from_disk, 1);
     attn_context_release(c);
-    remove_tree(base);
+    harness_remove_tree(base);
     env_restore();
 }
 
@@ -296,7 +277,7 @@ static void test_readonly_cache_dir(void)
 {
     env_save();
     char base[512], ro[1024], out[1024];
-    make_temp_dir(base, sizeof base, "readonly");
+    harness_temp_dir(base, sizeof base, "readonly");
     CU_ASSERT_EQUAL_FATAL(chmod(base, 0755), 0); /* the unprivileged child must get in */
     snprintf(ro, sizeof ro, "%s/ro", base);
     snprintf(out, sizeof out, "%s/child.log", base);
@@ -324,7 +305,7 @@ static void test_readonly_cache_dir(void)
         CU_ASSERT_EQUAL(count_substr(log, "is not writable"), 1);
     }
     free(log);
-    remove_tree(base);
+    harness_remove_tree(base);
     env_restore();
 }
 
@@ -343,11 +324,11 @@ static void test_odd_cache_entries(void)
 {
     env_save();
     char dir[512], path[1024];
-    make_temp_dir(dir, sizeof dir, "odd");
+    harness_temp_dir(dir, sizeof dir, "odd");
     setenv("ATTN_CACHE_DIR", dir, 1);
     cache_file_of_small_problem(dir, path, sizeof path);
     char elsewhere[512];
-    make_temp_dir(elsewhere, sizeof elsewhere, "elsewhere");
+    harness_temp_dir(elsewhere, sizeof elsewhere, "elsewhere");
     static const char *kinds[] = {"folder", "FIFO", "link to /dev/zero", "dangling link",
                                   "link to a folder"};
     attn_problem p = problem(16, 16);
@@ -388,8 +369,8 @@ static void test_odd_cache_entries(void)
     signal(SIGALRM, SIG_DFL);
     printf("\n");
     CU_ASSERT_EQUAL(count_entries(elsewhere, NULL), 0);
-    remove_tree(elsewhere);
-    remove_tree(dir);
+    harness_remove_tree(elsewhere);
+    harness_remove_tree(dir);
     env_restore();
 }
 
@@ -398,7 +379,7 @@ static void test_lying_cache_headers(void)
 {
     env_save();
     char dir[512], path[1024];
-    make_temp_dir(dir, sizeof dir, "lying");
+    harness_temp_dir(dir, sizeof dir, "lying");
     setenv("ATTN_CACHE_DIR", dir, 1);
     cache_file_of_small_problem(dir, path, sizeof path);
     FILE *f = fopen(path, "rb");
@@ -437,7 +418,7 @@ static void test_lying_cache_headers(void)
         attn_context_release(c);
     }
     printf("\n");
-    remove_tree(dir);
+    harness_remove_tree(dir);
     env_restore();
 }
 
@@ -479,7 +460,7 @@ static void test_kill_during_store(void)
 {
     env_save();
     char dir[512];
-    make_temp_dir(dir, sizeof dir, "kill");
+    harness_temp_dir(dir, sizeof dir, "kill");
     setenv("ATTN_CACHE_DIR", dir, 1);
     unsigned char *want = store_payload();
     CU_ASSERT_PTR_NOT_NULL_FATAL(want);
@@ -518,7 +499,7 @@ static void test_kill_during_store(void)
            "in all (each killed write can leave one)\n", (now_s() - t0) * 1e3, stale_total);
     free(bin);
     free(want);
-    remove_tree(dir);
+    harness_remove_tree(dir);
     env_restore();
 }
 
@@ -631,8 +612,8 @@ static void test_kernel_dir_faults(void)
 {
     env_save();
     char cache[512], kdir[512];
-    make_temp_dir(cache, sizeof cache, "kcache");
-    make_temp_dir(kdir, sizeof kdir, "kdir");
+    harness_temp_dir(cache, sizeof cache, "kcache");
+    harness_temp_dir(kdir, sizeof kdir, "kdir");
     setenv("ATTN_CACHE_DIR", cache, 1);
     attn_context *c = new_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -681,8 +662,8 @@ static void test_kernel_dir_faults(void)
     }
     printf("\n");
     attn_context_release(c);
-    remove_tree(cache);
-    remove_tree(kdir);
+    harness_remove_tree(cache);
+    harness_remove_tree(kdir);
     env_restore();
 }
 

@@ -148,13 +148,6 @@ static void test_one_context_many_threads(void)
     printf("\n");
 }
 
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
 static void test_context_per_thread(void)
 {
     /* a fresh cache folder, so that the threads build and store together */
@@ -174,7 +167,7 @@ static void test_context_per_thread(void)
     CU_ASSERT_EQUAL(c->programs_built, 0);
     CU_ASSERT(c->programs_from_disk >= 1);
     attn_context_release(c);
-    nftw(dir, rm_entry, 8, FTW_DEPTH | FTW_PHYS);
+    harness_remove_tree(dir);
     if (keep) setenv("ATTN_CACHE_DIR", keep, 1);
     else unsetenv("ATTN_CACHE_DIR");
     free(keep);

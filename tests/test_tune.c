@@ -26,20 +26,8 @@ extern char **environ;
 
 static char g_dir[256];
 
-static void fresh_dir(void)
-{
-    snprintf(g_dir, sizeof g_dir, "/tmp/attn-test-tune-XXXXXX");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(g_dir));
-}
-
-static int rm_entry(const char *path, const struct stat *sb, int flag, struct FTW *ftw)
-{
-    (void)sb, (void)flag, (void)ftw;
-    remove(path);
-    return 0;
-}
-
-static void remove_dir(void) { nftw(g_dir, rm_entry, 16, FTW_DEPTH | FTW_PHYS); }
+static void fresh_dir(void) { harness_temp_dir(g_dir, sizeof g_dir, "tune"); }
+static void remove_dir(void) { harness_remove_tree(g_dir); }
 
 static void path_in(char *buf, size_t size, const char *name)
 {
