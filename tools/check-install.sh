@@ -22,7 +22,8 @@ echo "install: into $prefix:"
 fail() { echo "install: FAILED: $*"; exit 1; }
 lib=$prefix/lib
 for f in include/attn.h lib/libattn.so lib/cmake/attn/attnConfig.cmake \
-         lib/cmake/attn/attnConfigVersion.cmake lib/pkgconfig/attn.pc bin/attn-info; do
+         lib/cmake/attn/attnConfigVersion.cmake lib/pkgconfig/attn.pc share/doc/attn/LICENSE \
+         bin/attn-info; do
     [[ -e "$prefix/$f" ]] || fail "$f is missing"
 done
 soname=$(readelf -d "$lib/libattn.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
@@ -49,6 +50,7 @@ echo -n "install: example through find_package(attn): "
 
 export PKG_CONFIG_PATH=$lib/pkgconfig
 [[ "$(pkg-config --modversion attn)" == "$(sed -n 's/^Version: //p' "$lib/pkgconfig/attn.pc")" ]]
+grep -qx 'License: Apache-2.0' "$lib/pkgconfig/attn.pc" || fail "attn.pc does not name the license"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror -O2 examples/attention.c -o "$tmp/with-pkg-config" \
    $(pkg-config --cflags --libs attn) -lm -Wl,-rpath,"$(pkg-config --variable=libdir attn)"
