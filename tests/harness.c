@@ -425,3 +425,35 @@ void harness_remove_tree(const char *path)
     chmod(path, 0755); /* a test may have made it read-only */
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
+
+char *harness_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        printf("\n  cannot open %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    /* Read in growing steps until end of file: no size is trusted up front,
+     * and a short read is an error rather than a silently cut text. */
+    size_t n = 0, cap = 4096;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (n < cap - 1) break; /* end of file or an error: ferror tells */
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) free(buf);
+        buf = bigger, cap *= 2;
+    }
+    if (buf && ferror(f)) {
+        printf("\n  cannot read %s: %s\n", path, strerror(errno));
+        free(buf);
+        buf = NULL;
+    } else if (!buf) {
+        printf("\n  out of memory reading %s\n", path);
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}

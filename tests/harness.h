@@ -142,4 +142,9 @@ void harness_temp_dir(char *buf, size_t size, const char *what);
  * made writable first. A file that cannot be removed is reported. */
 void harness_remove_tree(const char *path);
 
+/* The whole of the file at path, NUL-terminated (the caller frees it), and
+ * its length in *len (len may be NULL). NULL after a message naming the
+ * file when it cannot be opened or read to its end. */
+char *harness_read_file(const char *path, size_t *len);
+
 #endif /* ATTN_HARNESS_H */
