@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # setup.sh -- makes a fresh Debian 12 ready to build attn and builds it:
 # installs the packages that are missing (as root), configures build/ once
-# (Release) and builds it. Safe to run again: it only does what is missing.
+# (Release) and builds it (ATTN_WERROR: see below). Safe to run again: it
+# only does what is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
@@ -25,7 +26,11 @@ if ((${#missing[@]})); then
     apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
+# ATTN_WERROR=ON|OFF in the environment (run-tests.sh sets ON) sets the
+# build's -Werror option, also on a build/ configured before.
 if [[ ! -f build/CMakeCache.txt ]]; then
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${ATTN_WERROR:+-DATTN_WERROR=$ATTN_WERROR}
+elif [[ -n ${ATTN_WERROR:-} ]]; then
+    cmake -S . -B build -DATTN_WERROR="$ATTN_WERROR" > /dev/null
 fi
 cmake --build build -j"$(nproc)"
