@@ -40,9 +40,9 @@ configure_file(cmake/attn.pc.in ${CMAKE_CURRENT_BINARY_DIR}/attn.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/attn.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-# The tools, finding libattn beside them ($prefix/bin -> $prefix/lib) from
-# any prefix. attn-tune (issue 3) is picked up when it exists.
-foreach(tool attn-info attn-bench attn-tune)
+# The tools (when ATTN_BUILD_TOOLS made them), finding libattn beside them
+# ($prefix/bin -> $prefix/lib) from any prefix.
+foreach(tool attn-info attn-bench attn-tune attn-weights)
   if(TARGET ${tool})
     set_target_properties(${tool} PROPERTIES
       INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")

@@ -5,7 +5,8 @@
 # attn.h compiles on its own (C11, pedantic, and as C++ when g++ is there),
 # then builds examples/attention.c twice -- through find_package(attn) and
 # through pkg-config -- and runs both (attention against the CPU reference
-# on the default device), and the installed attn-info.
+# on the default device), the installed attn-info, and that all four tools
+# start from the prefix.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -23,7 +24,7 @@ fail() { echo "install: FAILED: $*"; exit 1; }
 lib=$prefix/lib
 for f in include/attn.h lib/libattn.so lib/cmake/attn/attnConfig.cmake \
          lib/cmake/attn/attnConfigVersion.cmake lib/pkgconfig/attn.pc share/doc/attn/LICENSE \
-         bin/attn-info; do
+         bin/attn-info bin/attn-bench bin/attn-tune bin/attn-weights; do
     [[ -e "$prefix/$f" ]] || fail "$f is missing"
 done
 soname=$(readelf -d "$lib/libattn.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
@@ -59,3 +60,10 @@ echo -n "install: example through pkg-config ($(pkg-config --cflags --libs attn)
 
 "$prefix/bin/attn-info" > "$tmp/info.log" || { cat "$tmp/info.log"; fail "installed attn-info"; }
 echo "install: installed attn-info runs ($(grep -c '^[* ] [0-9]*:[0-9]' "$tmp/info.log") devices)"
+# Each tool starts from the prefix alone (its rpath finds libattn, not build/'s)
+# and reports the installed library's version.
+for t in attn-info attn-bench attn-tune attn-weights; do
+    v=$(env -u LD_LIBRARY_PATH "$prefix/bin/$t" --version) || fail "installed $t --version"
+    [[ "$v" == *"$(pkg-config --modversion attn)"* ]] || fail "installed $t --version says '$v'"
+done
+echo "install: attn-info, attn-bench, attn-tune and attn-weights installed and start"
