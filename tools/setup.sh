@@ -7,7 +7,7 @@ set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
-          libcunit1-dev libcjson-dev cmake oclgrind pkg-config gcc make
+          libcunit1-dev libcjson-dev zlib1g-dev cmake oclgrind pkg-config gcc make
           clang libclang-rt-14-dev valgrind) # the last three: sanitizers, libFuzzer, Memcheck
 missing=()
 for p in "${packages[@]}"; do
