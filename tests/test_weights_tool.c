@@ -102,8 +102,10 @@ static void known_problem(float *q, float *k)
     }
 }
 
-static const char *const q_dict = "'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 12, 16), ";
-static const char *const k_dict = "'descr': '<f4', 'fortran_order': False, 'shape': (2, 1, 12, 16), ";
+static const char *const q_dict =
+    "'descr': '<f4', 'fortran_order': False, 'shape': (2, 2, 12, 16), ";
+static const char *const k_dict =
+    "'descr': '<f4', 'fortran_order': False, 'shape': (2, 1, 12, 16), ";
 
 static void test_npy_weights_are_the_users(void)
 {
@@ -339,6 +341,23 @@ static void test_unknown_extension_refused(void)
     expect_refusal(none, 2, "must be .png or .svg", out);
 }
 
+/* Options that do not fit together are usage errors, found before any file
+ * is read. */
+static void test_mixed_options_refused(void)
+{
+    fresh_dir();
+    char out[600];
+    in_dir("w.png", out, sizeof out);
+    const char *half[] = {"--q", "q.npy", "--out", out, NULL};
+    expect_refusal(half, 2, "--q and --k go together", out);
+    const char *both[] = {"--q", "q.npy", "--k", "k.npy", "--seq", "8", "--out", out, NULL};
+    expect_refusal(both, 2, "with --q and --k the shapes come from the files", out);
+    const char *shape[] = {"--q-shape", "2,8", "--out", out, NULL};
+    expect_refusal(shape, 2, "need --q and --k", out);
+    const char *bad_shape[] = {"--q", "q", "--k", "k", "--q-shape", "2,x,8", "--out", out, NULL};
+    expect_refusal(bad_shape, 2, "shape '2,x,8' is not", out);
+}
+
 static void test_bad_npy_refused(void)
 {
     fresh_dir();
@@ -395,6 +414,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_raw_and_f16_npy_draw_png),
     HARNESS_TEST(test_32x32_png_is_small),
     HARNESS_TEST(test_unknown_extension_refused),
+    HARNESS_TEST(test_mixed_options_refused),
     HARNESS_TEST(test_bad_npy_refused),
     HARNESS_END
 };

@@ -142,18 +142,18 @@ static int parse_args(int argc, char **argv, options *o)
         switch (c) {
         case DEV: o->device = optarg; break;
         case OUT: o->out = optarg; break;
-        case SEQ: bad |= parse_int("seq", optarg, 1, 8192, &o->seq), o->synthetic_set = 1; break;
+        case SEQ: bad |= parse_int("seq", optarg, 1, 8192, &o->seq); break;
         case LPAD: bad |= parse_int("left-pad", optarg, 0, 1 << 30, &o->left_pad); break;
         case RPAD: bad |= parse_int("right-pad", optarg, 0, 1 << 30, &o->right_pad); break;
-        case QH: bad |= parse_int("q-heads", optarg, 1, 1024, &o->q_heads), o->synthetic_set = 1; break;
-        case KVH: bad |= parse_int("kv-heads", optarg, 1, 1024, &o->kv_heads), o->synthetic_set = 1; break;
-        case HD: bad |= parse_int("head-dim", optarg, 1, 256, &o->head_dim), o->synthetic_set = 1; break;
+        case QH: bad |= parse_int("q-heads", optarg, 1, 1024, &o->q_heads); break;
+        case KVH: bad |= parse_int("kv-heads", optarg, 1, 1024, &o->kv_heads); break;
+        case HD: bad |= parse_int("head-dim", optarg, 1, 256, &o->head_dim); break;
         case HEAD: bad |= parse_int("head", optarg, 0, 1 << 30, &o->head); break;
         case CAUSAL: o->causal = 1; break;
         case NOCAUSAL: o->causal = 0; break;
         case DTYPE: bad |= parse_dtype("dtype", optarg, &o->dtype), o->dtype_set = 1; break;
         case CELL: bad |= parse_int("cell", optarg, 1, 64, &o->cell); break;
-        case SEED: bad |= parse_int("seed", optarg, 0, 1 << 30, &seed), o->synthetic_set = 1; break;
+        case SEED: bad |= parse_int("seed", optarg, 0, 1 << 30, &seed); break;
         case QFILE: o->q_path = optarg; break;
         case KFILE: o->k_path = optarg; break;
         case QSHAPE: bad |= parse_shape("q-shape", optarg, o->q_shape, &o->has_q_shape); break;
@@ -167,6 +167,7 @@ static int parse_args(int argc, char **argv, options *o)
             return EXIT_SUCCESS;
         default: bad = -1; break;
         }
+        if (c == SEQ || c == QH || c == KVH || c == HD || c == SEED) o->synthetic_set = 1;
     }
     o->seed = (unsigned)seed;
     const int files = o->q_path || o->k_path;

@@ -127,7 +127,8 @@ int npy_header_parse(const unsigned char *b, size_t n, npy_header *h, char *err,
                             "dtype is not supported)");
         } else if (strcmp(key, "fortran_order") == 0 && !seen_order++) {
             if (word(&c, "True")) h->fortran_order = 1;
-            else if (!word(&c, "False")) return fail(err, en, "'fortran_order' is not True or False");
+            else if (!word(&c, "False"))
+                return fail(err, en, "'fortran_order' is not True or False");
         } else if (strcmp(key, "shape") == 0 && !seen_shape++) {
             if (shape(&c, h, err, en) != 0) return -1;
         } else {
