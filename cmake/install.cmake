@@ -1,8 +1,8 @@
 # install.cmake -- what `cmake --install` puts in place: include/attn.h, the
 # shared library (libattn.so -> libattn.so.MAJOR -> libattn.so.VERSION), a
 # CMake package (find_package(attn) gives attn::attn), a pkg-config file
-# (attn.pc) and the command-line tools. Internals (host/*.h, the static
-# attn_internal) are never installed.
+# (attn.pc), the command-line tools and LICENSE (share/doc/attn). Internals
+# (host/*.h, the static attn_internal) are never installed.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
 
@@ -13,6 +13,7 @@ install(TARGETS attn EXPORT attnTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/attn.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 set(ATTN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/attn)
 install(EXPORT attnTargets NAMESPACE attn:: DESTINATION ${ATTN_CMAKE_DIR})
@@ -39,9 +40,9 @@ configure_file(cmake/attn.pc.in ${CMAKE_CURRENT_BINARY_DIR}/attn.pc @ONLY)
 install(FILES ${CMAKE_CURRENT_BINARY_DIR}/attn.pc
   DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
 
-# The tools, finding libattn beside them ($prefix/bin -> $prefix/lib) from
-# any prefix. attn-tune (issue 3) is picked up when it exists.
-foreach(tool attn-info attn-bench attn-tune)
+# The tools (when ATTN_BUILD_TOOLS made them), finding libattn beside them
+# ($prefix/bin -> $prefix/lib) from any prefix.
+foreach(tool attn-info attn-bench attn-tune attn-weights)
   if(TARGET ${tool})
     set_target_properties(${tool} PROPERTIES
       INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")

@@ -10,8 +10,13 @@
 #include <stdlib.h>
 #include <string.h>
 #include <errno.h>
+#include <fcntl.h>
 #include <ftw.h>
+#include <spawn.h>
 #include <sys/stat.h>
+#include <sys/wait.h>
+
+extern char **environ;
 
 static attn_context *g_ctx;     /* the shared context, made on first use */
 static int g_ctx_failed;        /* creation failed once: do not retry */
@@ -424,4 +429,75 @@ void harness_remove_tree(const char *path)
 {
     chmod(path, 0755); /* a test may have made it read-only */
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+char *harness_read_file(const char *path, size_t *len)
+{
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        printf("\n  cannot open %s: %s\n", path, strerror(errno));
+        return NULL;
+    }
+    /* Read in growing steps until end of file: no size is trusted up front,
+     * and a short read is an error rather than a silently cut text. */
+    size_t n = 0, cap = 4096;
+    char *buf = malloc(cap);
+    while (buf) {
+        n += fread(buf + n, 1, cap - 1 - n, f);
+        if (n < cap - 1) break; /* end of file or an error: ferror tells */
+        char *bigger = realloc(buf, cap * 2);
+        if (!bigger) free(buf);
+        buf = bigger, cap *= 2;
+    }
+    if (buf && ferror(f)) {
+        printf("\n  cannot read %s: %s\n", path, strerror(errno));
+        free(buf);
+        buf = NULL;
+    } else if (!buf) {
+        printf("\n  out of memory reading %s\n", path);
+    }
+    fclose(f);
+    if (!buf) return NULL;
+    buf[n] = 0;
+    if (len) *len = n;
+    return buf;
+}
+
+/* ---- other programs ---- */
+
+int harness_run_program(const char *bin, const char *const *args, const char *out_path)
+{
+    enum { MAX_ARGS = 64 };
+    char *argv[MAX_ARGS + 2];
+    int n = 0;
+    argv[n++] = (char *)bin;
+    for (; args[n - 1]; n++) {
+        if (n > MAX_ARGS) {
+            printf("\n  %s: more than %d arguments\n", bin, MAX_ARGS);
+            return -1;
+        }
+        argv[n] = (char *)args[n - 1];
+    }
+    argv[n] = NULL;
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    pid_t pid;
+    const int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
+    posix_spawn_file_actions_destroy(&fa);
+    if (rc != 0) {
+        printf("\n  cannot start %s: %s\n", bin, strerror(rc));
+        return -1;
+    }
+    int status;
+    if (waitpid(pid, &status, 0) != pid) {
+        printf("\n  waitpid %s: %s\n", bin, strerror(errno));
+        return -1;
+    }
+    if (!WIFEXITED(status)) {
+        printf("\n  %s did not exit normally (status %d)\n", bin, status);
+        return -1;
+    }
+    return WEXITSTATUS(status);
 }

@@ -142,4 +142,17 @@ void harness_temp_dir(char *buf, size_t size, const char *what);
  * made writable first. A file that cannot be removed is reported. */
 void harness_remove_tree(const char *path);
 
+/* The whole of the file at path, NUL-terminated (the caller frees it), and
+ * its length in *len (len may be NULL). NULL after a message naming the
+ * file when it cannot be opened or read to its end. */
+char *harness_read_file(const char *path, size_t *len);
+
+/* ---- other programs ---- */
+
+/* Runs the program bin with args (a NULL-terminated list, not including
+ * argv[0]) and this process's environment, its stdout and stderr both into
+ * the file out_path, and waits for it. Returns its exit status, or -1 (after
+ * a message) when it could not be started or did not exit normally. */
+int harness_run_program(const char *bin, const char *const *args, const char *out_path);
+
 #endif /* ATTN_HARNESS_H */

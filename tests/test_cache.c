@@ -106,24 +106,6 @@ static int count_entries(const char *dir)
     return n;
 }
 
-static unsigned char *read_all(const char *path, size_t *len)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    unsigned char *buf = malloc((size_t)(n > 0 ? n : 1) + 1);
-    if (buf && fread(buf, 1, (size_t)n, f) != (size_t)n) {
-        free(buf);
-        buf = NULL;
-    }
-    if (buf) buf[n] = 0;
-    fclose(f);
-    *len = (size_t)n;
-    return buf;
-}
-
 static void write_all(const char *path, const void *data, size_t len)
 {
     FILE *f = fopen(path, "wb");
@@ -453,7 +435,7 @@ static void test_corrupt_files(void)
     attn_context_release(c0);
     CU_ASSERT_EQUAL_FATAL(count_bins(dir, path, sizeof path), 1);
     size_t len;
-    unsigned char *good = read_all(path, &len);
+    char *good = harness_read_file(path, &len);
     CU_ASSERT_PTR_NOT_NULL_FATAL(good);
     CU_ASSERT_FATAL(len > HEADER_BYTES + 100);
     CU_ASSERT_EQUAL(memcmp(good, "ATTNBIN\n", 8), 0);
@@ -507,7 +489,7 @@ static void test_corrupt_files(void)
 
         /* rewritten: a valid file of the original length, which loads */
         size_t nlen;
-        unsigned char *now = read_all(path, &nlen);
+        char *now = harness_read_file(path, &nlen);
         CU_ASSERT_PTR_NOT_NULL(now);
         CU_ASSERT_EQUAL(nlen, len);
         CU_ASSERT(now && nlen >= 8 && memcmp(now, "ATTNBIN\n", 8) == 0);
@@ -600,7 +582,7 @@ static void test_unwritable_cache_dir(void)
         }
     }
     size_t len;
-    unsigned char *text = read_all(file, &len);
+    char *text = harness_read_file(file, &len);
     CU_ASSERT(text && len == 13 && memcmp(text, "not a folder\n", 13) == 0);
     free(text);
     CU_ASSERT_EQUAL(count_entries(base), 1);

@@ -598,22 +598,6 @@ static int spawn_log_child(const char *level, const char *errfile)
     return WEXITSTATUS(status);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    fseek(f, 0, SEEK_END);
-    long n = ftell(f);
-    fseek(f, 0, SEEK_SET);
-    char *buf = malloc((size_t)n + 1);
-    if (buf) {
-        size_t got = fread(buf, 1, (size_t)n, f);
-        buf[got] = 0;
-    }
-    fclose(f);
-    return buf;
-}
-
 static void test_logging(void)
 {
     char errfile[] = "/tmp/attn-test-log-XXXXXX";
@@ -621,7 +605,7 @@ static void test_logging(void)
     CU_ASSERT_FATAL(fd >= 0);
     close(fd);
     CU_ASSERT_EQUAL(spawn_log_child("debug", errfile), 0);
-    char *text = slurp(errfile);
+    char *text = harness_read_file(errfile, NULL);
     CU_ASSERT_PTR_NOT_NULL(text);
     if (text) {
         CU_ASSERT_PTR_NOT_NULL(strstr(text, "attn: debug:"));
@@ -632,12 +616,12 @@ static void test_logging(void)
     /* the default level says nothing about a successful run; an unknown
      * level is harmless */
     CU_ASSERT_EQUAL(spawn_log_child("", errfile), 0);
-    text = slurp(errfile);
+    text = harness_read_file(errfile, NULL);
     CU_ASSERT(text && !strstr(text, "attn: debug:") && !strstr(text, "attn: info:"));
     free(text);
     CU_ASSERT_EQUAL(spawn_log_child("bogus-level", errfile), 0);
     CU_ASSERT_EQUAL(spawn_log_child("off", errfile), 0);
-    text = slurp(errfile);
+    text = harness_read_file(errfile, NULL);
     CU_ASSERT(text && !strstr(text, "attn:"));
     free(text);
     unlink(errfile);

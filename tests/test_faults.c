@@ -153,16 +153,6 @@ static int wait_exit(pid_t pid)
     return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
 }
 
-static char *slurp(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = calloc(1, 1 << 16);
-    if (buf) fread(buf, 1, (1 << 16) - 1, f);
-    fclose(f);
-    return buf;
-}
-
 static int count_substr(const char *hay, const char *needle)
 {
     int n = 0;
@@ -294,7 +284,7 @@ static void test_readonly_cache_dir(void)
     char *extra[] = {env_dir, pocl_env, "ATTN_LOG=warn", "ASAN_OPTIONS=detect_leaks=0", NULL};
     char *args[] = {"--child-readonly", ro, NULL};
     int rc = wait_exit(spawn_self(args, extra, out));
-    char *log = slurp(out);
+    char *log = harness_read_file(out, NULL);
     printf("\n  read-only cache folder: child exit %d; its output:\n%s", rc, log ? log : "(none)");
     if (rc == 77 || rc == 78) {
         printf("  (skipped: %s)\n", rc == 77 ? "cannot drop root" : "the folder is writable");

@@ -42,16 +42,6 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = calloc(1, 1 << 20);
-    if (buf) fread(buf, 1, (1 << 20) - 1, f);
-    fclose(f);
-    return buf;
-}
-
 static double now_s(void)
 {
     struct timespec ts;
@@ -291,7 +281,7 @@ static void test_resume_after_kill(void)
     CU_ASSERT_EQUAL(kill(pid, SIGKILL), 0);
     CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
     CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
-    char *text = read_file(out);
+    char *text = harness_read_file(out, NULL);
     printf("\n  killed after %.1f s; its output:\n%s", now_s() - t0, text ? text : "");
     free(text);
     n = db_count(db, &st);
@@ -301,7 +291,7 @@ static void test_resume_after_kill(void)
 
     /* the next run resumes: the finished classes are skipped */
     CU_ASSERT_EQUAL(run_tool(args, out, 1), 0);
-    text = read_file(out);
+    text = harness_read_file(out, NULL);
     printf("\n  resumed run:\n%s", text ? text : "");
     CU_ASSERT_EQUAL(count_lines(text, "skipped"), (int)n);
     free(text);
@@ -331,7 +321,7 @@ static void test_tool_commands(void)
 
     const char *help[] = {"--help", NULL};
     CU_ASSERT_EQUAL(run_tool(help, out, 1), 0);
-    char *text = read_file(out);
+    char *text = harness_read_file(out, NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "--shapes FILE|LIST"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "hq=32:hkv=8:d=128:s=4096"));
     free(text);
@@ -339,7 +329,7 @@ static void test_tool_commands(void)
                               {"--shapes", "hq=8:hkv=3:d=64:s=64", NULL}, {"--frobnicate", NULL, NULL}};
     for (int i = 0; i < 4; i++) {
         CU_ASSERT_EQUAL(run_tool(usage[i], out, 1), 2);
-        text = read_file(out);
+        text = harness_read_file(out, NULL);
         printf("\n  usage error: %.160s", text);
         free(text);
     }
@@ -348,7 +338,7 @@ static void test_tool_commands(void)
     write_file(db, "{\n  \"format\": \"attn-tuning-db\",\n  \"entries\": [\n    {\"device\": 3}\n  ]\n}\n");
     const char *tune[] = {"--shapes", "hq=2:d=16:s=64", "--max-candidates", "1", NULL};
     CU_ASSERT_EQUAL(run_tool(tune, out, 1), 1);
-    text = read_file(out);
+    text = harness_read_file(out, NULL);
     printf("\n  corrupt: %s", text);
     char where[600];
     snprintf(where, sizeof where, "%s:4:", db);
@@ -360,7 +350,7 @@ static void test_tool_commands(void)
     const char *imp_bad[] = {"--import", bad, NULL};
     remove(db);
     CU_ASSERT_EQUAL(run_tool(imp_bad, out, 1), 1);
-    text = read_file(out);
+    text = harness_read_file(out, NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "truncated"));
     free(text);
 
@@ -389,7 +379,7 @@ static void test_tool_commands(void)
     CU_ASSERT_EQUAL(db_count(db, &st), 2);
     const char *show[] = {"--show", NULL};
     CU_ASSERT_EQUAL(run_tool(show, out, 1), 0);
-    text = read_file(out);
+    text = harness_read_file(out, NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "Device A"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "Device B"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "D64 f32 causal g4 q2048 kv2048"));

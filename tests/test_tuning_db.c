@@ -40,16 +40,6 @@ static void write_file(const char *path, const char *text)
     fclose(f);
 }
 
-static char *read_file(const char *path)
-{
-    FILE *f = fopen(path, "rb");
-    if (!f) return NULL;
-    char *buf = calloc(1, 1 << 20);
-    if (buf) fread(buf, 1, (1 << 20) - 1, f);
-    fclose(f);
-    return buf;
-}
-
 static attn_problem problem(int D, int hq, int hkv, int s)
 {
     attn_problem p;
@@ -125,7 +115,7 @@ static int count_stderr(void (*fn)(void *), void *arg, const char *needle)
     fflush(stderr);
     dup2(saved, 2);
     close(saved);
-    char *text = read_file(path);
+    char *text = harness_read_file(path, NULL);
     int n = 0;
     for (char *line = text ? strtok(text, "\n") : NULL; line; line = strtok(NULL, "\n"))
         if (strstr(line, needle)) {

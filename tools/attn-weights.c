@@ -1,9 +1,13 @@
 /* attn-weights -- draws the softmax weights of one (batch entry, head) as a
  * heatmap a person can open (PNG, or SVG by the file's extension), through
- * attn_attention_weights, for a synthetic causal problem with left or right
- * padding, so that the masks' structure can be seen. Uses only attn.h. */
+ * attn_attention_weights: of the user's own Q and K (.npy or raw files), or
+ * of a synthetic causal problem with left or right padding, so that the
+ * masks' structure can be seen. Uses only attn.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "attn.h"
+#include "heatmap.h"
+#include "png_write.h"
+#include "tensor_file.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -12,13 +16,17 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 #define EXIT_USAGE 2
 
 typedef struct options {
-    const char *device, *out;
-    int seq, q_heads, kv_heads, head_dim, head, left_pad, right_pad, causal, cell;
-    attn_dtype dtype;
+    const char *device, *out, *q_path, *k_path;
+    int seq, q_heads, kv_heads, head_dim, head, batch_index, left_pad, right_pad, causal, cell;
+    int q_shape[4], k_shape[4], has_q_shape, has_k_shape;
+    int synthetic_set; /* an option that only the synthetic problem takes was given */
+    attn_dtype dtype, raw_type;
+    int dtype_set;
     unsigned seed;
 } options;
 
@@ -26,26 +34,41 @@ static void usage(FILE *f)
 {
     fprintf(f,
         "Usage: attn-weights --out FILE [OPTIONS]\n"
-        "Draws the attention weights [query, key] of one head as a heatmap: PNG, or SVG\n"
-        "when FILE ends in .svg. The problem is synthetic (one batch entry, random keys,\n"
-        "each query near its own key, so the diagonal stands out); exactly-zero weights\n"
-        "(causally masked keys, pad keys, pad rows) are drawn grey, the rest on a\n"
-        "dark-blue-to-yellow scale of (weight / largest weight)^0.5.\n"
+        "Draws the attention weights [query, key] of one head as a heatmap: PNG (with\n"
+        "axes, a colour scale and a legend) or SVG, by FILE's extension (.png or .svg;\n"
+        "any other is refused). The weights are on a dark-blue-to-yellow scale of\n"
+        "(weight / largest weight)^0.5; keys the causal mask hides from a real query are\n"
+        "mid grey (#6e6e6e), pad queries and keys light grey (#c8c8c8).\n"
         "\n"
+        "Your own data: --q and --k, [B, H, S, D] (BHSD; a 3-D [H, S, D] or 2-D [S, D]\n"
+        "file is one batch entry, one head). A FILE.npy is read with its header (dtype\n"
+        "'<f4' or '<f2', C order); any other file is raw little-endian elements of\n"
+        "--raw-type with the shape given by --q-shape / --k-shape.\n"
+        "  --q FILE, --k FILE    the queries and keys\n"
+        "  --q-shape B,H,S,D     a raw Q's shape (or H,S,D or S,D); checked against a .npy\n"
+        "  --k-shape B,H,S,D     the same for K\n"
+        "  --raw-type f32|f16|bf16  a raw file's element type (default f32)\n"
+        "  --batch-index N       the batch entry to draw (default 0)\n"
+        "Without --q and --k the problem is synthetic (one batch entry, random keys, each\n"
+        "query near its own key, so the diagonal stands out):\n"
+        "  --seq N               padded sequence length (default 48)\n"
+        "  --q-heads N, --kv-heads N, --head-dim N   (default 4, 2, 32)\n"
+        "  --seed N              random seed (default 7)\n"
+        "Either way:\n"
         "  --out FILE            the image to write (required)\n"
         "  --device SEL          as for attn-bench (default $ATTN_DEVICE, else the first GPU)\n"
-        "  --seq N               padded sequence length (default 48)\n"
-        "  --left-pad N          pad positions before the content (default seq/4)\n"
+        "  --left-pad N          pad positions before the content of every query and key\n"
+        "                        sequence (default seq/4 for the synthetic problem, else 0)\n"
         "  --right-pad N         pad positions after the content (default 0)\n"
-        "  --q-heads N, --kv-heads N, --head-dim N   (default 4, 2, 32)\n"
         "  --head H              the query head to draw (default 0)\n"
         "  --causal, --no-causal bottom-right causal mask or none (default causal)\n"
-        "  --dtype f32|f16|bf16  storage type (default f32)\n"
-        "  --cell N              pixels per weight in a PNG (default: about 512 px wide)\n"
-        "  --seed N              random seed (default 7)\n"
+        "  --dtype f32|f16|bf16  storage type of the computation (default: Q's file's type,\n"
+        "                        else f32)\n"
+        "  --cell N              pixels per weight in a PNG (default: a map about 512 px)\n"
         "  --help, --version\n"
         "\n"
-        "Exit status: 0 ok, 1 a library or file error, 2 bad usage.\n");
+        "Exit status: 0 ok, 1 a library or file error (a bad .npy, Q and K that do not\n"
+        "fit together), 2 bad usage.\n");
 }
 
 static int parse_int(const char *opt, const char *text, int lo, int hi, int *out)
@@ -62,11 +85,43 @@ static int parse_int(const char *opt, const char *text, int lo, int hi, int *out
     return 0;
 }
 
+static int parse_dtype(const char *opt, const char *text, attn_dtype *out)
+{
+    if (strcmp(text, "f32") == 0) *out = ATTN_F32;
+    else if (strcmp(text, "f16") == 0) *out = ATTN_F16;
+    else if (strcmp(text, "bf16") == 0) *out = ATTN_BF16;
+    else {
+        fprintf(stderr, "attn-weights: --%s wants f32, f16 or bf16, not '%s'\n", opt, text);
+        return -1;
+    }
+    return 0;
+}
+
+static int parse_shape(const char *opt, const char *text, int dims[4], int *has)
+{
+    char err[256];
+    if (tensor_shape_parse(text, dims, err, sizeof err) != 0) {
+        fprintf(stderr, "attn-weights: --%s: %s\n", opt, err);
+        return -1;
+    }
+    *has = 1;
+    return 0;
+}
+
+/* ".png" or ".svg" at the end of path, in any case; NULL otherwise. */
+static const char *image_type(const char *path)
+{
+    const size_t n = strlen(path);
+    if (n > 4 && strcasecmp(path + n - 4, ".png") == 0) return "png";
+    if (n > 4 && strcasecmp(path + n - 4, ".svg") == 0) return "svg";
+    return NULL;
+}
+
 /* Returns -1 to continue, else the exit status. */
 static int parse_args(int argc, char **argv, options *o)
 {
     enum { DEV = 256, OUT, SEQ, LPAD, RPAD, QH, KVH, HD, HEAD, CAUSAL, NOCAUSAL, DTYPE, CELL,
-           SEED, HELP, VERSION };
+           SEED, QFILE, KFILE, QSHAPE, KSHAPE, RAWTYPE, BATCH, HELP, VERSION };
     static const struct option longopts[] = {
         {"device", required_argument, NULL, DEV}, {"out", required_argument, NULL, OUT},
         {"seq", required_argument, NULL, SEQ}, {"left-pad", required_argument, NULL, LPAD},
@@ -75,6 +130,10 @@ static int parse_args(int argc, char **argv, options *o)
         {"head", required_argument, NULL, HEAD}, {"causal", no_argument, NULL, CAUSAL},
         {"no-causal", no_argument, NULL, NOCAUSAL}, {"dtype", required_argument, NULL, DTYPE},
         {"cell", required_argument, NULL, CELL}, {"seed", required_argument, NULL, SEED},
+        {"q", required_argument, NULL, QFILE}, {"k", required_argument, NULL, KFILE},
+        {"q-shape", required_argument, NULL, QSHAPE}, {"k-shape", required_argument, NULL, KSHAPE},
+        {"raw-type", required_argument, NULL, RAWTYPE},
+        {"batch-index", required_argument, NULL, BATCH},
         {"help", no_argument, NULL, HELP}, {"version", no_argument, NULL, VERSION},
         {NULL, 0, NULL, 0}};
     int c, bad = 0, seed = 7;
@@ -84,25 +143,23 @@ static int parse_args(int argc, char **argv, options *o)
         case DEV: o->device = optarg; break;
         case OUT: o->out = optarg; break;
         case SEQ: bad |= parse_int("seq", optarg, 1, 8192, &o->seq); break;
-        case LPAD: bad |= parse_int("left-pad", optarg, 0, 8192, &o->left_pad); break;
-        case RPAD: bad |= parse_int("right-pad", optarg, 0, 8192, &o->right_pad); break;
+        case LPAD: bad |= parse_int("left-pad", optarg, 0, 1 << 30, &o->left_pad); break;
+        case RPAD: bad |= parse_int("right-pad", optarg, 0, 1 << 30, &o->right_pad); break;
         case QH: bad |= parse_int("q-heads", optarg, 1, 1024, &o->q_heads); break;
         case KVH: bad |= parse_int("kv-heads", optarg, 1, 1024, &o->kv_heads); break;
         case HD: bad |= parse_int("head-dim", optarg, 1, 256, &o->head_dim); break;
-        case HEAD: bad |= parse_int("head", optarg, 0, 1023, &o->head); break;
+        case HEAD: bad |= parse_int("head", optarg, 0, 1 << 30, &o->head); break;
         case CAUSAL: o->causal = 1; break;
         case NOCAUSAL: o->causal = 0; break;
-        case DTYPE:
-            if (strcmp(optarg, "f32") == 0) o->dtype = ATTN_F32;
-            else if (strcmp(optarg, "f16") == 0) o->dtype = ATTN_F16;
-            else if (strcmp(optarg, "bf16") == 0) o->dtype = ATTN_BF16;
-            else {
-                fprintf(stderr, "attn-weights: --dtype wants f32, f16 or bf16, not '%s'\n", optarg);
-                bad = -1;
-            }
-            break;
+        case DTYPE: bad |= parse_dtype("dtype", optarg, &o->dtype), o->dtype_set = 1; break;
         case CELL: bad |= parse_int("cell", optarg, 1, 64, &o->cell); break;
         case SEED: bad |= parse_int("seed", optarg, 0, 1 << 30, &seed); break;
+        case QFILE: o->q_path = optarg; break;
+        case KFILE: o->k_path = optarg; break;
+        case QSHAPE: bad |= parse_shape("q-shape", optarg, o->q_shape, &o->has_q_shape); break;
+        case KSHAPE: bad |= parse_shape("k-shape", optarg, o->k_shape, &o->has_k_shape); break;
+        case RAWTYPE: bad |= parse_dtype("raw-type", optarg, &o->raw_type); break;
+        case BATCH: bad |= parse_int("batch-index", optarg, 0, 1 << 30, &o->batch_index); break;
         case HELP: usage(stdout); return EXIT_SUCCESS;
         case VERSION:
             printf("attn-weights %d.%d.%d (libattn %s)\n", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
@@ -110,17 +167,33 @@ static int parse_args(int argc, char **argv, options *o)
             return EXIT_SUCCESS;
         default: bad = -1; break;
         }
+        if (c == SEQ || c == QH || c == KVH || c == HD || c == SEED) o->synthetic_set = 1;
     }
     o->seed = (unsigned)seed;
-    if (o->left_pad < 0) o->left_pad = o->seq / 4;
-    const char *why = NULL;
-    if (!bad && optind < argc) why = "unexpected argument";
-    else if (!bad && !o->out) why = "--out FILE is required";
-    else if (!bad && o->left_pad + o->right_pad > o->seq) why = "the padding exceeds --seq";
-    else if (!bad && o->q_heads % o->kv_heads) why = "--q-heads must be a multiple of --kv-heads";
-    else if (!bad && o->head >= o->q_heads) why = "--head must be below --q-heads";
-    if (why) fprintf(stderr, "attn-weights: %s\n", why);
-    if (bad || why) {
+    const int files = o->q_path || o->k_path;
+    char why[256] = "";
+    if (bad) {
+    } else if (optind < argc) {
+        snprintf(why, sizeof why, "unexpected argument '%s'", argv[optind]);
+    } else if (!o->out) {
+        snprintf(why, sizeof why, "--out FILE is required");
+    } else if (!image_type(o->out)) {
+        const char *base = strrchr(o->out, '/'), *dot = strrchr(base ? base : o->out, '.');
+        snprintf(why, sizeof why, "--out %s: the image type comes from the extension, which "
+                 "must be .png or .svg%s%s%s", o->out, dot ? ", not '" : "", dot ? dot : "",
+                 dot ? "'" : "");
+    } else if (files && !(o->q_path && o->k_path)) {
+        snprintf(why, sizeof why, "--q and --k go together");
+    } else if (files && o->synthetic_set) {
+        snprintf(why, sizeof why, "--seq, --q-heads, --kv-heads, --head-dim and --seed describe "
+                 "the synthetic problem; with --q and --k the shapes come from the files");
+    } else if (!files && o->q_heads % o->kv_heads) {
+        snprintf(why, sizeof why, "--q-heads must be a multiple of --kv-heads");
+    } else if (!files && (o->has_q_shape || o->has_k_shape || o->batch_index)) {
+        snprintf(why, sizeof why, "--q-shape, --k-shape and --batch-index need --q and --k");
+    }
+    if (why[0]) fprintf(stderr, "attn-weights: %s\n", why);
+    if (bad || why[0]) {
         fprintf(stderr, "Try 'attn-weights --help'.\n");
         return EXIT_USAGE;
     }
@@ -142,223 +215,252 @@ static double normal(void) /* splitmix64 + Box-Muller */
     return sqrt(-2.0 * log(u[0])) * cos(6.283185307179586 * u[1]);
 }
 
-/* A tensor [1, H, S, D] of floats uploaded as dtype. */
-static cl_mem upload(attn_context *ctx, attn_dtype t, const float *x, size_t n)
+/* Q [1, H, S, D] and K [1, Hk, S, D]: keys random, each query close to its
+ * own key (and a little to the one before), so the weights have a visible
+ * diagonal. Returns 0, or -1 when out of memory. */
+static int synthetic(const options *o, tensor_file *q, tensor_file *k)
 {
+    const int S = o->seq, H = o->q_heads, Hk = o->kv_heads, D = o->head_dim;
+    rng = o->seed;
+    *q = (tensor_file){{1, H, S, D}, ATTN_F32, malloc((size_t)H * S * D * sizeof(float))};
+    *k = (tensor_file){{1, Hk, S, D}, ATTN_F32, malloc((size_t)Hk * S * D * sizeof(float))};
+    if (!q->data || !k->data) return -1;
+    for (size_t i = 0; i < (size_t)Hk * S * D; i++) k->data[i] = (float)normal();
+    for (int h = 0; h < H; h++)
+        for (int s = 0; s < S; s++)
+            for (int d = 0; d < D; d++) {
+                const float *kr = k->data + ((size_t)(h / (H / Hk)) * S + s) * D;
+                q->data[((size_t)h * S + s) * D + d] =
+                    (float)(0.5 * kr[d] + (s > 0 ? 0.35 * kr[d - D] : 0) + normal());
+            }
+    return 0;
+}
+
+/* ---- the device ---- */
+
+/* A packed BHSD tensor of floats uploaded as dtype t. */
+static cl_mem upload(attn_context *ctx, attn_dtype t, const tensor_file *x, attn_tensor *out)
+{
+    const int *d = x->dims;
+    const size_t n = (size_t)d[0] * d[1] * d[2] * d[3];
     void *raw = malloc(n * attn_dtype_size(t));
     if (!raw) return NULL;
-    attn_convert_from_f32(t, x, raw, n);
+    attn_convert_from_f32(t, x->data, raw, n);
     cl_int err;
     cl_mem m = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                               n * attn_dtype_size(t), raw, &err);
     free(raw);
+    *out = (attn_tensor){m, 0, (size_t)d[1] * d[2] * d[3], (size_t)d[2] * d[3], (size_t)d[3]};
     return err == CL_SUCCESS ? m : NULL;
 }
 
-/* ---- colours ---- */
+/* ---- the picture ---- */
 
-static void colour(float w, float wmax, unsigned char rgb[3])
+/* What each cell [i][j] is, from the lengths and the mask alone (not from
+ * the weights), with attn_forward's rule: content query i sees content key
+ * j iff j <= i + (kv_len - q_len) when causal. */
+static void classify(unsigned char *kind, int sq, int skv, int qs, int ql, int ks, int kl,
+                     int causal)
 {
-    static const unsigned char ramp[5][3] = {
-        {68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
-    if (w == 0.0f) { /* masked or padding: exactly zero */
-        rgb[0] = rgb[1] = rgb[2] = 60;
-        return;
-    }
-    double t = wmax > 0 ? sqrt((double)w / wmax) : 0;
-    t = t < 0 ? 0 : t > 1 ? 1 : t;
-    const double x = t * 4;
-    const int i = x >= 4 ? 3 : (int)x;
-    const double f = x - i;
-    for (int c = 0; c < 3; c++)
-        rgb[c] = (unsigned char)lround(ramp[i][c] + f * (ramp[i + 1][c] - ramp[i][c]));
-}
-
-/* ---- PNG: stored (uncompressed) deflate blocks, CRC-32, Adler-32 ---- */
-
-static uint32_t crc_table[256];
-static void crc_init(void)
-{
-    for (uint32_t n = 0; n < 256; n++) {
-        uint32_t c = n;
-        for (int k = 0; k < 8; k++) c = c & 1 ? 0xedb88320u ^ (c >> 1) : c >> 1;
-        crc_table[n] = c;
-    }
-}
-static uint32_t crc(uint32_t c, const unsigned char *p, size_t n)
-{
-    c = ~c;
-    while (n--) c = crc_table[(c ^ *p++) & 0xff] ^ (c >> 8);
-    return ~c;
-}
-
-static void be32(unsigned char *p, uint32_t v)
-{
-    p[0] = (unsigned char)(v >> 24), p[1] = (unsigned char)(v >> 16);
-    p[2] = (unsigned char)(v >> 8), p[3] = (unsigned char)v;
-}
-
-static int chunk(FILE *f, const char *type, const unsigned char *data, size_t n)
-{
-    unsigned char head[8], tail[4];
-    be32(head, (uint32_t)n);
-    memcpy(head + 4, type, 4);
-    uint32_t c = crc(crc(0, head + 4, 4), data, n);
-    be32(tail, c);
-    return fwrite(head, 1, 8, f) == 8 && fwrite(data, 1, n, f) == n && fwrite(tail, 1, 4, f) == 4;
-}
-
-/* img: height rows of width RGB pixels. */
-static int write_png(FILE *f, const unsigned char *img, int width, int height)
-{
-    const size_t row = 1 + (size_t)width * 3, raw_n = row * (size_t)height;
-    const size_t blocks = (raw_n + 65534) / 65535;
-    unsigned char *raw = malloc(raw_n), *z = malloc(2 + raw_n + blocks * 5 + 4);
-    if (!raw || !z) {
-        free(raw), free(z);
-        return 0;
-    }
-    for (int y = 0; y < height; y++) { /* filter type 0 (none) per row */
-        raw[(size_t)y * row] = 0;
-        memcpy(raw + (size_t)y * row + 1, img + (size_t)y * width * 3, (size_t)width * 3);
-    }
-    size_t zn = 0;
-    z[zn++] = 0x78, z[zn++] = 0x01; /* zlib header: deflate, 32 KiB window, no dictionary */
-    uint32_t a = 1, b = 0;
-    for (size_t at = 0; at < raw_n;) {
-        const size_t len = raw_n - at < 65535 ? raw_n - at : 65535;
-        z[zn++] = at + len == raw_n; /* BFINAL, BTYPE 00 (stored) */
-        z[zn++] = (unsigned char)len, z[zn++] = (unsigned char)(len >> 8);
-        z[zn++] = (unsigned char)~len, z[zn++] = (unsigned char)(~len >> 8);
-        memcpy(z + zn, raw + at, len);
-        for (size_t i = 0; i < len; i++) {
-            a = (a + raw[at + i]) % 65521;
-            b = (b + a) % 65521;
+    for (int i = 0; i < sq; i++)
+        for (int j = 0; j < skv; j++) {
+            unsigned char c = CELL_WEIGHT;
+            if (i < qs || i >= qs + ql || j < ks || j >= ks + kl) c = CELL_PAD;
+            else if (causal && j - ks > i - qs + (kl - ql)) c = CELL_MASKED;
+            kind[(size_t)i * skv + j] = c;
         }
-        zn += len, at += len;
-    }
-    be32(z + zn, (b << 16) | a);
-    zn += 4;
-    unsigned char ihdr[13];
-    be32(ihdr, (uint32_t)width);
-    be32(ihdr + 4, (uint32_t)height);
-    ihdr[8] = 8, ihdr[9] = 2, ihdr[10] = ihdr[11] = ihdr[12] = 0; /* 8-bit RGB */
-    static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
-    crc_init();
-    int ok = fwrite(sig, 1, 8, f) == 8 && chunk(f, "IHDR", ihdr, 13) && chunk(f, "IDAT", z, zn) &&
-             chunk(f, "IEND", NULL, 0);
-    free(raw), free(z);
-    return ok;
 }
 
-static int write_image(const options *o, const float *w, int sq, int skv, const char *title)
+static int write_svg(FILE *f, const float *w, const unsigned char *kind, int sq, int skv,
+                     const char *title)
 {
     float wmax = 0;
-    for (size_t i = 0; i < (size_t)sq * skv; i++) wmax = w[i] > wmax ? w[i] : wmax;
+    for (size_t i = 0; i < (size_t)sq * skv; i++)
+        if (kind[i] == CELL_WEIGHT && w[i] > wmax) wmax = w[i];
+    static const char *kind_name[] = {"weight", "masked", "pad"};
+    char safe[1024]; /* the title names the user's file: escape it for XML */
+    size_t n = 0;
+    for (const char *c = title; *c && n + 7 < sizeof safe; c++) {
+        const char *e = *c == '&' ? "&amp;" : *c == '<' ? "&lt;" : *c == '>' ? "&gt;" : NULL;
+        if (e) memcpy(safe + n, e, strlen(e)), n += strlen(e);
+        else safe[n++] = *c;
+    }
+    safe[n] = 0;
+    title = safe;
+    const int cell = 10, left = 40, top = 62;
+    unsigned char rgb[3];
+    fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
+            "font-family=\"sans-serif\" font-size=\"12\">\n<title>%s</title>\n"
+            "<text x=\"%d\" y=\"16\">%s</text>\n"
+            "<text x=\"%d\" y=\"34\">weights: dark blue (0) to yellow (%.4g), on a square-root "
+            "scale; masked <tspan fill=\"#%02x%02x%02x\">&#9632;</tspan>, pad <tspan "
+            "fill=\"#%02x%02x%02x\">&#9632;</tspan></text>\n"
+            "<text x=\"%d\" y=\"52\">key position &#8594;</text>\n<text "
+            "transform=\"translate(24,%d) rotate(90)\">query position &#8594;</text>\n",
+            left + skv * cell < 640 ? 660 : left + skv * cell + 20, top + sq * cell + 10, title,
+            left, title, left, (double)wmax, heatmap_masked_rgb[0], heatmap_masked_rgb[1],
+            heatmap_masked_rgb[2], heatmap_pad_rgb[0], heatmap_pad_rgb[1], heatmap_pad_rgb[2],
+            left, top);
+    for (int i = 0; i < sq; i++)
+        for (int j = 0; j < skv; j++) {
+            const size_t at = (size_t)i * skv + j;
+            heatmap_colour(w[at], wmax, kind[at], rgb);
+            fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
+                    "fill=\"#%02x%02x%02x\"><title>q %d, k %d: %s %.4g</title></rect>\n",
+                    left + j * cell, top + i * cell, cell, cell, rgb[0], rgb[1], rgb[2], i, j,
+                    kind_name[kind[at]], (double)w[at]);
+        }
+    return fprintf(f, "</svg>\n") > 0;
+}
+
+static int write_image(const options *o, const float *w, const unsigned char *kind, int sq,
+                       int skv, const char *title)
+{
+    int ok = 0, width = 0, height = 0;
+    unsigned char *img = NULL;
+    if (strcmp(image_type(o->out), "png") == 0) { /* drawn before the file is opened */
+        const int longest = sq > skv ? sq : skv;
+        const int cell = o->cell ? o->cell : longest >= 512 ? 1 : 512 / longest;
+        img = heatmap_render(w, kind, sq, skv, cell, &width, &height);
+        if (!img) {
+            fprintf(stderr, "attn-weights: out of host memory for the image\n");
+            return 0;
+        }
+    }
     FILE *f = fopen(o->out, "wb");
     if (!f) {
         fprintf(stderr, "attn-weights: cannot write %s: %s\n", o->out, strerror(errno));
+        free(img);
         return 0;
     }
-    const size_t len = strlen(o->out);
-    int ok;
-    unsigned char rgb[3];
-    if (len > 4 && strcmp(o->out + len - 4, ".svg") == 0) {
-        const int cell = 10, left = 40, top = 46;
-        fprintf(f, "<svg xmlns=\"http://www.w3.org/2000/svg\" width=\"%d\" height=\"%d\" "
-                "font-family=\"sans-serif\" font-size=\"12\">\n<title>%s</title>\n"
-                "<text x=\"%d\" y=\"16\">%s</text>\n<text x=\"%d\" y=\"36\">key position "
-                "&#8594;</text>\n<text transform=\"translate(24,%d) rotate(90)\">query position "
-                "&#8594;</text>\n", left + skv * cell < 640 ? 660 : left + skv * cell + 20,
-                top + sq * cell + 10, title, left,
-                title, left, top);
-        for (int i = 0; i < sq; i++)
-            for (int j = 0; j < skv; j++) {
-                colour(w[(size_t)i * skv + j], wmax, rgb);
-                fprintf(f, "<rect x=\"%d\" y=\"%d\" width=\"%d\" height=\"%d\" "
-                        "fill=\"#%02x%02x%02x\"><title>q %d, k %d: %.4g</title></rect>\n",
-                        left + j * cell, top + i * cell, cell, cell, rgb[0], rgb[1], rgb[2], i, j,
-                        (double)w[(size_t)i * skv + j]);
-            }
-        ok = fprintf(f, "</svg>\n") > 0;
-    } else {
-        const int cell = o->cell ? o->cell : (skv >= 512 ? 1 : 512 / skv);
-        const int width = skv * cell, height = sq * cell;
-        unsigned char *img = malloc((size_t)width * height * 3);
-        ok = img != NULL;
-        for (int y = 0; ok && y < height; y++)
-            for (int x = 0; x < width; x++)
-                colour(w[(size_t)(y / cell) * skv + x / cell], wmax,
-                       img + ((size_t)y * width + x) * 3);
-        ok = ok && write_png(f, img, width, height);
-        free(img);
-    }
+    ok = img ? png_write(f, img, width, height, title) : write_svg(f, w, kind, sq, skv, title);
     ok = fclose(f) == 0 && ok;
-    if (!ok) fprintf(stderr, "attn-weights: writing %s failed\n", o->out);
+    free(img);
+    if (!ok) {
+        fprintf(stderr, "attn-weights: writing %s failed\n", o->out);
+        remove(o->out); /* nothing half-written stays behind */
+    }
     return ok;
+}
+
+/* ---- the inputs ---- */
+
+/* Q and K from the files, or the synthetic problem. Returns 0, or the exit
+ * status after a message. */
+static int load_inputs(options *o, tensor_file *q, tensor_file *k)
+{
+    char err[512];
+    if (!o->q_path) {
+        if (o->left_pad < 0) o->left_pad = o->seq / 4;
+        if (synthetic(o, q, k) != 0) {
+            fprintf(stderr, "attn-weights: out of host memory\n");
+            return EXIT_FAILURE;
+        }
+        return 0;
+    }
+    if (o->left_pad < 0) o->left_pad = 0;
+    if (tensor_file_read(o->q_path, o->has_q_shape ? o->q_shape : NULL, o->raw_type, q, err,
+                         sizeof err) != 0 ||
+        tensor_file_read(o->k_path, o->has_k_shape ? o->k_shape : NULL, o->raw_type, k, err,
+                         sizeof err) != 0) {
+        fprintf(stderr, "attn-weights: %s\n", err);
+        return EXIT_FAILURE;
+    }
+    const int *a = q->dims, *b = k->dims;
+    const char *why = NULL;
+    if (a[0] != b[0]) why = "Q and K have different batch sizes";
+    else if (a[3] != b[3]) why = "Q and K have different head dims";
+    else if (a[1] % b[1]) why = "Q's heads are not a multiple of K's";
+    if (why) {
+        fprintf(stderr, "attn-weights: %s (Q %d,%d,%d,%d, K %d,%d,%d,%d as B,H,S,D)\n", why,
+                a[0], a[1], a[2], a[3], b[0], b[1], b[2], b[3]);
+        return EXIT_FAILURE;
+    }
+    if (!o->dtype_set) o->dtype = q->dtype;
+    return 0;
 }
 
 int main(int argc, char **argv)
 {
-    options o = {NULL, NULL, 48, 4, 2, 32, 0, -1, 0, 1, 0, ATTN_F32, 7};
+    options o = {.seq = 48, .q_heads = 4, .kv_heads = 2, .head_dim = 32, .causal = 1,
+                 .dtype = ATTN_F32, .raw_type = ATTN_F32, .seed = 7};
     int rc = parse_args(argc, argv, &o);
     if (rc >= 0) return rc;
-    const int S = o.seq, H = o.q_heads, Hk = o.kv_heads, D = o.head_dim;
+    tensor_file q = {{0}, ATTN_F32, NULL}, k = {{0}, ATTN_F32, NULL};
     attn_context *ctx = NULL;
+    cl_mem mq = NULL, mk = NULL;
+    float *w = NULL;
+    unsigned char *kind = NULL;
+    if ((rc = load_inputs(&o, &q, &k)) != 0) goto done;
+    const int B = q.dims[0], H = q.dims[1], Hk = k.dims[1], D = q.dims[3];
+    const int Sq = q.dims[2], Skv = k.dims[2];
+    const char *why = NULL;
+    if (o.head >= H) why = "--head must be below the number of query heads";
+    else if (o.batch_index >= B) why = "--batch-index must be below the batch size";
+    else if (o.left_pad + o.right_pad > Sq || o.left_pad + o.right_pad > Skv)
+        why = "the padding exceeds a sequence's length";
+    if (why) {
+        fprintf(stderr, "attn-weights: %s (Q is %d,%d,%d,%d as B,H,S,D)\n", why, B, H, Sq, D);
+        rc = EXIT_USAGE;
+        goto done;
+    }
+    rc = EXIT_FAILURE;
     attn_status st = attn_context_create(o.device, &ctx);
     if (st != ATTN_SUCCESS) {
         fprintf(stderr, "attn-weights: %s: %s\n", attn_status_name(st), attn_last_create_error());
-        return EXIT_FAILURE;
+        goto done;
     }
-    /* Keys random; each query close to its own key (and a little to the one
-     * before), so the weights have a visible diagonal. */
-    rng = o.seed;
-    const size_t nq = (size_t)H * S * D, nk = (size_t)Hk * S * D;
-    float *q = malloc(nq * sizeof *q), *k = malloc(nk * sizeof *k);
-    float *w = malloc((size_t)S * S * sizeof *w);
-    cl_mem mq = NULL, mk = NULL;
-    rc = EXIT_FAILURE;
-    if (!q || !k || !w) {
+    w = malloc((size_t)Sq * Skv * sizeof *w);
+    kind = malloc((size_t)Sq * Skv);
+    if (!w || !kind) {
         fprintf(stderr, "attn-weights: out of host memory\n");
         goto done;
     }
-    for (size_t i = 0; i < nk; i++) k[i] = (float)normal();
-    for (int h = 0; h < H; h++)
-        for (int s = 0; s < S; s++)
-            for (int d = 0; d < D; d++) {
-                const float *kr = k + ((size_t)(h / (H / Hk)) * S + s) * D;
-                q[((size_t)h * S + s) * D + d] =
-                    (float)(0.5 * kr[d] + (s > 0 ? 0.35 * kr[d - D] : 0) + normal());
-            }
-    mq = upload(ctx, o.dtype, q, nq);
-    mk = upload(ctx, o.dtype, k, nk);
+    attn_tensor tq, tk;
+    mq = upload(ctx, o.dtype, &q, &tq);
+    mk = upload(ctx, o.dtype, &k, &tk);
     if (!mq || !mk) {
         fprintf(stderr, "attn-weights: clCreateBuffer failed\n");
         goto done;
     }
-    const attn_tensor tq = {mq, 0, nq, (size_t)S * D, (size_t)D};
-    const attn_tensor tk = {mk, 0, nk, (size_t)S * D, (size_t)D};
-    const attn_problem p = {1, H, Hk, D, S, S, o.dtype, o.causal, 0};
-    const int start = o.left_pad, len = S - o.left_pad - o.right_pad;
-    const attn_lengths L = {&start, &len, &start, &len};
-    st = attn_attention_weights(ctx, &p, &tq, &tk, &L, 0, o.head, w);
+    const attn_problem p = {B, H, Hk, D, Sq, Skv, o.dtype, o.causal, 0};
+    int *lens = malloc(4 * (size_t)B * sizeof *lens);
+    if (!lens) {
+        fprintf(stderr, "attn-weights: out of host memory\n");
+        goto done;
+    }
+    const int ql = Sq - o.left_pad - o.right_pad, kl = Skv - o.left_pad - o.right_pad;
+    for (int b = 0; b < B; b++) /* the same padding for every batch entry */
+        lens[b] = lens[2 * B + b] = o.left_pad, lens[B + b] = ql, lens[3 * B + b] = kl;
+    const attn_lengths L = {lens, lens + B, lens + 2 * B, lens + 3 * B};
+    st = attn_attention_weights(ctx, &p, &tq, &tk, &L, o.batch_index, o.head, w);
+    free(lens);
     if (st != ATTN_SUCCESS) {
         fprintf(stderr, "attn-weights: attn_attention_weights: %s: %s\n", attn_status_name(st),
                 attn_last_error(ctx));
         goto done;
     }
-    char title[256];
-    snprintf(title, sizeof title, "attention weights, head %d of Hq=%d Hkv=%d D=%d, S=%d, %s, "
-             "content [%d, %d), %s", o.head, H, Hk, D, S, o.causal ? "causal" : "full", start,
-             start + len, attn_dtype_name(o.dtype));
-    if (write_image(&o, w, S, S, title)) {
+    classify(kind, Sq, Skv, o.left_pad, ql, o.left_pad, kl, o.causal);
+    size_t stray = 0; /* the library promises exact zeros outside the visible cells */
+    for (size_t i = 0; i < (size_t)Sq * Skv; i++) stray += kind[i] != CELL_WEIGHT && w[i] != 0;
+    if (stray)
+        fprintf(stderr, "attn-weights: warning: %zu masked or pad cells hold a non-zero "
+                "weight\n", stray);
+    char title[512];
+    snprintf(title, sizeof title, "attention weights of %s, batch entry %d, head %d of Hq=%d "
+             "Hkv=%d D=%d, Sq=%d Skv=%d, %s, query content [%d, %d), key content [%d, %d), %s",
+             o.q_path ? o.q_path : "a synthetic problem", o.batch_index, o.head, H, Hk, D, Sq,
+             Skv, o.causal ? "causal" : "full", o.left_pad, o.left_pad + ql, o.left_pad,
+             o.left_pad + kl, attn_dtype_name(o.dtype));
+    if (write_image(&o, w, kind, Sq, Skv, title)) {
         printf("attn-weights: wrote %s (%s)\n", o.out, title);
-        rc = EXIT_SUCCESS;
+        rc = stray ? EXIT_FAILURE : EXIT_SUCCESS;
     }
 done:
     if (mq) clReleaseMemObject(mq);
     if (mk) clReleaseMemObject(mk);
-    free(q), free(k), free(w);
+    tensor_file_free(&q), tensor_file_free(&k);
+    free(w), free(kind);
     attn_context_release(ctx);
     return rc;
 }

@@ -5,7 +5,8 @@
 # attn.h compiles on its own (C11, pedantic, and as C++ when g++ is there),
 # then builds examples/attention.c twice -- through find_package(attn) and
 # through pkg-config -- and runs both (attention against the CPU reference
-# on the default device), and the installed attn-info.
+# on the default device), the installed attn-info, and that all four tools
+# start from the prefix.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -22,7 +23,8 @@ echo "install: into $prefix:"
 fail() { echo "install: FAILED: $*"; exit 1; }
 lib=$prefix/lib
 for f in include/attn.h lib/libattn.so lib/cmake/attn/attnConfig.cmake \
-         lib/cmake/attn/attnConfigVersion.cmake lib/pkgconfig/attn.pc bin/attn-info; do
+         lib/cmake/attn/attnConfigVersion.cmake lib/pkgconfig/attn.pc share/doc/attn/LICENSE \
+         bin/attn-info bin/attn-bench bin/attn-tune bin/attn-weights; do
     [[ -e "$prefix/$f" ]] || fail "$f is missing"
 done
 soname=$(readelf -d "$lib/libattn.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
@@ -49,6 +51,7 @@ echo -n "install: example through find_package(attn): "
 
 export PKG_CONFIG_PATH=$lib/pkgconfig
 [[ "$(pkg-config --modversion attn)" == "$(sed -n 's/^Version: //p' "$lib/pkgconfig/attn.pc")" ]]
+grep -qx 'License: Apache-2.0' "$lib/pkgconfig/attn.pc" || fail "attn.pc does not name the license"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror -O2 examples/attention.c -o "$tmp/with-pkg-config" \
    $(pkg-config --cflags --libs attn) -lm -Wl,-rpath,"$(pkg-config --variable=libdir attn)"
@@ -57,3 +60,10 @@ echo -n "install: example through pkg-config ($(pkg-config --cflags --libs attn)
 
 "$prefix/bin/attn-info" > "$tmp/info.log" || { cat "$tmp/info.log"; fail "installed attn-info"; }
 echo "install: installed attn-info runs ($(grep -c '^[* ] [0-9]*:[0-9]' "$tmp/info.log") devices)"
+# Each tool starts from the prefix alone (its rpath finds libattn, not build/'s)
+# and reports the installed library's version.
+for t in attn-info attn-bench attn-tune attn-weights; do
+    v=$(env -u LD_LIBRARY_PATH "$prefix/bin/$t" --version) || fail "installed $t --version"
+    [[ "$v" == *"$(pkg-config --modversion attn)"* ]] || fail "installed $t --version says '$v'"
+done
+echo "install: attn-info, attn-bench, attn-tune and attn-weights installed and start"

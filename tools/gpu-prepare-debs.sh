@@ -20,7 +20,7 @@ folder=$(cd "$1" && pwd)
 
 wanted=(cmake cmake-data make
         ocl-icd-libopencl1 ocl-icd-opencl-dev opencl-c-headers opencl-clhpp-headers opencl-headers
-        libclblast1 libclblast-dev libcunit1 libcunit1-dev libcjson1 libcjson-dev
+        libclblast1 libclblast-dev libcunit1 libcunit1-dev libcjson1 libcjson-dev zlib1g-dev
         pkg-config pkgconf pkgconf-bin libpkgconf3)
 # Every Debian or Ubuntu system has these, and shadowing them would be
 # harmful (the C library) or useless (dpkg, perl, init, procps).

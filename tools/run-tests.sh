@@ -24,7 +24,8 @@ for s in "${stages[@]}"; do
     [[ " ${all[*]} " == *" $s "* ]] || { echo "run-tests: unknown stage '$s' (${all[*]})" >&2; exit 2; }
 done
 
-bash tools/setup.sh || { echo "run-tests: setup failed"; exit 1; }
+# CI's build: warnings are errors (users' builds leave ATTN_WERROR off).
+ATTN_WERROR=ON bash tools/setup.sh || { echo "run-tests: setup failed"; exit 1; }
 
 run_stage() {
     case $1 in

@@ -1,12 +1,13 @@
 #!/usr/bin/env bash
 # setup.sh -- makes a fresh Debian 12 ready to build attn and builds it:
 # installs the packages that are missing (as root), configures build/ once
-# (Release) and builds it. Safe to run again: it only does what is missing.
+# (Release) and builds it (ATTN_WERROR: see below). Safe to run again: it
+# only does what is missing.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 packages=(ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
-          libcunit1-dev libcjson-dev cmake oclgrind pkg-config gcc make
+          libcunit1-dev libcjson-dev zlib1g-dev cmake oclgrind pkg-config gcc make
           clang libclang-rt-14-dev valgrind) # the last three: sanitizers, libFuzzer, Memcheck
 missing=()
 for p in "${packages[@]}"; do
@@ -25,7 +26,11 @@ if ((${#missing[@]})); then
     apt-get install -y --no-install-recommends "${missing[@]}"
 fi
 
+# ATTN_WERROR=ON|OFF in the environment (run-tests.sh sets ON) sets the
+# build's -Werror option, also on a build/ configured before.
 if [[ ! -f build/CMakeCache.txt ]]; then
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${ATTN_WERROR:+-DATTN_WERROR=$ATTN_WERROR}
+elif [[ -n ${ATTN_WERROR:-} ]]; then
+    cmake -S . -B build -DATTN_WERROR="$ATTN_WERROR" > /dev/null
 fi
 cmake --build build -j"$(nproc)"

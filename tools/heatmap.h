@@ -1,0 +1,24 @@
+/* heatmap.h -- draws attention weights [query][key] as an RGB image with
+ * axes (tick labels in bitmap_font.h's font), a colour scale bar and a
+ * legend, keeping pad and masked cells apart from weights, even zero ones. */
+#ifndef ATTN_HEATMAP_H
+#define ATTN_HEATMAP_H
+
+/* What a cell is: a weight the softmax computed (it may be 0 by underflow),
+ * a key the causal mask hides from a real query, or a pad query or key. */
+enum { CELL_WEIGHT = 0, CELL_MASKED = 1, CELL_PAD = 2 };
+
+/* The colours of masked and pad cells (greys, off the weights' scale). */
+extern const unsigned char heatmap_masked_rgb[3], heatmap_pad_rgb[3];
+
+/* A weight's colour: dark blue to yellow on (w / wmax)^0.5; masked and pad
+ * cells their own grey. */
+void heatmap_colour(float w, float wmax, int kind, unsigned char rgb[3]);
+
+/* rows x cols weights w and their kinds (row-major), each cell cell x cell
+ * pixels. Returns the image (malloc'd RGB rows) and its size, or NULL when
+ * out of memory. */
+unsigned char *heatmap_render(const float *w, const unsigned char *kind, int rows, int cols,
+                              int cell, int *width, int *height);
+
+#endif /* ATTN_HEATMAP_H */
