@@ -226,7 +226,7 @@ static void test_round_trip(void)
     CU_ASSERT_EQUAL(attn_tuning_db_parse("{}", 2, "mem", &back, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(back.count, 0);
 
-    /* nothing but the database and its lock file is left in the folder */
+    /* nothing but the database is left in the folder (no lock file) */
     char sub[512];
     path_in(sub, sizeof sub, "sub/dir");
     DIR *d = opendir(sub);
@@ -235,11 +235,10 @@ static void test_round_trip(void)
     for (struct dirent *de; (de = readdir(d)) != NULL;)
         if (de->d_name[0] != '.') {
             files++;
-            CU_ASSERT(strcmp(de->d_name, "tuning.json") == 0 ||
-                      strcmp(de->d_name, "tuning.json.lock") == 0);
+            CU_ASSERT_STRING_EQUAL(de->d_name, "tuning.json");
         }
     closedir(d);
-    CU_ASSERT_EQUAL(files, 2);
+    CU_ASSERT_EQUAL(files, 1);
     attn_tuning_db_free(&db);
     attn_tuning_db_free(&back);
     remove_dir();
@@ -579,12 +578,75 @@ static void test_concurrent_writers(void)
             CU_ASSERT_EQUAL(found, 1);
         }
     attn_tuning_db_free(&db);
+    /* nothing left beside the database: no lock file, no temporary */
+    DIR *d = opendir(g_dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        if (strcmp(de->d_name, "shared.json") != 0) printf("\n  left behind: %s", de->d_name);
+        CU_ASSERT_STRING_EQUAL(de->d_name, "shared.json");
+    }
+    closedir(d);
+    remove_dir();
+}
+
+/* ---- what an update leaves behind ---- */
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* The lock file goes with the update that made it, and the temporaries of
+ * writers killed mid-save (their process gone) go with the next update;
+ * a live writer's temporary and other files' stay. */
+static void test_update_cleans_up(void)
+{
+    fresh_dir();
+    char path[512], lock[600], dead_tmp[600], live_tmp[600], other_tmp[600], odd[600];
+    path_in(path, sizeof path, "tuning.json");
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    pid_t child = fork(); /* a process id that is surely gone */
+    CU_ASSERT_FATAL(child >= 0);
+    if (child == 0) _exit(0);
+    CU_ASSERT_EQUAL(waitpid(child, NULL, 0), child);
+    snprintf(dead_tmp, sizeof dead_tmp, "%s.%ld.tmp", path, (long)child);
+    snprintf(live_tmp, sizeof live_tmp, "%s.%ld.tmp", path, (long)getppid());
+    path_in(other_tmp, sizeof other_tmp, "other.json");
+    snprintf(other_tmp + strlen(other_tmp), sizeof other_tmp - strlen(other_tmp), ".%ld.tmp",
+             (long)child);
+    snprintf(odd, sizeof odd, "%s.12ab.tmp", path);
+    const char *made[] = {dead_tmp, live_tmp, other_tmp, odd};
+    for (int i = 0; i < 4; i++) write_file(made[i], "{\"entries\": [");
+
+    attn_problem p = problem(64, 8, 2, 1024);
+    attn_tuning_entry e = entry(&fake_dev, "0123456789abcdef", &p, "family=vector,rows=8,keys=32,vec=16");
+    char err[1024];
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &e, 1, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT(exists(path));
+    CU_ASSERT(!exists(lock));
+    CU_ASSERT(!exists(dead_tmp));
+    CU_ASSERT(exists(live_tmp));
+    CU_ASSERT(exists(other_tmp));
+    CU_ASSERT(exists(odd));
+    /* a lock file left by an older version is taken over and removed */
+    write_file(lock, "");
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &e, 1, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT(!exists(lock));
+    attn_tuning_db db;
+    attn_tuning_db_init(&db);
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &db, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(db.count, 1);
+    attn_tuning_db_free(&db);
     remove_dir();
 }
 
 static const harness_test tests[] = {
     HARNESS_TEST(test_round_trip),
     HARNESS_TEST(test_concurrent_writers), /* forks: before any OpenCL thread exists */
+    HARNESS_TEST(test_update_cleans_up),    /* forks too */
     HARNESS_TEST(test_corrupt_files),
     HARNESS_TEST(test_lookup_tiers),
     HARNESS_END
