@@ -255,6 +255,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     out->exhaustive = s.n <= limit;
     int planned = o->max_candidates > 0 && o->max_candidates < s.n ? o->max_candidates : s.n;
     if (!out->exhaustive && o->level < ATTN_TUNE_LEVEL_FULL && planned > 24) planned = 24;
+    out->planned = planned;
     if ((st = seed_queue(&s, di, out->exhaustive, &dev, p)) != ATTN_SUCCESS) {
         st = ATTN_FAIL(ctx, st, "tuner: out of host memory");
         goto done;
@@ -324,6 +325,11 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     int rounds = round_ms > 0 ? (int)(retime_target_ms(o) / round_ms) : min_rounds(o);
     if (rounds < min_rounds(o)) rounds = min_rounds(o);
     if (rounds > 101) rounds = 101;
+    if (o->budget_s > 0 && round_ms > 0) { /* what the budget still holds, the warm-up round too */
+        double left_ms = (o->budget_s - (now_s() - s.t0)) * 1e3;
+        int fit = (int)(left_ms / round_ms) - 1;
+        if (rounds > fit) rounds = fit < 1 ? 1 : fit;
+    }
     if (k > 1 && (st = attn_tune_retime(b, cands, k, rounds, 1, ms)) != ATTN_SUCCESS) goto done;
     if (k == 1) ms[0] = s.c[order[0]].r.median_ms;
     double fastest = ms[0];

@@ -281,6 +281,7 @@ typedef struct attn_search_result {
     attn_candidate_result best_r;
     double best_ms, default_ms;   /* from the final interleaved re-timing */
     int tested, rejected, slow, space;
+    int planned;                  /* the count the progress callback was given */
     int exhaustive;
 } attn_search_result;
 

@@ -59,8 +59,11 @@ static void usage(FILE *f)
         "                        prefill set, B=1 Hq=8 Hkv=2 D=64 S=512..4096 and\n"
         "                        B=1 Hq=32 Hkv=8 D=128 S=1024,2048, causal, f32)\n"
         "%s"
-        "  --budget SECONDS      the whole run's time for searching, shared among the\n"
-        "                        classes still to tune (default %.0f; with --quick %.0f)\n"
+        "  --budget SECONDS      the whole run's time, start-up included, shared among\n"
+        "                        the classes still to tune (default %.0f; with --quick\n"
+        "                        %.0f); a class is not started when too little is left\n"
+        "                        (the next run tunes it), so only the candidate in\n"
+        "                        flight may overrun it\n"
         "  --max-candidates N    at most N candidates measured per class\n"
         "  --family tiled|vector search one kernel family only (default both)\n"
         "  --force               re-tune classes the database already holds\n"
@@ -212,8 +215,9 @@ static int contains_ci(const char *hay, const char *needle)
     return 0;
 }
 
-static void show_file(const char *label, const char *path, const attn_device_identity *here,
-                      const char *const hashes[2])
+/* Lists one database file; returns 0, or -1 when it cannot be read. */
+static int show_file(const char *label, const char *path, const attn_device_identity *here,
+                     const char *const hashes[2])
 {
     attn_tuning_db db;
     attn_tuning_db_init(&db);
@@ -221,8 +225,9 @@ static void show_file(const char *label, const char *path, const attn_device_ide
     int missing;
     attn_status st = attn_tuning_db_load(path, &db, &missing, err, sizeof err);
     if (st != ATTN_SUCCESS) {
-        printf("%s %s: %s: %s\n", label, path, attn_status_name(st), err);
-        return;
+        fflush(stdout);
+        fprintf(stderr, "attn-tune: %s %s: %s: %s\n", label, path, attn_status_name(st), err);
+        return -1;
     }
     printf("%s %s: %s%zu entr%s\n", label, path, missing ? "missing, " : "", db.count,
            db.count == 1 ? "y" : "ies");
@@ -245,6 +250,7 @@ static void show_file(const char *label, const char *path, const attn_device_ide
                e->date, e->tested, e->rejected, e->max_error);
     }
     attn_tuning_db_free(&db);
+    return 0;
 }
 
 static int cmd_show(const options *o)
@@ -263,10 +269,12 @@ static int cmd_show(const options *o)
         attn_kernel_source_hash(ctx, ATTN_FAMILY_VECTOR, hash[1]);
     }
     const char *hashes[2] = {hash[0], hash[1]};
-    show_file("user database", user, here, hashes);
-    if (attn_tuning_db_system_path(sys, sizeof sys)) show_file("system database", sys, here, hashes);
+    /* both are listed; either unreadable fails the command, as --help says */
+    int bad = show_file("user database", user, here, hashes) != 0;
+    if (attn_tuning_db_system_path(sys, sizeof sys))
+        bad |= show_file("system database", sys, here, hashes) != 0;
     attn_context_release(ctx);
-    return EXIT_SUCCESS;
+    return bad ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 static int cmd_export(const options *o)
@@ -350,6 +358,8 @@ typedef struct progress {
     double run_t0, run_budget, class_budget;
     int classes_left;  /* after this one */
     int last_len;      /* characters of the bar line on screen */
+    double class_t0;   /* when this class started */
+    double first_result_s; /* the quickest start-to-first-candidate of a class so far, 0 = none */
 } progress;
 
 static void fmt_time(double s, char *buf, size_t size)
@@ -364,6 +374,10 @@ static void on_progress(void *arg, int done, int planned, double elapsed, double
                         const attn_params *best, double best_gflops)
 {
     progress *pg = arg;
+    if (cand && done == 1) { /* what a class costs before it has anything to show */
+        double t = now_s() - pg->class_t0;
+        if (pg->first_result_s == 0 || t < pg->first_result_s) pg->first_result_s = t;
+    }
     if (pg->quiet) return;
     char best_text[200] = "none yet", eta[16];
     if (best) attn_params_format(best, best_text, sizeof best_text);
@@ -443,6 +457,7 @@ static void test_delay(double class_t0)
 
 static int cmd_tune(options *o)
 {
+    const double run_t0 = now_s(); /* the budget counts the whole run, start-up included */
     char path[4096], err[1024];
     if (!db_path(path, sizeof path)) return EXIT_FAILURE;
     const char *env = getenv("ATTN_PARAMS");
@@ -513,13 +528,27 @@ static int cmd_tune(options *o)
     if (!o->quiet) {
         printf("attn-tune %s: %s / %s (driver %s, %u compute units)\n", attn_version_string(),
                id.platform, id.name, id.driver, id.compute_units);
-        printf("database %s; %d class%s, %d to tune, %s search, budget %.0f s%s\n", path, njobs,
-               njobs == 1 ? "" : "es", todo, o->quick ? "quick" : "full", budget,
-               o->max_candidates ? "" : "");
+        printf("database %s; %d class%s, %d to tune, %s search, budget %.0f s\n", path, njobs,
+               njobs == 1 ? "" : "es", todo, o->quick ? "quick" : "full", budget);
+        /* the storage types are part of the class: say which are tuned */
+        int has[3] = {0, 0, 0};
+        for (int j = 0; j < njobs; j++)
+            if ((unsigned)jobs[j].cls.dtype < 3) has[jobs[j].cls.dtype] = 1;
+        char types[32] = "";
+        const char *names[3] = {"f32", "f16", "bf16"};
+        const attn_dtype order[3] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+        for (int t = 0; t < 3; t++)
+            if (has[order[t]])
+                snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s",
+                         *types ? ", " : "", names[t]);
+        printf("storage types tuned: %s (a shape without f16 or bf16 is tuned in f32 only)\n",
+               types);
         fflush(stdout);
     }
 
-    progress pg = {o->quiet, isatty(STDERR_FILENO), "", 0, todo, now_s(), budget, 0, 0, 0};
+    progress pg = {o->quiet, isatty(STDERR_FILENO), "", 0, todo, run_t0, budget, 0, 0, 0, 0, 0};
+    const double deadline = run_t0 + budget;
+    int unstarted = 0;
     int done_count = 0;
     attn_params hints[8];
     attn_shape_class hint_cls[8];
@@ -536,10 +565,23 @@ static int cmd_tune(options *o)
             continue;
         }
         double t0 = now_s();
-        int left = todo - done_count;
-        double class_budget = (budget - (t0 - pg.run_t0)) / left;
-        if (class_budget < 1) class_budget = 1;
+        int left = todo - done_count - unstarted;
+        /* The budget is the run's: a class is not started when the time
+         * left is less than the quickest class so far took to measure its
+         * first candidate (bench, build, verification), and each search
+         * stops at the deadline; only the candidate in flight may pass it. */
+        if (t0 >= deadline || (pg.first_result_s > 0 && deadline - t0 < pg.first_result_s)) {
+            if (!o->quiet) {
+                printf("%-32s not tuned: the budget is spent (%.1f s left)\n", cls,
+                       deadline - t0 > 0 ? deadline - t0 : 0.0);
+                fflush(stdout);
+            }
+            unstarted++;
+            continue;
+        }
+        double class_budget = (deadline - t0) / left;
         pg.cls = cls;
+        pg.class_t0 = t0;
         pg.index = ++done_count;
         pg.class_budget = class_budget;
         pg.classes_left = left - 1;
@@ -560,7 +602,8 @@ static int cmd_tune(options *o)
         attn_search_opts so;
         memset(&so, 0, sizeof so);
         so.budget_s = class_budget - (now_s() - t0); /* making the bench counts too */
-        if (so.budget_s < 0.5) so.budget_s = 0.5;
+        if (so.budget_s > deadline - now_s()) so.budget_s = deadline - now_s();
+        if (so.budget_s < 0.01) so.budget_s = 0.01; /* 0 would mean no limit: one candidate */
         so.max_candidates = o->max_candidates;
         so.level = level;
         so.seed = (o->seed ? o->seed : 1) * 0x9e3779b97f4a7c15ull + (uint64_t)j;
@@ -615,17 +658,24 @@ static int cmd_tune(options *o)
             break; /* nothing more could be saved */
         }
         if (!o->quiet) {
+            /* "of N planned" is the progress bar's N */
             printf("%-32s %-40s %8.1f GFLOP/s, default %8.1f (x%.3f), %d tested (%d rejected, "
-                   "%d abandoned) of %d%s in %.1f s\n", cls, e.params, e.gflops, e.default_gflops,
+                   "%d abandoned) of %d planned (%d in the space%s) in %.1f s\n", cls, e.params,
+                   e.gflops, e.default_gflops,
                    e.default_gflops > 0 ? e.gflops / e.default_gflops : 0.0, res.tested,
-                   res.rejected, res.slow, res.space, res.exhaustive ? " (all)" : "",
+                   res.rejected, res.slow, res.planned, res.space, res.exhaustive ? ", all" : "",
                    now_s() - t0);
             fflush(stdout);
         }
     }
-    if (!o->quiet)
-        printf("%s in %.1f s\n", failed ? "FAILED: see the messages above" : "done",
-               now_s() - pg.run_t0);
+    if (!o->quiet) {
+        printf("%s in %.1f s (budget %.0f s)", failed ? "FAILED: see the messages above" : "done",
+               now_s() - run_t0, budget);
+        if (unstarted)
+            printf("; %d class%s not tuned for want of time: run again to go on (finished "
+                   "classes are kept)", unstarted, unstarted == 1 ? "" : "es");
+        printf("\n");
+    }
 done:
     free(jobs);
     attn_context_release(ctx);
