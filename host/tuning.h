@@ -208,11 +208,24 @@ typedef enum attn_candidate_status {
 
 const char *attn_candidate_status_name(attn_candidate_status s);
 
+/* The spread of a candidate's timed runs. */
+typedef struct attn_time_spread {
+    double min_ms, q1_ms, median_ms, q3_ms, max_ms; /* quartiles interpolated linearly */
+} attn_time_spread;
+
+/* (q3 - q1) / median: above ATTN_TUNE_NOISE_LIMIT the times are too noisy
+ * to rank candidates that close. */
+double attn_time_spread_iqr(const attn_time_spread *s);
+/* Sorts x[0..n-1] (milliseconds, or any other sample) and returns its spread. */
+attn_time_spread attn_time_spread_of(double *x, int n);
+#define ATTN_TUNE_NOISE_LIMIT 0.10
+
 typedef struct attn_candidate_result {
     attn_candidate_status status;
     double max_error, error_ratio; /* verification: worst error and worst error / tolerance */
     double verify_ms;              /* one run on the verification shape (after a first one) */
     double median_ms, gflops;      /* on the timing shape (ATTN_CAND_OK) */
+    attn_time_spread spread;       /* of those reps */
     int reps;
     char why[1024];                /* for a rejection: what went wrong */
 } attn_candidate_result;
@@ -255,9 +268,10 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
 
 /* Times the given candidates (already verified) interleaved: `rounds`
  * rounds, each running every candidate once, after one warm-up round when
- * `warmup` is set. ms[i] receives candidate i's median. */
+ * `warmup` is set. ms[i] receives candidate i's median, and spread[i] (when
+ * spread is not NULL) the spread of its rounds. */
 attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n, int rounds,
-                             int warmup, double *ms);
+                             int warmup, double *ms, attn_time_spread *spread);
 
 /* ---- the search (tune_search.c) ---- */
 
@@ -278,8 +292,9 @@ typedef struct attn_search_opts {
 
 typedef struct attn_search_result {
     attn_params best, dflt;
-    attn_candidate_result best_r;
+    attn_candidate_result best_r; /* best_r.spread: of the final re-timing's rounds */
     double best_ms, default_ms;   /* from the final interleaved re-timing */
+    attn_time_spread default_spread;
     int tested, rejected, slow, space;
     int planned;                  /* the count the progress callback was given */
     int exhaustive;

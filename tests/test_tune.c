@@ -12,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
@@ -355,14 +356,44 @@ static void test_budget_and_summary(void)
                    planned[summaries], want);
             CU_ASSERT(want > 0);
             CU_ASSERT_EQUAL(planned[summaries], want);
+            /* the winner's spread, and a warning when it is too wide */
+            const char *iqr = strstr(of, "IQR ");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(iqr);
+            double w = 0, d = 0;
+            CU_ASSERT_EQUAL(sscanf(iqr, "IQR %lf%% (default %lf%%)", &w, &d), 2);
+            char cls[64];
+            snprintf(cls, sizeof cls, "WARNING: %.*s", (int)strcspn(line, " "), line);
+            if (w > 100 * ATTN_TUNE_NOISE_LIMIT || d > 100 * ATTN_TUNE_NOISE_LIMIT)
+                CU_ASSERT_PTR_NOT_NULL(strstr(text, "too noisy to rank close candidates"));
             summaries++;
         }
         line = eol ? eol + 1 : NULL;
     }
     CU_ASSERT_EQUAL(summaries, 4 - left);
+    /* the peak before and after, and the run-wide warning exactly when they
+     * are too far apart or a class was too noisy */
+    double before = 0, after = 0;
+    const char *pk = strstr(text, "fp32 FMA peak: ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pk);
+    CU_ASSERT_EQUAL(sscanf(pk, "fp32 FMA peak: %lf GFLOP/s before tuning, %lf after", &before, &after), 2);
+    CU_ASSERT(before > 0 && after > 0);
+    const int noisy = fabs(after - before) / fmax(before, after) > ATTN_TUNE_NOISE_LIMIT ||
+                      strstr(text, "too noisy to rank close candidates") != NULL;
+    CU_ASSERT_EQUAL(strstr(text, "too noisy to rank candidates reliably") != NULL, noisy);
     free(text);
     unsetenv("ATTN_TUNING_DB");
     remove_dir();
+}
+
+static void test_time_spread(void)
+{
+    double x[] = {9, 1, 3, 7, 5}; /* 1 3 5 7 9 */
+    attn_time_spread s = attn_time_spread_of(x, 5);
+    CU_ASSERT(s.min_ms == 1 && s.q1_ms == 3 && s.median_ms == 5 && s.q3_ms == 7 && s.max_ms == 9);
+    CU_ASSERT_DOUBLE_EQUAL(attn_time_spread_iqr(&s), 0.8, 1e-12);
+    double y[] = {2, 4}; /* even: the median between the two, as before */
+    s = attn_time_spread_of(y, 2);
+    CU_ASSERT_DOUBLE_EQUAL(s.median_ms, 3, 1e-12);
 }
 
 static void test_tool_commands(void)
@@ -466,6 +497,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_correct_candidates_pass),
     HARNESS_TEST(test_resume_after_kill),
     HARNESS_TEST(test_budget_and_summary),
+    HARNESS_TEST(test_time_spread),
     HARNESS_END
 };
 

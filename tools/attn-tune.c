@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -546,8 +547,19 @@ static int cmd_tune(options *o)
         fflush(stdout);
     }
 
+    /* the fp32 peak before and after: a machine busy with other work shows
+     * as the two disagreeing, and then close candidates cannot be ranked */
+    double peak_before = 0, peak_after = 0, peak_s = now_s();
+    if (todo > 0 && attn_device_peak_gflops(ctx, &peak_before) != ATTN_SUCCESS) peak_before = 0;
+    peak_s = now_s() - peak_s; /* the measurement at the end is kept within the budget too */
+    if (!o->quiet && peak_before > 0) {
+        printf("fp32 FMA peak before tuning: %.1f GFLOP/s\n", peak_before);
+        fflush(stdout);
+    }
+    int noisy_classes = 0;
+
     progress pg = {o->quiet, isatty(STDERR_FILENO), "", 0, todo, run_t0, budget, 0, 0, 0, 0, 0};
-    const double deadline = run_t0 + budget;
+    const double deadline = run_t0 + budget - (peak_before > 0 ? peak_s : 0);
     int unstarted = 0;
     int done_count = 0;
     attn_params hints[8];
@@ -658,16 +670,43 @@ static int cmd_tune(options *o)
             break; /* nothing more could be saved */
         }
         if (!o->quiet) {
-            /* "of N planned" is the progress bar's N */
+            /* "of N planned" is the progress bar's N; the IQR is the winner's
+             * (and the default's) over the final re-timing's rounds */
+            const double iqr = attn_time_spread_iqr(&res.best_r.spread);
+            const double diqr = attn_time_spread_iqr(&res.default_spread);
             printf("%-32s %-40s %8.1f GFLOP/s, default %8.1f (x%.3f), %d tested (%d rejected, "
-                   "%d abandoned) of %d planned (%d in the space%s) in %.1f s\n", cls, e.params,
-                   e.gflops, e.default_gflops,
-                   e.default_gflops > 0 ? e.gflops / e.default_gflops : 0.0, res.tested,
-                   res.rejected, res.slow, res.planned, res.space, res.exhaustive ? ", all" : "",
-                   now_s() - t0);
+                   "%d abandoned) of %d planned (%d in the space%s) in %.1f s; times %.3f..%.3f "
+                   "ms, IQR %.1f%% (default %.1f%%)\n", cls, e.params, e.gflops,
+                   e.default_gflops, e.default_gflops > 0 ? e.gflops / e.default_gflops : 0.0,
+                   res.tested, res.rejected, res.slow, res.planned, res.space,
+                   res.exhaustive ? ", all" : "", now_s() - t0, res.best_r.spread.min_ms,
+                   res.best_r.spread.max_ms, 100 * iqr, 100 * diqr);
+            fflush(stdout);
+        }
+        if (attn_time_spread_iqr(&res.best_r.spread) > ATTN_TUNE_NOISE_LIMIT ||
+            attn_time_spread_iqr(&res.default_spread) > ATTN_TUNE_NOISE_LIMIT) {
+            noisy_classes++;
+            if (!o->quiet)
+                fprintf(stderr, "attn-tune: WARNING: %s: the times spread by more than %.0f%% of "
+                        "their median between the quartiles: too noisy to rank close candidates\n",
+                        cls, 100 * ATTN_TUNE_NOISE_LIMIT);
+        }
+        if (!o->quiet) {
             fflush(stdout);
         }
     }
+    if (peak_before > 0 && attn_device_peak_gflops(ctx, &peak_after) != ATTN_SUCCESS)
+        peak_after = 0;
+    const double drift = peak_before > 0 && peak_after > 0
+                             ? fabs(peak_after - peak_before) / fmax(peak_before, peak_after) : 0;
+    if (!o->quiet && peak_after > 0)
+        printf("fp32 FMA peak: %.1f GFLOP/s before tuning, %.1f after (%.1f%% apart)\n",
+               peak_before, peak_after, 100 * drift);
+    if (!o->quiet && (drift > ATTN_TUNE_NOISE_LIMIT || noisy_classes))
+        fprintf(stderr, "attn-tune: WARNING: too noisy to rank candidates reliably: the peak moved "
+                "%.0f%% during the run, %d class%s spread beyond %.0f%%; re-tune (--force) on a "
+                "quieter machine\n", 100 * drift, noisy_classes, noisy_classes == 1 ? "" : "es",
+                100 * ATTN_TUNE_NOISE_LIMIT);
     if (!o->quiet) {
         printf("%s in %.1f s (budget %.0f s)", failed ? "FAILED: see the messages above" : "done",
                now_s() - run_t0, budget);
@@ -685,18 +724,6 @@ done:
 }
 
 /* ---- --compare: the database's choice against the built-in default ---- */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
 
 static int cmd_compare(options *o)
 {
@@ -723,8 +750,8 @@ static int cmd_compare(options *o)
            "the library's choice and the built-in default timed interleaved, with the fp32 FMA\n"
            "peak measured between rounds; medians\n", attn_version_string(), id.platform, id.name,
            id.driver, id.compute_units);
-    printf("%-34s %-9s %-44s %9s %9s %7s %7s %7s %8s\n", "shape", "source", "params", "GFLOP/s",
-           "default", "ratio", "%peak", "dflt%", "peak");
+    printf("%-34s %-9s %-44s %9s %9s %7s %7s %7s %8s %6s %6s %13s\n", "shape", "source", "params",
+           "GFLOP/s", "default", "ratio", "%peak", "dflt%", "peak", "IQR", "dIQR", "peak range");
     fflush(stdout);
     int failed = 0;
     for (int i = 0; i < nshapes && !failed; i++) {
@@ -750,7 +777,7 @@ static int cmd_compare(options *o)
         }
         /* rounds for about 4 s of forwards, 5 to 41 */
         double one[2] = {0, 0};
-        if (!failed) st = attn_tune_retime(b, cands, 2, 1, 1, one);
+        if (!failed) st = attn_tune_retime(b, cands, 2, 1, 1, one, NULL);
         int rounds = one[0] + one[1] > 0 ? (int)(4000 / (one[0] + one[1])) : 5;
         rounds = rounds < 5 ? 5 : rounds > 41 ? 41 : rounds;
         double *t0 = malloc(sizeof(double) * (size_t)rounds), *t1 = malloc(sizeof(double) * (size_t)rounds);
@@ -759,7 +786,7 @@ static int cmd_compare(options *o)
         for (int r = 0; r < rounds && st == ATTN_SUCCESS && !failed; r++) {
             double ms[2];
             if ((st = attn_device_peak_gflops(ctx, &pk[r])) != ATTN_SUCCESS) break;
-            if ((st = attn_tune_retime(b, cands, 2, 1, 0, ms)) != ATTN_SUCCESS) break;
+            if ((st = attn_tune_retime(b, cands, 2, 1, 0, ms, NULL)) != ATTN_SUCCESS) break;
             t0[r] = ms[0];
             t1[r] = ms[1];
         }
@@ -768,13 +795,25 @@ static int cmd_compare(options *o)
             failed = 1;
         } else if (!failed) {
             double flops = attn_problem_flops(p, NULL);
-            double mt = median(t0, rounds), md = median(t1, rounds), peak = median(pk, rounds);
+            const attn_time_spread st0 = attn_time_spread_of(t0, rounds);
+            const attn_time_spread st1 = attn_time_spread_of(t1, rounds);
+            const attn_time_spread sp = attn_time_spread_of(pk, rounds);
+            double mt = st0.median_ms, md = st1.median_ms, peak = sp.median_ms;
             double gt = flops / (mt * 1e6), gd = flops / (md * 1e6);
+            const double iqr_t = attn_time_spread_iqr(&st0), iqr_d = attn_time_spread_iqr(&st1);
+            const double peak_moved = sp.max_ms > 0 ? (sp.max_ms - sp.min_ms) / sp.max_ms : 0;
             /* the same parameters twice show the noise of the measurement */
-            printf("%-34s %-9s %-44s %9.1f %9.1f %7.3f %6.1f%% %6.1f%% %8.1f%s\n", shape,
-                   info.source, info.params, gt, gd, gt / gd, 100 * gt / peak, 100 * gd / peak,
-                   peak, attn_params_equal(&cands[0], &cands[1]) ? "  (same parameters)" : "");
+            printf("%-34s %-9s %-44s %9.1f %9.1f %7.3f %6.1f%% %6.1f%% %8.1f %5.1f%% %5.1f%% "
+                   "%6.1f..%-6.1f%s\n", shape, info.source, info.params, gt, gd, gt / gd,
+                   100 * gt / peak, 100 * gd / peak, peak, 100 * iqr_t, 100 * iqr_d, sp.min_ms,
+                   sp.max_ms, attn_params_equal(&cands[0], &cands[1]) ? "  (same parameters)" : "");
             fflush(stdout);
+            if (iqr_t > ATTN_TUNE_NOISE_LIMIT || iqr_d > ATTN_TUNE_NOISE_LIMIT ||
+                peak_moved > ATTN_TUNE_NOISE_LIMIT)
+                fprintf(stderr, "attn-tune: WARNING: %s: too noisy to rank: IQR %.0f%% and %.0f%% "
+                        "of the medians, peak %.1f..%.1f GFLOP/s between rounds (limit %.0f%%)\n",
+                        shape, 100 * iqr_t, 100 * iqr_d, sp.min_ms, sp.max_ms,
+                        100 * ATTN_TUNE_NOISE_LIMIT);
         }
         free(t0);
         free(t1);
