@@ -260,6 +260,41 @@ static void test_spread_and_types_decode(void)
     check_run_json(args, 4, 2);
 }
 
+/* --compare-materialized: both paths' spread, in order, in each row. */
+static void test_spread_compare(void)
+{
+    const char *args[] = {"--compare-materialized", "--seq", "48", "--head-dim", "16", "--q-heads",
+                          "2", "--reps", "5", "--format", "json", NULL};
+    char *out = NULL, *err = NULL;
+    CU_ASSERT_EQUAL(run_bench(args, &out, &err), 0);
+    cJSON *root = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results");
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(results), 1);
+    const cJSON *r = cJSON_GetArrayItem(results, 0);
+    const char *pre[] = {"", "materialized_"};
+    int noisy = 0;
+    for (int i = 0; i < 2; i++) {
+        char n[5][64];
+        const char *f[5] = {"min_ms", "q1_ms", i ? "ms" : "median_ms", "q3_ms", "max_ms"};
+        double v[5];
+        for (int k = 0; k < 5; k++) {
+            snprintf(n[k], sizeof n[k], "%s%s", pre[i], f[k]);
+            v[k] = number(r, n[k]);
+        }
+        CU_ASSERT(v[0] > 0 && v[0] <= v[1] && v[1] <= v[2] && v[2] <= v[3] && v[3] <= v[4]);
+        char iqr[64];
+        snprintf(iqr, sizeof iqr, "%siqr_fraction", pre[i]);
+        CU_ASSERT_DOUBLE_EQUAL(number(r, iqr), (v[3] - v[1]) / v[2], 1e-9);
+        noisy |= number(r, iqr) > BENCH_NOISE_LIMIT;
+    }
+    noisy |= number(root, "peak_change") > BENCH_NOISE_LIMIT;
+    CU_ASSERT_EQUAL(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "noisy")), noisy);
+    cJSON_Delete(root);
+    free(out);
+    free(err);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_help_matches_parser),
     HARNESS_TEST(test_parser_accepts_table),
@@ -267,6 +302,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_spread),
     HARNESS_TEST(test_spread_and_types_prefill),
     HARNESS_TEST(test_spread_and_types_decode),
+    HARNESS_TEST(test_spread_compare),
     HARNESS_END
 };
 

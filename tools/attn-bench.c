@@ -567,11 +567,20 @@ static void check_results_noise(cJSON *results, cJSON *warnings)
     cJSON *r;
     cJSON_ArrayForEach(r, results)
     {
-        const cJSON *f = cJSON_GetObjectItemCaseSensitive(r, "iqr_fraction");
-        if (!cJSON_IsNumber(f)) continue;
+        /* every timed path of the row: "iqr_fraction", "materialized_iqr_fraction" */
+        double row_worst = -1;
+        const cJSON *f;
+        cJSON_ArrayForEach(f, r)
+        {
+            const size_t len = strlen(f->string), suffix = strlen("iqr_fraction");
+            if (cJSON_IsNumber(f) && len >= suffix &&
+                strcmp(f->string + len - suffix, "iqr_fraction") == 0 && f->valuedouble > row_worst)
+                row_worst = f->valuedouble;
+        }
+        if (row_worst < 0) continue;
         n++;
-        if (f->valuedouble > BENCH_NOISE_LIMIT) noisy++;
-        if (f->valuedouble > worst) worst = f->valuedouble;
+        if (row_worst > BENCH_NOISE_LIMIT) noisy++;
+        if (row_worst > worst) worst = row_worst;
     }
     if (noisy)
         warn_noise(warnings, "%d of %d results spread by more than %.0f%% of their median "
