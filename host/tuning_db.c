@@ -189,6 +189,18 @@ static int get_number(reader *r, const cJSON *obj, const char *key, double *dst,
     return 0;
 }
 
+/* The optional spread fields beside a median (entries older than them have
+ * none: all zero). */
+static int get_spread(reader *r, const cJSON *obj, attn_time_spread *s, double median)
+{
+    memset(s, 0, sizeof *s);
+    if (get_number(r, obj, "min_ms", &s->min_ms, 0) || get_number(r, obj, "q1_ms", &s->q1_ms, 0) ||
+        get_number(r, obj, "q3_ms", &s->q3_ms, 0) || get_number(r, obj, "max_ms", &s->max_ms, 0))
+        return -1;
+    s->median_ms = median;
+    return 0;
+}
+
 static int get_int(reader *r, const cJSON *obj, const char *key, int *dst, int lo, int hi,
                    int required)
 {
@@ -280,13 +292,14 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
                   get_int(r, shape, "kv_len", &e->kv_len, 1, 1 << 30, 0)))
         return -1;
     if (get_number(r, j, "median_ms", &e->median_ms, 0) ||
-        get_number(r, j, "gflops", &e->gflops, 0))
+        get_number(r, j, "gflops", &e->gflops, 0) || get_spread(r, j, &e->spread, e->median_ms))
         return -1;
     const cJSON *dflt = get_object(r, j, "default", 0, &failed);
     if (failed) return -1;
     if (dflt && (get_string(r, dflt, "params", e->default_params, sizeof e->default_params, 0) ||
                  get_number(r, dflt, "median_ms", &e->default_ms, 0) ||
-                 get_number(r, dflt, "gflops", &e->default_gflops, 0)))
+                 get_number(r, dflt, "gflops", &e->default_gflops, 0) ||
+                 get_spread(r, dflt, &e->default_spread, e->default_ms)))
         return -1;
     const cJSON *ver = get_object(r, j, "verification", 0, &failed);
     if (failed) return -1;
@@ -418,6 +431,16 @@ static const char *level_name(int level)
     return level >= ATTN_TUNE_LEVEL_FULL ? "full" : "quick";
 }
 
+/* The spread beside a median, when one was recorded. */
+static void add_spread(cJSON *obj, const attn_time_spread *s)
+{
+    if (!(s->max_ms > 0)) return;
+    cJSON_AddNumberToObject(obj, "min_ms", s->min_ms);
+    cJSON_AddNumberToObject(obj, "q1_ms", s->q1_ms);
+    cJSON_AddNumberToObject(obj, "q3_ms", s->q3_ms);
+    cJSON_AddNumberToObject(obj, "max_ms", s->max_ms);
+}
+
 char *attn_tuning_db_print(const attn_tuning_db *db)
 {
     cJSON *root = cJSON_CreateObject();
@@ -457,10 +480,12 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
         cJSON_AddStringToObject(j, "params", e->params);
         cJSON_AddNumberToObject(j, "median_ms", e->median_ms);
         cJSON_AddNumberToObject(j, "gflops", e->gflops);
+        add_spread(j, &e->spread);
         cJSON *df = cJSON_AddObjectToObject(j, "default");
         cJSON_AddStringToObject(df, "params", e->default_params);
         cJSON_AddNumberToObject(df, "median_ms", e->default_ms);
         cJSON_AddNumberToObject(df, "gflops", e->default_gflops);
+        add_spread(df, &e->default_spread);
         cJSON *v = cJSON_AddObjectToObject(j, "verification");
         cJSON_AddNumberToObject(v, "max_error", e->max_error);
         cJSON_AddNumberToObject(v, "error_ratio", e->error_ratio);

@@ -339,6 +339,20 @@ static void test_budget_and_summary(void)
     CU_ASSERT(left >= 1 && left <= 3);
     attn_status st;
     CU_ASSERT_EQUAL(db_count(db, &st), (size_t)(4 - left));
+    /* each entry keeps the winner's and the default's spread */
+    attn_tuning_db tdb;
+    attn_tuning_db_init(&tdb);
+    char err[1024];
+    CU_ASSERT_EQUAL(attn_tuning_db_load(db, &tdb, NULL, err, sizeof err), ATTN_SUCCESS);
+    for (size_t i = 0; i < tdb.count; i++) {
+        const attn_tuning_entry *e = &tdb.entries[i];
+        CU_ASSERT(e->spread.min_ms > 0 && e->spread.min_ms <= e->spread.q1_ms &&
+                  e->spread.q1_ms <= e->median_ms && e->median_ms <= e->spread.q3_ms &&
+                  e->spread.q3_ms <= e->spread.max_ms);
+        CU_ASSERT(e->default_spread.min_ms > 0 && e->default_spread.q1_ms <= e->default_ms &&
+                  e->default_ms <= e->default_spread.q3_ms);
+    }
+    attn_tuning_db_free(&tdb);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "f32 only"));
     /* progress "  [i/n] done/planned ..." against the summary "of planned planned" */
     int planned[8] = {0}, summaries = 0;

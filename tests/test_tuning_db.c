@@ -72,6 +72,9 @@ static attn_tuning_entry entry(const attn_device_identity *dev, const char *hash
     snprintf(e.params, sizeof e.params, "%s", params);
     e.median_ms = 1.25;
     e.gflops = 123.5;
+    const attn_time_spread sp = {1.125, 1.1875, 1.25, 1.375, 2.5}, dsp = {1.25, 1.375, 1.5, 1.625, 3.0};
+    e.spread = sp;
+    e.default_spread = dsp;
     snprintf(e.default_params, sizeof e.default_params, "family=vector,rows=8,keys=32,vec=16");
     e.default_ms = 1.5;
     e.default_gflops = 102.9;
@@ -86,9 +89,16 @@ static attn_tuning_entry entry(const attn_device_identity *dev, const char *hash
 static const attn_device_identity fake_dev = {"Fake Platform", "Fake Vendor", "Fake Device",
                                               "1.0", 4};
 
+static int spreads_equal(const attn_time_spread *a, const attn_time_spread *b)
+{
+    return a->min_ms == b->min_ms && a->q1_ms == b->q1_ms && a->q3_ms == b->q3_ms &&
+           a->max_ms == b->max_ms;
+}
+
 static int entries_equal(const attn_tuning_entry *a, const attn_tuning_entry *b)
 {
-    return attn_device_exact(&a->device, &b->device) && strcmp(a->kernel_hash, b->kernel_hash) == 0 &&
+    return spreads_equal(&a->spread, &b->spread) &&
+           spreads_equal(&a->default_spread, &b->default_spread) && attn_device_exact(&a->device, &b->device) && strcmp(a->kernel_hash, b->kernel_hash) == 0 &&
            strcmp(a->tool_version, b->tool_version) == 0 && strcmp(a->date, b->date) == 0 &&
            attn_shape_class_equal(&a->cls, &b->cls) && a->batch == b->batch &&
            a->q_heads == b->q_heads && a->kv_heads == b->kv_heads && a->q_len == b->q_len &&
@@ -162,6 +172,8 @@ static void test_round_trip(void)
     attn_tuning_entry e2 = entry(&fake_dev, "fedcba9876543210", &p2,
                                  "family=tiled,rows=16,keys=32,wg=128,local_kv=1");
     e2.level = ATTN_TUNE_LEVEL_QUICK;
+    memset(&e2.spread, 0, sizeof e2.spread); /* written before spreads were: none */
+    memset(&e2.default_spread, 0, sizeof e2.default_spread);
     snprintf(e2.device.name, sizeof e2.device.name, "Name with \"quotes\" and \\ and ünïcode");
     CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &e1), 0);
     CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &e2), 0);

@@ -245,8 +245,11 @@ static int show_file(const char *label, const char *path, const attn_device_iden
         }
         printf("  %s / %s (%u CUs, driver %s)%s\n", e->device.platform, e->device.name,
                e->device.compute_units, e->device.driver, mark);
-        printf("    %-32s %-42s %8.1f GFLOP/s, default %8.1f (x%.2f)  %s %s, %d tested, "
-               "%d rejected, error %.1e\n", cls, e->params, e->gflops, e->default_gflops,
+        char iqr[32] = "";
+        if (e->spread.max_ms > 0)
+            snprintf(iqr, sizeof iqr, ", IQR %.1f%%", 100 * attn_time_spread_iqr(&e->spread));
+        printf("    %-32s %-42s %8.1f GFLOP/s%s, default %8.1f (x%.2f)  %s %s, %d tested, "
+               "%d rejected, error %.1e\n", cls, e->params, e->gflops, iqr, e->default_gflops,
                e->default_gflops > 0 ? e->gflops / e->default_gflops : 0.0, e->level >= 2 ? "full" : "quick",
                e->date, e->tested, e->rejected, e->max_error);
     }
@@ -656,6 +659,8 @@ static int cmd_tune(options *o)
         e.gflops = flops / (res.best_ms * 1e6);
         attn_params_format(&res.dflt, e.default_params, sizeof e.default_params);
         e.default_ms = res.default_ms;
+        e.spread = res.best_r.spread;
+        e.default_spread = res.default_spread;
         e.default_gflops = res.default_ms > 0 ? flops / (res.default_ms * 1e6) : 0;
         e.max_error = res.best_r.max_error;
         e.error_ratio = res.best_r.error_ratio;
