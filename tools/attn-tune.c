@@ -719,9 +719,6 @@ static int cmd_tune(options *o)
                         "their median between the quartiles: too noisy to rank close candidates\n",
                         cls, 100 * ATTN_TUNE_NOISE_LIMIT);
         }
-        if (!o->quiet) {
-            fflush(stdout);
-        }
     }
     if (peak_before > 0 && attn_device_peak_gflops(ctx, &peak_after) != ATTN_SUCCESS)
         peak_after = 0;
