@@ -11,27 +11,9 @@
 #include <cjson/cJSON.h>
 #include <math.h>
 
-#include <fcntl.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/wait.h>
-#include <unistd.h>
-
-extern char **environ;
-
-static char *slurp(const char *file)
-{
-    char *text = calloc(1, 1 << 16);
-    FILE *f = fopen(file, "rb");
-    if (f && text) {
-        size_t got = fread(text, 1, (1 << 16) - 1, f);
-        text[got] = 0;
-    }
-    if (f) fclose(f);
-    return text;
-}
 
 /* Runs attn-bench with args (NULL-terminated), stdout into out and stderr
  * into err (malloc'd, NUL-terminated; either may be NULL); returns the exit
@@ -40,33 +22,15 @@ static int run_bench(const char *const *args, char **out, char **err)
 {
     const char *bin = getenv("ATTN_BENCH_BIN");
     CU_ASSERT_PTR_NOT_NULL_FATAL(bin);
-    char path[256];
-    harness_temp_dir(path, sizeof path, "bench");
-    char file[300], efile[300];
-    snprintf(file, sizeof file, "%s/out.txt", path);
-    snprintf(efile, sizeof efile, "%s/err.txt", path);
-    char *argv[24];
-    int n = 0;
-    argv[n++] = (char *)bin;
-    while (args[n - 1] && n < 23) {
-        argv[n] = (char *)args[n - 1];
-        n++;
-    }
-    argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, file, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_addopen(&fa, 2, efile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    pid_t pid;
-    int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    int status = 0;
-    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
-    if (out) *out = slurp(file);
-    if (err) *err = slurp(efile);
-    harness_remove_tree(path);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    char dir[256], file[300], efile[300];
+    harness_temp_dir(dir, sizeof dir, "bench");
+    snprintf(file, sizeof file, "%s/out.txt", dir);
+    snprintf(efile, sizeof efile, "%s/err.txt", dir);
+    const int rc = harness_run_program_split(bin, args, file, efile);
+    if (out) *out = harness_read_file(file, NULL);
+    if (err) *err = harness_read_file(efile, NULL);
+    harness_remove_tree(dir);
+    return rc;
 }
 
 /* The option names heading the lines of help: a line "  --a N, --b  text"
