@@ -350,10 +350,32 @@ static int cmp_double(const void *a, const void *b)
     return (x > y) - (x < y);
 }
 
-static double median(double *x, int n)
+/* the p-quantile of sorted x, interpolated between neighbours */
+static double quantile(const double *x, int n, double p)
 {
+    double at = p * (n - 1);
+    int lo = (int)floor(at);
+    return lo >= n - 1 ? x[n - 1] : x[lo] + (at - lo) * (x[lo + 1] - x[lo]);
+}
+
+/* Sorts x and returns its spread (the median as before: the middle value,
+ * or the mean of the middle two). */
+attn_time_spread attn_time_spread_of(double *x, int n)
+{
+    attn_time_spread s = {0, 0, 0, 0, 0};
+    if (n < 1) return s;
     qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
+    s.min_ms = x[0];
+    s.q1_ms = quantile(x, n, 0.25);
+    s.median_ms = quantile(x, n, 0.5);
+    s.q3_ms = quantile(x, n, 0.75);
+    s.max_ms = x[n - 1];
+    return s;
+}
+
+double attn_time_spread_iqr(const attn_time_spread *s)
+{
+    return s->median_ms > 0 ? (s->q3_ms - s->q1_ms) / s->median_ms : 0;
 }
 
 /* The timing problem once; a failure is the candidate's (device) fault. */
@@ -419,7 +441,8 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
     for (int i = 0; i < reps; i++)
         if ((st = time_once(b, r, &times[i], &ok)) != ATTN_SUCCESS || !ok) goto done;
     r->reps = reps;
-    r->median_ms = median(times, reps);
+    r->spread = attn_time_spread_of(times, reps);
+    r->median_ms = r->spread.median_ms;
     r->gflops = r->median_ms > 0 ? b->flops / (r->median_ms * 1e6) : 0;
 done:
     free(times);
@@ -428,7 +451,7 @@ done:
 }
 
 attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n, int rounds,
-                             int warmup, double *ms)
+                             int warmup, double *ms, attn_time_spread *spread)
 {
     if (n <= 0) return ATTN_SUCCESS;
     if (rounds < 1) rounds = 1;
@@ -449,7 +472,11 @@ attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n
         }
     attn_tuning_force(b->ctx, NULL);
     if (st == ATTN_SUCCESS)
-        for (int i = 0; i < n; i++) ms[i] = median(t + (size_t)i * rounds, rounds);
+        for (int i = 0; i < n; i++) {
+            const attn_time_spread sp = attn_time_spread_of(t + (size_t)i * rounds, rounds);
+            ms[i] = sp.median_ms;
+            if (spread) spread[i] = sp;
+        }
     free(t);
     return st;
 }

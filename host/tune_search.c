@@ -255,6 +255,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     out->exhaustive = s.n <= limit;
     int planned = o->max_candidates > 0 && o->max_candidates < s.n ? o->max_candidates : s.n;
     if (!out->exhaustive && o->level < ATTN_TUNE_LEVEL_FULL && planned > 24) planned = 24;
+    out->planned = planned;
     if ((st = seed_queue(&s, di, out->exhaustive, &dev, p)) != ATTN_SUCCESS) {
         st = ATTN_FAIL(ctx, st, "tuner: out of host memory");
         goto done;
@@ -317,6 +318,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     if (have_default && !in_top) order[k++] = di;
     attn_params cands[TOP_K + 1];
     double ms[TOP_K + 1];
+    attn_time_spread spread[TOP_K + 1];
     for (int i = 0; i < k; i++) cands[i] = s.c[order[i]].pr;
     /* enough rounds for the target time, at least 3 (5 in a full tune) */
     double round_ms = 0;
@@ -324,8 +326,17 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     int rounds = round_ms > 0 ? (int)(retime_target_ms(o) / round_ms) : min_rounds(o);
     if (rounds < min_rounds(o)) rounds = min_rounds(o);
     if (rounds > 101) rounds = 101;
-    if (k > 1 && (st = attn_tune_retime(b, cands, k, rounds, 1, ms)) != ATTN_SUCCESS) goto done;
-    if (k == 1) ms[0] = s.c[order[0]].r.median_ms;
+    if (o->budget_s > 0 && round_ms > 0) { /* what the budget still holds, the warm-up round too */
+        double left_ms = (o->budget_s - (now_s() - s.t0)) * 1e3;
+        int fit = (int)(left_ms / round_ms) - 1;
+        if (rounds > fit) rounds = fit < 1 ? 1 : fit;
+    }
+    if (k > 1 && (st = attn_tune_retime(b, cands, k, rounds, 1, ms, spread)) != ATTN_SUCCESS)
+        goto done;
+    if (k == 1) {
+        ms[0] = s.c[order[0]].r.median_ms;
+        spread[0] = s.c[order[0]].r.spread;
+    }
     double fastest = ms[0];
     for (int i = 1; i < k; i++)
         if (ms[i] < fastest) fastest = ms[i];
@@ -346,10 +357,14 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     out->best_r = s.c[order[win]].r;
     out->best_ms = ms[win];
     out->best_r.median_ms = ms[win];
+    out->best_r.spread = spread[win];
     out->best_r.gflops = attn_problem_flops(p, NULL) / (ms[win] * 1e6);
     out->default_ms = 0;
     for (int i = 0; i < k; i++)
-        if (order[i] == di) out->default_ms = ms[i];
+        if (order[i] == di) {
+            out->default_ms = ms[i];
+            out->default_spread = spread[i];
+        }
     report(&s, NULL, NULL, planned);
 done:
     free(s.c);

@@ -96,6 +96,19 @@ int attn_search_complexity(const attn_params *c, const attn_params *dflt);
 
 /* ---- the tuning database (tuning_db.c) ---- */
 
+/* The spread of a candidate's timed runs (tune_measure.c). */
+typedef struct attn_time_spread {
+    double min_ms, q1_ms, median_ms, q3_ms, max_ms; /* quartiles interpolated linearly */
+} attn_time_spread;
+
+/* (q3 - q1) / median: above ATTN_TUNE_NOISE_LIMIT the times are too noisy
+ * to rank candidates that close. */
+double attn_time_spread_iqr(const attn_time_spread *s);
+/* Sorts x[0..n-1] (milliseconds, or any other sample) and returns its spread. */
+attn_time_spread attn_time_spread_of(double *x, int n);
+#define ATTN_TUNE_NOISE_LIMIT 0.10
+
+
 enum { ATTN_TUNE_LEVEL_QUICK = 1, ATTN_TUNE_LEVEL_FULL = 2 };
 
 typedef struct attn_tuning_entry {
@@ -107,8 +120,10 @@ typedef struct attn_tuning_entry {
     int batch, q_heads, kv_heads, q_len, kv_len; /* the shape that was timed */
     char params[160];         /* attn_params_format of the winner */
     double median_ms, gflops; /* the winner on the timed shape */
+    attn_time_spread spread;  /* the winner's re-timing rounds (all 0: not recorded) */
     char default_params[160]; /* the built-in default, timed in the same run */
     double default_ms, default_gflops;
+    attn_time_spread default_spread;
     double max_error, error_ratio; /* verification: worst |out - ref|, and over tolerance */
     int level;                /* ATTN_TUNE_LEVEL_* */
     int tested, rejected;     /* candidates measured, candidates found invalid */
@@ -213,6 +228,7 @@ typedef struct attn_candidate_result {
     double max_error, error_ratio; /* verification: worst error and worst error / tolerance */
     double verify_ms;              /* one run on the verification shape (after a first one) */
     double median_ms, gflops;      /* on the timing shape (ATTN_CAND_OK) */
+    attn_time_spread spread;       /* of those reps */
     int reps;
     char why[1024];                /* for a rejection: what went wrong */
 } attn_candidate_result;
@@ -255,9 +271,10 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
 
 /* Times the given candidates (already verified) interleaved: `rounds`
  * rounds, each running every candidate once, after one warm-up round when
- * `warmup` is set. ms[i] receives candidate i's median. */
+ * `warmup` is set. ms[i] receives candidate i's median, and spread[i] (when
+ * spread is not NULL) the spread of its rounds. */
 attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n, int rounds,
-                             int warmup, double *ms);
+                             int warmup, double *ms, attn_time_spread *spread);
 
 /* ---- the search (tune_search.c) ---- */
 
@@ -278,9 +295,11 @@ typedef struct attn_search_opts {
 
 typedef struct attn_search_result {
     attn_params best, dflt;
-    attn_candidate_result best_r;
+    attn_candidate_result best_r; /* best_r.spread: of the final re-timing's rounds */
     double best_ms, default_ms;   /* from the final interleaved re-timing */
+    attn_time_spread default_spread;
     int tested, rejected, slow, space;
+    int planned;                  /* the count the progress callback was given */
     int exhaustive;
 } attn_search_result;
 

@@ -3,12 +3,15 @@
  * rename), and read-merge-write under a lock so that concurrent tuners lose
  * nothing. Lookup lives in tuning_lookup.c. */
 #define _DEFAULT_SOURCE /* flock */
+#include "internal.h"
 #include "tuning.h"
 
 #include <cjson/cJSON.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <math.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -186,6 +189,18 @@ static int get_number(reader *r, const cJSON *obj, const char *key, double *dst,
     return 0;
 }
 
+/* The optional spread fields beside a median (entries older than them have
+ * none: all zero). */
+static int get_spread(reader *r, const cJSON *obj, attn_time_spread *s, double median)
+{
+    memset(s, 0, sizeof *s);
+    if (get_number(r, obj, "min_ms", &s->min_ms, 0) || get_number(r, obj, "q1_ms", &s->q1_ms, 0) ||
+        get_number(r, obj, "q3_ms", &s->q3_ms, 0) || get_number(r, obj, "max_ms", &s->max_ms, 0))
+        return -1;
+    s->median_ms = median;
+    return 0;
+}
+
 static int get_int(reader *r, const cJSON *obj, const char *key, int *dst, int lo, int hi,
                    int required)
 {
@@ -277,13 +292,14 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
                   get_int(r, shape, "kv_len", &e->kv_len, 1, 1 << 30, 0)))
         return -1;
     if (get_number(r, j, "median_ms", &e->median_ms, 0) ||
-        get_number(r, j, "gflops", &e->gflops, 0))
+        get_number(r, j, "gflops", &e->gflops, 0) || get_spread(r, j, &e->spread, e->median_ms))
         return -1;
     const cJSON *dflt = get_object(r, j, "default", 0, &failed);
     if (failed) return -1;
     if (dflt && (get_string(r, dflt, "params", e->default_params, sizeof e->default_params, 0) ||
                  get_number(r, dflt, "median_ms", &e->default_ms, 0) ||
-                 get_number(r, dflt, "gflops", &e->default_gflops, 0)))
+                 get_number(r, dflt, "gflops", &e->default_gflops, 0) ||
+                 get_spread(r, dflt, &e->default_spread, e->default_ms)))
         return -1;
     const cJSON *ver = get_object(r, j, "verification", 0, &failed);
     if (failed) return -1;
@@ -415,6 +431,16 @@ static const char *level_name(int level)
     return level >= ATTN_TUNE_LEVEL_FULL ? "full" : "quick";
 }
 
+/* The spread beside a median, when one was recorded. */
+static void add_spread(cJSON *obj, const attn_time_spread *s)
+{
+    if (!(s->max_ms > 0)) return;
+    cJSON_AddNumberToObject(obj, "min_ms", s->min_ms);
+    cJSON_AddNumberToObject(obj, "q1_ms", s->q1_ms);
+    cJSON_AddNumberToObject(obj, "q3_ms", s->q3_ms);
+    cJSON_AddNumberToObject(obj, "max_ms", s->max_ms);
+}
+
 char *attn_tuning_db_print(const attn_tuning_db *db)
 {
     cJSON *root = cJSON_CreateObject();
@@ -454,10 +480,12 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
         cJSON_AddStringToObject(j, "params", e->params);
         cJSON_AddNumberToObject(j, "median_ms", e->median_ms);
         cJSON_AddNumberToObject(j, "gflops", e->gflops);
+        add_spread(j, &e->spread);
         cJSON *df = cJSON_AddObjectToObject(j, "default");
         cJSON_AddStringToObject(df, "params", e->default_params);
         cJSON_AddNumberToObject(df, "median_ms", e->default_ms);
         cJSON_AddNumberToObject(df, "gflops", e->default_gflops);
+        add_spread(df, &e->default_spread);
         cJSON *v = cJSON_AddObjectToObject(j, "verification");
         cJSON_AddNumberToObject(v, "max_error", e->max_error);
         cJSON_AddNumberToObject(v, "error_ratio", e->error_ratio);
@@ -518,6 +546,72 @@ attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char
     return st;
 }
 
+/* Takes the exclusive lock on the file `lock`, which each holder unlinks
+ * before it lets go (no empty lock file stays behind). A waiter may thus
+ * have locked an inode that is no longer at that path: it then goes round
+ * again, so that whoever holds a lock on the inode now named `lock` is the
+ * only holder. Returns the locked descriptor, or -1 with errno set. */
+static int lock_acquire(const char *lock)
+{
+    for (;;) {
+        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) return -1;
+        while (flock(fd, LOCK_EX) != 0) {
+            if (errno != EINTR) {
+                int e = errno;
+                close(fd);
+                errno = e;
+                return -1;
+            }
+        }
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && stat(lock, &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino)
+            return fd;
+        close(fd); /* the previous holder removed it: lock the file there now */
+    }
+}
+
+/* Unlinks the lock file while still holding it, then lets go. */
+static void lock_release(const char *lock, int fd)
+{
+    unlink(lock);
+    close(fd);
+}
+
+/* Removes "BASE.PID.tmp" beside path whose writer (PID) is gone: a save
+ * killed between writing and renaming (SIGKILL) leaves one. Called under
+ * the lock; a live process's temporary, possibly being written, stays. */
+static void remove_stale_temporaries(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (slash) *slash = 0;
+    size_t blen = strlen(base);
+    DIR *d = opendir(slash ? (*dir ? dir : "/") : ".");
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        if (strncmp(n, base, blen) != 0 || n[blen] != '.') continue;
+        char *end;
+        errno = 0;
+        long pid = strtol(n + blen + 1, &end, 10);
+        if (errno || end == n + blen + 1 || strcmp(end, ".tmp") != 0 || pid <= 0 ||
+            pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to ask */
+        char full[8300];
+        snprintf(full, sizeof full, "%s/%s", slash ? (*dir ? dir : "") : ".", n);
+        if (unlink(full) == 0)
+            attn_log(ATTN_LOG_INFO, "tuning database: removed %s, left by process %ld, which "
+                     "is gone", full, pid);
+    }
+    closedir(d);
+}
+
 attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db, void *arg),
                                   void *arg, char *err, size_t errsize)
 {
@@ -529,18 +623,12 @@ attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db
     }
     /* the lock is a separate file: the database itself is replaced by
      * rename, so a lock on it would guard an inode nobody reads any more */
-    int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+    int fd = lock_acquire(lock);
     if (fd < 0) {
-        snprintf(err, errsize, "%s: cannot open: %s", lock, strerror(errno));
+        snprintf(err, errsize, "%s: cannot lock: %s", lock, strerror(errno));
         return ATTN_ERROR_IO;
     }
-    while (flock(fd, LOCK_EX) != 0) {
-        if (errno != EINTR) {
-            snprintf(err, errsize, "%s: cannot lock: %s", lock, strerror(errno));
-            close(fd);
-            return ATTN_ERROR_IO;
-        }
-    }
+    remove_stale_temporaries(path);
     attn_tuning_db db;
     attn_tuning_db_init(&db);
     attn_status st = attn_tuning_db_load(path, &db, NULL, err, errsize);
@@ -553,7 +641,7 @@ attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db
         }
     }
     attn_tuning_db_free(&db);
-    close(fd); /* releases the lock */
+    lock_release(lock, fd);
     return st;
 }
 

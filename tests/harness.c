@@ -467,6 +467,12 @@ char *harness_read_file(const char *path, size_t *len)
 
 int harness_run_program(const char *bin, const char *const *args, const char *out_path)
 {
+    return harness_run_program_split(bin, args, out_path, NULL);
+}
+
+int harness_run_program_split(const char *bin, const char *const *args, const char *out_path,
+                              const char *err_path)
+{
     enum { MAX_ARGS = 64 };
     char *argv[MAX_ARGS + 2];
     int n = 0;
@@ -482,7 +488,10 @@ int harness_run_program(const char *bin, const char *const *args, const char *ou
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
     posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    if (err_path)
+        posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    else
+        posix_spawn_file_actions_adddup2(&fa, 1, 2);
     pid_t pid;
     const int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
     posix_spawn_file_actions_destroy(&fa);

@@ -154,5 +154,8 @@ char *harness_read_file(const char *path, size_t *len);
  * the file out_path, and waits for it. Returns its exit status, or -1 (after
  * a message) when it could not be started or did not exit normally. */
 int harness_run_program(const char *bin, const char *const *args, const char *out_path);
+/* The same with stderr into its own file, err_path (NULL: into out_path). */
+int harness_run_program_split(const char *bin, const char *const *args, const char *out_path,
+                              const char *err_path);
 
 #endif /* ATTN_HARNESS_H */

@@ -3,7 +3,8 @@
  * through a doctored copy of cl/ in ATTN_KERNEL_DIR, wrong only for certain
  * tunable values); correct candidates pass verification in every storage
  * type; a real attn-tune killed with SIGKILL mid-run leaves a valid database
- * and the next run resumes; the tool's database commands and failures. */
+ * and the next run resumes; the run's budget holds; the tool's database
+ * commands and failures. */
 #define _GNU_SOURCE
 #include "harness.h"
 #include "internal.h"
@@ -11,6 +12,7 @@
 
 #include <errno.h>
 #include <fcntl.h>
+#include <math.h>
 #include <ftw.h>
 #include <signal.h>
 #include <spawn.h>
@@ -309,6 +311,105 @@ static void test_resume_after_kill(void)
     remove_dir();
 }
 
+/* The budget is the whole run's (start-up included): with four classes that
+ * each take 2.5 s and a budget of 4 s, the run ends within a few seconds
+ * of the budget and says which classes it left; each class's summary
+ * counts candidates out of the same number its progress lines show; and
+ * the tool says that a shape without a type is tuned in f32 only. */
+static void test_budget_and_summary(void)
+{
+    fresh_dir();
+    char db[512], out[512];
+    path_in(db, sizeof db, "tuning.json");
+    path_in(out, sizeof out, "out.txt");
+    setenv("ATTN_TUNING_DB", db, 1);
+    const char *args[] = {"--shapes", "hq=2:hkv=1:d=16:s=64,hq=2:hkv=1:d=16:s=128,"
+                          "hq=2:hkv=1:d=16:s=256,hq=2:hkv=1:d=16:s=512",
+                          "--family", "vector", "--max-candidates", "2", "--budget", "4", NULL};
+    setenv("ATTN_TUNE_TEST_DELAY_MS", "2500", 1);
+    const double t0 = now_s();
+    CU_ASSERT_EQUAL(run_tool(args, out, 1), 0);
+    const double took = now_s() - t0;
+    unsetenv("ATTN_TUNE_TEST_DELAY_MS");
+    char *text = harness_read_file(out, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    printf("\n  --budget 4 took %.1f s:\n%s", took, text ? text : "");
+    CU_ASSERT(took < 4 + 3.5);
+    const int left = count_lines(text, "not tuned: the budget is spent");
+    CU_ASSERT(left >= 1 && left <= 3);
+    attn_status st;
+    CU_ASSERT_EQUAL(db_count(db, &st), (size_t)(4 - left));
+    /* each entry keeps the winner's and the default's spread */
+    attn_tuning_db tdb;
+    attn_tuning_db_init(&tdb);
+    char err[1024];
+    CU_ASSERT_EQUAL(attn_tuning_db_load(db, &tdb, NULL, err, sizeof err), ATTN_SUCCESS);
+    for (size_t i = 0; i < tdb.count; i++) {
+        const attn_tuning_entry *e = &tdb.entries[i];
+        CU_ASSERT(e->spread.min_ms > 0 && e->spread.min_ms <= e->spread.q1_ms &&
+                  e->spread.q1_ms <= e->median_ms && e->median_ms <= e->spread.q3_ms &&
+                  e->spread.q3_ms <= e->spread.max_ms);
+        CU_ASSERT(e->default_spread.min_ms > 0 && e->default_spread.q1_ms <= e->default_ms &&
+                  e->default_ms <= e->default_spread.q3_ms);
+    }
+    attn_tuning_db_free(&tdb);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "f32 only"));
+    /* progress "  [i/n] done/planned ..." against the summary "of planned planned" */
+    int planned[8] = {0}, summaries = 0;
+    for (const char *line = text; line && *line;) {
+        int i, n, done, p;
+        if (sscanf(line, "  [%d/%d] %d/%d", &i, &n, &done, &p) == 4 && i >= 1 && i <= 8)
+            planned[i - 1] = p;
+        const char *of = strstr(line, " planned (");
+        const char *eol = strchr(line, '\n');
+        if (of && (!eol || of < eol)) {
+            const char *num = of;
+            while (num > line && num[-1] != ' ') num--;
+            int want = atoi(num);
+            printf("\n  class %d: progress /%d, summary of %d planned", summaries + 1,
+                   planned[summaries], want);
+            CU_ASSERT(want > 0);
+            CU_ASSERT_EQUAL(planned[summaries], want);
+            /* the winner's spread, and a warning when it is too wide */
+            const char *iqr = strstr(of, "IQR ");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(iqr);
+            double w = 0, d = 0;
+            CU_ASSERT_EQUAL(sscanf(iqr, "IQR %lf%% (default %lf%%)", &w, &d), 2);
+            char cls[64];
+            snprintf(cls, sizeof cls, "WARNING: %.*s", (int)strcspn(line, " "), line);
+            if (w > 100 * ATTN_TUNE_NOISE_LIMIT || d > 100 * ATTN_TUNE_NOISE_LIMIT)
+                CU_ASSERT_PTR_NOT_NULL(strstr(text, "too noisy to rank close candidates"));
+            summaries++;
+        }
+        line = eol ? eol + 1 : NULL;
+    }
+    CU_ASSERT_EQUAL(summaries, 4 - left);
+    /* the peak before and after, and the run-wide warning exactly when they
+     * are too far apart or a class was too noisy */
+    double before = 0, after = 0;
+    const char *pk = strstr(text, "fp32 FMA peak: ");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(pk);
+    CU_ASSERT_EQUAL(sscanf(pk, "fp32 FMA peak: %lf GFLOP/s before tuning, %lf after", &before, &after), 2);
+    CU_ASSERT(before > 0 && after > 0);
+    const int noisy = fabs(after - before) / fmax(before, after) > ATTN_TUNE_NOISE_LIMIT ||
+                      strstr(text, "too noisy to rank close candidates") != NULL;
+    CU_ASSERT_EQUAL(strstr(text, "too noisy to rank candidates reliably") != NULL, noisy);
+    free(text);
+    unsetenv("ATTN_TUNING_DB");
+    remove_dir();
+}
+
+static void test_time_spread(void)
+{
+    double x[] = {9, 1, 3, 7, 5}; /* 1 3 5 7 9 */
+    attn_time_spread s = attn_time_spread_of(x, 5);
+    CU_ASSERT(s.min_ms == 1 && s.q1_ms == 3 && s.median_ms == 5 && s.q3_ms == 7 && s.max_ms == 9);
+    CU_ASSERT_DOUBLE_EQUAL(attn_time_spread_iqr(&s), 0.8, 1e-12);
+    double y[] = {2, 4}; /* even: the median between the two, as before */
+    s = attn_time_spread_of(y, 2);
+    CU_ASSERT_DOUBLE_EQUAL(s.median_ms, 3, 1e-12);
+}
+
 static void test_tool_commands(void)
 {
     fresh_dir();
@@ -343,6 +444,12 @@ static void test_tool_commands(void)
     char where[600];
     snprintf(where, sizeof where, "%s:4:", db);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "ATTN_ERROR_TUNING_DB"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, where));
+    free(text);
+    /* --show on it fails too (exit 1, as --help says), naming file and line */
+    const char *show_corrupt[] = {"--show", NULL};
+    CU_ASSERT_EQUAL(run_tool(show_corrupt, out, 1), 1);
+    text = harness_read_file(out, NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, where));
     free(text);
     /* an import of a corrupt file is refused the same way */
@@ -403,6 +510,8 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_wrong_candidates_rejected),
     HARNESS_TEST(test_correct_candidates_pass),
     HARNESS_TEST(test_resume_after_kill),
+    HARNESS_TEST(test_budget_and_summary),
+    HARNESS_TEST(test_time_spread),
     HARNESS_END
 };
 

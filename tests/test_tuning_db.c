@@ -72,6 +72,9 @@ static attn_tuning_entry entry(const attn_device_identity *dev, const char *hash
     snprintf(e.params, sizeof e.params, "%s", params);
     e.median_ms = 1.25;
     e.gflops = 123.5;
+    const attn_time_spread sp = {1.125, 1.1875, 1.25, 1.375, 2.5}, dsp = {1.25, 1.375, 1.5, 1.625, 3.0};
+    e.spread = sp;
+    e.default_spread = dsp;
     snprintf(e.default_params, sizeof e.default_params, "family=vector,rows=8,keys=32,vec=16");
     e.default_ms = 1.5;
     e.default_gflops = 102.9;
@@ -86,9 +89,16 @@ static attn_tuning_entry entry(const attn_device_identity *dev, const char *hash
 static const attn_device_identity fake_dev = {"Fake Platform", "Fake Vendor", "Fake Device",
                                               "1.0", 4};
 
+static int spreads_equal(const attn_time_spread *a, const attn_time_spread *b)
+{
+    return a->min_ms == b->min_ms && a->q1_ms == b->q1_ms && a->q3_ms == b->q3_ms &&
+           a->max_ms == b->max_ms;
+}
+
 static int entries_equal(const attn_tuning_entry *a, const attn_tuning_entry *b)
 {
-    return attn_device_exact(&a->device, &b->device) && strcmp(a->kernel_hash, b->kernel_hash) == 0 &&
+    return spreads_equal(&a->spread, &b->spread) &&
+           spreads_equal(&a->default_spread, &b->default_spread) && attn_device_exact(&a->device, &b->device) && strcmp(a->kernel_hash, b->kernel_hash) == 0 &&
            strcmp(a->tool_version, b->tool_version) == 0 && strcmp(a->date, b->date) == 0 &&
            attn_shape_class_equal(&a->cls, &b->cls) && a->batch == b->batch &&
            a->q_heads == b->q_heads && a->kv_heads == b->kv_heads && a->q_len == b->q_len &&
@@ -162,6 +172,8 @@ static void test_round_trip(void)
     attn_tuning_entry e2 = entry(&fake_dev, "fedcba9876543210", &p2,
                                  "family=tiled,rows=16,keys=32,wg=128,local_kv=1");
     e2.level = ATTN_TUNE_LEVEL_QUICK;
+    memset(&e2.spread, 0, sizeof e2.spread); /* written before spreads were: none */
+    memset(&e2.default_spread, 0, sizeof e2.default_spread);
     snprintf(e2.device.name, sizeof e2.device.name, "Name with \"quotes\" and \\ and ünïcode");
     CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &e1), 0);
     CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &e2), 0);
@@ -226,7 +238,7 @@ static void test_round_trip(void)
     CU_ASSERT_EQUAL(attn_tuning_db_parse("{}", 2, "mem", &back, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(back.count, 0);
 
-    /* nothing but the database and its lock file is left in the folder */
+    /* nothing but the database is left in the folder (no lock file) */
     char sub[512];
     path_in(sub, sizeof sub, "sub/dir");
     DIR *d = opendir(sub);
@@ -235,11 +247,10 @@ static void test_round_trip(void)
     for (struct dirent *de; (de = readdir(d)) != NULL;)
         if (de->d_name[0] != '.') {
             files++;
-            CU_ASSERT(strcmp(de->d_name, "tuning.json") == 0 ||
-                      strcmp(de->d_name, "tuning.json.lock") == 0);
+            CU_ASSERT_STRING_EQUAL(de->d_name, "tuning.json");
         }
     closedir(d);
-    CU_ASSERT_EQUAL(files, 2);
+    CU_ASSERT_EQUAL(files, 1);
     attn_tuning_db_free(&db);
     attn_tuning_db_free(&back);
     remove_dir();
@@ -579,12 +590,75 @@ static void test_concurrent_writers(void)
             CU_ASSERT_EQUAL(found, 1);
         }
     attn_tuning_db_free(&db);
+    /* nothing left beside the database: no lock file, no temporary */
+    DIR *d = opendir(g_dir);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d);
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        if (de->d_name[0] == '.') continue;
+        if (strcmp(de->d_name, "shared.json") != 0) printf("\n  left behind: %s", de->d_name);
+        CU_ASSERT_STRING_EQUAL(de->d_name, "shared.json");
+    }
+    closedir(d);
+    remove_dir();
+}
+
+/* ---- what an update leaves behind ---- */
+
+static int exists(const char *path)
+{
+    struct stat sb;
+    return stat(path, &sb) == 0;
+}
+
+/* The lock file goes with the update that made it, and the temporaries of
+ * writers killed mid-save (their process gone) go with the next update;
+ * a live writer's temporary and other files' stay. */
+static void test_update_cleans_up(void)
+{
+    fresh_dir();
+    char path[512], lock[600], dead_tmp[600], live_tmp[600], other_tmp[600], odd[600];
+    path_in(path, sizeof path, "tuning.json");
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    pid_t child = fork(); /* a process id that is surely gone */
+    CU_ASSERT_FATAL(child >= 0);
+    if (child == 0) _exit(0);
+    CU_ASSERT_EQUAL(waitpid(child, NULL, 0), child);
+    snprintf(dead_tmp, sizeof dead_tmp, "%s.%ld.tmp", path, (long)child);
+    snprintf(live_tmp, sizeof live_tmp, "%s.%ld.tmp", path, (long)getppid());
+    path_in(other_tmp, sizeof other_tmp, "other.json");
+    snprintf(other_tmp + strlen(other_tmp), sizeof other_tmp - strlen(other_tmp), ".%ld.tmp",
+             (long)child);
+    snprintf(odd, sizeof odd, "%s.12ab.tmp", path);
+    const char *made[] = {dead_tmp, live_tmp, other_tmp, odd};
+    for (int i = 0; i < 4; i++) write_file(made[i], "{\"entries\": [");
+
+    attn_problem p = problem(64, 8, 2, 1024);
+    attn_tuning_entry e = entry(&fake_dev, "0123456789abcdef", &p, "family=vector,rows=8,keys=32,vec=16");
+    char err[1024];
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &e, 1, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT(exists(path));
+    CU_ASSERT(!exists(lock));
+    CU_ASSERT(!exists(dead_tmp));
+    CU_ASSERT(exists(live_tmp));
+    CU_ASSERT(exists(other_tmp));
+    CU_ASSERT(exists(odd));
+    /* a lock file left by an older version is taken over and removed */
+    write_file(lock, "");
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &e, 1, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT(!exists(lock));
+    attn_tuning_db db;
+    attn_tuning_db_init(&db);
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &db, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(db.count, 1);
+    attn_tuning_db_free(&db);
     remove_dir();
 }
 
 static const harness_test tests[] = {
     HARNESS_TEST(test_round_trip),
     HARNESS_TEST(test_concurrent_writers), /* forks: before any OpenCL thread exists */
+    HARNESS_TEST(test_update_cleans_up),    /* forks too */
     HARNESS_TEST(test_corrupt_files),
     HARNESS_TEST(test_lookup_tiers),
     HARNESS_END

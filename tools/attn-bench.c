@@ -6,12 +6,14 @@
 #include "attn.h"
 #include "bench_decode.h"
 #include "bench_compare.h"
+#include "bench_options.h"
+#include "bench_stats.h"
 
 #include <cjson/cJSON.h>
 #include <errno.h>
-#include <getopt.h>
 #include <limits.h>
 #include <math.h>
+#include <stdarg.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -20,11 +22,10 @@
 #include <time.h>
 #include <unistd.h>
 
-#define EXIT_USAGE 2
 #define SEED 20240501u
 #define TARGET_MS 1000.0 /* calibrated reps add up to at least this */
-#define MIN_REPS 3
-#define MAX_REPS 1000
+#define MIN_REPS BENCH_MIN_REPS
+#define MAX_REPS BENCH_MAX_REPS
 /* The reference's work is bounded by this many flops per host thread: it
  * ran at about 10 GFLOP/s per Zen 5 core (the S=4096, D=64 prefill shape,
  * 17 GFLOP, in 1.6 s), so at most ~6 s, or ~20 s on a slower host; larger
@@ -41,21 +42,6 @@ static const shape prefill_set[] = {
     {1, 8, 2, 64, 4096, 4096},  {1, 32, 8, 128, 1024, 1024}, {1, 32, 8, 128, 2048, 2048},
 };
 
-typedef enum { FORMAT_TEXT, FORMAT_CSV, FORMAT_JSON } out_format;
-
-typedef struct options {
-    const char *device;
-    int batch, q_heads, kv_heads, head_dim, seq, q_len, kv_len; /* 0 = not given */
-    int causal;
-    attn_dtype dtype;
-    int reps; /* 0 = calibrate */
-    out_format format;
-    int check;
-    int decode;         /* --decode: bench_decode.c */
-    const char *splits; /* --splits LIST (decode) */
-    int compare; /* --compare-materialized (bench_compare.c) */
-} options;
-
 typedef struct row {
     shape s;
     attn_dtype dtype;
@@ -63,6 +49,8 @@ typedef struct row {
     attn_plan_info plan;
     int reps;
     double median_ms, min_ms, flops, gflops;
+    bench_spread spread; /* of the timed runs */
+    double ratio;        /* median time / the first dtype's (--dtype LIST), 1 for it */
     int checked; /* 0 = skipped (too large or --no-check) */
     int passed;
     double max_error, max_ratio, mean_error; /* over the finite outputs */
@@ -76,178 +64,8 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* ---- command line ---- */
-
-static void usage(FILE *f)
-{
-    fprintf(f,
-        "Usage: attn-bench [OPTIONS]\n"
-        "Times attn_forward and reports median time, GFLOP/s (4*D per visible query-key\n"
-        "pair) and the fraction of the device's measured fp32 FMA peak. With no shape\n"
-        "option it runs the DESIGN prefill set: B=1 Hq=8 Hkv=2 D=64 S=512..4096 and\n"
-        "B=1 Hq=32 Hkv=8 D=128 S=1024,2048, causal.\n"
-        "\n"
-        "  --device SEL          \"P:D\" or a substring of platform/vendor/device name\n"
-        "                        (default: $ATTN_DEVICE, else the first GPU, else the\n"
-        "                        first device; attn-info lists them)\n"
-        "  --batch N             batch size (default 1)\n"
-        "  --q-heads N           query heads (default 8)\n"
-        "  --kv-heads N          key/value heads (default Hq/4 when 4 divides Hq, else Hq)\n"
-        "  --head-dim N          head dimension, 1..256 (default 64)\n"
-        "  --seq N               query and key/value length (default 1024)\n"
-        "  --q-len N, --kv-len N the lengths separately (one given: the other follows)\n"
-        "  --causal, --no-causal bottom-right causal mask or none (default causal)\n"
-        "  --dtype f32|f16|bf16  storage type (default f32)\n"
-        "  --reps N              timed runs per shape (default: calibrated to >= 1 s,\n"
-        "                        between %d and %d)\n"
-        "  --format text|csv|json  output format (default text)\n"
-        "  --check, --no-check   compare with the CPU reference (default on; skipped for\n"
-        "                        shapes too large for the reference, max_error null)\n"
-        "  --decode              the DESIGN decode set (B=4 Hq=32 Hkv=8 D=128 Sq=1,\n"
-        "                        kv 1024, 4096, 16384) through a KV cache, or the shape\n"
-        "                        given (defaults B=4 Hq=32 D=128 Sq=1); reports K/V GB/s\n"
-        "                        and its fraction of the copy bandwidth\n"
-        "  --splits LIST         decode: KV splits to compare, interleaved, e.g.\n"
-        "                        auto,1,2,4,8 (default auto: the heuristic)\n"
-        "  --compare-materialized  time a materialized attention too (not yet supported)\n"
-        "  --decode              the DESIGN decode set (not yet supported)\n"
-        "  --compare-materialized  time attn_forward_materialized (CLBlast GEMMs around an\n"
-        "                        S x S buffer) interleaved with attn_forward: speed ratio,\n"
-        "                        device memory, largest difference; and the layer\n"
-        "                        (d_model = Hq*D) split into projections and attention\n"
-        "  --help                print this help and exit\n"
-        "  --version             print the version and exit\n"
-        "\n"
-        "Exit status: 0 ok, 1 a failed check or a library error, 2 bad usage.\n",
-        MIN_REPS, MAX_REPS);
-}
-
-static int parse_int(const char *opt, const char *text, int lo, int hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) {
-        fprintf(stderr, "attn-bench: --%s wants an integer in %d..%d, not '%s'\n", opt, lo, hi,
-                text);
-        return -1;
-    }
-    *out = (int)v;
-    return 0;
-}
-
-enum {
-    OPT_DEVICE = 256, OPT_BATCH, OPT_QHEADS, OPT_KVHEADS, OPT_HEADDIM, OPT_SEQ, OPT_QLEN,
-    OPT_KVLEN, OPT_CAUSAL, OPT_NOCAUSAL, OPT_DTYPE, OPT_REPS, OPT_FORMAT, OPT_CHECK,
-    OPT_NOCHECK, OPT_DECODE, OPT_MATERIALIZED, OPT_HELP, OPT_VERSION, OPT_SPLITS
-};
-
-/* Returns -1 to continue, else the exit status. */
-static int parse_args(int argc, char **argv, options *o)
-{
-    static const struct option longopts[] = {
-        {"device", required_argument, NULL, OPT_DEVICE},
-        {"batch", required_argument, NULL, OPT_BATCH},
-        {"q-heads", required_argument, NULL, OPT_QHEADS},
-        {"kv-heads", required_argument, NULL, OPT_KVHEADS},
-        {"head-dim", required_argument, NULL, OPT_HEADDIM},
-        {"seq", required_argument, NULL, OPT_SEQ},
-        {"q-len", required_argument, NULL, OPT_QLEN},
-        {"kv-len", required_argument, NULL, OPT_KVLEN},
-        {"causal", no_argument, NULL, OPT_CAUSAL},
-        {"no-causal", no_argument, NULL, OPT_NOCAUSAL},
-        {"dtype", required_argument, NULL, OPT_DTYPE},
-        {"reps", required_argument, NULL, OPT_REPS},
-        {"format", required_argument, NULL, OPT_FORMAT},
-        {"check", no_argument, NULL, OPT_CHECK},
-        {"no-check", no_argument, NULL, OPT_NOCHECK},
-        {"decode", no_argument, NULL, OPT_DECODE},
-        {"splits", required_argument, NULL, OPT_SPLITS},
-        {"compare-materialized", no_argument, NULL, OPT_MATERIALIZED},
-        {"help", no_argument, NULL, OPT_HELP},
-        {"version", no_argument, NULL, OPT_VERSION},
-        {NULL, 0, NULL, 0},
-    };
-    int c, bad = 0;
-    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
-        switch (c) {
-        case OPT_DEVICE: o->device = optarg; break;
-        case OPT_BATCH: bad |= parse_int("batch", optarg, 1, 1 << 20, &o->batch); break;
-        case OPT_QHEADS: bad |= parse_int("q-heads", optarg, 1, 1 << 16, &o->q_heads); break;
-        case OPT_KVHEADS: bad |= parse_int("kv-heads", optarg, 1, 1 << 16, &o->kv_heads); break;
-        case OPT_HEADDIM: bad |= parse_int("head-dim", optarg, 1, 256, &o->head_dim); break;
-        case OPT_SEQ: bad |= parse_int("seq", optarg, 1, INT_MAX, &o->seq); break;
-        case OPT_QLEN: bad |= parse_int("q-len", optarg, 1, INT_MAX, &o->q_len); break;
-        case OPT_KVLEN: bad |= parse_int("kv-len", optarg, 1, INT_MAX, &o->kv_len); break;
-        case OPT_CAUSAL: o->causal = 1; break;
-        case OPT_NOCAUSAL: o->causal = 0; break;
-        case OPT_DTYPE:
-            if (strcmp(optarg, "f32") == 0) o->dtype = ATTN_F32;
-            else if (strcmp(optarg, "f16") == 0) o->dtype = ATTN_F16;
-            else if (strcmp(optarg, "bf16") == 0) o->dtype = ATTN_BF16;
-            else {
-                fprintf(stderr, "attn-bench: --dtype wants f32, f16 or bf16, not '%s'\n", optarg);
-                bad = -1;
-            }
-            break;
-        case OPT_REPS: bad |= parse_int("reps", optarg, 1, 1000000, &o->reps); break;
-        case OPT_FORMAT:
-            if (strcmp(optarg, "text") == 0) o->format = FORMAT_TEXT;
-            else if (strcmp(optarg, "csv") == 0) o->format = FORMAT_CSV;
-            else if (strcmp(optarg, "json") == 0) o->format = FORMAT_JSON;
-            else {
-                fprintf(stderr, "attn-bench: --format wants text, csv or json, not '%s'\n",
-                        optarg);
-                bad = -1;
-            }
-            break;
-        case OPT_CHECK: o->check = 1; break;
-        case OPT_NOCHECK: o->check = 0; break;
-        case OPT_DECODE: o->decode = 1; break;
-        case OPT_SPLITS:
-            o->splits = optarg;
-            if (bench_decode_check_splits(optarg) != 0) {
-                fprintf(stderr, "attn-bench: --splits wants up to 16 comma-separated values, "
-                        "each \"auto\" or 1..256, not '%s'\n", optarg);
-                bad = -1;
-            }
-            break;
-        case OPT_MATERIALIZED: o->compare = 1; break;
-        case OPT_HELP: usage(stdout); return EXIT_SUCCESS;
-        case OPT_VERSION:
-            printf("attn-bench %d.%d.%d (libattn %s)\n", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
-                   ATTN_VERSION_PATCH, attn_version_string());
-            return EXIT_SUCCESS;
-        default: /* getopt_long has said what is wrong */
-            bad = -1;
-            break;
-        }
-    }
-    if (!bad && optind < argc) {
-        fprintf(stderr, "attn-bench: unexpected argument '%s'\n", argv[optind]);
-        bad = -1;
-    }
-    if (!bad && o->seq && (o->q_len || o->kv_len)) {
-        fprintf(stderr, "attn-bench: give either --seq or --q-len/--kv-len, not both\n");
-        bad = -1;
-    }
-    if (!bad && o->decode && o->compare) {
-        fprintf(stderr, "attn-bench: --decode and --compare-materialized are separate runs\n");
-        bad = -1;
-    }
-    if (!bad && o->splits && !o->decode) {
-        fprintf(stderr, "attn-bench: --splits applies to --decode only\n");
-        bad = -1;
-    }
-    if (bad) {
-        fprintf(stderr, "Try 'attn-bench --help'.\n");
-        return EXIT_USAGE;
-    }
-    return -1;
-}
-
 /* The one shape the options describe; 0 when none was given. */
-static int custom_shape(const options *o, shape *s)
+static int custom_shape(const bench_options *o, shape *s)
 {
     if (!o->batch && !o->q_heads && !o->kv_heads && !o->head_dim && !o->seq && !o->q_len &&
         !o->kv_len)
@@ -375,12 +193,6 @@ static void shape_text(const shape *s, int causal, char *buf, size_t size)
                  s->kv_heads, s->head_dim, s->q_len, s->kv_len, causal ? "causal" : "full");
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 /* One timed run: host wall time around attn_forward and clFinish (a forward
  * may enqueue a pre-pass before its main kernel, so one event would miss
  * part of it). */
@@ -400,20 +212,44 @@ static attn_status timed_forward(attn_context *ctx, const attn_problem *p, const
     return ATTN_SUCCESS;
 }
 
-/* Runs one shape; *what names the failing step when the result is not
- * ATTN_SUCCESS. */
-static attn_status bench_shape(attn_context *ctx, const options *o, const shape *s, row *r,
-                               const char **what)
+/* One storage type of one shape: its inputs on the host (rounded through
+ * the type, so the reference sees what the device sees) and the device,
+ * its output, its timings. */
+typedef struct dtype_run {
+    row r;
+    attn_problem p;
+    size_t nq, nkv, esize;
+    float *hq, *hk, *hv, *ho;
+    void *stage;
+    cl_mem bq, bk, bv, bo;
+    attn_tensor tq, tk, tv, to;
+    double *times;
+} dtype_run;
+
+static void dtype_run_free(dtype_run *d)
 {
-    attn_status st = ATTN_SUCCESS;
-    memset(r, 0, sizeof *r);
+    cl_mem m[4] = {d->bq, d->bk, d->bv, d->bo};
+    for (int i = 0; i < 4; i++)
+        if (m[i]) clReleaseMemObject(m[i]);
+    free(d->hq), free(d->hk), free(d->hv), free(d->ho), free(d->stage), free(d->times);
+    memset(d, 0, sizeof *d);
+}
+
+/* Inputs uniform [-1, 1) from the fixed seed (the same values for every
+ * type), stored in the type; the output buffer. */
+static attn_status dtype_run_setup(attn_context *ctx, const bench_options *o, const shape *s,
+                                   attn_dtype t, dtype_run *d, const char **what)
+{
+    memset(d, 0, sizeof *d);
+    row *r = &d->r;
     r->s = *s;
-    r->dtype = o->dtype;
+    r->dtype = t;
     r->causal = o->causal;
     r->flops = forward_flops(s, o->causal);
-
-    attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len, s->kv_len,
-                      o->dtype, o->causal, 0.0f};
+    r->ratio = 1;
+    const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len, s->kv_len,
+                            t, o->causal, 0.0f};
+    d->p = p;
     size_t nq = (size_t)s->batch, nkv = (size_t)s->batch;
     if (!mul_ok(&nq, (size_t)s->q_heads) || !mul_ok(&nq, (size_t)s->q_len) ||
         !mul_ok(&nq, (size_t)s->head_dim) || !mul_ok(&nkv, (size_t)s->kv_heads) ||
@@ -423,146 +259,160 @@ static attn_status bench_shape(attn_context *ctx, const options *o, const shape 
         fprintf(stderr, "attn-bench: the shape's element count overflows size_t\n");
         return ATTN_ERROR_INVALID_ARGUMENT;
     }
-    const size_t esize = attn_dtype_size(o->dtype);
-    float *hq = malloc(nq * sizeof(float)), *hk = malloc(nkv * sizeof(float));
-    float *hv = malloc(nkv * sizeof(float)), *ho = malloc(nq * sizeof(float));
-    void *stage = malloc((nq > nkv ? nq : nkv) * esize);
-    cl_mem bq = NULL, bk = NULL, bv = NULL, bo = NULL;
-    double *times = NULL;
-    if (!hq || !hk || !hv || !ho || !stage) {
+    d->nq = nq, d->nkv = nkv, d->esize = attn_dtype_size(t);
+    d->hq = malloc(nq * sizeof(float)), d->hk = malloc(nkv * sizeof(float));
+    d->hv = malloc(nkv * sizeof(float)), d->ho = malloc(nq * sizeof(float));
+    d->stage = malloc((nq > nkv ? nq : nkv) * d->esize);
+    if (!d->hq || !d->hk || !d->hv || !d->ho || !d->stage) {
         *what = "host allocation";
         fprintf(stderr, "attn-bench: out of host memory for %zu + 2 x %zu elements\n", nq, nkv);
-        st = ATTN_ERROR_OUT_OF_MEMORY;
-        goto done;
+        return ATTN_ERROR_OUT_OF_MEMORY;
     }
-
-    /* Inputs: uniform [-1, 1) from a fixed seed, stored in the dtype; the
-     * host copies are rounded through the dtype so the reference sees what
-     * the device sees. */
     rng_state = SEED;
-    float *host[3] = {hq, hk, hv};
+    float *host[3] = {d->hq, d->hk, d->hv};
     size_t count[3] = {nq, nkv, nkv};
-    cl_mem *dev[3] = {&bq, &bk, &bv};
+    cl_mem *dev[3] = {&d->bq, &d->bk, &d->bv};
     cl_context clctx = attn_context_cl_context(ctx);
-    for (int t = 0; t < 3; t++) {
-        for (size_t i = 0; i < count[t]; i++) host[t][i] = rng_uniform();
-        if ((st = attn_convert_from_f32(o->dtype, host[t], stage, count[t])) != ATTN_SUCCESS ||
-            (st = attn_convert_to_f32(o->dtype, stage, host[t], count[t])) != ATTN_SUCCESS) {
+    attn_status st;
+    for (int i = 0; i < 3; i++) {
+        for (size_t j = 0; j < count[i]; j++) host[i][j] = rng_uniform();
+        if ((st = attn_convert_from_f32(t, host[i], d->stage, count[i])) != ATTN_SUCCESS ||
+            (st = attn_convert_to_f32(t, d->stage, host[i], count[i])) != ATTN_SUCCESS) {
             *what = "attn_convert";
-            goto done;
+            return st;
         }
         cl_int err;
-        *dev[t] = clCreateBuffer(clctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, count[t] * esize,
-                                 stage, &err);
+        *dev[i] = clCreateBuffer(clctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                 count[i] * d->esize, d->stage, &err);
         if (err != CL_SUCCESS) {
+            *dev[i] = NULL;
             *what = "clCreateBuffer";
             fprintf(stderr, "attn-bench: clCreateBuffer of %zu bytes failed: %d\n",
-                    count[t] * esize, (int)err);
-            st = ATTN_ERROR_OUT_OF_MEMORY;
-            goto done;
+                    count[i] * d->esize, (int)err);
+            return ATTN_ERROR_OUT_OF_MEMORY;
         }
     }
     cl_int err;
-    bo = clCreateBuffer(clctx, CL_MEM_READ_WRITE, nq * esize, NULL, &err);
+    d->bo = clCreateBuffer(clctx, CL_MEM_READ_WRITE, nq * d->esize, NULL, &err);
     if (err != CL_SUCCESS) {
+        d->bo = NULL;
         *what = "clCreateBuffer";
-        fprintf(stderr, "attn-bench: clCreateBuffer of %zu bytes failed: %d\n", nq * esize,
+        fprintf(stderr, "attn-bench: clCreateBuffer of %zu bytes failed: %d\n", nq * d->esize,
                 (int)err);
-        st = ATTN_ERROR_OUT_OF_MEMORY;
-        goto done;
+        return ATTN_ERROR_OUT_OF_MEMORY;
     }
     const size_t D = (size_t)s->head_dim;
-    attn_tensor tq = {bq, 0, (size_t)s->q_heads * s->q_len * D, (size_t)s->q_len * D, D};
-    attn_tensor tk = {bk, 0, (size_t)s->kv_heads * s->kv_len * D, (size_t)s->kv_len * D, D};
-    attn_tensor tv = tk;
-    tv.buffer = bv;
-    attn_tensor to = tq;
-    to.buffer = bo;
+    const attn_tensor tq = {d->bq, 0, (size_t)s->q_heads * s->q_len * D, (size_t)s->q_len * D, D};
+    const attn_tensor tk = {d->bk, 0, (size_t)s->kv_heads * s->kv_len * D, (size_t)s->kv_len * D, D};
+    d->tq = tq, d->tk = tk, d->tv = tk, d->to = tq;
+    d->tv.buffer = d->bv;
+    d->to.buffer = d->bo;
+    return ATTN_SUCCESS;
+}
 
-    /* Build (or load) the kernels and learn the plan, then clpeak's method:
-     * an untimed warm-up, a calibration run, enough reps for TARGET_MS. */
-    *what = "attn_prepare";
-    if ((st = attn_prepare(ctx, &p, &r->plan)) != ATTN_SUCCESS) goto done;
-    *what = "attn_forward";
-    double ms;
-    if ((st = timed_forward(ctx, &p, &tq, &tk, &tv, &to, &ms)) != ATTN_SUCCESS) goto done;
-    if ((st = timed_forward(ctx, &p, &tq, &tk, &tv, &to, &ms)) != ATTN_SUCCESS) goto done;
+/* The check: the last run's output against the reference. */
+static attn_status dtype_run_check(attn_context *ctx, dtype_run *d, const char **what)
+{
+    row *r = &d->r;
+    *what = "reading the output";
+    cl_int err = clEnqueueReadBuffer(attn_context_queue(ctx), d->bo, CL_TRUE, 0,
+                                     d->nq * d->esize, d->stage, 0, NULL, NULL);
+    if (err != CL_SUCCESS) {
+        fprintf(stderr, "attn-bench: clEnqueueReadBuffer failed: %d\n", (int)err);
+        return ATTN_ERROR_OPENCL;
+    }
+    attn_status st = attn_convert_to_f32(r->dtype, d->stage, d->ho, d->nq);
+    if (st != ATTN_SUCCESS) return st;
+    float *ref = malloc(d->nq * sizeof(float));
+    if (!ref) {
+        *what = "host allocation";
+        return ATTN_ERROR_OUT_OF_MEMORY;
+    }
+    *what = "attn_reference_forward";
+    st = reference_parallel(&d->p, d->hq, d->hk, d->hv, ref);
+    if (st == ATTN_SUCCESS) {
+        double atol, rtol, sum = 0;
+        attn_tolerance(r->dtype, &atol, &rtol);
+        r->checked = 1;
+        r->passed = 1;
+        for (size_t i = 0; i < d->nq; i++) {
+            double e = fabs((double)d->ho[i] - (double)ref[i]);
+            if (!isfinite(e)) { /* NaN or inf in the output */
+                r->nonfinite++;
+                r->passed = 0;
+                continue;
+            }
+            double ratio = e / (atol + rtol * fabs((double)ref[i]));
+            if (e > r->max_error) r->max_error = e;
+            if (ratio > r->max_ratio) r->max_ratio = ratio;
+            if (ratio > 1.0) r->passed = 0;
+            sum += e;
+        }
+        r->mean_error = r->nonfinite < d->nq ? sum / (double)(d->nq - r->nonfinite) : 0;
+    }
+    free(ref);
+    return st;
+}
+
+/* Runs one shape in each of the n storage types: clpeak's method (an
+ * untimed warm-up, a calibration run, enough reps for TARGET_MS at their
+ * mean time), the types timed interleaved with the order rotating each
+ * round, so that their ratios come from one run; then each checked. *failed
+ * is the index of the type whose step *what failed, when the result is not
+ * ATTN_SUCCESS. */
+static attn_status bench_shape(attn_context *ctx, const bench_options *o, const shape *s,
+                               dtype_run *runs, int n, int *failed, const char **what)
+{
+    attn_status st = ATTN_SUCCESS;
+    double sum_ms = 0;
+    for (int i = 0; i < n; i++) {
+        dtype_run *d = &runs[i];
+        *failed = i;
+        if ((st = dtype_run_setup(ctx, o, s, o->dtypes[i], d, what)) != ATTN_SUCCESS) return st;
+        *what = "attn_prepare";
+        if ((st = attn_prepare(ctx, &d->p, &d->r.plan)) != ATTN_SUCCESS) return st;
+        *what = "attn_forward";
+        double ms;
+        if ((st = timed_forward(ctx, &d->p, &d->tq, &d->tk, &d->tv, &d->to, &ms)) != ATTN_SUCCESS ||
+            (st = timed_forward(ctx, &d->p, &d->tq, &d->tk, &d->tv, &d->to, &ms)) != ATTN_SUCCESS)
+            return st;
+        sum_ms += ms;
+    }
     int reps = o->reps;
     if (!reps) {
-        double want = ms > 0 ? ceil(TARGET_MS / ms) : MAX_REPS;
+        double want = sum_ms > 0 ? ceil(TARGET_MS * n / sum_ms) : MAX_REPS;
         reps = want < MIN_REPS ? MIN_REPS : want > MAX_REPS ? MAX_REPS : (int)want;
     }
-    times = malloc((size_t)reps * sizeof *times);
-    if (!times) {
-        *what = "host allocation";
-        st = ATTN_ERROR_OUT_OF_MEMORY;
-        goto done;
+    for (int i = 0; i < n; i++) {
+        *failed = i;
+        if (!(runs[i].times = malloc((size_t)reps * sizeof(double)))) {
+            *what = "host allocation";
+            return ATTN_ERROR_OUT_OF_MEMORY;
+        }
     }
-    for (int i = 0; i < reps; i++)
-        if ((st = timed_forward(ctx, &p, &tq, &tk, &tv, &to, &times[i])) != ATTN_SUCCESS)
-            goto done;
-    qsort(times, (size_t)reps, sizeof *times, cmp_double);
-    r->reps = reps;
-    r->min_ms = times[0];
-    r->median_ms = reps % 2 ? times[reps / 2] : 0.5 * (times[reps / 2 - 1] + times[reps / 2]);
-    r->gflops = r->median_ms > 0 ? r->flops / (r->median_ms * 1e6) : 0;
-
-    /* The check: the last run's output against the reference. */
-    if (o->check && r->flops <= CHECK_FLOPS_PER_THREAD * host_threads()) {
-        *what = "reading the output";
-        err = clEnqueueReadBuffer(attn_context_queue(ctx), bo, CL_TRUE, 0, nq * esize, stage, 0,
-                                  NULL, NULL);
-        if (err != CL_SUCCESS) {
-            fprintf(stderr, "attn-bench: clEnqueueReadBuffer failed: %d\n", (int)err);
-            st = ATTN_ERROR_OPENCL;
-            goto done;
+    *what = "attn_forward";
+    for (int rep = 0; rep < reps; rep++)
+        for (int j = 0; j < n; j++) {
+            dtype_run *d = &runs[(j + rep) % n];
+            *failed = (j + rep) % n;
+            if ((st = timed_forward(ctx, &d->p, &d->tq, &d->tk, &d->tv, &d->to,
+                                    &d->times[rep])) != ATTN_SUCCESS)
+                return st;
         }
-        if ((st = attn_convert_to_f32(o->dtype, stage, ho, nq)) != ATTN_SUCCESS) goto done;
-        float *ref = stage; /* the staging area is no longer needed as such */
-        if (esize < sizeof(float)) {
-            ref = malloc(nq * sizeof(float));
-            if (!ref) {
-                *what = "host allocation";
-                st = ATTN_ERROR_OUT_OF_MEMORY;
-                goto done;
-            }
-        }
-        *what = "attn_reference_forward";
-        st = reference_parallel(&p, hq, hk, hv, ref);
-        if (st == ATTN_SUCCESS) {
-            double atol, rtol, sum = 0;
-            attn_tolerance(o->dtype, &atol, &rtol);
-            r->checked = 1;
-            r->passed = 1;
-            for (size_t i = 0; i < nq; i++) {
-                double e = fabs((double)ho[i] - (double)ref[i]);
-                if (!isfinite(e)) { /* NaN or inf in the output */
-                    r->nonfinite++;
-                    r->passed = 0;
-                    continue;
-                }
-                double ratio = e / (atol + rtol * fabs((double)ref[i]));
-                if (e > r->max_error) r->max_error = e;
-                if (ratio > r->max_ratio) r->max_ratio = ratio;
-                if (ratio > 1.0) r->passed = 0;
-                sum += e;
-            }
-            r->mean_error = r->nonfinite < nq ? sum / (double)(nq - r->nonfinite) : 0;
-        }
-        if (ref != stage) free(ref);
+    for (int i = 0; i < n; i++) {
+        row *r = &runs[i].r;
+        r->reps = reps;
+        r->spread = bench_spread_of(runs[i].times, reps);
+        r->min_ms = r->spread.min;
+        r->median_ms = r->spread.median;
+        r->gflops = r->median_ms > 0 ? r->flops / (r->median_ms * 1e6) : 0;
+        r->ratio = runs[0].r.median_ms > 0 ? r->median_ms / runs[0].r.median_ms : 0;
     }
-
-done:
-    free(times);
-    if (bq) clReleaseMemObject(bq);
-    if (bk) clReleaseMemObject(bk);
-    if (bv) clReleaseMemObject(bv);
-    if (bo) clReleaseMemObject(bo);
-    free(stage);
-    free(hq);
-    free(hk);
-    free(hv);
-    free(ho);
+    if (!o->check || runs[0].r.flops > CHECK_FLOPS_PER_THREAD * host_threads()) return st;
+    for (int i = 0; i < n; i++) {
+        *failed = i;
+        if ((st = dtype_run_check(ctx, &runs[i], what)) != ATTN_SUCCESS) return st;
+    }
     return st;
 }
 
@@ -597,18 +447,20 @@ static const char *check_word(const row *r)
     return !r->checked ? "skipped" : r->passed ? "passed" : "failed";
 }
 
-static void print_text_header(void)
+static void print_text_header(int ratios)
 {
-    printf("%-38s %-5s %-7s %-9s %5s %10s %9s %6s  %-9s %s\n", "shape", "dtype", "family",
-           "source", "reps", "median ms", "GFLOP/s", "peak", "max error", "check");
+    printf("%-38s %-5s %-7s %-9s %5s %10s %9s %9s %6s %9s %6s%s  %-9s %s\n", "shape", "dtype",
+           "family", "source", "reps", "median ms", "min ms", "max ms", "IQR", "GFLOP/s", "peak",
+           ratios ? "  ratio" : "", "max error", "check");
 }
 
-static void print_text_row(const row *r, double peak)
+static void print_text_row(const row *r, double peak, int ratios)
 {
-    char sh[128], pk[16] = "-", err[32] = "-";
+    char sh[128], pk[16] = "-", err[32] = "-", ratio[16] = "";
     shape_text(&r->s, r->causal, sh, sizeof sh);
     if (peak > 0) snprintf(pk, sizeof pk, "%.1f%%", 100.0 * r->gflops / peak);
     if (r->checked) snprintf(err, sizeof err, "%.2e", r->max_error);
+    if (ratios) snprintf(ratio, sizeof ratio, " %6.3f", r->ratio);
     char check[64];
     if (!r->checked)
         snprintf(check, sizeof check, "skipped");
@@ -617,17 +469,20 @@ static void print_text_row(const row *r, double peak)
     else
         snprintf(check, sizeof check, "%s (%.3g of tol)", r->passed ? "ok" : "FAILED",
                  r->max_ratio);
-    printf("%-38s %-5s %-7s %-9s %5d %10.3f %9.2f %6s  %-9s %s  [%s]\n", sh,
+    printf("%-38s %-5s %-7s %-9s %5d %10.3f %9.3f %9.3f %5.1f%% %9.2f %6s%s  %-9s %s  [%s]\n", sh,
            attn_dtype_name(r->dtype), r->plan.family, r->plan.source, r->reps, r->median_ms,
-           r->gflops, pk, err, check, r->plan.params);
+           r->spread.min, r->spread.max, 100.0 * bench_iqr_fraction(&r->spread), r->gflops, pk,
+           ratio, err, check, r->plan.params);
     fflush(stdout);
 }
 
+/* New columns go at the end, so that readers by position keep working. */
 static void print_csv_header(void)
 {
     printf("batch,q_heads,kv_heads,head_dim,q_len,kv_len,dtype,causal,family,params,"
            "params_source,reps,median_ms,min_ms,gflops,peak_gflops,peak_fraction,max_error,"
-           "max_error_ratio,mean_error,nonfinite,check\n");
+           "max_error_ratio,mean_error,nonfinite,check,q1_ms,q3_ms,max_ms,iqr_fraction,"
+           "time_ratio_to_first_dtype\n");
 }
 
 static void print_csv_row(const row *r, double peak)
@@ -641,7 +496,8 @@ static void print_csv_row(const row *r, double peak)
     if (r->checked)
         printf("%.3e,%.4g,%.3e,%zu,", r->max_error, r->max_ratio, r->mean_error, r->nonfinite);
     else printf(",,,,");
-    printf("%s\n", check_word(r));
+    printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f\n", check_word(r), r->spread.q1, r->spread.q3,
+           r->spread.max, bench_iqr_fraction(&r->spread), r->ratio);
     fflush(stdout);
 }
 
@@ -662,6 +518,11 @@ static cJSON *json_row(const row *r, double peak)
     cJSON_AddNumberToObject(j, "reps", r->reps);
     cJSON_AddNumberToObject(j, "median_ms", r->median_ms);
     cJSON_AddNumberToObject(j, "min_ms", r->min_ms);
+    cJSON_AddNumberToObject(j, "q1_ms", r->spread.q1);
+    cJSON_AddNumberToObject(j, "q3_ms", r->spread.q3);
+    cJSON_AddNumberToObject(j, "max_ms", r->spread.max);
+    cJSON_AddNumberToObject(j, "iqr_fraction", bench_iqr_fraction(&r->spread));
+    cJSON_AddNumberToObject(j, "time_ratio_to_first_dtype", r->ratio);
     cJSON_AddNumberToObject(j, "flops", r->flops);
     cJSON_AddNumberToObject(j, "gflops", r->gflops);
     if (peak > 0) {
@@ -686,14 +547,52 @@ static cJSON *json_row(const row *r, double peak)
     return j;
 }
 
+/* A noise warning: on stderr at once, and into the JSON's "warnings". */
+static void warn_noise(cJSON *warnings, const char *fmt, ...)
+{
+    char text[512];
+    va_list ap;
+    va_start(ap, fmt);
+    vsnprintf(text, sizeof text, fmt, ap);
+    va_end(ap);
+    fprintf(stderr, "attn-bench: WARNING: %s\n", text);
+    cJSON_AddItemToArray(warnings, cJSON_CreateString(text));
+}
+
+/* Results whose quartiles lie further apart than the noise limit. */
+static void check_results_noise(cJSON *results, cJSON *warnings)
+{
+    int noisy = 0, n = 0;
+    double worst = 0;
+    cJSON *r;
+    cJSON_ArrayForEach(r, results)
+    {
+        /* every timed path of the row: "iqr_fraction", "materialized_iqr_fraction" */
+        double row_worst = -1;
+        const cJSON *f;
+        cJSON_ArrayForEach(f, r)
+        {
+            const size_t len = strlen(f->string), suffix = strlen("iqr_fraction");
+            if (cJSON_IsNumber(f) && len >= suffix &&
+                strcmp(f->string + len - suffix, "iqr_fraction") == 0 && f->valuedouble > row_worst)
+                row_worst = f->valuedouble;
+        }
+        if (row_worst < 0) continue;
+        n++;
+        if (row_worst > BENCH_NOISE_LIMIT) noisy++;
+        if (row_worst > worst) worst = row_worst;
+    }
+    if (noisy)
+        warn_noise(warnings, "%d of %d results spread by more than %.0f%% of their median "
+                   "between the quartiles (up to %.0f%%): the machine is too noisy to rank them",
+                   noisy, n, 100 * BENCH_NOISE_LIMIT, 100 * worst);
+}
+
 int main(int argc, char **argv)
 {
-    options o = {0};
-    o.causal = 1;
-    o.dtype = ATTN_F32;
-    o.format = FORMAT_TEXT;
-    o.check = 1;
-    int rc = parse_args(argc, argv, &o);
+    bench_options o;
+    bench_options_init(&o);
+    int rc = bench_options_parse(argc, argv, &o);
     if (rc >= 0) return rc;
 
     shape custom;
@@ -713,7 +612,7 @@ int main(int argc, char **argv)
         if (custom.q_heads % custom.kv_heads != 0) {
             fprintf(stderr, "attn-bench: --q-heads (%d) must be a multiple of --kv-heads (%d)\n"
                     "Try 'attn-bench --help'.\n", custom.q_heads, custom.kv_heads);
-            return EXIT_USAGE;
+            return 2;
         }
         shapes = &custom;
         nshapes = 1;
@@ -732,33 +631,43 @@ int main(int argc, char **argv)
     int failed = 0;
     device_facts dev;
     read_device(ctx, &dev);
-    if (o.format == FORMAT_TEXT) {
+    if (o.format == BENCH_TEXT) {
         printf("attn-bench %s: device %s / %s (%s, %u compute units, driver %s)\n",
                attn_version_string(), dev.platform, dev.name, dev.type,
                (unsigned)dev.compute_units, dev.driver);
         fflush(stdout);
     }
 
-    double peak = 0;
+    /* The peak before the runs (the fractions use it) and after them: a
+     * machine shared with other work shows as the two disagreeing. */
+    double peak = 0, peak_end = 0;
     st = attn_device_peak_gflops(ctx, &peak);
     if (st != ATTN_SUCCESS) {
         report_failure("attn_device_peak_gflops", st, ctx);
         peak = 0;
         failed = 1;
     }
-    if (o.format == FORMAT_TEXT) {
-        if (peak > 0) printf("fp32 FMA peak: %.1f GFLOP/s\n", peak);
-        printf("dtype %s, seed %u, check %s\n", attn_dtype_name(o.dtype), SEED,
+    char types[32] = "";
+    for (int i = 0; i < o.ndtypes; i++)
+        snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s", i ? "," : "",
+                 attn_dtype_name(o.dtypes[i]));
+    const int ratios = o.ndtypes > 1;
+    if (o.format == BENCH_TEXT) {
+        if (peak > 0) printf("fp32 FMA peak: %.1f GFLOP/s (before the runs)\n", peak);
+        printf("dtype %s%s, seed %u, check %s\n", types,
+               ratios ? " (interleaved; ratio = median time / the first type's)" : "", SEED,
                o.check ? "on" : "off");
-        if (!o.decode && !o.compare) print_text_header();
-    } else if (o.format == FORMAT_CSV && !o.decode && !o.compare) {
+        if (!o.decode && !o.compare) print_text_header(ratios);
+    } else if (o.format == BENCH_CSV && !o.decode && !o.compare) {
         print_csv_header();
     }
 
     cJSON *results = cJSON_CreateArray(), *errors = cJSON_CreateArray();
+    cJSON *warnings = cJSON_CreateArray();
     if (o.decode) {
-        bench_decode_config dc = {(int)o.format, o.dtype, o.reps, o.check, o.splits,
-                                  0, 0, 0, 0, 0, 0};
+        bench_decode_config dc = {(int)o.format, {ATTN_F32}, o.ndtypes, o.reps, o.check,
+                                  o.splits, 0, 0, 0, 0, 0, 0};
+        memcpy(dc.dtypes, o.dtypes, sizeof o.dtypes);
         if (have_custom) {
             dc.batch = custom.batch, dc.q_heads = custom.q_heads, dc.kv_heads = custom.kv_heads;
             dc.head_dim = custom.head_dim, dc.q_len = custom.q_len, dc.kv_len = custom.kv_len;
@@ -771,7 +680,7 @@ int main(int argc, char **argv)
         for (size_t i = 0; probs && i < nshapes; i++) {
             const shape *s = &shapes[i];
             const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len,
-                                    s->kv_len, o.dtype, o.causal, 0.0f};
+                                    s->kv_len, o.dtypes[0], o.causal, 0.0f};
             probs[i] = p;
         }
         failed |= !probs || bench_compare(ctx, probs, nshapes, &co, results, errors);
@@ -779,9 +688,11 @@ int main(int argc, char **argv)
         nshapes = 0;
     }
     for (size_t i = 0; i < nshapes; i++) {
-        row r;
+        dtype_run runs[BENCH_MAX_DTYPES];
+        memset(runs, 0, sizeof runs);
         const char *what = "";
-        st = bench_shape(ctx, &o, &shapes[i], &r, &what);
+        int bad = 0;
+        st = bench_shape(ctx, &o, &shapes[i], runs, o.ndtypes, &bad, &what);
         if (st != ATTN_SUCCESS) {
             char sh[128];
             shape_text(&shapes[i], o.causal, sh, sizeof sh);
@@ -789,31 +700,50 @@ int main(int argc, char **argv)
             const char *msg = strcmp(what, "attn_prepare") == 0 || strcmp(what, "attn_forward") == 0
                                   ? attn_last_error(ctx)
                                   : "(no detail beyond any message above)";
-            fprintf(stderr, "attn-bench: %s %s: %s: %s: %s\n", sh, attn_dtype_name(o.dtype), what,
-                    attn_status_name(st), msg);
+            fprintf(stderr, "attn-bench: %s %s: %s: %s: %s\n", sh, attn_dtype_name(o.dtypes[bad]),
+                    what, attn_status_name(st), msg);
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "shape", sh);
+            cJSON_AddStringToObject(e, "dtype", attn_dtype_name(o.dtypes[bad]));
             cJSON_AddStringToObject(e, "step", what);
             cJSON_AddStringToObject(e, "status", attn_status_name(st));
             cJSON_AddStringToObject(e, "message", msg);
             cJSON_AddItemToArray(errors, e);
             failed = 1;
-            continue;
         }
-        if (r.checked && !r.passed) {
-            char sh[128];
-            shape_text(&r.s, r.causal, sh, sizeof sh);
-            fprintf(stderr, "attn-bench: CHECK FAILED: %s %s: max error %.3e is %.3g times the "
-                    "tolerance; %zu outputs NaN or inf\n", sh, attn_dtype_name(r.dtype),
-                    r.max_error, r.max_ratio, r.nonfinite);
-            failed = 1;
+        for (int k = 0; k < o.ndtypes && st == ATTN_SUCCESS; k++) {
+            const row *r = &runs[k].r;
+            if (r->checked && !r->passed) {
+                char sh[128];
+                shape_text(&r->s, r->causal, sh, sizeof sh);
+                fprintf(stderr, "attn-bench: CHECK FAILED: %s %s: max error %.3e is %.3g times "
+                        "the tolerance; %zu outputs NaN or inf\n", sh, attn_dtype_name(r->dtype),
+                        r->max_error, r->max_ratio, r->nonfinite);
+                failed = 1;
+            }
+            if (o.format == BENCH_TEXT) print_text_row(r, peak, ratios);
+            else if (o.format == BENCH_CSV) print_csv_row(r, peak);
+            cJSON_AddItemToArray(results, json_row(r, peak));
         }
-        if (o.format == FORMAT_TEXT) print_text_row(&r, peak);
-        else if (o.format == FORMAT_CSV) print_csv_row(&r, peak);
-        cJSON_AddItemToArray(results, json_row(&r, peak));
+        for (int k = 0; k < o.ndtypes; k++) dtype_run_free(&runs[k]);
     }
 
-    if (o.format == FORMAT_JSON) {
+    if (peak > 0 && attn_device_peak_gflops(ctx, &peak_end) != ATTN_SUCCESS) {
+        report_failure("attn_device_peak_gflops", st, ctx);
+        peak_end = 0;
+        failed = 1;
+    }
+    const double drift = bench_change(peak, peak_end);
+    if (o.format == BENCH_TEXT && peak_end > 0)
+        printf("fp32 FMA peak: %.1f GFLOP/s before the runs, %.1f after (%.1f%% apart)\n", peak,
+               peak_end, 100 * drift);
+    if (drift > BENCH_NOISE_LIMIT)
+        warn_noise(warnings, "the fp32 peak was %.1f GFLOP/s before the runs and %.1f after "
+                   "(%.0f%% apart, more than %.0f%%): the machine is too noisy to rank results",
+                   peak, peak_end, 100 * drift, 100 * BENCH_NOISE_LIMIT);
+    check_results_noise(results, warnings);
+
+    if (o.format == BENCH_JSON) {
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "tool", "attn-bench");
         cJSON_AddStringToObject(root, "version", attn_version_string());
@@ -826,21 +756,28 @@ int main(int argc, char **argv)
         cJSON_AddStringToObject(d, "type", dev.type);
         if (peak > 0) cJSON_AddNumberToObject(root, "peak_gflops", peak);
         else cJSON_AddNullToObject(root, "peak_gflops");
+        if (peak_end > 0) cJSON_AddNumberToObject(root, "peak_gflops_end", peak_end);
+        else cJSON_AddNullToObject(root, "peak_gflops_end");
+        cJSON_AddNumberToObject(root, "peak_change", drift);
+        cJSON_AddBoolToObject(root, "noisy", cJSON_GetArraySize(warnings) > 0);
         cJSON_AddNumberToObject(root, "seed", SEED);
         cJSON_AddItemToObject(root, "results", results);
         cJSON_AddItemToObject(root, "errors", errors);
-        results = errors = NULL;
+        cJSON_AddItemToObject(root, "warnings", warnings);
+        results = errors = warnings = NULL;
         char *text = cJSON_Print(root);
         if (text) puts(text);
         else failed = 1;
         free(text);
         cJSON_Delete(root);
-    } else if (o.format == FORMAT_TEXT) {
-        printf("%s\n", failed ? "FAILED: see the messages above" : "all results within tolerance "
-               "(or not checked)");
+    } else if (o.format == BENCH_TEXT) {
+        printf("%s%s\n", failed ? "FAILED: see the messages above" : "all results within tolerance "
+               "(or not checked)", cJSON_GetArraySize(warnings) ? "; too noisy to rank (see the "
+               "warnings)" : "");
     }
     cJSON_Delete(results);
     cJSON_Delete(errors);
+    cJSON_Delete(warnings);
     attn_context_release(ctx);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }

@@ -11,6 +11,7 @@
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -59,8 +60,11 @@ static void usage(FILE *f)
         "                        prefill set, B=1 Hq=8 Hkv=2 D=64 S=512..4096 and\n"
         "                        B=1 Hq=32 Hkv=8 D=128 S=1024,2048, causal, f32)\n"
         "%s"
-        "  --budget SECONDS      the whole run's time for searching, shared among the\n"
-        "                        classes still to tune (default %.0f; with --quick %.0f)\n"
+        "  --budget SECONDS      the whole run's time, start-up included, shared among\n"
+        "                        the classes still to tune (default %.0f; with --quick\n"
+        "                        %.0f); a class is not started when too little is left\n"
+        "                        (the next run tunes it), so only the candidate in\n"
+        "                        flight may overrun it\n"
         "  --max-candidates N    at most N candidates measured per class\n"
         "  --family tiled|vector search one kernel family only (default both)\n"
         "  --force               re-tune classes the database already holds\n"
@@ -212,8 +216,9 @@ static int contains_ci(const char *hay, const char *needle)
     return 0;
 }
 
-static void show_file(const char *label, const char *path, const attn_device_identity *here,
-                      const char *const hashes[2])
+/* Lists one database file; returns 0, or -1 when it cannot be read. */
+static int show_file(const char *label, const char *path, const attn_device_identity *here,
+                     const char *const hashes[2])
 {
     attn_tuning_db db;
     attn_tuning_db_init(&db);
@@ -221,8 +226,9 @@ static void show_file(const char *label, const char *path, const attn_device_ide
     int missing;
     attn_status st = attn_tuning_db_load(path, &db, &missing, err, sizeof err);
     if (st != ATTN_SUCCESS) {
-        printf("%s %s: %s: %s\n", label, path, attn_status_name(st), err);
-        return;
+        fflush(stdout);
+        fprintf(stderr, "attn-tune: %s %s: %s: %s\n", label, path, attn_status_name(st), err);
+        return -1;
     }
     printf("%s %s: %s%zu entr%s\n", label, path, missing ? "missing, " : "", db.count,
            db.count == 1 ? "y" : "ies");
@@ -239,12 +245,16 @@ static void show_file(const char *label, const char *path, const attn_device_ide
         }
         printf("  %s / %s (%u CUs, driver %s)%s\n", e->device.platform, e->device.name,
                e->device.compute_units, e->device.driver, mark);
-        printf("    %-32s %-42s %8.1f GFLOP/s, default %8.1f (x%.2f)  %s %s, %d tested, "
-               "%d rejected, error %.1e\n", cls, e->params, e->gflops, e->default_gflops,
+        char iqr[32] = "";
+        if (e->spread.max_ms > 0)
+            snprintf(iqr, sizeof iqr, ", IQR %.1f%%", 100 * attn_time_spread_iqr(&e->spread));
+        printf("    %-32s %-42s %8.1f GFLOP/s%s, default %8.1f (x%.2f)  %s %s, %d tested, "
+               "%d rejected, error %.1e\n", cls, e->params, e->gflops, iqr, e->default_gflops,
                e->default_gflops > 0 ? e->gflops / e->default_gflops : 0.0, e->level >= 2 ? "full" : "quick",
                e->date, e->tested, e->rejected, e->max_error);
     }
     attn_tuning_db_free(&db);
+    return 0;
 }
 
 static int cmd_show(const options *o)
@@ -263,10 +273,12 @@ static int cmd_show(const options *o)
         attn_kernel_source_hash(ctx, ATTN_FAMILY_VECTOR, hash[1]);
     }
     const char *hashes[2] = {hash[0], hash[1]};
-    show_file("user database", user, here, hashes);
-    if (attn_tuning_db_system_path(sys, sizeof sys)) show_file("system database", sys, here, hashes);
+    /* both are listed; either unreadable fails the command, as --help says */
+    int bad = show_file("user database", user, here, hashes) != 0;
+    if (attn_tuning_db_system_path(sys, sizeof sys))
+        bad |= show_file("system database", sys, here, hashes) != 0;
     attn_context_release(ctx);
-    return EXIT_SUCCESS;
+    return bad ? EXIT_FAILURE : EXIT_SUCCESS;
 }
 
 static int cmd_export(const options *o)
@@ -350,6 +362,8 @@ typedef struct progress {
     double run_t0, run_budget, class_budget;
     int classes_left;  /* after this one */
     int last_len;      /* characters of the bar line on screen */
+    double class_t0;   /* when this class started */
+    double first_result_s; /* this class's start to its first measured candidate, 0 = none */
 } progress;
 
 static void fmt_time(double s, char *buf, size_t size)
@@ -364,6 +378,8 @@ static void on_progress(void *arg, int done, int planned, double elapsed, double
                         const attn_params *best, double best_gflops)
 {
     progress *pg = arg;
+    if (cand && done == 1) /* what a class costs before it has anything to show */
+        pg->first_result_s = now_s() - pg->class_t0;
     if (pg->quiet) return;
     char best_text[200] = "none yet", eta[16];
     if (best) attn_params_format(best, best_text, sizeof best_text);
@@ -443,6 +459,7 @@ static void test_delay(double class_t0)
 
 static int cmd_tune(options *o)
 {
+    const double run_t0 = now_s(); /* the budget counts the whole run, start-up included */
     char path[4096], err[1024];
     if (!db_path(path, sizeof path)) return EXIT_FAILURE;
     const char *env = getenv("ATTN_PARAMS");
@@ -513,13 +530,48 @@ static int cmd_tune(options *o)
     if (!o->quiet) {
         printf("attn-tune %s: %s / %s (driver %s, %u compute units)\n", attn_version_string(),
                id.platform, id.name, id.driver, id.compute_units);
-        printf("database %s; %d class%s, %d to tune, %s search, budget %.0f s%s\n", path, njobs,
-               njobs == 1 ? "" : "es", todo, o->quick ? "quick" : "full", budget,
-               o->max_candidates ? "" : "");
+        printf("database %s; %d class%s, %d to tune, %s search, budget %.0f s\n", path, njobs,
+               njobs == 1 ? "" : "es", todo, o->quick ? "quick" : "full", budget);
+        /* the storage types are part of the class: say which are tuned */
+        int has[3] = {0, 0, 0};
+        for (int j = 0; j < njobs; j++)
+            if ((unsigned)jobs[j].cls.dtype < 3) has[jobs[j].cls.dtype] = 1;
+        char types[32] = "";
+        const char *names[3] = {"f32", "f16", "bf16"};
+        const attn_dtype order[3] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+        for (int t = 0; t < 3; t++)
+            if (has[order[t]])
+                snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s",
+                         *types ? ", " : "", names[t]);
+        printf("storage types tuned: %s (a shape without f16 or bf16 is tuned in f32 only)\n",
+               types);
         fflush(stdout);
     }
 
-    progress pg = {o->quiet, isatty(STDERR_FILENO), "", 0, todo, now_s(), budget, 0, 0, 0};
+    /* the fp32 peak before and after: a machine busy with other work shows
+     * as the two disagreeing, and then close candidates cannot be ranked */
+    double peak_before = 0, peak_after = 0, peak_s = now_s();
+    if (todo > 0 && attn_device_peak_gflops(ctx, &peak_before) != ATTN_SUCCESS) peak_before = 0;
+    /* the measurement at the end is kept within the budget too; it reuses
+     * the built kernel (PoCL here: 3.0 s for the first, building, 0.3-0.4 s
+     * for the next), so at most 1 s is set aside for it */
+    peak_s = now_s() - peak_s;
+    if (peak_s > 1.0) peak_s = 1.0;
+    if (!o->quiet && peak_before > 0) {
+        printf("fp32 FMA peak before tuning: %.1f GFLOP/s\n", peak_before);
+        fflush(stdout);
+    }
+    int noisy_classes = 0;
+
+    progress pg = {o->quiet, isatty(STDERR_FILENO), "", 0, todo, run_t0, budget, 0, 0, 0, 0, 0};
+    const double deadline = run_t0 + budget - (peak_before > 0 ? peak_s : 0);
+    int unstarted = 0;
+    /* What starting a class costs up to its first measured candidate: a
+     * class whose head dim and type no class before it had builds its
+     * kernels anew (PoCL here: 4-5 s), the others reuse them (under 1 s).
+     * The slowest "new" start and the quickest "reused" one so far. */
+    double start_new_s = 0, start_reused_s = 0;
+    int seen_n = 0, seen_d[16], seen_t[16];
     int done_count = 0;
     attn_params hints[8];
     attn_shape_class hint_cls[8];
@@ -536,10 +588,29 @@ static int cmd_tune(options *o)
             continue;
         }
         double t0 = now_s();
-        int left = todo - done_count;
-        double class_budget = (budget - (t0 - pg.run_t0)) / left;
-        if (class_budget < 1) class_budget = 1;
+        int left = todo - done_count - unstarted;
+        /* The budget is the run's: a class is not started when the time
+         * left is less than a class like it (new kernels to build or not)
+         * took so far to measure its first candidate (bench, build,
+         * verification), and each search stops at the deadline; only the
+         * candidate in flight may pass it. */
+        int reused = 0;
+        for (int k = 0; k < seen_n; k++)
+            reused |= seen_d[k] == jobs[j].cls.head_dim && seen_t[k] == (int)jobs[j].cls.dtype;
+        const double need = reused ? start_reused_s : start_new_s; /* 0: not known yet */
+        if (t0 >= deadline || (need > 0 && deadline - t0 < need)) {
+            if (!o->quiet) {
+                printf("%-32s not tuned: the budget is spent (%.1f s left)\n", cls,
+                       deadline - t0 > 0 ? deadline - t0 : 0.0);
+                fflush(stdout);
+            }
+            unstarted++;
+            continue;
+        }
+        double class_budget = (deadline - t0) / left;
         pg.cls = cls;
+        pg.class_t0 = t0;
+        pg.first_result_s = 0;
         pg.index = ++done_count;
         pg.class_budget = class_budget;
         pg.classes_left = left - 1;
@@ -560,7 +631,8 @@ static int cmd_tune(options *o)
         attn_search_opts so;
         memset(&so, 0, sizeof so);
         so.budget_s = class_budget - (now_s() - t0); /* making the bench counts too */
-        if (so.budget_s < 0.5) so.budget_s = 0.5;
+        if (so.budget_s > deadline - now_s()) so.budget_s = deadline - now_s();
+        if (so.budget_s < 0.01) so.budget_s = 0.01; /* 0 would mean no limit: one candidate */
         so.max_candidates = o->max_candidates;
         so.level = level;
         so.seed = (o->seed ? o->seed : 1) * 0x9e3779b97f4a7c15ull + (uint64_t)j;
@@ -571,6 +643,15 @@ static int cmd_tune(options *o)
         attn_search_result res;
         st = attn_tune_search(bench, &so, &res);
         progress_end(&pg);
+        if (pg.first_result_s > 0) {
+            if (!reused && pg.first_result_s > start_new_s) start_new_s = pg.first_result_s;
+            if (reused && (start_reused_s == 0 || pg.first_result_s < start_reused_s))
+                start_reused_s = pg.first_result_s;
+        }
+        if (!reused && seen_n < 16) {
+            seen_d[seen_n] = jobs[j].cls.head_dim;
+            seen_t[seen_n++] = (int)jobs[j].cls.dtype;
+        }
         attn_tune_bench_free(bench);
         if (st != ATTN_SUCCESS) {
             fprintf(stderr, "attn-tune: %s (%s): %s: %s\n", cls, shape, attn_status_name(st),
@@ -601,6 +682,8 @@ static int cmd_tune(options *o)
         e.gflops = flops / (res.best_ms * 1e6);
         attn_params_format(&res.dflt, e.default_params, sizeof e.default_params);
         e.default_ms = res.default_ms;
+        e.spread = res.best_r.spread;
+        e.default_spread = res.default_spread;
         e.default_gflops = res.default_ms > 0 ? flops / (res.default_ms * 1e6) : 0;
         e.max_error = res.best_r.max_error;
         e.error_ratio = res.best_r.error_ratio;
@@ -615,17 +698,48 @@ static int cmd_tune(options *o)
             break; /* nothing more could be saved */
         }
         if (!o->quiet) {
+            /* "of N planned" is the progress bar's N; the IQR is the winner's
+             * (and the default's) over the final re-timing's rounds */
+            const double iqr = attn_time_spread_iqr(&res.best_r.spread);
+            const double diqr = attn_time_spread_iqr(&res.default_spread);
             printf("%-32s %-40s %8.1f GFLOP/s, default %8.1f (x%.3f), %d tested (%d rejected, "
-                   "%d abandoned) of %d%s in %.1f s\n", cls, e.params, e.gflops, e.default_gflops,
-                   e.default_gflops > 0 ? e.gflops / e.default_gflops : 0.0, res.tested,
-                   res.rejected, res.slow, res.space, res.exhaustive ? " (all)" : "",
-                   now_s() - t0);
+                   "%d abandoned) of %d planned (%d in the space%s) in %.1f s; times %.3f..%.3f "
+                   "ms, IQR %.1f%% (default %.1f%%)\n", cls, e.params, e.gflops,
+                   e.default_gflops, e.default_gflops > 0 ? e.gflops / e.default_gflops : 0.0,
+                   res.tested, res.rejected, res.slow, res.planned, res.space,
+                   res.exhaustive ? ", all" : "", now_s() - t0, res.best_r.spread.min_ms,
+                   res.best_r.spread.max_ms, 100 * iqr, 100 * diqr);
             fflush(stdout);
         }
+        if (attn_time_spread_iqr(&res.best_r.spread) > ATTN_TUNE_NOISE_LIMIT ||
+            attn_time_spread_iqr(&res.default_spread) > ATTN_TUNE_NOISE_LIMIT) {
+            noisy_classes++;
+            if (!o->quiet)
+                fprintf(stderr, "attn-tune: WARNING: %s: the times spread by more than %.0f%% of "
+                        "their median between the quartiles: too noisy to rank close candidates\n",
+                        cls, 100 * ATTN_TUNE_NOISE_LIMIT);
+        }
     }
-    if (!o->quiet)
-        printf("%s in %.1f s\n", failed ? "FAILED: see the messages above" : "done",
-               now_s() - pg.run_t0);
+    if (peak_before > 0 && attn_device_peak_gflops(ctx, &peak_after) != ATTN_SUCCESS)
+        peak_after = 0;
+    const double drift = peak_before > 0 && peak_after > 0
+                             ? fabs(peak_after - peak_before) / fmax(peak_before, peak_after) : 0;
+    if (!o->quiet && peak_after > 0)
+        printf("fp32 FMA peak: %.1f GFLOP/s before tuning, %.1f after (%.1f%% apart)\n",
+               peak_before, peak_after, 100 * drift);
+    if (!o->quiet && (drift > ATTN_TUNE_NOISE_LIMIT || noisy_classes))
+        fprintf(stderr, "attn-tune: WARNING: too noisy to rank candidates reliably: the peak moved "
+                "%.0f%% during the run, %d class%s spread beyond %.0f%%; re-tune (--force) on a "
+                "quieter machine\n", 100 * drift, noisy_classes, noisy_classes == 1 ? "" : "es",
+                100 * ATTN_TUNE_NOISE_LIMIT);
+    if (!o->quiet) {
+        printf("%s in %.1f s (budget %.0f s)", failed ? "FAILED: see the messages above" : "done",
+               now_s() - run_t0, budget);
+        if (unstarted)
+            printf("; %d class%s not tuned for want of time: run again to go on (finished "
+                   "classes are kept)", unstarted, unstarted == 1 ? "" : "es");
+        printf("\n");
+    }
 done:
     free(jobs);
     attn_context_release(ctx);
@@ -635,18 +749,6 @@ done:
 }
 
 /* ---- --compare: the database's choice against the built-in default ---- */
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static double median(double *x, int n)
-{
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    return n % 2 ? x[n / 2] : 0.5 * (x[n / 2 - 1] + x[n / 2]);
-}
 
 static int cmd_compare(options *o)
 {
@@ -673,8 +775,8 @@ static int cmd_compare(options *o)
            "the library's choice and the built-in default timed interleaved, with the fp32 FMA\n"
            "peak measured between rounds; medians\n", attn_version_string(), id.platform, id.name,
            id.driver, id.compute_units);
-    printf("%-34s %-9s %-44s %9s %9s %7s %7s %7s %8s\n", "shape", "source", "params", "GFLOP/s",
-           "default", "ratio", "%peak", "dflt%", "peak");
+    printf("%-34s %-9s %-44s %9s %9s %7s %7s %7s %8s %6s %6s %13s\n", "shape", "source", "params",
+           "GFLOP/s", "default", "ratio", "%peak", "dflt%", "peak", "IQR", "dIQR", "peak range");
     fflush(stdout);
     int failed = 0;
     for (int i = 0; i < nshapes && !failed; i++) {
@@ -700,7 +802,7 @@ static int cmd_compare(options *o)
         }
         /* rounds for about 4 s of forwards, 5 to 41 */
         double one[2] = {0, 0};
-        if (!failed) st = attn_tune_retime(b, cands, 2, 1, 1, one);
+        if (!failed) st = attn_tune_retime(b, cands, 2, 1, 1, one, NULL);
         int rounds = one[0] + one[1] > 0 ? (int)(4000 / (one[0] + one[1])) : 5;
         rounds = rounds < 5 ? 5 : rounds > 41 ? 41 : rounds;
         double *t0 = malloc(sizeof(double) * (size_t)rounds), *t1 = malloc(sizeof(double) * (size_t)rounds);
@@ -709,7 +811,7 @@ static int cmd_compare(options *o)
         for (int r = 0; r < rounds && st == ATTN_SUCCESS && !failed; r++) {
             double ms[2];
             if ((st = attn_device_peak_gflops(ctx, &pk[r])) != ATTN_SUCCESS) break;
-            if ((st = attn_tune_retime(b, cands, 2, 1, 0, ms)) != ATTN_SUCCESS) break;
+            if ((st = attn_tune_retime(b, cands, 2, 1, 0, ms, NULL)) != ATTN_SUCCESS) break;
             t0[r] = ms[0];
             t1[r] = ms[1];
         }
@@ -718,13 +820,25 @@ static int cmd_compare(options *o)
             failed = 1;
         } else if (!failed) {
             double flops = attn_problem_flops(p, NULL);
-            double mt = median(t0, rounds), md = median(t1, rounds), peak = median(pk, rounds);
+            const attn_time_spread st0 = attn_time_spread_of(t0, rounds);
+            const attn_time_spread st1 = attn_time_spread_of(t1, rounds);
+            const attn_time_spread sp = attn_time_spread_of(pk, rounds);
+            double mt = st0.median_ms, md = st1.median_ms, peak = sp.median_ms;
             double gt = flops / (mt * 1e6), gd = flops / (md * 1e6);
+            const double iqr_t = attn_time_spread_iqr(&st0), iqr_d = attn_time_spread_iqr(&st1);
+            const double peak_moved = sp.max_ms > 0 ? (sp.max_ms - sp.min_ms) / sp.max_ms : 0;
             /* the same parameters twice show the noise of the measurement */
-            printf("%-34s %-9s %-44s %9.1f %9.1f %7.3f %6.1f%% %6.1f%% %8.1f%s\n", shape,
-                   info.source, info.params, gt, gd, gt / gd, 100 * gt / peak, 100 * gd / peak,
-                   peak, attn_params_equal(&cands[0], &cands[1]) ? "  (same parameters)" : "");
+            printf("%-34s %-9s %-44s %9.1f %9.1f %7.3f %6.1f%% %6.1f%% %8.1f %5.1f%% %5.1f%% "
+                   "%6.1f..%-6.1f%s\n", shape, info.source, info.params, gt, gd, gt / gd,
+                   100 * gt / peak, 100 * gd / peak, peak, 100 * iqr_t, 100 * iqr_d, sp.min_ms,
+                   sp.max_ms, attn_params_equal(&cands[0], &cands[1]) ? "  (same parameters)" : "");
             fflush(stdout);
+            if (iqr_t > ATTN_TUNE_NOISE_LIMIT || iqr_d > ATTN_TUNE_NOISE_LIMIT ||
+                peak_moved > ATTN_TUNE_NOISE_LIMIT)
+                fprintf(stderr, "attn-tune: WARNING: %s: too noisy to rank: IQR %.0f%% and %.0f%% "
+                        "of the medians, peak %.1f..%.1f GFLOP/s between rounds (limit %.0f%%)\n",
+                        shape, 100 * iqr_t, 100 * iqr_d, sp.min_ms, sp.max_ms,
+                        100 * ATTN_TUNE_NOISE_LIMIT);
         }
         free(t0);
         free(t1);

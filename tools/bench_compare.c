@@ -6,6 +6,7 @@
  * attention. Uses only attn.h, OpenCL and cJSON. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_compare.h"
+#include "bench_stats.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -25,6 +26,7 @@ typedef struct crow {
     double flops;
     int reps_t, reps_m;
     double tiled_ms, mat_ms;      /* medians */
+    bench_spread tiled, mat;      /* their runs' spread */
     int mat_ok;                   /* 0: refused or failed, why in note */
     char note[400];
     double tensor_bytes;          /* Q, K, V, O: both paths need them */
@@ -41,16 +43,9 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
 static double median(double *t, int n)
 {
-    qsort(t, (size_t)n, sizeof *t, cmp_double);
-    return n % 2 ? t[n / 2] : 0.5 * (t[n / 2 - 1] + t[n / 2]);
+    return bench_spread_of(t, n).median;
 }
 
 static int calibrated(int fixed, double ms)
@@ -213,8 +208,10 @@ static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
             (st = timed(ctx, attn_forward_materialized, p, t, &om, &tm[i])) != ATTN_SUCCESS)
             goto done;
     }
-    r->tiled_ms = median(tt, r->reps_t);
-    r->mat_ms = r->mat_ok ? median(tm, r->reps_m) : 0;
+    r->tiled = bench_spread_of(tt, r->reps_t);
+    r->tiled_ms = r->tiled.median;
+    if (r->mat_ok) r->mat = bench_spread_of(tm, r->reps_m);
+    r->mat_ms = r->mat_ok ? r->mat.median : 0;
     step = "comparing the outputs";
     st = ATTN_ERROR_OPENCL;
     if (r->mat_ok && !compare_outputs(ctx, p, bo_t, bo_m, nq, r)) goto done;
@@ -318,15 +315,17 @@ static void shape_text(const attn_problem *p, char *buf, size_t size)
 static void print_text(const crow *r, int header)
 {
     if (header) {
-        printf("%-36s %-5s %9s %9s %8s %9s %9s %9s | %7s %9s %9s\n", "shape", "dtype", "tiled ms",
-               "mat. ms", "speedup", "tiled MiB", "mat. MiB", "max diff", "d_model", "proj. ms",
-               "attn ms");
+        printf("%-36s %-5s %9s %6s %9s %6s %8s %9s %9s %9s | %7s %9s %9s\n", "shape", "dtype",
+               "tiled ms", "IQR", "mat. ms", "IQR", "speedup", "tiled MiB", "mat. MiB",
+               "max diff", "d_model", "proj. ms", "attn ms");
     }
     char sh[128], mat[16] = "refused", ratio[16] = "-", mmib[16] = "-", diff[16] = "-";
+    char miqr[16] = "-";
     char proj[16] = "-", attn[16] = "-";
     shape_text(&r->p, sh, sizeof sh);
     if (r->mat_ok) {
         snprintf(mat, sizeof mat, "%.2f", r->mat_ms);
+        snprintf(miqr, sizeof miqr, "%.1f%%", 100 * bench_iqr_fraction(&r->mat));
         snprintf(ratio, sizeof ratio, "%.1fx", r->mat_ms / r->tiled_ms);
         snprintf(mmib, sizeof mmib, "%.1f", (r->tensor_bytes + (double)r->ws_m) / MIB);
         snprintf(diff, sizeof diff, "%.2e", r->max_diff);
@@ -335,8 +334,9 @@ static void print_text(const crow *r, int header)
         snprintf(proj, sizeof proj, "%.2f", r->proj_ms);
         snprintf(attn, sizeof attn, "%.2f", r->attn_ms);
     }
-    printf("%-36s %-5s %9.2f %9s %8s %9.1f %9s %9s | %7d %9s %9s\n", sh,
-           attn_dtype_name(r->p.dtype), r->tiled_ms, mat, ratio,
+    printf("%-36s %-5s %9.2f %5.1f%% %9s %6s %8s %9.1f %9s %9s | %7d %9s %9s\n", sh,
+           attn_dtype_name(r->p.dtype), r->tiled_ms, 100 * bench_iqr_fraction(&r->tiled), mat,
+           miqr, ratio,
            (r->tensor_bytes + (double)r->ws_t) / MIB, mmib, diff, r->d_model, proj, attn);
     if (!r->mat_ok) printf("  materialized: %s\n", r->note);
     fflush(stdout);
@@ -348,7 +348,9 @@ static void print_csv(const crow *r, int header)
         printf("batch,q_heads,kv_heads,head_dim,q_len,kv_len,dtype,causal,family,params_source,"
                "median_ms,materialized_ms,speedup_vs_materialized,tensor_bytes,"
                "tiled_workspace_bytes,materialized_workspace_bytes,max_diff,d_model,"
-               "layer_projection_ms,layer_attention_ms\n");
+               "layer_projection_ms,layer_attention_ms,min_ms,q1_ms,q3_ms,max_ms,iqr_fraction,"
+               "materialized_min_ms,materialized_q1_ms,materialized_q3_ms,materialized_max_ms,"
+               "materialized_iqr_fraction\n");
     printf("%d,%d,%d,%d,%d,%d,%s,%d,%s,%s,%.4f,", r->p.batch, r->p.q_heads, r->p.kv_heads,
            r->p.head_dim, r->p.q_len, r->p.kv_len, attn_dtype_name(r->p.dtype), r->p.causal,
            r->plan.family, r->plan.source, r->tiled_ms);
@@ -358,8 +360,14 @@ static void print_csv(const crow *r, int header)
     if (r->mat_ok) printf("%zu,%.3e,", r->ws_m, r->max_diff);
     else printf(",,");
     printf("%d,", r->d_model);
-    if (r->layer_ok) printf("%.4f,%.4f\n", r->proj_ms, r->attn_ms);
-    else printf(",\n");
+    if (r->layer_ok) printf("%.4f,%.4f,", r->proj_ms, r->attn_ms);
+    else printf(",,");
+    printf("%.4f,%.4f,%.4f,%.4f,%.4f,", r->tiled.min, r->tiled.q1, r->tiled.q3, r->tiled.max,
+           bench_iqr_fraction(&r->tiled));
+    if (r->mat_ok)
+        printf("%.4f,%.4f,%.4f,%.4f,%.4f\n", r->mat.min, r->mat.q1, r->mat.q3, r->mat.max,
+               bench_iqr_fraction(&r->mat));
+    else printf(",,,,\n");
     fflush(stdout);
 }
 
@@ -379,6 +387,11 @@ static cJSON *json_row(const crow *r, double peak)
     cJSON_AddStringToObject(j, "params_source", r->plan.source);
     cJSON_AddNumberToObject(j, "reps", r->reps_t);
     cJSON_AddNumberToObject(j, "median_ms", r->tiled_ms);
+    cJSON_AddNumberToObject(j, "min_ms", r->tiled.min);
+    cJSON_AddNumberToObject(j, "q1_ms", r->tiled.q1);
+    cJSON_AddNumberToObject(j, "q3_ms", r->tiled.q3);
+    cJSON_AddNumberToObject(j, "max_ms", r->tiled.max);
+    cJSON_AddNumberToObject(j, "iqr_fraction", bench_iqr_fraction(&r->tiled));
     const double gflops = r->tiled_ms > 0 ? r->flops / (r->tiled_ms * 1e6) : 0;
     cJSON_AddNumberToObject(j, "flops", r->flops);
     cJSON_AddNumberToObject(j, "gflops", gflops);
@@ -395,6 +408,11 @@ static cJSON *json_row(const crow *r, double peak)
     if (r->mat_ok) {
         cJSON_AddNumberToObject(j, "materialized_reps", r->reps_m);
         cJSON_AddNumberToObject(j, "materialized_ms", r->mat_ms);
+        cJSON_AddNumberToObject(j, "materialized_min_ms", r->mat.min);
+        cJSON_AddNumberToObject(j, "materialized_q1_ms", r->mat.q1);
+        cJSON_AddNumberToObject(j, "materialized_q3_ms", r->mat.q3);
+        cJSON_AddNumberToObject(j, "materialized_max_ms", r->mat.max);
+        cJSON_AddNumberToObject(j, "materialized_iqr_fraction", bench_iqr_fraction(&r->mat));
         cJSON_AddNumberToObject(j, "speedup_vs_materialized", r->mat_ms / r->tiled_ms);
         cJSON_AddNumberToObject(j, "materialized_workspace_bytes", (double)r->ws_m);
         cJSON_AddNumberToObject(j, "max_diff_vs_materialized", r->max_diff);

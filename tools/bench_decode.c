@@ -1,11 +1,13 @@
-/* bench_decode.c -- attn-bench --decode: fills a KV cache per shape, times
- * attn_decode with each requested number of KV splits (ATTN_PARAMS
- * splits=N, or the heuristic), interleaved so that their ratios come from
- * one run, and reports the K/V bytes read per second against the device's
- * copy bandwidth measured in the same run. Checks each configuration's
- * output against the CPU reference. Uses only attn.h, OpenCL and cJSON. */
+/* bench_decode.c -- attn-bench --decode: fills a KV cache per shape and
+ * storage type, times attn_decode with each requested number of KV splits
+ * (ATTN_PARAMS splits=N, or the heuristic) in each type, all interleaved so
+ * that their ratios come from one run, and reports the K/V bytes read per
+ * second against the device's copy bandwidth measured in the same run, with
+ * each time's spread. Checks each configuration's output against the CPU
+ * reference. Uses only attn.h, OpenCL and cJSON. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_decode.h"
+#include "bench_stats.h"
 
 #include <math.h>
 #include <stdint.h>
@@ -18,7 +20,7 @@
 #define TARGET_MS 2000.0 /* all configurations' calibrated reps add up to about this */
 #define MIN_REPS 5
 #define MAX_REPS 1000
-#define MAX_CONF 16
+#define MAX_CONF (BENCH_MAX_DTYPES * BENCH_MAX_SPLITS)
 /* the reference runs single-threaded here: ~2e9 flops is a few seconds */
 #define CHECK_FLOPS 4e9
 #define COPY_SAMPLES 5 /* copy-bandwidth measurements per shape, interleaved */
@@ -33,9 +35,12 @@ static const dshape decode_set[] = {
 
 typedef struct dconf {
     int splits;          /* requested; 0 = the heuristic ("auto") */
+    int type;            /* index into the config's dtypes */
     attn_plan_info plan; /* params end with the splits actually launched */
     double *times;
     double median_ms, min_ms;
+    bench_spread spread;
+    double ratio;        /* median / the first type's with the same splits */
     int checked, passed;
     double max_error, max_ratio;
     size_t nonfinite;
@@ -46,39 +51,6 @@ static double now_ms(void)
     struct timespec ts;
     clock_gettime(CLOCK_MONOTONIC, &ts);
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-static int parse_splits(const char *list, dconf *c, int *n)
-{
-    char buf[256];
-    snprintf(buf, sizeof buf, "%s", list);
-    *n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (*n == MAX_CONF) return -1;
-        long v = 0;
-        if (strcmp(t, "auto") != 0) {
-            char *end;
-            v = strtol(t, &end, 10);
-            if (end == t || *end || v < 1 || v > 256) return -1;
-        }
-        memset(&c[*n], 0, sizeof c[*n]);
-        c[(*n)++].splits = (int)v;
-    }
-    return *n ? 0 : -1;
-}
-
-int bench_decode_check_splits(const char *list)
-{
-    dconf c[MAX_CONF];
-    int n;
-    return list && strlen(list) < 256 ? parse_splits(list, c, &n) : -1;
 }
 
 /* ATTN_PARAMS = the caller's own setting plus splits=N (later names win). */
@@ -128,10 +100,14 @@ static const char *check_word(const dconf *c)
     return !c->checked ? "skipped" : c->passed ? "passed" : "failed";
 }
 
+/* The row of one configuration: text or CSV on stdout, and a JSON object
+ * into results in every format (attn-bench reads the spread from it). */
 static void print_row(const bench_decode_config *cfg, const dshape *s, const dconf *c,
                       double peak, double copy_gbps, int reps, cJSON *results)
 {
-    const double esize = (double)attn_dtype_size(cfg->dtype);
+    const attn_dtype dtype = cfg->dtypes[c->type];
+    const int ratios = cfg->ndtypes > 1;
+    const double esize = (double)attn_dtype_size(dtype);
     const double bytes = 2.0 * s->batch * s->kv_heads * (double)s->kv_len * s->head_dim * esize;
     double pairs = 0; /* visible (query, key) pairs, bottom-right causal */
     for (int i = 0; i < s->q_len; i++) pairs += (double)(s->kv_len - s->q_len + i + 1);
@@ -139,23 +115,26 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     const double kv_gbps = c->median_ms > 0 ? bytes / (c->median_ms * 1e6) : 0;
     const double gflops = c->median_ms > 0 ? flops / (c->median_ms * 1e6) : 0;
     const double frac = copy_gbps > 0 ? kv_gbps / copy_gbps : 0;
+    const double iqr = bench_iqr_fraction(&c->spread);
     char sh[96], sp[16];
     shape_text(s, sh, sizeof sh);
     splits_word(c, sp, sizeof sp);
     if (cfg->format == 0) {
-        char err[32] = "-", check[48] = "skipped";
+        char err[32] = "-", check[48] = "skipped", ratio[16] = "";
         if (c->checked) {
             snprintf(err, sizeof err, "%.2e", c->max_error);
             if (c->nonfinite) snprintf(check, sizeof check, "FAILED (%zu NaN/inf)", c->nonfinite);
             else snprintf(check, sizeof check, "%s (%.3g of tol)", c->passed ? "ok" : "FAILED",
                           c->max_ratio);
         }
-        printf("%-36s %-5s %-6s %-7s %-9s %5d %9.3f %9.1f %6.1f%% %8.1f  %-9s %s  [%s]\n", sh,
-               attn_dtype_name(cfg->dtype), sp, c->plan.family, c->plan.source, reps, c->median_ms,
-               kv_gbps, 100.0 * frac, gflops, err, check, c->plan.params);
+        if (ratios) snprintf(ratio, sizeof ratio, " %6.3f", c->ratio);
+        printf("%-36s %-5s %-6s %-7s %-9s %5d %9.3f %9.3f %9.3f %5.1f%% %9.1f %6.1f%% %8.1f%s  "
+               "%-9s %s  [%s]\n", sh, attn_dtype_name(dtype), sp, c->plan.family, c->plan.source,
+               reps, c->median_ms, c->spread.min, c->spread.max, 100 * iqr, kv_gbps,
+               100.0 * frac, gflops, ratio, err, check, c->plan.params);
     } else if (cfg->format == 1) {
         printf("%d,%d,%d,%d,%d,%d,%s,1,%s,\"%s\",%s,%s,%d,%.4f,%.4f,%.3f,", s->batch, s->q_heads,
-               s->kv_heads, s->head_dim, s->q_len, s->kv_len, attn_dtype_name(cfg->dtype),
+               s->kv_heads, s->head_dim, s->q_len, s->kv_len, attn_dtype_name(dtype),
                c->plan.family, c->plan.params, c->plan.source, sp, reps, c->median_ms, c->min_ms,
                gflops);
         if (peak > 0) printf("%.3f,%.4f,", peak, gflops / peak);
@@ -163,55 +142,60 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
         printf("%.3f,%.3f,%.4f,", kv_gbps, copy_gbps, frac);
         if (c->checked) printf("%.3e,%.4g,%zu,", c->max_error, c->max_ratio, c->nonfinite);
         else printf(",,,");
-        printf("%s\n", check_word(c));
-    } else {
-        cJSON *j = cJSON_CreateObject();
-        cJSON_AddNumberToObject(j, "batch", s->batch);
-        cJSON_AddNumberToObject(j, "q_heads", s->q_heads);
-        cJSON_AddNumberToObject(j, "kv_heads", s->kv_heads);
-        cJSON_AddNumberToObject(j, "head_dim", s->head_dim);
-        cJSON_AddNumberToObject(j, "q_len", s->q_len);
-        cJSON_AddNumberToObject(j, "kv_len", s->kv_len);
-        cJSON_AddStringToObject(j, "dtype", attn_dtype_name(cfg->dtype));
-        cJSON_AddBoolToObject(j, "causal", 1);
-        cJSON_AddStringToObject(j, "mode", "decode");
-        cJSON_AddStringToObject(j, "family", c->plan.family);
-        cJSON_AddStringToObject(j, "params", c->plan.params);
-        cJSON_AddStringToObject(j, "params_source", c->plan.source);
-        cJSON_AddStringToObject(j, "splits_requested", sp);
-        cJSON_AddNumberToObject(j, "reps", reps);
-        cJSON_AddNumberToObject(j, "median_ms", c->median_ms);
-        cJSON_AddNumberToObject(j, "min_ms", c->min_ms);
-        cJSON_AddNumberToObject(j, "flops", flops);
-        cJSON_AddNumberToObject(j, "gflops", gflops);
-        if (peak > 0) {
-            cJSON_AddNumberToObject(j, "peak_gflops", peak);
-            cJSON_AddNumberToObject(j, "peak_fraction", gflops / peak);
-        } else {
-            cJSON_AddNullToObject(j, "peak_gflops");
-            cJSON_AddNullToObject(j, "peak_fraction");
-        }
-        cJSON_AddNumberToObject(j, "kv_bytes", bytes);
-        cJSON_AddNumberToObject(j, "kv_gbps", kv_gbps);
-        if (copy_gbps > 0) {
-            cJSON_AddNumberToObject(j, "copy_gbps", copy_gbps);
-            cJSON_AddNumberToObject(j, "bandwidth_fraction", frac);
-        } else {
-            cJSON_AddNullToObject(j, "copy_gbps");
-            cJSON_AddNullToObject(j, "bandwidth_fraction");
-        }
-        if (c->checked) {
-            cJSON_AddNumberToObject(j, "max_error", c->max_error);
-            cJSON_AddNumberToObject(j, "max_error_ratio", c->max_ratio);
-            cJSON_AddNumberToObject(j, "nonfinite", (double)c->nonfinite);
-        } else {
-            cJSON_AddNullToObject(j, "max_error");
-            cJSON_AddNullToObject(j, "max_error_ratio");
-            cJSON_AddNullToObject(j, "nonfinite");
-        }
-        cJSON_AddStringToObject(j, "check", check_word(c));
-        cJSON_AddItemToArray(results, j);
+        printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f\n", check_word(c), c->spread.q1, c->spread.q3,
+               c->spread.max, iqr, c->ratio);
     }
+    cJSON *j = cJSON_CreateObject();
+    cJSON_AddNumberToObject(j, "batch", s->batch);
+    cJSON_AddNumberToObject(j, "q_heads", s->q_heads);
+    cJSON_AddNumberToObject(j, "kv_heads", s->kv_heads);
+    cJSON_AddNumberToObject(j, "head_dim", s->head_dim);
+    cJSON_AddNumberToObject(j, "q_len", s->q_len);
+    cJSON_AddNumberToObject(j, "kv_len", s->kv_len);
+    cJSON_AddStringToObject(j, "dtype", attn_dtype_name(dtype));
+    cJSON_AddBoolToObject(j, "causal", 1);
+    cJSON_AddStringToObject(j, "mode", "decode");
+    cJSON_AddStringToObject(j, "family", c->plan.family);
+    cJSON_AddStringToObject(j, "params", c->plan.params);
+    cJSON_AddStringToObject(j, "params_source", c->plan.source);
+    cJSON_AddStringToObject(j, "splits_requested", sp);
+    cJSON_AddNumberToObject(j, "reps", reps);
+    cJSON_AddNumberToObject(j, "median_ms", c->median_ms);
+    cJSON_AddNumberToObject(j, "min_ms", c->min_ms);
+    cJSON_AddNumberToObject(j, "q1_ms", c->spread.q1);
+    cJSON_AddNumberToObject(j, "q3_ms", c->spread.q3);
+    cJSON_AddNumberToObject(j, "max_ms", c->spread.max);
+    cJSON_AddNumberToObject(j, "iqr_fraction", iqr);
+    cJSON_AddNumberToObject(j, "time_ratio_to_first_dtype", c->ratio);
+    cJSON_AddNumberToObject(j, "flops", flops);
+    cJSON_AddNumberToObject(j, "gflops", gflops);
+    if (peak > 0) {
+        cJSON_AddNumberToObject(j, "peak_gflops", peak);
+        cJSON_AddNumberToObject(j, "peak_fraction", gflops / peak);
+    } else {
+        cJSON_AddNullToObject(j, "peak_gflops");
+        cJSON_AddNullToObject(j, "peak_fraction");
+    }
+    cJSON_AddNumberToObject(j, "kv_bytes", bytes);
+    cJSON_AddNumberToObject(j, "kv_gbps", kv_gbps);
+    if (copy_gbps > 0) {
+        cJSON_AddNumberToObject(j, "copy_gbps", copy_gbps);
+        cJSON_AddNumberToObject(j, "bandwidth_fraction", frac);
+    } else {
+        cJSON_AddNullToObject(j, "copy_gbps");
+        cJSON_AddNullToObject(j, "bandwidth_fraction");
+    }
+    if (c->checked) {
+        cJSON_AddNumberToObject(j, "max_error", c->max_error);
+        cJSON_AddNumberToObject(j, "max_error_ratio", c->max_ratio);
+        cJSON_AddNumberToObject(j, "nonfinite", (double)c->nonfinite);
+    } else {
+        cJSON_AddNullToObject(j, "max_error");
+        cJSON_AddNullToObject(j, "max_error_ratio");
+        cJSON_AddNullToObject(j, "nonfinite");
+    }
+    cJSON_AddStringToObject(j, "check", check_word(c));
+    cJSON_AddItemToArray(results, j);
     fflush(stdout);
 }
 
@@ -236,81 +220,128 @@ static cl_mem upload(attn_context *ctx, const void *data, size_t bytes)
     return err == CL_SUCCESS ? m : NULL;
 }
 
+/* One storage type of one shape: the inputs (the same values in every
+ * type, rounded through it so the reference sees what the device sees),
+ * the filled cache, the query and output buffers. */
+typedef struct dtype_res {
+    attn_dtype dtype;
+    attn_problem p;
+    size_t esize;
+    float *hq, *hk, *hv;
+    void *stage;
+    cl_mem bq, bo;
+    attn_tensor tq, to;
+    attn_kv_cache *cache;
+} dtype_res;
+
+static void dtype_res_free(dtype_res *r)
+{
+    attn_kv_cache_release(r->cache);
+    if (r->bq) clReleaseMemObject(r->bq);
+    if (r->bo) clReleaseMemObject(r->bo);
+    free(r->hq), free(r->hk), free(r->hv), free(r->stage);
+    memset(r, 0, sizeof *r);
+}
+
+static attn_status dtype_res_setup(attn_context *ctx, const dshape *s, attn_dtype t,
+                                   dtype_res *r, const char **step)
+{
+    memset(r, 0, sizeof *r);
+    r->dtype = t;
+    const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len, s->kv_len,
+                            t, 1, 0.0f};
+    r->p = p;
+    const size_t D = (size_t)s->head_dim;
+    const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;
+    const size_t nkv = (size_t)s->batch * s->kv_heads * s->kv_len * D;
+    r->esize = attn_dtype_size(t);
+    r->hq = malloc(nq * sizeof *r->hq), r->hk = malloc(nkv * sizeof *r->hk);
+    r->hv = malloc(nkv * sizeof *r->hv), r->stage = malloc(nkv * r->esize);
+    *step = "host allocation";
+    if (!r->hq || !r->hk || !r->hv || !r->stage) return ATTN_ERROR_OUT_OF_MEMORY;
+    uint64_t rng = SEED;
+    float *host[3] = {r->hq, r->hk, r->hv};
+    size_t count[3] = {nq, nkv, nkv};
+    cl_mem dev[3] = {NULL, NULL, NULL};
+    attn_status st = ATTN_ERROR_OUT_OF_MEMORY;
+    *step = "uploading the inputs";
+    for (int i = 0; i < 3; i++) {
+        for (size_t j = 0; j < count[i]; j++) host[i][j] = rng_uniform(&rng);
+        attn_convert_from_f32(t, host[i], r->stage, count[i]);
+        attn_convert_to_f32(t, r->stage, host[i], count[i]);
+        if (!(dev[i] = upload(ctx, r->stage, count[i] * r->esize))) goto done;
+    }
+    if (!(r->bo = upload(ctx, NULL, nq * r->esize))) goto done;
+    r->bq = dev[0];
+    dev[0] = NULL;
+    const attn_tensor tq = {r->bq, 0, (size_t)s->q_heads * s->q_len * D, (size_t)s->q_len * D, D};
+    const attn_tensor tk = {dev[1], 0, (size_t)s->kv_heads * s->kv_len * D, (size_t)s->kv_len * D, D};
+    attn_tensor tv = tk;
+    tv.buffer = dev[2];
+    r->tq = r->to = tq;
+    r->to.buffer = r->bo;
+    /* the cache, filled with the whole prefix in one append */
+    *step = "attn_kv_cache_create";
+    if ((st = attn_kv_cache_create(ctx, s->batch, s->kv_heads, s->head_dim, s->kv_len, t,
+                                   &r->cache)) != ATTN_SUCCESS)
+        goto done;
+    *step = "attn_kv_cache_append";
+    if ((st = attn_kv_cache_append(r->cache, &tk, &tv, s->kv_len, NULL, NULL)) != ATTN_SUCCESS)
+        goto done;
+    clFinish(attn_context_queue(ctx));
+done:
+    for (int i = 0; i < 3; i++)
+        if (dev[i]) clReleaseMemObject(dev[i]);
+    return st;
+}
+
+/* ATTN_PARAMS for configuration c: the caller's own, with its splits. */
+static void select_conf(const char *saved, const dconf *c)
+{
+    if (c->splits) use_splits(saved, c->splits);
+    else if (saved) setenv("ATTN_PARAMS", saved, 1);
+    else unsetenv("ATTN_PARAMS");
+}
+
 /* Returns 0 when every configuration ran and passed its check. */
 static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const dshape *s,
                      dconf *confs, int nconf, double peak, cJSON *results, cJSON *errors)
 {
-    double copies[COPY_SAMPLES], copy_gbps = 0;
+    double copies[COPY_SAMPLES];
     int ncopies = 0;
     char sh[96];
     shape_text(s, sh, sizeof sh);
     const char *base = getenv("ATTN_PARAMS");
     char *saved = base ? strdup(base) : NULL;
-    const size_t D = (size_t)s->head_dim, esize = attn_dtype_size(cfg->dtype);
+    const size_t D = (size_t)s->head_dim;
     const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;
-    const size_t nkv = (size_t)s->batch * s->kv_heads * s->kv_len * D;
-    float *hq = malloc(nq * sizeof *hq), *hk = malloc(nkv * sizeof *hk);
-    float *hv = malloc(nkv * sizeof *hv), *ho = malloc(nq * sizeof *ho), *ref = NULL;
-    void *stage = malloc(nkv * esize);
-    cl_mem bq = NULL, bk = NULL, bv = NULL, bo = NULL;
-    attn_kv_cache *cache = NULL;
-    int failed = 1, reps = 0;
+    dtype_res res[BENCH_MAX_DTYPES];
+    memset(res, 0, sizeof res);
+    float *ho = malloc(nq * sizeof *ho), *ref = NULL;
+    int failed = 1, reps = 0, bad_type = 0;
     attn_status st = ATTN_SUCCESS;
     const char *step = "host allocation";
-    if (!hq || !hk || !hv || !ho || !stage) {
+    if (!ho) {
         st = ATTN_ERROR_OUT_OF_MEMORY;
         goto done;
     }
-    /* inputs uniform [-1, 1), stored in the dtype; the host copies rounded
-     * through it so the reference sees what the device sees */
-    uint64_t rng = SEED;
-    float *host[3] = {hq, hk, hv};
-    size_t count[3] = {nq, nkv, nkv};
-    cl_mem *dev[3] = {&bq, &bk, &bv};
-    step = "uploading the inputs";
-    for (int t = 0; t < 3; t++) {
-        for (size_t i = 0; i < count[t]; i++) host[t][i] = rng_uniform(&rng);
-        attn_convert_from_f32(cfg->dtype, host[t], stage, count[t]);
-        attn_convert_to_f32(cfg->dtype, stage, host[t], count[t]);
-        if (!(*dev[t] = upload(ctx, stage, count[t] * esize))) {
-            st = ATTN_ERROR_OUT_OF_MEMORY;
+    for (int t = 0; t < cfg->ndtypes; t++) {
+        bad_type = t;
+        if ((st = dtype_res_setup(ctx, s, cfg->dtypes[t], &res[t], &step)) != ATTN_SUCCESS)
             goto done;
-        }
     }
-    if (!(bo = upload(ctx, NULL, nq * esize))) {
-        st = ATTN_ERROR_OUT_OF_MEMORY;
-        goto done;
-    }
-    const attn_tensor tq = {bq, 0, (size_t)s->q_heads * s->q_len * D, (size_t)s->q_len * D, D};
-    const attn_tensor tk = {bk, 0, (size_t)s->kv_heads * s->kv_len * D, (size_t)s->kv_len * D, D};
-    attn_tensor tv = tk, to = tq;
-    tv.buffer = bv;
-    to.buffer = bo;
 
-    /* the cache, filled with the whole prefix in one append */
-    step = "attn_kv_cache_create";
-    if ((st = attn_kv_cache_create(ctx, s->batch, s->kv_heads, s->head_dim, s->kv_len,
-                                   cfg->dtype, &cache)) != ATTN_SUCCESS)
-        goto done;
-    step = "attn_kv_cache_append";
-    if ((st = attn_kv_cache_append(cache, &tk, &tv, s->kv_len, NULL, NULL)) != ATTN_SUCCESS)
-        goto done;
-    clFinish(attn_context_queue(ctx));
-    clReleaseMemObject(bk), clReleaseMemObject(bv);
-    bk = bv = NULL;
-
-    const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len, s->kv_len,
-                            cfg->dtype, 1, 0.0f};
     double ms = 0;
     for (int c = 0; c < nconf; c++) {
-        if (confs[c].splits) use_splits(saved, confs[c].splits);
-        else if (saved) setenv("ATTN_PARAMS", saved, 1);
-        else unsetenv("ATTN_PARAMS");
+        const dtype_res *r = &res[confs[c].type];
+        bad_type = confs[c].type;
+        select_conf(saved, &confs[c]);
         step = "attn_decode_prepare";
-        if ((st = attn_decode_prepare(ctx, cache, &p, &confs[c].plan)) != ATTN_SUCCESS) goto done;
+        if ((st = attn_decode_prepare(ctx, r->cache, &r->p, &confs[c].plan)) != ATTN_SUCCESS)
+            goto done;
         step = "attn_decode";
-        if ((st = timed(ctx, cache, &p, &tq, &to, &ms)) != ATTN_SUCCESS) goto done; /* warm-up */
-        if ((st = timed(ctx, cache, &p, &tq, &to, &ms)) != ATTN_SUCCESS) goto done;
+        if ((st = timed(ctx, r->cache, &r->p, &r->tq, &r->to, &ms)) != ATTN_SUCCESS) goto done;
+        if ((st = timed(ctx, r->cache, &r->p, &r->tq, &r->to, &ms)) != ATTN_SUCCESS) goto done;
         if (c == 0) {
             reps = cfg->reps;
             if (!reps) {
@@ -328,8 +359,8 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
      * bandwidth in a few rounds spread over the run (the device may be
      * shared: the fraction must compare like with like) */
     const int every = reps / COPY_SAMPLES > 1 ? reps / COPY_SAMPLES : 1;
-    for (int r = 0; r < reps; r++) {
-        if (r % every == 0 && ncopies < COPY_SAMPLES) {
+    for (int rep = 0; rep < reps; rep++) {
+        if (rep % every == 0 && ncopies < COPY_SAMPLES) {
             step = "attn_device_copy_gbps";
             if ((st = attn_device_copy_gbps(ctx, &copies[ncopies])) != ATTN_SUCCESS) goto done;
             ncopies++;
@@ -338,45 +369,50 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         /* the order rotates: the first decode of a round measured ~10% slower
          * whatever it was, so every configuration takes every place */
         for (int i = 0; i < nconf; i++) {
-            const int c = (i + r) % nconf;
-            if (confs[c].splits) use_splits(saved, confs[c].splits);
-            else if (saved) setenv("ATTN_PARAMS", saved, 1);
-            else unsetenv("ATTN_PARAMS");
-            if ((st = timed(ctx, cache, &p, &tq, &to, &confs[c].times[r])) != ATTN_SUCCESS)
+            const int c = (i + rep) % nconf;
+            const dtype_res *r = &res[confs[c].type];
+            bad_type = confs[c].type;
+            select_conf(saved, &confs[c]);
+            if ((st = timed(ctx, r->cache, &r->p, &r->tq, &r->to, &confs[c].times[rep])) !=
+                ATTN_SUCCESS)
                 goto done;
         }
     }
-    qsort(copies, (size_t)ncopies, sizeof(double), cmp_double);
-    copy_gbps = ncopies % 2 ? copies[ncopies / 2]
-                            : 0.5 * (copies[ncopies / 2 - 1] + copies[ncopies / 2]);
+    const bench_spread copy = bench_spread_of(copies, ncopies);
     for (int c = 0; c < nconf; c++) {
-        qsort(confs[c].times, (size_t)reps, sizeof(double), cmp_double);
-        confs[c].min_ms = confs[c].times[0];
-        confs[c].median_ms = reps % 2 ? confs[c].times[reps / 2]
-                                      : 0.5 * (confs[c].times[reps / 2 - 1] + confs[c].times[reps / 2]);
+        confs[c].spread = bench_spread_of(confs[c].times, reps);
+        confs[c].min_ms = confs[c].spread.min;
+        confs[c].median_ms = confs[c].spread.median;
+    }
+    for (int c = 0; c < nconf; c++) { /* the first type's with the same splits */
+        const dconf *base_c = &confs[c % (nconf / cfg->ndtypes)];
+        confs[c].ratio = base_c->median_ms > 0 ? confs[c].median_ms / base_c->median_ms : 0;
     }
 
-    /* the check: each configuration's output against the reference */
+    /* the check: each configuration's output against its type's reference */
     const double flops = 4.0 * (double)D * s->kv_len * s->batch * s->q_heads * s->q_len;
     if (cfg->check && flops <= CHECK_FLOPS && (ref = malloc(nq * sizeof *ref))) {
-        step = "attn_reference_forward";
-        if ((st = attn_reference_forward(&p, hq, hk, hv, ref, NULL, NULL)) != ATTN_SUCCESS)
-            goto done;
-        double atol, rtol;
-        attn_tolerance(cfg->dtype, &atol, &rtol);
         for (int c = 0; c < nconf; c++) {
-            if (confs[c].splits) use_splits(saved, confs[c].splits);
-            else if (saved) setenv("ATTN_PARAMS", saved, 1);
-            else unsetenv("ATTN_PARAMS");
+            const dtype_res *r = &res[confs[c].type];
+            bad_type = confs[c].type;
+            if (c == 0 || confs[c].type != confs[c - 1].type) {
+                step = "attn_reference_forward";
+                if ((st = attn_reference_forward(&r->p, r->hq, r->hk, r->hv, ref, NULL, NULL)) !=
+                    ATTN_SUCCESS)
+                    goto done;
+            }
+            double atol, rtol;
+            attn_tolerance(r->dtype, &atol, &rtol);
+            select_conf(saved, &confs[c]);
             step = "attn_decode";
-            if ((st = timed(ctx, cache, &p, &tq, &to, &ms)) != ATTN_SUCCESS) goto done;
+            if ((st = timed(ctx, r->cache, &r->p, &r->tq, &r->to, &ms)) != ATTN_SUCCESS) goto done;
             step = "reading the output";
-            if (clEnqueueReadBuffer(attn_context_queue(ctx), bo, CL_TRUE, 0, nq * esize, stage, 0,
-                                    NULL, NULL) != CL_SUCCESS) {
+            if (clEnqueueReadBuffer(attn_context_queue(ctx), r->bo, CL_TRUE, 0, nq * r->esize,
+                                    r->stage, 0, NULL, NULL) != CL_SUCCESS) {
                 st = ATTN_ERROR_OPENCL;
                 goto done;
             }
-            attn_convert_to_f32(cfg->dtype, stage, ho, nq);
+            attn_convert_to_f32(r->dtype, r->stage, ho, nq);
             dconf *k = &confs[c];
             k->checked = k->passed = 1;
             for (size_t i = 0; i < nq; i++) {
@@ -395,22 +431,24 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     }
     failed = 0;
     if (cfg->format == 0)
-        printf("%-36s copy bandwidth %.1f GB/s (median of %d, read + written)\n", sh, copy_gbps,
-               ncopies);
+        printf("%-36s copy bandwidth %.1f GB/s (median of %d, %.1f..%.1f; read + written)\n", sh,
+               copy.median, ncopies, copy.min, copy.max);
     for (int c = 0; c < nconf; c++) {
-        print_row(cfg, s, &confs[c], peak, copy_gbps, reps, results);
+        print_row(cfg, s, &confs[c], peak, copy.median, reps, results);
         if (confs[c].checked && !confs[c].passed) {
             fprintf(stderr, "attn-bench: CHECK FAILED: decode %s %s splits %d: max error %.3e "
                     "is %.3g times the tolerance; %zu outputs NaN or inf\n", sh,
-                    attn_dtype_name(cfg->dtype), confs[c].splits, confs[c].max_error,
-                    confs[c].max_ratio, confs[c].nonfinite);
+                    attn_dtype_name(cfg->dtypes[confs[c].type]), confs[c].splits,
+                    confs[c].max_error, confs[c].max_ratio, confs[c].nonfinite);
             failed = 1;
         }
     }
 done:
     if (st != ATTN_SUCCESS) {
         const int lib = strncmp(step, "attn_", 5) == 0 && strcmp(step, "attn_reference_forward");
-        add_error(errors, sh, step, st, lib ? attn_last_error(ctx) : "(no detail)");
+        char what[160];
+        snprintf(what, sizeof what, "%s %s", sh, attn_dtype_name(cfg->dtypes[bad_type]));
+        add_error(errors, what, step, st, lib ? attn_last_error(ctx) : "(no detail)");
         failed = 1;
     }
     if (saved) setenv("ATTN_PARAMS", saved, 1);
@@ -420,23 +458,29 @@ done:
         free(confs[c].times);
         confs[c].times = NULL;
     }
-    attn_kv_cache_release(cache);
-    cl_mem mems[] = {bq, bk, bv, bo};
-    for (int i = 0; i < 4; i++)
-        if (mems[i]) clReleaseMemObject(mems[i]);
-    free(hq), free(hk), free(hv), free(ho), free(ref), free(stage);
+    for (int t = 0; t < cfg->ndtypes; t++) dtype_res_free(&res[t]);
+    free(ho), free(ref);
     return failed;
 }
 
 int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak,
                  cJSON *results, cJSON *errors)
 {
-    dconf confs[MAX_CONF];
-    int nconf = 0;
-    if (parse_splits(cfg->splits ? cfg->splits : "auto", confs, &nconf) != 0) {
+    int splits[BENCH_MAX_SPLITS];
+    const int nsplits = bench_parse_splits(cfg->splits ? cfg->splits : "auto", splits,
+                                           BENCH_MAX_SPLITS);
+    if (nsplits < 0 || cfg->ndtypes < 1 || cfg->ndtypes > BENCH_MAX_DTYPES) {
         fprintf(stderr, "attn-bench: --splits wants up to %d comma-separated values, each "
-                "\"auto\" or 1..256, not '%s'\n", MAX_CONF, cfg->splits);
+                "\"auto\" or 1..256, not '%s'\n", BENCH_MAX_SPLITS, cfg->splits);
         return 2;
+    }
+    /* type-major: configuration c is type c / nsplits with splits[c % nsplits] */
+    dconf confs[MAX_CONF];
+    const int nconf = nsplits * cfg->ndtypes;
+    for (int c = 0; c < nconf; c++) {
+        memset(&confs[c], 0, sizeof confs[c]);
+        confs[c].type = c / nsplits;
+        confs[c].splits = splits[c % nsplits];
     }
     dshape one = {cfg->batch, cfg->q_heads, cfg->kv_heads, cfg->head_dim, cfg->q_len,
                   cfg->kv_len};
@@ -444,16 +488,19 @@ int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak,
     const size_t nshapes = cfg->batch > 0 ? 1 : sizeof decode_set / sizeof decode_set[0];
 
     if (cfg->format == 0) {
-        printf("decode: K/V GB/s = K and V bytes of the prefix read once / median time; splits\n"
-               "compared interleaved with copy-bandwidth runs (attn_device_copy_gbps)\n");
-        printf("%-36s %-5s %-6s %-7s %-9s %5s %9s %9s %7s %8s  %-9s %s\n", "shape", "dtype",
-               "splits", "family", "source", "reps", "median ms", "K/V GB/s", "of copy", "GFLOP/s",
+        printf("decode: K/V GB/s = K and V bytes of the prefix read once / median time; "
+               "configurations\ncompared interleaved with copy-bandwidth runs "
+               "(attn_device_copy_gbps)%s\n", cfg->ndtypes > 1 ? "; ratio = median time / the "
+               "first type's with the same splits" : "");
+        printf("%-36s %-5s %-6s %-7s %-9s %5s %9s %9s %9s %6s %9s %7s %8s%s  %-9s %s\n", "shape",
+               "dtype", "splits", "family", "source", "reps", "median ms", "min ms", "max ms",
+               "IQR", "K/V GB/s", "of copy", "GFLOP/s", cfg->ndtypes > 1 ? "  ratio" : "",
                "max error", "check");
     } else if (cfg->format == 1) {
         printf("batch,q_heads,kv_heads,head_dim,q_len,kv_len,dtype,causal,family,params,"
                "params_source,splits_requested,reps,median_ms,min_ms,gflops,peak_gflops,"
                "peak_fraction,kv_gbps,copy_gbps,bandwidth_fraction,max_error,max_error_ratio,"
-               "nonfinite,check\n");
+               "nonfinite,check,q1_ms,q3_ms,max_ms,iqr_fraction,time_ratio_to_first_dtype\n");
     }
     fflush(stdout);
     int failed = 0;

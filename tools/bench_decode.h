@@ -1,17 +1,20 @@
 /* bench_decode.h -- attn-bench's decode benchmark (--decode): the DESIGN
  * decode set or one shape, timed through attn_decode against a filled KV
- * cache with each requested number of KV splits, interleaved, reporting
- * K/V GB/s against the copy bandwidth measured in the same run. */
+ * cache in each requested storage type with each requested number of KV
+ * splits, all interleaved, reporting K/V GB/s against the copy bandwidth
+ * measured in the same run. */
 #ifndef ATTN_BENCH_DECODE_H
 #define ATTN_BENCH_DECODE_H
 
 #include "attn.h"
+#include "bench_options.h"
 
 #include <cjson/cJSON.h>
 
 typedef struct bench_decode_config {
     int format;         /* 0 text, 1 csv, 2 json (attn-bench's out_format order) */
-    attn_dtype dtype;
+    attn_dtype dtypes[BENCH_MAX_DTYPES]; /* each its own cache; ratios to the first */
+    int ndtypes;
     int reps;           /* 0 = calibrate */
     int check;          /* compare every configuration's output with the reference */
     const char *splits; /* "auto,1,2,4,8": the splits to compare, "auto" = the heuristic */
@@ -19,13 +22,11 @@ typedef struct bench_decode_config {
     int batch, q_heads, kv_heads, head_dim, q_len, kv_len;
 } bench_decode_config;
 
-/* 0 when list is a valid --splits value, -1 otherwise. */
-int bench_decode_check_splits(const char *list);
-
-/* Runs the decode benchmark; rows go to stdout (text, csv) or into
- * results (json), failures to stderr and errors. Returns 0 when everything
- * ran and passed its check, 1 otherwise, 2 for a bad --splits list (check it first
- * with bench_decode_check_splits). */
+/* Runs the decode benchmark; rows go to stdout (text, csv) and into
+ * results (every format: attn-bench reads their spread), failures to
+ * stderr and errors. Returns 0 when everything ran and passed its check, 1
+ * otherwise, 2 for a bad --splits list (check it first with
+ * bench_parse_splits). */
 int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak_gflops,
                  cJSON *results, cJSON *errors);
 

@@ -11,7 +11,8 @@
 #define TUNE_SHAPES_SYNTAX \
     "  A shape is fields joined by ':' -- hq=N (query heads), hkv=N (key/value\n" \
     "  heads, default hq), d=N (head dim), s=N (both lengths) or sq=N and skv=N,\n" \
-    "  b=N (batch, default 1), and the words f32|f16|bf16 (default f32) and\n" \
+    "  b=N (batch, default 1), and the words f32|f16|bf16 (default f32: a shape\n" \
+    "  without one is tuned in f32 only; add :f16 or :bf16 to tune that type) and\n" \
     "  causal|full (default causal). Shapes are separated by ',' or white space;\n" \
     "  in a file, '#' starts a comment. Example:\n" \
     "    --shapes hq=32:hkv=8:d=128:s=4096,hq=8:hkv=2:d=64:s=1024:f16:full\n"

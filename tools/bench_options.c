@@ -1,0 +1,264 @@
+/* bench_options.c -- attn-bench's options: the table that --help prints and
+ * getopt_long parses. An option is added here once; the switch in
+ * bench_options_parse is over the table's enum, so -Wswitch (in -Wall)
+ * catches an option the parser does not handle. */
+#define _POSIX_C_SOURCE 200809L
+#include "bench_options.h"
+
+#include <errno.h>
+#include <getopt.h>
+#include <limits.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define STR_(x) #x
+#define STR(x) STR_(x)
+
+typedef enum bench_opt {
+    OPT_DEVICE, OPT_BATCH, OPT_QHEADS, OPT_KVHEADS, OPT_HEADDIM, OPT_SEQ, OPT_QLEN, OPT_KVLEN,
+    OPT_CAUSAL, OPT_NOCAUSAL, OPT_DTYPE, OPT_REPS, OPT_FORMAT, OPT_CHECK, OPT_NOCHECK,
+    OPT_DECODE, OPT_SPLITS, OPT_MATERIALIZED, OPT_HELP, OPT_VERSION, OPT_COUNT
+} bench_opt;
+
+const bench_option_spec bench_option_specs[OPT_COUNT] = {
+    [OPT_DEVICE] = {"device", "SEL", "\"P:D\" or a substring of platform/vendor/device name\n"
+                    "(default: $ATTN_DEVICE, else the first GPU, else the\n"
+                    "first device; attn-info lists them)"},
+    [OPT_BATCH] = {"batch", "N", "batch size (default 1)"},
+    [OPT_QHEADS] = {"q-heads", "N", "query heads (default 8)"},
+    [OPT_KVHEADS] = {"kv-heads", "N", "key/value heads (default Hq/4 when 4 divides Hq, else Hq)"},
+    [OPT_HEADDIM] = {"head-dim", "N", "head dimension, 1..256 (default 64)"},
+    [OPT_SEQ] = {"seq", "N", "query and key/value length (default 1024)"},
+    [OPT_QLEN] = {"q-len", "N", NULL},
+    [OPT_KVLEN] = {"kv-len", "N", "the lengths separately (one given: the other follows)"},
+    [OPT_CAUSAL] = {"causal", NULL, NULL},
+    [OPT_NOCAUSAL] = {"no-causal", NULL, "bottom-right causal mask or none (default causal)"},
+    [OPT_DTYPE] = {"dtype", "LIST", "storage types, from f32, f16, bf16 (default f32); several\n"
+                   "(e.g. f32,f16) are timed interleaved in one run, each\n"
+                   "row adding its median time's ratio to the first type's"},
+    [OPT_REPS] = {"reps", "N", "timed runs per shape (default: calibrated to >= 1 s,\n"
+                  "between " STR(BENCH_MIN_REPS) " and " STR(BENCH_MAX_REPS) ")"},
+    [OPT_FORMAT] = {"format", "text|csv|json", "output format (default text)"},
+    [OPT_CHECK] = {"check", NULL, NULL},
+    [OPT_NOCHECK] = {"no-check", NULL, "compare with the CPU reference (default on; skipped for\n"
+                     "shapes too large for the reference, max_error null)"},
+    [OPT_DECODE] = {"decode", NULL, "the DESIGN decode set (B=4 Hq=32 Hkv=8 D=128 Sq=1,\n"
+                    "kv 1024, 4096, 16384) through a KV cache, or the shape\n"
+                    "given (defaults B=4 Hq=32 D=128 Sq=1); reports K/V GB/s\n"
+                    "and its fraction of the copy bandwidth"},
+    [OPT_SPLITS] = {"splits", "LIST", "decode: KV splits to compare, interleaved, e.g.\n"
+                    "auto,1,2,4,8 (default auto: the heuristic)"},
+    [OPT_MATERIALIZED] = {"compare-materialized", NULL,
+                          "time attn_forward_materialized (CLBlast GEMMs around an\n"
+                          "S x S buffer) interleaved with attn_forward: speed ratio,\n"
+                          "device memory, largest difference; and the layer\n"
+                          "(d_model = Hq*D) split into projections and attention"},
+    [OPT_HELP] = {"help", NULL, "print this help and exit"},
+    [OPT_VERSION] = {"version", NULL, "print the version and exit"},
+};
+const int bench_option_count = OPT_COUNT;
+
+void bench_options_init(bench_options *o)
+{
+    memset(o, 0, sizeof *o);
+    o->causal = 1;
+    o->dtypes[0] = ATTN_F32;
+    o->ndtypes = 1;
+    o->format = BENCH_TEXT;
+    o->check = 1;
+}
+
+void bench_options_usage(FILE *f)
+{
+    enum { COLUMN = 24 };
+    fputs("Usage: attn-bench [OPTIONS]\n"
+          "Times attn_forward and reports median time (with min, quartiles and max),\n"
+          "GFLOP/s (4*D per visible query-key pair) and the fraction of the device's\n"
+          "fp32 FMA peak, measured before and after the runs (a warning when they differ\n"
+          "by more than 10%, or a result's quartiles by more than 10% of its median: too\n"
+          "noisy to rank). With no shape option it runs the DESIGN prefill set: B=1 Hq=8\n"
+          "Hkv=2 D=64 S=512..4096 and B=1 Hq=32 Hkv=8 D=128 S=1024,2048, causal.\n\n", f);
+    for (int i = 0; i < OPT_COUNT;) {
+        /* the names of this entry and of those it describes with the next */
+        char names[128] = "";
+        size_t len = 0;
+        int j = i;
+        for (;; j++) {
+            const bench_option_spec *s = &bench_option_specs[j];
+            len += (size_t)snprintf(names + len, sizeof names - len, "%s--%s%s%s",
+                                    j > i ? ", " : "", s->name, s->arg ? " " : "",
+                                    s->arg ? s->arg : "");
+            if (s->help || j + 1 == OPT_COUNT) break;
+        }
+        const char *help = bench_option_specs[j].help ? bench_option_specs[j].help : "";
+        int col = fprintf(f, "  %s", names);
+        if (col + 2 > COLUMN) { /* at least two spaces before the text */
+            fputc('\n', f);
+            col = 0;
+        }
+        for (const char *line = help; *line;) {
+            const char *nl = strchr(line, '\n');
+            int n = nl ? (int)(nl - line) : (int)strlen(line);
+            fprintf(f, "%*s%.*s\n", COLUMN - col, "", n, line);
+            col = 0;
+            line += n + (nl ? 1 : 0);
+        }
+        if (!*help) fputc('\n', f);
+        i = j + 1;
+    }
+    fputs("\nExit status: 0 ok, 1 a failed check or a library error, 2 bad usage.\n", f);
+}
+
+static int parse_int(const char *opt, const char *text, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(text, &end, 10);
+    if (errno || end == text || *end || v < lo || v > hi) {
+        fprintf(stderr, "attn-bench: --%s wants an integer in %d..%d, not '%s'\n", opt, lo, hi,
+                text);
+        return -1;
+    }
+    *out = (int)v;
+    return 0;
+}
+
+int bench_parse_splits(const char *list, int *splits, int max)
+{
+    char buf[256];
+    if (!list || strlen(list) >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%s", list);
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        if (n == max) return -1;
+        long v = 0;
+        if (strcmp(t, "auto") != 0) {
+            char *end;
+            errno = 0;
+            v = strtol(t, &end, 10);
+            if (errno || end == t || *end || v < 1 || v > 256) return -1;
+        }
+        splits[n++] = (int)v;
+    }
+    return n ? n : -1;
+}
+
+int bench_parse_dtypes(const char *list, attn_dtype *dtypes, int max)
+{
+    static const struct { const char *name; attn_dtype t; } names[] = {
+        {"f32", ATTN_F32}, {"f16", ATTN_F16}, {"bf16", ATTN_BF16}};
+    char buf[64];
+    if (!list || strlen(list) >= sizeof buf) return -1;
+    snprintf(buf, sizeof buf, "%s", list);
+    int n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+        int k = 0;
+        while (k < 3 && strcmp(t, names[k].name) != 0) k++;
+        if (k == 3 || n == max) return -1;
+        for (int i = 0; i < n; i++)
+            if (dtypes[i] == names[k].t) return -1; /* twice: a ratio of one */
+        dtypes[n++] = names[k].t;
+    }
+    return n ? n : -1;
+}
+
+int bench_options_parse(int argc, char **argv, bench_options *o)
+{
+    struct option longopts[OPT_COUNT + 1];
+    for (int i = 0; i < OPT_COUNT; i++) {
+        longopts[i].name = bench_option_specs[i].name;
+        longopts[i].has_arg = bench_option_specs[i].arg ? required_argument : no_argument;
+        longopts[i].flag = NULL;
+        longopts[i].val = 256 + i;
+    }
+    memset(&longopts[OPT_COUNT], 0, sizeof longopts[OPT_COUNT]);
+    int c, bad = 0, splits[BENCH_MAX_SPLITS];
+    while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
+        if (c < 256 || c >= 256 + OPT_COUNT) { /* getopt_long has said what is wrong */
+            bad = -1;
+            continue;
+        }
+        switch ((bench_opt)(c - 256)) {
+        case OPT_DEVICE: o->device = optarg; break;
+        case OPT_BATCH: bad |= parse_int("batch", optarg, 1, 1 << 20, &o->batch); break;
+        case OPT_QHEADS: bad |= parse_int("q-heads", optarg, 1, 1 << 16, &o->q_heads); break;
+        case OPT_KVHEADS: bad |= parse_int("kv-heads", optarg, 1, 1 << 16, &o->kv_heads); break;
+        case OPT_HEADDIM: bad |= parse_int("head-dim", optarg, 1, 256, &o->head_dim); break;
+        case OPT_SEQ: bad |= parse_int("seq", optarg, 1, INT_MAX, &o->seq); break;
+        case OPT_QLEN: bad |= parse_int("q-len", optarg, 1, INT_MAX, &o->q_len); break;
+        case OPT_KVLEN: bad |= parse_int("kv-len", optarg, 1, INT_MAX, &o->kv_len); break;
+        case OPT_CAUSAL: o->causal = 1; break;
+        case OPT_NOCAUSAL: o->causal = 0; break;
+        case OPT_DTYPE: {
+            int n = bench_parse_dtypes(optarg, o->dtypes, BENCH_MAX_DTYPES);
+            if (n < 0) {
+                fprintf(stderr, "attn-bench: --dtype wants f32, f16 or bf16, or a comma-separated "
+                        "list of them without repeats, not '%s'\n", optarg);
+                bad = -1;
+            } else {
+                o->ndtypes = n;
+            }
+            break;
+        }
+        case OPT_REPS: bad |= parse_int("reps", optarg, 1, 1000000, &o->reps); break;
+        case OPT_FORMAT:
+            if (strcmp(optarg, "text") == 0) o->format = BENCH_TEXT;
+            else if (strcmp(optarg, "csv") == 0) o->format = BENCH_CSV;
+            else if (strcmp(optarg, "json") == 0) o->format = BENCH_JSON;
+            else {
+                fprintf(stderr, "attn-bench: --format wants text, csv or json, not '%s'\n",
+                        optarg);
+                bad = -1;
+            }
+            break;
+        case OPT_CHECK: o->check = 1; break;
+        case OPT_NOCHECK: o->check = 0; break;
+        case OPT_DECODE: o->decode = 1; break;
+        case OPT_SPLITS:
+            o->splits = optarg;
+            if (bench_parse_splits(optarg, splits, BENCH_MAX_SPLITS) < 0) {
+                fprintf(stderr, "attn-bench: --splits wants up to %d comma-separated values, "
+                        "each \"auto\" or 1..256, not '%s'\n", BENCH_MAX_SPLITS, optarg);
+                bad = -1;
+            }
+            break;
+        case OPT_MATERIALIZED: o->compare = 1; break;
+        case OPT_HELP:
+            if (bad) break; /* an error before --help is still one */
+            bench_options_usage(stdout);
+            return EXIT_SUCCESS;
+        case OPT_VERSION:
+            printf("attn-bench %d.%d.%d (libattn %s)\n", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
+                   ATTN_VERSION_PATCH, attn_version_string());
+            return EXIT_SUCCESS;
+        case OPT_COUNT: break; /* not an option */
+        }
+    }
+    if (!bad && optind < argc) {
+        fprintf(stderr, "attn-bench: unexpected argument '%s'\n", argv[optind]);
+        bad = -1;
+    }
+    if (!bad && o->seq && (o->q_len || o->kv_len)) {
+        fprintf(stderr, "attn-bench: give either --seq or --q-len/--kv-len, not both\n");
+        bad = -1;
+    }
+    if (!bad && o->decode && o->compare) {
+        fprintf(stderr, "attn-bench: --decode and --compare-materialized are separate runs\n");
+        bad = -1;
+    }
+    if (!bad && o->splits && !o->decode) {
+        fprintf(stderr, "attn-bench: --splits applies to --decode only\n");
+        bad = -1;
+    }
+    if (!bad && o->compare && o->ndtypes > 1) {
+        fprintf(stderr, "attn-bench: --compare-materialized takes one --dtype\n");
+        bad = -1;
+    }
+    if (bad) {
+        fprintf(stderr, "Try 'attn-bench --help'.\n");
+        return 2;
+    }
+    return -1;
+}
