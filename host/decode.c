@@ -35,6 +35,11 @@ static attn_status check_args(attn_context *ctx, const attn_kv_cache *c, const a
     ATTN_CHECK(ctx, c->ctx != ctx, ATTN_ERROR_INVALID_ARGUMENT,
                "cache was created on another attn_context");
     ATTN_CHECK(ctx, !p, ATTN_ERROR_INVALID_ARGUMENT, "p (the problem) is NULL");
+    /* the step's keys never arrived: a decode now would answer for the previous token */
+    if (need_keys && c->append_failure[0])
+        return INVALID(ctx, "the cache's last attn_kv_cache_append failed, so it does not hold "
+                       "this step's keys and values; append them (successfully) first. That "
+                       "append said: %s", c->append_failure);
     if (p->batch != c->batch)
         return INVALID(ctx, "p->batch = %d but the cache holds %d sequences", p->batch, c->batch);
     if (p->kv_heads != c->kv_heads)

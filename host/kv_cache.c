@@ -223,6 +223,8 @@ attn_status attn_kv_cache_append(attn_kv_cache *c, const attn_tensor *k, const a
     pthread_mutex_lock(&ctx->lock);
     ctx->error[0] = 0;
     attn_status st = append_locked(c, k, v, block_len, counts, done);
+    if (st == ATTN_SUCCESS) c->append_failure[0] = 0;
+    else snprintf(c->append_failure, sizeof c->append_failure, "%s", ctx->error);
     pthread_mutex_unlock(&ctx->lock);
     return st;
 }

@@ -225,7 +225,10 @@ ATTN_API void attn_kv_cache_release(attn_kv_cache *cache);
  *  its length grows by counts[b].
  *  All sequences are checked before anything is enqueued: one that would
  *  pass the capacity is ATTN_ERROR_INVALID_ARGUMENT naming it, and no
- *  sequence changes. done: NULL, or receives the completion event. */
+ *  sequence changes. A failed append (for any reason) leaves the cache
+ *  without this step's keys, so attn_decode refuses the cache until an
+ *  append succeeds (truncate and reset do not lift that).
+ *  done: NULL, or receives the completion event. */
 ATTN_API attn_status attn_kv_cache_append(attn_kv_cache *cache, const attn_tensor *k,
                                           const attn_tensor *v, int block_len,
                                           const int *counts, cl_event *done);
@@ -266,7 +269,10 @@ ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tens
  *  is not used (the cache's lengths are). q and out are [batch, q_heads,
  *  q_len, head_dim] (out may be q itself). Sequence b's queries are rows
  *  0..q_lens[b]-1 (q_lens NULL: q_len each; 0 allowed) and are its LAST
- *  q_lens[b] tokens, whose K/V must already be appended: with L tokens in
+ *  q_lens[b] tokens, whose K/V must already be appended (the cache's last
+ *  attn_kv_cache_append must have succeeded: after a failed one, decode is
+ *  ATTN_ERROR_INVALID_ARGUMENT repeating the append's message, until an
+ *  append succeeds; it would otherwise attend for the previous token): with L tokens in
  *  the cache, query row i is token L - q_lens[b] + i and sees keys
  *  0..L - q_lens[b] + i when p->causal (bottom-right inside the new block),
  *  all L keys otherwise. Rows past q_lens[b] get zeros and -inf LSE.
