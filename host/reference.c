@@ -72,7 +72,9 @@ attn_status attn_reference_forward(const attn_problem *p, const float *q, const 
 
     const int D = p->head_dim, Sq = p->q_len, Skv = p->kv_len;
     const int group = p->q_heads / p->kv_heads;
-    const double scale = attn_effective_scale(p);
+    /* The default scale computed here, in double, not by the kernels'
+     * attn_effective_scale: a wrong default there must show as a mismatch. */
+    const double scale = p->scale != 0.0f ? (double)p->scale : 1.0 / sqrt((double)D);
 
     /* One row of scores, then the row's output accumulator. */
     double *scores = malloc(((size_t)Skv + (size_t)D) * sizeof(double));
