@@ -269,9 +269,9 @@ attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_prob
                         const attn_tensor *q, const attn_tensor *out, const int *q_lens,
                         cl_mem lse, cl_event *done)
 {
+    if (done) *done = NULL;
     if (!ctx) return attn_fail_null(__func__, "ctx");
     attn_call_begin(ctx, __func__);
-    if (done) *done = NULL;
     decode_plan dp = {0};
     attn_check_inputs *inputs = NULL;
     cl_event finished = NULL;

@@ -219,9 +219,9 @@ attn_status attn_forward_materialized(attn_context *ctx, const attn_problem *p,
                                       const attn_tensor *v, const attn_tensor *out,
                                       const attn_lengths *lengths, cl_mem lse, cl_event *done)
 {
+    if (done) *done = NULL;
     if (!ctx) return attn_fail_null(__func__, "ctx");
     attn_call_begin(ctx, __func__);
-    if (done) *done = NULL;
     attn_check_inputs *inputs = NULL;
     cl_event finished = NULL;
     attn_status st = attn_validate_forward(ctx, p, q, k, v, out, lengths, lse);
