@@ -90,6 +90,7 @@ fail:
 attn_status attn_kv_cache_create(attn_context *ctx, int batch, int kv_heads, int head_dim,
                                  int capacity, attn_dtype dtype, attn_kv_cache **out)
 {
+    if (out) *out = NULL;
     if (!ctx) return attn_fail_null(__func__, "ctx");
     attn_call_begin(ctx, __func__);
     attn_status st = create_locked(ctx, batch, kv_heads, head_dim, capacity, dtype, out);
@@ -248,8 +249,7 @@ attn_status attn_kv_cache_truncate(attn_kv_cache *c, int seq, int length)
     if (seq < 0 || seq >= c->batch)
         st = INVALID(ctx, "seq = %d is outside 0..%d", seq, c->batch - 1);
     else if (length < 0)
-        st = INVALID(ctx, "sequence %d: length %d is below zero", seq,
-                     length);
+        st = INVALID(ctx, "sequence %d: length %d is below zero", seq, length);
     else if (length > c->len[seq])
         st = INVALID(ctx, "sequence %d holds %d token%s; truncating to %d would grow it "
                      "(append instead)", seq, c->len[seq], c->len[seq] == 1 ? "" : "s", length);
@@ -267,8 +267,7 @@ attn_status attn_kv_cache_reset(attn_kv_cache *c, int seq)
     attn_status st = ATTN_SUCCESS;
     if (seq == -1) memset(c->len, 0, sizeof *c->len * (size_t)c->batch);
     else if (seq < 0 || seq >= c->batch)
-        st = INVALID(ctx, "seq = %d is outside 0..%d (or -1 for all)", seq,
-                     c->batch - 1);
+        st = INVALID(ctx, "seq = %d is outside 0..%d (or -1 for all)", seq, c->batch - 1);
     else c->len[seq] = 0;
     attn_call_end(ctx);
     return st;
