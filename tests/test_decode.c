@@ -5,7 +5,8 @@
  * the matching rows of one uncached attn_forward over the whole sequence
  * and to the CPU reference, for each storage type), split-KV results equal
  * to the unsplit ones, empty sequences, and every refusal: capacity
- * overflow, truncation below zero, mismatched heads, head dim or dtype.
+ * overflow, truncation below zero, mismatched heads, head dim or dtype, a
+ * decode after a failed append.
  *
  * Build cost: one decode program per (family, dtype) at D=64 (splits are a
  * run-time argument) and two at D=40, the forward programs for the
