@@ -92,6 +92,7 @@ typedef struct model {
     int batch, kv_heads, head_dim, capacity;
     attn_dtype dtype;
     int len[MAXB];
+    int append_failed; /* the last append failed: decode refuses until one succeeds */
 } model;
 
 static void expect(model *m, attn_status st, int valid, const char *what)
@@ -199,6 +200,7 @@ static void op_append(model *m, fuzz_reader *r)
             if (w == -2) fuzz_fail("append accepted tensor %d with overlapping elements", i);
         }
     }
+    m->append_failed = st != ATTN_SUCCESS;
     if (st == ATTN_SUCCESS) {
         for (int b = 0; b < m->batch; b++) m->len[b] += counts ? counts[b] : block;
         if (want_event) {
@@ -273,7 +275,7 @@ static void op_decode(model *m, fuzz_reader *r)
 
     int valid = p.batch == m->batch && p.kv_heads == m->kv_heads && p.head_dim == m->head_dim &&
                 p.dtype == m->dtype && p.q_len >= 1 && p.q_len <= ATTN_DECODE_MAX_Q_LEN &&
-                p.q_heads >= 1 && p.q_heads % p.kv_heads == 0;
+                p.q_heads >= 1 && p.q_heads % p.kv_heads == 0 && !m->append_failed;
     for (int b = 0; valid && b < m->batch; b++) {
         const int n = q_lens ? q_lens[b] : p.q_len;
         if (n < 0 || n > p.q_len || n > m->len[b]) valid = 0;

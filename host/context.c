@@ -9,19 +9,56 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* Why the last attn_context_create* on this thread failed. */
-static _Thread_local char create_error[ATTN_ERROR_MAX];
+/* The last failure on this thread of a call that had no context to carry
+ * it (attn_context_create*, a NULL ctx, cache or layer, the reference, the
+ * conversions), and the name of such a call in progress. */
+static _Thread_local char thread_error[ATTN_ERROR_MAX];
+static _Thread_local const char *thread_call;
 
-const char *attn_last_create_error(void) { return create_error; }
+const char *attn_last_create_error(void) { return thread_error; }
+
+void attn_call_begin(attn_context *ctx, const char *fn)
+{
+    pthread_mutex_lock(&ctx->lock);
+    ctx->error[0] = 0;
+    ctx->call = fn;
+}
+
+void attn_call_end(attn_context *ctx)
+{
+    ctx->call = NULL;
+    pthread_mutex_unlock(&ctx->lock);
+}
+
+void attn_thread_call_begin(const char *fn)
+{
+    thread_error[0] = 0;
+    thread_call = fn;
+}
+
+attn_status attn_fail_null(const char *fn, const char *what)
+{
+    attn_thread_call_begin(fn);
+    return ATTN_FAIL(NULL, ATTN_ERROR_INVALID_ARGUMENT, "%s is NULL", what);
+}
 
 attn_status attn_fail_at(attn_context *ctx, attn_status s, const char *file, int line,
                          const char *fmt, ...)
 {
-    char *buf = ctx ? ctx->error : create_error;
+    char msg[ATTN_ERROR_MAX];
     va_list ap;
     va_start(ap, fmt);
-    vsnprintf(buf, ATTN_ERROR_MAX, fmt, ap);
+    vsnprintf(msg, sizeof msg, fmt, ap);
     va_end(ap);
+    char *buf = ctx ? ctx->error : thread_error;
+    const char *call = ctx ? ctx->call : thread_call;
+    size_t at = 0;
+    /* messages written with their function's name already keep it once */
+    if (call && !(strncmp(msg, call, strlen(call)) == 0 && msg[strlen(call)] == ':')) {
+        const int n = snprintf(buf, ATTN_ERROR_MAX, "%s: ", call);
+        at = n < 0 ? 0 : (size_t)n < ATTN_ERROR_MAX ? (size_t)n : ATTN_ERROR_MAX - 1;
+    }
+    snprintf(buf + at, ATTN_ERROR_MAX - at, "%s", msg);
     attn_log(ATTN_LOG_DEBUG, "%s:%d: %s: %s", file, line, attn_status_name(s), buf);
     return s;
 }
@@ -141,11 +178,10 @@ static int select_visit(cl_platform_id pl, cl_uint pi, cl_device_id dev, cl_uint
     return 1;
 }
 
-attn_status attn_select_device(const char *selector, cl_platform_id *platform,
-                               cl_device_id *device)
+/* attn_select_device without naming a call: context creation uses it too. */
+static attn_status select_device(const char *selector, cl_platform_id *platform,
+                                 cl_device_id *device)
 {
-    ATTN_CHECK(NULL, !platform || !device, ATTN_ERROR_INVALID_ARGUMENT,
-               "attn_select_device: platform and device must not be NULL");
     const char *from = "selector";
     if (!selector || !*selector) {
         selector = getenv("ATTN_DEVICE");
@@ -181,6 +217,15 @@ attn_status attn_select_device(const char *selector, cl_platform_id *platform,
     return ATTN_SUCCESS;
 }
 
+attn_status attn_select_device(const char *selector, cl_platform_id *platform,
+                               cl_device_id *device)
+{
+    attn_thread_call_begin(__func__);
+    ATTN_CHECK(NULL, !platform || !device, ATTN_ERROR_INVALID_ARGUMENT,
+               "platform and device must not be NULL");
+    return select_device(selector, platform, device);
+}
+
 /* ---- life cycle ---- */
 
 static void read_device_facts(attn_context *c)
@@ -211,16 +256,16 @@ static attn_context *context_new(void)
 
 attn_status attn_context_create(const char *selector, attn_context **out)
 {
-    create_error[0] = 0;
-    ATTN_CHECK(NULL, !out, ATTN_ERROR_INVALID_ARGUMENT, "attn_context_create: out must not be NULL");
+    attn_thread_call_begin(__func__);
+    ATTN_CHECK(NULL, !out, ATTN_ERROR_INVALID_ARGUMENT, "out must not be NULL");
     *out = NULL;
-    cl_platform_id pl;
-    cl_device_id dev;
-    attn_status st = attn_select_device(selector, &pl, &dev);
+    cl_platform_id pl = NULL;
+    cl_device_id dev = NULL;
+    attn_status st = select_device(selector, &pl, &dev);
     if (st != ATTN_SUCCESS) return st;
 
     attn_context *c = context_new();
-    ATTN_CHECK(NULL, !c, ATTN_ERROR_OUT_OF_MEMORY, "attn_context_create: out of host memory");
+    ATTN_CHECK(NULL, !c, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
     c->platform = pl;
     c->device = dev;
     cl_int err;
@@ -247,14 +292,12 @@ fail:
 
 attn_status attn_context_create_from_queue(cl_command_queue queue, attn_context **out)
 {
-    create_error[0] = 0;
-    ATTN_CHECK(NULL, !out, ATTN_ERROR_INVALID_ARGUMENT,
-               "attn_context_create_from_queue: out must not be NULL");
+    attn_thread_call_begin(__func__);
+    ATTN_CHECK(NULL, !out, ATTN_ERROR_INVALID_ARGUMENT, "out must not be NULL");
     *out = NULL;
-    ATTN_CHECK(NULL, !queue, ATTN_ERROR_INVALID_ARGUMENT,
-               "attn_context_create_from_queue: queue must not be NULL");
+    ATTN_CHECK(NULL, !queue, ATTN_ERROR_INVALID_ARGUMENT, "queue must not be NULL");
     attn_context *c = context_new();
-    ATTN_CHECK(NULL, !c, ATTN_ERROR_OUT_OF_MEMORY, "attn_context_create_from_queue: out of host memory");
+    ATTN_CHECK(NULL, !c, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
     cl_command_queue_properties qp = 0;
     cl_int err = clGetCommandQueueInfo(queue, CL_QUEUE_CONTEXT, sizeof c->cl_ctx, &c->cl_ctx, NULL);
     if (err == CL_SUCCESS)
@@ -266,8 +309,7 @@ attn_status attn_context_create_from_queue(cl_command_queue queue, attn_context 
     if (err != CL_SUCCESS) {
         attn_status st = err == CL_INVALID_COMMAND_QUEUE
                              ? ATTN_FAIL(NULL, ATTN_ERROR_INVALID_ARGUMENT,
-                                         "attn_context_create_from_queue: queue is not a valid "
-                                         "command queue")
+                                         "queue is not a valid command queue")
                              : attn_fail_cl(NULL, err, "clGetCommandQueueInfo");
         pthread_mutex_destroy(&c->lock);
         free(c);
@@ -304,17 +346,17 @@ void attn_context_release(attn_context *ctx)
     free(ctx);
 }
 
-const char *attn_last_error(const attn_context *ctx) { return ctx ? ctx->error : "(null context)"; }
+const char *attn_last_error(const attn_context *ctx) { return ctx ? ctx->error : thread_error; }
 cl_context attn_context_cl_context(const attn_context *ctx) { return ctx ? ctx->cl_ctx : NULL; }
 cl_command_queue attn_context_queue(const attn_context *ctx) { return ctx ? ctx->queue : NULL; }
 cl_device_id attn_context_device(const attn_context *ctx) { return ctx ? ctx->device : NULL; }
 
 attn_status attn_context_set_check(attn_context *ctx, int enable)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     ctx->check = enable != 0;
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return ATTN_SUCCESS;
 }
 

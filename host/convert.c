@@ -82,9 +82,12 @@ static float bf16_to_f32(uint16_t b) { return bits_float((uint32_t)b << 16); }
 
 attn_status attn_convert_from_f32(attn_dtype t, const float *src, void *dst, size_t n)
 {
-    if (attn_dtype_size(t) == 0) return ATTN_ERROR_INVALID_ARGUMENT;
+    attn_thread_call_begin(__func__);
+    ATTN_CHECK(NULL, attn_dtype_size(t) == 0, ATTN_ERROR_INVALID_ARGUMENT,
+               "dtype %d is not an attn_dtype", (int)t);
     if (n == 0) return ATTN_SUCCESS;
-    if (!src || !dst) return ATTN_ERROR_INVALID_ARGUMENT;
+    ATTN_CHECK(NULL, !src, ATTN_ERROR_INVALID_ARGUMENT, "src is NULL");
+    ATTN_CHECK(NULL, !dst, ATTN_ERROR_INVALID_ARGUMENT, "dst is NULL");
 
     if (t == ATTN_F32) {
         memmove(dst, src, n * sizeof(float)); /* tolerates dst == src */
@@ -98,9 +101,12 @@ attn_status attn_convert_from_f32(attn_dtype t, const float *src, void *dst, siz
 
 attn_status attn_convert_to_f32(attn_dtype t, const void *src, float *dst, size_t n)
 {
-    if (attn_dtype_size(t) == 0) return ATTN_ERROR_INVALID_ARGUMENT;
+    attn_thread_call_begin(__func__);
+    ATTN_CHECK(NULL, attn_dtype_size(t) == 0, ATTN_ERROR_INVALID_ARGUMENT,
+               "dtype %d is not an attn_dtype", (int)t);
     if (n == 0) return ATTN_SUCCESS;
-    if (!src || !dst) return ATTN_ERROR_INVALID_ARGUMENT;
+    ATTN_CHECK(NULL, !src, ATTN_ERROR_INVALID_ARGUMENT, "src is NULL");
+    ATTN_CHECK(NULL, !dst, ATTN_ERROR_INVALID_ARGUMENT, "dst is NULL");
 
     if (t == ATTN_F32) {
         memmove(dst, src, n * sizeof(float)); /* tolerates dst == src */

@@ -49,14 +49,13 @@ static attn_status run_once(attn_context *ctx, cl_kernel kernel, size_t global, 
 
 attn_status attn_device_copy_gbps(attn_context *ctx, double *gbps)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     attn_status st = ATTN_SUCCESS;
     cl_mem src = NULL, dst = NULL;
     cl_kernel kernel = NULL;
     if (!gbps) {
-        st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "attn_device_copy_gbps: gbps is NULL");
+        st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "gbps is NULL");
         goto done;
     }
     *gbps = 0;
@@ -135,6 +134,6 @@ done:
     if (kernel) clReleaseKernel(kernel);
     if (src) clReleaseMemObject(src);
     if (dst) clReleaseMemObject(dst);
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }

@@ -35,6 +35,11 @@ static attn_status check_args(attn_context *ctx, const attn_kv_cache *c, const a
     ATTN_CHECK(ctx, c->ctx != ctx, ATTN_ERROR_INVALID_ARGUMENT,
                "cache was created on another attn_context");
     ATTN_CHECK(ctx, !p, ATTN_ERROR_INVALID_ARGUMENT, "p (the problem) is NULL");
+    /* the step's keys never arrived: a decode now would answer for the previous token */
+    if (need_keys && c->append_failure[0])
+        return INVALID(ctx, "the cache's last attn_kv_cache_append failed, so it does not hold "
+                       "this step's keys and values; append them (successfully) first. That "
+                       "append said: %s", c->append_failure);
     if (p->batch != c->batch)
         return INVALID(ctx, "p->batch = %d but the cache holds %d sequences", p->batch, c->batch);
     if (p->kv_heads != c->kv_heads)
@@ -61,16 +66,18 @@ static attn_status check_args(attn_context *ctx, const attn_kv_cache *c, const a
                 return INVALID(ctx, "q_lens[%d] = %d is outside 0..p->q_len (%d)", b, q_lens[b],
                                p->q_len);
             if (need_keys && q_lens[b] > c->len[b])
-                return INVALID(ctx, "q_lens[%d] = %d new queries but sequence %d holds only %d "
-                               "tokens: append their keys and values first", b, q_lens[b], b,
-                               c->len[b]);
+                return INVALID(ctx, "q_lens[%d] = %d new quer%s but sequence %d holds only %d "
+                               "token%s: append their keys and values first", b, q_lens[b],
+                               q_lens[b] == 1 ? "y" : "ies", b, c->len[b],
+                               c->len[b] == 1 ? "" : "s");
         }
     else if (need_keys)
         for (int b = 0; b < c->batch; b++)
             if (p->q_len > c->len[b])
-                return INVALID(ctx, "p->q_len = %d new queries but sequence %d holds only %d "
-                               "tokens: append their keys and values first (or pass q_lens)",
-                               p->q_len, b, c->len[b]);
+                return INVALID(ctx, "p->q_len = %d new quer%s but sequence %d holds only %d "
+                               "token%s: append their keys and values first (or pass q_lens)",
+                               p->q_len, p->q_len == 1 ? "y" : "ies", b, c->len[b],
+                               c->len[b] == 1 ? "" : "s");
     return ATTN_SUCCESS;
 }
 
@@ -262,10 +269,9 @@ attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_prob
                         const attn_tensor *q, const attn_tensor *out, const int *q_lens,
                         cl_mem lse, cl_event *done)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
     if (done) *done = NULL;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     decode_plan dp = {0};
     attn_check_inputs *inputs = NULL;
     cl_event finished = NULL;
@@ -293,16 +299,15 @@ attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_prob
     free(dp.qlen);
     if (st == ATTN_SUCCESS && done) *done = finished; /* the caller releases it */
     else if (finished) clReleaseEvent(finished);
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }
 
 attn_status attn_decode_prepare(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
                                 attn_plan_info *info)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     decode_plan dp = {0};
     cl_kernel main_k = NULL, comb_k = NULL;
     attn_status st = check_args(ctx, cache, p, NULL, 0);
@@ -324,6 +329,6 @@ attn_status attn_decode_prepare(attn_context *ctx, attn_kv_cache *cache, const a
         snprintf(info->source, sizeof info->source, "%s", dp.source);
     }
     free(dp.qlen);
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }

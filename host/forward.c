@@ -181,13 +181,11 @@ done:
     return st;
 }
 
-attn_status attn_forward(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
-                         const attn_tensor *k, const attn_tensor *v, const attn_tensor *out,
-                         const attn_lengths *lengths, cl_mem lse, cl_event *done)
+attn_status attn_forward_locked(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
+                                const attn_tensor *k, const attn_tensor *v,
+                                const attn_tensor *out, const attn_lengths *lengths, cl_mem lse,
+                                cl_event *done)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
     if (done) *done = NULL;
     attn_params pr;
     const char *source;
@@ -206,15 +204,25 @@ attn_status attn_forward(attn_context *ctx, const attn_problem *p, const attn_te
     attn_check_free(inputs);
     if (st == ATTN_SUCCESS && done) *done = finished; /* the caller releases it */
     else if (finished) clReleaseEvent(finished);
-    pthread_mutex_unlock(&ctx->lock);
+    return st;
+}
+
+attn_status attn_forward(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
+                         const attn_tensor *k, const attn_tensor *v, const attn_tensor *out,
+                         const attn_lengths *lengths, cl_mem lse, cl_event *done)
+{
+    if (done) *done = NULL;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
+    attn_status st = attn_forward_locked(ctx, p, q, k, v, out, lengths, lse, done);
+    attn_call_end(ctx);
     return st;
 }
 
 attn_status attn_prepare(attn_context *ctx, const attn_problem *p, attn_plan_info *info)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     attn_params pr;
     const char *source;
     cl_kernel kern = NULL;
@@ -231,6 +239,6 @@ attn_status attn_prepare(attn_context *ctx, const attn_problem *p, attn_plan_inf
         attn_params_format(&pr, info->params, sizeof info->params);
         snprintf(info->source, sizeof info->source, "%s", source);
     }
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }

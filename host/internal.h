@@ -55,11 +55,25 @@ struct attn_context {
 
     pthread_mutex_t lock;
     char error[ATTN_ERROR_MAX];
+    const char *call; /* the public call holding the lock (attn_call_begin), or NULL */
 };
 
-/* ---- errors (context.c) ---- */
-/* Records a formatted message as ctx's last error (ctx may be NULL) and logs
- * it at debug level with file and line. Returns s. */
+/* ---- errors (context.c) ----
+ * Every message begins with the name of the public function that failed.
+ * A public call on a context starts with attn_call_begin(ctx, __func__)
+ * (takes ctx's lock, clears ctx's last error, names the call) and ends with
+ * attn_call_end. A call without a context (creation, the reference, the
+ * conversions) starts with attn_thread_call_begin(__func__): its messages
+ * go to the calling thread's last error (attn_last_error(NULL)); a NULL
+ * handle is reported there too, by attn_fail_null. */
+void attn_call_begin(attn_context *ctx, const char *fn);
+void attn_call_end(attn_context *ctx);
+void attn_thread_call_begin(const char *fn);
+/* "fn: what is NULL" as the thread's last error; ATTN_ERROR_INVALID_ARGUMENT. */
+attn_status attn_fail_null(const char *fn, const char *what);
+/* Records a formatted message as ctx's last error (ctx NULL: the thread's),
+ * after the name of the call in progress unless it already begins with it,
+ * and logs it at debug level with file and line. Returns s. */
 attn_status attn_fail_at(attn_context *ctx, attn_status s, const char *file, int line,
                          const char *fmt, ...)
     __attribute__((format(printf, 5, 6)));
@@ -120,6 +134,17 @@ attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
  * enough; the highest element index it reaches in *hi. */
 attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const char *name,
                                  int batch, int heads, int seq, int dim, size_t elem, size_t *hi);
+
+/* attn_forward's work, with ctx's lock held by the caller (the layer runs
+ * it inside its own call). */
+attn_status attn_forward_locked(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
+                                const attn_tensor *k, const attn_tensor *v,
+                                const attn_tensor *out, const attn_lengths *lengths, cl_mem lse,
+                                cl_event *done);
+
+/* A buffer attn writes (an output, the LSE) must not have been created
+ * CL_MEM_READ_ONLY: a kernel writing one is undefined behaviour. */
+attn_status attn_validate_writable(attn_context *ctx, cl_mem m, const char *name);
 
 /* ---- check mode (check.c) ---- */
 /* Host copies of a forward's inputs, contiguous BHSD float. */

@@ -13,7 +13,7 @@
 static attn_status create_locked(attn_context *ctx, int batch, int kv_heads, int head_dim,
                                  int capacity, attn_dtype dtype, attn_kv_cache **out)
 {
-    ATTN_CHECK(ctx, !out, ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_create: out is NULL");
+    ATTN_CHECK(ctx, !out, ATTN_ERROR_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
     ATTN_CHECK(ctx, batch <= 0, ATTN_ERROR_INVALID_ARGUMENT, "batch = %d must be positive", batch);
     ATTN_CHECK(ctx, kv_heads <= 0, ATTN_ERROR_INVALID_ARGUMENT,
@@ -90,11 +90,11 @@ fail:
 attn_status attn_kv_cache_create(attn_context *ctx, int batch, int kv_heads, int head_dim,
                                  int capacity, attn_dtype dtype, attn_kv_cache **out)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    if (out) *out = NULL;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     attn_status st = create_locked(ctx, batch, kv_heads, head_dim, capacity, dtype, out);
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }
 
@@ -124,9 +124,9 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
         if (n < 0 || n > block_len)
             return INVALID(ctx, "counts[%d] = %d is outside 0..block_len (%d)", b, n, block_len);
         if (n > c->capacity - c->len[b])
-            return INVALID(ctx, "sequence %d: appending %d tokens to its %d would pass the "
-                           "cache's capacity %d; nothing was appended", b, n, c->len[b],
-                           c->capacity);
+            return INVALID(ctx, "sequence %d: appending %d token%s to its %d would pass the "
+                           "cache's capacity %d; nothing was appended", b, n, n == 1 ? "" : "s",
+                           c->len[b], c->capacity);
         if (n > most) most = n;
     }
     if (most > 0) {
@@ -218,68 +218,64 @@ done:
 attn_status attn_kv_cache_append(attn_kv_cache *c, const attn_tensor *k, const attn_tensor *v,
                                  int block_len, const int *counts, cl_event *done)
 {
-    if (!c) return ATTN_ERROR_INVALID_ARGUMENT;
+    if (!c) return attn_fail_null(__func__, "cache");
     attn_context *ctx = c->ctx;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    attn_call_begin(ctx, __func__);
     attn_status st = append_locked(c, k, v, block_len, counts, done);
-    pthread_mutex_unlock(&ctx->lock);
+    if (st == ATTN_SUCCESS) c->append_failure[0] = 0;
+    else snprintf(c->append_failure, sizeof c->append_failure, "%s", ctx->error);
+    attn_call_end(ctx);
     return st;
 }
 
 attn_status attn_kv_cache_lengths(const attn_kv_cache *c, int *lengths)
 {
-    if (!c) return ATTN_ERROR_INVALID_ARGUMENT;
+    if (!c) return attn_fail_null(__func__, "cache");
     attn_context *ctx = c->ctx;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    attn_call_begin(ctx, __func__);
     attn_status st = ATTN_SUCCESS;
-    if (!lengths) st = INVALID(ctx, "attn_kv_cache_lengths: lengths is NULL");
+    if (!lengths) st = INVALID(ctx, "lengths is NULL");
     else memcpy(lengths, c->len, sizeof *lengths * (size_t)c->batch);
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }
 
 attn_status attn_kv_cache_truncate(attn_kv_cache *c, int seq, int length)
 {
-    if (!c) return ATTN_ERROR_INVALID_ARGUMENT;
+    if (!c) return attn_fail_null(__func__, "cache");
     attn_context *ctx = c->ctx;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    attn_call_begin(ctx, __func__);
     attn_status st = ATTN_SUCCESS;
     if (seq < 0 || seq >= c->batch)
-        st = INVALID(ctx, "attn_kv_cache_truncate: seq = %d is outside 0..%d", seq, c->batch - 1);
+        st = INVALID(ctx, "seq = %d is outside 0..%d", seq, c->batch - 1);
     else if (length < 0)
-        st = INVALID(ctx, "attn_kv_cache_truncate: sequence %d: length %d is below zero", seq,
-                     length);
+        st = INVALID(ctx, "sequence %d: length %d is below zero", seq, length);
     else if (length > c->len[seq])
-        st = INVALID(ctx, "attn_kv_cache_truncate: sequence %d holds %d tokens; truncating to "
-                     "%d would grow it (append instead)", seq, c->len[seq], length);
+        st = INVALID(ctx, "sequence %d holds %d token%s; truncating to %d would grow it "
+                     "(append instead)", seq, c->len[seq], c->len[seq] == 1 ? "" : "s", length);
     else
         c->len[seq] = length;
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }
 
 attn_status attn_kv_cache_reset(attn_kv_cache *c, int seq)
 {
-    if (!c) return ATTN_ERROR_INVALID_ARGUMENT;
+    if (!c) return attn_fail_null(__func__, "cache");
     attn_context *ctx = c->ctx;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    attn_call_begin(ctx, __func__);
     attn_status st = ATTN_SUCCESS;
     if (seq == -1) memset(c->len, 0, sizeof *c->len * (size_t)c->batch);
     else if (seq < 0 || seq >= c->batch)
-        st = INVALID(ctx, "attn_kv_cache_reset: seq = %d is outside 0..%d (or -1 for all)", seq,
-                     c->batch - 1);
+        st = INVALID(ctx, "seq = %d is outside 0..%d (or -1 for all)", seq, c->batch - 1);
     else c->len[seq] = 0;
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }
 
 attn_status attn_kv_cache_tensors(const attn_kv_cache *c, attn_tensor *k, attn_tensor *v)
 {
-    if (!c) return ATTN_ERROR_INVALID_ARGUMENT;
+    if (!c) return attn_fail_null(__func__, "cache");
     const size_t row = (size_t)c->dim_pad, head = row * (size_t)c->rows;
     const attn_tensor t = {c->k, 0, head * (size_t)c->kv_heads, head, row};
     if (k) *k = t;

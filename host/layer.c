@@ -110,10 +110,9 @@ attn_status attn_layer_create(attn_context *ctx, const attn_layer_config *cfg, c
                               const float *w_k, const float *w_v, const float *w_o,
                               attn_layer **out)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
     if (out) *out = NULL;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     attn_layer *l = NULL;
     attn_status st = check_config(ctx, cfg);
     if (st == ATTN_SUCCESS && !out)
@@ -143,7 +142,7 @@ attn_status attn_layer_create(attn_context *ctx, const attn_layer_config *cfg, c
     }
     *out = l;
 done:
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }
 
@@ -154,8 +153,8 @@ void attn_layer_release(attn_layer *layer)
 
 /* hidden or out: a valid cl_mem of the layer's context holding n elements
  * from offset. */
-static attn_status check_buffer(attn_context *ctx, cl_mem m, const char *name, size_t offset,
-                                size_t n, size_t esize)
+static attn_status check_buffer(attn_context *ctx, cl_mem m, const char *name, int written,
+                                size_t offset, size_t n, size_t esize)
 {
     ATTN_CHECK(ctx, !m, ATTN_ERROR_INVALID_ARGUMENT, "%s is NULL", name);
     cl_context owner = NULL;
@@ -165,6 +164,8 @@ static attn_status check_buffer(attn_context *ctx, cl_mem m, const char *name, s
         return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s is not a valid cl_mem", name);
     ATTN_CHECK(ctx, owner != ctx->cl_ctx, ATTN_ERROR_INVALID_ARGUMENT,
                "%s belongs to another cl_context than the layer's", name);
+    attn_status st;
+    if (written && (st = attn_validate_writable(ctx, m, name)) != ATTN_SUCCESS) return st;
     ATTN_CHECK(ctx, __builtin_add_overflow(offset, n, &need) ||
                         __builtin_mul_overflow(need, esize, &need) || need > bytes,
                ATTN_ERROR_INVALID_ARGUMENT, "%s holds %zu bytes; offset %zu + batch x seq x "
@@ -213,8 +214,8 @@ static attn_status prologue(attn_layer *l, int batch, int seq, cl_mem hidden, si
     const size_t dm = (size_t)c->d_model;
     ATTN_CHECK(ctx, (double)rows * (double)(l->qkv_width > dm ? l->qkv_width : dm) > 1e15,
                ATTN_ERROR_INVALID_ARGUMENT, "batch x seq = %zu rows is too large", rows);
-    if ((st = check_buffer(ctx, hidden, "hidden", h_off, rows * dm, esize)) ||
-        (st = check_buffer(ctx, out, "out", o_off, rows * dm, esize)))
+    if ((st = check_buffer(ctx, hidden, "hidden", 0, h_off, rows * dm, esize)) ||
+        (st = check_buffer(ctx, out, "out", 1, o_off, rows * dm, esize)))
         return st;
     /* CLBlast indexes with int: every GEMM operand must stay below 2^31 */
     const double reach[] = {(double)h_off + (double)rows * dm, (double)o_off + (double)rows * dm,
@@ -247,13 +248,14 @@ static attn_status forward(attn_layer *l, int batch, int seq, cl_mem hidden, siz
                             c->dtype, c->causal, c->scale};
     double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
     attn_status st = ATTN_SUCCESS;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    attn_call_begin(ctx, "attn_layer_forward");
     if (timing) st = finish(ctx, &t0); /* the caller's own work is not ours */
     if (st == ATTN_SUCCESS) st = prologue(l, batch, seq, hidden, h_off, out, o_off, &p, lengths);
     if (st == ATTN_SUCCESS && timing) st = finish(ctx, &t1);
-    pthread_mutex_unlock(&ctx->lock);
-    if (st != ATTN_SUCCESS) return st;
+    if (st != ATTN_SUCCESS) {
+        attn_call_end(ctx);
+        return st;
+    }
 
     /* q, k and v are column blocks of the fused [B, S, qkv_width] rows: BSHD
      * strides, read in place. The attention writes [B, S, Hq * D] rows. */
@@ -262,11 +264,8 @@ static attn_status forward(attn_layer *l, int batch, int seq, cl_mem hidden, siz
     const attn_tensor tk = {l->qkv.mem, (size_t)c->q_heads * D, S * W, D, W};
     const attn_tensor tv = {l->qkv.mem, (size_t)(c->q_heads + c->kv_heads) * D, S * W, D, W};
     const attn_tensor to = {l->mixed.mem, 0, S * l->mixed_width, D, l->mixed_width};
-    if ((st = attn_forward(ctx, &p, &tq, &tk, &tv, &to, lengths, NULL, NULL)) != ATTN_SUCCESS)
-        return st; /* attn_forward has set the context's message */
-
-    pthread_mutex_lock(&ctx->lock);
-    if (timing) st = finish(ctx, &t2);
+    st = attn_forward_locked(ctx, &p, &tq, &tk, &tv, &to, lengths, NULL, NULL);
+    if (st == ATTN_SUCCESS && timing) st = finish(ctx, &t2);
     if (st == ATTN_SUCCESS) st = attn_queue_order(ctx);
     if (st == ATTN_SUCCESS)
         st = project(l, (size_t)batch * S, l->mixed_width, (size_t)c->d_model, l->mixed.mem, 0,
@@ -280,7 +279,7 @@ static attn_status forward(attn_layer *l, int batch, int seq, cl_mem hidden, siz
         clReleaseEvent(*done);
         *done = NULL;
     }
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     if (st == ATTN_SUCCESS && timing) {
         timing->projection_ms = (t1 - t0) + (t3 - t2);
         timing->attention_ms = t2 - t1;
@@ -293,8 +292,8 @@ attn_status attn_layer_forward(attn_layer *layer, int batch, int seq, cl_mem hid
                                const attn_lengths *lengths, attn_layer_timing *timing,
                                cl_event *done)
 {
-    if (!layer) return ATTN_ERROR_INVALID_ARGUMENT;
     if (done) *done = NULL;
+    if (!layer) return attn_fail_null(__func__, "layer");
     pthread_mutex_lock(&layer->lock);
     attn_status st = forward(layer, batch, seq, hidden, hidden_offset, out, out_offset, lengths,
                              timing, done);

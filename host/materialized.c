@@ -219,10 +219,9 @@ attn_status attn_forward_materialized(attn_context *ctx, const attn_problem *p,
                                       const attn_tensor *v, const attn_tensor *out,
                                       const attn_lengths *lengths, cl_mem lse, cl_event *done)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
     if (done) *done = NULL;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     attn_check_inputs *inputs = NULL;
     cl_event finished = NULL;
     attn_status st = attn_validate_forward(ctx, p, q, k, v, out, lengths, lse);
@@ -237,7 +236,7 @@ attn_status attn_forward_materialized(attn_context *ctx, const attn_problem *p,
     attn_check_free(inputs);
     if (st == ATTN_SUCCESS && done) *done = finished; /* the caller releases it */
     else if (finished) clReleaseEvent(finished);
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }
 
@@ -316,10 +315,9 @@ attn_status attn_attention_weights(attn_context *ctx, const attn_problem *p,
                                    const attn_lengths *lengths, int batch_index, int head,
                                    float *weights_out)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     attn_status st = weights(ctx, p, q, k, lengths, batch_index, head, weights_out);
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }

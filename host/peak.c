@@ -141,14 +141,13 @@ done:
 
 attn_status attn_device_peak_gflops(attn_context *ctx, double *gflops)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     attn_status st = ATTN_SUCCESS;
     cl_mem out = NULL;
     if (!gflops) {
         st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT,
-                       "attn_device_peak_gflops: gflops must not be NULL");
+                       "gflops must not be NULL");
         goto done;
     }
     *gflops = 0;
@@ -176,6 +175,6 @@ attn_status attn_device_peak_gflops(attn_context *ctx, double *gflops)
     *gflops = best;
 done:
     if (out) clReleaseMemObject(out);
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }

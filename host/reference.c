@@ -29,19 +29,32 @@ static int span_ok(int start, int len, int padded)
     return start >= 0 && start <= padded && len >= 0 && len <= padded && start + len <= padded;
 }
 
-/* The problem's shape and lengths against the DESIGN rules; no messages (the
- * reference has no context: attn_validate_problem gives them for attn_forward). */
+/* The problem's shape and lengths against the DESIGN rules, each failure
+ * named in the thread's last error (the reference has no context). Its own
+ * rules, not attn_validate_problem's: the reference ignores p->dtype and
+ * stays independent of the code it checks. */
 static attn_status reference_check(const attn_problem *p, const attn_lengths *L)
 {
-    if (p->batch < 1 || p->q_heads < 1 || p->kv_heads < 1 || p->q_len < 1 || p->kv_len < 1)
-        return ATTN_ERROR_INVALID_ARGUMENT;
-    if (p->q_heads % p->kv_heads != 0) return ATTN_ERROR_INVALID_ARGUMENT;
-    if (p->head_dim < 1 || p->head_dim > 256) return ATTN_ERROR_INVALID_ARGUMENT;
-    if (!isfinite(p->scale)) return ATTN_ERROR_INVALID_ARGUMENT;
+    const struct { int value; const char *name; } sizes[] = {
+        {p->batch, "batch"},     {p->q_heads, "q_heads"}, {p->kv_heads, "kv_heads"},
+        {p->head_dim, "head_dim"}, {p->q_len, "q_len"},   {p->kv_len, "kv_len"},
+    };
+    for (size_t i = 0; i < sizeof sizes / sizeof sizes[0]; i++)
+        ATTN_CHECK(NULL, sizes[i].value < 1, ATTN_ERROR_INVALID_ARGUMENT,
+                   "p->%s = %d must be positive", sizes[i].name, sizes[i].value);
+    ATTN_CHECK(NULL, p->head_dim > 256, ATTN_ERROR_INVALID_ARGUMENT,
+               "p->head_dim = %d exceeds 256", p->head_dim);
+    ATTN_CHECK(NULL, p->q_heads % p->kv_heads != 0, ATTN_ERROR_INVALID_ARGUMENT,
+               "p->q_heads = %d is not a multiple of p->kv_heads = %d", p->q_heads, p->kv_heads);
+    ATTN_CHECK(NULL, !isfinite(p->scale), ATTN_ERROR_INVALID_ARGUMENT, "p->scale is not finite");
     for (int b = 0; L && b < p->batch; b++) {
         region r = region_of(p, L, b);
-        if (!span_ok(r.q_start, r.q_len, p->q_len) || !span_ok(r.kv_start, r.kv_len, p->kv_len))
-            return ATTN_ERROR_INVALID_ARGUMENT;
+        ATTN_CHECK(NULL, !span_ok(r.q_start, r.q_len, p->q_len), ATTN_ERROR_INVALID_ARGUMENT,
+                   "lengths: batch %d's query rows %d..%d+%d do not fit q_len = %d", b,
+                   r.q_start, r.q_start, r.q_len, p->q_len);
+        ATTN_CHECK(NULL, !span_ok(r.kv_start, r.kv_len, p->kv_len), ATTN_ERROR_INVALID_ARGUMENT,
+                   "lengths: batch %d's key rows %d..%d+%d do not fit kv_len = %d", b,
+                   r.kv_start, r.kv_start, r.kv_len, p->kv_len);
     }
     return ATTN_SUCCESS;
 }
@@ -66,17 +79,23 @@ attn_status attn_reference_forward(const attn_problem *p, const float *q, const 
                                    const float *v, float *out, const attn_lengths *lengths,
                                    float *lse)
 {
-    if (!p || !q || !k || !v || !out) return ATTN_ERROR_INVALID_ARGUMENT;
+    attn_thread_call_begin(__func__);
+    const void *args[] = {p, q, k, v, out};
+    const char *names[] = {"p", "q", "k", "v", "out"};
+    for (int i = 0; i < 5; i++)
+        ATTN_CHECK(NULL, !args[i], ATTN_ERROR_INVALID_ARGUMENT, "%s is NULL", names[i]);
     attn_status st = reference_check(p, lengths);
     if (st != ATTN_SUCCESS) return st;
 
     const int D = p->head_dim, Sq = p->q_len, Skv = p->kv_len;
     const int group = p->q_heads / p->kv_heads;
-    const double scale = attn_effective_scale(p);
+    /* The default scale computed here, in double, not by the kernels'
+     * attn_effective_scale: a wrong default there must show as a mismatch. */
+    const double scale = p->scale != 0.0f ? (double)p->scale : 1.0 / sqrt((double)D);
 
     /* One row of scores, then the row's output accumulator. */
     double *scores = malloc(((size_t)Skv + (size_t)D) * sizeof(double));
-    if (!scores) return ATTN_ERROR_OUT_OF_MEMORY;
+    ATTN_CHECK(NULL, !scores, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
     double *acc = scores + Skv;
 
     for (int b = 0; b < p->batch; b++) {

@@ -354,14 +354,16 @@ void attn_tuning_reload(attn_context *ctx)
 
 attn_status attn_tuning_force(attn_context *ctx, const attn_params *pr)
 {
-    pthread_mutex_lock(&ctx->lock);
+    attn_call_begin(ctx, __func__);
     struct attn_tuning_state *s = state(ctx);
     if (s) {
         s->forced = pr != NULL;
         if (pr) s->force = *pr;
     }
-    pthread_mutex_unlock(&ctx->lock);
-    return s ? ATTN_SUCCESS : ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    const attn_status st =
+        s ? ATTN_SUCCESS : ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    attn_call_end(ctx);
+    return st;
 }
 
 void attn_tuning_release(attn_context *ctx)

@@ -189,7 +189,8 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
     if ((st = check_tensor(ctx, q, "q", p->batch, p->q_heads, p->q_len, D, elem, &qhi)) ||
         (st = check_tensor(ctx, k, "k", p->batch, p->kv_heads, p->kv_len, D, elem, &khi)) ||
         (st = check_tensor(ctx, v, "v", p->batch, p->kv_heads, p->kv_len, D, elem, &vhi)) ||
-        (st = check_tensor(ctx, out, "out", p->batch, p->q_heads, p->q_len, D, elem, &ohi)))
+        (st = check_tensor(ctx, out, "out", p->batch, p->q_heads, p->q_len, D, elem, &ohi)) ||
+        (st = attn_validate_writable(ctx, out->buffer, "out->buffer")))
         return st;
     /* out may be q itself (each row is read before it is written), never K or V */
     if (p->q_heads == p->kv_heads && p->q_len == p->kv_len) {
@@ -216,6 +217,7 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
             clGetMemObjectInfo(lse, CL_MEM_CONTEXT, sizeof owner, &owner, NULL) != CL_SUCCESS)
             return INVALID(ctx, "lse is not a valid cl_mem");
         if (owner != ctx->cl_ctx) return INVALID(ctx, "lse belongs to another cl_context than ctx's");
+        if ((st = attn_validate_writable(ctx, lse, "lse")) != ATTN_SUCCESS) return st;
         size_t need = (size_t)p->batch * p->q_heads * p->q_len * sizeof(float);
         if (bytes < need)
             return INVALID(ctx, "lse holds %zu bytes; batch * q_heads * q_len floats need %zu",
@@ -230,4 +232,14 @@ attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const 
                                  int batch, int heads, int seq, int dim, size_t elem, size_t *hi)
 {
     return check_tensor(ctx, t, name, batch, heads, seq, dim, elem, hi);
+}
+
+attn_status attn_validate_writable(attn_context *ctx, cl_mem m, const char *name)
+{
+    cl_mem_flags flags = 0;
+    if (clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS)
+        return INVALID(ctx, "%s is not a valid cl_mem", name);
+    if (flags & CL_MEM_READ_ONLY)
+        return INVALID(ctx, "%s was created CL_MEM_READ_ONLY, but attn writes to it", name);
+    return ATTN_SUCCESS;
 }

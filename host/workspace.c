@@ -14,9 +14,8 @@ static int scratch_list(attn_context *ctx, attn_scratch **list, int max)
 
 attn_status attn_context_workspace_bytes(attn_context *ctx, size_t *bytes)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     attn_status st = ATTN_SUCCESS;
     if (!bytes) {
         st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "bytes is NULL");
@@ -26,15 +25,14 @@ attn_status attn_context_workspace_bytes(attn_context *ctx, size_t *bytes)
         *bytes = 0;
         for (int i = 0; i < n; i++) *bytes += list[i]->mem ? list[i]->bytes : 0;
     }
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return st;
 }
 
 attn_status attn_context_release_workspace(attn_context *ctx)
 {
-    if (!ctx) return ATTN_ERROR_INVALID_ARGUMENT;
-    pthread_mutex_lock(&ctx->lock);
-    ctx->error[0] = 0;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
     attn_scratch *list[16];
     int n = scratch_list(ctx, list, 16);
     for (int i = 0; i < n; i++) {
@@ -43,6 +41,6 @@ attn_status attn_context_release_workspace(attn_context *ctx)
         list[i]->mem = NULL;
         list[i]->bytes = 0;
     }
-    pthread_mutex_unlock(&ctx->lock);
+    attn_call_end(ctx);
     return ATTN_SUCCESS;
 }

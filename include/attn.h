@@ -72,13 +72,21 @@ ATTN_API attn_status attn_context_create_from_queue(cl_command_queue queue, attn
 ATTN_API void attn_context_release(attn_context *ctx);
 
 /*! attn_last_error() : the last failure on ctx, in words: the argument at
- *  fault, or the OpenCL call and its code, or the build log's head.
- *  "" when nothing failed; "(null context)" for NULL. Valid until the next
- *  call on ctx. */
+ *  fault, or the OpenCL call and its code, or the build log's head. Every
+ *  message begins with the name of the function that failed
+ *  ("attn_forward: q is NULL"). "" when the last call on ctx succeeded.
+ *  Valid until the next call on ctx.
+ *  attn_last_error(NULL) : the same for the calling thread's last call that
+ *  had no context to carry its message: a call given a NULL ctx, cache or
+ *  layer ("attn_kv_cache_append: cache is NULL"), attn_context_create*,
+ *  attn_select_device, attn_reference_forward and attn_convert_*. Such a
+ *  call clears it when it starts and leaves every context's message alone,
+ *  so after one read attn_last_error(NULL), not attn_last_error(ctx), which
+ *  still holds ctx's own last failure. Per thread (C11 _Thread_local). */
 ATTN_API const char *attn_last_error(const attn_context *ctx);
 
 /*! attn_last_create_error() : why the last attn_context_create*() on this
- *  thread failed (no context exists to carry it). */
+ *  thread failed: the same text as attn_last_error(NULL). */
 ATTN_API const char *attn_last_create_error(void);
 
 ATTN_API cl_context       attn_context_cl_context(const attn_context *ctx);
@@ -152,6 +160,8 @@ typedef struct attn_lengths {
  *  Every row of `out` inside [0, q_len) is written; rows with no visible key
  *  get zeros (and -inf in lse). lse: NULL, or a cl_mem of >= B*Hq*Sq floats,
  *  written [B, Hq, Sq] as natural-log sum-exp of the scaled, masked logits.
+ *  out->buffer and lse are written by kernels: one created CL_MEM_READ_ONLY
+ *  is ATTN_ERROR_INVALID_ARGUMENT naming it (q, k and v may be read-only).
  *  done: NULL, or receives the completion event (caller releases it).
  *  All arguments are validated before anything is enqueued. */
 ATTN_API attn_status attn_forward(attn_context *ctx, const attn_problem *p,
@@ -225,7 +235,10 @@ ATTN_API void attn_kv_cache_release(attn_kv_cache *cache);
  *  its length grows by counts[b].
  *  All sequences are checked before anything is enqueued: one that would
  *  pass the capacity is ATTN_ERROR_INVALID_ARGUMENT naming it, and no
- *  sequence changes. done: NULL, or receives the completion event. */
+ *  sequence changes. A failed append (for any reason) leaves the cache
+ *  without this step's keys, so attn_decode refuses the cache until an
+ *  append succeeds (truncate and reset do not lift that).
+ *  done: NULL, or receives the completion event. */
 ATTN_API attn_status attn_kv_cache_append(attn_kv_cache *cache, const attn_tensor *k,
                                           const attn_tensor *v, int block_len,
                                           const int *counts, cl_event *done);
@@ -266,12 +279,15 @@ ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tens
  *  is not used (the cache's lengths are). q and out are [batch, q_heads,
  *  q_len, head_dim] (out may be q itself). Sequence b's queries are rows
  *  0..q_lens[b]-1 (q_lens NULL: q_len each; 0 allowed) and are its LAST
- *  q_lens[b] tokens, whose K/V must already be appended: with L tokens in
+ *  q_lens[b] tokens, whose K/V must already be appended (the cache's last
+ *  attn_kv_cache_append must have succeeded: after a failed one, decode is
+ *  ATTN_ERROR_INVALID_ARGUMENT repeating the append's message, until an
+ *  append succeeds; it would otherwise attend for the previous token): with L tokens in
  *  the cache, query row i is token L - q_lens[b] + i and sees keys
  *  0..L - q_lens[b] + i when p->causal (bottom-right inside the new block),
  *  all L keys otherwise. Rows past q_lens[b] get zeros and -inf LSE.
  *  lse: NULL or >= batch * q_heads * q_len floats, [B, Hq, q_len], natural
- *  log. The result equals attn_forward over attn_kv_cache_tensors with
+ *  log (out and lse not CL_MEM_READ_ONLY, as for attn_forward). The result equals attn_forward over attn_kv_cache_tensors with
  *  lengths {q_len = q_lens, kv_len = the cache's lengths}, within the DESIGN
  *  tolerance. Long prefixes are split into chunks that run in parallel and
  *  are combined with their LSEs; the number of splits comes from the
@@ -379,7 +395,8 @@ typedef struct attn_layer_timing {
 /*! attn_layer_forward() :
  *  hidden and out: cl_mems holding [batch][seq][d_model] elements of
  *  cfg->dtype, contiguous, from element offsets hidden_offset / out_offset
- *  (they may be the same: hidden is consumed before out is written).
+ *  (they may be the same: hidden is consumed before out is written; out
+ *  must not have been created CL_MEM_READ_ONLY).
  *  lengths (optional) are the attention's per-batch regions, as for
  *  attn_forward with q_len = kv_len = seq: pad rows of out are zero, and
  *  whatever pad rows of hidden hold never reaches a content row.
@@ -402,10 +419,11 @@ ATTN_API attn_status attn_layer_forward(attn_layer *layer, int batch, int seq, c
  *   is quick; a first call that builds a program holds the lock for the
  *   build). Threads that want builds or check mode in parallel use one
  *   context each, on the same device if they like.
- * - attn_last_error(ctx) is the message of the last failed call on ctx, by
- *   any thread. With threads sharing a context, read it only while no other
- *   thread is inside a call on ctx, or give each thread its own context.
- *   attn_last_create_error() is per thread.
+ * - attn_last_error(ctx) is the message of the last call on ctx, by any
+ *   thread ("" after a success). With threads sharing a context, read it
+ *   only while no other thread is inside a call on ctx, or give each thread
+ *   its own context. attn_last_error(NULL) and attn_last_create_error() are
+ *   per thread.
  * - attn_context_release(ctx) must come after every other thread's last
  *   call on ctx has returned.
  * - ctx's queue: attn enqueues on it inside the lock. An application that

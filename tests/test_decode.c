@@ -5,7 +5,8 @@
  * the matching rows of one uncached attn_forward over the whole sequence
  * and to the CPU reference, for each storage type), split-KV results equal
  * to the unsplit ones, empty sequences, and every refusal: capacity
- * overflow, truncation below zero, mismatched heads, head dim or dtype.
+ * overflow, truncation below zero, mismatched heads, head dim or dtype, a
+ * decode after a failed append.
  *
  * Build cost: one decode program per (family, dtype) at D=64 (splits are a
  * run-time argument) and two at D=40, the forward programs for the
@@ -711,18 +712,19 @@ static void test_capacity_and_positions(void)
     attn_kv_cache_lengths(cache, lens);
     CU_ASSERT(lens[0] == 22 && lens[1] == CAP);
     read_rows(ctx, cache, CAP, all);
-    for (int b = 0; b < 2; b++)
-        for (int j = 0; j < lens[b]; j++) {
+    /* the first wrong element ends all three loops: one line, no reads past lens[] or all[] */
+    int drift = 0;
+    for (int b = 0; b < 2 && !drift; b++)
+        for (int j = 0; j < lens[b] && !drift; j++) {
             const float tag = (b == 0 && j >= 12) || (b == 1 && j >= 30) ? 0.5f : 0.0f;
-            for (int d = 0; d < DD; d++)
+            for (int d = 0; d < DD && !drift; d++)
                 if (all[((size_t)b * CAP + j) * DD + d] != tag + 1000.0f * b + j + d / 100.0f) {
                     printf("\n  cache row %d of sequence %d holds %g, not token %d's value\n", j,
                            b, (double)all[((size_t)b * CAP + j) * DD + d], j);
-                    CU_FAIL("position drift");
-                    b = 2;
-                    break;
+                    drift = 1;
                 }
         }
+    if (drift) CU_FAIL("position drift");
     /* full: one more token for sequence 1 is refused, naming it */
     int one[2] = {0, 1};
     CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, 10, one, NULL),
@@ -742,6 +744,66 @@ static void test_capacity_and_positions(void)
     attn_kv_cache_release(cache);
     attn_kv_cache_release(NULL);
     free(blk), free(all);
+}
+
+/* After a failed append the cache does not hold this step's keys: a decode
+ * then must be an error (it would attend for the previous token), until an
+ * append succeeds. */
+static void test_decode_after_failed_append(void)
+{
+    attn_context *ctx = harness_context();
+    enum { CAP = 4, DD = 16, QH = 2 };
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 1, 1, DD, CAP, ATTN_F32, &cache), ATTN_SUCCESS);
+    float *kv = xalloc((size_t)CAP * DD), *qh = xalloc((size_t)QH * DD);
+    for (int i = 0; i < CAP * DD; i++) kv[i] = (float)(i % 7) / 7.0f;
+    for (int i = 0; i < QH * DD; i++) qh[i] = 0.25f;
+    attn_tensor tk, tv, tk1, tv1, tq, to;
+    cl_mem mk = harness_upload(ctx, ATTN_F32, kv, 1, 1, CAP - 1, DD, NULL, &tk);
+    cl_mem mv = harness_upload(ctx, ATTN_F32, kv, 1, 1, CAP - 1, DD, NULL, &tv);
+    cl_mem mk1 = harness_upload(ctx, ATTN_F32, kv, 1, 1, 1, DD, NULL, &tk1);
+    cl_mem mv1 = harness_upload(ctx, ATTN_F32, kv, 1, 1, 1, DD, NULL, &tv1);
+    cl_mem mq = harness_upload(ctx, ATTN_F32, qh, 1, QH, 1, DD, NULL, &tq);
+    cl_mem mo = harness_alloc(ctx, ATTN_F32, 1, QH, 1, DD, NULL, &to);
+    CU_ASSERT_FATAL(mk && mv && mk1 && mv1 && mq && mo);
+    const attn_problem p = {1, QH, 1, DD, 1, 1, ATTN_F32, 1, 0.0f};
+    unsetenv("ATTN_PARAMS");
+
+    /* three prompt tokens, then a step that fits: decode works */
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, CAP - 1, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk1, &tv1, 1, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL), ATTN_SUCCESS);
+    /* the next step's append passes the capacity and fails: its decode must too */
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk1, &tv1, 1, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "attn_decode: "));
+    CU_ASSERT(says(ctx, "this step's keys"));
+    CU_ASSERT(says(ctx, "capacity")); /* the append's own reason is repeated */
+    /* and stays an error (nothing changed) until an append succeeds */
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_kv_cache_truncate(cache, 0, CAP - 1), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk1, &tv1, 1, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL), ATTN_SUCCESS);
+    /* any failed append counts, a bad argument as well as the capacity */
+    CU_ASSERT_EQUAL(attn_kv_cache_truncate(cache, 0, CAP - 1), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, NULL, &tv1, 1, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "this step's keys"));
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk1, &tv1, 1, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL), ATTN_SUCCESS);
+    clFinish(attn_context_queue(ctx));
+
+    cl_mem mems[] = {mk, mv, mk1, mv1, mq, mo};
+    for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++) clReleaseMemObject(mems[i]);
+    attn_kv_cache_release(cache);
+    free(kv), free(qh);
 }
 
 static void test_mismatches(void)
@@ -899,6 +961,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_empty_sequences),
     HARNESS_TEST(test_mqa_odd_dim),
     HARNESS_TEST(test_capacity_and_positions),
+    HARNESS_TEST(test_decode_after_failed_append),
     HARNESS_TEST(test_mismatches),
     HARNESS_TEST(test_check_mode_and_defaults),
     HARNESS_END

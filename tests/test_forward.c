@@ -512,6 +512,39 @@ static void test_custom_scale(void)
     run_table(cs, 4);
 }
 
+/* p->scale = 0 means 1/sqrt(head_dim). The reference computes that default
+ * on its own, so a wrong default on the kernels' side (attn_effective_scale)
+ * is a mismatch here, for both families; and the reference's default is an
+ * explicit 1/sqrt(D). */
+static void test_default_scale(void)
+{
+    static const int dims[] = {16, 40, 64, 128};
+    for (int i = 0; i < 4; i++) {
+        const int D = dims[i];
+        const int nq = 2 * 9 * D, nk = 13 * D;
+        float *q = malloc(sizeof(float) * nq), *k = malloc(sizeof(float) * nk),
+              *v = malloc(sizeof(float) * nk), *a = malloc(sizeof(float) * nq),
+              *b = malloc(sizeof(float) * nq);
+        CU_ASSERT_FATAL(q && k && v && a && b);
+        harness_fill_uniform(q, (size_t)nq, 900 + D, -3.0f, 3.0f);
+        harness_fill_uniform(k, (size_t)nk, 901 + D, -3.0f, 3.0f);
+        harness_fill_uniform(v, (size_t)nk, 902 + D, -1.0f, 1.0f);
+        attn_problem p = {1, 2, 1, D, 9, 13, ATTN_F32, 1, 0.0f};
+        CU_ASSERT_EQUAL(attn_reference_forward(&p, q, k, v, a, NULL, NULL), ATTN_SUCCESS);
+        p.scale = (float)(1.0 / sqrt((double)D));
+        CU_ASSERT_EQUAL(attn_reference_forward(&p, q, k, v, b, NULL, NULL), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(harness_compare("reference default scale", a, b, (size_t)nq, 1e-6, 1e-6,
+                                        900 + D), 0);
+        free(q), free(k), free(v), free(a), free(b);
+    }
+    fcase cs[3];
+    cs[0] = base("default scale, D 40", 1, 4, 2, 40, 19, 27, 1, 811);
+    cs[1] = base("default scale, D 64, full", 2, 2, 1, 64, 17, 17, 0, 812);
+    cs[2] = base("default scale, D 128", 1, 2, 2, 128, 9, 33, 1, 813);
+    for (int i = 0; i < 3; i++) cs[i].amp = 2.0f; /* sharp logits: the scale matters */
+    run_table(cs, 3);
+}
+
 /* ---- in place: out is the q tensor ---- */
 
 static void test_in_place(void)
@@ -734,6 +767,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_dtypes),
     HARNESS_TEST(test_dtype_head_dim_sweep),
     HARNESS_TEST(test_custom_scale),
+    HARNESS_TEST(test_default_scale),
     HARNESS_TEST(test_in_place),
     HARNESS_TEST(test_tile_params),
     HARNESS_TEST(test_default_params),

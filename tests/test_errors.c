@@ -1,0 +1,334 @@
+/* test_errors.c -- what attn_last_error says. Every message begins with the
+ * name of the function that failed (a sample of error paths of each entry
+ * point); calls that have no context to carry their message (a NULL ctx,
+ * cache or layer; context creation; the reference; the conversions) report
+ * it per thread through attn_last_error(NULL) and never show an older
+ * call's text; outputs created CL_MEM_READ_ONLY are refused by name; counts
+ * read as English ("1 token"). */
+#define _POSIX_C_SOURCE 200809L
+#include "harness.h"
+
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { B = 1, HQ = 2, HKV = 1, D = 16, S = 8 };
+
+/* msg begins with "fn: " and (when word is not NULL) contains word. */
+static int names(const char *msg, const char *fn, const char *word)
+{
+    const size_t n = strlen(fn);
+    if (strncmp(msg, fn, n) == 0 && msg[n] == ':' && msg[n + 1] == ' ' &&
+        (!word || strstr(msg + n, word)))
+        return 1;
+    printf("\n  expected \"%s: ...%s...\", got \"%s\"\n", fn, word ? word : "", msg);
+    return 0;
+}
+
+/* call returns status st, and ctx's message (NULL ctx: the thread's) names fn and word. */
+#define FAILS(ctx, call, st, fn, word)                          \
+    do {                                                        \
+        CU_ASSERT_EQUAL((call), (st));                          \
+        CU_ASSERT(names(attn_last_error(ctx), (fn), (word)));   \
+    } while (0)
+
+typedef struct fixture {
+    attn_context *ctx;
+    attn_problem p;
+    attn_tensor q, k, v, out, ro_out; /* ro_out: created CL_MEM_READ_ONLY */
+    cl_mem mem[5], lse, ro_lse;
+    attn_kv_cache *cache;
+} fixture;
+
+static cl_mem buffer(attn_context *ctx, cl_mem_flags flags, size_t bytes)
+{
+    cl_int err;
+    cl_mem m = clCreateBuffer(attn_context_cl_context(ctx), flags, bytes, NULL, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    return m;
+}
+
+static void fixture_init(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    f->ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f->ctx);
+    const attn_problem p = {B, HQ, HKV, D, S, S, ATTN_F32, 1, 0.0f};
+    f->p = p;
+    float *zeros = calloc((size_t)B * HQ * S * D, sizeof(float));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(zeros);
+    f->mem[0] = harness_upload(f->ctx, ATTN_F32, zeros, B, HQ, S, D, NULL, &f->q);
+    f->mem[1] = harness_upload(f->ctx, ATTN_F32, zeros, B, HKV, S, D, NULL, &f->k);
+    f->mem[2] = harness_upload(f->ctx, ATTN_F32, zeros, B, HKV, S, D, NULL, &f->v);
+    f->mem[3] = harness_alloc(f->ctx, ATTN_F32, B, HQ, S, D, NULL, &f->out);
+    free(zeros);
+    f->ro_out = f->out;
+    f->ro_out.buffer = f->mem[4] =
+        buffer(f->ctx, CL_MEM_READ_ONLY, (size_t)B * HQ * S * D * sizeof(float));
+    f->lse = buffer(f->ctx, CL_MEM_READ_WRITE, (size_t)B * HQ * S * sizeof(float));
+    f->ro_lse = buffer(f->ctx, CL_MEM_READ_ONLY, (size_t)B * HQ * S * sizeof(float));
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(f->ctx, B, HKV, D, 4, ATTN_F32, &f->cache),
+                          ATTN_SUCCESS);
+}
+
+static void fixture_free(fixture *f)
+{
+    clFinish(attn_context_queue(f->ctx));
+    for (int i = 0; i < 5; i++)
+        if (f->mem[i]) clReleaseMemObject(f->mem[i]);
+    clReleaseMemObject(f->lse);
+    clReleaseMemObject(f->ro_lse);
+    attn_kv_cache_release(f->cache);
+}
+
+/* ---- every entry point's messages begin with its name ---- */
+
+static void test_messages_name_the_function(void)
+{
+    fixture f;
+    fixture_init(&f);
+    attn_context *ctx = f.ctx;
+    attn_problem bad = f.p;
+    bad.head_dim = 0;
+    float w[S * S];
+
+    FAILS(ctx, attn_forward(ctx, &f.p, NULL, &f.k, &f.v, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward", "q is NULL");
+    FAILS(ctx, attn_forward(ctx, &bad, &f.q, &f.k, &f.v, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward", "head_dim");
+    FAILS(ctx, attn_prepare(ctx, NULL, NULL), ATTN_ERROR_INVALID_ARGUMENT, "attn_prepare", "is NULL");
+    FAILS(ctx, attn_forward_materialized(ctx, &f.p, &f.q, NULL, &f.v, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward_materialized", "k is NULL");
+    FAILS(ctx, attn_attention_weights(ctx, &f.p, &f.q, &f.k, NULL, 0, HQ, w),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_attention_weights", "head");
+    attn_kv_cache *c2 = NULL;
+    FAILS(ctx, attn_kv_cache_create(ctx, 0, HKV, D, 4, ATTN_F32, &c2),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_create", "batch");
+    FAILS(ctx, attn_kv_cache_append(f.cache, &f.k, &f.v, -1, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_append", "block_len");
+    FAILS(ctx, attn_decode(ctx, f.cache, &f.p, &f.q, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_decode", "block_len"); /* that append's reason */
+    CU_ASSERT_EQUAL(attn_kv_cache_append(f.cache, NULL, NULL, 0, NULL, NULL), ATTN_SUCCESS);
+    FAILS(ctx, attn_kv_cache_lengths(f.cache, NULL), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_kv_cache_lengths", "lengths");
+    FAILS(ctx, attn_kv_cache_truncate(f.cache, 3, 0), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_kv_cache_truncate", "seq");
+    FAILS(ctx, attn_kv_cache_reset(f.cache, 5), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_kv_cache_reset", "seq");
+    attn_problem dp = f.p;
+    dp.q_len = 1;
+    dp.kv_heads = 2;
+    FAILS(ctx, attn_decode(ctx, f.cache, &dp, &f.q, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_decode", "kv_heads");
+    dp.kv_heads = HKV;
+    FAILS(ctx, attn_decode(ctx, f.cache, &dp, &f.q, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_decode", "append"); /* the cache is empty */
+    dp.head_dim = 8;
+    FAILS(ctx, attn_decode_prepare(ctx, f.cache, &dp, NULL), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_decode_prepare", "head_dim");
+    FAILS(ctx, attn_context_workspace_bytes(ctx, NULL), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_context_workspace_bytes", NULL);
+    FAILS(ctx, attn_device_peak_gflops(ctx, NULL), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_device_peak_gflops", NULL);
+    FAILS(ctx, attn_device_copy_gbps(ctx, NULL), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_device_copy_gbps", NULL);
+
+    /* the layer */
+    attn_layer_config cfg = {16, 2, 1, 8, ATTN_F32, 1, 0.0f};
+    float *wq = calloc(16 * 16, sizeof(float)), *wk = calloc(8 * 16, sizeof(float)),
+          *wv = calloc(8 * 16, sizeof(float)), *wo = calloc(16 * 16, sizeof(float));
+    CU_ASSERT_FATAL(wq && wk && wv && wo);
+    attn_layer *layer = NULL;
+    cfg.d_model = 0;
+    FAILS(ctx, attn_layer_create(ctx, &cfg, wq, wk, wv, wo, &layer), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_layer_create", "d_model");
+    cfg.d_model = 16;
+    FAILS(ctx, attn_layer_create(ctx, &cfg, wq, NULL, wv, wo, &layer),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_create", "w_k");
+    CU_ASSERT_EQUAL_FATAL(attn_layer_create(ctx, &cfg, wq, wk, wv, wo, &layer), ATTN_SUCCESS);
+    FAILS(ctx, attn_layer_forward(layer, 0, 4, f.mem[3], 0, f.mem[3], 0, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "batch");
+    FAILS(ctx, attn_layer_forward(layer, 1, 4, NULL, 0, f.mem[3], 0, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "hidden");
+    attn_layer_release(layer);
+    free(wq), free(wk), free(wv), free(wo);
+
+    /* without a context: the thread's message */
+    attn_context *none = (attn_context *)1;
+    FAILS(NULL, attn_context_create("no-such-device-xyz", &none), ATTN_ERROR_NO_DEVICE,
+          "attn_context_create", "no-such-device-xyz");
+    CU_ASSERT_STRING_EQUAL(attn_last_create_error(), attn_last_error(NULL));
+    FAILS(NULL, attn_context_create_from_queue(NULL, &none), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_context_create_from_queue", "queue");
+    cl_device_id dev;
+    FAILS(NULL, attn_select_device(NULL, NULL, &dev), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_select_device", "platform");
+    FAILS(NULL, attn_select_device("no-such-device-xyz", (cl_platform_id[1]){0}, &dev),
+          ATTN_ERROR_NO_DEVICE, "attn_select_device", "no-such-device-xyz");
+    float x[4] = {0}, y[4];
+    FAILS(NULL, attn_reference_forward(&bad, x, x, x, y, NULL, NULL), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_reference_forward", "head_dim");
+    FAILS(NULL, attn_reference_forward(&f.p, x, NULL, x, y, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_reference_forward", "k");
+    FAILS(NULL, attn_convert_from_f32((attn_dtype)7, x, y, 4), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_convert_from_f32", "dtype");
+    FAILS(NULL, attn_convert_to_f32(ATTN_F16, NULL, y, 4), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_convert_to_f32", "src");
+    FAILS(NULL, attn_forward(NULL, &f.p, &f.q, &f.k, &f.v, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward", "ctx is NULL");
+    FAILS(ctx, attn_decode(ctx, NULL, &dp, &f.q, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_decode", "cache is NULL");
+    FAILS(NULL, attn_kv_cache_append(NULL, &f.k, &f.v, 1, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_append", "cache is NULL");
+    FAILS(NULL, attn_kv_cache_tensors(NULL, &f.k, NULL), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_kv_cache_tensors", "cache is NULL");
+    FAILS(NULL, attn_layer_forward(NULL, 1, 4, f.mem[3], 0, f.mem[3], 0, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "layer is NULL");
+    FAILS(NULL, attn_context_set_check(NULL, 1), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_context_set_check", "ctx is NULL");
+    fixture_free(&f);
+}
+
+/* ---- a call without a context never shows an older message ---- */
+
+static void *forward_without_context(void *arg)
+{
+    char *msg = arg;
+    attn_forward(NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL, NULL);
+    snprintf(msg, 256, "%s", attn_last_error(NULL));
+    return NULL;
+}
+
+static void test_no_stale_message(void)
+{
+    fixture f;
+    fixture_init(&f);
+    attn_context *ctx = f.ctx;
+    /* the user's report: a failure on the context, then append(NULL cache) */
+    FAILS(ctx, attn_kv_cache_lengths(f.cache, NULL), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_kv_cache_lengths", "lengths");
+    FAILS(NULL, attn_kv_cache_append(NULL, &f.k, &f.v, 1, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_append", "cache is NULL");
+    CU_ASSERT_PTR_NULL(strstr(attn_last_error(NULL), "lengths"));
+    /* the context's own message is its own last failure, untouched */
+    CU_ASSERT(names(attn_last_error(ctx), "attn_kv_cache_lengths", NULL));
+    /* a call without a context that succeeds clears the thread's message */
+    float x = 1.0f;
+    uint16_t h;
+    CU_ASSERT_EQUAL(attn_convert_from_f32(ATTN_F16, &x, &h, 1), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(NULL), "");
+    /* and a call on the context that succeeds clears the context's */
+    int lens[B];
+    CU_ASSERT_EQUAL(attn_kv_cache_lengths(f.cache, lens), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
+    /* per thread: another thread's failure is its own */
+    FAILS(NULL, attn_kv_cache_tensors(NULL, NULL, NULL), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_kv_cache_tensors", NULL);
+    char theirs[256] = "";
+    pthread_t t;
+    CU_ASSERT_EQUAL_FATAL(pthread_create(&t, NULL, forward_without_context, theirs), 0);
+    pthread_join(t, NULL);
+    CU_ASSERT(names(theirs, "attn_forward", "ctx is NULL"));
+    CU_ASSERT(names(attn_last_error(NULL), "attn_kv_cache_tensors", NULL));
+    fixture_free(&f);
+}
+
+/* ---- outputs attn writes must be writable by kernels ---- */
+
+static void test_read_only_outputs(void)
+{
+    fixture f;
+    fixture_init(&f);
+    attn_context *ctx = f.ctx;
+    FAILS(ctx, attn_forward(ctx, &f.p, &f.q, &f.k, &f.v, &f.ro_out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward", "out");
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "CL_MEM_READ_ONLY"));
+    FAILS(ctx, attn_forward(ctx, &f.p, &f.q, &f.k, &f.v, &f.out, NULL, f.ro_lse, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward", "lse");
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "CL_MEM_READ_ONLY"));
+    FAILS(ctx, attn_forward_materialized(ctx, &f.p, &f.q, &f.k, &f.v, &f.ro_out, NULL, NULL,
+                                         NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward_materialized", "out");
+    FAILS(ctx, attn_forward_materialized(ctx, &f.p, &f.q, &f.k, &f.v, &f.out, NULL, f.ro_lse,
+                                         NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward_materialized", "lse");
+
+    /* decode: one token in the cache, one query */
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(f.cache, &f.k, &f.v, S, (int[B]){1}, NULL),
+                          ATTN_SUCCESS);
+    attn_problem dp = f.p;
+    dp.q_len = 1;
+    attn_tensor q1 = f.q, o1 = f.out, ro1 = f.ro_out;
+    FAILS(ctx, attn_decode(ctx, f.cache, &dp, &q1, &ro1, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_decode", "out");
+    FAILS(ctx, attn_decode(ctx, f.cache, &dp, &q1, &o1, NULL, f.ro_lse, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_decode", "lse");
+
+    /* the layer writes out */
+    attn_layer_config cfg = {16, 2, 1, 8, ATTN_F32, 1, 0.0f};
+    float *wq = calloc(16 * 16, sizeof(float)), *wk = calloc(8 * 16, sizeof(float)),
+          *wv = calloc(8 * 16, sizeof(float)), *wo = calloc(16 * 16, sizeof(float));
+    CU_ASSERT_FATAL(wq && wk && wv && wo);
+    attn_layer *layer = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_layer_create(ctx, &cfg, wq, wk, wv, wo, &layer), ATTN_SUCCESS);
+    FAILS(ctx, attn_layer_forward(layer, 1, 4, f.mem[3], 0, f.mem[4], 0, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "out");
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "CL_MEM_READ_ONLY"));
+    attn_layer_release(layer);
+    free(wq), free(wk), free(wv), free(wo);
+
+    /* read-only inputs are fine: q, k, v made CL_MEM_READ_ONLY */
+    attn_tensor rq = f.q, rk = f.k, rv = f.v;
+    rq.buffer = buffer(ctx, CL_MEM_READ_ONLY, (size_t)B * HQ * S * D * sizeof(float));
+    rk.buffer = buffer(ctx, CL_MEM_READ_ONLY, (size_t)B * HKV * S * D * sizeof(float));
+    rv.buffer = buffer(ctx, CL_MEM_READ_ONLY, (size_t)B * HKV * S * D * sizeof(float));
+    attn_status st = attn_forward(ctx, &f.p, &rq, &rk, &rv, &f.out, NULL, f.lse, NULL);
+    if (st != ATTN_SUCCESS) printf("\n  %s\n", attn_last_error(ctx));
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    clFinish(attn_context_queue(ctx));
+    clReleaseMemObject(rq.buffer), clReleaseMemObject(rk.buffer), clReleaseMemObject(rv.buffer);
+    fixture_free(&f);
+}
+
+/* ---- counts in words ---- */
+
+static void test_plurals(void)
+{
+    fixture f;
+    fixture_init(&f);
+    attn_context *ctx = f.ctx;
+    /* capacity 4: three tokens, then one more and one too many */
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(f.cache, &f.k, &f.v, S, (int[B]){3}, NULL),
+                          ATTN_SUCCESS);
+    attn_problem dp = f.p;
+    dp.q_len = 4;
+    FAILS(ctx, attn_decode(ctx, f.cache, &dp, &f.q, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_decode", "holds only 3 tokens");
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(f.cache, &f.k, &f.v, S, (int[B]){1}, NULL),
+                          ATTN_SUCCESS);
+    FAILS(ctx, attn_kv_cache_append(f.cache, &f.k, &f.v, S, (int[B]){1}, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_append", "appending 1 token to its 4 ");
+    CU_ASSERT_PTR_NULL(strstr(attn_last_error(ctx), "1 tokens"));
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_truncate(f.cache, 0, 1), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(f.cache, &f.k, &f.v, S, (int[B]){0}, NULL),
+                          ATTN_SUCCESS);
+    dp.q_len = 2;
+    FAILS(ctx, attn_decode(ctx, f.cache, &dp, &f.q, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_decode", "2 new queries but sequence 0 holds only 1 token:");
+    FAILS(ctx, attn_decode(ctx, f.cache, &dp, &f.q, &f.out, (int[B]){2}, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_decode", "holds only 1 token:");
+    fixture_free(&f);
+}
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_messages_name_the_function),
+    HARNESS_TEST(test_no_stale_message),
+    HARNESS_TEST(test_read_only_outputs),
+    HARNESS_TEST(test_plurals),
+    HARNESS_END
+};
+
+static void register_tests(void) { harness_add_suite("errors", tests); }
+
+int main(void) { return harness_run("test_errors", register_tests); }
