@@ -177,15 +177,9 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
         const ulong prow = ((ulong)b * q_heads + qh[r]) * sq + qi[r];
         if (nsplit == 1) {
             const ulong orow = row_index(og, b, qh[r], qi[r]);
-            for (int c = 0; c < NCHUNK; c++) {
-                float out[VEC_WIDTH];
-                /* an empty row stores zeros even if a masked V held inf or NaN */
-                vstoreV(l > 0.0f ? acc[r][c] * inv : (floatV)(0.0f), 0, out);
-                for (int e = 0; e < VEC_WIDTH; e++) {
-                    const int d = c * VEC_WIDTH + e;
-                    if (d < HEAD_DIM) STORE(o, orow + d, out[e]);
-                }
-            }
+            /* an empty row stores zeros even if a masked V held inf or NaN */
+            for (int c = 0; c < NCHUNK; c++)
+                store_chunk(o, orow, c, l > 0.0f ? acc[r][c] * inv : (floatV)(0.0f));
             if (write_lse) lse[prow] = l > 0.0f ? (m[r] + log2(l)) * LN2 : -INFINITY;
         } else {
             const ulong pr = prow * nsplit + split;

@@ -12,6 +12,8 @@
 #define intV CAT(int, VEC_WIDTH)
 #define vloadV CAT(vload, VEC_WIDTH)
 #define vstoreV CAT(vstore, VEC_WIDTH)
+#define uintV CAT(uint, VEC_WIDTH)
+#define ushortV CAT(ushort, VEC_WIDTH)
 
 #if VEC_WIDTH == 16
 #define IOTA ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
@@ -51,4 +53,35 @@ inline float hsum_v(floatV x)
 #endif
     float2 c = b.lo + b.hi;
     return c.x + c.y;
+}
+
+/* Stores chunk c (elements c * VEC_WIDTH ...) of an output row at o + row,
+ * rounded as STORE rounds (common.cl). A chunk inside HEAD_DIM is one vector
+ * store: going through a float array and element stores made a 32-byte load
+ * of three smaller stores, a store-forwarding stall that cost 4% at S=512
+ * (perf, PoCL 3.1, Zen 5). The chunk that crosses HEAD_DIM, or an unaligned
+ * one, goes element by element. */
+inline void store_chunk(__global storage_t *o, ulong row, int c, floatV x)
+{
+    __global storage_t *p = o + row + (ulong)c * VEC_WIDTH;
+    /* PoCL 3.1 compiles vstore_half16 and vstore16 to aligned stores (a
+     * fault on a row at an odd offset), so only aligned chunks take it */
+    if ((c + 1) * VEC_WIDTH <= HEAD_DIM && (ulong)p % (VEC_WIDTH * sizeof(storage_t)) == 0) {
+#if STORAGE == 0
+        vstoreV(x, 0, p);
+#elif STORAGE == 1
+        CAT(CAT(vstore_half, VEC_WIDTH), _rte)(x, 0, p);
+#else
+        /* bf16_from_float (common.cl), on a vector */
+        const uintV u = CAT(as_uint, VEC_WIDTH)(x);
+        const uintV rounded = (u + (uintV)(0x7fffu) + ((u >> 16) & (uintV)(1u))) >> 16;
+        const uintV quiet = (u >> 16) | (uintV)(0x40u);
+        const intV nan = (u & (uintV)(0x7fffffffu)) > (uintV)(0x7f800000u);
+        vstoreV(CAT(convert_ushort, VEC_WIDTH)(select(rounded, quiet, nan)), 0, p);
+#endif
+        return;
+    }
+    float out[VEC_WIDTH];
+    vstoreV(x, 0, out);
+    for (int e = 0; e < VEC_WIDTH && c * VEC_WIDTH + e < HEAD_DIM; e++) STORE(o, row + (ulong)c * VEC_WIDTH + e, out[e]);
 }

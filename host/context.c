@@ -332,6 +332,7 @@ void attn_context_release(attn_context *ctx)
     for (attn_program_entry *e = ctx->programs, *next; e; e = next) {
         next = e->next;
         clReleaseProgram(e->program);
+        free(e->request);
         free(e);
     }
     attn_tuning_release(ctx);

@@ -16,6 +16,10 @@
 /* One built program, remembered per context by the hash of its key. */
 typedef struct attn_program_entry {
     uint64_t key;
+    /* the source names and options it was asked for, when the sources were
+     * the embedded ones (they never change): found again by this text
+     * without joining and hashing the sources; NULL otherwise */
+    char *request;
     cl_program program;
     struct attn_program_entry *next;
 } attn_program_entry;
