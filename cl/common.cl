@@ -61,3 +61,18 @@ inline int visible_keys(int r, int4 len, int causal)
     int hi = causal ? min(len.w, i + len.w - len.y + 1) : len.w;
     return max(hi, 0);
 }
+
+/* *s += x, with the rounding error carried in *c (Kahan): the sum is *s - *c.
+ * The kernels add each run of a few hundred keys' plain partial sum this
+ * way, so that a row's error does not grow with its length. */
+inline void kahan_add(float *s, float *c, float x)
+{
+    const float y = x - *c;
+    const float t = *s + y;
+    *c = (t - *s) - y;
+    *s = t;
+}
+
+/* Key blocks (tiles) summed plainly before such a compensated fold: about
+ * 256 keys, whose plain sum stays well inside the fp32 tolerance */
+#define FOLD_BLOCKS (BLOCK_KEYS >= 256 ? 1 : 256 / BLOCK_KEYS)

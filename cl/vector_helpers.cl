@@ -52,3 +52,12 @@ inline float hsum_v(floatV x)
     float2 c = b.lo + b.hi;
     return c.x + c.y;
 }
+
+/* *s += x, with the rounding error carried in *c (Kahan): the sum is *s - *c */
+inline void kahan_add_v(floatV *s, floatV *c, floatV x)
+{
+    const floatV y = x - *c;
+    const floatV t = *s + y;
+    *c = (t - *s) - y;
+    *s = t;
+}
