@@ -1,9 +1,11 @@
 /* test_long_context.c -- fp32 accumulation over very long key ranges. A few
- * queries against S = 262144 keys (the length at which the running sums
- * had drifted to 8.6e-4 relative error with constant V), for both kernel
+ * queries against S = 262144 keys (where the issue saw the running sums
+ * drift to 8.6e-4 relative error with constant V), for both kernel
  * families and both decode kernels, must stay within the fp32 tolerance of
- * the reference (double accumulation). Constant V is the hard case: the
- * exact result is V itself, and every rounding of the running sums shows.
+ * the reference (double accumulation). Q is zero unless ATTN_LONG_Q_STD
+ * says otherwise: every weight is then equal, the worst case for running
+ * sums (before the compensated folds: 2.6e-3, 22x the tolerance), and with
+ * constant V the exact result is V itself.
  *
  * ATTN_LONG_CONTEXT_TABLE=1 instead prints the error as a function of S
  * (4096 ... 1048576, constant and random V, each family and decode): the
