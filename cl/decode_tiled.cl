@@ -56,7 +56,8 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, __global const st
 {
     __local float q_l[BLOCK_ROWS * DS];
     __local float s_l[BLOCK_ROWS * BLOCK_KEYS];
-    __local float m_l[BLOCK_ROWS], l_l[BLOCK_ROWS], a_l[BLOCK_ROWS];
+    /* l_l - lc_l: each row's softmax denominator, compensated (common.cl) */
+    __local float m_l[BLOCK_ROWS], l_l[BLOCK_ROWS], lc_l[BLOCK_ROWS], a_l[BLOCK_ROWS];
 #if LOCAL_KV
     __local float k_l[BLOCK_KEYS * DS];
     __local float v_l[BLOCK_KEYS * DS];
@@ -89,13 +90,16 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, __global const st
     }
     if (tid < BLOCK_ROWS) {
         m_l[tid] = MAX_INIT;
-        l_l[tid] = 0.0f;
+        l_l[tid] = lc_l[tid] = 0.0f;
     }
     const int row = tid / TPR, lane = tid % TPR;
     int my_i, my_h;
     const int my_hi = min(decode_row(tile * BLOCK_ROWS + row, group, sq, hk, len, causal, &my_i, &my_h), j_end);
-    float acc[DPT];
-    for (int t = 0; t < DPT; t++) acc[t] = 0.0f;
+    /* O: summed plainly over FOLD_BLOCKS tiles (acc), each fold added to a
+     * compensated total (tot - cmp) */
+    float acc[DPT], tot[DPT], cmp[DPT];
+    for (int t = 0; t < DPT; t++) acc[t] = tot[t] = cmp[t] = 0.0f;
+    int nfold = 0;
     /* the global fence orders the Q reads before any O write when out == q */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
@@ -142,14 +146,25 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, __global const st
             }
             const float alpha = exp2(m_old - m_new);
             a_l[tid] = alpha;
-            l_l[tid] = l_l[tid] * alpha + sum;
+            float l = l_l[tid] * alpha, lc = lc_l[tid] * alpha;
+            kahan_add(&l, &lc, sum);
+            l_l[tid] = l;
+            lc_l[tid] = lc;
             m_l[tid] = m_new;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const float alpha = a_l[row];
-        for (int t = 0; t < DPT; t++) acc[t] *= alpha;
+        if (alpha != 1.0f)
+            for (int t = 0; t < DPT; t++) {
+                acc[t] *= alpha;
+                tot[t] *= alpha;
+                cmp[t] *= alpha;
+            }
         __local const float *pr = s_l + row * BLOCK_KEYS;
-        for (int c = 0; c < nk; c++) {
+        /* only this row's visible keys: a masked key's weight is zero, but its
+         * V row may hold inf or NaN (0 * inf = NaN) */
+        const int nr = min(nk, my_hi - j0);
+        for (int c = 0; c < nr; c++) {
             const float pc = pr[c];
 #if LOCAL_KV
             __local const float *vr = v_l + c * DS;
@@ -165,18 +180,25 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, __global const st
             }
 #endif
         }
+        if (++nfold == FOLD_BLOCKS || j0 + BLOCK_KEYS >= hmax) {
+            nfold = 0;
+            for (int t = 0; t < DPT; t++) {
+                kahan_add(&tot[t], &cmp[t], acc[t]);
+                acc[t] = 0.0f;
+            }
+        }
         barrier(CLK_LOCAL_MEM_FENCE); /* before the next tile overwrites s_l, k_l, v_l */
     }
 
     if (tile * BLOCK_ROWS + row >= group * sq) return;
-    const float l = my_hi > j_lo ? l_l[row] : 0.0f;
+    const float l = my_hi > j_lo ? l_l[row] - lc_l[row] : 0.0f;
     const float inv = l > 0.0f ? 1.0f / l : 0.0f;
     const ulong prow = ((ulong)b * q_heads + my_h) * sq + my_i;
     if (nsplit == 1) {
         const ulong orow = row_index(og, b, my_h, my_i);
         for (int t = 0; t < DPT; t++) {
             const int d = lane + t * TPR;
-            if (d < HEAD_DIM) STORE(o, orow + d, l > 0.0f ? acc[t] * inv : 0.0f);
+            if (d < HEAD_DIM) STORE(o, orow + d, l > 0.0f ? (tot[t] - cmp[t]) * inv : 0.0f);
         }
         if (write_lse && lane == 0) lse[prow] = l > 0.0f ? (m_l[row] + log2(l)) * LN2 : -INFINITY;
     } else {
@@ -184,7 +206,7 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, __global const st
         if (l > 0.0f)
             for (int t = 0; t < DPT; t++) {
                 const int d = lane + t * TPR;
-                if (d < HEAD_DIM) part_o[pr * DIM_PAD + d] = acc[t] * inv;
+                if (d < HEAD_DIM) part_o[pr * DIM_PAD + d] = (tot[t] - cmp[t]) * inv;
             }
         if (lane == 0) part_lse[pr] = l > 0.0f ? m_l[row] + log2(l) : EMPTY_LSE;
     }

@@ -79,14 +79,17 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
         for (int c = 0; c < NCHUNK; c++) qv[r][c] = vloadV(c, row);
     }
 
-    floatV acc[BLOCK_ROWS][NCHUNK];
-    floatV lsum[BLOCK_ROWS];
+    /* O and the denominator: summed plainly over FOLD_BLOCKS key blocks
+     * (acc, lsum), each fold added to a compensated total (common.cl) */
+    floatV acc[BLOCK_ROWS][NCHUNK], tot[BLOCK_ROWS][NCHUNK], cmp[BLOCK_ROWS][NCHUNK];
+    floatV lsum[BLOCK_ROWS], ltot[BLOCK_ROWS], lcmp[BLOCK_ROWS];
     float m[BLOCK_ROWS];
     for (int r = 0; r < BLOCK_ROWS; r++) {
-        for (int c = 0; c < NCHUNK; c++) acc[r][c] = (floatV)(0.0f);
-        lsum[r] = (floatV)(0.0f);
+        for (int c = 0; c < NCHUNK; c++) acc[r][c] = tot[r][c] = cmp[r][c] = (floatV)(0.0f);
+        lsum[r] = ltot[r] = lcmp[r] = (floatV)(0.0f);
         m[r] = MAX_INIT;
     }
+    int nfold = 0;
 
     for (int j0 = j_lo; j0 < hmax; j0 += BLOCK_KEYS) {
         /* scores: each K row is read once (converted once) and serves every
@@ -131,8 +134,14 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
             const float mb = hmax_v(bm);
             if (mb > m[r]) { /* rescale only when the row's max grows */
                 const float alpha = exp2(m[r] - mb);
-                for (int c = 0; c < NCHUNK; c++) acc[r][c] *= alpha;
+                for (int c = 0; c < NCHUNK; c++) {
+                    acc[r][c] *= alpha;
+                    tot[r][c] *= alpha;
+                    cmp[r][c] *= alpha;
+                }
                 lsum[r] *= alpha;
+                ltot[r] *= alpha;
+                lcmp[r] *= alpha;
                 m[r] = mb;
             }
 #pragma unroll
@@ -143,7 +152,9 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
             }
         }
         /* O += P V over the keys inside the split's range only: rows past
-         * the furthest limit may hold stale data (truncated tokens) */
+         * the furthest limit may hold stale data (truncated tokens). A key
+         * masked for a row is skipped, not weighted by zero: its V may hold
+         * inf or NaN (0 * inf = NaN). */
         __global const storage_t *vrow = vh + (ulong)j0 * DIM_PAD;
         const int nk = min(BLOCK_KEYS, hmax - j0);
         for (int r0 = 0; r0 < BLOCK_ROWS; r0 += PV_ROWS) {
@@ -159,7 +170,8 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
                     const floatV vv = LOADV(c, vr);
 #pragma unroll
                     for (int rr = 0; rr < PV_ROWS; rr++)
-                        if (r0 + rr < BLOCK_ROWS) a[rr][c] = mad((floatV)(p[r0 + rr][kk]), vv, a[rr][c]);
+                        if (r0 + rr < BLOCK_ROWS && j0 + kk < hi[r0 + rr])
+                            a[rr][c] = mad((floatV)(p[r0 + rr][kk]), vv, a[rr][c]);
                 }
             }
 #pragma unroll
@@ -168,23 +180,34 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
                 for (int c = 0; c < NCHUNK; c++)
                     if (r0 + rr < BLOCK_ROWS) acc[r0 + rr][c] = a[rr][c];
         }
+        if (++nfold == FOLD_BLOCKS || j0 + BLOCK_KEYS >= hmax) {
+            nfold = 0;
+            for (int r = 0; r < BLOCK_ROWS; r++) {
+                for (int c = 0; c < NCHUNK; c++) {
+                    kahan_add_v(&tot[r][c], &cmp[r][c], acc[r][c]);
+                    acc[r][c] = (floatV)(0.0f);
+                }
+                kahan_add_v(&ltot[r], &lcmp[r], lsum[r]);
+                lsum[r] = (floatV)(0.0f);
+            }
+        }
     }
 
     for (int r = 0; r < BLOCK_ROWS; r++) {
         if (tile * BLOCK_ROWS + r >= group * sq) break;
-        const float l = hi[r] > j_lo ? hsum_v(lsum[r]) : 0.0f;
+        const float l = hi[r] > j_lo ? hsum_v(ltot[r] - lcmp[r]) : 0.0f;
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
         const ulong prow = ((ulong)b * q_heads + qh[r]) * sq + qi[r];
         if (nsplit == 1) {
             const ulong orow = row_index(og, b, qh[r], qi[r]);
             /* an empty row stores zeros even if a masked V held inf or NaN */
             for (int c = 0; c < NCHUNK; c++)
-                store_chunk(o, orow, c, l > 0.0f ? acc[r][c] * inv : (floatV)(0.0f));
+                store_chunk(o, orow, c, l > 0.0f ? (tot[r][c] - cmp[r][c]) * inv : (floatV)(0.0f));
             if (write_lse) lse[prow] = l > 0.0f ? (m[r] + log2(l)) * LN2 : -INFINITY;
         } else {
             const ulong pr = prow * nsplit + split;
             if (l > 0.0f)
-                for (int c = 0; c < NCHUNK; c++) vstoreV(acc[r][c] * inv, c, part_o + pr * DIM_PAD);
+                for (int c = 0; c < NCHUNK; c++) vstoreV((tot[r][c] - cmp[r][c]) * inv, c, part_o + pr * DIM_PAD);
             part_lse[pr] = l > 0.0f ? m[r] + log2(l) : EMPTY_LSE;
         }
     }

@@ -51,7 +51,8 @@ void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const stora
 {
     __local float q_l[BLOCK_ROWS * DS];
     __local float s_l[BLOCK_ROWS * BLOCK_KEYS];
-    __local float m_l[BLOCK_ROWS], l_l[BLOCK_ROWS], a_l[BLOCK_ROWS];
+    /* l_l - lc_l: each row's softmax denominator, compensated (common.cl) */
+    __local float m_l[BLOCK_ROWS], l_l[BLOCK_ROWS], lc_l[BLOCK_ROWS], a_l[BLOCK_ROWS];
 #if LOCAL_KV
     __local float k_l[BLOCK_KEYS * DS];
     __local float v_l[BLOCK_KEYS * DS];
@@ -78,11 +79,16 @@ void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const stora
     }
     if (tid < BLOCK_ROWS) {
         m_l[tid] = MAX_INIT;
-        l_l[tid] = 0.0f;
+        l_l[tid] = lc_l[tid] = 0.0f;
     }
     const int row = tid / TPR, lane = tid % TPR;
-    float acc[DPT];
-    for (int t = 0; t < DPT; t++) acc[t] = 0.0f;
+    /* this work-item's row: its keys end at my_hi */
+    const int my_hi = r0 + row < sq ? visible_keys(r0 + row, len, causal) : 0;
+    /* O: summed plainly over FOLD_BLOCKS tiles (acc), each fold added to a
+     * compensated total (tot - cmp) */
+    float acc[DPT], tot[DPT], cmp[DPT];
+    for (int t = 0; t < DPT; t++) acc[t] = tot[t] = cmp[t] = 0.0f;
+    int nfold = 0;
     /* the global fence orders the Q reads before any O write when out == q */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
@@ -126,14 +132,25 @@ void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const stora
             }
             const float alpha = exp2(m_old - m_new);
             a_l[tid] = alpha;
-            l_l[tid] = l_l[tid] * alpha + sum;
+            float l = l_l[tid] * alpha, lc = lc_l[tid] * alpha;
+            kahan_add(&l, &lc, sum);
+            l_l[tid] = l;
+            lc_l[tid] = lc;
             m_l[tid] = m_new;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
         const float alpha = a_l[row];
-        for (int t = 0; t < DPT; t++) acc[t] *= alpha;
+        if (alpha != 1.0f)
+            for (int t = 0; t < DPT; t++) {
+                acc[t] *= alpha;
+                tot[t] *= alpha;
+                cmp[t] *= alpha;
+            }
         __local const float *pr = s_l + row * BLOCK_KEYS;
-        for (int c = 0; c < nk; c++) {
+        /* only this row's visible keys: a masked key's weight is zero, but its
+         * V row may hold inf or NaN (0 * inf = NaN) */
+        const int nr = min(nk, my_hi - j0);
+        for (int c = 0; c < nr; c++) {
             const float pc = pr[c];
 #if LOCAL_KV
             __local const float *vr = v_l + c * DS;
@@ -149,16 +166,23 @@ void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const stora
             }
 #endif
         }
+        if (++nfold == FOLD_BLOCKS || j0 + BLOCK_KEYS >= hmax) {
+            nfold = 0;
+            for (int t = 0; t < DPT; t++) {
+                kahan_add(&tot[t], &cmp[t], acc[t]);
+                acc[t] = 0.0f;
+            }
+        }
         barrier(CLK_LOCAL_MEM_FENCE); /* before the next tile overwrites s_l, k_l, v_l */
     }
 
     if (r0 + row < sq) {
-        const float l = l_l[row];
+        const float l = l_l[row] - lc_l[row];
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
         const ulong orow = row_index(og, b, h, r0 + row);
         for (int t = 0; t < DPT; t++) {
             const int d = lane + t * TPR;
-            if (d < HEAD_DIM) STORE(o, orow + d, l > 0.0f ? acc[t] * inv : 0.0f);
+            if (d < HEAD_DIM) STORE(o, orow + d, l > 0.0f ? (tot[t] - cmp[t]) * inv : 0.0f);
         }
         if (write_lse && lane == 0)
             lse[((ulong)b * q_heads + h) * sq + r0 + row] =

@@ -63,6 +63,54 @@ void attn_pack_kv(__global const storage_t *k, ulong4 kg, __global const storage
     }
 }
 
+/* acc[r] += sum over the block's keys kk < nk of p[r][kk] * V[kk]. With
+ * masked, row r's keys end at lim[r] and a key past it is skipped, not
+ * multiplied by its zero weight: a masked key's V row may hold inf or NaN,
+ * and 0 * inf = NaN. Called with a constant `masked` and always inlined
+ * (PoCL kept it a function otherwise, with acc in memory: 5-7% slower), so
+ * that the unmasked blocks (all but the diagonal and the tail) keep the
+ * plain FMA loop. */
+inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUNK], float p[BLOCK_ROWS][BLOCK_KEYS],
+                     __global const float *vrow, int nk, const int *lim, int masked)
+{
+#if NCHUNK % 2 == 0
+    /* two output chunks per pass: one broadcast of p feeds two FMAs, so the
+     * loop issues 10 loads per 16 FMAs instead of 9 per 8 */
+    for (int c = 0; c < NCHUNK; c += 2) {
+        floatV a0[BLOCK_ROWS], a1[BLOCK_ROWS];
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++) { a0[r] = acc[r][c]; a1[r] = acc[r][c + 1]; }
+        for (int kk = 0; kk < nk; kk++) {
+            const floatV v0 = vloadV(c, vrow + (ulong)kk * HEAD_DIM_PAD);
+            const floatV v1 = vloadV(c + 1, vrow + (ulong)kk * HEAD_DIM_PAD);
+#pragma unroll
+            for (int r = 0; r < BLOCK_ROWS; r++) {
+                if (masked && kk >= lim[r]) continue;
+                const floatV pr = (floatV)(p[r][kk]);
+                a0[r] = MULADD(pr, v0, a0[r]);
+                a1[r] = MULADD(pr, v1, a1[r]);
+            }
+        }
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++) { acc[r][c] = a0[r]; acc[r][c + 1] = a1[r]; }
+    }
+#else
+    for (int c = 0; c < NCHUNK; c++) {
+        floatV a[BLOCK_ROWS];
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++) a[r] = acc[r][c];
+        for (int kk = 0; kk < nk; kk++) {
+            const floatV vv = vloadV(c, vrow + (ulong)kk * HEAD_DIM_PAD);
+#pragma unroll
+            for (int r = 0; r < BLOCK_ROWS; r++)
+                if (!masked || kk < lim[r]) a[r] = MULADD((floatV)(p[r][kk]), vv, a[r]);
+        }
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++) acc[r][c] = a[r];
+    }
+#endif
+}
+
 /* Main kernel. Global (nblk, Hq, B), local (1, 1, 1). Row blocks are taken
  * last first: under the causal mask the last rows see the most keys, and
  * starting the heaviest work first balances the cores. */
@@ -100,15 +148,22 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
         for (int d = 0; d < HEAD_DIM; d++) qs[r][d] = live ? LOAD(q, qr + d) * qscale : 0.0f;
     }
 
-    floatV acc[BLOCK_ROWS][NCHUNK];
-    floatV lsum[BLOCK_ROWS];
+    /* O and the softmax denominator are summed per fold of FOLD_BLOCKS key
+     * blocks (acc, lsum) and each fold is added to a compensated running
+     * total (tot - cmp, ltot - lcmp, common.cl): adding every key to one
+     * running sum drifted to 2.6e-3 relative error at 262144 keys. */
+    floatV acc[BLOCK_ROWS][NCHUNK], tot[BLOCK_ROWS][NCHUNK], cmp[BLOCK_ROWS][NCHUNK];
+    floatV lsum[BLOCK_ROWS], ltot[BLOCK_ROWS], lcmp[BLOCK_ROWS];
     float m[BLOCK_ROWS];
+    int lim[BLOCK_ROWS]; /* row r's visible keys in the current block */
     for (int r = 0; r < BLOCK_ROWS; r++) {
-        for (int c = 0; c < NCHUNK; c++) acc[r][c] = (floatV)(0.0f);
-        lsum[r] = (floatV)(0.0f);
+        for (int c = 0; c < NCHUNK; c++) acc[r][c] = tot[r][c] = cmp[r][c] = (floatV)(0.0f);
+        lsum[r] = ltot[r] = lcmp[r] = (floatV)(0.0f);
         m[r] = MAX_INIT;
+        lim[r] = BLOCK_KEYS;
     }
 
+    int nfold = 0;
     for (int j0 = 0; j0 < hmax; j0 += BLOCK_KEYS) {
         floatV s[BLOCK_ROWS][NKV];
 #pragma unroll
@@ -125,14 +180,17 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
             }
         }
         /* only the diagonal or tail block needs the mask */
-        if (j0 + BLOCK_KEYS > hmin) {
+        const int masked = j0 + BLOCK_KEYS > hmin;
+        if (masked) {
 #pragma unroll
-            for (int r = 0; r < BLOCK_ROWS; r++)
+            for (int r = 0; r < BLOCK_ROWS; r++) {
+                lim[r] = hi[r] - j0;
 #pragma unroll
                 for (int kv = 0; kv < NKV; kv++) {
                     const intV key = (intV)(j0 + kv * VEC_WIDTH) + IOTA;
                     s[r][kv] = select(s[r][kv], (floatV)(MASKED), key >= (intV)(hi[r]));
                 }
+            }
         }
         float p[BLOCK_ROWS][BLOCK_KEYS];
 #pragma unroll
@@ -143,8 +201,14 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
             const float mb = hmax_v(bm);
             if (mb > m[r]) { /* rescale only when the row's max grows */
                 const float alpha = exp2(m[r] - mb);
-                for (int c = 0; c < NCHUNK; c++) acc[r][c] *= alpha;
+                for (int c = 0; c < NCHUNK; c++) {
+                    acc[r][c] *= alpha;
+                    tot[r][c] *= alpha;
+                    cmp[r][c] *= alpha;
+                }
                 lsum[r] *= alpha;
+                ltot[r] *= alpha;
+                lcmp[r] *= alpha;
                 m[r] = mb;
             }
 #pragma unroll
@@ -156,50 +220,32 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
         }
         __global const float *vrow = vpb + (ulong)j0 * HEAD_DIM_PAD;
         const int nk = min(BLOCK_KEYS, hmax - j0);
-#if NCHUNK % 2 == 0
-        /* two output chunks per pass: one broadcast of p feeds two FMAs, so the
-         * loop issues 10 loads per 16 FMAs instead of 9 per 8 */
-        for (int c = 0; c < NCHUNK; c += 2) {
-            floatV a0[BLOCK_ROWS], a1[BLOCK_ROWS];
-#pragma unroll
-            for (int r = 0; r < BLOCK_ROWS; r++) { a0[r] = acc[r][c]; a1[r] = acc[r][c + 1]; }
-            for (int kk = 0; kk < nk; kk++) {
-                const floatV v0 = vloadV(c, vrow + (ulong)kk * HEAD_DIM_PAD);
-                const floatV v1 = vloadV(c + 1, vrow + (ulong)kk * HEAD_DIM_PAD);
-#pragma unroll
-                for (int r = 0; r < BLOCK_ROWS; r++) {
-                    const floatV pr = (floatV)(p[r][kk]);
-                    a0[r] = MULADD(pr, v0, a0[r]);
-                    a1[r] = MULADD(pr, v1, a1[r]);
+        /* a constant last argument: the unmasked blocks keep the plain loop */
+        if (masked)
+            pv_block(acc, p, vrow, nk, lim, 1);
+        else
+            pv_block(acc, p, vrow, nk, lim, 0);
+        if (++nfold == FOLD_BLOCKS || j0 + BLOCK_KEYS >= hmax) {
+            nfold = 0;
+            for (int r = 0; r < BLOCK_ROWS; r++) {
+                for (int c = 0; c < NCHUNK; c++) {
+                    kahan_add_v(&tot[r][c], &cmp[r][c], acc[r][c]);
+                    acc[r][c] = (floatV)(0.0f);
                 }
+                kahan_add_v(&ltot[r], &lcmp[r], lsum[r]);
+                lsum[r] = (floatV)(0.0f);
             }
-#pragma unroll
-            for (int r = 0; r < BLOCK_ROWS; r++) { acc[r][c] = a0[r]; acc[r][c + 1] = a1[r]; }
         }
-#else
-        for (int c = 0; c < NCHUNK; c++) {
-            floatV a[BLOCK_ROWS];
-#pragma unroll
-            for (int r = 0; r < BLOCK_ROWS; r++) a[r] = acc[r][c];
-            for (int kk = 0; kk < nk; kk++) {
-                const floatV vv = vloadV(c, vrow + (ulong)kk * HEAD_DIM_PAD);
-#pragma unroll
-                for (int r = 0; r < BLOCK_ROWS; r++) a[r] = MULADD((floatV)(p[r][kk]), vv, a[r]);
-            }
-#pragma unroll
-            for (int r = 0; r < BLOCK_ROWS; r++) acc[r][c] = a[r];
-        }
-#endif
     }
 
     for (int r = 0; r < BLOCK_ROWS; r++) {
         if (r0 + r >= sq) break;
-        const float l = hsum_v(lsum[r]);
+        const float l = hsum_v(ltot[r] - lcmp[r]);
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
         const ulong orow = row_index(og, b, h, r0 + r);
         /* an empty row stores zeros even if a masked V held inf or NaN */
         for (int c = 0; c < NCHUNK; c++)
-            store_chunk(o, orow, c, l > 0.0f ? acc[r][c] * inv : (floatV)(0.0f));
+            store_chunk(o, orow, c, l > 0.0f ? (tot[r][c] - cmp[r][c]) * inv : (floatV)(0.0f));
         if (write_lse)
             lse[((ulong)b * q_heads + h) * sq + r0 + r] = l > 0.0f ? (m[r] + log2(l)) * LN2 : -INFINITY;
     }

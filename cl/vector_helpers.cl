@@ -26,32 +26,35 @@
 #endif
 
 /* Horizontal max and sum. max() rather than fmax(): no NaN handling needed,
- * and fmax cost measurably on PoCL. */
+ * and fmax cost measurably on PoCL. The halves go through a private array,
+ * not .lo/.hi: the compiler makes the same shuffles of it, and Oclgrind
+ * 21.10's --uninitialized takes x.hi's lanes for undefined (it compares a
+ * shuffle index with the result's width instead of the source's). */
 inline float hmax_v(floatV x)
 {
+    float t[VEC_WIDTH];
+    vstoreV(x, 0, t);
 #if VEC_WIDTH == 16
-    float8 a = max(x.lo, x.hi);
-    float4 b = max(a.lo, a.hi);
-#elif VEC_WIDTH == 8
-    float4 b = max(x.lo, x.hi);
-#else
-    float4 b = x;
+    vstore8(max(vload8(0, t), vload8(1, t)), 0, t);
 #endif
-    float2 c = max(b.lo, b.hi);
+#if VEC_WIDTH >= 8
+    vstore4(max(vload4(0, t), vload4(1, t)), 0, t);
+#endif
+    const float2 c = max(vload2(0, t), vload2(1, t));
     return max(c.x, c.y);
 }
 
 inline float hsum_v(floatV x)
 {
+    float t[VEC_WIDTH];
+    vstoreV(x, 0, t);
 #if VEC_WIDTH == 16
-    float8 a = x.lo + x.hi;
-    float4 b = a.lo + a.hi;
-#elif VEC_WIDTH == 8
-    float4 b = x.lo + x.hi;
-#else
-    float4 b = x;
+    vstore8(vload8(0, t) + vload8(1, t), 0, t);
 #endif
-    float2 c = b.lo + b.hi;
+#if VEC_WIDTH >= 8
+    vstore4(vload4(0, t) + vload4(1, t), 0, t);
+#endif
+    const float2 c = vload2(0, t) + vload2(1, t);
     return c.x + c.y;
 }
 
@@ -84,4 +87,13 @@ inline void store_chunk(__global storage_t *o, ulong row, int c, floatV x)
     float out[VEC_WIDTH];
     vstoreV(x, 0, out);
     for (int e = 0; e < VEC_WIDTH && c * VEC_WIDTH + e < HEAD_DIM; e++) STORE(o, row + (ulong)c * VEC_WIDTH + e, out[e]);
+}
+
+/* *s += x, with the rounding error carried in *c (Kahan): the sum is *s - *c */
+inline void kahan_add_v(floatV *s, floatV *c, floatV x)
+{
+    const floatV y = x - *c;
+    const floatV t = *s + y;
+    *c = (t - *s) - y;
+    *s = t;
 }

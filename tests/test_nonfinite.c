@@ -1,0 +1,304 @@
+/* test_nonfinite.c -- masked and pad positions never contribute, whatever
+ * they hold. Every position of Q, K and V that no query sees (pad rows and
+ * keys outside each batch entry's window, queries that see no key) holds
+ * +inf, -inf or NaN, and so do the last keys of each sequence under the
+ * causal mask: those are masked for every row but the last ones, yet lie in
+ * the same key block as keys those rows do see, where 0 * inf = NaN would
+ * leak in if a masked probability were multiplied instead of skipped.
+ *
+ * Rows whose reference result is not finite (they do see a poisoned key)
+ * are skipped; every other row must match the reference (double
+ * accumulation over the visible keys only) in O and LSE. Both kernel
+ * families (ATTN_PARAMS family=...) and both decode kernels. */
+#define _POSIX_C_SOURCE 200809L
+#include "harness.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static float *xalloc(size_t n)
+{
+    float *x = calloc(n ? n : 1, sizeof *x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    return x;
+}
+
+/* +inf, -inf, NaN in turn */
+static float poison(size_t i)
+{
+    static const float v[3] = {INFINITY, -INFINITY, NAN};
+    return v[i % 3];
+}
+
+static void poison_row(float *row, int D, size_t salt)
+{
+    for (int d = 0; d < D; d++) row[d] = poison(salt + (size_t)d);
+}
+
+/* Compares the rows of [rows][D] outputs whose reference row is finite (O
+ * and LSE); returns the number of bad rows and sets *checked. */
+static int compare_finite_rows(const char *what, const float *got, const float *ref,
+                               const float *got_lse, const float *ref_lse, size_t rows, int D,
+                               attn_dtype dt, uint64_t seed, int *checked)
+{
+    double atol, rtol;
+    attn_tolerance(dt, &atol, &rtol);
+    int bad = 0;
+    *checked = 0;
+    for (size_t r = 0; r < rows; r++) {
+        const float *rr = ref + r * (size_t)D;
+        int finite = !isnan(ref_lse[r]) && !(isinf(ref_lse[r]) && ref_lse[r] > 0);
+        for (int d = 0; d < D && finite; d++) finite = isfinite(rr[d]);
+        if (!finite) continue;
+        ++*checked;
+        char label[224];
+        snprintf(label, sizeof label, "%.160s row %zu O", what, r);
+        int b = harness_compare(label, got + r * (size_t)D, rr, (size_t)D, atol, rtol, seed);
+        snprintf(label, sizeof label, "%.160s row %zu LSE", what, r);
+        b += harness_compare(label, got_lse + r, ref_lse + r, 1, atol, rtol, seed);
+        bad += b > 0;
+    }
+    return bad;
+}
+
+/* ---- attn_forward ---- */
+
+enum { FB = 3, FHQ = 2, FHKV = 1, FD = 16, FS = 21 };
+/* entry 0 full, entry 1 padded on both sides, entry 2 with more queries than
+ * keys (its first rows see nothing under the causal mask) */
+static const int f_qs[FB] = {0, 3, 1}, f_ql[FB] = {FS, 15, 12};
+static const int f_ks[FB] = {0, 2, 9}, f_kl[FB] = {FS, 16, 5};
+#define POISONED_KEYS 2 /* the last keys of every sequence, with the causal mask */
+
+static size_t fidx(int H, int b, int h, int s) { return (((size_t)b * H + h) * FS + s) * FD; }
+
+/* Q, K, V with every position no row may use poisoned. */
+static void forward_inputs(float *q, float *k, float *v, int causal, attn_dtype dt, uint64_t seed)
+{
+    const size_t nq = (size_t)FB * FHQ * FS * FD, nk = (size_t)FB * FHKV * FS * FD;
+    harness_fill_normal(q, nq, seed, 0.0f, 1.0f);
+    harness_fill_normal(k, nk, seed + 1, 0.0f, 1.0f);
+    harness_fill_uniform(v, nk, seed + 2, -2.0f, 2.0f);
+    harness_round(dt, q, nq);
+    harness_round(dt, k, nk);
+    harness_round(dt, v, nk);
+    for (int b = 0; b < FB; b++) {
+        for (int h = 0; h < FHQ; h++)
+            for (int s = 0; s < FS; s++) {
+                const int i = s - f_qs[b];
+                int sees = i >= 0 && i < f_ql[b] && f_kl[b] > 0;
+                if (sees && causal) sees = i + f_kl[b] - f_ql[b] + 1 > 0;
+                if (!sees) poison_row(q + fidx(FHQ, b, h, s), FD, (size_t)s + h);
+            }
+        for (int h = 0; h < FHKV; h++)
+            for (int s = 0; s < FS; s++) {
+                const int j = s - f_ks[b];
+                int unused = j < 0 || j >= f_kl[b];
+                if (causal) unused |= j >= f_kl[b] - POISONED_KEYS;
+                if (unused) {
+                    poison_row(k + fidx(FHKV, b, h, s), FD, (size_t)s);
+                    poison_row(v + fidx(FHKV, b, h, s), FD, (size_t)s + 1);
+                }
+            }
+    }
+}
+
+static void forward_case(const char *params, int causal, attn_dtype dt)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    const size_t nq = (size_t)FB * FHQ * FS * FD, nk = (size_t)FB * FHKV * FS * FD;
+    const size_t rows = (size_t)FB * FHQ * FS;
+    const uint64_t seed = harness_seed(9200 + 2 * (uint64_t)dt + (uint64_t)causal);
+    float *q = xalloc(nq), *k = xalloc(nk), *v = xalloc(nk), *ref = xalloc(nq), *got = xalloc(nq);
+    float *ref_lse = xalloc(rows), *got_lse = xalloc(rows);
+    forward_inputs(q, k, v, causal, dt, seed);
+    attn_problem p = {FB, FHQ, FHKV, FD, FS, FS, dt, causal, 0.0f};
+    attn_lengths L = {f_qs, f_ql, f_ks, f_kl};
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, ref, &L, ref_lse), ATTN_SUCCESS);
+
+    attn_tensor tq, tk, tv, to;
+    cl_mem mq = harness_upload(ctx, dt, q, FB, FHQ, FS, FD, NULL, &tq);
+    cl_mem mk = harness_upload(ctx, dt, k, FB, FHKV, FS, FD, NULL, &tk);
+    cl_mem mv = harness_upload(ctx, dt, v, FB, FHKV, FS, FD, NULL, &tv);
+    cl_mem mo = harness_alloc(ctx, dt, FB, FHQ, FS, FD, NULL, &to);
+    cl_mem ml = harness_float_buffer(ctx, rows);
+    CU_ASSERT_FATAL(mq && mk && mv && mo && ml);
+    setenv("ATTN_PARAMS", params, 1);
+    attn_status st = attn_forward(ctx, &p, &tq, &tk, &tv, &to, &L, ml, NULL);
+    unsetenv("ATTN_PARAMS");
+    if (st != ATTN_SUCCESS) printf("\n  attn_forward: %s\n", attn_last_error(ctx));
+    CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, FB, FHQ, FS, FD, got), 0);
+    CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, got_lse, rows), 0);
+
+    char what[160];
+    snprintf(what, sizeof what, "[%s %s %s]", params, causal ? "causal" : "full",
+             attn_dtype_name(dt));
+    int checked = 0;
+    CU_ASSERT_EQUAL(compare_finite_rows(what, got, ref, got_lse, ref_lse, rows, FD, dt, seed,
+                                        &checked), 0);
+    /* all but the rows that see a poisoned key (causal: the last ones) */
+    CU_ASSERT(checked >= (int)rows - (causal ? FB * FHQ * POISONED_KEYS : 0));
+    clReleaseMemObject(mq), clReleaseMemObject(mk), clReleaseMemObject(mv);
+    clReleaseMemObject(mo), clReleaseMemObject(ml);
+    free(q), free(k), free(v), free(ref), free(got), free(ref_lse), free(got_lse);
+}
+
+static const char *const forward_params[] = {
+    "family=vector,rows=4,keys=8,vec=4",
+    "family=vector,rows=8,keys=32,vec=16",
+    "family=tiled,rows=4,keys=8,wg=16,local_kv=0",
+    "family=tiled,rows=4,keys=8,wg=16,local_kv=1",
+    "family=tiled,rows=16,keys=32,wg=128,local_kv=1",
+};
+
+static void forward_all(int causal)
+{
+    static const attn_dtype dts[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+    for (size_t i = 0; i < sizeof forward_params / sizeof *forward_params; i++)
+        for (int t = 0; t < 3; t++) forward_case(forward_params[i], causal, dts[t]);
+}
+
+static void test_forward_causal(void) { forward_all(1); }
+static void test_forward_full(void) { forward_all(0); }
+
+/* ---- attn_decode ---- */
+
+enum { DB = 2, DHQ = 4, DHKV = 2, DD = 16, DCAP = 48, DNEW = 3 };
+static const int d_prompt[DB] = {29, 7};
+static const int d_qlens[DB] = {DNEW, 2}; /* sequence 1 has a pad query row */
+
+/* Decode of DNEW new queries after a prompt, in a cache whose rows past
+ * each length hold inf/NaN (appended, then truncated away) and whose newest
+ * key (K and V) is inf/NaN: only the newest query sees it. */
+static void decode_case(const char *family, int splits, attn_dtype dt)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    const uint64_t seed = harness_seed(9300 + (uint64_t)dt);
+    const int N = DCAP; /* host arrays: [b][h][N][D], the whole sequence */
+    const size_t nk = (size_t)DB * DHKV * N * DD, nqall = (size_t)DB * DHQ * N * DD;
+    float *k = xalloc(nk), *v = xalloc(nk), *qall = xalloc(nqall);
+    harness_fill_normal(k, nk, seed, 0.0f, 1.0f);
+    harness_fill_uniform(v, nk, seed + 1, -2.0f, 2.0f);
+    harness_fill_normal(qall, nqall, seed + 2, 0.0f, 1.0f);
+    harness_round(dt, k, nk);
+    harness_round(dt, v, nk);
+    harness_round(dt, qall, nqall);
+    int len[DB];
+    for (int b = 0; b < DB; b++) {
+        len[b] = d_prompt[b] + d_qlens[b];
+        for (int h = 0; h < DHKV; h++)
+            for (int s = len[b] - 1; s < N; s++) { /* the newest key and all beyond */
+                poison_row(k + (((size_t)b * DHKV + h) * N + s) * DD, DD, (size_t)s);
+                poison_row(v + (((size_t)b * DHKV + h) * N + s) * DD, DD, (size_t)s + 2);
+            }
+    }
+
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, DB, DHKV, DD, DCAP, dt, &cache), ATTN_SUCCESS);
+    /* stale rows: the whole capacity appended (poison past the prompt), then truncated */
+    attn_tensor tk, tv;
+    cl_mem mk = harness_upload(ctx, dt, k, DB, DHKV, N, DD, NULL, &tk);
+    cl_mem mv = harness_upload(ctx, dt, v, DB, DHKV, N, DD, NULL, &tv);
+    CU_ASSERT_FATAL(mk && mv);
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tk, &tv, N, NULL, NULL), ATTN_SUCCESS);
+    for (int b = 0; b < DB; b++)
+        CU_ASSERT_EQUAL_FATAL(attn_kv_cache_truncate(cache, b, d_prompt[b]), ATTN_SUCCESS);
+    /* this step's tokens: rows prompt .. len-1 of each sequence (the last one poisoned) */
+    attn_tensor tk2, tv2;
+    float *bk = xalloc((size_t)DB * DHKV * DNEW * DD), *bv = xalloc((size_t)DB * DHKV * DNEW * DD);
+    for (int b = 0; b < DB; b++)
+        for (int h = 0; h < DHKV; h++)
+            for (int r = 0; r < DNEW; r++) {
+                const size_t dst = (((size_t)b * DHKV + h) * DNEW + r) * DD;
+                if (r < d_qlens[b]) {
+                    const size_t src = (((size_t)b * DHKV + h) * N + d_prompt[b] + r) * DD;
+                    memcpy(bk + dst, k + src, DD * sizeof(float));
+                    memcpy(bv + dst, v + src, DD * sizeof(float));
+                } else {
+                    poison_row(bk + dst, DD, r);
+                    poison_row(bv + dst, DD, r + 1);
+                }
+            }
+    cl_mem mk2 = harness_upload(ctx, dt, bk, DB, DHKV, DNEW, DD, NULL, &tk2);
+    cl_mem mv2 = harness_upload(ctx, dt, bv, DB, DHKV, DNEW, DD, NULL, &tv2);
+    CU_ASSERT_FATAL(mk2 && mv2);
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tk2, &tv2, DNEW, d_qlens, NULL),
+                          ATTN_SUCCESS);
+
+    /* the new queries; pad query rows poisoned */
+    const size_t nq = (size_t)DB * DHQ * DNEW * DD, rows = (size_t)DB * DHQ * DNEW;
+    float *q = xalloc(nq), *ref = xalloc(nq), *got = xalloc(nq);
+    float *ref_lse = xalloc(rows), *got_lse = xalloc(rows);
+    for (int b = 0; b < DB; b++)
+        for (int h = 0; h < DHQ; h++)
+            for (int i = 0; i < DNEW; i++) {
+                float *dst = q + (((size_t)b * DHQ + h) * DNEW + i) * DD;
+                if (i < d_qlens[b])
+                    memcpy(dst, qall + (((size_t)b * DHQ + h) * N + d_prompt[b] + i) * DD,
+                           DD * sizeof(float));
+                else
+                    poison_row(dst, DD, i);
+            }
+    /* the reference: the new queries against each whole sequence, bottom-right causal */
+    attn_problem rp = {DB, DHQ, DHKV, DD, DNEW, N, dt, 1, 0.0f};
+    attn_lengths L = {NULL, d_qlens, NULL, len};
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&rp, q, k, v, ref, &L, ref_lse), ATTN_SUCCESS);
+
+    attn_tensor tq, to;
+    cl_mem mq = harness_upload(ctx, dt, q, DB, DHQ, DNEW, DD, NULL, &tq);
+    cl_mem mo = harness_alloc(ctx, dt, DB, DHQ, DNEW, DD, NULL, &to);
+    cl_mem ml = harness_float_buffer(ctx, rows);
+    CU_ASSERT_FATAL(mq && mo && ml);
+    char params[96];
+    snprintf(params, sizeof params, "family=%s,rows=4,splits=%d", family, splits);
+    setenv("ATTN_PARAMS", params, 1);
+    attn_problem p = {DB, DHQ, DHKV, DD, DNEW, 0, dt, 1, 0.0f};
+    attn_status st = attn_decode(ctx, cache, &p, &tq, &to, d_qlens, ml, NULL);
+    unsetenv("ATTN_PARAMS");
+    if (st != ATTN_SUCCESS) printf("\n  attn_decode: %s\n", attn_last_error(ctx));
+    CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, DB, DHQ, DNEW, DD, got), 0);
+    CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, got_lse, rows), 0);
+
+    char what[160];
+    snprintf(what, sizeof what, "[decode %s %s]", params, attn_dtype_name(dt));
+    int checked = 0;
+    CU_ASSERT_EQUAL(compare_finite_rows(what, got, ref, got_lse, ref_lse, rows, DD, dt, seed,
+                                        &checked), 0);
+    /* every row but each sequence's newest query */
+    CU_ASSERT_EQUAL(checked, (int)rows - DB * DHQ);
+
+    attn_kv_cache_release(cache);
+    clReleaseMemObject(mk), clReleaseMemObject(mv), clReleaseMemObject(mk2);
+    clReleaseMemObject(mv2), clReleaseMemObject(mq), clReleaseMemObject(mo);
+    clReleaseMemObject(ml);
+    free(k), free(v), free(qall), free(bk), free(bv), free(q), free(ref), free(got);
+    free(ref_lse), free(got_lse);
+}
+
+static void decode_all(const char *family)
+{
+    static const attn_dtype dts[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+    for (int t = 0; t < 3; t++)
+        for (int splits = 1; splits <= 2; splits++) decode_case(family, splits, dts[t]);
+}
+
+static void test_decode_vector(void) { decode_all("vector"); }
+static void test_decode_tiled(void) { decode_all("tiled"); }
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_forward_causal),
+    HARNESS_TEST(test_forward_full),
+    HARNESS_TEST(test_decode_vector),
+    HARNESS_TEST(test_decode_tiled),
+    HARNESS_END,
+};
+
+static void register_tests(void) { harness_add_suite("nonfinite", tests); }
+
+int main(void) { return harness_run("test_nonfinite", register_tests); }
