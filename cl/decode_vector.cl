@@ -35,6 +35,22 @@
 #endif
 
 
+/* a[r] = the partial sums (a vector) of Q row r times one cache row */
+inline __attribute__((always_inline)) void dot_rows(floatV qv[BLOCK_ROWS][NCHUNK], __global const storage_t *krow,
+                     floatV a[BLOCK_ROWS])
+{
+    floatV kvec[NCHUNK];
+#pragma unroll
+    for (int c = 0; c < NCHUNK; c++) kvec[c] = LOADV(c, krow);
+#pragma unroll
+    for (int r = 0; r < BLOCK_ROWS; r++) {
+        floatV x = qv[r][0] * kvec[0];
+#pragma unroll
+        for (int c = 1; c < NCHUNK; c++) x = MULADD(qv[r][c], kvec[c], x);
+        a[r] = x;
+    }
+}
+
 /* Global (nsplit, kv_heads * ntiles, B), local (1, 1, 1). The cache is
  * [B][kv_heads][head_rows][DIM_PAD]; split s covers keys [s * chunk,
  * (s + 1) * chunk), chunk a multiple of BLOCK_KEYS. */
@@ -93,27 +109,31 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
 
     for (int j0 = j_lo; j0 < hmax; j0 += BLOCK_KEYS) {
         /* scores: each K row is read once (converted once) and serves every
-         * row of the tile. A horizontal sum per (row, key) measured as fast as
-         * a transpose-reduce of 16 keys' partial sums: the loop waits on
-         * memory, not on these adds. */
+         * row of the tile. Each (row, key) leaves a vector of partial sums;
+         * fold_pair (vector_helpers.cl) reduces a block of VEC_WIDTH keys'
+         * vectors to one vector of their sums in log2(VEC_WIDTH) levels. A
+         * horizontal sum per (row, key), stored to a float array and read
+         * back as a vector, made f16 decode compute-bound (54% of the copy
+         * bandwidth where f32 reached 72%). */
         floatV s[BLOCK_ROWS][NKV];
         for (int kv = 0; kv < NKV; kv++) {
-            float t[BLOCK_ROWS][VEC_WIDTH];
-            for (int kk = 0; kk < VEC_WIDTH; kk++) {
+            floatV w[BLOCK_ROWS][VEC_WIDTH / 2];
+            for (int kk = 0; kk < VEC_WIDTH; kk += 2) {
                 __global const storage_t *krow = kh + (ulong)(j0 + kv * VEC_WIDTH + kk) * DIM_PAD;
-                floatV kvec[NCHUNK];
+                floatV a0[BLOCK_ROWS], a1[BLOCK_ROWS];
+                dot_rows(qv, krow, a0);
+                dot_rows(qv, krow + DIM_PAD, a1);
 #pragma unroll
-                for (int c = 0; c < NCHUNK; c++) kvec[c] = LOADV(c, krow);
-#pragma unroll
-                for (int r = 0; r < BLOCK_ROWS; r++) {
-                    floatV a = qv[r][0] * kvec[0];
-#pragma unroll
-                    for (int c = 1; c < NCHUNK; c++) a = mad(qv[r][c], kvec[c], a);
-                    t[r][kk] = hsum_v(a);
-                }
+                for (int r = 0; r < BLOCK_ROWS; r++) w[r][kk / 2] = fold_pair(a0[r], a1[r]);
             }
 #pragma unroll
-            for (int r = 0; r < BLOCK_ROWS; r++) s[r][kv] = vloadV(0, t[r]);
+            for (int r = 0; r < BLOCK_ROWS; r++) {
+#pragma unroll
+                for (int n = VEC_WIDTH / 2; n > 1; n /= 2)
+#pragma unroll
+                    for (int i = 0; i < n / 2; i++) w[r][i] = fold_pair(w[r][2 * i], w[r][2 * i + 1]);
+                s[r][kv] = w[r][0];
+            }
         }
         /* only a block reaching past some row's limit needs the mask */
         if (j0 + BLOCK_KEYS > hmin) {
@@ -171,7 +191,7 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
 #pragma unroll
                     for (int rr = 0; rr < PV_ROWS; rr++)
                         if (r0 + rr < BLOCK_ROWS && j0 + kk < hi[r0 + rr])
-                            a[rr][c] = mad((floatV)(p[r0 + rr][kk]), vv, a[rr][c]);
+                            a[rr][c] = MULADD((floatV)(p[r0 + rr][kk]), vv, a[rr][c]);
                 }
             }
 #pragma unroll

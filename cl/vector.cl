@@ -21,15 +21,6 @@
 #define NCHUNK (HEAD_DIM_PAD / VEC_WIDTH) /* vectors per output row */
 #define NKV (BLOCK_KEYS / VEC_WIDTH)      /* vectors per block of scores */
 
-/* fma() is one instruction where the CPU has FMA (clang predefines __FMA__
- * for such x86 targets and __ARM_FEATURE_FMA on ARM; FP_FAST_FMAF is
- * OpenCL's own sign); PoCL compiles mad() to a multiply and an add (5-9%
- * slower here), and fma() without hardware support to a slow call. */
-#if defined(FP_FAST_FMAF) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)
-#define MULADD(a, b, c) fma((a), (b), (c))
-#else
-#define MULADD(a, b, c) mad((a), (b), (c))
-#endif
 
 
 /* Pre-pass: K -> kt[b][hk][j / BLOCK_KEYS][d][j % BLOCK_KEYS] (each key

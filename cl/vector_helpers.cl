@@ -25,6 +25,45 @@
 #error "VEC_WIDTH must be 4, 8 or 16"
 #endif
 
+/* fma() is one instruction where the CPU has FMA (clang predefines __FMA__
+ * for such x86 targets and __ARM_FEATURE_FMA on ARM; FP_FAST_FMAF is
+ * OpenCL's own sign); PoCL compiles mad() to a multiply and an add (5-9%
+ * slower here), and fma() without hardware support to a slow call. */
+#if defined(FP_FAST_FMAF) || defined(__FMA__) || defined(__ARM_FEATURE_FMA)
+#define MULADD(a, b, c) fma((a), (b), (c))
+#else
+#define MULADD(a, b, c) mad((a), (b), (c))
+#endif
+
+/* Two vectors of partial sums -> one with the pair sums of a in the low
+ * half and those of b in the high half. log2(VEC_WIDTH) levels of it turn
+ * VEC_WIDTH vectors into one whose lane k is the sum of vector k. */
+inline __attribute__((always_inline)) floatV fold_pair(floatV a, floatV b)
+{
+#if defined(ATTN_FOLD_THROUGH_MEMORY)
+    /* for Oclgrind's --uninitialized pass (tools/check-oclgrind.sh): its
+     * 21.10 marks every shuffle's result undefined, even of defined data */
+    float t[2 * VEC_WIDTH], r[VEC_WIDTH];
+    vstoreV(a, 0, t);
+    vstoreV(b, 1, t);
+    for (int i = 0; i < VEC_WIDTH; i++) r[i] = t[2 * i] + t[2 * i + 1];
+    return vloadV(0, r);
+#elif defined(__clang__)
+    /* full masks: Oclgrind 21.10 crashes on the swizzle form's shuffles */
+#if VEC_WIDTH == 16
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14, 16, 18, 20, 22, 24, 26, 28, 30) +
+           __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15, 17, 19, 21, 23, 25, 27, 29, 31);
+#elif VEC_WIDTH == 8
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6, 8, 10, 12, 14) +
+           __builtin_shufflevector(a, b, 1, 3, 5, 7, 9, 11, 13, 15);
+#else
+    return __builtin_shufflevector(a, b, 0, 2, 4, 6) + __builtin_shufflevector(a, b, 1, 3, 5, 7);
+#endif
+#else
+    return (floatV)(a.even + a.odd, b.even + b.odd);
+#endif
+}
+
 /* Horizontal max and sum. max() rather than fmax(): no NaN handling needed,
  * and fmax cost measurably on PoCL. The halves go through a private array,
  * not .lo/.hi: the compiler makes the same shuffles of it, and Oclgrind

@@ -337,8 +337,16 @@ static void generation(attn_context *ctx, const char *family, attn_dtype dt)
         append_from(ctx, cache, &fin, dt, cur, 1, ones, &step_layout);
         const int splits = t == 0 ? 1 : t == 1 ? 3 : 0;
         use_params(family, 4, splits);
-        snprintf(what, sizeof what, "%s %s step %d (splits=%d)", family, attn_dtype_name(dt), t,
-                 splits);
+        /* the vector kernel's score reduction folds VEC_WIDTH keys at a
+         * time: each width once */
+        const int vec = t == 0 ? 4 : t == 1 ? 8 : 16;
+        char text[128];
+        if (strcmp(family, "vector") == 0) {
+            snprintf(text, sizeof text, "family=vector,rows=4,splits=%d,vec=%d", splits, vec);
+            setenv("ATTN_PARAMS", text, 1);
+        }
+        snprintf(what, sizeof what, "%s %s step %d (splits=%d, %s)", family, attn_dtype_name(dt), t,
+                 splits, getenv("ATTN_PARAMS"));
         decode_check(ctx, cache, &fin, dt, 1, ones, what, seed, 0);
     }
 
