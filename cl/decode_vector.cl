@@ -51,6 +51,41 @@ inline __attribute__((always_inline)) void dot_rows(floatV qv[BLOCK_ROWS][NCHUNK
     }
 }
 
+/* acc += P V for one block of nk keys from vrow: rows past the furthest
+ * limit may hold stale data (truncated tokens). With masked, a key past a
+ * row's limit is skipped, not weighted by zero: its V may hold inf or NaN
+ * (0 * inf = NaN). Without it every key of the block is visible to every
+ * live row; a row that sees nothing here is never stored. */
+inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUNK],
+                                                    float p[BLOCK_ROWS][BLOCK_KEYS],
+                                                    __global const storage_t *vrow, int nk, int j0,
+                                                    const int hi[BLOCK_ROWS], const int masked)
+{
+    for (int r0 = 0; r0 < BLOCK_ROWS; r0 += PV_ROWS) {
+        floatV a[PV_ROWS][NCHUNK];
+#pragma unroll
+        for (int rr = 0; rr < PV_ROWS; rr++)
+#pragma unroll
+            for (int c = 0; c < NCHUNK; c++) a[rr][c] = r0 + rr < BLOCK_ROWS ? acc[r0 + rr][c] : (floatV)(0.0f);
+        for (int kk = 0; kk < nk; kk++) {
+            __global const storage_t *vr = vrow + (ulong)kk * DIM_PAD;
+#pragma unroll
+            for (int c = 0; c < NCHUNK; c++) {
+                const floatV vv = LOADV(c, vr);
+#pragma unroll
+                for (int rr = 0; rr < PV_ROWS; rr++)
+                    if (r0 + rr < BLOCK_ROWS && (!masked || j0 + kk < hi[r0 + rr]))
+                        a[rr][c] = MULADD((floatV)(p[r0 + rr][kk]), vv, a[rr][c]);
+            }
+        }
+#pragma unroll
+        for (int rr = 0; rr < PV_ROWS; rr++)
+#pragma unroll
+            for (int c = 0; c < NCHUNK; c++)
+                if (r0 + rr < BLOCK_ROWS) acc[r0 + rr][c] = a[rr][c];
+    }
+}
+
 /* Global (nsplit, kv_heads * ntiles, B), local (1, 1, 1). The cache is
  * [B][kv_heads][head_rows][DIM_PAD]; split s covers keys [s * chunk,
  * (s + 1) * chunk), chunk a multiple of BLOCK_KEYS. */
@@ -108,10 +143,28 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
     int nfold = 0;
 
     for (int j0 = j_lo; j0 < hmax; j0 += BLOCK_KEYS) {
+#if STORAGE == 0
         /* scores: each K row is read once (converted once) and serves every
-         * row of the tile. Each (row, key) leaves a vector of partial sums;
+         * row of the tile. f32 rows: a horizontal sum per (row, key); it
+         * measured as fast as a transpose-reduce of 16 keys' partial sums,
+         * and 30% faster than fold_pair below (interleaved, kv 4096): the
+         * loop waits on memory, not on these adds. */
+        floatV s[BLOCK_ROWS][NKV];
+        for (int kv = 0; kv < NKV; kv++) {
+            float t[BLOCK_ROWS][VEC_WIDTH];
+            for (int kk = 0; kk < VEC_WIDTH; kk++) {
+                floatV a[BLOCK_ROWS];
+                dot_rows(qv, kh + (ulong)(j0 + kv * VEC_WIDTH + kk) * DIM_PAD, a);
+#pragma unroll
+                for (int r = 0; r < BLOCK_ROWS; r++) t[r][kk] = hsum_v(a[r]);
+            }
+#pragma unroll
+            for (int r = 0; r < BLOCK_ROWS; r++) s[r][kv] = vloadV(0, t[r]);
+        }
+#else
+        /* half-size rows: each (row, key) leaves a vector of partial sums;
          * fold_pair (vector_helpers.cl) reduces a block of VEC_WIDTH keys'
-         * vectors to one vector of their sums in log2(VEC_WIDTH) levels. A
+         * vectors to one vector of their sums in log2(VEC_WIDTH) levels. The
          * horizontal sum per (row, key), stored to a float array and read
          * back as a vector, made f16 decode compute-bound (54% of the copy
          * bandwidth where f32 reached 72%). */
@@ -135,6 +188,7 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
                 s[r][kv] = w[r][0];
             }
         }
+#endif
         /* only a block reaching past some row's limit needs the mask */
         if (j0 + BLOCK_KEYS > hmin) {
 #pragma unroll
@@ -171,35 +225,15 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
                 vstoreV(e, kv, p[r]);
             }
         }
-        /* O += P V over the keys inside the split's range only: rows past
-         * the furthest limit may hold stale data (truncated tokens). A key
-         * masked for a row is skipped, not weighted by zero: its V may hold
-         * inf or NaN (0 * inf = NaN). */
-        __global const storage_t *vrow = vh + (ulong)j0 * DIM_PAD;
+        /* O += P V over the keys inside the split's range only (pv_block) */
         const int nk = min(BLOCK_KEYS, hmax - j0);
-        for (int r0 = 0; r0 < BLOCK_ROWS; r0 += PV_ROWS) {
-            floatV a[PV_ROWS][NCHUNK];
-#pragma unroll
-            for (int rr = 0; rr < PV_ROWS; rr++)
-#pragma unroll
-                for (int c = 0; c < NCHUNK; c++) a[rr][c] = r0 + rr < BLOCK_ROWS ? acc[r0 + rr][c] : (floatV)(0.0f);
-            for (int kk = 0; kk < nk; kk++) {
-                __global const storage_t *vr = vrow + (ulong)kk * DIM_PAD;
-#pragma unroll
-                for (int c = 0; c < NCHUNK; c++) {
-                    const floatV vv = LOADV(c, vr);
-#pragma unroll
-                    for (int rr = 0; rr < PV_ROWS; rr++)
-                        if (r0 + rr < BLOCK_ROWS && j0 + kk < hi[r0 + rr])
-                            a[rr][c] = MULADD((floatV)(p[r0 + rr][kk]), vv, a[rr][c]);
-                }
-            }
-#pragma unroll
-            for (int rr = 0; rr < PV_ROWS; rr++)
-#pragma unroll
-                for (int c = 0; c < NCHUNK; c++)
-                    if (r0 + rr < BLOCK_ROWS) acc[r0 + rr][c] = a[rr][c];
-        }
+        __global const storage_t *vrow = vh + (ulong)j0 * DIM_PAD;
+        /* a constant last argument: blocks no live row's limit cuts keep the
+         * plain loop (the per-key check cost 10% of an f32 step) */
+        if (j0 + BLOCK_KEYS > hmin)
+            pv_block(acc, p, vrow, nk, j0, hi, 1);
+        else
+            pv_block(acc, p, vrow, nk, j0, hi, 0);
         if (++nfold == FOLD_BLOCKS || j0 + BLOCK_KEYS >= hmax) {
             nfold = 0;
             for (int r = 0; r < BLOCK_ROWS; r++) {
