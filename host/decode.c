@@ -214,15 +214,16 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
         st = attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
         goto done;
     }
-    const int vector = dp->pr.family == ATTN_FAMILY_VECTOR;
-    const size_t wg = vector ? 1 : (size_t)dp->pr.wg_size;
+    const size_t wg = attn_params_work_group(&dp->pr);
     const size_t global[3] = {(size_t)nsplit * wg, (size_t)hkv * ntiles, (size_t)p->batch};
     const size_t local[3] = {wg, 1, 1};
     err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, global, local, 0, NULL,
                                  split ? &decoded : &finished);
     if (err != CL_SUCCESS) {
-        st = attn_fail_cl(ctx, err, vector ? "clEnqueueNDRangeKernel (attn_decode_vector)"
-                                           : "clEnqueueNDRangeKernel (attn_decode_tiled)");
+        char call[96];
+        snprintf(call, sizeof call, "clEnqueueNDRangeKernel (%s)",
+                 attn_family_kernel(dp->pr.family, ATTN_ENTRY_DECODE));
+        st = attn_fail_cl(ctx, err, call);
         goto done;
     }
     if (split) {

@@ -118,26 +118,25 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
             st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_pack_kv)");
             goto done;
         }
-        const size_t mg[3] = {(size_t)nblk, (size_t)hq, (size_t)p->batch};
-        err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, mg, one, 1, &packed, &finished);
-        if (err != CL_SUCCESS) {
-            st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_fwd_vector)");
-            goto done;
-        }
     } else {
         const karg main_args[] = {ARG(q->buffer), ARG(qg), ARG(k->buffer), ARG(kg),
                                   ARG(v->buffer), ARG(vg), ARG(o->buffer), ARG(og),
                                   ARG(lse_arg), ARG(write_lse), ARG(lens), ARG(hq), ARG(hkv),
                                   ARG(sq), ARG(causal), ARG(qscale), ARG(nblk)};
         if ((st = set_args(ctx, main_k, main_args, 17)) != ATTN_SUCCESS) goto done;
-        const size_t wg = (size_t)pr->wg_size;
-        const size_t gl[3] = {(size_t)nblk * wg, (size_t)hq, (size_t)p->batch};
-        const size_t lo[3] = {wg, 1, 1};
-        err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, gl, lo, 0, NULL, &finished);
-        if (err != CL_SUCCESS) {
-            st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_fwd_tiled)");
-            goto done;
-        }
+    }
+    /* global (nblk * work-group, Hq, B): a work-group per block of rows */
+    const size_t wg = attn_params_work_group(pr);
+    const size_t gl[3] = {(size_t)nblk * wg, (size_t)hq, (size_t)p->batch};
+    const size_t lo[3] = {wg, 1, 1};
+    err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, gl, lo, packed ? 1 : 0,
+                                 packed ? &packed : NULL, &finished);
+    if (err != CL_SUCCESS) {
+        char call[96];
+        snprintf(call, sizeof call, "clEnqueueNDRangeKernel (%s)",
+                 attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL));
+        st = attn_fail_cl(ctx, err, call);
+        goto done;
     }
     *finished_out = finished;
     finished = NULL;

@@ -250,6 +250,12 @@ const char *attn_family_kernel(int family, int entry)
     return attn_family_desc_of(family)->entry[entry].kernel;
 }
 
+size_t attn_params_work_group(const attn_params *pr)
+{
+    const attn_family_desc *f = attn_family_desc_of(pr->family);
+    return f->wg_offset == (size_t)-1 ? 1 : (size_t)attn_desc_get(pr, f->wg_offset);
+}
+
 int attn_params_padded_dim(const attn_params *pr, int head_dim)
 {
     return (head_dim + pr->vec_width - 1) / pr->vec_width * pr->vec_width;

@@ -68,6 +68,10 @@ int attn_family_sources(int family, int entry, const char *const **names);
 /* The kernel of an entry point ("attn_fwd_tiled"). */
 const char *attn_family_kernel(int family, int entry);
 
+/* Work-items per work-group of the family's kernels (1 for one work-item
+ * per work-group); the launch's local size. */
+size_t attn_params_work_group(const attn_params *pr);
+
 /* Padded head dim the vector family works in (a multiple of vec_width). */
 int attn_params_padded_dim(const attn_params *params, int head_dim);
 
