@@ -12,17 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* B = 1, causal f32, q_len = kv_len = s */
 static attn_problem problem(int D, int hq, int hkv, int s)
 {
-    attn_problem p;
-    memset(&p, 0, sizeof p);
-    p.batch = 1;
-    p.q_heads = hq;
-    p.kv_heads = hkv;
-    p.head_dim = D;
-    p.q_len = p.kv_len = s;
-    p.dtype = ATTN_F32;
-    p.causal = 1;
+    const attn_problem p = {1, hq, hkv, D, s, s, ATTN_F32, 1, 0.0f};
     return p;
 }
 
