@@ -65,6 +65,14 @@ attn_params attn_params_defaults(int family)
     return pr;
 }
 
+/* The name of family f's tunable at offset. */
+static const char *name_at(const attn_family_desc *f, size_t offset)
+{
+    for (int t = 0; t < f->ntunables; t++)
+        if (f->tunables[t].offset == offset) return f->tunables[t].name;
+    return "?";
+}
+
 int attn_params_legal(const attn_params *pr, const attn_device_limits *dev,
                       const attn_problem *p, char *err, size_t errsize)
 {
@@ -82,17 +90,13 @@ int attn_params_legal(const attn_params *pr, const attn_device_limits *dev,
         const attn_constraint *c = &f->constraints[i];
         const int a = attn_desc_get(pr, c->a), b = attn_desc_get(pr, c->b);
         if (a % b == 0) continue;
-        const char *na = "", *nb = "";
-        for (int t = 0; t < f->ntunables; t++) {
-            if (f->tunables[t].offset == c->a) na = f->tunables[t].name;
-            if (f->tunables[t].offset == c->b) nb = f->tunables[t].name;
-        }
-        snprintf(err, errsize, "%s=%d is not a multiple of %s=%d", na, a, nb, b);
+        snprintf(err, errsize, "%s=%d is not a multiple of %s=%d", name_at(f, c->a), a,
+                 name_at(f, c->b), b);
         return 0;
     }
     if (dev && f->wg_offset != (size_t)-1 && (size_t)attn_desc_get(pr, f->wg_offset) > dev->max_wg) {
-        snprintf(err, errsize, "wg=%d exceeds the device's max work-group size %zu",
-                 attn_desc_get(pr, f->wg_offset), dev->max_wg);
+        snprintf(err, errsize, "%s=%d exceeds the device's max work-group size %zu",
+                 name_at(f, f->wg_offset), attn_desc_get(pr, f->wg_offset), dev->max_wg);
         return 0;
     }
     const size_t local = f->local_bytes ? f->local_bytes(pr, p->head_dim) : 0;
