@@ -138,9 +138,7 @@ static int is_nan_pattern(attn_dtype t, const unsigned char *p)
     return t == ATTN_F16 ? (w & 0x7fffu) > 0x7c00u : (w & 0x7fffu) > 0x7f80u;
 }
 
-/* Every element of t's buffer outside the [B,H,S,D] tensor must still be the
- * NaN the harness filled it with. Returns the number of elements changed. */
-static int gaps_untouched(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, int B,
+int harness_gaps_written(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, int B,
                           int H, int S, int D)
 {
     size_t esize = attn_dtype_size(dtype), bytes = 0;
@@ -245,7 +243,7 @@ int harness_case_exec(const harness_case *c, harness_family f, harness_entry ent
     }
     CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &to, c->B, c->Hq, c->Sq, c->D, out), 0);
     if (lse && mlse) CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, mlse, lse, nrows), 0);
-    bad += gaps_untouched(ctx, c->dtype, &to, c->B, c->Hq, c->Sq, c->D);
+    bad += harness_gaps_written(ctx, c->dtype, &to, c->B, c->Hq, c->Sq, c->D);
     if (!c->in_place) {
         CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tq, c->B, c->Hq, c->Sq, c->D, back),
                               0);

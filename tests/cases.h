@@ -39,6 +39,12 @@ int harness_check_reference(const char *what, const attn_problem *p, const attn_
                             const float *q, const float *k, const float *v, const float *out,
                             const float *lse, uint64_t seed);
 
+/* Elements of t's buffer outside the [B,H,S,D] tensor (type dtype) that are
+ * no longer the NaN harness_alloc filled them with (a message names the
+ * first); 0 when the kernel wrote only its own elements. */
+int harness_gaps_written(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, int B, int H,
+                         int S, int D);
+
 /* ---- kernel parameters ---- */
 
 /* The kernel families a case runs under, as bits: each set bit is one run. */
