@@ -2,7 +2,7 @@
  * suites, the KV-cache entry point, running one case through an entry and
  * checking it (values, gaps, inputs, event). The table itself is in
  * case_table.c. */
-#define _POSIX_C_SOURCE 200809L /* setenv */
+#define _POSIX_C_SOURCE 200809L
 #include "cases.h"
 
 #include <math.h>
@@ -42,12 +42,7 @@ const char *harness_family_name(harness_family f)
 
 attn_status harness_use_params(attn_context *ctx, const char *text)
 {
-    /* TODO(issue 10): attn_context_set_params(ctx, text) once it exists;
-     * until then the environment variable, read by every call. */
-    (void)ctx;
-    if (text) setenv("ATTN_PARAMS", text, 1);
-    else unsetenv("ATTN_PARAMS");
-    return ATTN_SUCCESS;
+    return attn_context_set_params(ctx, text);
 }
 
 attn_status harness_use_family(attn_context *ctx, harness_family f, const char *extra)

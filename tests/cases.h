@@ -57,9 +57,10 @@ typedef enum harness_family {
 
 const char *harness_family_name(harness_family f); /* "auto", "tiled", "vector" */
 
-/* The one place the suites choose kernel parameters: text is an ATTN_PARAMS
- * string ("family=tiled,rows=8") or NULL for the library's own choice, for
- * the calls on ctx that follow. Returns ATTN_SUCCESS or the refusal. */
+/* The one place the suites choose kernel parameters: text is an override
+ * ("family=tiled,rows=8", attn_context_set_params) or NULL for the
+ * library's own choice, for the calls on ctx that follow. Returns
+ * ATTN_SUCCESS or the refusal. */
 attn_status harness_use_params(attn_context *ctx, const char *text);
 
 /* harness_use_params with "family=<f>" followed by extra ("rows=4,splits=2",

@@ -40,9 +40,9 @@ static char self_path[4096];
 
 /* ---- helpers ---- */
 
-static const char *const env_names[] = {"ATTN_CACHE_DIR", "ATTN_KERNEL_DIR", "ATTN_PARAMS",
-                                        "XDG_CACHE_HOME", "HOME", "ATTN_CHECK"};
-enum { NENV = 6 };
+static const char *const env_names[] = {"ATTN_CACHE_DIR", "ATTN_KERNEL_DIR", "XDG_CACHE_HOME",
+                                        "HOME", "ATTN_CHECK"};
+enum { NENV = 5 };
 static char *env_saved[NENV];
 
 static void env_save(void)
@@ -52,7 +52,6 @@ static void env_save(void)
         env_saved[i] = v ? strdup(v) : NULL;
     }
     unsetenv("ATTN_KERNEL_DIR");
-    unsetenv("ATTN_PARAMS");
     unsetenv("ATTN_CHECK");
 }
 
@@ -464,9 +463,10 @@ static attn_problem vector_problem(int head_dim, int kv_len)
 static void test_scratch_limit_simulated(void)
 {
     env_save();
-    setenv("ATTN_PARAMS", "family=vector", 1); /* the family with scratch buffers */
     attn_context *c = new_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    /* the family with scratch buffers */
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(c, "family=vector"), ATTN_SUCCESS);
     attn_problem small = problem(16, 16), big = problem(16, 200);
     CU_ASSERT_EQUAL_FATAL(harness_forward_check(c, &small, 40), 0);
     const cl_ulong real_limit = c->max_alloc;
@@ -493,9 +493,9 @@ static void test_scratch_limit_simulated(void)
 static void test_scratch_limit_real(void)
 {
     env_save();
-    setenv("ATTN_PARAMS", "family=vector,vec=16", 1);
     attn_context *c = new_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(c, "family=vector,vec=16"), ATTN_SUCCESS);
     const cl_ulong limit = c->max_alloc;
     const cl_ulong kv = limit / (16 * 4) + 64;
     if (kv > (1u << 30) || kv * 2 > ((cl_ulong)600 << 20)) {
@@ -579,7 +579,7 @@ static void test_kernel_dir_faults(void)
     char path[1024];
     const char *fams[] = {"family=vector", "family=tiled"};
     for (int f = 0; f < 2; f++) {
-        setenv("ATTN_PARAMS", fams[f], 1);
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_params(c, fams[f]), ATTN_SUCCESS);
         const char *file = f == 0 ? "vector.cl" : "tiled.cl";
         snprintf(path, sizeof path, "%s/%s", kdir, file);
         char *keep = attn_kernel_source(c, file);

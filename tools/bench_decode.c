@@ -53,15 +53,6 @@ static double now_ms(void)
     return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
 }
 
-/* ATTN_PARAMS = the caller's own setting plus splits=N (later names win). */
-static void use_splits(const char *base, int splits)
-{
-    char text[512];
-    snprintf(text, sizeof text, "%s%ssplits=%d", base ? base : "", base && *base ? "," : "",
-             splits);
-    setenv("ATTN_PARAMS", text, 1);
-}
-
 static float rng_uniform(uint64_t *s) /* splitmix64, [-1, 1) */
 {
     uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
@@ -295,12 +286,15 @@ done:
     return st;
 }
 
-/* ATTN_PARAMS for configuration c: the caller's own, with its splits. */
-static void select_conf(const char *saved, const dconf *c)
+/* The override for configuration c: the caller's own (ATTN_PARAMS, base),
+ * with c's splits (later names win). */
+static attn_status select_conf(attn_context *ctx, const char *base, const dconf *c)
 {
-    if (c->splits) use_splits(saved, c->splits);
-    else if (saved) setenv("ATTN_PARAMS", saved, 1);
-    else unsetenv("ATTN_PARAMS");
+    char text[512];
+    if (!c->splits) return attn_context_set_params(ctx, base);
+    snprintf(text, sizeof text, "%s%ssplits=%d", base ? base : "", base && *base ? "," : "",
+             c->splits);
+    return attn_context_set_params(ctx, text);
 }
 
 /* Returns 0 when every configuration ran and passed its check. */
@@ -311,8 +305,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     int ncopies = 0;
     char sh[96];
     shape_text(s, sh, sizeof sh);
-    const char *base = getenv("ATTN_PARAMS");
-    char *saved = base ? strdup(base) : NULL;
+    const char *base = getenv("ATTN_PARAMS"); /* the context's own override, read at creation */
     const size_t D = (size_t)s->head_dim;
     const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;
     dtype_res res[BENCH_MAX_DTYPES];
@@ -335,7 +328,8 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     for (int c = 0; c < nconf; c++) {
         const dtype_res *r = &res[confs[c].type];
         bad_type = confs[c].type;
-        select_conf(saved, &confs[c]);
+        step = "attn_context_set_params";
+        if ((st = select_conf(ctx, base, &confs[c])) != ATTN_SUCCESS) goto done;
         step = "attn_decode_prepare";
         if ((st = attn_decode_prepare(ctx, r->cache, &r->p, &confs[c].plan)) != ATTN_SUCCESS)
             goto done;
@@ -372,8 +366,8 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
             const int c = (i + rep) % nconf;
             const dtype_res *r = &res[confs[c].type];
             bad_type = confs[c].type;
-            select_conf(saved, &confs[c]);
-            if ((st = timed(ctx, r->cache, &r->p, &r->tq, &r->to, &confs[c].times[rep])) !=
+            if ((st = select_conf(ctx, base, &confs[c])) != ATTN_SUCCESS ||
+                (st = timed(ctx, r->cache, &r->p, &r->tq, &r->to, &confs[c].times[rep])) !=
                 ATTN_SUCCESS)
                 goto done;
         }
@@ -403,8 +397,8 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
             }
             double atol, rtol;
             attn_tolerance(r->dtype, &atol, &rtol);
-            select_conf(saved, &confs[c]);
             step = "attn_decode";
+            if ((st = select_conf(ctx, base, &confs[c])) != ATTN_SUCCESS) goto done;
             if ((st = timed(ctx, r->cache, &r->p, &r->tq, &r->to, &ms)) != ATTN_SUCCESS) goto done;
             step = "reading the output";
             if (clEnqueueReadBuffer(attn_context_queue(ctx), r->bo, CL_TRUE, 0, nq * r->esize,
@@ -451,9 +445,7 @@ done:
         add_error(errors, what, step, st, lib ? attn_last_error(ctx) : "(no detail)");
         failed = 1;
     }
-    if (saved) setenv("ATTN_PARAMS", saved, 1);
-    else unsetenv("ATTN_PARAMS");
-    free(saved);
+    attn_context_set_params(ctx, base); /* as it was */
     for (int c = 0; c < nconf; c++) {
         free(confs[c].times);
         confs[c].times = NULL;
