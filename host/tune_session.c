@@ -342,8 +342,9 @@ static void print_summary(session *s, double start)
                 "quieter machine\n", 100 * drift, r->noisy, r->noisy == 1 ? "" : "es",
                 100 * ATTN_NOISE_LIMIT);
     if (!quiet) {
-        printf("%s in %.1f s (budget %.0f s)", r->failed ? "FAILED: see the messages above" : "done",
-               attn_now_s() - start, s->o->budget_s);
+        printf("%s in %.1f s (budget %.0f s)",
+               r->failed ? "FAILED: see the messages above" : "done", attn_now_s() - start,
+               s->o->budget_s);
         if (r->unstarted)
             printf("; %d class%s not tuned for want of time: run again to go on (finished "
                    "classes are kept)", r->unstarted, r->unstarted == 1 ? "" : "es");

@@ -7,11 +7,10 @@
 #include "bench_decode.h"
 #include "bench_compare.h"
 #include "bench_options.h"
+#include "bench_report.h"
 #include "common.h"
 
 #include <cjson/cJSON.h>
-#include <math.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,31 +21,14 @@
  * shapes are not checked. */
 #define CHECK_FLOPS_PER_THREAD 6e10
 
-typedef struct shape {
-    int batch, q_heads, kv_heads, head_dim, q_len, kv_len;
-} shape;
-
 /* DESIGN "Benchmark shapes", prefill. */
-static const shape prefill_set[] = {
+static const prefill_shape prefill_set[] = {
     {1, 8, 2, 64, 512, 512},    {1, 8, 2, 64, 1024, 1024},  {1, 8, 2, 64, 2048, 2048},
     {1, 8, 2, 64, 4096, 4096},  {1, 32, 8, 128, 1024, 1024}, {1, 32, 8, 128, 2048, 2048},
 };
 
-typedef struct row {
-    shape s;
-    attn_dtype dtype;
-    int causal;
-    attn_plan_info plan;
-    int reps;
-    double median_ms, min_ms, flops, gflops;
-    attn_time_spread spread; /* of the timed runs */
-    double ratio;            /* median time / the first dtype's (--dtype LIST), 1 for it */
-    int checked;             /* 0 = skipped (too large or --no-check) */
-    tool_check chk;          /* when checked */
-} row;
-
 /* The one shape the options describe; 0 when none was given. */
-static int custom_shape(const bench_options *o, shape *s)
+static int custom_shape(const bench_options *o, prefill_shape *s)
 {
     if (!o->batch && !o->q_heads && !o->kv_heads && !o->head_dim && !o->seq && !o->q_len &&
         !o->kv_len)
@@ -77,24 +59,11 @@ static void report_failure(const char *what, attn_status st, const attn_context 
             ctx ? attn_last_error(ctx) : attn_last_create_error());
 }
 
-static attn_problem problem_of(const shape *s, attn_dtype t, int causal)
-{
-    const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len, s->kv_len,
-                            t, causal, 0.0f};
-    return p;
-}
-
-static void shape_text(const shape *s, int causal, char *buf, size_t size)
-{
-    const attn_problem p = problem_of(s, ATTN_F32, causal);
-    tool_shape_text(&p, buf, size);
-}
-
 /* One storage type of one shape: its inputs on the host (rounded through
  * the type, so the reference sees what the device sees) and the device,
  * its output, its timings. */
 typedef struct dtype_run {
-    row r;
+    prefill_row r;
     attn_problem p;
     size_t nq, nkv, esize;
     float *hq, *hk, *hv, *ho;
@@ -115,15 +84,15 @@ static void dtype_run_free(dtype_run *d)
 
 /* Inputs uniform [-1, 1) from the fixed seed (the same values for every
  * type), stored in the type; the output buffer. */
-static attn_status dtype_run_setup(attn_context *ctx, const bench_options *o, const shape *s,
+static attn_status dtype_run_setup(attn_context *ctx, const bench_options *o, const prefill_shape *s,
                                    attn_dtype t, dtype_run *d, const char **what)
 {
     memset(d, 0, sizeof *d);
-    row *r = &d->r;
+    prefill_row *r = &d->r;
     r->s = *s;
     r->dtype = t;
     r->causal = o->causal;
-    d->p = problem_of(s, t, o->causal);
+    d->p = prefill_problem(s, t, o->causal);
     r->flops = attn_problem_flops(&d->p, NULL);
     r->ratio = 1;
     size_t nq = (size_t)s->batch, nkv = (size_t)s->batch;
@@ -174,7 +143,7 @@ static attn_status dtype_run_setup(attn_context *ctx, const bench_options *o, co
 /* The check: the last run's output against the reference. */
 static attn_status dtype_run_check(attn_context *ctx, dtype_run *d, const char **what)
 {
-    row *r = &d->r;
+    prefill_row *r = &d->r;
     *what = "reading the output";
     cl_int err = clEnqueueReadBuffer(attn_context_queue(ctx), d->bo, CL_TRUE, 0,
                                      d->nq * d->esize, d->stage, 0, NULL, NULL);
@@ -218,7 +187,7 @@ static attn_status run_forward(void *arg, int i)
     return attn_forward(b->ctx, &d->p, &d->tq, &d->tk, &d->tv, &d->to, NULL, NULL, NULL);
 }
 
-static attn_status bench_shape(attn_context *ctx, const bench_options *o, const shape *s,
+static attn_status bench_shape(attn_context *ctx, const bench_options *o, const prefill_shape *s,
                                dtype_run *runs, int n, int *failed, const char **what)
 {
     attn_status st = ATTN_SUCCESS;
@@ -252,7 +221,7 @@ static attn_status bench_shape(attn_context *ctx, const bench_options *o, const 
     *failed = rounds.failed;
     if (st != ATTN_SUCCESS) return st;
     for (int i = 0; i < n; i++) {
-        row *r = &runs[i].r;
+        prefill_row *r = &runs[i].r;
         r->reps = reps;
         r->spread = attn_time_spread_of(runs[i].times, reps);
         r->min_ms = r->spread.min_ms;
@@ -268,178 +237,6 @@ static attn_status bench_shape(attn_context *ctx, const bench_options *o, const 
     return st;
 }
 
-/* ---- output ---- */
-
-typedef struct device_facts {
-    char platform[256], name[256], vendor[256], driver[256];
-    cl_uint compute_units;
-    const char *type;
-} device_facts;
-
-static void read_device(attn_context *ctx, device_facts *f)
-{
-    cl_device_id d = attn_context_device(ctx);
-    cl_platform_id pl = NULL;
-    cl_device_type t = 0;
-    memset(f, 0, sizeof *f);
-    clGetDeviceInfo(d, CL_DEVICE_PLATFORM, sizeof pl, &pl, NULL);
-    if (pl) clGetPlatformInfo(pl, CL_PLATFORM_NAME, sizeof f->platform - 1, f->platform, NULL);
-    clGetDeviceInfo(d, CL_DEVICE_NAME, sizeof f->name - 1, f->name, NULL);
-    clGetDeviceInfo(d, CL_DEVICE_VENDOR, sizeof f->vendor - 1, f->vendor, NULL);
-    clGetDeviceInfo(d, CL_DRIVER_VERSION, sizeof f->driver - 1, f->driver, NULL);
-    clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof f->compute_units, &f->compute_units,
-                    NULL);
-    clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof t, &t, NULL);
-    f->type = t & CL_DEVICE_TYPE_GPU ? "GPU" : t & CL_DEVICE_TYPE_CPU ? "CPU"
-            : t & CL_DEVICE_TYPE_ACCELERATOR ? "accelerator" : "other";
-}
-
-static const char *check_word(const row *r)
-{
-    return !r->checked ? "skipped" : r->chk.passed ? "passed" : "failed";
-}
-
-static void print_text_header(int ratios)
-{
-    printf("%-38s %-5s %-7s %-9s %5s %10s %9s %9s %6s %9s %6s%s  %-9s %s\n", "shape", "dtype",
-           "family", "source", "reps", "median ms", "min ms", "max ms", "IQR", "GFLOP/s", "peak",
-           ratios ? "  ratio" : "", "max error", "check");
-}
-
-static void print_text_row(const row *r, double peak, int ratios)
-{
-    char sh[128], pk[16] = "-", err[32] = "-", ratio[16] = "";
-    shape_text(&r->s, r->causal, sh, sizeof sh);
-    if (peak > 0) snprintf(pk, sizeof pk, "%.1f%%", 100.0 * r->gflops / peak);
-    if (r->checked) snprintf(err, sizeof err, "%.2e", r->chk.max_error);
-    if (ratios) snprintf(ratio, sizeof ratio, " %6.3f", r->ratio);
-    char check[64];
-    if (!r->checked)
-        snprintf(check, sizeof check, "skipped");
-    else if (r->chk.nonfinite)
-        snprintf(check, sizeof check, "FAILED (%zu NaN/inf)", r->chk.nonfinite);
-    else
-        snprintf(check, sizeof check, "%s (%.3g of tol)", r->chk.passed ? "ok" : "FAILED",
-                 r->chk.max_ratio);
-    printf("%-38s %-5s %-7s %-9s %5d %10.3f %9.3f %9.3f %5.1f%% %9.2f %6s%s  %-9s %s  [%s]\n", sh,
-           attn_dtype_name(r->dtype), r->plan.family, r->plan.source, r->reps, r->median_ms,
-           r->spread.min_ms, r->spread.max_ms, 100.0 * attn_time_spread_iqr(&r->spread), r->gflops,
-           pk, ratio, err, check, r->plan.params);
-    fflush(stdout);
-}
-
-/* New columns go at the end, so that readers by position keep working. */
-static void print_csv_header(void)
-{
-    printf("batch,q_heads,kv_heads,head_dim,q_len,kv_len,dtype,causal,family,params,"
-           "params_source,reps,median_ms,min_ms,gflops,peak_gflops,peak_fraction,max_error,"
-           "max_error_ratio,mean_error,nonfinite,check,q1_ms,q3_ms,max_ms,iqr_fraction,"
-           "time_ratio_to_first_dtype\n");
-}
-
-static void print_csv_row(const row *r, double peak)
-{
-    printf("%d,%d,%d,%d,%d,%d,%s,%d,%s,\"%s\",%s,%d,%.4f,%.4f,%.3f,", r->s.batch, r->s.q_heads,
-           r->s.kv_heads, r->s.head_dim, r->s.q_len, r->s.kv_len, attn_dtype_name(r->dtype),
-           r->causal, r->plan.family, r->plan.params, r->plan.source, r->reps, r->median_ms,
-           r->min_ms, r->gflops);
-    if (peak > 0) printf("%.3f,%.4f,", peak, r->gflops / peak);
-    else printf(",,");
-    if (r->checked)
-        printf("%.3e,%.4g,%.3e,%zu,", r->chk.max_error, r->chk.max_ratio, r->chk.mean_error, r->chk.nonfinite);
-    else printf(",,,,");
-    printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f\n", check_word(r), r->spread.q1_ms, r->spread.q3_ms,
-           r->spread.max_ms, attn_time_spread_iqr(&r->spread), r->ratio);
-    fflush(stdout);
-}
-
-static cJSON *json_row(const row *r, double peak)
-{
-    cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "batch", r->s.batch);
-    cJSON_AddNumberToObject(j, "q_heads", r->s.q_heads);
-    cJSON_AddNumberToObject(j, "kv_heads", r->s.kv_heads);
-    cJSON_AddNumberToObject(j, "head_dim", r->s.head_dim);
-    cJSON_AddNumberToObject(j, "q_len", r->s.q_len);
-    cJSON_AddNumberToObject(j, "kv_len", r->s.kv_len);
-    cJSON_AddStringToObject(j, "dtype", attn_dtype_name(r->dtype));
-    cJSON_AddBoolToObject(j, "causal", r->causal);
-    cJSON_AddStringToObject(j, "family", r->plan.family);
-    cJSON_AddStringToObject(j, "params", r->plan.params);
-    cJSON_AddStringToObject(j, "params_source", r->plan.source);
-    cJSON_AddNumberToObject(j, "reps", r->reps);
-    cJSON_AddNumberToObject(j, "median_ms", r->median_ms);
-    cJSON_AddNumberToObject(j, "min_ms", r->min_ms);
-    cJSON_AddNumberToObject(j, "q1_ms", r->spread.q1_ms);
-    cJSON_AddNumberToObject(j, "q3_ms", r->spread.q3_ms);
-    cJSON_AddNumberToObject(j, "max_ms", r->spread.max_ms);
-    cJSON_AddNumberToObject(j, "iqr_fraction", attn_time_spread_iqr(&r->spread));
-    cJSON_AddNumberToObject(j, "time_ratio_to_first_dtype", r->ratio);
-    cJSON_AddNumberToObject(j, "flops", r->flops);
-    cJSON_AddNumberToObject(j, "gflops", r->gflops);
-    if (peak > 0) {
-        cJSON_AddNumberToObject(j, "peak_gflops", peak);
-        cJSON_AddNumberToObject(j, "peak_fraction", r->gflops / peak);
-    } else {
-        cJSON_AddNullToObject(j, "peak_gflops");
-        cJSON_AddNullToObject(j, "peak_fraction");
-    }
-    if (r->checked) {
-        cJSON_AddNumberToObject(j, "max_error", r->chk.max_error);
-        cJSON_AddNumberToObject(j, "max_error_ratio", r->chk.max_ratio);
-        cJSON_AddNumberToObject(j, "mean_error", r->chk.mean_error);
-        cJSON_AddNumberToObject(j, "nonfinite", (double)r->chk.nonfinite);
-    } else {
-        cJSON_AddNullToObject(j, "max_error");
-        cJSON_AddNullToObject(j, "max_error_ratio");
-        cJSON_AddNullToObject(j, "mean_error");
-        cJSON_AddNullToObject(j, "nonfinite");
-    }
-    cJSON_AddStringToObject(j, "check", check_word(r));
-    return j;
-}
-
-/* A noise warning: on stderr at once, and into the JSON's "warnings". */
-static void warn_noise(cJSON *warnings, const char *fmt, ...)
-{
-    char text[512];
-    va_list ap;
-    va_start(ap, fmt);
-    vsnprintf(text, sizeof text, fmt, ap);
-    va_end(ap);
-    fprintf(stderr, "attn-bench: WARNING: %s\n", text);
-    cJSON_AddItemToArray(warnings, cJSON_CreateString(text));
-}
-
-/* Results whose quartiles lie further apart than the noise limit. */
-static void check_results_noise(cJSON *results, cJSON *warnings)
-{
-    int noisy = 0, n = 0;
-    double worst = 0;
-    cJSON *r;
-    cJSON_ArrayForEach(r, results)
-    {
-        /* every timed path of the row: "iqr_fraction", "materialized_iqr_fraction" */
-        double row_worst = -1;
-        const cJSON *f;
-        cJSON_ArrayForEach(f, r)
-        {
-            const size_t len = strlen(f->string), suffix = strlen("iqr_fraction");
-            if (cJSON_IsNumber(f) && len >= suffix &&
-                strcmp(f->string + len - suffix, "iqr_fraction") == 0 && f->valuedouble > row_worst)
-                row_worst = f->valuedouble;
-        }
-        if (row_worst < 0) continue;
-        n++;
-        if (row_worst > ATTN_NOISE_LIMIT) noisy++;
-        if (row_worst > worst) worst = row_worst;
-    }
-    if (noisy)
-        warn_noise(warnings, "%d of %d results spread by more than %.0f%% of their median "
-                   "between the quartiles (up to %.0f%%): the machine is too noisy to rank them",
-                   noisy, n, 100 * ATTN_NOISE_LIMIT, 100 * worst);
-}
-
 int main(int argc, char **argv)
 {
     bench_options o;
@@ -447,8 +244,8 @@ int main(int argc, char **argv)
     int rc = bench_options_parse(argc, argv, &o);
     if (rc >= 0) return rc;
 
-    shape custom;
-    const shape *shapes = prefill_set;
+    prefill_shape custom;
+    const prefill_shape *shapes = prefill_set;
     size_t nshapes = sizeof prefill_set / sizeof prefill_set[0];
     const int have_custom = custom_shape(&o, &custom);
     if (have_custom && o.decode) { /* decode's defaults: DESIGN's decode shape */
@@ -482,7 +279,7 @@ int main(int argc, char **argv)
 
     int failed = 0;
     device_facts dev;
-    read_device(ctx, &dev);
+    bench_read_device(ctx, &dev);
     if (o.format == BENCH_TEXT) {
         printf("attn-bench %s: device %s / %s (%s, %u compute units, driver %s)\n",
                attn_version_string(), dev.platform, dev.name, dev.type,
@@ -509,9 +306,9 @@ int main(int argc, char **argv)
         printf("dtype %s%s, seed %u, check %s\n", types,
                ratios ? " (interleaved; ratio = median time / the first type's)" : "", TOOL_SEED,
                o.check ? "on" : "off");
-        if (!o.decode && !o.compare) print_text_header(ratios);
+        if (!o.decode && !o.compare) prefill_text_header(ratios);
     } else if (o.format == BENCH_CSV && !o.decode && !o.compare) {
-        print_csv_header();
+        prefill_csv_header();
     }
 
     cJSON *results = cJSON_CreateArray(), *errors = cJSON_CreateArray();
@@ -530,7 +327,7 @@ int main(int argc, char **argv)
         const bench_compare_options co = {o.reps, (int)o.format, peak, 1};
         attn_problem *probs = calloc(nshapes, sizeof *probs);
         for (size_t i = 0; probs && i < nshapes; i++) {
-            const shape *s = &shapes[i];
+            const prefill_shape *s = &shapes[i];
             const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len,
                                     s->kv_len, o.dtypes[0], o.causal, 0.0f};
             probs[i] = p;
@@ -547,7 +344,7 @@ int main(int argc, char **argv)
         st = bench_shape(ctx, &o, &shapes[i], runs, o.ndtypes, &bad, &what);
         if (st != ATTN_SUCCESS) {
             char sh[128];
-            shape_text(&shapes[i], o.causal, sh, sizeof sh);
+            prefill_shape_text(&shapes[i], o.causal, sh, sizeof sh);
             /* the context's message belongs to calls on the context only */
             const char *msg = strcmp(what, "attn_prepare") == 0 || strcmp(what, "attn_forward") == 0
                                   ? attn_last_error(ctx)
@@ -564,18 +361,18 @@ int main(int argc, char **argv)
             failed = 1;
         }
         for (int k = 0; k < o.ndtypes && st == ATTN_SUCCESS; k++) {
-            const row *r = &runs[k].r;
+            const prefill_row *r = &runs[k].r;
             if (r->checked && !r->chk.passed) {
                 char sh[128];
-                shape_text(&r->s, r->causal, sh, sizeof sh);
+                prefill_shape_text(&r->s, r->causal, sh, sizeof sh);
                 fprintf(stderr, "attn-bench: CHECK FAILED: %s %s: max error %.3e is %.3g times "
                         "the tolerance; %zu outputs NaN or inf\n", sh, attn_dtype_name(r->dtype),
                         r->chk.max_error, r->chk.max_ratio, r->chk.nonfinite);
                 failed = 1;
             }
-            if (o.format == BENCH_TEXT) print_text_row(r, peak, ratios);
-            else if (o.format == BENCH_CSV) print_csv_row(r, peak);
-            cJSON_AddItemToArray(results, json_row(r, peak));
+            if (o.format == BENCH_TEXT) prefill_text_row(r, peak, ratios);
+            else if (o.format == BENCH_CSV) prefill_csv_row(r, peak);
+            cJSON_AddItemToArray(results, prefill_json_row(r, peak));
         }
         for (int k = 0; k < o.ndtypes; k++) dtype_run_free(&runs[k]);
     }
@@ -590,38 +387,14 @@ int main(int argc, char **argv)
         printf("fp32 FMA peak: %.1f GFLOP/s before the runs, %.1f after (%.1f%% apart)\n", peak,
                peak_end, 100 * drift);
     if (drift > ATTN_NOISE_LIMIT)
-        warn_noise(warnings, "the fp32 peak was %.1f GFLOP/s before the runs and %.1f after "
+        bench_warn_noise(warnings, "the fp32 peak was %.1f GFLOP/s before the runs and %.1f after "
                    "(%.0f%% apart, more than %.0f%%): the machine is too noisy to rank results",
                    peak, peak_end, 100 * drift, 100 * ATTN_NOISE_LIMIT);
-    check_results_noise(results, warnings);
+    bench_check_noise(results, warnings);
 
     if (o.format == BENCH_JSON) {
-        cJSON *root = cJSON_CreateObject();
-        cJSON_AddStringToObject(root, "tool", "attn-bench");
-        cJSON_AddStringToObject(root, "version", attn_version_string());
-        cJSON *d = cJSON_AddObjectToObject(root, "device");
-        cJSON_AddStringToObject(d, "platform", dev.platform);
-        cJSON_AddStringToObject(d, "name", dev.name);
-        cJSON_AddStringToObject(d, "vendor", dev.vendor);
-        cJSON_AddStringToObject(d, "driver", dev.driver);
-        cJSON_AddNumberToObject(d, "compute_units", dev.compute_units);
-        cJSON_AddStringToObject(d, "type", dev.type);
-        if (peak > 0) cJSON_AddNumberToObject(root, "peak_gflops", peak);
-        else cJSON_AddNullToObject(root, "peak_gflops");
-        if (peak_end > 0) cJSON_AddNumberToObject(root, "peak_gflops_end", peak_end);
-        else cJSON_AddNullToObject(root, "peak_gflops_end");
-        cJSON_AddNumberToObject(root, "peak_change", drift);
-        cJSON_AddBoolToObject(root, "noisy", cJSON_GetArraySize(warnings) > 0);
-        cJSON_AddNumberToObject(root, "seed", TOOL_SEED);
-        cJSON_AddItemToObject(root, "results", results);
-        cJSON_AddItemToObject(root, "errors", errors);
-        cJSON_AddItemToObject(root, "warnings", warnings);
+        failed |= bench_print_json(&dev, peak, peak_end, drift, results, errors, warnings);
         results = errors = warnings = NULL;
-        char *text = cJSON_Print(root);
-        if (text) puts(text);
-        else failed = 1;
-        free(text);
-        cJSON_Delete(root);
     } else if (o.format == BENCH_TEXT) {
         printf("%s%s\n", failed ? "FAILED: see the messages above" : "all results within tolerance "
                "(or not checked)", cJSON_GetArraySize(warnings) ? "; too noisy to rank (see the "

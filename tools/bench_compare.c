@@ -325,34 +325,9 @@ static void print_csv(const crow *r, int header)
 static cJSON *json_row(const crow *r, double peak)
 {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "batch", r->p.batch);
-    cJSON_AddNumberToObject(j, "q_heads", r->p.q_heads);
-    cJSON_AddNumberToObject(j, "kv_heads", r->p.kv_heads);
-    cJSON_AddNumberToObject(j, "head_dim", r->p.head_dim);
-    cJSON_AddNumberToObject(j, "q_len", r->p.q_len);
-    cJSON_AddNumberToObject(j, "kv_len", r->p.kv_len);
-    cJSON_AddStringToObject(j, "dtype", attn_dtype_name(r->p.dtype));
-    cJSON_AddBoolToObject(j, "causal", r->p.causal);
-    cJSON_AddStringToObject(j, "family", r->plan.family);
-    cJSON_AddStringToObject(j, "params", r->plan.params);
-    cJSON_AddStringToObject(j, "params_source", r->plan.source);
-    cJSON_AddNumberToObject(j, "reps", r->reps_t);
-    cJSON_AddNumberToObject(j, "median_ms", r->tiled_ms);
-    cJSON_AddNumberToObject(j, "min_ms", r->tiled.min_ms);
-    cJSON_AddNumberToObject(j, "q1_ms", r->tiled.q1_ms);
-    cJSON_AddNumberToObject(j, "q3_ms", r->tiled.q3_ms);
-    cJSON_AddNumberToObject(j, "max_ms", r->tiled.max_ms);
-    cJSON_AddNumberToObject(j, "iqr_fraction", attn_time_spread_iqr(&r->tiled));
-    const double gflops = r->tiled_ms > 0 ? r->flops / (r->tiled_ms * 1e6) : 0;
-    cJSON_AddNumberToObject(j, "flops", r->flops);
-    cJSON_AddNumberToObject(j, "gflops", gflops);
-    if (peak > 0) {
-        cJSON_AddNumberToObject(j, "peak_gflops", peak);
-        cJSON_AddNumberToObject(j, "peak_fraction", gflops / peak);
-    } else {
-        cJSON_AddNullToObject(j, "peak_gflops");
-        cJSON_AddNullToObject(j, "peak_fraction");
-    }
+    tool_json_problem(j, &r->p);
+    tool_json_plan(j, &r->plan);
+    tool_json_times(j, r->reps_t, &r->tiled, -1, r->flops, peak);
     cJSON_AddNullToObject(j, "max_error"); /* not against the reference here: see max_diff */
     cJSON_AddNumberToObject(j, "tensor_bytes", r->tensor_bytes);
     cJSON_AddNumberToObject(j, "tiled_workspace_bytes", (double)r->ws_t);

@@ -75,11 +75,6 @@ static void splits_word(const dconf *c, char *buf, size_t size)
     else snprintf(buf, size, "auto");
 }
 
-static const char *check_word(const dconf *c)
-{
-    return !c->checked ? "skipped" : c->chk.passed ? "passed" : "failed";
-}
-
 /* The row of one configuration: text or CSV on stdout, and a JSON object
  * into results in every format (attn-bench reads the spread from it). */
 static void print_row(const bench_decode_config *cfg, const dshape *s, const dconf *c,
@@ -100,13 +95,9 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     shape_text(s, sh, sizeof sh);
     splits_word(c, sp, sizeof sp);
     if (cfg->format == 0) {
-        char err[32] = "-", check[48] = "skipped", ratio[16] = "";
-        if (c->checked) {
-            snprintf(err, sizeof err, "%.2e", c->chk.max_error);
-            if (c->chk.nonfinite) snprintf(check, sizeof check, "FAILED (%zu NaN/inf)", c->chk.nonfinite);
-            else snprintf(check, sizeof check, "%s (%.3g of tol)", c->chk.passed ? "ok" : "FAILED",
-                          c->chk.max_ratio);
-        }
+        char err[32] = "-", check[48], ratio[16] = "";
+        if (c->checked) snprintf(err, sizeof err, "%.2e", c->chk.max_error);
+        tool_check_text(c->checked, &c->chk, check, sizeof check);
         if (ratios) snprintf(ratio, sizeof ratio, " %6.3f", c->ratio);
         printf("%-36s %-5s %-6s %-7s %-9s %5d %9.3f %9.3f %9.3f %5.1f%% %9.1f %6.1f%% %8.1f%s  "
                "%-9s %s  [%s]\n", sh, attn_dtype_name(dtype), sp, c->plan.family, c->plan.source,
@@ -120,42 +111,19 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
         if (peak > 0) printf("%.3f,%.4f,", peak, gflops / peak);
         else printf(",,");
         printf("%.3f,%.3f,%.4f,", kv_gbps, copy_gbps, frac);
-        if (c->checked) printf("%.3e,%.4g,%zu,", c->chk.max_error, c->chk.max_ratio, c->chk.nonfinite);
+        if (c->checked)
+            printf("%.3e,%.4g,%zu,", c->chk.max_error, c->chk.max_ratio, c->chk.nonfinite);
         else printf(",,,");
-        printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f\n", check_word(c), c->spread.q1_ms, c->spread.q3_ms,
+        printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f\n", tool_check_word(c->checked, &c->chk),
+               c->spread.q1_ms, c->spread.q3_ms,
                c->spread.max_ms, iqr, c->ratio);
     }
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "batch", s->batch);
-    cJSON_AddNumberToObject(j, "q_heads", s->q_heads);
-    cJSON_AddNumberToObject(j, "kv_heads", s->kv_heads);
-    cJSON_AddNumberToObject(j, "head_dim", s->head_dim);
-    cJSON_AddNumberToObject(j, "q_len", s->q_len);
-    cJSON_AddNumberToObject(j, "kv_len", s->kv_len);
-    cJSON_AddStringToObject(j, "dtype", attn_dtype_name(dtype));
-    cJSON_AddBoolToObject(j, "causal", 1);
+    tool_json_problem(j, &p);
     cJSON_AddStringToObject(j, "mode", "decode");
-    cJSON_AddStringToObject(j, "family", c->plan.family);
-    cJSON_AddStringToObject(j, "params", c->plan.params);
-    cJSON_AddStringToObject(j, "params_source", c->plan.source);
+    tool_json_plan(j, &c->plan);
     cJSON_AddStringToObject(j, "splits_requested", sp);
-    cJSON_AddNumberToObject(j, "reps", reps);
-    cJSON_AddNumberToObject(j, "median_ms", c->median_ms);
-    cJSON_AddNumberToObject(j, "min_ms", c->min_ms);
-    cJSON_AddNumberToObject(j, "q1_ms", c->spread.q1_ms);
-    cJSON_AddNumberToObject(j, "q3_ms", c->spread.q3_ms);
-    cJSON_AddNumberToObject(j, "max_ms", c->spread.max_ms);
-    cJSON_AddNumberToObject(j, "iqr_fraction", iqr);
-    cJSON_AddNumberToObject(j, "time_ratio_to_first_dtype", c->ratio);
-    cJSON_AddNumberToObject(j, "flops", flops);
-    cJSON_AddNumberToObject(j, "gflops", gflops);
-    if (peak > 0) {
-        cJSON_AddNumberToObject(j, "peak_gflops", peak);
-        cJSON_AddNumberToObject(j, "peak_fraction", gflops / peak);
-    } else {
-        cJSON_AddNullToObject(j, "peak_gflops");
-        cJSON_AddNullToObject(j, "peak_fraction");
-    }
+    tool_json_times(j, reps, &c->spread, c->ratio, flops, peak);
     cJSON_AddNumberToObject(j, "kv_bytes", bytes);
     cJSON_AddNumberToObject(j, "kv_gbps", kv_gbps);
     if (copy_gbps > 0) {
@@ -165,16 +133,7 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
         cJSON_AddNullToObject(j, "copy_gbps");
         cJSON_AddNullToObject(j, "bandwidth_fraction");
     }
-    if (c->checked) {
-        cJSON_AddNumberToObject(j, "max_error", c->chk.max_error);
-        cJSON_AddNumberToObject(j, "max_error_ratio", c->chk.max_ratio);
-        cJSON_AddNumberToObject(j, "nonfinite", (double)c->chk.nonfinite);
-    } else {
-        cJSON_AddNullToObject(j, "max_error");
-        cJSON_AddNullToObject(j, "max_error_ratio");
-        cJSON_AddNullToObject(j, "nonfinite");
-    }
-    cJSON_AddStringToObject(j, "check", check_word(c));
+    tool_json_check(j, c->checked, &c->chk, 0);
     cJSON_AddItemToArray(results, j);
     fflush(stdout);
 }

@@ -160,6 +160,33 @@ void tool_check_output(attn_dtype t, const float *got, const float *ref, size_t 
     c->mean_error = c->nonfinite < n ? sum / (double)(n - c->nonfinite) : 0;
 }
 
+const char *tool_check_word(int checked, const tool_check *c)
+{
+    return !checked ? "skipped" : c->passed ? "passed" : "failed";
+}
+
+void tool_check_text(int checked, const tool_check *c, char *buf, size_t size)
+{
+    if (!checked)
+        snprintf(buf, size, "skipped");
+    else if (c->nonfinite)
+        snprintf(buf, size, "FAILED (%zu NaN/inf)", c->nonfinite);
+    else
+        snprintf(buf, size, "%s (%.3g of tol)", c->passed ? "ok" : "FAILED", c->max_ratio);
+}
+
+void tool_json_check(cJSON *j, int checked, const tool_check *c, int with_mean)
+{
+    const char *names[4] = {"max_error", "max_error_ratio", "mean_error", "nonfinite"};
+    const double values[4] = {c->max_error, c->max_ratio, c->mean_error, (double)c->nonfinite};
+    for (int i = 0; i < 4; i++) {
+        if (i == 2 && !with_mean) continue;
+        if (checked) cJSON_AddNumberToObject(j, names[i], values[i]);
+        else cJSON_AddNullToObject(j, names[i]);
+    }
+    cJSON_AddStringToObject(j, "check", tool_check_word(checked, c));
+}
+
 void tool_shape_text(const attn_problem *p, char *buf, size_t size)
 {
     if (p->q_len == p->kv_len)
@@ -168,4 +195,46 @@ void tool_shape_text(const attn_problem *p, char *buf, size_t size)
     else
         snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d Sq=%d Skv=%d %s", p->batch, p->q_heads,
                  p->kv_heads, p->head_dim, p->q_len, p->kv_len, p->causal ? "causal" : "full");
+}
+
+void tool_json_problem(cJSON *j, const attn_problem *p)
+{
+    cJSON_AddNumberToObject(j, "batch", p->batch);
+    cJSON_AddNumberToObject(j, "q_heads", p->q_heads);
+    cJSON_AddNumberToObject(j, "kv_heads", p->kv_heads);
+    cJSON_AddNumberToObject(j, "head_dim", p->head_dim);
+    cJSON_AddNumberToObject(j, "q_len", p->q_len);
+    cJSON_AddNumberToObject(j, "kv_len", p->kv_len);
+    cJSON_AddStringToObject(j, "dtype", attn_dtype_name(p->dtype));
+    cJSON_AddBoolToObject(j, "causal", p->causal);
+}
+
+void tool_json_plan(cJSON *j, const attn_plan_info *plan)
+{
+    cJSON_AddStringToObject(j, "family", plan->family);
+    cJSON_AddStringToObject(j, "params", plan->params);
+    cJSON_AddStringToObject(j, "params_source", plan->source);
+}
+
+void tool_json_times(cJSON *j, int reps, const attn_time_spread *s, double ratio, double flops,
+                     double peak)
+{
+    const double gflops = s->median_ms > 0 ? flops / (s->median_ms * 1e6) : 0;
+    cJSON_AddNumberToObject(j, "reps", reps);
+    cJSON_AddNumberToObject(j, "median_ms", s->median_ms);
+    cJSON_AddNumberToObject(j, "min_ms", s->min_ms);
+    cJSON_AddNumberToObject(j, "q1_ms", s->q1_ms);
+    cJSON_AddNumberToObject(j, "q3_ms", s->q3_ms);
+    cJSON_AddNumberToObject(j, "max_ms", s->max_ms);
+    cJSON_AddNumberToObject(j, "iqr_fraction", attn_time_spread_iqr(s));
+    if (ratio >= 0) cJSON_AddNumberToObject(j, "time_ratio_to_first_dtype", ratio);
+    cJSON_AddNumberToObject(j, "flops", flops);
+    cJSON_AddNumberToObject(j, "gflops", gflops);
+    if (peak > 0) {
+        cJSON_AddNumberToObject(j, "peak_gflops", peak);
+        cJSON_AddNumberToObject(j, "peak_fraction", gflops / peak);
+    } else {
+        cJSON_AddNullToObject(j, "peak_gflops");
+        cJSON_AddNullToObject(j, "peak_fraction");
+    }
 }

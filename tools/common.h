@@ -2,15 +2,17 @@
  * bench_decode.c) share, so that each exists once: the timing loop
  * (clpeak's method: calibrated reps, configurations interleaved in rotating
  * order), random inputs rounded through a storage type, the CPU reference on
- * every host core and the check of an output against it, and a shape's
- * text. The clock, the spread of timings and the generator are
- * host/sampling.h's, which the tuner shares. Uses attn.h and OpenCL only. */
+ * every host core and the check of an output against it, a shape's text and
+ * the JSON fields every timed row has. The clock, the spread of timings and
+ * the generator are host/sampling.h's, which the tuner shares. Uses attn.h,
+ * OpenCL and cJSON only. */
 #ifndef ATTN_TOOLS_COMMON_H
 #define ATTN_TOOLS_COMMON_H
 
 #include "attn.h"
 #include "sampling.h"
 
+#include <cjson/cJSON.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -69,8 +71,27 @@ typedef struct tool_check {
 
 void tool_check_output(attn_dtype t, const float *got, const float *ref, size_t n,
                        tool_check *c);
+/* "skipped" (checked 0), "passed" or "failed": the CSV's and JSON's word. */
+const char *tool_check_word(int checked, const tool_check *c);
+/* The text table's: "skipped", "ok (0.12 of tol)", "FAILED (3 NaN/inf)". */
+void tool_check_text(int checked, const tool_check *c, char *buf, size_t size);
+/* JSON: max_error, max_error_ratio, mean_error (with_mean only), nonfinite
+ * (all null when not checked) and check (the word). */
+void tool_json_check(cJSON *j, int checked, const tool_check *c, int with_mean);
 
 /* "B=1 Hq=8 Hkv=2 D=64 S=1024 causal" (Sq= and Skv= when they differ). */
 void tool_shape_text(const attn_problem *p, char *buf, size_t size);
+
+/* The JSON fields of a timed row, each group in this order (readers may
+ * rely on it): batch, q_heads, kv_heads, head_dim, q_len, kv_len, dtype,
+ * causal ... */
+void tool_json_problem(cJSON *j, const attn_problem *p);
+/* ... family, params, params_source ... */
+void tool_json_plan(cJSON *j, const attn_plan_info *plan);
+/* ... reps, median_ms, min_ms, q1_ms, q3_ms, max_ms, iqr_fraction,
+ * time_ratio_to_first_dtype (only when ratio >= 0), flops, gflops (flops
+ * over the median), peak_gflops and peak_fraction (null when peak is 0). */
+void tool_json_times(cJSON *j, int reps, const attn_time_spread *s, double ratio, double flops,
+                     double peak);
 
 #endif /* ATTN_TOOLS_COMMON_H */
