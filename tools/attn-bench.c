@@ -122,21 +122,11 @@ static attn_status dtype_run_setup(attn_context *ctx, const bench_options *o, co
         if ((st = tool_random_input(ctx, t, count[i], &rng, -1, 1, CL_MEM_READ_ONLY, host[i],
                                     dev[i], what)) != ATTN_SUCCESS)
             return st;
-    cl_int err;
-    d->bo = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, nq * d->esize, NULL, &err);
-    if (err != CL_SUCCESS) {
-        d->bo = NULL;
-        *what = "clCreateBuffer";
-        fprintf(stderr, "attn-bench: clCreateBuffer of %zu bytes failed: %d\n", nq * d->esize,
-                (int)err);
-        return ATTN_ERROR_OUT_OF_MEMORY;
-    }
-    const size_t D = (size_t)s->head_dim;
-    const attn_tensor tq = {d->bq, 0, (size_t)s->q_heads * s->q_len * D, (size_t)s->q_len * D, D};
-    const attn_tensor tk = {d->bk, 0, (size_t)s->kv_heads * s->kv_len * D, (size_t)s->kv_len * D, D};
-    d->tq = tq, d->tk = tk, d->tv = tk, d->to = tq;
-    d->tv.buffer = d->bv;
-    d->to.buffer = d->bo;
+    if ((st = tool_output_buffer(ctx, nq * d->esize, &d->bo, what)) != ATTN_SUCCESS) return st;
+    d->tq = tool_bhsd(d->bq, s->q_heads, s->q_len, s->head_dim);
+    d->tk = tool_bhsd(d->bk, s->kv_heads, s->kv_len, s->head_dim);
+    d->tv = tool_bhsd(d->bv, s->kv_heads, s->kv_len, s->head_dim);
+    d->to = tool_bhsd(d->bo, s->q_heads, s->q_len, s->head_dim);
     return ATTN_SUCCESS;
 }
 

@@ -135,9 +135,9 @@ static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
     attn_status st = ATTN_ERROR_OUT_OF_MEMORY;
     const char *step = "device buffers";
     if (!bq || !bk || !bv || !bo_t || !bo_m) goto done;
-    const attn_tensor t[3] = {{bq, 0, (size_t)p->q_heads * p->q_len * D, (size_t)p->q_len * D, D},
-                              {bk, 0, (size_t)p->kv_heads * p->kv_len * D, (size_t)p->kv_len * D, D},
-                              {bv, 0, (size_t)p->kv_heads * p->kv_len * D, (size_t)p->kv_len * D, D}};
+    const attn_tensor t[3] = {tool_bhsd(bq, p->q_heads, p->q_len, p->head_dim),
+                              tool_bhsd(bk, p->kv_heads, p->kv_len, p->head_dim),
+                              tool_bhsd(bv, p->kv_heads, p->kv_len, p->head_dim)};
     attn_tensor ot = t[0], om = t[0];
     ot.buffer = bo_t, om.buffer = bo_m;
 

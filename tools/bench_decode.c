@@ -186,23 +186,13 @@ static attn_status dtype_res_setup(attn_context *ctx, const dshape *s, attn_dtyp
         if ((st = tool_random_input(ctx, t, count[i], &rng, -1, 1, CL_MEM_READ_WRITE, host[i],
                                     &dev[i], step)) != ATTN_SUCCESS)
             goto done;
-    cl_int err;
-    *step = "clCreateBuffer";
-    st = ATTN_ERROR_OUT_OF_MEMORY;
-    r->bo = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, nq * r->esize, NULL,
-                           &err);
-    if (err != CL_SUCCESS) {
-        r->bo = NULL;
-        goto done;
-    }
+    if ((st = tool_output_buffer(ctx, nq * r->esize, &r->bo, step)) != ATTN_SUCCESS) goto done;
     r->bq = dev[0];
     dev[0] = NULL;
-    const attn_tensor tq = {r->bq, 0, (size_t)s->q_heads * s->q_len * D, (size_t)s->q_len * D, D};
-    const attn_tensor tk = {dev[1], 0, (size_t)s->kv_heads * s->kv_len * D, (size_t)s->kv_len * D, D};
-    attn_tensor tv = tk;
-    tv.buffer = dev[2];
-    r->tq = r->to = tq;
-    r->to.buffer = r->bo;
+    r->tq = tool_bhsd(r->bq, s->q_heads, s->q_len, s->head_dim);
+    r->to = tool_bhsd(r->bo, s->q_heads, s->q_len, s->head_dim);
+    const attn_tensor tk = tool_bhsd(dev[1], s->kv_heads, s->kv_len, s->head_dim);
+    const attn_tensor tv = tool_bhsd(dev[2], s->kv_heads, s->kv_len, s->head_dim);
     /* the cache, filled with the whole prefix in one append */
     *step = "attn_kv_cache_create";
     if ((st = attn_kv_cache_create(ctx, s->batch, s->kv_heads, s->head_dim, s->kv_len, t,

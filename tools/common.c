@@ -77,6 +77,23 @@ done:
     return st;
 }
 
+attn_status tool_output_buffer(attn_context *ctx, size_t bytes, cl_mem *out, const char **what)
+{
+    cl_int err;
+    *out = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (err == CL_SUCCESS) return ATTN_SUCCESS;
+    *out = NULL;
+    *what = "clCreateBuffer";
+    fprintf(stderr, "attn-bench: clCreateBuffer of %zu bytes failed: %d\n", bytes, (int)err);
+    return ATTN_ERROR_OUT_OF_MEMORY;
+}
+
+attn_tensor tool_bhsd(cl_mem m, int heads, int seq, int dim)
+{
+    const attn_tensor t = {m, 0, (size_t)heads * seq * dim, (size_t)seq * dim, (size_t)dim};
+    return t;
+}
+
 int tool_host_threads(void)
 {
     long n = sysconf(_SC_NPROCESSORS_ONLN);

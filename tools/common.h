@@ -55,6 +55,13 @@ attn_status tool_random_input(attn_context *ctx, attn_dtype t, size_t n, uint64_
                               float hi, cl_mem_flags flags, float *keep, cl_mem *out,
                               const char **what);
 
+/* An uninitialized read-write device buffer of `bytes` (the output); on
+ * failure *what is "clCreateBuffer", with the message on stderr. */
+attn_status tool_output_buffer(attn_context *ctx, size_t bytes, cl_mem *out, const char **what);
+
+/* A contiguous [batch, heads, seq, dim] tensor in m. */
+attn_tensor tool_bhsd(cl_mem m, int heads, int seq, int dim);
+
 /* Host threads for the reference: online cores, 1..64. */
 int tool_host_threads(void);
 /* attn_reference_forward over contiguous BHSD arrays, lengths full, one
