@@ -4,7 +4,7 @@
  * tunable values); correct candidates pass verification in every storage
  * type; a real attn-tune killed with SIGKILL mid-run leaves a valid database
  * and the next run resumes; the run's budget holds; the tool's database
- * commands and failures. */
+ * commands and failures; the session (attn_tune_run) called directly. */
 #define _GNU_SOURCE
 #include "harness.h"
 #include "internal.h"
