@@ -239,8 +239,6 @@ static void read_device_facts(attn_context *c)
     clGetDeviceInfo(c->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof c->local_mem, &c->local_mem, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof c->max_wg, &c->max_wg, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof c->max_alloc, &c->max_alloc, NULL);
-    const char *env = getenv("ATTN_CHECK");
-    c->check = env && *env && strcmp(env, "0") != 0;
 }
 
 static attn_context *context_new(void)
@@ -248,6 +246,12 @@ static attn_context *context_new(void)
     attn_context *c = calloc(1, sizeof *c);
     if (!c) return NULL;
     if (pthread_mutex_init(&c->lock, NULL) != 0) {
+        free(c);
+        return NULL;
+    }
+    if (attn_config_init(c) != 0) { /* the environment's defaults, read once */
+        attn_config_release(c);
+        pthread_mutex_destroy(&c->lock);
         free(c);
         return NULL;
     }
@@ -311,6 +315,7 @@ attn_status attn_context_create_from_queue(cl_command_queue queue, attn_context 
                              ? ATTN_FAIL(NULL, ATTN_ERROR_INVALID_ARGUMENT,
                                          "queue is not a valid command queue")
                              : attn_fail_cl(NULL, err, "clGetCommandQueueInfo");
+        attn_config_release(c);
         pthread_mutex_destroy(&c->lock);
         free(c);
         return st;
@@ -336,6 +341,7 @@ void attn_context_release(attn_context *ctx)
         free(e);
     }
     attn_tuning_release(ctx);
+    attn_config_release(ctx);
     attn_scratch *scratch[] = {&ctx->kt, &ctx->vp};
     for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
         if (scratch[i]->mem) clReleaseMemObject(scratch[i]->mem);

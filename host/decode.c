@@ -14,17 +14,11 @@
 /* Everything decided before enqueueing. */
 typedef struct decode_plan {
     attn_params pr;
-    const char *source; /* "heuristic" or "override" */
+    const char *source; /* "heuristic", "tuned", "stale" or "override" */
     int ntiles;         /* work-groups per KV head: ceil(group * q_len / rows) */
     int nsplit, chunk;  /* splits launched, keys per split (a multiple of BLOCK_KEYS) */
     int *qlen;          /* per sequence (malloc'd) */
 } decode_plan;
-
-static attn_device_limits limits(const attn_context *ctx)
-{
-    attn_device_limits dev = {ctx->device_type, ctx->local_mem, ctx->max_wg, ctx->compute_units};
-    return dev;
-}
 
 /* need_keys: each sequence must already hold its new queries' K/V (a
  * decode does; preparing may come before the first append). */
@@ -93,24 +87,11 @@ static attn_problem full_problem(const attn_kv_cache *c, const attn_problem *p)
 static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const attn_problem *p,
                              const int *q_lens, decode_plan *dp)
 {
-    const attn_device_limits dev = limits(ctx);
-    attn_params pr = attn_decode_params_heuristic(&dev, p);
-    dp->source = "heuristic";
-    const char *env = getenv("ATTN_PARAMS");
-    if (env && *env) {
-        char err[256], text[200];
-        if (attn_params_parse(env, &pr, err, sizeof err) != 0)
-            return INVALID(ctx, "ATTN_PARAMS=\"%s\": %s", env, err);
-        attn_params_format(&pr, text, sizeof text);
-        attn_log(ATTN_LOG_INFO, "ATTN_PARAMS applied to decode: %s,splits=%d", text, pr.kv_splits);
-        dp->source = "override";
-    }
-    char err[256];
-    if (!attn_params_legal(&pr, &dev, p, err, sizeof err)) {
-        if (strcmp(dp->source, "override") == 0)
-            return INVALID(ctx, "ATTN_PARAMS=\"%s\" is not usable for decode here: %s", env, err);
-        return ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "decode parameters not usable here: %s", err);
-    }
+    const attn_device_limits dev = attn_context_limits(ctx);
+    const attn_problem full = full_problem(c, p); /* the class: kv by the cache's capacity */
+    attn_params pr;
+    attn_status st = attn_plan(ctx, ATTN_ENTRY_DECODE, &full, &pr, &dp->source);
+    if (st != ATTN_SUCCESS) return st;
     dp->pr = pr;
     dp->qlen = malloc(sizeof *dp->qlen * (size_t)c->batch);
     if (!dp->qlen) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -141,14 +122,13 @@ static attn_status get_kernels(attn_context *ctx, const decode_plan *dp, const a
     attn_params_options(&dp->pr, p, opts, sizeof opts - 32);
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n, " -DDIM_PAD=%d", c->dim_pad);
-    const int vector = dp->pr.family == ATTN_FAMILY_VECTOR;
-    const char *sources[] = {"common.cl", "decode_common.cl",
-                             vector ? "vector_helpers.cl" : "decode_tiled.cl", "decode_vector.cl"};
+    const char *const *sources;
+    const int nsources = attn_family_sources(dp->pr.family, ATTN_ENTRY_DECODE, &sources);
     cl_program prog;
-    attn_status st = attn_program_get(ctx, sources, vector ? 4 : 3, opts, &prog);
+    attn_status st = attn_program_get(ctx, sources, nsources, opts, &prog);
     if (st != ATTN_SUCCESS) return st;
     cl_int err;
-    *main_k = clCreateKernel(prog, vector ? "attn_decode_vector" : "attn_decode_tiled", &err);
+    *main_k = clCreateKernel(prog, attn_family_kernel(dp->pr.family, ATTN_ENTRY_DECODE), &err);
     if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateKernel (decode)");
     if (combine_k) {
         *combine_k = clCreateKernel(prog, "attn_decode_combine", &err);
@@ -234,15 +214,16 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
         st = attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
         goto done;
     }
-    const int vector = dp->pr.family == ATTN_FAMILY_VECTOR;
-    const size_t wg = vector ? 1 : (size_t)dp->pr.wg_size;
+    const size_t wg = attn_params_work_group(&dp->pr);
     const size_t global[3] = {(size_t)nsplit * wg, (size_t)hkv * ntiles, (size_t)p->batch};
     const size_t local[3] = {wg, 1, 1};
     err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, global, local, 0, NULL,
                                  split ? &decoded : &finished);
     if (err != CL_SUCCESS) {
-        st = attn_fail_cl(ctx, err, vector ? "clEnqueueNDRangeKernel (attn_decode_vector)"
-                                           : "clEnqueueNDRangeKernel (attn_decode_tiled)");
+        char call[96];
+        snprintf(call, sizeof call, "clEnqueueNDRangeKernel (%s)",
+                 attn_family_kernel(dp->pr.family, ATTN_ENTRY_DECODE));
+        st = attn_fail_cl(ctx, err, call);
         goto done;
     }
     if (split) {

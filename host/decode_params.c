@@ -10,25 +10,16 @@ attn_params attn_decode_params_heuristic(const attn_device_limits *dev, const at
     const int need = p->q_heads / p->kv_heads * p->q_len;
     int rows = 1;
     while (rows < need && rows < 8) rows *= 2;
-    attn_params pr = {ATTN_FAMILY_TILED, rows, 32, 128, 1, 16, 0};
-    if (dev->type & CL_DEVICE_TYPE_CPU) {
-        /* one work-item streams its K/V rows with float16 vectors (the
-         * vector family's structure, DESIGN.md) */
-        pr.family = ATTN_FAMILY_VECTOR;
-        return pr;
-    }
+    /* a CPU: one work-item streams its K/V rows with float16 vectors (the
+     * vector family's structure, DESIGN.md) */
+    attn_params pr = attn_params_defaults(dev->type & CL_DEVICE_TYPE_CPU ? ATTN_FAMILY_VECTOR
+                                                                          : ATTN_FAMILY_TILED);
+    pr.block_rows = rows;
+    if (pr.family == ATTN_FAMILY_VECTOR) return pr;
     /* GPU-style: llama.cpp's decode starting point is one query row per
      * group and 64-key blocks; with GQA the group's heads are the rows */
     if (p->head_dim > 128) pr.block_keys = 16;
-    while ((size_t)pr.wg_size > dev->max_wg && pr.wg_size > pr.block_rows) pr.wg_size /= 2;
-    char err[256];
-    while (!attn_params_legal(&pr, dev, p, err, sizeof err)) {
-        if (pr.block_keys > 8) pr.block_keys /= 2;
-        else if (pr.local_kv) pr.local_kv = 0;
-        else if (pr.block_rows > 1) pr.block_rows /= 2;
-        else break;
-        if (pr.wg_size % pr.block_rows) pr.wg_size = pr.block_rows;
-    }
+    attn_params_fit(ATTN_ENTRY_DECODE, &pr, dev, p);
     return pr;
 }
 

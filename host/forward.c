@@ -1,5 +1,5 @@
-/* forward.c -- attn_forward and attn_prepare: choose the parameters (the
- * heuristic, or ATTN_PARAMS), fetch the program, set arguments, enqueue. */
+/* forward.c -- attn_forward and attn_prepare: plan the parameters
+ * (plan.c), fetch the program, set arguments, enqueue. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 #include "tuning.h"
@@ -9,44 +9,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The parameters for p on ctx's device, and where they came from. */
-static attn_status plan(attn_context *ctx, const attn_problem *p, attn_params *out,
-                        const char **source)
-{
-    attn_device_limits dev = {ctx->device_type, ctx->local_mem, ctx->max_wg, ctx->compute_units};
-    attn_params pr = attn_params_heuristic(&dev, p);
-    *source = "heuristic";
-    attn_tuning_apply(ctx, &dev, p, &pr, source); /* the tuning database, if it has p's class */
-    const char *env = getenv("ATTN_PARAMS");
-    if (env && *env) {
-        char err[256], text[200];
-        if (attn_params_parse(env, &pr, err, sizeof err) != 0)
-            return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "ATTN_PARAMS=\"%s\": %s", env, err);
-        attn_params_format(&pr, text, sizeof text);
-        attn_log(ATTN_LOG_INFO, "ATTN_PARAMS applied: %s", text);
-        *source = "override";
-    }
-    char err[256];
-    if (!attn_params_legal(&pr, &dev, p, err, sizeof err)) {
-        char text[200];
-        attn_params_format(&pr, text, sizeof text);
-        if (strcmp(*source, "override") == 0)
-            return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "ATTN_PARAMS=\"%s\" gives %s, "
-                             "not usable here: %s", env ? env : "(the tuner's)", text, err);
-        return ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "%s parameters %s are not usable here: %s",
-                         *source, text, err);
-    }
-    *out = pr;
-    return ATTN_SUCCESS;
-}
-
 static attn_status get_kernel(attn_context *ctx, const attn_params *pr, const attn_problem *p,
                               const char *name, cl_kernel *out)
 {
     char opts[512];
     attn_params_options(pr, p, opts, sizeof opts);
-    const char *sources[3];
-    const int nsources = attn_family_sources(pr->family, sources);
+    const char *const *sources;
+    const int nsources = attn_family_sources(pr->family, ATTN_ENTRY_PREFILL, &sources);
     cl_program prog;
     attn_status st = attn_program_get(ctx, sources, nsources, opts, &prog);
     if (st != ATTN_SUCCESS) return st;
@@ -122,8 +91,7 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
         st = attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
         goto done;
     }
-    if ((st = get_kernel(ctx, pr, p, pr->family == ATTN_FAMILY_VECTOR ? "attn_fwd_vector"
-                                                                       : "attn_fwd_tiled",
+    if ((st = get_kernel(ctx, pr, p, attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL),
                          &main_k)) != ATTN_SUCCESS)
         goto done;
     if (pr->family == ATTN_FAMILY_VECTOR) {
@@ -150,26 +118,25 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
             st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_pack_kv)");
             goto done;
         }
-        const size_t mg[3] = {(size_t)nblk, (size_t)hq, (size_t)p->batch};
-        err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, mg, one, 1, &packed, &finished);
-        if (err != CL_SUCCESS) {
-            st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_fwd_vector)");
-            goto done;
-        }
     } else {
         const karg main_args[] = {ARG(q->buffer), ARG(qg), ARG(k->buffer), ARG(kg),
                                   ARG(v->buffer), ARG(vg), ARG(o->buffer), ARG(og),
                                   ARG(lse_arg), ARG(write_lse), ARG(lens), ARG(hq), ARG(hkv),
                                   ARG(sq), ARG(causal), ARG(qscale), ARG(nblk)};
         if ((st = set_args(ctx, main_k, main_args, 17)) != ATTN_SUCCESS) goto done;
-        const size_t wg = (size_t)pr->wg_size;
-        const size_t gl[3] = {(size_t)nblk * wg, (size_t)hq, (size_t)p->batch};
-        const size_t lo[3] = {wg, 1, 1};
-        err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, gl, lo, 0, NULL, &finished);
-        if (err != CL_SUCCESS) {
-            st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_fwd_tiled)");
-            goto done;
-        }
+    }
+    /* global (nblk * work-group, Hq, B): a work-group per block of rows */
+    const size_t wg = attn_params_work_group(pr);
+    const size_t gl[3] = {(size_t)nblk * wg, (size_t)hq, (size_t)p->batch};
+    const size_t lo[3] = {wg, 1, 1};
+    err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, gl, lo, packed ? 1 : 0,
+                                 packed ? &packed : NULL, &finished);
+    if (err != CL_SUCCESS) {
+        char call[96];
+        snprintf(call, sizeof call, "clEnqueueNDRangeKernel (%s)",
+                 attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL));
+        st = attn_fail_cl(ctx, err, call);
+        goto done;
     }
     *finished_out = finished;
     finished = NULL;
@@ -192,7 +159,7 @@ attn_status attn_forward_locked(attn_context *ctx, const attn_problem *p, const 
     attn_check_inputs *inputs = NULL;
     cl_event finished = NULL;
     attn_status st = attn_validate_forward(ctx, p, q, k, v, out, lengths, lse);
-    if (st == ATTN_SUCCESS) st = plan(ctx, p, &pr, &source);
+    if (st == ATTN_SUCCESS) st = attn_plan(ctx, ATTN_ENTRY_PREFILL, p, &pr, &source);
     /* check mode reads the inputs first: out may be q itself */
     if (st == ATTN_SUCCESS && ctx->check) st = attn_check_read_inputs(ctx, p, q, k, v, &inputs);
     if (st == ATTN_SUCCESS) st = enqueue(ctx, &pr, p, q, k, v, out, lengths, lse, &finished);
@@ -227,10 +194,9 @@ attn_status attn_prepare(attn_context *ctx, const attn_problem *p, attn_plan_inf
     const char *source;
     cl_kernel kern = NULL;
     attn_status st = attn_validate_problem(ctx, p, NULL);
-    if (st == ATTN_SUCCESS) st = plan(ctx, p, &pr, &source);
+    if (st == ATTN_SUCCESS) st = attn_plan(ctx, ATTN_ENTRY_PREFILL, p, &pr, &source);
     if (st == ATTN_SUCCESS)
-        st = get_kernel(ctx, &pr, p, pr.family == ATTN_FAMILY_VECTOR ? "attn_fwd_vector"
-                                                                      : "attn_fwd_tiled", &kern);
+        st = get_kernel(ctx, &pr, p, attn_family_kernel(pr.family, ATTN_ENTRY_PREFILL), &kern);
     if (kern) clReleaseKernel(kern);
     if (st == ATTN_SUCCESS && info) {
         memset(info, 0, sizeof *info);

@@ -57,6 +57,14 @@ struct attn_context {
     attn_scratch mat[ATTN_MAT_BUFFERS]; /* the materialized path's buffers (materialized.c) */
     struct attn_tuning_state *tuning; /* the tuning database as read (tuning_lookup.c), or NULL */
 
+    /* configuration (config.c): the environment's at creation, then the
+     * attn_context_set_* calls'; read under lock only */
+    char *override;             /* parameter override text (malloc'd), or NULL */
+    const char *override_from;  /* "ATTN_PARAMS" or "attn_context_set_params" */
+    char *tuning_user_path;     /* tuning databases (malloc'd); NULL: none */
+    char *tuning_system_path;
+    struct attn_plan_cache *plans; /* the planner's results by shape class (plan.c) */
+
     pthread_mutex_t lock;
     char error[ATTN_ERROR_MAX];
     const char *call; /* the public call holding the lock (attn_call_begin), or NULL */
@@ -91,8 +99,8 @@ attn_status attn_fail_at(attn_context *ctx, attn_status s, const char *file, int
 attn_status attn_fail_cl(attn_context *ctx, cl_int err, const char *call);
 const char *attn_cl_error_name(cl_int err);
 
-/* ---- logging (log.c): ATTN_LOG=error|warn|info|debug, default warn ---- */
-typedef enum { ATTN_LOG_ERROR = 0, ATTN_LOG_WARN, ATTN_LOG_INFO, ATTN_LOG_DEBUG } attn_log_level;
+/* ---- logging (log.c): ATTN_LOG=error|warn|info|debug, default warn, or
+ * attn_set_log_callback; attn_log_level is public (attn.h) ---- */
 void attn_log(attn_log_level level, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 int attn_log_enabled(attn_log_level level);
 
@@ -166,6 +174,24 @@ void attn_check_free(attn_check_inputs *in);
 /* Reads a strided tensor of p->dtype back into contiguous [B,H,S,D] floats. */
 attn_status attn_tensor_download(attn_context *ctx, const attn_tensor *t, attn_dtype dtype,
                                  int batch, int heads, int seq, int dim, float *dst);
+
+/* ---- configuration (config.c) and the planner (plan.c) ---- */
+/* Reads ATTN_PARAMS, ATTN_CHECK, ATTN_TUNING_DB and ATTN_SYSTEM_TUNING_DB
+ * into a new context: the defaults the setters replace. 0, or -1 when out
+ * of memory. */
+int attn_config_init(attn_context *ctx);
+void attn_config_release(attn_context *ctx);
+/* The parameters for entry point `entry` (ATTN_ENTRY_*) of p: the device
+ * heuristic, then the tuning database, then the override; cached per shape
+ * class (the decode heuristic also by q_len), so repeated calls do no
+ * parsing and no database search. *source is "heuristic", "tuned",
+ * "stale" or "override". Caller holds ctx->lock. */
+attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_params *out,
+                      const char **source);
+/* Forgets the cached plans (after a configuration change). */
+void attn_plan_clear(attn_context *ctx);
+/* The device facts the heuristic and the legality check read. */
+attn_device_limits attn_context_limits(const attn_context *ctx);
 
 /* ---- misc ---- */
 float attn_effective_scale(const attn_problem *p);

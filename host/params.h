@@ -1,7 +1,7 @@
-/* params.h -- the kernel tunables: one struct, one table listing every
- * tunable with its range and meaning, the device heuristic, the ATTN_PARAMS
- * override and the one function that turns parameters into -D options.
- * Shared by the library and the tuner. */
+/* params.h -- the kernel parameters: one struct, the device heuristic, the
+ * override syntax and the one function that turns parameters into -D
+ * options. Each family's tunables (ranges, defaults, search values) are in
+ * its descriptor (kernel_desc.h). Shared by the library and the tuner. */
 #ifndef ATTN_PARAMS_H
 #define ATTN_PARAMS_H
 
@@ -22,19 +22,6 @@ typedef struct attn_params {
     int kv_splits;  /* decode: KV chunks run in parallel and combined; 0 = automatic */
 } attn_params;
 
-/* One row of the tunables table. */
-typedef struct attn_tunable {
-    const char *name;  /* as written in ATTN_PARAMS and plan strings */
-    const char *macro; /* the -D macro in cl/ */
-    size_t offset;     /* offsetof(attn_params, field) */
-    int min, max;      /* inclusive range */
-    int pow2;          /* must be a power of two */
-    const char *meaning;
-} attn_tunable;
-
-extern const attn_tunable attn_tunables[];
-extern const int attn_tunable_count;
-
 /* Device facts the heuristic and the legality check need. */
 typedef struct attn_device_limits {
     cl_device_type type;
@@ -43,11 +30,24 @@ typedef struct attn_device_limits {
     cl_uint compute_units;
 } attn_device_limits;
 
+/* A family's entry points (kernel_desc.h). */
+enum { ATTN_ENTRY_PREFILL = 0, ATTN_ENTRY_DECODE = 1, ATTN_ENTRY_COUNT = 2 };
+
+/* The family's defaults (other families' fields at theirs). */
+attn_params attn_params_defaults(int family);
+
+/* Shrinks *pr, in the order the family's entry point gives, until it is
+ * legal for dev and p (or nothing is left to shrink). */
+void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
+                     const attn_problem *p);
+
 /* Built-in defaults for this device type and head dim. */
 attn_params attn_params_heuristic(const attn_device_limits *dev, const attn_problem *p);
 
 /* Parses "family=vector,rows=8,keys=32,..." over *params (fields not named
- * keep their value). Returns 0 on success, else -1 with why in err. */
+ * keep their value); each value must be in the range of the family in
+ * effect (named in text, else params->family; any family when that is not
+ * one). Returns 0 on success, else -1 with why in err. */
 int attn_params_parse(const char *text, attn_params *params, char *err, size_t errsize);
 
 /* Whether params are legal for this device and problem (ranges, divisibility,
@@ -55,16 +55,22 @@ int attn_params_parse(const char *text, attn_params *params, char *err, size_t e
 int attn_params_legal(const attn_params *params, const attn_device_limits *dev,
                       const attn_problem *p, char *err, size_t errsize);
 
-/* "family=vector,rows=8,..." */
+/* "family=vector,rows=8,...": the family's tunables, in descriptor order */
 void attn_params_format(const attn_params *params, char *buf, size_t size);
 
 /* The -D option string for the forward kernel of this family. */
 void attn_params_options(const attn_params *params, const attn_problem *p, char *buf,
                          size_t size);
 
-/* The cl/ files a family's forward program joins, in order; returns how
- * many (at most 3). The tuner hashes the same list to spot stale entries. */
-int attn_family_sources(int family, const char *names[3]);
+/* The cl/ files an entry point's program joins, in order; returns how
+ * many. The tuner hashes the same list to spot stale entries. */
+int attn_family_sources(int family, int entry, const char *const **names);
+/* The kernel of an entry point ("attn_fwd_tiled"). */
+const char *attn_family_kernel(int family, int entry);
+
+/* Work-items per work-group of the family's kernels (1 for one work-item
+ * per work-group); the launch's local size. */
+size_t attn_params_work_group(const attn_params *pr);
 
 /* Padded head dim the vector family works in (a multiple of vec_width). */
 int attn_params_padded_dim(const attn_params *params, int head_dim);

@@ -30,14 +30,16 @@ void attn_shape_class_of(const attn_problem *p, attn_shape_class *c)
 void attn_shape_class_format(const attn_shape_class *c, char *buf, size_t size)
 {
     const char *t = attn_dtype_name(c->dtype);
-    snprintf(buf, size, "D%d %s %s g%d q%d kv%d", c->head_dim, t ? t : "?",
-             c->causal ? "causal" : "full", c->group, c->q_bucket, c->kv_bucket);
+    snprintf(buf, size, "D%d %s %s g%d q%d kv%d%s", c->head_dim, t ? t : "?",
+             c->causal ? "causal" : "full", c->group, c->q_bucket, c->kv_bucket,
+             c->decode ? " decode" : "");
 }
 
 int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b)
 {
     return a->head_dim == b->head_dim && a->dtype == b->dtype && a->causal == b->causal &&
-           a->group == b->group && a->q_bucket == b->q_bucket && a->kv_bucket == b->kv_bucket;
+           a->group == b->group && a->q_bucket == b->q_bucket && a->kv_bucket == b->kv_bucket &&
+           a->decode == b->decode;
 }
 
 /* |log2(a / b)| in half octaves */
@@ -48,7 +50,9 @@ static int octaves(int a, int b)
 
 int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class *b)
 {
-    if (a->head_dim != b->head_dim || a->dtype != b->dtype || a->causal != b->causal) return -1;
+    if (a->head_dim != b->head_dim || a->dtype != b->dtype || a->causal != b->causal ||
+        a->decode != b->decode)
+        return -1;
     if (a->group < 1 || b->group < 1 || a->q_bucket < 1 || b->q_bucket < 1 || a->kv_bucket < 1 ||
         b->kv_bucket < 1)
         return -1;

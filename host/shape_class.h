@@ -19,12 +19,13 @@ typedef struct attn_shape_class {
     int group;     /* q_heads / kv_heads */
     int q_bucket;  /* q_len rounded to the nearest power of two (in log scale) */
     int kv_bucket; /* kv_len likewise */
+    int decode;    /* 1: attn_decode's class (kv_len = the cache's capacity); 0: attn_forward's */
 } attn_shape_class;
 
 /* The power of two nearest to n in log scale (1 for n <= 1). */
 int attn_length_bucket(int n);
 void attn_shape_class_of(const attn_problem *p, attn_shape_class *c);
-/* "D64 f32 causal g4 q2048 kv2048" */
+/* "D64 f32 causal g4 q2048 kv2048" (" decode" after a decode class) */
 void attn_shape_class_format(const attn_shape_class *c, char *buf, size_t size);
 int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b);
 /* How far apart two classes of the same head dim, type and causality are:

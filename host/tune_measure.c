@@ -344,10 +344,7 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
                               const attn_measure_opts *opts, attn_candidate_result *r)
 {
     memset(r, 0, sizeof *r);
-    attn_context *ctx = b->ctx;
-    const char *env = getenv("ATTN_PARAMS");
-    ATTN_CHECK(ctx, env && *env, ATTN_ERROR_INVALID_ARGUMENT, "ATTN_PARAMS=\"%s\" would replace "
-               "every candidate under test: unset it to tune", env);
+    attn_context *ctx = b->ctx; /* a context's override never replaces a forced candidate */
     attn_device_limits dev;
     attn_tune_bench_limits(b, &dev);
     if (!attn_params_legal(pr, &dev, &b->tp, r->why, sizeof r->why) ||

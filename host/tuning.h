@@ -21,26 +21,11 @@
  * family's file, as attn_forward would build them, so ATTN_KERNEL_DIR
  * counts). A database entry whose hash differs is stale. */
 attn_status attn_kernel_source_hash(attn_context *ctx, int family, char out[17]);
+/* The same for entry point `entry` (ATTN_ENTRY_*): a decode entry's
+ * kernel_hash is that of the family's decode sources. */
+attn_status attn_entry_source_hash(attn_context *ctx, int entry, int family, char out[17]);
 
 /* ---- the search space (search_space.c) ---- */
-
-/* The values the tuner tries for one tunable of one family: a subset of the
- * tunables table's range (attn_tunables in params.c), per family. */
-typedef struct attn_search_axis {
-    const char *name;  /* a tunable's name in attn_tunables */
-    int nvalues;
-    int values[8];     /* ascending */
-} attn_search_axis;
-
-typedef struct attn_search_family {
-    int family;        /* attn_family */
-    const char *name;  /* "tiled", "vector" */
-    int naxes;
-    attn_search_axis axes[6];
-} attn_search_family;
-
-extern const attn_search_family attn_search_families[];
-extern const int attn_search_family_count;
 
 /* Every legal candidate for p on dev, of every family (ATTN_FAMILY_* bit
  * mask `families`; 0 means all), starting from `base` (fields a family
@@ -151,13 +136,17 @@ const attn_tuning_entry *attn_tuning_db_find_current(const attn_tuning_db *db,
                                                      const char *const hashes[2],
                                                      const attn_shape_class *c, int level);
 
-/* Library side: what plan() in forward.c asks. Loads the user's and the
- * system database once per context; replaces *pr and *source ("tuned" or
- * "stale") when an entry applies and is legal here. Never fails: a corrupt
- * database is one warning and the heuristic. Caller holds ctx->lock. */
+/* Library side: what the planner (plan.c) asks. Loads the context's user
+ * and system database once; replaces *pr and *source ("tuned" or "stale")
+ * when an entry of class c (a decode class for attn_decode) applies and is
+ * legal here. Never fails: a corrupt database is one warning and the
+ * heuristic. Caller holds ctx->lock. */
 void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const attn_problem *p,
-                       attn_params *pr, const char **source);
-/* Forgets the loaded databases (they are read again on the next plan). */
+                       const attn_shape_class *c, attn_params *pr, const char **source);
+/* While attn_tuning_force holds parameters: 1 with them in *pr. */
+int attn_tuning_forced(attn_context *ctx, attn_params *pr);
+/* Forgets the loaded databases (they are read again on the next plan) and
+ * the cached plans. */
 void attn_tuning_reload(attn_context *ctx);
 /* The tuner's way to run one candidate through attn_forward: while set,
  * every plan on ctx uses *pr (source "override"); NULL clears it. */

@@ -268,6 +268,11 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
     const cJSON *causal = cJSON_GetObjectItemCaseSensitive(cls, "causal");
     if (!cJSON_IsBool(causal)) return bad(r, "\"%s\" must be true or false", "class.causal");
     e->cls.causal = cJSON_IsTrue(causal);
+    /* optional: an entry for attn_decode (absent: attn_forward's) */
+    const cJSON *decode = cJSON_GetObjectItemCaseSensitive(cls, "decode");
+    if (decode && !cJSON_IsBool(decode))
+        return bad(r, "\"%s\" must be true or false", "class.decode");
+    e->cls.decode = cJSON_IsTrue(decode);
 
     if (get_string(r, j, "params", e->params, sizeof e->params, 1)) return -1;
     attn_params check = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,
@@ -469,6 +474,7 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
         cJSON_AddNumberToObject(c, "group", e->cls.group);
         cJSON_AddNumberToObject(c, "q_bucket", e->cls.q_bucket);
         cJSON_AddNumberToObject(c, "kv_bucket", e->cls.kv_bucket);
+        if (e->cls.decode) cJSON_AddBoolToObject(c, "decode", 1);
         if (e->batch > 0) {
             cJSON *s = cJSON_AddObjectToObject(j, "shape");
             cJSON_AddNumberToObject(s, "batch", e->batch);

@@ -17,18 +17,7 @@
 
 attn_status attn_kernel_source_hash(attn_context *ctx, int family, char out[17])
 {
-    const char *names[3];
-    const int n = attn_family_sources(family, names);
-    uint64_t h = ATTN_HASH_INIT;
-    out[0] = 0;
-    for (int i = 0; i < n; i++) {
-        char *text = attn_kernel_source(ctx, names[i]);
-        if (!text) return ATTN_ERROR_IO;
-        h = attn_hash_str(h, text);
-        free(text);
-    }
-    snprintf(out, 17, "%016llx", (unsigned long long)h);
-    return ATTN_SUCCESS;
+    return attn_entry_source_hash(ctx, ATTN_ENTRY_PREFILL, family, out);
 }
 
 /* ---- lookup ---- */
@@ -91,29 +80,16 @@ const attn_tuning_entry *attn_tuning_db_find_current(const attn_tuning_db *db,
 /* ---- the per-context state ---- */
 
 #define MAX_WARNED 32
-#define MEMO 8
-
-/* A class's outcome, kept so that attn_forward does not search the
- * database on every call. */
-typedef struct memo_entry {
-    attn_shape_class cls;
-    int found;          /* 0: the heuristic stands */
-    attn_params pr;
-    const char *source; /* "tuned" or "stale" */
-} memo_entry;
 
 struct attn_tuning_state {
     int loaded;
     attn_tuning_db user, sys; /* only this device's entries (any driver) */
-    char user_path[4096], sys_path[4096];
-    char hash[2][17];
+    char hash[ATTN_ENTRY_COUNT][2][17]; /* per entry point and family */
     int forced;
     attn_params force;
     attn_shape_class warned[MAX_WARNED]; /* classes already warned about (stale) */
     int nwarned;
     attn_device_identity id;
-    memo_entry memo[MEMO];
-    int nmemo;
 };
 
 static struct attn_tuning_state *state(attn_context *ctx)
@@ -168,62 +144,64 @@ static void load_one(const char *path, const attn_device_identity *id, attn_tuni
     attn_tuning_db_free(&all);
 }
 
+attn_status attn_entry_source_hash(attn_context *ctx, int entry, int f, char out[17])
+{
+    const char *const *names;
+    const int n = attn_family_sources(f, entry, &names);
+    uint64_t h = ATTN_HASH_INIT;
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        char *text = attn_kernel_source(ctx, names[i]);
+        if (!text) return ATTN_ERROR_IO;
+        h = attn_hash_str(h, text);
+        free(text);
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return ATTN_SUCCESS;
+}
+
 static void load(attn_context *ctx, struct attn_tuning_state *s)
 {
     attn_device_identity_of(ctx, &s->id);
     s->loaded = 1;
-    s->nmemo = 0;
-    if (attn_tuning_db_user_path(s->user_path, sizeof s->user_path))
-        load_one(s->user_path, &s->id, &s->user);
-    if (attn_tuning_db_system_path(s->sys_path, sizeof s->sys_path))
-        load_one(s->sys_path, &s->id, &s->sys);
+    if (ctx->tuning_user_path) load_one(ctx->tuning_user_path, &s->id, &s->user);
+    if (ctx->tuning_system_path) load_one(ctx->tuning_system_path, &s->id, &s->sys);
     if (s->user.count + s->sys.count == 0) return;
-    /* what attn_kernel_source says for each family now; "" never matches,
-     * so entries read as stale when the sources cannot be read */
     char saved[ATTN_ERROR_MAX];
     memcpy(saved, ctx->error, sizeof saved);
-    for (int f = 0; f < 2; f++)
-        if (attn_kernel_source_hash(ctx, f, s->hash[f]) != ATTN_SUCCESS) s->hash[f][0] = 0;
+    for (int e = 0; e < ATTN_ENTRY_COUNT; e++)
+        for (int f = 0; f < 2; f++)
+            attn_entry_source_hash(ctx, e, f, s->hash[e][f]); /* "" on failure: stale */
     memcpy(ctx->error, saved, sizeof saved); /* the build reports that failure itself */
 }
 
+int attn_tuning_forced(attn_context *ctx, attn_params *pr)
+{
+    if (!ctx->tuning || !ctx->tuning->forced) return 0;
+    *pr = ctx->tuning->force;
+    return 1;
+}
+
 void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const attn_problem *p,
-                       attn_params *pr, const char **source)
+                       const attn_shape_class *c, attn_params *pr, const char **source)
 {
     struct attn_tuning_state *s = state(ctx);
     if (!s) return; /* out of memory: the heuristic */
-    if (s->forced) {
-        *pr = s->force;
-        *source = "override";
-        return;
-    }
     if (!s->loaded) load(ctx, s);
     if (s->user.count + s->sys.count == 0) return;
 
-    attn_shape_class c;
-    attn_shape_class_of(p, &c);
-    for (int i = 0; i < s->nmemo && i < MEMO; i++)
-        if (attn_shape_class_equal(&s->memo[i].cls, &c)) {
-            if (s->memo[i].found) {
-                *pr = s->memo[i].pr;
-                *source = s->memo[i].source;
-            }
-            return;
-        }
-    memo_entry *m = &s->memo[s->nmemo++ % MEMO];
-    memset(m, 0, sizeof *m);
-    m->cls = c;
     const attn_device_identity *id = &s->id;
-    const char *hashes[2] = {s->hash[0], s->hash[1]};
+    const int entry = c->decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL;
+    const char *hashes[2] = {s->hash[entry][0], s->hash[entry][1]};
     const attn_tuning_entry *eu, *es, *e;
-    attn_tuning_tier tu = attn_tuning_db_lookup(&s->user, id, hashes, &c, &eu);
-    attn_tuning_tier ts = attn_tuning_db_lookup(&s->sys, id, hashes, &c, &es);
+    attn_tuning_tier tu = attn_tuning_db_lookup(&s->user, id, hashes, c, &eu);
+    attn_tuning_tier ts = attn_tuning_db_lookup(&s->sys, id, hashes, c, &es);
     attn_tuning_tier tier = tu >= ts ? tu : ts; /* the user's file wins a tie */
     e = tu >= ts ? eu : es;
     if (tier == ATTN_TIER_NONE) return;
 
     char cls[96], err[256];
-    attn_shape_class_format(&c, cls, sizeof cls);
+    attn_shape_class_format(c, cls, sizeof cls);
     attn_params tuned = *pr;
     if (attn_params_parse(e->params, &tuned, err, sizeof err) != 0 ||
         !attn_params_legal(&tuned, dev, p, err, sizeof err)) {
@@ -233,33 +211,29 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
     }
     *pr = tuned;
     *source = tier == ATTN_TIER_EXACT ? "tuned" : "stale";
-    m->found = 1;
-    m->pr = tuned;
-    m->source = *source;
     if (tier == ATTN_TIER_EXACT) {
         attn_log(ATTN_LOG_DEBUG, "%s: tuned parameters %s", cls, e->params);
         return;
     }
-    /* one warning per class (the memo above may forget a class, this not) */
+    /* one warning per class, however often the plan cache forgets it */
     for (int i = 0; i < s->nwarned && i < MAX_WARNED; i++)
-        if (attn_shape_class_equal(&s->warned[i], &c)) return;
-    s->warned[s->nwarned++ % MAX_WARNED] = c;
+        if (attn_shape_class_equal(&s->warned[i], c)) return;
+    s->warned[s->nwarned++ % MAX_WARNED] = *c;
     const char *why = strcmp(e->device.driver, id->driver) != 0 ? "another driver" : "older kernel sources";
     attn_log(ATTN_LOG_WARN, "%s: using parameters tuned under %s (driver \"%s\", kernel "
              "sources %s; now \"%s\", %s); run attn-tune again for this device", cls, why,
-             e->device.driver, e->kernel_hash, id->driver,
-             s->hash[entry_family(e)]);
+             e->device.driver, e->kernel_hash, id->driver, hashes[entry_family(e)]);
 }
 
 void attn_tuning_reload(attn_context *ctx)
 {
+    attn_plan_clear(ctx);
     struct attn_tuning_state *s = ctx->tuning;
     if (!s) return;
     attn_tuning_db_free(&s->user);
     attn_tuning_db_free(&s->sys);
     s->loaded = 0;
     s->nwarned = 0;
-    s->nmemo = 0;
 }
 
 attn_status attn_tuning_force(attn_context *ctx, const attn_params *pr)

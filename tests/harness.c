@@ -3,6 +3,7 @@
  * comparison and strided device tensors. */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "harness.h"
+#include "cases.h" /* harness_case_runs */
 
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -67,6 +68,7 @@ int harness_run(const char *program, void (*register_fn)(void))
 
     CU_basic_set_mode(CU_BRM_VERBOSE);
     CU_basic_run_tests();
+    if (harness_case_runs()) printf("%s: %d case runs\n", program, harness_case_runs());
     int failed = CU_get_number_of_failures() > 0 || CU_get_number_of_suites_failed() > 0 ||
                  CU_get_error() != CUE_SUCCESS || g_ctx_failed;
 
@@ -473,11 +475,49 @@ int harness_run_program(const char *bin, const char *const *args, const char *ou
 int harness_run_program_split(const char *bin, const char *const *args, const char *out_path,
                               const char *err_path)
 {
+    const pid_t pid = harness_start_program(bin, args, NULL, out_path, err_path);
+    if (pid < 0) return -1;
+    const int rc = harness_wait_program(pid);
+    if (rc < 0 || rc > 255) {
+        printf("\n  %s did not exit normally (%d)\n", bin, rc);
+        return -1;
+    }
+    return rc;
+}
+
+/* environ with extra_env's entries in place of any of the same name (the
+ * caller frees the array, not the strings); NULL when out of memory. */
+static char **environment_with(const char *const *extra_env)
+{
+    size_t n = 0, ne = 0;
+    while (environ[n]) n++;
+    while (extra_env && extra_env[ne]) ne++;
+    char **envp = calloc(n + ne + 1, sizeof *envp);
+    if (!envp) return NULL;
+    size_t m = 0;
+    for (size_t i = 0; i < n; i++) {
+        int replaced = 0;
+        for (size_t j = 0; j < ne; j++) {
+            const char *eq = strchr(extra_env[j], '=');
+            size_t kl = eq ? (size_t)(eq - extra_env[j]) + 1 : strlen(extra_env[j]);
+            replaced |= strncmp(environ[i], extra_env[j], kl) == 0;
+        }
+        if (!replaced) envp[m++] = environ[i];
+    }
+    for (size_t j = 0; j < ne; j++) envp[m++] = (char *)extra_env[j];
+    envp[m] = NULL;
+    return envp;
+}
+
+pid_t harness_start_program(const char *bin, const char *const *args,
+                            const char *const *extra_env, const char *out_path,
+                            const char *err_path)
+{
     enum { MAX_ARGS = 64 };
     char *argv[MAX_ARGS + 2];
     int n = 0;
     argv[n++] = (char *)bin;
-    for (; args[n - 1]; n++) {
+    for (; args && args[n - 1]; n++) {
         if (n > MAX_ARGS) {
             printf("\n  %s: more than %d arguments\n", bin, MAX_ARGS);
             return -1;
@@ -485,28 +525,39 @@ int harness_run_program_split(const char *bin, const char *const *args, const ch
         argv[n] = (char *)args[n - 1];
     }
     argv[n] = NULL;
+    char **envp = environment_with(extra_env);
+    if (!envp) {
+        printf("\n  out of memory starting %s\n", bin);
+        return -1;
+    }
     posix_spawn_file_actions_t fa;
     posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
+    if (out_path)
+        posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
     if (err_path)
         posix_spawn_file_actions_addopen(&fa, 2, err_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    else
+    else if (out_path)
         posix_spawn_file_actions_adddup2(&fa, 1, 2);
+    fflush(stdout); /* the child must not repeat what this process buffered */
     pid_t pid;
-    const int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
+    const int rc = posix_spawn(&pid, bin, &fa, NULL, argv, envp);
     posix_spawn_file_actions_destroy(&fa);
+    free(envp);
     if (rc != 0) {
         printf("\n  cannot start %s: %s\n", bin, strerror(rc));
         return -1;
     }
+    return pid;
+}
+
+int harness_wait_program(pid_t pid)
+{
     int status;
+    if (pid < 0) return -1;
     if (waitpid(pid, &status, 0) != pid) {
-        printf("\n  waitpid %s: %s\n", bin, strerror(errno));
+        printf("\n  waitpid %ld: %s\n", (long)pid, strerror(errno));
         return -1;
     }
-    if (!WIFEXITED(status)) {
-        printf("\n  %s did not exit normally (status %d)\n", bin, status);
-        return -1;
-    }
-    return WEXITSTATUS(status);
+    if (WIFEXITED(status)) return WEXITSTATUS(status);
+    return WIFSIGNALED(status) ? 128 + WTERMSIG(status) : -1;
 }

@@ -23,6 +23,7 @@
 #include <CUnit/CUnit.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <sys/types.h> /* pid_t */
 
 /* ---- running ---- */
 
@@ -157,5 +158,18 @@ int harness_run_program(const char *bin, const char *const *args, const char *ou
 /* The same with stderr into its own file, err_path (NULL: into out_path). */
 int harness_run_program_split(const char *bin, const char *const *args, const char *out_path,
                               const char *err_path);
+
+/* Starts bin with args (NULL-terminated, not including argv[0]; NULL: none)
+ * and this process's environment with extra_env's "NAME=value" entries in
+ * place of any of the same name (NULL: none), stdout into out_path (NULL:
+ * this process's) and stderr into err_path (NULL: with stdout). Returns the
+ * child's pid, or -1 after a message. */
+pid_t harness_start_program(const char *bin, const char *const *args,
+                            const char *const *extra_env, const char *out_path,
+                            const char *err_path);
+
+/* Waits for a child started by harness_start_program: its exit status,
+ * 128 + the signal that ended it, or -1 (after a message). */
+int harness_wait_program(pid_t pid);
 
 #endif /* ATTN_HARNESS_H */

@@ -143,9 +143,9 @@ static int run_one(const ocase *c, const char *params, uint64_t seed, int poison
                                                       sizeof nan, 0, sc[i]->bytes, 0, NULL, NULL),
                                   CL_SUCCESS);
     }
-    setenv("ATTN_PARAMS", params, 1);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
     attn_status st = attn_forward(ctx, &p, &tq, &tk, &tv, &to, lp, mlse, NULL);
-    unsetenv("ATTN_PARAMS");
+    attn_context_set_params(ctx, NULL);
     if (st != ATTN_SUCCESS) {
         printf("\n  attn_forward: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
         bad++;
@@ -289,10 +289,10 @@ static void decode_set(const char *family, int splits)
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &sk, &sv, NEW, q_lens, NULL), ATTN_SUCCESS);
     char params[96];
     snprintf(params, sizeof params, "family=%s,rows=4,splits=%d", family, splits);
-    setenv("ATTN_PARAMS", params, 1);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
     attn_problem p = {B, HQ, HKV, DD, NEW, 0, ATTN_F32, 1, 0.0f};
     attn_status st = attn_decode(ctx, cache, &p, &tq, &to, q_lens, ml, NULL);
-    unsetenv("ATTN_PARAMS");
+    attn_context_set_params(ctx, NULL);
     int bad = 0;
     if (st != ATTN_SUCCESS) {
         printf("\n  attn_decode: %s: %s\n", attn_status_name(st), attn_last_error(ctx));

@@ -344,28 +344,8 @@ static int child_prepare(void)
  * returns its exit status, or -1. */
 static int spawn_child(const char *extra)
 {
-    int n = 0;
-    while (environ[n]) n++;
-    char **envp = calloc((size_t)n + 2, sizeof *envp);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(envp);
-    int m = 0;
-    size_t klen = extra ? (size_t)(strchr(extra, '=') - extra) + 1 : 0;
-    for (int i = 0; i < n; i++)
-        if (!extra || strncmp(environ[i], extra, klen) != 0) envp[m++] = environ[i];
-    if (extra) envp[m++] = (char *)extra;
-    envp[m] = NULL;
-    char *argv[] = {self_path, "--child-prepare", NULL};
-    fflush(stdout);
-    pid_t pid;
-    int rc = posix_spawn(&pid, self_path, NULL, NULL, argv, envp);
-    free(envp);
-    if (rc != 0) {
-        printf("\n  posix_spawn %s: %s\n", self_path, strerror(rc));
-        return -1;
-    }
-    int status;
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-    return WEXITSTATUS(status);
+    const char *const args[] = {"--child-prepare", NULL}, *const env[] = {extra, NULL};
+    return harness_wait_program(harness_start_program(self_path, args, env, NULL, NULL));
 }
 
 static void test_second_process(void)

@@ -572,30 +572,10 @@ static int child_log(void)
 /* Runs this binary with --child-log, ATTN_LOG=level and stderr to errfile. */
 static int spawn_log_child(const char *level, const char *errfile)
 {
-    int n = 0;
-    while (environ[n]) n++;
-    char **envp = calloc((size_t)n + 2, sizeof *envp);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(envp);
-    int m = 0;
-    for (int i = 0; i < n; i++)
-        if (strncmp(environ[i], "ATTN_LOG=", 9) != 0) envp[m++] = environ[i];
     char var[64];
     snprintf(var, sizeof var, "ATTN_LOG=%s", level);
-    envp[m++] = var;
-    envp[m] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, errfile, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    char *argv[] = {self_path, "--child-log", NULL};
-    fflush(stdout);
-    pid_t pid;
-    int rc = posix_spawn(&pid, self_path, &fa, NULL, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    free(envp);
-    if (rc != 0) return -1;
-    int status;
-    if (waitpid(pid, &status, 0) != pid || !WIFEXITED(status)) return -1;
-    return WEXITSTATUS(status);
+    const char *const args[] = {"--child-log", NULL}, *const env[] = {var, NULL};
+    return harness_wait_program(harness_start_program(self_path, args, env, NULL, errfile));
 }
 
 static void test_logging(void)

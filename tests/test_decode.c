@@ -14,7 +14,7 @@
  * about 20 s of CPU from a cold cache (PoCL; 26-40 s wall on 2 shared
  * cores), a few seconds warm. */
 #define _POSIX_C_SOURCE 200809L
-#include "harness.h"
+#include "cases.h"
 #include "decode.h" /* the split heuristic */
 
 #include <math.h>
@@ -22,29 +22,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const char *const families[] = {"vector", "tiled"};
+static const harness_family families[] = {HARNESS_VECTOR, HARNESS_TILED};
 #define NFAM 2
 static const attn_dtype dtypes[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
 #define NDT 3
 
-static float *xalloc(size_t n)
+/* The parameters of the calls that follow: family, the decode tile (4 rows:
+ * with the 4 query heads per KV head of these tests, q_len > 1 takes
+ * several tiles) and the number of splits (0 = automatic); rows = 0: the
+ * family's defaults. */
+static void use_params(harness_family family, int rows, int splits)
 {
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
-    return x;
-}
-
-/* ATTN_PARAMS for one call: family, the decode tile (4 rows: with the 4
- * query heads per KV head of these tests, q_len > 1 takes several tiles)
- * and the number of splits (0 = automatic). */
-static void use_params(const char *family, int rows, int splits)
-{
-    char text[128];
-    if (rows)
-        snprintf(text, sizeof text, "family=%s,rows=%d,splits=%d", family, rows, splits);
-    else
-        snprintf(text, sizeof text, "family=%s", family);
-    setenv("ATTN_PARAMS", text, 1);
+    char text[64];
+    snprintf(text, sizeof text, "rows=%d,splits=%d", rows, splits);
+    harness_use_family(harness_context(), family, rows ? text : NULL);
 }
 
 static void tolerance(attn_dtype t, double *atol, double *rtol) { attn_tolerance(t, atol, rtol); }
@@ -70,13 +61,13 @@ static void world_alloc(world *w, int N)
     memset(w, 0, sizeof *w);
     w->N = N;
     size_t nq = (size_t)B * HQ * N * D, nk = (size_t)B * HKV * N * D;
-    w->q = xalloc(nq);
-    w->k = xalloc(nk);
-    w->v = xalloc(nk);
-    w->ref = xalloc(nq);
-    w->dev = xalloc(nq);
-    w->ref_lse = xalloc((size_t)B * HQ * N);
-    w->dev_lse = xalloc((size_t)B * HQ * N);
+    w->q = harness_xalloc(nq);
+    w->k = harness_xalloc(nk);
+    w->v = harness_xalloc(nk);
+    w->ref = harness_xalloc(nq);
+    w->dev = harness_xalloc(nq);
+    w->ref_lse = harness_xalloc((size_t)B * HQ * N);
+    w->dev_lse = harness_xalloc((size_t)B * HQ * N);
 }
 
 static void world_free(world *w)
@@ -87,7 +78,7 @@ static void world_free(world *w)
 
 /* The uncached results: the reference, and attn_forward over the whole
  * (right-padded) sequences, causal, with the family's default tiles. */
-static void world_results(attn_context *ctx, world *w, attn_dtype dt, const char *family,
+static void world_results(attn_context *ctx, world *w, attn_dtype dt, harness_family fam,
                           uint64_t seed)
 {
     attn_problem p = {B, HQ, HKV, D, w->N, w->N, dt, 1, 0.0f};
@@ -101,7 +92,7 @@ static void world_results(attn_context *ctx, world *w, attn_dtype dt, const char
     cl_mem bo = harness_alloc(ctx, dt, B, HQ, w->N, D, NULL, &to);
     cl_mem lse = harness_float_buffer(ctx, (size_t)B * HQ * w->N);
     CU_ASSERT_FATAL(bq && bk && bv && bo && lse);
-    use_params(family, 0, 0);
+    use_params(fam, 0, 0);
     attn_status st = attn_forward(ctx, &p, &tq, &tk, &tv, &to, &L, lse, NULL);
     if (st != ATTN_SUCCESS) printf("\n  attn_forward: %s\n", attn_last_error(ctx));
     CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
@@ -125,7 +116,7 @@ static void append_from(attn_context *ctx, attn_kv_cache *cache, const world *w,
                         const harness_layout *layout)
 {
     size_t n = (size_t)B * HKV * block_len * D;
-    float *bk = xalloc(n), *bv = xalloc(n);
+    float *bk = harness_xalloc(n), *bv = harness_xalloc(n);
     for (size_t i = 0; i < n; i++) bk[i] = bv[i] = NAN;
     for (int b = 0; b < B; b++)
         for (int h = 0; h < HKV; h++)
@@ -161,8 +152,9 @@ static float *decode_check(attn_context *ctx, attn_kv_cache *cache, const world 
     int cur[B];
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_lengths(cache, cur), ATTN_SUCCESS);
     size_t nq = (size_t)B * HQ * q_len * D, nl = (size_t)B * HQ * q_len;
-    float *hq = xalloc(nq), *exp_ref = xalloc(nq), *exp_dev = xalloc(nq), *got = xalloc(nq);
-    float *lref = xalloc(nl), *ldev = xalloc(nl), *lgot = xalloc(nl);
+    float *hq = harness_xalloc(nq), *exp_ref = harness_xalloc(nq), *exp_dev = harness_xalloc(nq),
+          *got = harness_xalloc(nq);
+    float *lref = harness_xalloc(nl), *ldev = harness_xalloc(nl), *lgot = harness_xalloc(nl);
     for (int b = 0; b < B; b++)
         for (int h = 0; h < HQ; h++)
             for (int i = 0; i < q_len; i++) {
@@ -251,13 +243,14 @@ static void redraw(world *w, attn_dtype dt, const int *from, const int *to, uint
         }
 }
 
-static void generation(attn_context *ctx, const char *family, attn_dtype dt)
+static void generation(attn_context *ctx, harness_family fam, attn_dtype dt)
 {
+    const char *family = harness_family_name(fam);
     enum { T = 3, SPEC = 4, CAP = 100 };
     const int prompt[B] = {37, 1, 70};   /* ragged prompts */
     const int accept[B] = {4, 0, 2};     /* drafts each sequence keeps */
     const int last[B] = {1, 0, 2};       /* a ragged final step; sequence 1 idle */
-    const uint64_t seed = harness_seed(4000 + 10 * (uint64_t)dt + (family[0] == 't'));
+    const uint64_t seed = harness_seed(4000 + 10 * (uint64_t)dt + (fam == HARNESS_TILED));
     char what[160];
 
     /* final: the sequences as they end up; draft: the same up to each
@@ -286,8 +279,8 @@ static void generation(attn_context *ctx, const char *family, attn_dtype dt)
         rej_to[b] = dr.len[b];
     }
     redraw(&dr, dt, rej_from, rej_to, seed + 100);
-    world_results(ctx, &fin, dt, family, seed);
-    world_results(ctx, &dr, dt, family, seed);
+    world_results(ctx, &fin, dt, fam, seed);
+    world_results(ctx, &dr, dt, fam, seed);
 
     attn_kv_cache *cache = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, B, HKV, D, CAP, dt, &cache), ATTN_SUCCESS);
@@ -309,7 +302,7 @@ static void generation(attn_context *ctx, const char *family, attn_dtype dt)
                     memcpy(pw.v + kidx(maxp, b, h, s), fin.v + kidx(N, b, h, s), D * sizeof(float));
                 }
             }
-        world_results(ctx, &pw, dt, family, seed);
+        world_results(ctx, &pw, dt, fam, seed);
         double atol, rtol;
         tolerance(dt, &atol, &rtol);
         int bad = 0;
@@ -336,17 +329,17 @@ static void generation(attn_context *ctx, const char *family, attn_dtype dt)
         attn_kv_cache_lengths(cache, cur);
         append_from(ctx, cache, &fin, dt, cur, 1, ones, &step_layout);
         const int splits = t == 0 ? 1 : t == 1 ? 3 : 0;
-        use_params(family, 4, splits);
         /* the vector kernel's score reduction folds VEC_WIDTH keys at a
          * time: each width once */
         const int vec = t == 0 ? 4 : t == 1 ? 8 : 16;
         char text[128];
-        if (strcmp(family, "vector") == 0) {
-            snprintf(text, sizeof text, "family=vector,rows=4,splits=%d,vec=%d", splits, vec);
-            setenv("ATTN_PARAMS", text, 1);
-        }
+        if (fam == HARNESS_VECTOR)
+            snprintf(text, sizeof text, "rows=4,splits=%d,vec=%d", splits, vec);
+        else
+            snprintf(text, sizeof text, "rows=4,splits=%d", splits);
+        harness_use_family(ctx, fam, text);
         snprintf(what, sizeof what, "%s %s step %d (splits=%d, %s)", family, attn_dtype_name(dt), t,
-                 splits, getenv("ATTN_PARAMS"));
+                 splits, text);
         decode_check(ctx, cache, &fin, dt, 1, ones, what, seed, 0);
     }
 
@@ -356,7 +349,7 @@ static void generation(attn_context *ctx, const char *family, attn_dtype dt)
         int cur[B];
         attn_kv_cache_lengths(cache, cur);
         append_from(ctx, cache, &dr, dt, cur, SPEC, spec, &step_layout);
-        use_params(family, 4, 2);
+        use_params(fam, 4, 2);
         snprintf(what, sizeof what, "%s %s speculative block", family, attn_dtype_name(dt));
         decode_check(ctx, cache, &dr, dt, SPEC, spec, what, seed, 0);
     }
@@ -375,7 +368,7 @@ static void generation(attn_context *ctx, const char *family, attn_dtype dt)
         int cur[B];
         attn_kv_cache_lengths(cache, cur);
         append_from(ctx, cache, &fin, dt, cur, 1, ones, &step_layout);
-        use_params(family, 4, 3);
+        use_params(fam, 4, 3);
         snprintf(what, sizeof what, "%s %s after truncation and re-append", family,
                  attn_dtype_name(dt));
         decode_check(ctx, cache, &fin, dt, 1, ones, what, seed, 0);
@@ -387,7 +380,7 @@ static void generation(attn_context *ctx, const char *family, attn_dtype dt)
         int cur[B];
         attn_kv_cache_lengths(cache, cur);
         append_from(ctx, cache, &fin, dt, cur, 2, last, &step_layout);
-        use_params(family, 4, 1);
+        use_params(fam, 4, 1);
         snprintf(what, sizeof what, "%s %s ragged step", family, attn_dtype_name(dt));
         out = decode_check(ctx, cache, &fin, dt, 2, last, what, seed, 1);
     }
@@ -399,13 +392,14 @@ static void generation(attn_context *ctx, const char *family, attn_dtype dt)
         int cur[B];
         attn_kv_cache_lengths(cache, cur);
         size_t nq = (size_t)B * HQ * 2 * D;
-        float *hq = xalloc(nq), *got = xalloc(nq);
+        float *hq = harness_xalloc(nq), *got = harness_xalloc(nq);
         for (int b = 0; b < B; b++)
             for (int h = 0; h < HQ; h++)
                 for (int i = 0; i < 2; i++) {
                     int pos = cur[b] - last[b] + i;
                     if (i < last[b])
-                        memcpy(hq + qidx(2, b, h, i), fin.q + qidx(N, b, h, pos), D * sizeof(float));
+                        memcpy(hq + qidx(2, b, h, i), fin.q + qidx(N, b, h, pos),
+                               D * sizeof(float));
                     else
                         for (int d = 0; d < D; d++) hq[qidx(2, b, h, i) + d] = 0.0f;
                 }
@@ -416,7 +410,7 @@ static void generation(attn_context *ctx, const char *family, attn_dtype dt)
         CU_ASSERT_EQUAL(attn_kv_cache_tensors(cache, &ck, &cv), ATTN_SUCCESS);
         attn_problem p = {B, HQ, HKV, D, 2, CAP, dt, 1, 0.0f};
         attn_lengths L = {NULL, last, NULL, cur};
-        use_params(family, 0, 0);
+        use_params(fam, 0, 0);
         attn_status st = attn_forward(ctx, &p, &tq, &ck, &cv, &to, &L, NULL, NULL);
         if (st != ATTN_SUCCESS) printf("\n  forward over the cache: %s\n", attn_last_error(ctx));
         CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
@@ -431,7 +425,7 @@ static void generation(attn_context *ctx, const char *family, attn_dtype dt)
     attn_kv_cache_release(cache);
     world_free(&fin);
     world_free(&dr);
-    unsetenv("ATTN_PARAMS");
+    harness_use_params(ctx, NULL);
 }
 
 static void test_cached_vs_uncached(void)
@@ -457,29 +451,39 @@ static attn_kv_cache *filled_cache(attn_context *ctx, const world *w, attn_dtype
     return cache;
 }
 
+/* An f32 world of N positions with sequences of lens[b] tokens, its
+ * uncached results, and a cache of capacity cap holding it. */
+static attn_kv_cache *f32_world_in_cache(attn_context *ctx, world *w, int N, const int *lens,
+                                         int cap, uint64_t seed)
+{
+    world_alloc(w, N);
+    memcpy(w->len, lens, sizeof w->len);
+    fill_world_inputs(w, ATTN_F32, seed);
+    world_results(ctx, w, ATTN_F32, HARNESS_VECTOR, seed);
+    return filled_cache(ctx, w, ATTN_F32, cap);
+}
+
 static void test_split_equals_unsplit(void)
 {
     attn_context *ctx = harness_context();
     const uint64_t seed = harness_seed(4100);
     world w;
-    world_alloc(&w, 1500);
     const int lens[B] = {1500, 3, 777};
-    memcpy(w.len, lens, sizeof lens);
-    fill_world_inputs(&w, ATTN_F32, seed);
-    world_results(ctx, &w, ATTN_F32, "vector", seed);
-    attn_kv_cache *cache = filled_cache(ctx, &w, ATTN_F32, 1500);
+    attn_kv_cache *cache = f32_world_in_cache(ctx, &w, 1500, lens, 1500, seed);
     const int splits[] = {2, 5, 16, 0};
     for (int f = 0; f < NFAM; f++)
         for (int ql = 1; ql <= 3; ql += 2) {
             const int q_lens[B] = {ql, ql, ql};
             char what[128];
             use_params(families[f], 4, 1);
-            snprintf(what, sizeof what, "%s q_len %d unsplit", families[f], ql);
+            snprintf(what, sizeof what, "%s q_len %d unsplit", harness_family_name(families[f]),
+                     ql);
             float *base = decode_check(ctx, cache, &w, ATTN_F32, ql, q_lens, what, seed, 1);
             CU_ASSERT_PTR_NOT_NULL_FATAL(base);
             for (size_t s = 0; s < sizeof splits / sizeof splits[0]; s++) {
                 use_params(families[f], 4, splits[s]);
-                snprintf(what, sizeof what, "%s q_len %d splits=%d", families[f], ql, splits[s]);
+                snprintf(what, sizeof what, "%s q_len %d splits=%d",
+                         harness_family_name(families[f]), ql, splits[s]);
                 float *got = decode_check(ctx, cache, &w, ATTN_F32, ql, q_lens, what, seed, 1);
                 if (got)
                     CU_ASSERT_EQUAL(harness_compare(what, got, base, (size_t)B * HQ * ql * D,
@@ -490,13 +494,13 @@ static void test_split_equals_unsplit(void)
         }
     /* the plan reports the splits it chose */
     attn_plan_info info;
-    use_params("vector", 4, 5);
+    use_params(HARNESS_VECTOR, 4, 5);
     attn_problem p = {B, HQ, HKV, D, 1, 0, ATTN_F32, 1, 0.0f};
     CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.family, "vector");
     CU_ASSERT_STRING_EQUAL(info.source, "override");
     CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "splits=5"));
-    unsetenv("ATTN_PARAMS");
+    harness_use_params(ctx, NULL);
     CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
     CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "splits="));
@@ -528,12 +532,8 @@ static void test_empty_sequences(void)
     attn_context *ctx = harness_context();
     const uint64_t seed = harness_seed(4200);
     world w;
-    world_alloc(&w, 40);
     const int lens[B] = {0, 40, 5};
-    memcpy(w.len, lens, sizeof lens);
-    fill_world_inputs(&w, ATTN_F32, seed);
-    world_results(ctx, &w, ATTN_F32, "vector", seed);
-    attn_kv_cache *cache = filled_cache(ctx, &w, ATTN_F32, 64);
+    attn_kv_cache *cache = f32_world_in_cache(ctx, &w, 40, lens, 64, seed);
     /* sequence 0 is empty and asks nothing; sequence 2 holds tokens but
      * asks nothing this step; q_len 2 pads sequence 1's one query */
     const int q_lens[B] = {0, 1, 0};
@@ -541,7 +541,8 @@ static void test_empty_sequences(void)
         for (int splits = 1; splits <= 2; splits++) {
             char what[96];
             use_params(families[f], 4, splits);
-            snprintf(what, sizeof what, "%s empty sequences, splits=%d", families[f], splits);
+            snprintf(what, sizeof what, "%s empty sequences, splits=%d",
+                     harness_family_name(families[f]), splits);
             decode_check(ctx, cache, &w, ATTN_F32, 2, q_lens, what, seed, 0);
         }
     /* every sequence empty: all zeros and -inf */
@@ -551,84 +552,23 @@ static void test_empty_sequences(void)
         use_params(families[f], 4, 0);
         decode_check(ctx, cache, &w, ATTN_F32, 1, none, "an empty batch", seed, 0);
     }
-    unsetenv("ATTN_PARAMS");
+    harness_use_params(ctx, NULL);
     attn_kv_cache_release(cache);
     world_free(&w);
 }
 
-/* ---- MQA, a head dim that is no multiple of 16, full (non-causal) ---- */
+/* ---- the shared case table through the KV cache: MQA, a head dim that
+ * is no multiple of 16, full (non-causal), in place; GQA with ragged caches
+ * and pad queries in each storage type ---- */
 
 static void test_mqa_odd_dim(void)
 {
-    attn_context *ctx = harness_context();
-    enum { BB = 2, H = 6, DD = 40, CAPM = 90, QL = 2 };
-    const int lens[BB] = {13, 70};
-    const uint64_t seed = harness_seed(4400);
-    const attn_dtype dt = ATTN_F16;
-    size_t nkv = (size_t)BB * CAPM * DD, nq = (size_t)BB * H * QL * DD;
-    float *k = xalloc(nkv), *v = xalloc(nkv), *q = xalloc(nq), *ref = xalloc(nq), *got = xalloc(nq);
-    float *lref = xalloc((size_t)BB * H * QL), *lgot = xalloc((size_t)BB * H * QL);
-    harness_fill_normal(k, nkv, seed, 0.0f, 1.0f);
-    harness_fill_normal(v, nkv, seed + 1, 0.0f, 1.0f);
-    harness_fill_normal(q, nq, seed + 2, 0.0f, 1.0f);
-    harness_round(dt, k, nkv), harness_round(dt, v, nkv), harness_round(dt, q, nq);
-    attn_kv_cache *cache = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, BB, 1, DD, CAPM, dt, &cache), ATTN_SUCCESS);
-    attn_tensor tk, tv, tq, to;
-    cl_mem mk = harness_upload(ctx, dt, k, BB, 1, CAPM, DD, NULL, &tk);
-    cl_mem mv = harness_upload(ctx, dt, v, BB, 1, CAPM, DD, NULL, &tv);
-    cl_mem mq = harness_upload(ctx, dt, q, BB, H, QL, DD, NULL, &tq);
-    cl_mem mo = harness_alloc(ctx, dt, BB, H, QL, DD, NULL, &to);
-    cl_mem lse = harness_float_buffer(ctx, (size_t)BB * H * QL);
-    CU_ASSERT_FATAL(mk && mv && mq && mo && lse);
-    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tk, &tv, CAPM, lens, NULL), ATTN_SUCCESS);
-    double atol, rtol;
-    attn_tolerance(dt, &atol, &rtol);
-    for (int causal = 0; causal <= 1; causal++) {
-        /* the reference over the whole cache rows with the decode's lengths */
-        attn_problem rp = {BB, H, 1, DD, QL, CAPM, dt, causal, 0.0f};
-        const int ql[BB] = {QL, QL};
-        attn_lengths L = {NULL, ql, NULL, lens};
-        CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&rp, q, k, v, ref, &L, lref), ATTN_SUCCESS);
-        for (int f = 0; f < NFAM; f++)
-            for (int splits = 1; splits <= 3; splits += 2) {
-                char what[96], text[64];
-                snprintf(text, sizeof text, "family=%s,splits=%d", families[f], splits);
-                setenv("ATTN_PARAMS", text, 1);
-                snprintf(what, sizeof what, "MQA D=40 %s causal=%d splits=%d", families[f],
-                         causal, splits);
-                attn_problem p = {BB, H, 1, DD, QL, 0, dt, causal, 0.0f};
-                attn_status st = attn_decode(ctx, cache, &p, &tq, &to, NULL, lse, NULL);
-                if (st != ATTN_SUCCESS) printf("\n  %s: %s\n", what, attn_last_error(ctx));
-                CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
-                CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, BB, H, QL, DD, got), 0);
-                CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, lse, lgot, (size_t)BB * H * QL), 0);
-                CU_ASSERT_EQUAL(harness_compare(what, got, ref, nq, atol, rtol, seed), 0);
-                CU_ASSERT_EQUAL(harness_compare(what, lgot, lref, (size_t)BB * H * QL, atol, rtol,
-                                                seed), 0);
-            }
-    }
-    /* in place: out is q itself (the last reference above is the causal one) */
-    for (int f = 0; f < NFAM; f++)
-        for (int splits = 1; splits <= 3; splits += 2) {
-            char what[96], text[64];
-            snprintf(text, sizeof text, "family=%s,splits=%d", families[f], splits);
-            setenv("ATTN_PARAMS", text, 1);
-            snprintf(what, sizeof what, "in place, %s splits=%d", families[f], splits);
-            attn_tensor tq2;
-            cl_mem mq2 = harness_upload(ctx, dt, q, BB, H, QL, DD, NULL, &tq2);
-            CU_ASSERT_FATAL(mq2 != NULL);
-            attn_problem p = {BB, H, 1, DD, QL, 0, dt, 1, 0.0f};
-            CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq2, &tq2, NULL, NULL, NULL), ATTN_SUCCESS);
-            CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &tq2, BB, H, QL, DD, got), 0);
-            CU_ASSERT_EQUAL(harness_compare(what, got, ref, nq, atol, rtol, seed), 0);
-            clReleaseMemObject(mq2);
-        }
-    unsetenv("ATTN_PARAMS");
-    clReleaseMemObject(mk), clReleaseMemObject(mv), clReleaseMemObject(mq);
-    clReleaseMemObject(mo), clReleaseMemObject(lse);
-    attn_kv_cache_release(cache);
-    free(k), free(v), free(q), free(ref), free(got), free(lref), free(lgot);
+    harness_run_group("decode/mqa_odd_dim", harness_decode_entry, "attn_decode");
+}
+
+static void test_case_table(void)
+{
+    harness_run_group("decode/table", harness_decode_entry, "attn_decode");
 }
 
 /* ---- refusals ---- */
@@ -656,14 +596,14 @@ static void test_capacity_and_positions(void)
     attn_kv_cache *cache = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 2, 1, DD, CAP, ATTN_F32, &cache), ATTN_SUCCESS);
     /* token position j of sequence b carries the value 1000 b + j (+ d/100) */
-    float *blk = xalloc((size_t)2 * 30 * DD), *all = xalloc((size_t)2 * CAP * DD);
+    float *blk = harness_xalloc((size_t)2 * 30 * DD), *all = harness_xalloc((size_t)2 * CAP * DD);
     attn_tensor tk, tv;
     int cur[2] = {0, 0};
-    #define FILL(n, tag)                                                                  \
-        for (int b = 0; b < 2; b++)                                                       \
-            for (int r = 0; r < (n); r++)                                                 \
-                for (int d = 0; d < DD; d++)                                              \
-                    blk[((size_t)b * (n) + r) * DD + d] = (tag) + 1000.0f * b + cur[b] + r + d / 100.0f;
+#define FILL(n, tag)                                                                               \
+    for (int b = 0; b < 2; b++)                                                                    \
+        for (int r = 0; r < (n); r++)                                                              \
+            for (int d = 0; d < DD; d++)                                                           \
+                blk[((size_t)b * (n) + r) * DD + d] = (tag) + 1000.0f * b + cur[b] + r + d / 100.0f;
     FILL(30, 0.0f);
     cl_mem mk = harness_upload(ctx, ATTN_F32, blk, 2, 1, 30, DD, NULL, &tk);
     cl_mem mv = harness_upload(ctx, ATTN_F32, blk, 2, 1, 30, DD, NULL, &tv);
@@ -763,7 +703,7 @@ static void test_decode_after_failed_append(void)
     enum { CAP = 4, DD = 16, QH = 2 };
     attn_kv_cache *cache = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 1, 1, DD, CAP, ATTN_F32, &cache), ATTN_SUCCESS);
-    float *kv = xalloc((size_t)CAP * DD), *qh = xalloc((size_t)QH * DD);
+    float *kv = harness_xalloc((size_t)CAP * DD), *qh = harness_xalloc((size_t)QH * DD);
     for (int i = 0; i < CAP * DD; i++) kv[i] = (float)(i % 7) / 7.0f;
     for (int i = 0; i < QH * DD; i++) qh[i] = 0.25f;
     attn_tensor tk, tv, tk1, tv1, tq, to;
@@ -775,7 +715,7 @@ static void test_decode_after_failed_append(void)
     cl_mem mo = harness_alloc(ctx, ATTN_F32, 1, QH, 1, DD, NULL, &to);
     CU_ASSERT_FATAL(mk && mv && mk1 && mv1 && mq && mo);
     const attn_problem p = {1, QH, 1, DD, 1, 1, ATTN_F32, 1, 0.0f};
-    unsetenv("ATTN_PARAMS");
+    harness_use_params(ctx, NULL);
 
     /* three prompt tokens, then a step that fits: decode works */
     CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, CAP - 1, NULL, NULL), ATTN_SUCCESS);
@@ -906,16 +846,16 @@ static void test_mismatches(void)
     CU_ASSERT(says(ctx, "cache"));
     CU_ASSERT_EQUAL(attn_decode(ctx, cache, NULL, &tq, &to, NULL, NULL, NULL),
                     ATTN_ERROR_INVALID_ARGUMENT);
-    /* a bad ATTN_PARAMS for decode is named */
-    setenv("ATTN_PARAMS", "family=vector,keys=8,vec=16", 1);
+    /* bad parameters for decode are refused, naming them: legal alone but
+     * not together by the call, naming the override; out of range by the
+     * setter, naming the field */
+    CU_ASSERT_EQUAL(harness_use_params(ctx, "family=vector,keys=8,vec=16"), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_decode(ctx, cache, &good, &tq, &to, NULL, NULL, NULL),
                     ATTN_ERROR_INVALID_ARGUMENT);
-    CU_ASSERT(says(ctx, "ATTN_PARAMS"));
-    setenv("ATTN_PARAMS", "splits=999", 1);
-    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &good, &tq, &to, NULL, NULL, NULL),
-                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "attn_context_set_params"));
+    CU_ASSERT_EQUAL(harness_use_params(ctx, "splits=999"), ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT(says(ctx, "splits"));
-    unsetenv("ATTN_PARAMS");
+    harness_use_params(ctx, NULL);
     /* another context's cache */
     attn_context *other = NULL;
     if (attn_context_create(getenv("ATTN_TEST_DEVICE"), &other) == ATTN_SUCCESS) {
@@ -942,14 +882,10 @@ static void test_check_mode_and_defaults(void)
     attn_context *ctx = harness_context();
     const uint64_t seed = harness_seed(4300);
     world w;
-    world_alloc(&w, 50);
     const int lens[B] = {50, 20, 33};
-    memcpy(w.len, lens, sizeof lens);
-    fill_world_inputs(&w, ATTN_F32, seed);
-    world_results(ctx, &w, ATTN_F32, "vector", seed);
-    attn_kv_cache *cache = filled_cache(ctx, &w, ATTN_F32, 50);
+    attn_kv_cache *cache = f32_world_in_cache(ctx, &w, 50, lens, 50, seed);
     const int ones[B] = {1, 1, 1};
-    unsetenv("ATTN_PARAMS"); /* the device's own plan */
+    harness_use_params(ctx, NULL); /* the device's own plan */
     attn_context_set_check(ctx, 1);
     decode_check(ctx, cache, &w, ATTN_F32, 1, ones, "check mode, default plan", seed, 0);
     attn_context_set_check(ctx, 0);
@@ -968,6 +904,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_split_heuristic),
     HARNESS_TEST(test_empty_sequences),
     HARNESS_TEST(test_mqa_odd_dim),
+    HARNESS_TEST(test_case_table),
     HARNESS_TEST(test_capacity_and_positions),
     HARNESS_TEST(test_decode_after_failed_append),
     HARNESS_TEST(test_mismatches),

@@ -40,9 +40,9 @@ static char self_path[4096];
 
 /* ---- helpers ---- */
 
-static const char *const env_names[] = {"ATTN_CACHE_DIR", "ATTN_KERNEL_DIR", "ATTN_PARAMS",
-                                        "XDG_CACHE_HOME", "HOME", "ATTN_CHECK"};
-enum { NENV = 6 };
+static const char *const env_names[] = {"ATTN_CACHE_DIR", "ATTN_KERNEL_DIR", "XDG_CACHE_HOME",
+                                        "HOME", "ATTN_CHECK"};
+enum { NENV = 5 };
 static char *env_saved[NENV];
 
 static void env_save(void)
@@ -52,7 +52,6 @@ static void env_save(void)
         env_saved[i] = v ? strdup(v) : NULL;
     }
     unsetenv("ATTN_KERNEL_DIR");
-    unsetenv("ATTN_PARAMS");
     unsetenv("ATTN_CHECK");
 }
 
@@ -103,54 +102,10 @@ static attn_problem problem(int head_dim, int kv_len)
 /* Runs this binary with args (argv[1..]) and extra environment entries
  * ("NAME=value", NULL-terminated), stdout and stderr to out_path (if not
  * NULL). Returns the child's pid, or -1. */
-static pid_t spawn_self(char *const args[], char *const extra_env[], const char *out_path)
+static pid_t spawn_self(const char *const args[], const char *const extra_env[],
+                        const char *out_path)
 {
-    int n = 0, ne = 0;
-    while (environ[n]) n++;
-    while (extra_env && extra_env[ne]) ne++;
-    char **envp = calloc((size_t)(n + ne + 1), sizeof *envp);
-    char *argv[8] = {self_path};
-    int a = 1;
-    while (args[a - 1] && a < 7) {
-        argv[a] = args[a - 1];
-        a++;
-    }
-    argv[a] = NULL;
-    if (!envp) return -1;
-    int m = 0;
-    for (int i = 0; i < n; i++) {
-        int replaced = 0;
-        for (int j = 0; j < ne; j++) {
-            size_t kl = (size_t)(strchr(extra_env[j], '=') - extra_env[j]) + 1;
-            replaced |= strncmp(environ[i], extra_env[j], kl) == 0;
-        }
-        if (!replaced) envp[m++] = environ[i];
-    }
-    for (int j = 0; j < ne; j++) envp[m++] = extra_env[j];
-    envp[m] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    if (out_path) {
-        posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-        posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    }
-    fflush(stdout);
-    pid_t pid;
-    int rc = posix_spawn(&pid, self_path, &fa, NULL, argv, envp);
-    posix_spawn_file_actions_destroy(&fa);
-    free(envp);
-    if (rc != 0) {
-        printf("\n  posix_spawn %s: %s\n", self_path, strerror(rc));
-        return -1;
-    }
-    return pid;
-}
-
-static int wait_exit(pid_t pid)
-{
-    int status;
-    if (pid < 0 || waitpid(pid, &status, 0) != pid) return -1;
-    return WIFEXITED(status) ? WEXITSTATUS(status) : 128 + WTERMSIG(status);
+    return harness_start_program(self_path, args, extra_env, out_path, NULL);
 }
 
 static int count_substr(const char *hay, const char *needle)
@@ -281,9 +236,10 @@ static void test_readonly_cache_dir(void)
     snprintf(pocl_env, sizeof pocl_env, "POCL_CACHE_DIR=%s", pocl_dir);
     /* the child compiles its kernels afresh: under ASan, without the slow
      * unwinder that the leak suppressions need (its leaks are not the point) */
-    char *extra[] = {env_dir, pocl_env, "ATTN_LOG=warn", "ASAN_OPTIONS=detect_leaks=0", NULL};
-    char *args[] = {"--child-readonly", ro, NULL};
-    int rc = wait_exit(spawn_self(args, extra, out));
+    const char *const extra[] = {env_dir, pocl_env, "ATTN_LOG=warn", "ASAN_OPTIONS=detect_leaks=0",
+                                 NULL};
+    const char *const args[] = {"--child-readonly", ro, NULL};
+    int rc = harness_wait_program(spawn_self(args, extra, out));
     char *log = harness_read_file(out, NULL);
     printf("\n  read-only cache folder: child exit %d; its output:\n%s", rc, log ? log : "(none)");
     if (rc == 77 || rc == 78) {
@@ -349,7 +305,8 @@ static void test_odd_cache_entries(void)
         CU_ASSERT_EQUAL(harness_forward_check(c, &p, 20 + (uint64_t)i), 0);
         CU_ASSERT_EQUAL(c->programs_from_disk, i == 0 ? 0 : 1);
         printf("\n  cache entry is a %s: rebuilt, then %s", kinds[i],
-               c->programs_from_disk ? "replaced by a valid file" : "left alone (rebuilt each time)");
+               c->programs_from_disk ? "replaced by a valid file"
+                                     : "left alone (rebuilt each time)");
         attn_context_release(c);
         alarm(0);
         int tmp;
@@ -457,7 +414,7 @@ static void test_kill_during_store(void)
     const uint64_t key = attn_hash_str(ATTN_HASH_INIT, STORE_KEY);
     int stale_total = 0;
     for (int round = 0; round < 6; round++) {
-        char *args[] = {"--child-store", NULL};
+        const char *const args[] = {"--child-store", NULL};
         pid_t pid = spawn_self(args, NULL, NULL);
         CU_ASSERT_FATAL(pid > 0);
         /* rounds 0-1: killed before the first rename can have happened or
@@ -465,7 +422,7 @@ static void test_kill_during_store(void)
         struct timespec d = {0, (long)(3 + round * 17) * 1000000L};
         nanosleep(&d, NULL);
         kill(pid, SIGKILL);
-        CU_ASSERT_EQUAL(wait_exit(pid), 128 + SIGKILL);
+        CU_ASSERT_EQUAL(harness_wait_program(pid), 128 + SIGKILL);
         unsigned char *bin = NULL;
         size_t len = 0;
         int hit = attn_disk_cache_load(STORE_KEY, key, &bin, &len);
@@ -506,9 +463,10 @@ static attn_problem vector_problem(int head_dim, int kv_len)
 static void test_scratch_limit_simulated(void)
 {
     env_save();
-    setenv("ATTN_PARAMS", "family=vector", 1); /* the family with scratch buffers */
     attn_context *c = new_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    /* the family with scratch buffers */
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(c, "family=vector"), ATTN_SUCCESS);
     attn_problem small = problem(16, 16), big = problem(16, 200);
     CU_ASSERT_EQUAL_FATAL(harness_forward_check(c, &small, 40), 0);
     const cl_ulong real_limit = c->max_alloc;
@@ -535,9 +493,9 @@ static void test_scratch_limit_simulated(void)
 static void test_scratch_limit_real(void)
 {
     env_save();
-    setenv("ATTN_PARAMS", "family=vector,vec=16", 1);
     attn_context *c = new_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(c, "family=vector,vec=16"), ATTN_SUCCESS);
     const cl_ulong limit = c->max_alloc;
     const cl_ulong kv = limit / (16 * 4) + 64;
     if (kv > (1u << 30) || kv * 2 > ((cl_ulong)600 << 20)) {
@@ -569,7 +527,8 @@ static void test_scratch_limit_real(void)
     cl_mem probe = clCreateBuffer(cl, CL_MEM_READ_WRITE, scratch, NULL, &err);
     if (probe) {
         clReleaseMemObject(probe);
-        printf("  (the driver gives %zu bytes past its limit: driver refusal not tried)\n", scratch);
+        printf("  (the driver gives %zu bytes past its limit: driver refusal not tried)\n",
+               scratch);
     } else {
         c->max_alloc = ~(cl_ulong)0;
         st = attn_forward(c, &p, &tq, &tk, &tv, &to, NULL, NULL, NULL);
@@ -607,7 +566,8 @@ static void test_kernel_dir_faults(void)
     setenv("ATTN_CACHE_DIR", cache, 1);
     attn_context *c = new_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    static const char *names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl", "vector_helpers.cl"};
+    static const char *names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl",
+                                  "vector_helpers.cl"};
     for (int i = 0; i < 5; i++) {
         char *text = attn_kernel_source(c, names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text);
@@ -619,14 +579,15 @@ static void test_kernel_dir_faults(void)
     char path[1024];
     const char *fams[] = {"family=vector", "family=tiled"};
     for (int f = 0; f < 2; f++) {
-        setenv("ATTN_PARAMS", fams[f], 1);
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_params(c, fams[f]), ATTN_SUCCESS);
         const char *file = f == 0 ? "vector.cl" : "tiled.cl";
         snprintf(path, sizeof path, "%s/%s", kdir, file);
         char *keep = attn_kernel_source(c, file);
         CU_ASSERT_PTR_NOT_NULL_FATAL(keep);
 
         /* compiles, but holds no kernel of the expected name */
-        write_file(kdir, file, "__kernel void not_the_kernel(__global float *x) { x[0] = 1.0f; }\n");
+        write_file(kdir, file,
+                   "__kernel void not_the_kernel(__global float *x) { x[0] = 1.0f; }\n");
         int st = harness_forward_check(c, &p, 50);
         printf("\n  %s without its kernels: %s: %s", file, attn_status_name((attn_status)st),
                attn_last_error(c));
@@ -641,7 +602,8 @@ static void test_kernel_dir_faults(void)
         remove(path);
         CU_ASSERT_EQUAL_FATAL(mkdir(path, 0755), 0);
         st = harness_forward_check(c, &p, 52);
-        printf("\n  %s a folder: %s: %s", file, attn_status_name((attn_status)st), attn_last_error(c));
+        printf("\n  %s a folder: %s: %s", file, attn_status_name((attn_status)st),
+               attn_last_error(c));
         CU_ASSERT_EQUAL(st, ATTN_ERROR_IO);
         CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(c), file));
         rmdir(path);

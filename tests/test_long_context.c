@@ -99,16 +99,16 @@ static result run(const char *family, int decode, int S, int const_v, int causal
         CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &a, &b, step, NULL, NULL),
                               ATTN_SUCCESS);
         snprintf(params, sizeof params, "family=%s", family);
-        setenv("ATTN_PARAMS", params, 1);
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
         attn_problem dp = p;
         dp.kv_len = 0;
         st = attn_decode(ctx, cache, &dp, &tq, &to, NULL, ml, NULL);
     } else {
         snprintf(params, sizeof params, "family=%s", family);
-        setenv("ATTN_PARAMS", params, 1);
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
         st = attn_forward(ctx, &p, &tq, &tk, &tv, &to, NULL, ml, NULL);
     }
-    unsetenv("ATTN_PARAMS");
+    attn_context_set_params(ctx, NULL);
     if (st != ATTN_SUCCESS) printf("\n  %s: %s\n", params, attn_last_error(ctx));
     CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &to, 1, 1, SQ, D, got), 0);

@@ -9,7 +9,7 @@
  * not, right/left/mixed padding with empty entries and NaN in every pad row, Sq < Skv and Sq > Skv, BSHD layouts with
  * offsets and gaps (NaN, which must stay NaN), in place, f16 and bf16. */
 #define _POSIX_C_SOURCE 200809L
-#include "harness.h"
+#include "cases.h"
 
 #include <clblast_c.h>
 #include <math.h>
@@ -17,297 +17,53 @@
 #include <stdlib.h>
 #include <string.h>
 
-typedef struct mcase {
-    const char *name;
-    int B, Hq, Hkv, D, Sq, Skv;
-    attn_dtype dtype;
-    int causal;
-    float scale;
-    const int *q_start, *q_len, *kv_start, *kv_len; /* NULL arrays mean full */
-    harness_layout lq, lk, lv, lo;
-    int in_place; /* out is the q tensor itself */
-    int no_lse;
-    float amp; /* Q and K are normal(0, amp); 0 means 1 */
-    uint64_t seed;
-} mcase;
-
-static float *xalloc(size_t n)
+/* The materialized path against the reference, and attn_forward (the
+ * library's own family) against both: two device results each within the
+ * tolerance of the reference are within twice the tolerance of each other.
+ * Returns the number of failures. */
+static int run_case(const harness_case *c)
 {
-    float *x = malloc((n ? n : 1) * sizeof *x);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
-    return x;
-}
-
-static mcase base(const char *name, int B, int Hq, int Hkv, int D, int Sq, int Skv, int causal,
-                  uint64_t seed)
-{
-    mcase c;
-    memset(&c, 0, sizeof c);
-    c.name = name;
-    c.B = B, c.Hq = Hq, c.Hkv = Hkv, c.D = D, c.Sq = Sq, c.Skv = Skv;
-    c.dtype = ATTN_F32;
-    c.causal = causal;
-    c.seed = seed;
-    return c;
-}
-
-static int region(const int *start, const int *len, int b, int padded, int *lo)
-{
-    *lo = start ? start[b] : 0;
-    return len ? len[b] : padded;
-}
-
-/* NaN into every row outside the batch entries' content regions: whatever
- * pad rows hold must never reach a result. */
-static void poison_pads(float *x, int B, int H, int S, int D, const int *start, const int *len)
-{
-    for (int b = 0; b < B; b++) {
-        int lo, n = region(start, len, b, S, &lo);
-        for (int h = 0; h < H; h++)
-            for (int s = 0; s < S; s++)
-                if (s < lo || s >= lo + n)
-                    for (int d = 0; d < D; d++) x[(((size_t)b * H + h) * S + s) * D + d] = NAN;
-    }
-}
-
-/* Equal, NaN matching NaN (a round trip through f16 may change its payload). */
-static int unchanged(const float *got, const float *want, size_t n, const char *what)
-{
-    for (size_t i = 0; i < n; i++)
-        if (!(got[i] == want[i] || (isnan(got[i]) && isnan(want[i])))) {
-            printf("\n  %s: input modified at [%zu]: %.9g, was %.9g\n", what, i, got[i], want[i]);
-            return 1;
-        }
-    return 0;
-}
-
-static int is_nan_pattern(attn_dtype t, const unsigned char *p)
-{
-    if (t == ATTN_F32) {
-        float f;
-        memcpy(&f, p, sizeof f);
-        return isnan(f);
-    }
-    uint16_t w;
-    memcpy(&w, p, sizeof w);
-    return t == ATTN_F16 ? (w & 0x7fffu) > 0x7c00u : (w & 0x7fffu) > 0x7f80u;
-}
-
-/* Elements of t's buffer outside the tensor that are no longer NaN. */
-static int gaps_written(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, int B, int H,
-                        int S, int D)
-{
-    size_t esize = attn_dtype_size(dtype), bytes = 0;
-    clGetMemObjectInfo(t->buffer, CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
-    size_t n = bytes / esize;
-    unsigned char *raw = malloc(bytes), *owned = calloc(n ? n : 1, 1);
-    CU_ASSERT_FATAL(raw != NULL && owned != NULL);
-    CU_ASSERT_EQUAL_FATAL(clEnqueueReadBuffer(attn_context_queue(ctx), t->buffer, CL_TRUE, 0,
-                                              bytes, raw, 0, NULL, NULL), CL_SUCCESS);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < H; h++)
-            for (int s = 0; s < S; s++)
-                memset(owned + t->offset + (size_t)b * t->stride_batch +
-                           (size_t)h * t->stride_head + (size_t)s * t->stride_seq,
-                       1, (size_t)D);
-    int bad = 0;
-    for (size_t i = 0; i < n; i++) bad += !owned[i] && !is_nan_pattern(dtype, raw + i * esize);
-    if (bad) printf("\n  %d elements outside the output tensor were written\n", bad);
-    free(raw);
-    free(owned);
-    return bad;
-}
-
-static void describe(const mcase *c)
-{
-    printf("\n  case \"%s\": B=%d Hq=%d Hkv=%d D=%d Sq=%d Skv=%d %s causal=%d scale=%g "
-           "orders q%d k%d v%d o%d in_place=%d%s\n", c->name, c->B, c->Hq, c->Hkv, c->D, c->Sq,
-           c->Skv, attn_dtype_name(c->dtype), c->causal, (double)c->scale, c->lq.order,
-           c->lk.order, c->lv.order, c->lo.order, c->in_place,
-           c->q_len || c->kv_len ? " padded" : "");
-}
-
-typedef attn_status (*forward_fn)(attn_context *, const attn_problem *, const attn_tensor *,
-                                  const attn_tensor *, const attn_tensor *, const attn_tensor *,
-                                  const attn_lengths *, cl_mem, cl_event *);
-
-/* One path on fresh device tensors: O and LSE (BHSD floats) into got and
- * got_lse; checks the gaps, the inputs and the event. Returns failures. */
-static int run_path(const mcase *c, forward_fn fn, const char *path, const float *q,
-                    const float *k, const float *v, float *got, float *got_lse)
-{
-    attn_context *ctx = harness_context();
-    const size_t nq = (size_t)c->B * c->Hq * c->Sq * c->D;
-    const size_t nkv = (size_t)c->B * c->Hkv * c->Skv * c->D;
-    const size_t nrows = (size_t)c->B * c->Hq * c->Sq;
-    attn_problem p = {c->B, c->Hq, c->Hkv, c->D, c->Sq, c->Skv, c->dtype, c->causal, c->scale};
-    attn_lengths L = {c->q_start, c->q_len, c->kv_start, c->kv_len};
-    const int padded = c->q_start || c->q_len || c->kv_start || c->kv_len;
-    attn_tensor tq, tk, tv, to;
-    cl_mem mq = harness_upload(ctx, c->dtype, q, c->B, c->Hq, c->Sq, c->D, &c->lq, &tq);
-    cl_mem mk = harness_upload(ctx, c->dtype, k, c->B, c->Hkv, c->Skv, c->D, &c->lk, &tk);
-    cl_mem mv = harness_upload(ctx, c->dtype, v, c->B, c->Hkv, c->Skv, c->D, &c->lv, &tv);
-    cl_mem mo = NULL;
-    if (c->in_place) to = tq;
-    else mo = harness_alloc(ctx, c->dtype, c->B, c->Hq, c->Sq, c->D, &c->lo, &to);
-    cl_mem mlse = c->no_lse ? NULL : harness_float_buffer(ctx, nrows);
-    CU_ASSERT_FATAL(mq && mk && mv && (c->in_place || mo) && (c->no_lse || mlse));
-    float *back = xalloc(nq > nkv ? nq : nkv);
-    int bad = 0;
-    cl_event done = NULL;
-    attn_status st = fn(ctx, &p, &tq, &tk, &tv, &to, padded ? &L : NULL, mlse, &done);
-    if (st != ATTN_SUCCESS) {
-        printf("\n  %s: %s: %s\n", path, attn_status_name(st), attn_last_error(ctx));
-        bad++;
-        goto out;
-    }
-    CU_ASSERT_PTR_NOT_NULL(done);
-    if (done) {
-        CU_ASSERT_EQUAL(clWaitForEvents(1, &done), CL_SUCCESS);
-        clReleaseEvent(done);
-    }
-    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &to, c->B, c->Hq, c->Sq, c->D, got), 0);
-    if (!c->no_lse) CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, mlse, got_lse, nrows), 0);
-    bad += gaps_written(ctx, c->dtype, &to, c->B, c->Hq, c->Sq, c->D);
-    if (!c->in_place) {
-        CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tq, c->B, c->Hq, c->Sq, c->D, back), 0);
-        bad += unchanged(back, q, nq, "Q");
-    }
-    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tk, c->B, c->Hkv, c->Skv, c->D, back), 0);
-    bad += unchanged(back, k, nkv, "K");
-    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tv, c->B, c->Hkv, c->Skv, c->D, back), 0);
-    bad += unchanged(back, v, nkv, "V");
-    if (bad) printf("  (%s)\n", path);
-out:
-    clReleaseMemObject(mq);
-    clReleaseMemObject(mk);
-    clReleaseMemObject(mv);
-    if (mo) clReleaseMemObject(mo);
-    if (mlse) clReleaseMemObject(mlse);
-    free(back);
-    return bad;
-}
-
-/* The materialized path against the reference, and attn_forward against
- * both. Returns the number of failures. */
-static int run_case(const mcase *c)
-{
-    const uint64_t seed = harness_seed(c->seed);
-    const size_t nq = (size_t)c->B * c->Hq * c->Sq * c->D;
-    const size_t nkv = (size_t)c->B * c->Hkv * c->Skv * c->D;
-    const size_t nrows = (size_t)c->B * c->Hq * c->Sq;
-    float *q = xalloc(nq), *k = xalloc(nkv), *v = xalloc(nkv), *ref = xalloc(nq);
-    float *ref_lse = xalloc(nrows), *mo = xalloc(nq), *mlse = xalloc(nrows);
-    float *to = xalloc(nq), *tlse = xalloc(nrows);
-    const float amp = c->amp > 0 ? c->amp : 1.0f;
-    harness_fill_normal(q, nq, seed, 0.0f, amp);
-    harness_fill_normal(k, nkv, seed + 1, 0.0f, amp);
-    harness_fill_uniform(v, nkv, seed + 2, -2.0f, 2.0f);
-    harness_round(c->dtype, q, nq);
-    harness_round(c->dtype, k, nkv);
-    harness_round(c->dtype, v, nkv);
-    poison_pads(q, c->B, c->Hq, c->Sq, c->D, c->q_start, c->q_len);
-    poison_pads(k, c->B, c->Hkv, c->Skv, c->D, c->kv_start, c->kv_len);
-    poison_pads(v, c->B, c->Hkv, c->Skv, c->D, c->kv_start, c->kv_len);
-    attn_problem p = {c->B, c->Hq, c->Hkv, c->D, c->Sq, c->Skv, c->dtype, c->causal, c->scale};
-    attn_lengths L = {c->q_start, c->q_len, c->kv_start, c->kv_len};
-    const int padded = c->q_start || c->q_len || c->kv_start || c->kv_len;
-    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, ref, padded ? &L : NULL, ref_lse),
-                          ATTN_SUCCESS);
-    double atol, rtol;
-    attn_tolerance(c->dtype, &atol, &rtol);
-    char what[128];
-    int bad = run_path(c, attn_forward_materialized, "materialized", q, k, v, mo, mlse);
+    const size_t nq = (size_t)c->B * c->Hq * c->Sq * c->D, nrows = (size_t)c->B * c->Hq * c->Sq;
+    float *mo = NULL, *mlse = NULL, *to = NULL, *tlse = NULL;
+    int bad = harness_case_run(c, HARNESS_AUTO, attn_forward_materialized, "materialized", &mo,
+                               &mlse);
+    bad += harness_case_run(c, HARNESS_AUTO, attn_forward, "attn_forward", &to, &tlse);
     if (!bad) {
-        snprintf(what, sizeof what, "%s: materialized O vs reference", c->name);
-        bad += harness_compare(what, mo, ref, nq, atol, rtol, seed);
-        if (!c->no_lse) {
-            snprintf(what, sizeof what, "%s: materialized LSE vs reference", c->name);
-            bad += harness_compare(what, mlse, ref_lse, nrows, atol, rtol, seed);
-        }
-    }
-    int tbad = run_path(c, attn_forward, "attn_forward", q, k, v, to, tlse);
-    if (!bad && !tbad) {
-        /* The second, independent check of the tiled kernels: two device
-         * results each within the tolerance of the reference are within
-         * twice the tolerance of each other. */
+        const uint64_t seed = harness_seed(c->seed);
+        double atol, rtol;
+        attn_tolerance(c->dtype, &atol, &rtol);
+        char what[128];
         snprintf(what, sizeof what, "%s: attn_forward O vs materialized", c->name);
-        tbad += harness_compare(what, to, mo, nq, 2 * atol, 2 * rtol, seed);
-        snprintf(what, sizeof what, "%s: attn_forward O vs reference", c->name);
-        tbad += harness_compare(what, to, ref, nq, atol, rtol, seed);
+        bad += harness_compare(what, to, mo, nq, 2 * atol, 2 * rtol, seed);
         if (!c->no_lse) {
             snprintf(what, sizeof what, "%s: attn_forward LSE vs materialized", c->name);
-            tbad += harness_compare(what, tlse, mlse, nrows, 2 * atol, 2 * rtol, seed);
+            bad += harness_compare(what, tlse, mlse, nrows, 2 * atol, 2 * rtol, seed);
         }
+        CU_ASSERT_EQUAL(bad, 0);
     }
-    if (bad + tbad) describe(c);
-    CU_ASSERT_EQUAL(bad, 0);
-    CU_ASSERT_EQUAL(tbad, 0);
-    free(q), free(k), free(v), free(ref), free(ref_lse);
     free(mo), free(mlse), free(to), free(tlse);
-    return bad + tbad;
+    return bad;
+}
+
+/* Every case of the table's group through run_case. */
+static void run_group(const char *group)
+{
+    int found = 0;
+    for (size_t i = 0; i < harness_ncases; i++)
+        if (strcmp(harness_cases[i].group, group) == 0) found++, run_case(&harness_cases[i]);
+    CU_ASSERT(found > 0);
 }
 
 static const harness_layout bshd = {HARNESS_BSHD, 0, 0, 0};
 static const harness_layout bshd_gappy = {HARNESS_BSHD, 11, 8, 4}; /* offset, row pad, capacity */
-static const harness_layout bhsd_gappy = {HARNESS_BHSD, 5, 3, 2};
 
 /* ---- shapes: MHA, both GQA batchings, MQA, decode, Sq > Skv ---- */
 
-static void test_shapes(void)
-{
-    mcase cs[8];
-    int n = 0;
-    cs[n++] = base("MHA causal B2", 2, 2, 2, 64, 37, 37, 1, 1001);
-    /* group 4 > Hkv 2: each KV head read by four query heads */
-    cs[n] = base("GQA 8:2 causal BSHD", 1, 8, 2, 64, 70, 70, 1, 1002);
-    cs[n].lq = cs[n].lk = cs[n].lv = cs[n].lo = bshd;
-    n++;
-    /* Hkv 3, group 2 */
-    cs[n++] = base("GQA 6:3 non-causal", 1, 6, 3, 64, 33, 33, 0, 1003);
-    cs[n++] = base("MQA decode Sq1 Skv100", 2, 4, 1, 64, 1, 100, 1, 1004);
-    cs[n++] = base("MQA Sq7 Skv40 causal", 1, 4, 1, 64, 7, 40, 1, 1005);
-    /* causal leaves the first 31 rows with nothing visible: zeros, -inf */
-    cs[n++] = base("Sq40 > Skv9 causal", 1, 2, 1, 64, 40, 9, 1, 1006);
-    cs[n] = base("large logits, custom scale", 1, 2, 1, 64, 45, 45, 1, 1007);
-    cs[n].amp = 8.0f;
-    cs[n].scale = 0.3f;
-    n++;
-    cs[n] = base("D16 gappy layouts", 2, 4, 2, 16, 19, 23, 0, 1008);
-    cs[n].lq = cs[n].lo = bhsd_gappy;
-    cs[n].lk = cs[n].lv = bshd_gappy;
-    n++;
-    for (int i = 0; i < n; i++) run_case(&cs[i]);
-}
+static void test_shapes(void) { run_group("materialized/shapes"); }
 
 /* ---- padding: right, left, mixed, empty entries; NaN in every pad row ---- */
 
-enum { PB = 7, PS = 19 };
-/* entry 0 full, 1 right-padded, 2 left-padded, 3 mixed, 4 q_len = 0,
- * 5 kv_len = 0, 6 q_len > kv_len (causal leaves the first rows empty) */
-static const int pqs[PB] = {0, 0, 6, 9, 0, 4, 0}, pql[PB] = {19, 13, 13, 10, 0, 9, 17};
-static const int pks[PB] = {0, 0, 8, 3, 0, 0, 2}, pkl[PB] = {19, 15, 11, 12, 19, 0, 5};
-
-static void padded(mcase *c)
-{
-    c->q_start = pqs, c->q_len = pql, c->kv_start = pks, c->kv_len = pkl;
-}
-
-static void test_padding(void)
-{
-    mcase cs[3];
-    cs[0] = base("padding causal GQA BSHD", PB, 4, 2, 64, PS, PS, 1, 1101);
-    padded(&cs[0]);
-    cs[0].lq = cs[0].lo = bshd_gappy;
-    cs[0].lk = cs[0].lv = bshd;
-    cs[1] = base("padding non-causal, no LSE", PB, 4, 2, 64, PS, PS, 0, 1102);
-    padded(&cs[1]);
-    cs[1].no_lse = 1;
-    cs[2] = base("padding causal, in place", PB, 2, 1, 64, PS, PS, 1, 1103);
-    padded(&cs[2]);
-    cs[2].in_place = 1;
-    for (int i = 0; i < 3; i++) run_case(&cs[i]);
-}
+static void test_padding(void) { run_group("materialized/padding"); }
 
 /* ---- f16 and bf16 storage (f32 copies, f32 GEMMs, narrowed results) ---- */
 
@@ -319,11 +75,12 @@ static void test_softmax_work_groups(void)
     static const char *const sizes[] = {"1", "8", "128"};
     for (int i = 0; i < 3; i++) {
         setenv("ATTN_SOFTMAX_WG", sizes[i], 1);
-        mcase c = base("softmax work-group", PB, 2, 1, 32, PS, PS, 1, 1151 + i);
-        padded(&c);
-        run_case(&c);
-        c = base("softmax work-group, long rows", 1, 2, 2, 32, 13, 301, 0, 1161 + i);
-        run_case(&c);
+        for (size_t j = 0; j < harness_ncases; j++)
+            if (strcmp(harness_cases[j].group, "materialized/softmax") == 0) {
+                harness_case c = harness_cases[j];
+                c.seed += (uint64_t)i; /* other data under each size */
+                run_case(&c);
+            }
     }
     setenv("ATTN_SOFTMAX_WG", "3", 1); /* refused before any work */
     attn_context *ctx = harness_context();
@@ -341,21 +98,7 @@ static void test_softmax_work_groups(void)
     clReleaseMemObject(m), clReleaseMemObject(mo);
 }
 
-static void test_storage_types(void)
-{
-    mcase cs[3];
-    cs[0] = base("f16 padding causal GQA gappy", PB, 4, 2, 64, PS, PS, 1, 1201);
-    padded(&cs[0]);
-    cs[0].dtype = ATTN_F16;
-    cs[0].lq = cs[0].lo = bshd_gappy;
-    cs[0].lk = cs[0].lv = bhsd_gappy;
-    cs[1] = base("bf16 MQA non-causal Sq<Skv", 2, 4, 1, 64, 9, 30, 0, 1202);
-    cs[1].dtype = ATTN_BF16;
-    cs[2] = base("f16 in place GQA", 1, 4, 2, 64, 25, 25, 1, 1203);
-    cs[2].dtype = ATTN_F16;
-    cs[2].in_place = 1;
-    for (int i = 0; i < 3; i++) run_case(&cs[i]);
-}
+static void test_storage_types(void) { run_group("materialized/storage"); }
 
 /* ---- check mode applies to the materialized path too ---- */
 
@@ -363,9 +106,7 @@ static void test_check_mode(void)
 {
     attn_context *ctx = harness_context();
     CU_ASSERT_EQUAL_FATAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
-    mcase c = base("check mode", 2, 4, 2, 64, 21, 21, 1, 1301);
-    padded(&c); /* only entries 0 and 1 are used: B = 2 */
-    run_case(&c);
+    run_group("materialized/check");
     attn_context_set_check(ctx, 0);
 }
 
@@ -388,7 +129,7 @@ static void test_refuses_beyond_max_alloc(void)
     const int S = (int)s;
     attn_problem p = {1, Hq, 1, D, S, S, ATTN_F32, 1, 0};
     attn_tensor tq, tk, tv, to;
-    float *x = xalloc((size_t)Hq * S);
+    float *x = harness_xalloc((size_t)Hq * S);
     harness_fill_uniform(x, (size_t)Hq * S, 7, -1, 1);
     cl_mem mq = harness_upload(ctx, ATTN_F32, x, 1, Hq, S, D, NULL, &tq);
     cl_mem mk = harness_upload(ctx, ATTN_F32, x, 1, 1, S, D, NULL, &tk);
@@ -407,7 +148,7 @@ static void test_refuses_beyond_max_alloc(void)
     CU_ASSERT_EQUAL(attn_context_workspace_bytes(ctx, &after), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(after, before); /* nothing allocated */
     /* nothing written: O and LSE are still all NaN */
-    float *o = xalloc((size_t)Hq * S), *l = xalloc((size_t)Hq * S);
+    float *o = harness_xalloc((size_t)Hq * S), *l = harness_xalloc((size_t)Hq * S);
     CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &to, 1, Hq, S, D, o), 0);
     CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, l, (size_t)Hq * S), 0);
     int written = 0;
@@ -506,15 +247,15 @@ static void check_weights(attn_dtype dtype, int B, int Hq, int Hkv, int D, int S
     attn_context *ctx = harness_context();
     const uint64_t seed = harness_seed(seed0);
     const size_t nq = (size_t)B * Hq * Sq * D, nk = (size_t)B * Hkv * Skv * D;
-    float *q = xalloc(nq), *k = xalloc(nk), *w = xalloc((size_t)Sq * Skv);
+    float *q = harness_xalloc(nq), *k = harness_xalloc(nk), *w = harness_xalloc((size_t)Sq * Skv);
     double *ref = malloc((size_t)Sq * Skv * sizeof *ref);
     CU_ASSERT_PTR_NOT_NULL_FATAL(ref);
     harness_fill_normal(q, nq, seed, 0, 1.5f);
     harness_fill_normal(k, nk, seed + 1, 0, 1.5f);
     harness_round(dtype, q, nq);
     harness_round(dtype, k, nk);
-    poison_pads(q, B, Hq, Sq, D, qs, ql);
-    poison_pads(k, B, Hkv, Skv, D, ks, kl);
+    harness_poison_pads(q, B, Hq, Sq, D, qs, ql);
+    harness_poison_pads(k, B, Hkv, Skv, D, ks, kl);
     attn_problem p = {B, Hq, Hkv, D, Sq, Skv, dtype, 1, 0};
     attn_lengths L = {qs, ql, ks, kl};
     attn_tensor tq, tk;
@@ -600,11 +341,11 @@ static void test_out_of_order_queue(void)
     static const int qs[B] = {0, 9, 0}, ql[B] = {40, 31, 17}, ks[B] = {0, 9, 0}, kl[B] = {40, 31, 17};
     const attn_lengths L = {qs, ql, ks, kl};
     const size_t nq = (size_t)B * HQ * S * D, nkv = (size_t)B * HKV * S * D;
-    float *q[2], *k[2], *v[2], *ref[2], *got = xalloc(nq), *w = xalloc(S * S);
+    float *q[2], *k[2], *v[2], *ref[2], *got = harness_xalloc(nq), *w = harness_xalloc(S * S);
     attn_tensor tq[2], tk[2], tv[2], to[2];
     cl_mem mem[8];
     for (int i = 0; i < 2; i++) {
-        q[i] = xalloc(nq), k[i] = xalloc(nkv), v[i] = xalloc(nkv), ref[i] = xalloc(nq);
+        q[i] = harness_xalloc(nq), k[i] = harness_xalloc(nkv), v[i] = harness_xalloc(nkv), ref[i] = harness_xalloc(nq);
         harness_fill_normal(q[i], nq, 1601 + 10 * i, 0, 1);
         harness_fill_normal(k[i], nkv, 1602 + 10 * i, 0, 1);
         harness_fill_uniform(v[i], nkv, 1603 + 10 * i, -2, 2);
@@ -661,20 +402,7 @@ static void test_indirect_gemm(void)
     CLBlastStatusCode s = CLBlastOverrideParameters(attn_context_device(ctx), "GemmRoutine",
                                                     CLBlastPrecisionSingle, 1, names, values);
     CU_ASSERT_EQUAL_FATAL(s, CLBlastSuccess);
-    mcase cs[4];
-    /* tile-multiple sizes, packed: CLBlast copies no operand here, the case
-     * its strided-batched routine got wrong (it ignores the offsets and
-     * strides of operands it does not copy; attn uses the offset-array one) */
-    cs[3] = base("indirect: GQA 8:2 S128 packed", 1, 8, 2, 64, 128, 128, 1, 1504);
-    cs[0] = base("indirect: padding causal GQA BSHD", PB, 4, 2, 64, PS, PS, 1, 1501);
-    padded(&cs[0]);
-    cs[0].lq = cs[0].lo = bshd_gappy;
-    cs[0].lk = cs[0].lv = bshd;
-    cs[1] = base("indirect: GQA 6:3 S70 non-causal", 1, 6, 3, 64, 70, 70, 0, 1502);
-    cs[1].lo = bshd_gappy;
-    cs[2] = base("indirect: f16 MQA Sq9 Skv40", 2, 4, 1, 64, 9, 40, 1, 1503);
-    cs[2].dtype = ATTN_F16;
-    for (int i = 0; i < 4; i++) run_case(&cs[i]);
+    run_group("materialized/indirect");
 }
 
 static const harness_test tests[] = {

@@ -9,7 +9,7 @@
  * Rows whose reference result is not finite (they do see a poisoned key)
  * are skipped; every other row must match the reference (double
  * accumulation over the visible keys only) in O and LSE. Both kernel
- * families (ATTN_PARAMS family=...) and both decode kernels. */
+ * families (attn_context_set_params family=...) and both decode kernels. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
@@ -126,9 +126,9 @@ static void forward_case(const char *params, int causal, attn_dtype dt)
     cl_mem mo = harness_alloc(ctx, dt, FB, FHQ, FS, FD, NULL, &to);
     cl_mem ml = harness_float_buffer(ctx, rows);
     CU_ASSERT_FATAL(mq && mk && mv && mo && ml);
-    setenv("ATTN_PARAMS", params, 1);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
     attn_status st = attn_forward(ctx, &p, &tq, &tk, &tv, &to, &L, ml, NULL);
-    unsetenv("ATTN_PARAMS");
+    attn_context_set_params(ctx, NULL);
     if (st != ATTN_SUCCESS) printf("\n  attn_forward: %s\n", attn_last_error(ctx));
     CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, FB, FHQ, FS, FD, got), 0);
@@ -256,10 +256,10 @@ static void decode_case(const char *family, int splits, attn_dtype dt)
     CU_ASSERT_FATAL(mq && mo && ml);
     char params[96];
     snprintf(params, sizeof params, "family=%s,rows=4,splits=%d", family, splits);
-    setenv("ATTN_PARAMS", params, 1);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
     attn_problem p = {DB, DHQ, DHKV, DD, DNEW, 0, dt, 1, 0.0f};
     attn_status st = attn_decode(ctx, cache, &p, &tq, &to, d_qlens, ml, NULL);
-    unsetenv("ATTN_PARAMS");
+    attn_context_set_params(ctx, NULL);
     if (st != ATTN_SUCCESS) printf("\n  attn_decode: %s\n", attn_last_error(ctx));
     CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, DB, DHQ, DNEW, DD, got), 0);

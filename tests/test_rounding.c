@@ -209,9 +209,9 @@ static void test_forward_ties(void)
             const attn_problem p = {1, H, H, DIM, 1, 2, t, 0, 0.0f};
             char params[32], what[64];
             snprintf(params, sizeof params, "family=%s", families[f]);
-            setenv("ATTN_PARAMS", params, 1);
+            CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
             attn_status st = attn_forward(ctx, &p, &tq, &tk, &tv, &to, NULL, NULL, NULL);
-            unsetenv("ATTN_PARAMS");
+            attn_context_set_params(ctx, NULL);
             if (st != ATTN_SUCCESS) printf("\n  attn_forward: %s\n", attn_last_error(ctx));
             CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
             CU_ASSERT_EQUAL_FATAL(harness_download(ctx, t, &to, 1, H, 1, DIM, got), 0);
@@ -247,9 +247,9 @@ static void test_decode_ties(void)
             const attn_problem p = {1, H, H, DIM, 1, 2, t, 0, 0.0f};
             char params[32], what[64];
             snprintf(params, sizeof params, "family=%s", families[f]);
-            setenv("ATTN_PARAMS", params, 1);
+            CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
             attn_status st = attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL);
-            unsetenv("ATTN_PARAMS");
+            attn_context_set_params(ctx, NULL);
             if (st != ATTN_SUCCESS) printf("\n  attn_decode: %s\n", attn_last_error(ctx));
             CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
             CU_ASSERT_EQUAL_FATAL(harness_download(ctx, t, &to, 1, H, 1, DIM, got), 0);

@@ -7,39 +7,17 @@
  * Shapes are small and share head dims with test_forward (16, 64), so the
  * programs they need are mostly built once. */
 #define _POSIX_C_SOURCE 200809L
-#include "harness.h"
+#include "cases.h"
 
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* NULL: the library's choice (the heuristic); then the tiled family. */
-static const char *const families[] = {NULL, "family=tiled"};
+/* The library's choice (the heuristic); then the tiled family. */
+static const harness_family families[] = {HARNESS_AUTO, HARNESS_TILED};
 #define NFAM 2
-static const char *fam_name(int f) { return families[f] ? families[f] : "default"; }
-
-static float *xalloc(size_t n)
-{
-    float *x = calloc(n ? n : 1, sizeof *x);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
-    return x;
-}
-
-static attn_problem problem(int B, int Hq, int Hkv, int D, int Sq, int Skv, int causal)
-{
-    attn_problem p;
-    memset(&p, 0, sizeof p);
-    p.batch = B;
-    p.q_heads = Hq;
-    p.kv_heads = Hkv;
-    p.head_dim = D;
-    p.q_len = Sq;
-    p.kv_len = Skv;
-    p.dtype = ATTN_F32;
-    p.causal = causal;
-    return p;
-}
+static const char *fam_name(int f) { return harness_family_name(families[f]); }
 
 static size_t nq_of(const attn_problem *p)
 {
@@ -52,52 +30,23 @@ static size_t nkv_of(const attn_problem *p)
 static size_t rows_of(const attn_problem *p) { return (size_t)p->batch * p->q_heads * p->q_len; }
 
 /* Runs the kernel on host BHSD inputs with the given layouts (NULL = packed
- * BHSD) under ATTN_PARAMS = params; writes O (BHSD floats) and, if lse is
- * not NULL, LSE. Returns the status (printing the error on failure). */
-static attn_status kernel_run_layout(const char *params, const attn_problem *p,
-                                     const attn_lengths *L, const float *q, const float *k,
-                                     const float *v, const harness_layout *lq,
-                                     const harness_layout *lk, const harness_layout *lv,
-                                     const harness_layout *lo, float *out, float *lse)
+ * BHSD) under family f through the shared runner; writes O (BHSD floats)
+ * and, if lse is not NULL, LSE. Returns 0, or the number of failed checks
+ * (the call's error printed). */
+static int kernel_run_layout(harness_family f, const attn_problem *p, const attn_lengths *L,
+                             const float *q, const float *k, const float *v,
+                             const harness_layout *lq, const harness_layout *lk,
+                             const harness_layout *lv, const harness_layout *lo, float *out,
+                             float *lse)
 {
-    attn_context *ctx = harness_context();
-    attn_tensor tq, tk, tv, to;
-    cl_mem mq = harness_upload(ctx, p->dtype, q, p->batch, p->q_heads, p->q_len, p->head_dim,
-                               lq, &tq);
-    cl_mem mk = harness_upload(ctx, p->dtype, k, p->batch, p->kv_heads, p->kv_len, p->head_dim,
-                               lk, &tk);
-    cl_mem mv = harness_upload(ctx, p->dtype, v, p->batch, p->kv_heads, p->kv_len, p->head_dim,
-                               lv, &tv);
-    cl_mem mo = harness_alloc(ctx, p->dtype, p->batch, p->q_heads, p->q_len, p->head_dim, lo, &to);
-    cl_mem ml = harness_float_buffer(ctx, rows_of(p));
-    CU_ASSERT_FATAL(mq && mk && mv && mo && ml);
-    if (params) setenv("ATTN_PARAMS", params, 1);
-    else unsetenv("ATTN_PARAMS");
-    attn_status st = attn_forward(ctx, p, &tq, &tk, &tv, &to, L, ml, NULL);
-    unsetenv("ATTN_PARAMS");
-    if (st != ATTN_SUCCESS) {
-        printf("\n  attn_forward [%s]: %s: %s\n", params ? params : "default",
-               attn_status_name(st), attn_last_error(ctx));
-    } else {
-        CU_ASSERT_EQUAL_FATAL(harness_download(ctx, p->dtype, &to, p->batch, p->q_heads,
-                                               p->q_len, p->head_dim, out), 0);
-        float *l = lse ? lse : xalloc(rows_of(p));
-        CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, l, rows_of(p)), 0);
-        if (!lse) free(l);
-    }
-    clReleaseMemObject(mq);
-    clReleaseMemObject(mk);
-    clReleaseMemObject(mv);
-    clReleaseMemObject(mo);
-    clReleaseMemObject(ml);
-    return st;
+    const harness_case c = harness_case_of("seed failure", p, L, lq, lk, lv, lo);
+    return harness_case_exec(&c, f, attn_forward, "attn_forward", q, k, v, out, lse);
 }
 
-static attn_status kernel_run(const char *params, const attn_problem *p, const attn_lengths *L,
-                              const float *q, const float *k, const float *v, float *out,
-                              float *lse)
+static int kernel_run(harness_family f, const attn_problem *p, const attn_lengths *L,
+                      const float *q, const float *k, const float *v, float *out, float *lse)
 {
-    return kernel_run_layout(params, p, L, q, k, v, NULL, NULL, NULL, NULL, out, lse);
+    return kernel_run_layout(f, p, L, q, k, v, NULL, NULL, NULL, NULL, out, lse);
 }
 
 static double max_abs_diff(const float *a, const float *b, size_t n)
@@ -114,26 +63,6 @@ static double max_abs_diff(const float *a, const float *b, size_t n)
 #define F32_ATOL 1e-5
 #define F32_RTOL 1e-4
 
-/* Kernel vs reference for O and LSE at the fp32 tolerance; returns violations. */
-static int check_vs_reference(const char *what, const attn_problem *p, const attn_lengths *L,
-                              const float *q, const float *k, const float *v, const float *out,
-                              const float *lse, uint64_t seed)
-{
-    const size_t nq = nq_of(p), rows = rows_of(p);
-    float *ref = xalloc(nq), *rl = xalloc(rows);
-    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(p, q, k, v, ref, L, rl), ATTN_SUCCESS);
-    char w[128];
-    snprintf(w, sizeof w, "%s O", what);
-    int bad = harness_compare(w, out, ref, nq, F32_ATOL, F32_RTOL, seed);
-    if (lse) {
-        snprintf(w, sizeof w, "%s LSE", what);
-        bad += harness_compare(w, lse, rl, rows, F32_ATOL, F32_RTOL, seed);
-    }
-    free(ref);
-    free(rl);
-    return bad;
-}
-
 /* ---- 1. wrong scaling dimension: 1/sqrt(d_head), never 1/sqrt(d_model) ---- */
 
 static void test_scale_is_head_dim(void)
@@ -141,23 +70,22 @@ static void test_scale_is_head_dim(void)
     /* Hq = 4 heads of D = 16: d_model = 64, so the wrong scale is half the
      * right one. Q and K with deviation 2 make the logits matter. */
     const uint64_t seed = harness_seed(2001);
-    attn_problem p = problem(1, 4, 2, 16, 9, 9, 1);
+    attn_problem p = harness_problem(1, 4, 2, 16, 9, 9, 1);
     const size_t nq = nq_of(&p), nkv = nkv_of(&p), rows = rows_of(&p);
-    float *q = xalloc(nq), *k = xalloc(nkv), *v = xalloc(nkv);
-    float *out = xalloc(nq), *lse = xalloc(rows), *wrong = xalloc(nq), *wl = xalloc(rows);
-    harness_fill_normal(q, nq, seed, 0, 2);
-    harness_fill_normal(k, nkv, seed + 1, 0, 2);
-    harness_fill_uniform(v, nkv, seed + 2, -1, 1);
+    float *q = harness_xalloc(nq), *k = harness_xalloc(nkv), *v = harness_xalloc(nkv);
+    float *out = harness_xalloc(nq), *lse = harness_xalloc(rows), *wrong = harness_xalloc(nq),
+          *wl = harness_xalloc(rows);
+    harness_fill_qkv(q, nq, k, v, nkv, seed, 2, -1, 1);
 
     attn_problem bad = p;
     bad.scale = (float)(1.0 / sqrt((double)p.q_heads * p.head_dim));
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&bad, q, k, v, wrong, NULL, wl), ATTN_SUCCESS);
     for (int f = 0; f < NFAM; f++) {
-        if (kernel_run(families[f], &p, NULL, q, k, v, out, lse) != ATTN_SUCCESS) {
+        if (kernel_run(families[f], &p, NULL, q, k, v, out, lse) != 0) {
             CU_FAIL("attn_forward failed");
             continue;
         }
-        CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &p, NULL, q, k, v, out, lse, seed), 0);
+        CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &p, NULL, q, k, v, out, lse, seed), 0);
         double d = max_abs_diff(out, wrong, nq), dl = max_abs_diff(lse, wl, rows);
         if (d < 0.05 || dl < 0.05)
             printf("\n  [%s] output is too close to the 1/sqrt(d_model) answer: %g (LSE %g), "
@@ -165,13 +93,7 @@ static void test_scale_is_head_dim(void)
         CU_ASSERT(d >= 0.05); /* the d_model answer is far outside any tolerance */
         CU_ASSERT(dl >= 0.05);
     }
-    free(q);
-    free(k);
-    free(v);
-    free(out);
-    free(lse);
-    free(wrong);
-    free(wl);
+    free(q), free(k), free(v), free(out), free(lse), free(wrong), free(wl);
 }
 
 /* ---- 2. masking after softmax ---- */
@@ -185,17 +107,19 @@ static void test_mask_before_softmax_v_ones(void)
      * empty: those are 0. */
     const uint64_t seed = harness_seed(2002);
     enum { B = 3, H = 2, S = 23 };
-    static const int qs[B] = {0, 4, 0}, ql[B] = {23, 19, 23}, ks[B] = {0, 0, 6}, kl[B] = {23, 15, 9};
+    static const int qs[B] = {0, 4, 0}, ql[B] = {23, 19, 23}, ks[B] = {0, 0, 6},
+                     kl[B] = {23, 15, 9};
     attn_lengths L = {qs, ql, ks, kl};
     for (int causal = 0; causal <= 1; causal++) {
-        attn_problem p = problem(B, H, H, 16, S, S, causal);
+        attn_problem p = harness_problem(B, H, H, 16, S, S, causal);
         const size_t n = nq_of(&p), rows = rows_of(&p);
-        float *q = xalloc(n), *k = xalloc(n), *v = xalloc(n), *out = xalloc(n), *lse = xalloc(rows);
+        float *q = harness_xalloc(n), *k = harness_xalloc(n), *v = harness_xalloc(n),
+              *out = harness_xalloc(n), *lse = harness_xalloc(rows);
         harness_fill_normal(q, n, seed + causal, 0, 3);
         harness_fill_normal(k, n, seed + 10 + causal, 0, 3);
         for (size_t i = 0; i < n; i++) v[i] = 1.0f;
         for (int f = 0; f < NFAM; f++) {
-            if (kernel_run(families[f], &p, &L, q, k, v, out, lse) != ATTN_SUCCESS) {
+            if (kernel_run(families[f], &p, &L, q, k, v, out, lse) != 0) {
                 CU_FAIL("attn_forward failed");
                 continue;
             }
@@ -220,13 +144,10 @@ static void test_mask_before_softmax_v_ones(void)
                         }
                     }
             CU_ASSERT_EQUAL(bad, 0);
-            CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &p, &L, q, k, v, out, lse, seed), 0);
+            CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &p, &L, q, k, v, out, lse, seed),
+                            0);
         }
-        free(q);
-        free(k);
-        free(v);
-        free(out);
-        free(lse);
+        free(q), free(k), free(v), free(out), free(lse);
     }
 }
 
@@ -239,13 +160,13 @@ static void test_mask_future_does_not_leak(void)
      * let them in or wash the visible weights out. */
     const uint64_t seed = harness_seed(2003);
     enum { H = 2, S = 37, D = 16, I0 = 17 };
-    attn_problem p = problem(1, H, H, D, S, S, 1);
+    attn_problem p = harness_problem(1, H, H, D, S, S, 1);
     const size_t n = nq_of(&p), rows = rows_of(&p);
-    float *q = xalloc(n), *k = xalloc(n), *v = xalloc(n), *k2 = xalloc(n), *v2 = xalloc(n);
-    float *o1 = xalloc(n), *o2 = xalloc(n), *l1 = xalloc(rows), *l2 = xalloc(rows);
-    harness_fill_normal(q, n, seed, 0, 1);
-    harness_fill_normal(k, n, seed + 1, 0, 1);
-    harness_fill_uniform(v, n, seed + 2, -1, 1);
+    float *q = harness_xalloc(n), *k = harness_xalloc(n), *v = harness_xalloc(n),
+          *k2 = harness_xalloc(n), *v2 = harness_xalloc(n);
+    float *o1 = harness_xalloc(n), *o2 = harness_xalloc(n), *l1 = harness_xalloc(rows),
+          *l2 = harness_xalloc(rows);
+    harness_fill_qkv(q, n, k, v, n, seed, 1, -1, 1);
     memcpy(k2, k, n * sizeof *k);
     memcpy(v2, v, n * sizeof *v);
     for (int h = 0; h < H; h++)
@@ -255,18 +176,19 @@ static void test_mask_future_does_not_leak(void)
                 v2[((size_t)h * S + j) * D + d] = 1e4f;
             }
     for (int f = 0; f < NFAM; f++) {
-        if (kernel_run(families[f], &p, NULL, q, k, v, o1, l1) != ATTN_SUCCESS ||
-            kernel_run(families[f], &p, NULL, q, k2, v2, o2, l2) != ATTN_SUCCESS) {
+        if (kernel_run(families[f], &p, NULL, q, k, v, o1, l1) != 0 ||
+            kernel_run(families[f], &p, NULL, q, k2, v2, o2, l2) != 0) {
             CU_FAIL("attn_forward failed");
             continue;
         }
-        CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &p, NULL, q, k, v, o1, l1, seed), 0);
-        CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &p, NULL, q, k2, v2, o2, l2, seed), 0);
+        CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &p, NULL, q, k, v, o1, l1, seed), 0);
+        CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &p, NULL, q, k2, v2, o2, l2, seed), 0);
         for (int h = 0; h < H; h++) {
             const size_t at = (size_t)h * S * D, nrow = (size_t)(I0 + 1) * D;
             char w[64];
             snprintf(w, sizeof w, "[%s] rows 0..%d with future K/V changed", fam_name(f), I0);
-            CU_ASSERT_EQUAL(harness_compare(w, o2 + at, o1 + at, nrow, F32_ATOL, F32_RTOL, seed), 0);
+            CU_ASSERT_EQUAL(harness_compare(w, o2 + at, o1 + at, nrow, F32_ATOL, F32_RTOL, seed),
+                            0);
             snprintf(w, sizeof w, "[%s] LSE 0..%d with future K changed", fam_name(f), I0);
             CU_ASSERT_EQUAL(harness_compare(w, l2 + h * S, l1 + h * S, I0 + 1, F32_ATOL, F32_RTOL,
                                             seed), 0);
@@ -274,15 +196,7 @@ static void test_mask_future_does_not_leak(void)
             CU_ASSERT(max_abs_diff(o2 + at + nrow, o1 + at + nrow, (size_t)S * D - nrow) > 1.0);
         }
     }
-    free(q);
-    free(k);
-    free(v);
-    free(k2);
-    free(v2);
-    free(o1);
-    free(o2);
-    free(l1);
-    free(l2);
+    free(q), free(k), free(v), free(k2), free(v2), free(o1), free(o2), free(l1), free(l2);
 }
 
 /* ---- 3. softmax over the wrong axis ---- */
@@ -295,7 +209,7 @@ static void test_softmax_over_keys(void)
      * each row sums to one; normalised over queries (columns) it would not,
      * and the values differ. */
     enum { Sq = 4, Skv = 6, D = 16 };
-    attn_problem p = problem(1, 1, 1, D, Sq, Skv, 0);
+    attn_problem p = harness_problem(1, 1, 1, D, Sq, Skv, 0);
     p.scale = 1.0f;
     const float a[Sq] = {0.5f, 1.0f, -1.5f, 2.0f}, bk[Skv] = {-1.0f, 0.2f, 0.7f, 1.1f, -0.4f, 1.6f};
     float q[Sq * D] = {0}, k[Skv * D] = {0}, v[Skv * D] = {0}, out[Sq * D], lse[Sq];
@@ -312,11 +226,11 @@ static void test_softmax_over_keys(void)
         for (int i = 0; i < Sq; i++) col[i][j] = exp((double)a[i] * bk[j]) / s;
     }
     for (int f = 0; f < NFAM; f++) {
-        if (kernel_run(families[f], &p, NULL, q, k, v, out, lse) != ATTN_SUCCESS) {
+        if (kernel_run(families[f], &p, NULL, q, k, v, out, lse) != 0) {
             CU_FAIL("attn_forward failed");
             continue;
         }
-        CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &p, NULL, q, k, v, out, lse, 0), 0);
+        CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &p, NULL, q, k, v, out, lse, 0), 0);
         double far = 0;
         for (int i = 0; i < Sq; i++) {
             double sum = 0;
@@ -340,18 +254,17 @@ static void test_causal_row0_is_v0(void)
     /* Under causal with Sq = Skv, row 0 sees only key 0: its output is V[0]
      * whatever Q and K are (a softmax over queries would mix rows). */
     const uint64_t seed = harness_seed(2004);
-    attn_problem p = problem(2, 4, 2, 64, 19, 19, 1);
+    attn_problem p = harness_problem(2, 4, 2, 64, 19, 19, 1);
     const size_t nq = nq_of(&p), nkv = nkv_of(&p), rows = rows_of(&p);
-    float *q = xalloc(nq), *k = xalloc(nkv), *v = xalloc(nkv), *out = xalloc(nq), *lse = xalloc(rows);
-    harness_fill_normal(q, nq, seed, 0, 2);
-    harness_fill_normal(k, nkv, seed + 1, 0, 2);
-    harness_fill_uniform(v, nkv, seed + 2, -3, 3);
+    float *q = harness_xalloc(nq), *k = harness_xalloc(nkv), *v = harness_xalloc(nkv),
+          *out = harness_xalloc(nq), *lse = harness_xalloc(rows);
+    harness_fill_qkv(q, nq, k, v, nkv, seed, 2, -3, 3);
     for (int f = 0; f < NFAM; f++) {
-        if (kernel_run(families[f], &p, NULL, q, k, v, out, lse) != ATTN_SUCCESS) {
+        if (kernel_run(families[f], &p, NULL, q, k, v, out, lse) != 0) {
             CU_FAIL("attn_forward failed");
             continue;
         }
-        CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &p, NULL, q, k, v, out, lse, seed), 0);
+        CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &p, NULL, q, k, v, out, lse, seed), 0);
         for (int b = 0; b < 2; b++)
             for (int h = 0; h < 4; h++) {
                 const float *o = out + ((size_t)b * 4 + h) * 19 * 64;
@@ -368,11 +281,7 @@ static void test_causal_row0_is_v0(void)
                                        F32_ATOL + F32_RTOL * fabs(logit / 8.0));
             }
     }
-    free(q);
-    free(k);
-    free(v);
-    free(out);
-    free(lse);
+    free(q), free(k), free(v), free(out), free(lse);
 }
 
 /* ---- 4. silent transpose errors ---- */
@@ -384,26 +293,26 @@ static void test_layouts_same_logical_tensor(void)
      * different elements (or past the end, into NaN). The same logical
      * tensors laid out BHSD, BSHD and mixed must give the same output. */
     const uint64_t seed = harness_seed(2005);
-    attn_problem p = problem(2, 6, 2, 16, 5, 11, 1);
+    attn_problem p = harness_problem(2, 6, 2, 16, 5, 11, 1);
     const size_t nq = nq_of(&p), nkv = nkv_of(&p), rows = rows_of(&p);
-    float *q = xalloc(nq), *k = xalloc(nkv), *v = xalloc(nkv);
-    float *o_bhsd = xalloc(nq), *o_bshd = xalloc(nq), *o_mix = xalloc(nq), *lse = xalloc(rows);
-    harness_fill_normal(q, nq, seed, 0, 1);
-    harness_fill_normal(k, nkv, seed + 1, 0, 1);
-    harness_fill_uniform(v, nkv, seed + 2, -1, 1);
+    float *q = harness_xalloc(nq), *k = harness_xalloc(nkv), *v = harness_xalloc(nkv);
+    float *o_bhsd = harness_xalloc(nq), *o_bshd = harness_xalloc(nq), *o_mix = harness_xalloc(nq),
+          *lse = harness_xalloc(rows);
+    harness_fill_qkv(q, nq, k, v, nkv, seed, 1, -1, 1);
     static const harness_layout bshd = {HARNESS_BSHD, 0, 0, 0};
     static const harness_layout bshd_pad = {HARNESS_BSHD, 7, 5, 3};
     static const harness_layout bhsd_pad = {HARNESS_BHSD, 2, 3, 4};
     for (int f = 0; f < NFAM; f++) {
-        if (kernel_run(families[f], &p, NULL, q, k, v, o_bhsd, lse) != ATTN_SUCCESS ||
+        if (kernel_run(families[f], &p, NULL, q, k, v, o_bhsd, lse) != 0 ||
             kernel_run_layout(families[f], &p, NULL, q, k, v, &bshd, &bshd, &bshd, &bshd, o_bshd,
-                              NULL) != ATTN_SUCCESS ||
+                              NULL) != 0 ||
             kernel_run_layout(families[f], &p, NULL, q, k, v, &bshd_pad, &bhsd_pad, &bshd,
-                              &bhsd_pad, o_mix, NULL) != ATTN_SUCCESS) {
+                              &bhsd_pad, o_mix, NULL) != 0) {
             CU_FAIL("attn_forward failed");
             continue;
         }
-        CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &p, NULL, q, k, v, o_bhsd, lse, seed), 0);
+        CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &p, NULL, q, k, v, o_bhsd, lse, seed),
+                        0);
         char w[64];
         snprintf(w, sizeof w, "[%s] BSHD vs BHSD", fam_name(f));
         CU_ASSERT_EQUAL(harness_compare(w, o_bshd, o_bhsd, nq, F32_ATOL, F32_RTOL, seed), 0);
@@ -413,7 +322,7 @@ static void test_layouts_same_logical_tensor(void)
 
     /* The same data read as if it were BSHD when it is BHSD (the silent
      * transpose) gives a different answer: the test above can tell. */
-    float *qt = xalloc(nq), *o_t = xalloc(nq);
+    float *qt = harness_xalloc(nq), *o_t = harness_xalloc(nq);
     for (int h = 0; h < 6; h++)
         for (int s = 0; s < 5; s++)
             for (int b = 0; b < 2; b++)
@@ -421,14 +330,7 @@ static void test_layouts_same_logical_tensor(void)
                        q + ((((size_t)b * 5 + s) * 6 + h)) * 16, 16 * sizeof(float));
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, qt, k, v, o_t, NULL, NULL), ATTN_SUCCESS);
     CU_ASSERT(max_abs_diff(o_t, o_bhsd, nq) > 0.05);
-    free(qt);
-    free(o_t);
-    free(q);
-    free(k);
-    free(v);
-    free(o_bhsd);
-    free(o_bshd);
-    free(o_mix);
+    free(qt), free(o_t), free(q), free(k), free(v), free(o_bhsd), free(o_bshd), free(o_mix),
     free(lse);
 }
 
@@ -439,29 +341,26 @@ static void test_qkt_not_kqt(void)
      * measurably far from softmax(K Q^T) V, in both masking modes. */
     const uint64_t seed = harness_seed(2006);
     for (int causal = 0; causal <= 1; causal++) {
-        attn_problem p = problem(1, 2, 2, 16, 13, 13, causal);
+        attn_problem p = harness_problem(1, 2, 2, 16, 13, 13, causal);
         const size_t n = nq_of(&p), rows = rows_of(&p);
-        float *q = xalloc(n), *k = xalloc(n), *v = xalloc(n), *out = xalloc(n), *lse = xalloc(rows);
-        float *swapped = xalloc(n);
+        float *q = harness_xalloc(n), *k = harness_xalloc(n), *v = harness_xalloc(n),
+              *out = harness_xalloc(n), *lse = harness_xalloc(rows);
+        float *swapped = harness_xalloc(n);
         harness_fill_normal(q, n, seed + causal, 0.5f, 2.0f);
         harness_fill_uniform(k, n, seed + 10 + causal, -3.0f, 1.0f);
         harness_fill_uniform(v, n, seed + 20 + causal, -1.0f, 1.0f);
         CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, k, q, v, swapped, NULL, NULL),
                               ATTN_SUCCESS);
         for (int f = 0; f < NFAM; f++) {
-            if (kernel_run(families[f], &p, NULL, q, k, v, out, lse) != ATTN_SUCCESS) {
+            if (kernel_run(families[f], &p, NULL, q, k, v, out, lse) != 0) {
                 CU_FAIL("attn_forward failed");
                 continue;
             }
-            CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &p, NULL, q, k, v, out, lse, seed), 0);
+            CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &p, NULL, q, k, v, out, lse, seed),
+                            0);
             CU_ASSERT(max_abs_diff(out, swapped, n) > 0.05);
         }
-        free(q);
-        free(k);
-        free(v);
-        free(out);
-        free(lse);
-        free(swapped);
+        free(q), free(k), free(v), free(out), free(lse), free(swapped);
     }
 }
 
@@ -487,27 +386,27 @@ static void test_left_padding_matches_unpadded(void)
     enum { B = 2, Hq = 4, Hkv = 2, D = 16, S = 29 };
     static const int qs[B] = {10, 0}, ql[B] = {19, 29}, ks[B] = {8, 0}, kl[B] = {21, 29};
     attn_lengths L = {qs, ql, ks, kl};
-    attn_problem p = problem(B, Hq, Hkv, D, S, S, 1);
+    attn_problem p = harness_problem(B, Hq, Hkv, D, S, S, 1);
     const size_t nq = nq_of(&p), nkv = nkv_of(&p), rows = rows_of(&p);
-    float *q = xalloc(nq), *k = xalloc(nkv), *v = xalloc(nkv), *out = xalloc(nq), *lse = xalloc(rows);
-    harness_fill_normal(q, nq, seed, 0, 1);
-    harness_fill_normal(k, nkv, seed + 1, 0, 1);
-    harness_fill_uniform(v, nkv, seed + 2, -1, 1);
+    float *q = harness_xalloc(nq), *k = harness_xalloc(nkv), *v = harness_xalloc(nkv),
+          *out = harness_xalloc(nq), *lse = harness_xalloc(rows);
+    harness_fill_qkv(q, nq, k, v, nkv, seed, 1, -1, 1);
     for (int f = 0; f < NFAM; f++) {
-        if (kernel_run(families[f], &p, &L, q, k, v, out, lse) != ATTN_SUCCESS) {
+        if (kernel_run(families[f], &p, &L, q, k, v, out, lse) != 0) {
             CU_FAIL("attn_forward failed");
             continue;
         }
-        CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &p, &L, q, k, v, out, lse, seed), 0);
+        CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &p, &L, q, k, v, out, lse, seed), 0);
         for (int b = 0; b < B; b++) {
-            attn_problem u = problem(1, Hq, Hkv, D, ql[b], kl[b], 1);
-            float *uq = xalloc(nq_of(&u)), *uk = xalloc(nkv_of(&u)), *uv = xalloc(nkv_of(&u));
-            float *uo = xalloc(nq_of(&u)), *ul = xalloc(rows_of(&u));
+            attn_problem u = harness_problem(1, Hq, Hkv, D, ql[b], kl[b], 1);
+            float *uq = harness_xalloc(nq_of(&u)), *uk = harness_xalloc(nkv_of(&u)),
+                  *uv = harness_xalloc(nkv_of(&u));
+            float *uo = harness_xalloc(nq_of(&u)), *ul = harness_xalloc(rows_of(&u));
             take_rows(q, b, Hq, S, D, qs[b], ql[b], uq);
             take_rows(k, b, Hkv, S, D, ks[b], kl[b], uk);
             take_rows(v, b, Hkv, S, D, ks[b], kl[b], uv);
-            if (kernel_run(families[f], &u, NULL, uq, uk, uv, uo, ul) == ATTN_SUCCESS) {
-                float *po = xalloc(nq_of(&u)), *pl = xalloc(rows_of(&u));
+            if (kernel_run(families[f], &u, NULL, uq, uk, uv, uo, ul) == 0) {
+                float *po = harness_xalloc(nq_of(&u)), *pl = harness_xalloc(rows_of(&u));
                 take_rows(out, b, Hq, S, D, qs[b], ql[b], po);
                 for (int h = 0; h < Hq; h++)
                     memcpy(pl + (size_t)h * ql[b], lse + ((size_t)b * Hq + h) * S + qs[b],
@@ -516,7 +415,8 @@ static void test_left_padding_matches_unpadded(void)
                 snprintf(w, sizeof w, "[%s] entry %d padded vs unpadded O", fam_name(f), b);
                 CU_ASSERT_EQUAL(harness_compare(w, po, uo, nq_of(&u), F32_ATOL, F32_RTOL, seed), 0);
                 snprintf(w, sizeof w, "[%s] entry %d padded vs unpadded LSE", fam_name(f), b);
-                CU_ASSERT_EQUAL(harness_compare(w, pl, ul, rows_of(&u), F32_ATOL, F32_RTOL, seed), 0);
+                CU_ASSERT_EQUAL(harness_compare(w, pl, ul, rows_of(&u), F32_ATOL, F32_RTOL, seed),
+                                0);
                 /* the pad rows of the padded run are zeros */
                 for (int h = 0; h < Hq; h++)
                     for (int r = 0; r < qs[b]; r++)
@@ -527,18 +427,10 @@ static void test_left_padding_matches_unpadded(void)
             } else {
                 CU_FAIL("attn_forward (unpadded) failed");
             }
-            free(uq);
-            free(uk);
-            free(uv);
-            free(uo);
-            free(ul);
+            free(uq), free(uk), free(uv), free(uo), free(ul);
         }
     }
-    free(q);
-    free(k);
-    free(v);
-    free(out);
-    free(lse);
+    free(q), free(k), free(v), free(out), free(lse);
 }
 
 static void test_kv_cache_shift_and_decode(void)
@@ -550,41 +442,45 @@ static void test_kv_cache_shift_and_decode(void)
      * unshifted: the cached and uncached paths agree on positions. */
     const uint64_t seed = harness_seed(2008);
     enum { H = 2, D = 16, N = 27, CAP = 64, SHIFT = 9 };
-    attn_problem full = problem(1, H, H, D, N, N, 1);
+    attn_problem full = harness_problem(1, H, H, D, N, N, 1);
     const size_t nf = nq_of(&full);
-    float *q = xalloc(nf), *k = xalloc(nf), *v = xalloc(nf), *of = xalloc(nf), *lf = xalloc(H * N);
-    harness_fill_normal(q, nf, seed, 0, 1);
-    harness_fill_normal(k, nf, seed + 1, 0, 1);
-    harness_fill_uniform(v, nf, seed + 2, -1, 1);
+    float *q = harness_xalloc(nf), *k = harness_xalloc(nf), *v = harness_xalloc(nf),
+          *of = harness_xalloc(nf), *lf = harness_xalloc(H * N);
+    harness_fill_qkv(q, nf, k, v, nf, seed, 1, -1, 1);
 
     /* the shifted cache: [1, H, CAP, D], content at rows SHIFT .. SHIFT+N-1,
      * the rest garbage (large values that must never be read) */
-    attn_problem cache = problem(1, H, H, D, 1, CAP, 1);
-    float *kc = xalloc(nkv_of(&cache)), *vc = xalloc(nkv_of(&cache));
+    attn_problem cache = harness_problem(1, H, H, D, 1, CAP, 1);
+    float *kc = harness_xalloc(nkv_of(&cache)), *vc = harness_xalloc(nkv_of(&cache));
     for (size_t i = 0; i < nkv_of(&cache); i++) {
         kc[i] = 25.0f;
         vc[i] = -1e4f;
     }
     for (int h = 0; h < H; h++) {
-        memcpy(kc + ((size_t)h * CAP + SHIFT) * D, k + (size_t)h * N * D, (size_t)N * D * sizeof(float));
-        memcpy(vc + ((size_t)h * CAP + SHIFT) * D, v + (size_t)h * N * D, (size_t)N * D * sizeof(float));
+        memcpy(kc + ((size_t)h * CAP + SHIFT) * D, k + (size_t)h * N * D,
+               (size_t)N * D * sizeof(float));
+        memcpy(vc + ((size_t)h * CAP + SHIFT) * D, v + (size_t)h * N * D,
+               (size_t)N * D * sizeof(float));
     }
     static const harness_layout spare = {HARNESS_BHSD, 0, 0, 13}; /* capacity beyond CAP too */
     static const harness_layout spare_bshd = {HARNESS_BSHD, 4, 0, 13};
     for (int f = 0; f < NFAM; f++) {
-        if (kernel_run(families[f], &full, NULL, q, k, v, of, lf) != ATTN_SUCCESS) {
+        if (kernel_run(families[f], &full, NULL, q, k, v, of, lf) != 0) {
             CU_FAIL("attn_forward failed");
             continue;
         }
-        CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &full, NULL, q, k, v, of, lf, seed), 0);
+        CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &full, NULL, q, k, v, of, lf, seed),
+                        0);
         for (int chunk = 1; chunk <= 3; chunk += 2) {
             attn_problem dec = cache;
             dec.q_len = chunk;
             const int ks[1] = {SHIFT}, kl[1] = {N};
             attn_lengths L = {NULL, NULL, ks, kl};
-            float *dq = xalloc((size_t)H * chunk * D), *dout = xalloc((size_t)H * chunk * D);
-            float *dl = xalloc((size_t)H * chunk), *want = xalloc((size_t)H * chunk * D);
-            float *wl = xalloc((size_t)H * chunk);
+            float *dq = harness_xalloc((size_t)H * chunk * D),
+                  *dout = harness_xalloc((size_t)H * chunk * D);
+            float *dl = harness_xalloc((size_t)H * chunk),
+                  *want = harness_xalloc((size_t)H * chunk * D);
+            float *wl = harness_xalloc((size_t)H * chunk);
             for (int h = 0; h < H; h++) {
                 memcpy(dq + (size_t)h * chunk * D, q + ((size_t)h * N + N - chunk) * D,
                        (size_t)chunk * D * sizeof(float));
@@ -596,7 +492,7 @@ static void test_kv_cache_shift_and_decode(void)
             for (int lay = 0; lay < 2; lay++) {
                 const harness_layout *kvl = lay ? &spare_bshd : &spare;
                 if (kernel_run_layout(families[f], &dec, &L, dq, kc, vc, NULL, kvl, kvl, NULL, dout,
-                                      dl) != ATTN_SUCCESS) {
+                                      dl) != 0) {
                     CU_FAIL("attn_forward (cache) failed");
                     continue;
                 }
@@ -609,20 +505,10 @@ static void test_kv_cache_shift_and_decode(void)
                 CU_ASSERT_EQUAL(harness_compare(w, dl, wl, (size_t)H * chunk, F32_ATOL, F32_RTOL,
                                                 seed), 0);
             }
-            free(dq);
-            free(dout);
-            free(dl);
-            free(want);
-            free(wl);
+            free(dq), free(dout), free(dl), free(want), free(wl);
         }
     }
-    free(q);
-    free(k);
-    free(v);
-    free(of);
-    free(lf);
-    free(kc);
-    free(vc);
+    free(q), free(k), free(v), free(of), free(lf), free(kc), free(vc);
 }
 
 /* ---- 6. GQA repetition is sharing, not new parameters ---- */
@@ -636,22 +522,27 @@ static void test_gqa_is_sharing(void)
     attn_context *ctx = harness_context();
     enum { B = 2, Hq = 8, S = 11, D = 16 };
     for (int hkv = 2; hkv >= 1; hkv--) {
-        attn_problem g = problem(B, Hq, hkv, D, S, S, 1), m = problem(B, Hq, Hq, D, S, S, 1);
+        attn_problem g = harness_problem(B, Hq, hkv, D, S, S, 1),
+                     m = harness_problem(B, Hq, Hq, D, S, S, 1);
         const size_t nq = nq_of(&g), nkv = nkv_of(&g), row = (size_t)S * D;
-        float *q = xalloc(nq), *k = xalloc(nkv), *v = xalloc(nkv), *kr = xalloc(nq), *vr = xalloc(nq);
-        float *og = xalloc(nq), *om = xalloc(nq), *lg = xalloc(rows_of(&g)), *lm = xalloc(rows_of(&g));
+        float *q = harness_xalloc(nq), *k = harness_xalloc(nkv), *v = harness_xalloc(nkv),
+              *kr = harness_xalloc(nq), *vr = harness_xalloc(nq);
+        float *og = harness_xalloc(nq), *om = harness_xalloc(nq), *lg = harness_xalloc(rows_of(&g)),
+              *lm = harness_xalloc(rows_of(&g));
         harness_fill_normal(q, nq, seed + hkv, 0, 1);
         harness_fill_normal(k, nkv, seed + 10 + hkv, 0, 1);
         harness_fill_uniform(v, nkv, seed + 20 + hkv, -1, 1);
         for (int b = 0; b < B; b++)
             for (int h = 0; h < Hq; h++) {
                 int hk = h / (Hq / hkv);
-                memcpy(kr + ((size_t)b * Hq + h) * row, k + ((size_t)b * hkv + hk) * row, row * sizeof(float));
-                memcpy(vr + ((size_t)b * Hq + h) * row, v + ((size_t)b * hkv + hk) * row, row * sizeof(float));
+                memcpy(kr + ((size_t)b * Hq + h) * row, k + ((size_t)b * hkv + hk) * row,
+                       row * sizeof(float));
+                memcpy(vr + ((size_t)b * Hq + h) * row, v + ((size_t)b * hkv + hk) * row,
+                       row * sizeof(float));
             }
         for (int f = 0; f < NFAM; f++) {
-            if (kernel_run(families[f], &g, NULL, q, k, v, og, lg) != ATTN_SUCCESS ||
-                kernel_run(families[f], &m, NULL, q, kr, vr, om, lm) != ATTN_SUCCESS) {
+            if (kernel_run(families[f], &g, NULL, q, k, v, og, lg) != 0 ||
+                kernel_run(families[f], &m, NULL, q, kr, vr, om, lm) != 0) {
                 CU_FAIL("attn_forward failed");
                 continue;
             }
@@ -659,7 +550,8 @@ static void test_gqa_is_sharing(void)
             snprintf(w, sizeof w, "[%s] GQA %d:%d vs repeated MHA", fam_name(f), Hq, hkv);
             CU_ASSERT_EQUAL(harness_compare(w, og, om, nq, F32_ATOL, F32_RTOL, seed), 0);
             CU_ASSERT_EQUAL(harness_compare(w, lg, lm, rows_of(&g), F32_ATOL, F32_RTOL, seed), 0);
-            CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &g, NULL, q, k, v, og, lg, seed), 0);
+            CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &g, NULL, q, k, v, og, lg, seed),
+                            0);
         }
 
         /* exact Hkv-sized buffers are accepted; one head short is rejected */
@@ -673,9 +565,9 @@ static void test_gqa_is_sharing(void)
         clGetMemObjectInfo(mk, CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
         CU_ASSERT_EQUAL(bytes, nkv * sizeof(float)); /* Hkv heads, not Hq */
         for (int f = 0; f < NFAM; f++) {
-            if (families[f]) setenv("ATTN_PARAMS", families[f], 1);
+            harness_use_family(ctx, families[f], NULL);
             attn_status st = attn_forward(ctx, &g, &tq, &tk, &tv, &to, NULL, NULL, NULL);
-            unsetenv("ATTN_PARAMS");
+            harness_use_params(ctx, NULL);
             if (st != ATTN_SUCCESS)
                 printf("\n  [%s] Hkv-sized K/V rejected: %s\n", fam_name(f), attn_last_error(ctx));
             CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
@@ -694,15 +586,7 @@ static void test_gqa_is_sharing(void)
         clReleaseMemObject(mk);
         clReleaseMemObject(mv);
         clReleaseMemObject(mo);
-        free(q);
-        free(k);
-        free(v);
-        free(kr);
-        free(vr);
-        free(og);
-        free(om);
-        free(lg);
-        free(lm);
+        free(q), free(k), free(v), free(kr), free(vr), free(og), free(om), free(lg), free(lm);
     }
 }
 
@@ -718,12 +602,13 @@ static void test_zero_qk_uniform(void)
     static const int qs[B] = {0, 3}, ql[B] = {9, 6}, ks[B] = {0, 2}, kl[B] = {9, 7};
     attn_lengths L = {qs, ql, ks, kl};
     for (int causal = 1; causal >= 0; causal--) {
-        attn_problem p = problem(B, H, H, D, S, S, causal);
+        attn_problem p = harness_problem(B, H, H, D, S, S, causal);
         const size_t n = nq_of(&p), rows = rows_of(&p);
-        float *q = xalloc(n), *k = xalloc(n), *v = xalloc(n), *out = xalloc(n), *lse = xalloc(rows);
+        float *q = harness_xalloc(n), *k = harness_xalloc(n), *v = harness_xalloc(n),
+              *out = harness_xalloc(n), *lse = harness_xalloc(rows);
         harness_fill_uniform(v, n, seed + causal, -1, 1);
         for (int f = 0; f < NFAM; f++) {
-            if (kernel_run(families[f], &p, &L, q, k, v, out, lse) != ATTN_SUCCESS) {
+            if (kernel_run(families[f], &p, &L, q, k, v, out, lse) != 0) {
                 CU_FAIL("attn_forward failed");
                 continue;
             }
@@ -733,7 +618,8 @@ static void test_zero_qk_uniform(void)
                     for (int r = 0; r < S; r++) {
                         int i = r - qs[b];
                         int vis = i >= 0 && i < ql[b] ? kl[b] : 0;
-                        if (vis && causal && i + kl[b] - ql[b] + 1 < vis) vis = i + kl[b] - ql[b] + 1;
+                        if (vis && causal && i + kl[b] - ql[b] + 1 < vis)
+                            vis = i + kl[b] - ql[b] + 1;
                         if (vis < 0) vis = 0;
                         const float *o = out + (((size_t)b * H + h) * S + r) * D;
                         for (int d = 0; d < D; d++) {
@@ -754,11 +640,7 @@ static void test_zero_qk_uniform(void)
                        (unsigned long long)seed);
             CU_ASSERT_EQUAL(bad, 0);
         }
-        free(q);
-        free(k);
-        free(v);
-        free(out);
-        free(lse);
+        free(q), free(k), free(v), free(out), free(lse);
     }
 }
 
@@ -773,7 +655,7 @@ static void test_causal_table_length5(void)
     static const char *const table[5] = {"Y....", "YY...", "YYY..", "YYYY.", "YYYYY"};
     enum { S = 5, D = 16, H = 2 };
     const uint64_t seed = harness_seed(2011);
-    attn_problem p = problem(1, H, 1, D, S, S, 1);
+    attn_problem p = harness_problem(1, H, 1, D, S, S, 1);
     float q[H * S * D], k[S * D], v[S * D] = {0}, out[H * S * D], lse[H * S];
     for (int j = 0; j < S; j++) v[j * D + j] = 1.0f;
     for (int pass = 0; pass < 2; pass++) {
@@ -785,11 +667,12 @@ static void test_causal_table_length5(void)
             harness_fill_normal(k, S * D, seed + 1, 0, 1);
         }
         for (int f = 0; f < NFAM; f++) {
-            if (kernel_run(families[f], &p, NULL, q, k, v, out, lse) != ATTN_SUCCESS) {
+            if (kernel_run(families[f], &p, NULL, q, k, v, out, lse) != 0) {
                 CU_FAIL("attn_forward failed");
                 continue;
             }
-            CU_ASSERT_EQUAL(check_vs_reference(fam_name(f), &p, NULL, q, k, v, out, lse, seed), 0);
+            CU_ASSERT_EQUAL(harness_check_reference(fam_name(f), &p, NULL, q, k, v, out, lse, seed),
+                            0);
             int bad = 0;
             for (int h = 0; h < H; h++)
                 for (int i = 0; i < S; i++) {

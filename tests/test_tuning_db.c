@@ -339,13 +339,18 @@ static char *replace(const char *text, const char *from, const char *to)
     return out;
 }
 
+/* The problem, and the database attn_context_set_tuning_db names. */
+typedef struct { const attn_problem *p; const char *db; } heuristic_case;
+
 static void prepare_heuristic(void *arg)
 {
-    const attn_problem *p = arg;
+    const heuristic_case *hc = arg;
+    const attn_problem *p = hc->p;
     /* two contexts, two plans each: still one warning */
     for (int i = 0; i < 2; i++) {
         attn_context *ctx = NULL;
         CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(attn_context_set_tuning_db(ctx, hc->db, ""), ATTN_SUCCESS);
         attn_plan_info info;
         for (int j = 0; j < 2; j++) {
             CU_ASSERT_EQUAL(attn_prepare(ctx, p, &info), ATTN_SUCCESS);
@@ -358,7 +363,6 @@ static void prepare_heuristic(void *arg)
 static void test_corrupt_files(void)
 {
     fresh_dir();
-    env_save();
     const char *good = good_text();
     char *truncated = strndup(good, strlen(good) * 2 / 3);
     char *syntax = replace(good, "\"kernel_hash\": \"0000000000000000\",\n     \"class\"",
@@ -404,8 +408,8 @@ static void test_corrupt_files(void)
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char path[512];
         path_in(path, sizeof path, cases[i].name);
-        setenv("ATTN_TUNING_DB", path, 1);
-        CU_ASSERT_EQUAL(count_stderr(prepare_heuristic, &p, "tuning database unusable"), 1);
+        heuristic_case hc = {&p, path};
+        CU_ASSERT_EQUAL(count_stderr(prepare_heuristic, &hc, "tuning database unusable"), 1);
     }
     /* a folder where the file should be: unreadable */
     char path[512], err[1024];
@@ -415,8 +419,8 @@ static void test_corrupt_files(void)
     attn_tuning_db_init(&db);
     CU_ASSERT_EQUAL(attn_tuning_db_load(path, &db, NULL, err, sizeof err), ATTN_ERROR_TUNING_DB);
     printf("\n  adir.json: %s", err);
-    setenv("ATTN_TUNING_DB", path, 1);
-    CU_ASSERT_EQUAL(count_stderr(prepare_heuristic, &p, "tuning database unusable"), 1);
+    heuristic_case hc = {&p, path};
+    CU_ASSERT_EQUAL(count_stderr(prepare_heuristic, &hc, "tuning database unusable"), 1);
     /* and the unbroken text is fine */
     path_in(path, sizeof path, "good.json");
     write_file(path, good);
@@ -431,7 +435,6 @@ static void test_corrupt_files(void)
     free(missing_params);
     free(entries_obj);
     free(fixed_obj);
-    env_restore();
     remove_dir();
 }
 
@@ -518,7 +521,9 @@ static void test_lookup_tiers(void)
     /* without the exact entry, the stale ones show, the other device not */
     attn_tuning_db rest = {db.entries + 1, 3, 3};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &rest, err, sizeof err), ATTN_SUCCESS);
+    env_restore(); /* from here on, attn_context_set_tuning_db */
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, ""), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(c2, &p2, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.source, "stale");
     CU_ASSERT_EQUAL(attn_prepare(c2, &p4, &info), ATTN_SUCCESS);
@@ -527,6 +532,7 @@ static void test_lookup_tiers(void)
     attn_tuning_db only_other = {db.entries + 3, 1, 1};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &only_other, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, ""), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(c2, &p8, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
     attn_context_release(c2);
@@ -538,22 +544,23 @@ static void test_lookup_tiers(void)
     attn_tuning_entry se = entry(&here, hv, &p1, "family=vector,rows=2,keys=32,vec=16");
     attn_tuning_db sysdb = {&se, 1, 1};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(sys, &sysdb, err, sizeof err), ATTN_SUCCESS);
-    setenv("ATTN_SYSTEM_TUNING_DB", sys, 1);
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, sys), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(c2, &p1, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.source, "tuned");
     CU_ASSERT_STRING_EQUAL(info.params, "family=vector,rows=2,keys=32,vec=16");
     attn_context_release(c2);
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, sys), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(c2, &p1, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.params, pr);
-    /* ATTN_PARAMS still overrides a tuned entry */
-    setenv("ATTN_PARAMS", "rows=8", 1);
+    /* an override still overrides a tuned entry */
+    CU_ASSERT_EQUAL(attn_context_set_params(c2, "rows=8"), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(c2, &p1, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.source, "override");
     CU_ASSERT_STRING_EQUAL(info.params, "family=vector,rows=8,keys=32,vec=16");
-    unsetenv("ATTN_PARAMS");
+    CU_ASSERT_EQUAL(attn_context_set_params(c2, NULL), ATTN_SUCCESS);
 
     /* a forward with the tuned parameters, against the reference */
     attn_problem pf = problem(16, 2, 2, 61);
@@ -580,7 +587,6 @@ static void test_lookup_tiers(void)
     free(q), free(k), free(v), free(o), free(ref);
     attn_context_release(c2);
     attn_tuning_db_free(&db);
-    env_restore();
     remove_dir();
 }
 

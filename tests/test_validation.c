@@ -703,32 +703,46 @@ static void test_bad_params_override(void)
 {
     fixture fx;
     fixture_init(&fx, ATTN_F32);
-    const char *saved = getenv("ATTN_PARAMS");
-    char *keep = saved ? strdup(saved) : NULL;
-    const char *bad[] = {"family=vector,keys=24,vec=16", /* parses, but keys not a power of two */
-                         "family=tiled,rows=16,wg=24",   /* parses, wg not a power of two */
-                         "family=vector,rows=32",        /* parses, too many rows for vector */
-                         "foo=1",                        /* unknown name */
-                         "rows",                         /* not name=value */
-                         "rows=abc",                     /* not an integer */
-                         "keys=100000"};                 /* out of range */
-    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
-        setenv("ATTN_PARAMS", bad[i], 1);
+    /* refused when set, naming the field; the context keeps its plan */
+    const struct { const char *text, *field; } refused[] = {
+        {"family=vector,keys=24,vec=16", "keys"}, /* not a power of two */
+        {"family=tiled,rows=16,wg=24", "wg"},     /* not a power of two */
+        {"family=vector,rows=32", "rows"},        /* too many rows for vector */
+        {"family=simd", "family"},                /* no such family */
+        {"foo=1", "foo"},                         /* unknown name */
+        {"rows", "rows"},                         /* not name=value */
+        {"rows=abc", "rows"},                     /* not an integer */
+        {"keys=100000", "keys"}};                 /* out of range */
+    attn_plan_info before, after;
+    CU_ASSERT_EQUAL_FATAL(attn_prepare(fx.ctx, &fx.p, &before), ATTN_SUCCESS);
+    for (size_t i = 0; i < sizeof refused / sizeof refused[0]; i++) {
+        attn_status st = attn_context_set_params(fx.ctx, refused[i].text);
+        const char *msg = attn_last_error(fx.ctx);
+        const int named = strncmp(msg, "attn_context_set_params: ", 25) == 0 &&
+                          strstr(msg + 25, refused[i].field) != NULL;
+        CU_ASSERT_EQUAL(st, ATTN_ERROR_INVALID_ARGUMENT);
+        CU_ASSERT(named);
+        if (st != ATTN_ERROR_INVALID_ARGUMENT || !named)
+            printf("\n  set_params(%s): %s \"%s\"\n", refused[i].text, attn_status_name(st), msg);
+    }
+    CU_ASSERT_EQUAL(attn_prepare(fx.ctx, &fx.p, &after), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(after.params, before.params);
+    CU_ASSERT_STRING_EQUAL(after.source, before.source);
+    /* legal alone, not together: refused by the call, naming the override */
+    const char *call_time[] = {"family=vector,keys=8,vec=16", /* keys not a multiple of vec */
+                               "family=tiled,rows=16,wg=8"};  /* wg not a multiple of rows */
+    for (size_t i = 0; i < sizeof call_time / sizeof call_time[0]; i++) {
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_params(fx.ctx, call_time[i]), ATTN_SUCCESS);
         char label[96];
-        snprintf(label, sizeof label, "ATTN_PARAMS=%s (attn_forward)", bad[i]);
+        snprintf(label, sizeof label, "set_params(%s) (attn_forward)", call_time[i]);
         const cl_mem watch[] = {fx.out.buffer, fx.lse, NULL};
         CU_ASSERT(rejected(label, fx.ctx, &fx.p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse,
-                           "ATTN_PARAMS", watch));
+                           "attn_context_set_params", watch));
         attn_status st = attn_prepare(fx.ctx, &fx.p, NULL);
         CU_ASSERT_EQUAL(st, ATTN_ERROR_INVALID_ARGUMENT);
-        CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(fx.ctx), "ATTN_PARAMS"));
-        if (st != ATTN_ERROR_INVALID_ARGUMENT || !strstr(attn_last_error(fx.ctx), "ATTN_PARAMS"))
-            printf("\n  ATTN_PARAMS=%s (attn_prepare): %s \"%s\"\n", bad[i],
-                   attn_status_name(st), attn_last_error(fx.ctx));
-        unsetenv("ATTN_PARAMS");
+        CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(fx.ctx), "not a multiple of"));
     }
-    if (keep) setenv("ATTN_PARAMS", keep, 1);
-    free(keep);
+    CU_ASSERT_EQUAL(attn_context_set_params(fx.ctx, NULL), ATTN_SUCCESS);
     fixture_free(&fx);
 }
 

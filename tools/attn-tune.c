@@ -350,11 +350,10 @@ static int cmd_tune(options *o)
     const double run_t0 = attn_now_s(); /* the budget counts the whole run, start-up included */
     char path[4096], err[1024];
     if (!db_path(path, sizeof path)) return EXIT_FAILURE;
+    /* the candidates are forced past any override (attn_tuning_force) */
     const char *env = getenv("ATTN_PARAMS");
-    if (env && *env) {
-        if (!o->quiet) fprintf(stderr, "attn-tune: note: ATTN_PARAMS is ignored while tuning\n");
-        unsetenv("ATTN_PARAMS");
-    }
+    if (env && *env && !o->quiet)
+        fprintf(stderr, "attn-tune: note: ATTN_PARAMS is ignored while tuning\n");
     attn_problem *shapes = NULL;
     int nshapes = o->shapes ? tune_shapes_from_arg(o->shapes, &shapes, err, sizeof err)
                             : tune_shapes_design(&shapes);

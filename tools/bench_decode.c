@@ -42,15 +42,6 @@ typedef struct dconf {
     tool_check chk;      /* when checked */
 } dconf;
 
-/* ATTN_PARAMS = the caller's own setting plus splits=N (later names win). */
-static void use_splits(const char *base, int splits)
-{
-    char text[512];
-    snprintf(text, sizeof text, "%s%ssplits=%d", base ? base : "", base && *base ? "," : "",
-             splits);
-    setenv("ATTN_PARAMS", text, 1);
-}
-
 static void shape_text(const dshape *s, char *buf, size_t size)
 {
     snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d Sq=%d kv=%d", s->batch, s->q_heads, s->kv_heads,
@@ -208,12 +199,15 @@ done:
     return st;
 }
 
-/* ATTN_PARAMS for configuration c: the caller's own, with its splits. */
-static void select_conf(const char *saved, const dconf *c)
+/* The override for configuration c: the caller's own (ATTN_PARAMS, base),
+ * with c's splits (later names win). */
+static attn_status select_conf(attn_context *ctx, const char *base, const dconf *c)
 {
-    if (c->splits) use_splits(saved, c->splits);
-    else if (saved) setenv("ATTN_PARAMS", saved, 1);
-    else unsetenv("ATTN_PARAMS");
+    char text[512];
+    if (!c->splits) return attn_context_set_params(ctx, base);
+    snprintf(text, sizeof text, "%s%ssplits=%d", base ? base : "", base && *base ? "," : "",
+             c->splits);
+    return attn_context_set_params(ctx, text);
 }
 
 /* The configurations of one shape, for the timing loop. */
@@ -221,7 +215,7 @@ typedef struct decode_runs {
     attn_context *ctx;
     const dtype_res *res;
     const dconf *confs;
-    const char *saved;             /* the caller's ATTN_PARAMS */
+    const char *base;              /* the caller's override (ATTN_PARAMS) */
     double *copies;                /* copy-bandwidth samples, COPY_SAMPLES at most */
     int ncopies, every;            /* taken so far; one every this many rounds */
     const char *step;              /* what failed */
@@ -237,9 +231,9 @@ static attn_status run_decode(void *arg, int c)
 
 static attn_status select_run(void *arg, int c)
 {
-    const decode_runs *d = arg;
-    select_conf(d->saved, &d->confs[c]);
-    return ATTN_SUCCESS;
+    decode_runs *d = arg;
+    d->step = "attn_context_set_params";
+    return select_conf(d->ctx, d->base, &d->confs[c]);
 }
 
 static attn_status copy_sample(void *arg, int rep)
@@ -260,8 +254,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     int ncopies = 0;
     char sh[96];
     shape_text(s, sh, sizeof sh);
-    const char *base = getenv("ATTN_PARAMS");
-    char *saved = base ? strdup(base) : NULL;
+    const char *base = getenv("ATTN_PARAMS"); /* the context's own override, read at creation */
     const size_t D = (size_t)s->head_dim;
     const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;
     dtype_res res[BENCH_MAX_DTYPES];
@@ -281,12 +274,13 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
             goto done;
     }
 
-    decode_runs dr = {ctx, res, confs, saved, copies, 0, 1, ""};
+    decode_runs dr = {ctx, res, confs, base, copies, 0, 1, ""};
     double ms = 0;
     for (int c = 0; c < nconf; c++) {
         const dtype_res *r = &res[confs[c].type];
         bad_type = confs[c].type;
-        select_conf(saved, &confs[c]);
+        step = "attn_context_set_params";
+        if ((st = select_conf(ctx, base, &confs[c])) != ATTN_SUCCESS) goto done;
         step = "attn_decode_prepare";
         if ((st = attn_decode_prepare(ctx, r->cache, &r->p, &confs[c].plan)) != ATTN_SUCCESS)
             goto done;
@@ -335,9 +329,10 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
                 if ((st = tool_reference(&r->p, r->hq, r->hk, r->hv, ref)) != ATTN_SUCCESS)
                     goto done;
             }
-            select_conf(saved, &confs[c]);
             step = "attn_decode";
-            if ((st = tool_timed(ctx, run_decode, &dr, c, &ms)) != ATTN_SUCCESS) goto done;
+            if ((st = select_conf(ctx, base, &confs[c])) != ATTN_SUCCESS ||
+                (st = tool_timed(ctx, run_decode, &dr, c, &ms)) != ATTN_SUCCESS)
+                goto done;
             step = "reading the output";
             if (clEnqueueReadBuffer(attn_context_queue(ctx), r->bo, CL_TRUE, 0, nq * r->esize,
                                     r->stage, 0, NULL, NULL) != CL_SUCCESS) {
@@ -371,9 +366,7 @@ done:
         add_error(errors, what, step, st, lib ? attn_last_error(ctx) : "(no detail)");
         failed = 1;
     }
-    if (saved) setenv("ATTN_PARAMS", saved, 1);
-    else unsetenv("ATTN_PARAMS");
-    free(saved);
+    attn_context_set_params(ctx, base); /* as it was */
     for (int c = 0; c < nconf; c++) {
         free(confs[c].times);
         confs[c].times = NULL;

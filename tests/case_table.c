@@ -1,0 +1,248 @@
+/* case_table.c -- the one table of correctness cases (see cases.h). Each row
+ * names the suite test that runs it (group), the kernel families it runs
+ * under and the problem; together the rows cover (rather than multiply out)
+ * the problem space: MHA, GQA and MQA; causal and not; right, left and mixed
+ * padding with empty batch entries; Sq < Skv and Sq > Skv (rows with nothing
+ * visible); lengths 1 to 1000; head dims 1 to 256; strided layouts; the
+ * three storage types; custom and default scales; in place. */
+#include "cases.h"
+
+#define SHAPE(b, hq, hkv, d, sq, skv) .B = (b), .Hq = (hq), .Hkv = (hkv), .D = (d), .Sq = (sq), .Skv = (skv)
+#define LENS(qs, ql, ks, kl) .q_start = (qs), .q_len = (ql), .kv_start = (ks), .kv_len = (kl)
+#define ALL_LAYOUTS(...) .lq = __VA_ARGS__, .lk = __VA_ARGS__, .lv = __VA_ARGS__, .lo = __VA_ARGS__
+
+/* layouts */
+#define BSHD {HARNESS_BSHD, 0, 0, 0}
+#define BSHD_GAPPY {HARNESS_BSHD, 11, 8, 4}  /* offset, row padding, spare capacity */
+#define BHSD_GAPPY {HARNESS_BHSD, 5, 3, 2}
+#define BHSD_OFF_PAD {HARNESS_BHSD, 5, 3, 0}
+#define BHSD_CACHE {HARNESS_BHSD, 0, 0, 23} /* a KV cache with spare capacity */
+#define ODD_OFFSETS {HARNESS_BHSD, 3, 1, 2} /* 2-byte alignment only */
+#define ODD_START {HARNESS_BHSD, 1, 0, 0}
+
+/* padding: entry 0 full, 1 right-padded, 2 left-padded, 3 mixed (q left, kv
+ * in the middle), 4 q_len = 0, 5 kv_len = 0, 6 q_len > kv_len (causal
+ * leaves the first rows empty) */
+enum { PB = 7, PS = 19 };
+static const int pqs[PB] = {0, 0, 6, 9, 0, 4, 0}, pql[PB] = {19, 13, 13, 10, 0, 9, 17};
+static const int pks[PB] = {0, 0, 8, 3, 0, 0, 2}, pkl[PB] = {19, 15, 11, 12, 19, 0, 5};
+#define PADDED LENS(pqs, pql, pks, pkl)
+
+static const int kv_left_s[1] = {37}, kv_left_l[1] = {963};
+static const int dq1s[3] = {0, 0, 0}, dq1l[3] = {1, 1, 0}, dk1s[3] = {0, 200, 10},
+                 dk1l[3] = {257, 57, 100};
+static const int dq7s[2] = {0, 2}, dq7l[2] = {7, 5}, dk7s[2] = {20, 0}, dk7l[2] = {13, 1};
+static const int lay_ks[2] = {0, 4}, lay_kl[2] = {21, 17};
+static const int dt_qs[2] = {0, 3}, dt_ql[2] = {26, 23}, dt_ks[2] = {0, 5}, dt_kl[2] = {30, 20};
+static const int ip_qs[2] = {0, 5}, ip_ql[2] = {33, 20};
+static const int tl_qs[2] = {0, 4}, tl_ql[2] = {37, 29}, tl_ks[2] = {0, 1}, tl_kl[2] = {45, 39};
+static const int ck_qs[2] = {0, 2}, ck_ql[2] = {21, 17}, ck_ks[2] = {0, 3}, ck_kl[2] = {21, 0};
+static const int mqa_kl[2] = {13, 70};
+static const int dc_kl[3] = {50, 20, 33}, dc_ql[3] = {3, 1, 0}, dc_kl2[3] = {40, 7, 12};
+
+#define F(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_BOTH
+#define M(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_AUTO, .poison_pads = 1
+/* every head dim in the 16-bit types, one small case each */
+#define SWEEP(t, d, seed_)                                                                     \
+    {F("forward/dtype_sweep", #t " head dim sweep D" #d), SHAPE(1, 2, 1, d, 17, 20),          \
+     .dtype = t, .causal = 1, ALL_LAYOUTS(ODD_START), .seed = (seed_)}
+
+const harness_case harness_cases[] = {
+    /* ---- forward: head dims, fp32, each carrying other features ---- */
+    {F("forward/head_dims", "D1 non-causal Sq7 Skv257"), SHAPE(1, 2, 1, 1, 7, 257), .seed = 100},
+    {F("forward/head_dims", "D7 MHA causal"), SHAPE(2, 2, 2, 7, 33, 33), .causal = 1, .seed = 101},
+    {F("forward/head_dims", "D16 GQA BSHD"), SHAPE(2, 4, 2, 16, 7, 7), ALL_LAYOUTS(BSHD), .seed = 102},
+    {F("forward/head_dims", "D40 MQA Sq7 Skv33"), SHAPE(1, 4, 1, 40, 7, 33), .causal = 1, .seed = 103},
+    {F("forward/head_dims", "D64 GQA S257"), SHAPE(1, 8, 2, 64, 257, 257), .causal = 1, .seed = 104},
+    {F("forward/head_dims", "D80 decode Sq1 Skv257"), SHAPE(2, 4, 1, 80, 1, 257), .causal = 1, .seed = 105},
+    /* Sq > Skv: causal leaves the first 26 rows with nothing visible */
+    {F("forward/head_dims", "D96 Sq33 > Skv7"), SHAPE(1, 2, 1, 96, 33, 7), .causal = 1, .seed = 106},
+    {F("forward/head_dims", "D128 S1"), SHAPE(2, 2, 2, 128, 1, 1), .causal = 1, .seed = 107},
+    {F("forward/head_dims", "D256 GQA S33 BSHD"), SHAPE(1, 4, 2, 256, 33, 33), .causal = 1,
+     .lq = BSHD, .lo = BSHD, .seed = 108},
+
+    /* ---- forward: many heads, exact tile multiples, large logits ---- */
+    {F("forward/more_shapes", "Hq32 Hkv8 D128 S65"), SHAPE(1, 32, 8, 128, 65, 65), .causal = 1, .seed = 151},
+    {F("forward/more_shapes", "S64 exact tiles"), SHAPE(1, 2, 1, 64, 64, 64), .causal = 1, .seed = 152},
+    {F("forward/more_shapes", "Sq32 Skv96 exact tiles"), SHAPE(2, 2, 2, 64, 32, 96), .causal = 1, .seed = 153},
+    /* logits in the hundreds: only a max-subtracted softmax survives */
+    {F("forward/more_shapes", "large logits"), SHAPE(1, 2, 1, 64, 45, 45), .causal = 1, .amp = 8.0f, .seed = 154},
+    {F("forward/more_shapes", "large logits f16 non-causal"), SHAPE(1, 2, 2, 64, 33, 33),
+     .dtype = ATTN_F16, .amp = 6.0f, .seed = 155},
+
+    /* ---- forward: length 1000 ---- */
+    {F("forward/long", "S1000 causal"), SHAPE(1, 2, 1, 64, 1000, 1000), .causal = 1, .seed = 201},
+    {F("forward/long", "Sq257 Skv1000 kv left-pad"), SHAPE(1, 2, 2, 128, 257, 1000),
+     LENS(NULL, NULL, kv_left_s, kv_left_l), .seed = 202},
+
+    /* ---- forward: padding; some arrays NULL ---- */
+    {F("forward/padding", "padding non-causal"), SHAPE(PB, 4, 2, 64, PS, PS), PADDED, .seed = 301},
+    {F("forward/padding", "padding causal"), SHAPE(PB, 4, 2, 64, PS, PS), PADDED, .causal = 1, .seed = 302},
+    {F("forward/padding", "padding kv_len only"), SHAPE(PB, 4, 2, 64, PS, PS),
+     LENS(NULL, NULL, NULL, pkl), .causal = 1, .seed = 303},
+    {F("forward/padding", "padding q_start/q_len only"), SHAPE(PB, 4, 2, 64, PS, PS),
+     LENS(pqs, pql, NULL, NULL), .causal = 1, .seed = 304},
+
+    /* ---- forward: Sq = 1 and 7 against a padded cache ---- */
+    {F("forward/decode_padded", "decode Sq1 padded cache"), SHAPE(3, 8, 2, 64, 1, 257),
+     LENS(dq1s, dq1l, dk1s, dk1l), .causal = 1, .seed = 401},
+    {F("forward/decode_padded", "decode Sq1 padded cache non-causal"), SHAPE(3, 8, 2, 64, 1, 257),
+     LENS(dq1s, dq1l, dk1s, dk1l), .seed = 402},
+    {F("forward/decode_padded", "Sq7 Skv33 padded"), SHAPE(2, 4, 1, 64, 7, 33),
+     LENS(dq7s, dq7l, dk7s, dk7l), .causal = 1, .seed = 403},
+    {F("forward/decode_padded", "Sq7 Skv33 non-causal MQA"), SHAPE(2, 4, 1, 64, 7, 33), .seed = 404},
+
+    /* ---- forward: fully masked rows (the causal one is checked row by row) ---- */
+    {F("forward/masked", "Sq40 > Skv9 non-causal"), SHAPE(1, 2, 1, 64, 40, 9), .seed = 502},
+    {F("forward/masked_rows", "Sq40 > Skv9 causal"), SHAPE(2, 2, 2, 64, 40, 9), .causal = 1, .seed = 501},
+
+    /* ---- forward: strided layouts ---- */
+    {F("forward/layouts", "layout q:BHSD+off k:BSHD v:cache o:BSHD+pad"), SHAPE(2, 4, 2, 64, 21, 21),
+     .causal = 1, .lq = BHSD_OFF_PAD, .lk = BSHD, .lv = BHSD_CACHE, .lo = BSHD_GAPPY, .seed = 601},
+    {F("forward/layouts", "layout all BSHD padded cache, kv padded"), SHAPE(2, 4, 2, 64, 9, 21),
+     .causal = 1, ALL_LAYOUTS(BSHD_GAPPY), LENS(NULL, NULL, lay_ks, lay_kl), .seed = 602},
+    {F("forward/layouts", "layout odd offsets f16"), SHAPE(1, 2, 1, 64, 13, 13), .dtype = ATTN_F16,
+     .lq = ODD_OFFSETS, .lk = ODD_OFFSETS, .lv = BSHD_GAPPY, .lo = ODD_OFFSETS, .seed = 603},
+    {F("forward/layouts", "layout odd offsets bf16"), SHAPE(1, 2, 1, 64, 13, 13), .dtype = ATTN_BF16,
+     .causal = 1, .lq = ODD_OFFSETS, .lk = ODD_OFFSETS, .lv = BHSD_OFF_PAD, .lo = ODD_OFFSETS,
+     .seed = 604},
+
+    /* ---- forward: storage types ---- */
+    {F("forward/dtypes", "f16 D64 GQA padded causal"), SHAPE(2, 4, 2, 64, 26, 30), .dtype = ATTN_F16,
+     .causal = 1, LENS(dt_qs, dt_ql, dt_ks, dt_kl), .seed = 700},
+    {F("forward/dtypes", "bf16 D64 GQA padded causal"), SHAPE(2, 4, 2, 64, 26, 30), .dtype = ATTN_BF16,
+     .causal = 1, LENS(dt_qs, dt_ql, dt_ks, dt_kl), .seed = 701},
+    {F("forward/dtypes", "f16 D128 MQA decode"), SHAPE(2, 4, 1, 128, 1, 257), .dtype = ATTN_F16,
+     .causal = 1, .seed = 710},
+    {F("forward/dtypes", "f16 D7 non-causal"), SHAPE(1, 2, 2, 7, 33, 33), .dtype = ATTN_F16, .seed = 711},
+    {F("forward/dtypes", "bf16 D96 Sq>Skv"), SHAPE(1, 2, 1, 96, 33, 7), .dtype = ATTN_BF16,
+     .causal = 1, .seed = 712},
+    {F("forward/dtypes", "bf16 D16 BSHD"), SHAPE(2, 2, 1, 16, 7, 7), .dtype = ATTN_BF16, .causal = 1,
+     ALL_LAYOUTS({HARNESS_BSHD, 1, 0, 0}), .seed = 713},
+    {F("forward/dtypes", "bf16 D256"), SHAPE(1, 2, 1, 256, 21, 21), .dtype = ATTN_BF16, .causal = 1,
+     .seed = 714},
+    {F("forward/dtypes", "f16 D40 GQA Sq<Skv"), SHAPE(1, 4, 2, 40, 7, 33), .dtype = ATTN_F16,
+     .causal = 1, .seed = 715},
+    SWEEP(ATTN_F16, 7, 750), SWEEP(ATTN_F16, 16, 751), SWEEP(ATTN_F16, 40, 752),
+    SWEEP(ATTN_F16, 64, 753), SWEEP(ATTN_F16, 80, 754), SWEEP(ATTN_F16, 96, 755),
+    SWEEP(ATTN_F16, 128, 756), SWEEP(ATTN_F16, 256, 757),
+    SWEEP(ATTN_BF16, 7, 750), SWEEP(ATTN_BF16, 16, 751), SWEEP(ATTN_BF16, 40, 752),
+    SWEEP(ATTN_BF16, 64, 753), SWEEP(ATTN_BF16, 80, 754), SWEEP(ATTN_BF16, 96, 755),
+    SWEEP(ATTN_BF16, 128, 756), SWEEP(ATTN_BF16, 256, 757),
+
+    /* ---- forward: scales, lse = NULL ---- */
+    {F("forward/custom_scale", "scale 0.37"), SHAPE(1, 4, 2, 64, 21, 21), .causal = 1, .scale = 0.37f, .seed = 801},
+    {F("forward/custom_scale", "scale 2.0 (sharp)"), SHAPE(1, 2, 1, 16, 7, 33), .causal = 1, .scale = 2.0f, .seed = 802},
+    {F("forward/custom_scale", "scale 0.01 (flat), no LSE"), SHAPE(1, 2, 2, 64, 21, 21),
+     .scale = 0.01f, .no_lse = 1, .seed = 803},
+    {F("forward/custom_scale", "scale -0.3 (negative, valid)"), SHAPE(1, 2, 1, 64, 21, 21),
+     .causal = 1, .scale = -0.3f, .seed = 804},
+    /* scale 0 = 1/sqrt(D); sharp logits make the scale matter */
+    {F("forward/default_scale", "default scale, D 40"), SHAPE(1, 4, 2, 40, 19, 27), .causal = 1, .amp = 2.0f, .seed = 811},
+    {F("forward/default_scale", "default scale, D 64, full"), SHAPE(2, 2, 1, 64, 17, 17), .amp = 2.0f, .seed = 812},
+    {F("forward/default_scale", "default scale, D 128"), SHAPE(1, 2, 2, 128, 9, 33), .causal = 1, .amp = 2.0f, .seed = 813},
+
+    /* ---- forward: in place (out is the q tensor) ---- */
+    {F("forward/in_place", "in place BHSD"), SHAPE(2, 4, 2, 64, 33, 33), .causal = 1, .in_place = 1,
+     LENS(ip_qs, ip_ql, NULL, NULL), .seed = 901},
+    {F("forward/in_place", "in place BSHD offset"), SHAPE(1, 4, 1, 16, 33, 7), .in_place = 1,
+     .lq = {HARNESS_BSHD, 3, 2, 1}, .seed = 902},
+    {F("forward/in_place", "in place f16"), SHAPE(1, 2, 2, 64, 26, 30), .dtype = ATTN_F16,
+     .causal = 1, .in_place = 1, .seed = 903},
+
+    /* ---- forward: tiles that do not divide the lengths (run under every
+     * tile parameter set of test_tile_params) ---- */
+    {F("forward/tiles", "tiles causal padded"), SHAPE(2, 4, 2, 64, 37, 45), .causal = 1,
+     LENS(tl_qs, tl_ql, tl_ks, tl_kl), .seed = 1001},
+    {F("forward/tiles", "tiles Sq>Skv causal"), SHAPE(1, 2, 1, 64, 37, 11), .causal = 1, .seed = 1002},
+    {F("forward/tiles", "tiles decode non-causal"), SHAPE(2, 4, 1, 64, 1, 45), .seed = 1003},
+    /* head dims that are not a multiple of the vector width or of 4 */
+#define ODD_TILES(fam, p, d)                                                                     \
+    {.group = "forward/tiles_odd", .name = "tiles odd head dim, causal padded", .families = (fam), \
+     .params = (p), SHAPE(2, 4, 2, d, 37, 45), .causal = 1, LENS(tl_qs, tl_ql, tl_ks, tl_kl),    \
+     .seed = 1001}
+    ODD_TILES(HARNESS_TILED, "rows=8,keys=16,wg=64,local_kv=0", 7),
+    ODD_TILES(HARNESS_TILED, "rows=1,keys=32,wg=256,local_kv=1", 7), /* more lanes than columns */
+    ODD_TILES(HARNESS_TILED, "rows=2,keys=4,wg=64,local_kv=1", 40),  /* wg > rows * keys */
+    ODD_TILES(HARNESS_VECTOR, "rows=4,keys=16,vec=8", 40),
+    ODD_TILES(HARNESS_VECTOR, "rows=3,keys=8,vec=4", 7),
+
+    /* ---- forward: the library's own choice; check mode ---- */
+    {.group = "forward/default_params", .name = "default params", .families = HARNESS_AUTO,
+     SHAPE(2, 8, 2, 64, 33, 33), .causal = 1, .seed = 1101},
+#define CHECK(t, in_place_, seed_)                                                              \
+    {F("forward/check", in_place_ ? "check mode in place" : "check mode"), SHAPE(2, 4, 2, 64, 21, 21), \
+     .dtype = t, .causal = 1, LENS(ck_qs, ck_ql, ck_ks, ck_kl), .lq = {HARNESS_BSHD, 2, 0, 0},  \
+     .in_place = in_place_, .seed = seed_}
+    CHECK(ATTN_F32, 0, 1201), CHECK(ATTN_F32, 1, 1201), CHECK(ATTN_F16, 0, 1202), CHECK(ATTN_F16, 1, 1202),
+
+    /* ---- materialized (CLBlast) against the reference and attn_forward;
+     * NaN in every pad row ---- */
+    {M("materialized/shapes", "MHA causal B2"), SHAPE(2, 2, 2, 64, 37, 37), .causal = 1, .seed = 1001},
+    /* group 4 > Hkv 2: each KV head read by four query heads */
+    {M("materialized/shapes", "GQA 8:2 causal BSHD"), SHAPE(1, 8, 2, 64, 70, 70), .causal = 1,
+     ALL_LAYOUTS(BSHD), .seed = 1002},
+    {M("materialized/shapes", "GQA 6:3 non-causal"), SHAPE(1, 6, 3, 64, 33, 33), .seed = 1003},
+    {M("materialized/shapes", "MQA decode Sq1 Skv100"), SHAPE(2, 4, 1, 64, 1, 100), .causal = 1, .seed = 1004},
+    {M("materialized/shapes", "MQA Sq7 Skv40 causal"), SHAPE(1, 4, 1, 64, 7, 40), .causal = 1, .seed = 1005},
+    /* causal leaves the first 31 rows with nothing visible: zeros, -inf */
+    {M("materialized/shapes", "materialized Sq40 > Skv9 causal"), SHAPE(1, 2, 1, 64, 40, 9),
+     .causal = 1, .seed = 1006},
+    {M("materialized/shapes", "large logits, custom scale"), SHAPE(1, 2, 1, 64, 45, 45),
+     .causal = 1, .amp = 8.0f, .scale = 0.3f, .seed = 1007},
+    {M("materialized/shapes", "D16 gappy layouts"), SHAPE(2, 4, 2, 16, 19, 23),
+     .lq = BHSD_GAPPY, .lo = BHSD_GAPPY, .lk = BSHD_GAPPY, .lv = BSHD_GAPPY, .seed = 1008},
+    {M("materialized/padding", "padding causal GQA BSHD"), SHAPE(PB, 4, 2, 64, PS, PS), PADDED,
+     .causal = 1, .lq = BSHD_GAPPY, .lo = BSHD_GAPPY, .lk = BSHD, .lv = BSHD, .seed = 1101},
+    {M("materialized/padding", "padding non-causal, no LSE"), SHAPE(PB, 4, 2, 64, PS, PS),
+     PADDED, .no_lse = 1, .seed = 1102},
+    {M("materialized/padding", "padding causal, in place"), SHAPE(PB, 2, 1, 64, PS, PS),
+     PADDED, .causal = 1, .in_place = 1, .seed = 1103},
+    /* the softmax's work-group reductions: run under each size */
+    {M("materialized/softmax", "softmax work-group"), SHAPE(PB, 2, 1, 32, PS, PS), PADDED,
+     .causal = 1, .seed = 1151},
+    {M("materialized/softmax", "softmax work-group, long rows"), SHAPE(1, 2, 2, 32, 13, 301),
+     .seed = 1161},
+    {M("materialized/storage", "f16 padding causal GQA gappy"), SHAPE(PB, 4, 2, 64, PS, PS),
+     PADDED, .dtype = ATTN_F16, .causal = 1, .lq = BSHD_GAPPY, .lo = BSHD_GAPPY, .lk = BHSD_GAPPY,
+     .lv = BHSD_GAPPY, .seed = 1201},
+    {M("materialized/storage", "bf16 MQA non-causal Sq<Skv"), SHAPE(2, 4, 1, 64, 9, 30),
+     .dtype = ATTN_BF16, .seed = 1202},
+    {M("materialized/storage", "f16 in place GQA"), SHAPE(1, 4, 2, 64, 25, 25),
+     .dtype = ATTN_F16, .causal = 1, .in_place = 1, .seed = 1203},
+    /* only entries 0 and 1 of the padding are used: B = 2 */
+    {M("materialized/check", "materialized check mode"), SHAPE(2, 4, 2, 64, 21, 21), PADDED,
+     .causal = 1, .seed = 1301},
+    /* CLBlast's indirect GEMMs, forced: tile-multiple sizes, packed, is the
+     * case its strided-batched routine got wrong */
+    {M("materialized/indirect", "indirect: padding causal GQA BSHD"), SHAPE(PB, 4, 2, 64, PS, PS),
+     PADDED, .causal = 1, .lq = BSHD_GAPPY, .lo = BSHD_GAPPY, .lk = BSHD, .lv = BSHD, .seed = 1501},
+    {M("materialized/indirect", "indirect: GQA 6:3 S70 non-causal"), SHAPE(1, 6, 3, 64, 70, 70),
+     .lo = BSHD_GAPPY, .seed = 1502},
+    {M("materialized/indirect", "indirect: f16 MQA Sq9 Skv40"), SHAPE(2, 4, 1, 64, 9, 40),
+     .dtype = ATTN_F16, .causal = 1, .seed = 1503},
+    {M("materialized/indirect", "indirect: GQA 8:2 S128 packed"), SHAPE(1, 8, 2, 64, 128, 128),
+     .causal = 1, .seed = 1504},
+
+    /* ---- decode through a KV cache (harness_decode_entry) ---- */
+    /* MQA, a head dim no multiple of 16, f16, causal and full, split or not */
+#define MQA(name_, causal_, splits, in_place_)                                                           \
+    {.group = "decode/mqa_odd_dim", .name = (name_), .families = HARNESS_BOTH, \
+     .params = splits, SHAPE(2, 6, 1, 40, 2, 90), .dtype = ATTN_F16, .causal = causal_,            \
+     LENS(NULL, NULL, NULL, mqa_kl), .in_place = in_place_, .poison_pads = 1, .seed = 4400 + causal_}
+    MQA("MQA D40 full, unsplit", 0, "splits=1", 0), MQA("MQA D40 full, split 3", 0, "splits=3", 0),
+    MQA("MQA D40 causal, unsplit", 1, "splits=1", 0), MQA("MQA D40 causal, split 3", 1, "splits=3", 0),
+    MQA("MQA D40 in place, unsplit", 1, "splits=1", 1), MQA("MQA D40 in place, split 3", 1, "splits=3", 1),
+    /* GQA with ragged caches and pad queries, in each storage type */
+    {.group = "decode/table", .name = "decode GQA f32 ragged caches", .families = HARNESS_BOTH,
+     .params = "rows=4,splits=2", SHAPE(3, 8, 2, 64, 1, 50), .causal = 1,
+     LENS(NULL, NULL, NULL, dc_kl), .poison_pads = 1, .lq = BSHD_GAPPY, .lo = BHSD_GAPPY, .seed = 4501},
+    {.group = "decode/table", .name = "decode GQA f16 pad queries", .families = HARNESS_BOTH,
+     .params = "rows=4,splits=1", SHAPE(3, 8, 2, 64, 3, 40), .dtype = ATTN_F16, .causal = 1,
+     LENS(NULL, dc_ql, NULL, dc_kl2), .poison_pads = 1, .seed = 4502},
+    {.group = "decode/table", .name = "decode GQA bf16 full, split", .families = HARNESS_BOTH,
+     .params = "rows=4,splits=3", SHAPE(3, 8, 2, 64, 3, 40), .dtype = ATTN_BF16,
+     LENS(NULL, dc_ql, NULL, dc_kl2), .poison_pads = 1, .lk = BSHD, .lv = BSHD_GAPPY, .seed = 4503},
+};
+
+const size_t harness_ncases = sizeof harness_cases / sizeof harness_cases[0];

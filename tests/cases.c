@@ -1,0 +1,361 @@
+/* cases.c -- the case runner declared in cases.h: kernel parameters for the
+ * suites, the KV-cache entry point, running one case through an entry and
+ * checking it (values, gaps, inputs, event). The table itself is in
+ * case_table.c. */
+#define _POSIX_C_SOURCE 200809L
+#include "cases.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static int g_runs; /* case runs made by this process */
+
+float *harness_xalloc(size_t n)
+{
+    float *x = calloc(n ? n : 1, sizeof *x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    return x;
+}
+
+attn_problem harness_problem(int B, int Hq, int Hkv, int D, int Sq, int Skv, int causal)
+{
+    attn_problem p = {B, Hq, Hkv, D, Sq, Skv, ATTN_F32, causal, 0.0f};
+    return p;
+}
+
+void harness_fill_qkv(float *q, size_t nq, float *k, float *v, size_t nkv, uint64_t seed,
+                      float amp, float v_lo, float v_hi)
+{
+    harness_fill_normal(q, nq, seed, 0.0f, amp);
+    harness_fill_normal(k, nkv, seed + 1, 0.0f, amp);
+    harness_fill_uniform(v, nkv, seed + 2, v_lo, v_hi);
+}
+
+/* ---- kernel parameters ---- */
+
+const char *harness_family_name(harness_family f)
+{
+    return f == HARNESS_TILED ? "tiled" : f == HARNESS_VECTOR ? "vector" : "auto";
+}
+
+attn_status harness_use_params(attn_context *ctx, const char *text)
+{
+    return attn_context_set_params(ctx, text);
+}
+
+attn_status harness_use_family(attn_context *ctx, harness_family f, const char *extra)
+{
+    char text[192];
+    if (f == HARNESS_AUTO)
+        return harness_use_params(ctx, extra && *extra ? extra : NULL);
+    snprintf(text, sizeof text, "family=%s%s%s", harness_family_name(f), extra ? "," : "",
+             extra ? extra : "");
+    return harness_use_params(ctx, text);
+}
+
+/* ---- the table ---- */
+
+const harness_case *harness_case_named(const char *name)
+{
+    for (size_t i = 0; i < harness_ncases; i++)
+        if (strcmp(harness_cases[i].name, name) == 0) return &harness_cases[i];
+    printf("\n  no case \"%s\" in the table\n", name);
+    CU_FAIL_FATAL("case not in the table");
+    return NULL;
+}
+
+harness_case harness_case_of(const char *name, const attn_problem *p, const attn_lengths *L,
+                             const harness_layout *lq, const harness_layout *lk,
+                             const harness_layout *lv, const harness_layout *lo)
+{
+    static const harness_layout packed = {HARNESS_BHSD, 0, 0, 0};
+    harness_case c;
+    memset(&c, 0, sizeof c);
+    c.name = name;
+    c.B = p->batch, c.Hq = p->q_heads, c.Hkv = p->kv_heads, c.D = p->head_dim;
+    c.Sq = p->q_len, c.Skv = p->kv_len;
+    c.dtype = p->dtype, c.causal = p->causal, c.scale = p->scale;
+    if (L)
+        c.q_start = L->q_start, c.q_len = L->q_len, c.kv_start = L->kv_start, c.kv_len = L->kv_len;
+    c.lq = lq ? *lq : packed, c.lk = lk ? *lk : packed;
+    c.lv = lv ? *lv : packed, c.lo = lo ? *lo : packed;
+    return c;
+}
+
+/* ---- the KV-cache entry point ---- */
+
+static int any_nonzero(const int *x, int n)
+{
+    for (int i = 0; x && i < n; i++)
+        if (x[i]) return 1;
+    return 0;
+}
+
+attn_status harness_decode_entry(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
+                                 const attn_tensor *k, const attn_tensor *v,
+                                 const attn_tensor *out, const attn_lengths *L, cl_mem lse,
+                                 cl_event *done)
+{
+    if (L && (any_nonzero(L->q_start, p->batch) || any_nonzero(L->kv_start, p->batch))) {
+        printf("\n  harness_decode_entry: a KV cache starts every sequence at 0\n");
+        return ATTN_ERROR_UNSUPPORTED;
+    }
+    attn_kv_cache *cache = NULL;
+    attn_status st = attn_kv_cache_create(ctx, p->batch, p->kv_heads, p->head_dim, p->kv_len,
+                                          p->dtype, &cache);
+    if (st == ATTN_SUCCESS)
+        st = attn_kv_cache_append(cache, k, v, p->kv_len, L ? L->kv_len : NULL, NULL);
+    if (st == ATTN_SUCCESS) {
+        attn_problem dp = *p;
+        dp.kv_len = 0; /* the cache's own lengths */
+        st = attn_decode(ctx, cache, &dp, q, out, L ? L->q_len : NULL, lse, done);
+    }
+    /* the cache goes with this call: let the decode finish reading it */
+    if (st == ATTN_SUCCESS && done && *done) clWaitForEvents(1, done);
+    else clFinish(attn_context_queue(ctx));
+    attn_kv_cache_release(cache);
+    return st;
+}
+
+/* ---- checks ---- */
+
+static int is_nan_pattern(attn_dtype t, const unsigned char *p)
+{
+    if (t == ATTN_F32) {
+        float f;
+        memcpy(&f, p, sizeof f);
+        return isnan(f);
+    }
+    uint16_t w;
+    memcpy(&w, p, sizeof w);
+    return t == ATTN_F16 ? (w & 0x7fffu) > 0x7c00u : (w & 0x7fffu) > 0x7f80u;
+}
+
+int harness_gaps_written(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, int B,
+                          int H, int S, int D)
+{
+    size_t esize = attn_dtype_size(dtype), bytes = 0;
+    clGetMemObjectInfo(t->buffer, CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
+    size_t n = bytes / esize;
+    unsigned char *raw = malloc(bytes), *owned = calloc(n ? n : 1, 1);
+    CU_ASSERT_FATAL(raw != NULL && owned != NULL);
+    CU_ASSERT_EQUAL_FATAL(clEnqueueReadBuffer(attn_context_queue(ctx), t->buffer, CL_TRUE, 0,
+                                              bytes, raw, 0, NULL, NULL), CL_SUCCESS);
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < H; h++)
+            for (int s = 0; s < S; s++)
+                memset(owned + t->offset + (size_t)b * t->stride_batch +
+                           (size_t)h * t->stride_head + (size_t)s * t->stride_seq,
+                       1, (size_t)D);
+    int bad = 0;
+    size_t first = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!owned[i] && !is_nan_pattern(dtype, raw + i * esize)) {
+            if (!bad) first = i;
+            bad++;
+        }
+    if (bad)
+        printf("\n  O gaps: %d elements outside the tensor were written (first at element %zu)\n",
+               bad, first);
+    free(raw);
+    free(owned);
+    return bad;
+}
+
+/* A downloaded input against what was uploaded: the same bits, or NaN for
+ * NaN (a round trip through f16 may change a NaN's payload). */
+static int unchanged(const float *got, const float *want, size_t n, const char *what)
+{
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof(float)) != 0 && !(isnan(got[i]) && isnan(want[i]))) {
+            printf("\n  %s: input modified at [%zu]: %.9g, was %.9g\n", what, i, got[i], want[i]);
+            return 1;
+        }
+    return 0;
+}
+
+static void describe(const harness_case *c, harness_family f, const char *entry_name)
+{
+    printf("\n  case \"%s\" [%s, %s%s%s]: B=%d Hq=%d Hkv=%d D=%d Sq=%d Skv=%d %s causal=%d "
+           "scale=%g orders q%d k%d v%d o%d in_place=%d%s\n",
+           c->name, entry_name, harness_family_name(f), c->params ? " " : "",
+           c->params ? c->params : "", c->B, c->Hq, c->Hkv, c->D, c->Sq, c->Skv,
+           attn_dtype_name(c->dtype), c->causal, (double)c->scale, c->lq.order, c->lk.order,
+           c->lv.order, c->lo.order, c->in_place, c->q_len || c->kv_len ? " padded" : "");
+}
+
+static int padded(const harness_case *c)
+{
+    return c->q_start || c->q_len || c->kv_start || c->kv_len;
+}
+
+/* ---- running ---- */
+
+int harness_case_exec(const harness_case *c, harness_family f, harness_entry entry,
+                      const char *entry_name, const float *q, const float *k, const float *v,
+                      float *out, float *lse)
+{
+    attn_context *ctx = harness_context();
+    const size_t nq = (size_t)c->B * c->Hq * c->Sq * c->D;
+    const size_t nkv = (size_t)c->B * c->Hkv * c->Skv * c->D;
+    const size_t nrows = (size_t)c->B * c->Hq * c->Sq;
+    const attn_problem p = {c->B,   c->Hq,    c->Hkv,    c->D,    c->Sq,
+                            c->Skv, c->dtype, c->causal, c->scale};
+    const attn_lengths L = {c->q_start, c->q_len, c->kv_start, c->kv_len};
+    attn_tensor tq, tk, tv, to;
+    cl_mem mq = harness_upload(ctx, c->dtype, q, c->B, c->Hq, c->Sq, c->D, &c->lq, &tq);
+    cl_mem mk = harness_upload(ctx, c->dtype, k, c->B, c->Hkv, c->Skv, c->D, &c->lk, &tk);
+    cl_mem mv = harness_upload(ctx, c->dtype, v, c->B, c->Hkv, c->Skv, c->D, &c->lv, &tv);
+    cl_mem mo = NULL;
+    if (c->in_place) to = tq;
+    else mo = harness_alloc(ctx, c->dtype, c->B, c->Hq, c->Sq, c->D, &c->lo, &to);
+    cl_mem mlse = c->no_lse ? NULL : harness_float_buffer(ctx, nrows);
+    CU_ASSERT_FATAL(mq && mk && mv && (c->in_place || mo) && (c->no_lse || mlse));
+    float *back = harness_xalloc(nq > nkv ? nq : nkv);
+    int bad = 0;
+    g_runs++;
+
+    cl_event done = NULL;
+    attn_status st = harness_use_family(ctx, f, c->params);
+    if (st == ATTN_SUCCESS)
+        st = entry(ctx, &p, &tq, &tk, &tv, &to, padded(c) ? &L : NULL, mlse, &done);
+    harness_use_params(ctx, NULL);
+    if (st != ATTN_SUCCESS) {
+        printf("\n  %s: %s: %s", entry_name, attn_status_name(st), attn_last_error(ctx));
+        CU_FAIL("the call failed");
+        bad++;
+        goto out;
+    }
+    CU_ASSERT_PTR_NOT_NULL(done);
+    if (done) {
+        cl_int es = -1;
+        CU_ASSERT_EQUAL(clWaitForEvents(1, &done), CL_SUCCESS);
+        clGetEventInfo(done, CL_EVENT_COMMAND_EXECUTION_STATUS, sizeof es, &es, NULL);
+        CU_ASSERT_EQUAL(es, CL_COMPLETE);
+        clReleaseEvent(done);
+    }
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &to, c->B, c->Hq, c->Sq, c->D, out), 0);
+    if (lse && mlse) CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, mlse, lse, nrows), 0);
+    bad += harness_gaps_written(ctx, c->dtype, &to, c->B, c->Hq, c->Sq, c->D);
+    if (!c->in_place) {
+        CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tq, c->B, c->Hq, c->Sq, c->D, back),
+                              0);
+        bad += unchanged(back, q, nq, "Q");
+    }
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tk, c->B, c->Hkv, c->Skv, c->D, back),
+                          0);
+    bad += unchanged(back, k, nkv, "K");
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tv, c->B, c->Hkv, c->Skv, c->D, back),
+                          0);
+    bad += unchanged(back, v, nkv, "V");
+    CU_ASSERT_EQUAL(bad, 0);
+out:
+    if (bad) describe(c, f, entry_name);
+    clReleaseMemObject(mq);
+    clReleaseMemObject(mk);
+    clReleaseMemObject(mv);
+    if (mo) clReleaseMemObject(mo);
+    if (mlse) clReleaseMemObject(mlse);
+    free(back);
+    return bad;
+}
+
+/* NaN into every row outside the batch entries' content regions: whatever
+ * pad rows hold must never reach a result. */
+void harness_poison_pads(float *x, int B, int H, int S, int D, const int *start, const int *len)
+{
+    for (int b = 0; b < B; b++) {
+        const int lo = start ? start[b] : 0, n = len ? len[b] : S;
+        for (int h = 0; h < H; h++)
+            for (int s = 0; s < S; s++)
+                if (s < lo || s >= lo + n)
+                    for (int d = 0; d < D; d++) x[(((size_t)b * H + h) * S + s) * D + d] = NAN;
+    }
+}
+
+int harness_check_reference(const char *what, const attn_problem *p, const attn_lengths *L,
+                            const float *q, const float *k, const float *v, const float *out,
+                            const float *lse, uint64_t seed)
+{
+    const size_t nq = (size_t)p->batch * p->q_heads * p->q_len * p->head_dim;
+    const size_t rows = (size_t)p->batch * p->q_heads * p->q_len;
+    float *ref = harness_xalloc(nq), *ref_lse = harness_xalloc(rows);
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(p, q, k, v, ref, L, ref_lse), ATTN_SUCCESS);
+    double atol, rtol;
+    attn_tolerance(p->dtype, &atol, &rtol);
+    char name[192];
+    snprintf(name, sizeof name, "%s O", what);
+    int bad = harness_compare(name, out, ref, nq, atol, rtol, seed);
+    if (lse) {
+        snprintf(name, sizeof name, "%s LSE", what);
+        bad += harness_compare(name, lse, ref_lse, rows, atol, rtol, seed);
+    }
+    free(ref), free(ref_lse);
+    return bad;
+}
+
+int harness_case_run(const harness_case *c, harness_family f, harness_entry entry,
+                     const char *entry_name, float **o_keep, float **lse_keep)
+{
+    const uint64_t seed = harness_seed(c->seed);
+    const size_t nq = (size_t)c->B * c->Hq * c->Sq * c->D;
+    const size_t nkv = (size_t)c->B * c->Hkv * c->Skv * c->D;
+    const size_t nrows = (size_t)c->B * c->Hq * c->Sq;
+    float *q = harness_xalloc(nq), *k = harness_xalloc(nkv), *v = harness_xalloc(nkv);
+    float *got = harness_xalloc(nq), *got_lse = harness_xalloc(nrows);
+    const float amp = c->amp > 0 ? c->amp : 1.0f;
+    harness_fill_qkv(q, nq, k, v, nkv, seed, amp, -2.0f, 2.0f);
+    harness_round(c->dtype, q, nq);
+    harness_round(c->dtype, k, nkv);
+    harness_round(c->dtype, v, nkv);
+    if (c->poison_pads) {
+        harness_poison_pads(q, c->B, c->Hq, c->Sq, c->D, c->q_start, c->q_len);
+        harness_poison_pads(k, c->B, c->Hkv, c->Skv, c->D, c->kv_start, c->kv_len);
+        harness_poison_pads(v, c->B, c->Hkv, c->Skv, c->D, c->kv_start, c->kv_len);
+    }
+    int bad = harness_case_exec(c, f, entry, entry_name, q, k, v, got, got_lse);
+    if (!bad) {
+        const attn_problem p = {c->B, c->Hq, c->Hkv, c->D, c->Sq, c->Skv, c->dtype, c->causal,
+                                c->scale};
+        const attn_lengths L = {c->q_start, c->q_len, c->kv_start, c->kv_len};
+        char what[160];
+        snprintf(what, sizeof what, "%s [%s, %s]", c->name, entry_name, harness_family_name(f));
+        bad = harness_check_reference(what, &p, padded(c) ? &L : NULL, q, k, v, got,
+                                      c->no_lse ? NULL : got_lse, seed);
+        if (bad) describe(c, f, entry_name);
+        CU_ASSERT_EQUAL(bad, 0);
+        if (o_keep) *o_keep = got, got = NULL;
+        if (lse_keep) *lse_keep = got_lse, got_lse = NULL;
+    }
+    free(q), free(k), free(v), free(got), free(got_lse);
+    return bad;
+}
+
+int harness_run_group_as(const char *group, harness_entry entry, const char *entry_name,
+                         unsigned families, const char *params)
+{
+    int fails = 0, found = 0;
+    for (size_t i = 0; i < harness_ncases; i++) {
+        if (strcmp(harness_cases[i].group, group) != 0) continue;
+        harness_case c = harness_cases[i];
+        if (families) c.families = families, c.params = params;
+        found++;
+        for (unsigned f = HARNESS_AUTO; f <= HARNESS_VECTOR; f <<= 1)
+            if (c.families & f) fails += harness_case_run(&c, (harness_family)f, entry, entry_name,
+                                                          NULL, NULL);
+    }
+    if (!found) {
+        printf("\n  no case in group \"%s\"\n", group);
+        CU_FAIL("empty case group");
+    }
+    return fails;
+}
+
+int harness_run_group(const char *group, harness_entry entry, const char *entry_name)
+{
+    return harness_run_group_as(group, entry, entry_name, 0, NULL);
+}
+
+int harness_case_runs(void) { return g_runs; }

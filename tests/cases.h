@@ -1,0 +1,153 @@
+/* cases.h -- the one case table of the correctness suites (test_forward,
+ * test_materialized, test_decode, test_seed_failures) and the one runner
+ * that checks a case through an entry point: attn_forward,
+ * attn_forward_materialized, or attn_decode through a KV cache
+ * (harness_decode_entry). The kernel family is a field of the case.
+ *
+ * A suite runs its part of the table by group:
+ *
+ *     harness_run_group("forward/padding", attn_forward, "attn_forward");
+ *
+ * and a test that needs its own data (hand-made Q, K, V) runs a case on
+ * them with harness_case_exec, which uploads them in the case's layouts,
+ * runs the entry and checks everything but the values. */
+#ifndef ATTN_TEST_CASES_H
+#define ATTN_TEST_CASES_H
+
+#include "harness.h"
+
+/* n floats, zeroed; fails (and aborts) the current test when out of memory. */
+float *harness_xalloc(size_t n);
+
+/* An f32 problem with the default scale. */
+attn_problem harness_problem(int B, int Hq, int Hkv, int D, int Sq, int Skv, int causal);
+
+/* Attention inputs from one seed: Q from normal(0, amp) (seed), K from
+ * normal(0, amp) (seed + 1), V uniform in [v_lo, v_hi) (seed + 2). */
+void harness_fill_qkv(float *q, size_t nq, float *k, float *v, size_t nkv, uint64_t seed,
+                      float amp, float v_lo, float v_hi);
+
+/* NaN into every row of the BHSD array x outside the batch entries' regions
+ * (start, len: NULL = 0 and S): whatever pad rows hold must never reach a
+ * result. */
+void harness_poison_pads(float *x, int B, int H, int S, int D, const int *start, const int *len);
+
+/* out (and lse, when not NULL) against attn_reference_forward of p on the
+ * same inputs with lengths L (NULL = full), at p's dtype tolerance, named
+ * "<what> O" / "<what> LSE" in messages. Returns the number of violations. */
+int harness_check_reference(const char *what, const attn_problem *p, const attn_lengths *L,
+                            const float *q, const float *k, const float *v, const float *out,
+                            const float *lse, uint64_t seed);
+
+/* Elements of t's buffer outside the [B,H,S,D] tensor (type dtype) that are
+ * no longer the NaN harness_alloc filled them with (a message names the
+ * first); 0 when the kernel wrote only its own elements. */
+int harness_gaps_written(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, int B, int H,
+                         int S, int D);
+
+/* ---- kernel parameters ---- */
+
+/* The kernel families a case runs under, as bits: each set bit is one run. */
+typedef enum harness_family {
+    HARNESS_AUTO = 1,   /* the library's own choice for the device */
+    HARNESS_TILED = 2,
+    HARNESS_VECTOR = 4,
+} harness_family;
+#define HARNESS_BOTH (HARNESS_TILED | HARNESS_VECTOR)
+
+const char *harness_family_name(harness_family f); /* "auto", "tiled", "vector" */
+
+/* The one place the suites choose kernel parameters: text is an override
+ * ("family=tiled,rows=8", attn_context_set_params) or NULL for the
+ * library's own choice, for the calls on ctx that follow. Returns
+ * ATTN_SUCCESS or the refusal. */
+attn_status harness_use_params(attn_context *ctx, const char *text);
+
+/* harness_use_params with "family=<f>" followed by extra ("rows=4,splits=2",
+ * may be NULL); HARNESS_AUTO with extra tunables keeps the automatic family. */
+attn_status harness_use_family(attn_context *ctx, harness_family f, const char *extra);
+
+/* ---- one case ---- */
+
+typedef struct harness_case {
+    const char *group;  /* the suite test that runs it ("forward/padding") */
+    const char *name;
+    unsigned families;  /* harness_family bits: one run under each */
+    const char *params; /* tunables after the family ("rows=8,keys=16"), or NULL */
+    int B, Hq, Hkv, D, Sq, Skv;
+    attn_dtype dtype;
+    int causal;
+    float scale;
+    const int *q_start, *q_len, *kv_start, *kv_len; /* per batch entry; NULL = full */
+    harness_layout lq, lk, lv, lo;
+    int in_place;    /* out is the q tensor itself */
+    int no_lse;      /* pass lse = NULL */
+    int poison_pads; /* NaN in every input row outside the lengths */
+    float amp;       /* Q and K are normal(0, amp); 0 means 1 */
+    uint64_t seed;
+} harness_case;
+
+/* The shared table (case_table.c) and its length. */
+extern const harness_case harness_cases[];
+extern const size_t harness_ncases;
+
+/* The table's case of that name; fails the current test fatally when there
+ * is none. */
+const harness_case *harness_case_named(const char *name);
+
+/* A case for problem p with lengths L (NULL = full) and layouts (NULL =
+ * packed BHSD), for harness_case_exec on a test's own data. */
+harness_case harness_case_of(const char *name, const attn_problem *p, const attn_lengths *L,
+                             const harness_layout *lq, const harness_layout *lk,
+                             const harness_layout *lv, const harness_layout *lo);
+
+/* ---- entry points ---- */
+
+typedef attn_status (*harness_entry)(attn_context *, const attn_problem *, const attn_tensor *,
+                                     const attn_tensor *, const attn_tensor *,
+                                     const attn_tensor *, const attn_lengths *, cl_mem,
+                                     cl_event *);
+
+/* attn_decode with attn_forward's arguments: a KV cache of capacity
+ * p->kv_len made for the call, K and V appended (kv_len[b] rows each), then
+ * q_len[b] queries per sequence decoded against it. The bottom-right causal
+ * alignment is the same as attn_forward's. Lengths with a start other than
+ * zero are refused (a cache starts every sequence at position 0). */
+attn_status harness_decode_entry(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
+                                 const attn_tensor *k, const attn_tensor *v,
+                                 const attn_tensor *out, const attn_lengths *L, cl_mem lse,
+                                 cl_event *done);
+
+/* ---- the runner ---- */
+
+/* Runs c's problem on the host BHSD inputs q, k, v (laid out on the device
+ * as c says, every gap NaN) through entry under family f and c->params.
+ * Writes O and, when lse is not NULL and c->no_lse is 0, LSE (BHSD floats).
+ * Checks the completion event, that nothing outside O was written and that
+ * the inputs are unchanged (CUnit assertions and messages naming the case).
+ * Returns 0, or the number of failed checks (a failed call counts one, its
+ * message printed). */
+int harness_case_exec(const harness_case *c, harness_family f, harness_entry entry,
+                      const char *entry_name, const float *q, const float *k, const float *v,
+                      float *out, float *lse);
+
+/* c on seeded inputs (normal(0, amp) Q and K, uniform V in [-2, 2], rounded
+ * through the storage type, pads poisoned if c asks) through entry under
+ * family f, compared with attn_reference_forward at the dtype's tolerance.
+ * Returns the number of failed checks; when o_keep / lse_keep are not NULL
+ * they receive O and LSE (malloc'd) when the call succeeded. */
+int harness_case_run(const harness_case *c, harness_family f, harness_entry entry,
+                     const char *entry_name, float **o_keep, float **lse_keep);
+
+/* Every case of group, under each of its families (or under `families`
+ * with tunables `params` for every case when families is not 0), through
+ * entry. Fails the test when the group has no case. Returns the failures. */
+int harness_run_group_as(const char *group, harness_entry entry, const char *entry_name,
+                         unsigned families, const char *params);
+int harness_run_group(const char *group, harness_entry entry, const char *entry_name);
+
+/* How many case runs (one per family) this process has made: the suites
+ * print it so that coverage is counted, not guessed. */
+int harness_case_runs(void);
+
+#endif /* ATTN_TEST_CASES_H */
