@@ -6,7 +6,7 @@
  * visible); lengths 1 to 1000; head dims 1 to 256; strided layouts; the
  * three storage types; custom and default scales; in place. Then the
  * seed-failure rows (test_seed_failures, each named after the failure it
- * guards against). */
+ * guards against) and the tiny rows Oclgrind runs (oclgrind_kernels). */
 #include "cases.h"
 
 #define SHAPE(b, hq, hkv, d, sq, skv) .B = (b), .Hq = (hq), .Hkv = (hkv), .D = (d), .Sq = (sq), .Skv = (skv)
@@ -48,6 +48,8 @@ static const int mv_qs[3] = {0, 4, 0}, mv_ql[3] = {23, 19, 23}, mv_ks[3] = {0, 0
                  mv_kl[3] = {23, 15, 9};
 static const int lp_qs[2] = {10, 0}, lp_ql[2] = {19, 29}, lp_ks[2] = {8, 0}, lp_kl[2] = {21, 29};
 static const int kd_ks[1] = {9}, kd_kl[1] = {27};
+static const int og_qs[3] = {0, 4, 0}, og_ql[3] = {7, 6, 3};
+static const int og_ks[3] = {0, 5, 2}, og_kl[3] = {9, 7, 0}; /* entry 2: no keys at all */
 static const int zq_qs[2] = {0, 3}, zq_ql[2] = {9, 6}, zq_ks[2] = {0, 2}, zq_kl[2] = {9, 7};
 
 #define F(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_BOTH
@@ -318,6 +320,26 @@ const harness_case harness_cases[] = {
     {SEED("seed/causal_table5", "causal table, length 5"), SHAPE(1, 2, 1, 16, 5, 5), .causal = 1,
      .seed = 2011},
 
+    /* ---- every kernel on Oclgrind's simulated device (oclgrind_kernels,
+     * under each of its parameter sets): tiny, since Oclgrind interprets
+     * every work-item ---- */
+#define OCL(name_) .group = "oclgrind/tiny", .name = (name_), .families = HARNESS_BOTH
+    /* lengths 13: every tile size there ends mid-tile; the plain triangle */
+    {OCL("edges S13 D8 MHA"), SHAPE(1, 2, 2, 8, 13, 13), .causal = 1, .seed = 600},
+    /* decode-like GQA 4:2, D not a multiple of 4, bottom-right diagonal */
+    {OCL("GQA Sq3 Skv19 D6 f16"), SHAPE(1, 4, 2, 6, 3, 19), .dtype = ATTN_F16, .causal = 1,
+     .seed = 610},
+    /* MQA with right, left and empty padding, causal over the valid parts */
+    {OCL("MQA padded B3 bf16"), SHAPE(3, 2, 1, 8, 10, 12), .dtype = ATTN_BF16, .causal = 1,
+     LENS(og_qs, og_ql, og_ks, og_kl), .seed = 620},
+    /* Sq > Skv: the first rows see nothing (zeros and -inf) */
+    {OCL("Sq9 > Skv5 D4"), SHAPE(1, 1, 1, 4, 9, 5), .causal = 1, .seed = 630},
+    /* the default tiles (16 or 8 rows, 32 keys): two blocks each way, ending mid-tile */
+    {OCL("default tiles S40 D16"), SHAPE(1, 2, 1, 16, 40, 40), .causal = 1, .seed = 640},
+    /* non-causal, strided: BSHD with row padding and an offset, KV with spare capacity */
+    {OCL("strided non-causal D5"), SHAPE(2, 2, 1, 5, 6, 11), .lq = {HARNESS_BSHD, 3, 2, 0},
+     .lk = {HARNESS_BHSD, 1, 3, 4}, .lv = {HARNESS_BHSD, 1, 3, 4}, .lo = {HARNESS_BSHD, 7, 1, 0},
+     .seed = 650},
 };
 
 const size_t harness_ncases = sizeof harness_cases / sizeof harness_cases[0];
