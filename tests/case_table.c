@@ -4,7 +4,9 @@
  * the problem space: MHA, GQA and MQA; causal and not; right, left and mixed
  * padding with empty batch entries; Sq < Skv and Sq > Skv (rows with nothing
  * visible); lengths 1 to 1000; head dims 1 to 256; strided layouts; the
- * three storage types; custom and default scales; in place. */
+ * three storage types; custom and default scales; in place. Then the
+ * seed-failure rows (test_seed_failures, each named after the failure it
+ * guards against) and the tiny rows Oclgrind runs (oclgrind_kernels). */
 #include "cases.h"
 
 #define SHAPE(b, hq, hkv, d, sq, skv) .B = (b), .Hq = (hq), .Hkv = (hkv), .D = (d), .Sq = (sq), .Skv = (skv)
@@ -19,6 +21,8 @@
 #define BHSD_CACHE {HARNESS_BHSD, 0, 0, 23} /* a KV cache with spare capacity */
 #define ODD_OFFSETS {HARNESS_BHSD, 3, 1, 2} /* 2-byte alignment only */
 #define ODD_START {HARNESS_BHSD, 1, 0, 0}
+#define BHSD_SPARE {HARNESS_BHSD, 0, 0, 13}  /* capacity past the problem's Skv */
+#define BSHD_SPARE {HARNESS_BSHD, 4, 0, 13}
 
 /* padding: entry 0 full, 1 right-padded, 2 left-padded, 3 mixed (q left, kv
  * in the middle), 4 q_len = 0, 5 kv_len = 0, 6 q_len > kv_len (causal
@@ -39,8 +43,17 @@ static const int tl_qs[2] = {0, 4}, tl_ql[2] = {37, 29}, tl_ks[2] = {0, 1}, tl_k
 static const int ck_qs[2] = {0, 2}, ck_ql[2] = {21, 17}, ck_ks[2] = {0, 3}, ck_kl[2] = {21, 0};
 static const int mqa_kl[2] = {13, 70};
 static const int dc_kl[3] = {50, 20, 33}, dc_ql[3] = {3, 1, 0}, dc_kl2[3] = {40, 7, 12};
+/* the seed-failure rows' lengths */
+static const int mv_qs[3] = {0, 4, 0}, mv_ql[3] = {23, 19, 23}, mv_ks[3] = {0, 0, 6},
+                 mv_kl[3] = {23, 15, 9};
+static const int lp_qs[2] = {10, 0}, lp_ql[2] = {19, 29}, lp_ks[2] = {8, 0}, lp_kl[2] = {21, 29};
+static const int kd_ks[1] = {9}, kd_kl[1] = {27};
+static const int og_qs[3] = {0, 4, 0}, og_ql[3] = {7, 6, 3};
+static const int og_ks[3] = {0, 5, 2}, og_kl[3] = {9, 7, 0}; /* entry 2: no keys at all */
+static const int zq_qs[2] = {0, 3}, zq_ql[2] = {9, 6}, zq_ks[2] = {0, 2}, zq_kl[2] = {9, 7};
 
 #define F(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_BOTH
+#define SEED(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_AUTO | HARNESS_TILED
 #define M(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_AUTO, .poison_pads = 1
 /* every head dim in the 16-bit types, one small case each */
 #define SWEEP(t, d, seed_)                                                                     \
@@ -243,6 +256,90 @@ const harness_case harness_cases[] = {
     {.group = "decode/table", .name = "decode GQA bf16 full, split", .families = HARNESS_BOTH,
      .params = "rows=4,splits=3", SHAPE(3, 8, 2, 64, 3, 40), .dtype = ATTN_BF16,
      LENS(NULL, dc_ql, NULL, dc_kl2), .poison_pads = 1, .lk = BSHD, .lv = BSHD_GAPPY, .seed = 4503},
+
+    /* ---- the seed's "Common implementation failures" (test_seed_failures):
+     * each row's test runs it on data made so that the failure it names
+     * would fail it, under the library's choice and the tiled family ---- */
+    /* wrong scaling dimension: Hq 4 x D 16 = d_model 64, so 1/sqrt(d_model)
+     * is half the right scale */
+    {SEED("seed/scale", "wrong scaling dimension: Hq4 D16"), SHAPE(1, 4, 2, 16, 9, 9),
+     .causal = 1, .amp = 2.0f, .seed = 2001},
+    /* masking after softmax: V = 1 sums the weights; padding and Sq > Skv
+     * leave rows empty */
+    {SEED("seed/mask_v_ones", "masking after softmax: V=1 padded non-causal"),
+     SHAPE(3, 2, 2, 16, 23, 23), LENS(mv_qs, mv_ql, mv_ks, mv_kl), .amp = 3.0f, .seed = 2002},
+    {SEED("seed/mask_v_ones", "masking after softmax: V=1 padded causal"),
+     SHAPE(3, 2, 2, 16, 23, 23), LENS(mv_qs, mv_ql, mv_ks, mv_kl), .causal = 1, .amp = 3.0f,
+     .seed = 2002},
+    /* masking after softmax: huge future K and V must not reach earlier rows */
+    {SEED("seed/mask_future", "masking after softmax: future K/V"), SHAPE(1, 2, 2, 16, 37, 37),
+     .causal = 1, .seed = 2003},
+    /* softmax over the wrong axis: scale 1, rank-1 logits, V = identity */
+    {SEED("seed/softmax_axis", "softmax over the wrong axis: Sq4 Skv6"), SHAPE(1, 1, 1, 16, 4, 6),
+     .scale = 1.0f},
+    {SEED("seed/causal_row0", "softmax over the wrong axis: causal row 0 is V[0]"),
+     SHAPE(2, 4, 2, 64, 19, 19), .causal = 1, .amp = 2.0f, .seed = 2004},
+    /* silent transpose errors: no two dimensions equal; the first row is the
+     * answer the other layouts must give */
+    {SEED("seed/layouts", "silent transpose: BHSD"), SHAPE(2, 6, 2, 16, 5, 11), .causal = 1,
+     .seed = 2005},
+    {SEED("seed/layouts", "silent transpose: BSHD"), SHAPE(2, 6, 2, 16, 5, 11), .causal = 1,
+     ALL_LAYOUTS(BSHD), .seed = 2005},
+    {SEED("seed/layouts", "silent transpose: mixed"), SHAPE(2, 6, 2, 16, 5, 11), .causal = 1,
+     .lq = {HARNESS_BSHD, 7, 5, 3}, .lk = {HARNESS_BHSD, 2, 3, 4}, .lv = BSHD,
+     .lo = {HARNESS_BHSD, 2, 3, 4}, .seed = 2005},
+    {SEED("seed/qkt", "silent transpose: QK^T not KQ^T, non-causal"), SHAPE(1, 2, 2, 16, 13, 13),
+     .seed = 2006},
+    {SEED("seed/qkt", "silent transpose: QK^T not KQ^T, causal"), SHAPE(1, 2, 2, 16, 13, 13),
+     .causal = 1, .seed = 2006},
+    /* KV cache position drift: entry 0 left-padded, each entry against
+     * itself unpadded */
+    {SEED("seed/left_padding", "position drift: left padding"), SHAPE(2, 4, 2, 16, 29, 29),
+     .causal = 1, LENS(lp_qs, lp_ql, lp_ks, lp_kl), .seed = 2007},
+    /* KV cache position drift: 27 tokens at kv_start 9 of a capacity-64
+     * cache (spare rows past it too), the last 1 and 3 decoded against the
+     * prefill row */
+    {SEED("seed/kv_cache_prefill", "position drift: prefill of 27"), SHAPE(1, 2, 2, 16, 27, 27),
+     .causal = 1, .seed = 2008},
+#define KV_DRIFT(name_, sq, layout)                                                               \
+    {SEED("seed/kv_cache_decode", "position drift: " name_), SHAPE(1, 2, 2, 16, sq, 64),       \
+     .causal = 1, LENS(NULL, NULL, kd_ks, kd_kl), .lk = layout, .lv = layout, .seed = 2008}
+    KV_DRIFT("cache Sq1 BHSD", 1, BHSD_SPARE), KV_DRIFT("cache Sq1 BSHD", 1, BSHD_SPARE),
+    KV_DRIFT("cache Sq3 BHSD", 3, BHSD_SPARE), KV_DRIFT("cache Sq3 BSHD", 3, BSHD_SPARE),
+    /* treating GQA repetition as new parameters: against MHA with K/V
+     * repeated, on buffers of Hkv heads */
+    {SEED("seed/gqa", "GQA is sharing: 8:2"), SHAPE(2, 8, 2, 16, 11, 11), .causal = 1, .seed = 2009},
+    {SEED("seed/gqa", "GQA is sharing: MQA 8:1"), SHAPE(2, 8, 1, 16, 11, 11), .causal = 1,
+     .seed = 2009},
+    /* the seed's exercise 1 (zero Q and K), causal then not, padded */
+    {SEED("seed/zero_qk", "exercise 1: zero Q/K causal"), SHAPE(2, 2, 2, 16, 9, 9), .causal = 1,
+     LENS(zq_qs, zq_ql, zq_ks, zq_kl), .seed = 2010},
+    {SEED("seed/zero_qk", "exercise 1: zero Q/K non-causal"), SHAPE(2, 2, 2, 16, 9, 9),
+     LENS(zq_qs, zq_ql, zq_ks, zq_kl), .seed = 2010},
+    /* the seed's causal table for length 5 (V = identity) */
+    {SEED("seed/causal_table5", "causal table, length 5"), SHAPE(1, 2, 1, 16, 5, 5), .causal = 1,
+     .seed = 2011},
+
+    /* ---- every kernel on Oclgrind's simulated device (oclgrind_kernels,
+     * under each of its parameter sets): tiny, since Oclgrind interprets
+     * every work-item ---- */
+#define OCL(name_) .group = "oclgrind/tiny", .name = (name_), .families = HARNESS_BOTH
+    /* lengths 13: every tile size there ends mid-tile; the plain triangle */
+    {OCL("edges S13 D8 MHA"), SHAPE(1, 2, 2, 8, 13, 13), .causal = 1, .seed = 600},
+    /* decode-like GQA 4:2, D not a multiple of 4, bottom-right diagonal */
+    {OCL("GQA Sq3 Skv19 D6 f16"), SHAPE(1, 4, 2, 6, 3, 19), .dtype = ATTN_F16, .causal = 1,
+     .seed = 610},
+    /* MQA with right, left and empty padding, causal over the valid parts */
+    {OCL("MQA padded B3 bf16"), SHAPE(3, 2, 1, 8, 10, 12), .dtype = ATTN_BF16, .causal = 1,
+     LENS(og_qs, og_ql, og_ks, og_kl), .seed = 620},
+    /* Sq > Skv: the first rows see nothing (zeros and -inf) */
+    {OCL("Sq9 > Skv5 D4"), SHAPE(1, 1, 1, 4, 9, 5), .causal = 1, .seed = 630},
+    /* the default tiles (16 or 8 rows, 32 keys): two blocks each way, ending mid-tile */
+    {OCL("default tiles S40 D16"), SHAPE(1, 2, 1, 16, 40, 40), .causal = 1, .seed = 640},
+    /* non-causal, strided: BSHD with row padding and an offset, KV with spare capacity */
+    {OCL("strided non-causal D5"), SHAPE(2, 2, 1, 5, 6, 11), .lq = {HARNESS_BSHD, 3, 2, 0},
+     .lk = {HARNESS_BHSD, 1, 3, 4}, .lv = {HARNESS_BHSD, 1, 3, 4}, .lo = {HARNESS_BSHD, 7, 1, 0},
+     .seed = 650},
 };
 
 const size_t harness_ncases = sizeof harness_cases / sizeof harness_cases[0];

@@ -66,6 +66,26 @@ const harness_case *harness_case_named(const char *name)
     return NULL;
 }
 
+const harness_case *harness_group_next(const char *group, const harness_case *after)
+{
+    for (size_t i = after ? (size_t)(after - harness_cases) + 1 : 0; i < harness_ncases; i++)
+        if (strcmp(harness_cases[i].group, group) == 0) return &harness_cases[i];
+    return NULL;
+}
+
+attn_problem harness_case_problem(const harness_case *c)
+{
+    const attn_problem p = {c->B,   c->Hq,    c->Hkv,    c->D,    c->Sq,
+                            c->Skv, c->dtype, c->causal, c->scale};
+    return p;
+}
+
+attn_lengths harness_case_lengths(const harness_case *c)
+{
+    const attn_lengths L = {c->q_start, c->q_len, c->kv_start, c->kv_len};
+    return L;
+}
+
 harness_case harness_case_of(const char *name, const attn_problem *p, const attn_lengths *L,
                              const harness_layout *lq, const harness_layout *lk,
                              const harness_layout *lv, const harness_layout *lo)
@@ -201,9 +221,8 @@ int harness_case_exec(const harness_case *c, harness_family f, harness_entry ent
     const size_t nq = (size_t)c->B * c->Hq * c->Sq * c->D;
     const size_t nkv = (size_t)c->B * c->Hkv * c->Skv * c->D;
     const size_t nrows = (size_t)c->B * c->Hq * c->Sq;
-    const attn_problem p = {c->B,   c->Hq,    c->Hkv,    c->D,    c->Sq,
-                            c->Skv, c->dtype, c->causal, c->scale};
-    const attn_lengths L = {c->q_start, c->q_len, c->kv_start, c->kv_len};
+    const attn_problem p = harness_case_problem(c);
+    const attn_lengths L = harness_case_lengths(c);
     attn_tensor tq, tk, tv, to;
     cl_mem mq = harness_upload(ctx, c->dtype, q, c->B, c->Hq, c->Sq, c->D, &c->lq, &tq);
     cl_mem mk = harness_upload(ctx, c->dtype, k, c->B, c->Hkv, c->Skv, c->D, &c->lk, &tk);
@@ -317,9 +336,8 @@ int harness_case_run(const harness_case *c, harness_family f, harness_entry entr
     }
     int bad = harness_case_exec(c, f, entry, entry_name, q, k, v, got, got_lse);
     if (!bad) {
-        const attn_problem p = {c->B, c->Hq, c->Hkv, c->D, c->Sq, c->Skv, c->dtype, c->causal,
-                                c->scale};
-        const attn_lengths L = {c->q_start, c->q_len, c->kv_start, c->kv_len};
+        const attn_problem p = harness_case_problem(c);
+        const attn_lengths L = harness_case_lengths(c);
         char what[160];
         snprintf(what, sizeof what, "%s [%s, %s]", c->name, entry_name, harness_family_name(f));
         bad = harness_check_reference(what, &p, padded(c) ? &L : NULL, q, k, v, got,
@@ -337,14 +355,13 @@ int harness_run_group_as(const char *group, harness_entry entry, const char *ent
                          unsigned families, const char *params)
 {
     int fails = 0, found = 0;
-    for (size_t i = 0; i < harness_ncases; i++) {
-        if (strcmp(harness_cases[i].group, group) != 0) continue;
-        harness_case c = harness_cases[i];
+    for (const harness_case *t = harness_group_next(group, NULL); t;
+         t = harness_group_next(group, t)) {
+        harness_case c = *t;
         if (families) c.families = families, c.params = params;
         found++;
-        for (unsigned f = HARNESS_AUTO; f <= HARNESS_VECTOR; f <<= 1)
-            if (c.families & f) fails += harness_case_run(&c, (harness_family)f, entry, entry_name,
-                                                          NULL, NULL);
+        HARNESS_FOR_FAMILIES(c.families, f)
+            fails += harness_case_run(&c, f, entry, entry_name, NULL, NULL);
     }
     if (!found) {
         printf("\n  no case in group \"%s\"\n", group);

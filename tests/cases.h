@@ -95,6 +95,21 @@ extern const size_t harness_ncases;
  * is none. */
 const harness_case *harness_case_named(const char *name);
 
+/* The table's next case of group after `after` (NULL: the first), or NULL:
+ *     for (c = harness_group_next(g, NULL); c; c = harness_group_next(g, c)) */
+const harness_case *harness_group_next(const char *group, const harness_case *after);
+
+/* Each family f (a harness_family) whose bit is set in fams, in bit order:
+ *     HARNESS_FOR_FAMILIES(c->families, f) run(c, f); */
+#define HARNESS_FOR_FAMILIES(fams, f)                                                   \
+    for (harness_family f = HARNESS_AUTO; f <= HARNESS_VECTOR; f = (harness_family)(f << 1)) \
+        if (!((fams) & (unsigned)f)) {                                                   \
+        } else
+
+/* c's problem and lengths (the lengths' arrays are c's own). */
+attn_problem harness_case_problem(const harness_case *c);
+attn_lengths harness_case_lengths(const harness_case *c);
+
 /* A case for problem p with lengths L (NULL = full) and layouts (NULL =
  * packed BHSD), for harness_case_exec on a test's own data. */
 harness_case harness_case_of(const char *name, const attn_problem *p, const attn_lengths *L,
