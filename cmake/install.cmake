@@ -1,10 +1,43 @@
 # install.cmake -- what `cmake --install` puts in place: include/attn.h, the
-# shared library (libattn.so -> libattn.so.MAJOR -> libattn.so.VERSION), a
-# CMake package (find_package(attn) gives attn::attn), a pkg-config file
-# (attn.pc), the command-line tools and LICENSE (share/doc/attn). Internals
-# (host/*.h, the static attn_internal) are never installed.
+# shared library (libattn.so -> libattn.so.MAJOR -> libattn.so.VERSION) or,
+# with BUILD_SHARED_LIBS=OFF, libattn.a, a CMake package (find_package(attn)
+# gives attn::attn), a pkg-config file (attn.pc), the command-line tools and
+# LICENSE (share/doc/attn). Internals (host/*.h, the static attn_internal)
+# are never installed.
 include(GNUInstallDirs)
 include(CMakePackageConfigHelpers)
+
+# What a static libattn needs at the consumer's link: OpenCL (public), then
+# CLBlast and cJSON as the files found here, libm and threads. The CMake
+# package gets them through attn::attn's link interface (attnConfig.cmake
+# finds Threads), attn.pc through Libs.private (pkg-config --static).
+set(ATTN_PRIVATE_LIBRARIES)
+if(ATTN_HAVE_CLBLAST)
+  list(APPEND ATTN_PRIVATE_LIBRARIES ${ATTN_CLBLAST_LIBRARY})
+endif()
+if(ATTN_CJSON_LIBRARY)
+  list(APPEND ATTN_PRIVATE_LIBRARIES ${ATTN_CJSON_LIBRARY})
+else()
+  list(APPEND ATTN_PRIVATE_LIBRARIES cjson) # found through cJSON's config: -lcjson
+endif()
+set(ATTN_PC_LIBS_PRIVATE)
+foreach(lib ${ATTN_PRIVATE_LIBRARIES})
+  if(IS_ABSOLUTE "${lib}")
+    get_filename_component(dir "${lib}" DIRECTORY)
+    get_filename_component(lib "${lib}" NAME_WE)
+    string(REGEX REPLACE "^lib" "" lib "${lib}")
+    if(NOT dir IN_LIST CMAKE_C_IMPLICIT_LINK_DIRECTORIES)
+      string(APPEND ATTN_PC_LIBS_PRIVATE " -L${dir}")
+    endif()
+  endif()
+  string(APPEND ATTN_PC_LIBS_PRIVATE " -l${lib}")
+endforeach()
+string(APPEND ATTN_PC_LIBS_PRIVATE " -lm -pthread")
+if(ATTN_LIBRARY_TYPE STREQUAL "STATIC")
+  foreach(lib ${ATTN_PRIVATE_LIBRARIES})
+    target_link_libraries(attn INTERFACE "$<INSTALL_INTERFACE:$<LINK_ONLY:${lib}>>")
+  endforeach()
+endif()
 
 install(TARGETS attn EXPORT attnTargets
   LIBRARY DESTINATION ${CMAKE_INSTALL_LIBDIR}

@@ -2,12 +2,49 @@
  * the materialized attention, per head with K/V broadcast by offsets), with
  * CLBlast's status codes turned into attn_status and a message naming the
  * call. CLBlast tunes itself per device from its built-in database and
- * caches its compiled kernels per process. */
+ * caches its compiled kernels per process. In a build without CLBlast
+ * (ATTN_HAVE_CLBLAST 0, cmake/clblast.cmake) the paths refuse instead. */
 #include "internal.h"
 
+#ifndef ATTN_HAVE_CLBLAST
+#error "ATTN_HAVE_CLBLAST must be defined, 0 or 1 (cmake/clblast.cmake)"
+#endif
+
+int attn_has_clblast(void) { return ATTN_HAVE_CLBLAST; }
+
+#if !ATTN_HAVE_CLBLAST
+attn_status attn_clblast_required(attn_context *ctx)
+{
+    return ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "this build of attn has no CLBlast (configured "
+                     "with ATTN_WITH_CLBLAST=OFF, or CLBlast was not found)");
+}
+
+/* Never reached: every caller asks attn_clblast_required first. */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k, cl_mem a,
+                       size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb, cl_mem c,
+                       size_t c_off, size_t ldc, const char *what)
+{
+    return attn_clblast_required(ctx);
+}
+
+attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
+                             int hq, int hkv, cl_mem a, size_t a_off, size_t lda, size_t a_hs,
+                             cl_mem b, size_t b_off, size_t ldb, size_t b_hs, cl_mem c,
+                             size_t c_off, size_t ldc, size_t c_hs, const char *what)
+{
+    return attn_clblast_required(ctx);
+}
+#else
 #include <clblast_c.h>
 #include <stdio.h>
 #include <stdlib.h>
+
+attn_status attn_clblast_required(attn_context *ctx)
+{
+    (void)ctx;
+    return ATTN_SUCCESS;
+}
 
 static const char *clblast_name(CLBlastStatusCode c)
 {
@@ -121,3 +158,4 @@ attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n,
     free(scalars), free(offs);
     return r == CLBlastSuccess ? ATTN_SUCCESS : clblast_fail(ctx, r, "CLBlastSgemmBatched", what);
 }
+#endif /* ATTN_HAVE_CLBLAST */

@@ -222,6 +222,10 @@ attn_status attn_device_from_f32(attn_context *ctx, attn_dtype t, cl_mem src, cl
                                  size_t off, size_t n);
 attn_status attn_device_gather_f32(attn_context *ctx, attn_dtype t, const attn_tensor *src,
                                    int batch, int heads, int seq, int dim, cl_mem dst);
+/* ATTN_SUCCESS in a build with CLBlast; otherwise ATTN_ERROR_UNSUPPORTED
+ * saying the build has none (clblast.c). The CLBlast paths ask it after
+ * validating their arguments, before any work. */
+attn_status attn_clblast_required(attn_context *ctx);
 /* CLBlast indexes buffers with int: the largest element index it can reach. */
 #define ATTN_CLBLAST_MAX_INDEX 0x7fffffff
 /* f32 GEMMs through CLBlast, row-major (clblast.c): C[m,n] = A[m,k] op(B),

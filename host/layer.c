@@ -54,8 +54,7 @@ static attn_status check_config(attn_context *ctx, const attn_layer_config *c)
 
 /* rows x cols floats, rounded through dtype, into a new device buffer. */
 static attn_status upload(attn_context *ctx, attn_dtype t, const float *const *parts,
-                          const size_t *rows, int nparts, size_t cols, const char *const *names,
-                          cl_mem *out)
+                          const size_t *rows, int nparts, size_t cols, cl_mem *out)
 {
     size_t total = 0;
     for (int i = 0; i < nparts; i++) total += rows[i];
@@ -71,13 +70,8 @@ static attn_status upload(attn_context *ctx, attn_dtype t, const float *const *p
         goto done;
     }
     size_t row = 0;
-    for (int i = 0; i < nparts; row += rows[i], i++) {
-        if (!parts[i]) {
-            st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s is NULL", names[i]);
-            goto done;
-        }
+    for (int i = 0; i < nparts; row += rows[i], i++)
         memcpy(host + row * cols, parts[i], rows[i] * cols * sizeof *host);
-    }
     if (narrow) { /* the layer computes with the weights the storage type can hold */
         attn_convert_from_f32(t, host, narrow, n);
         attn_convert_to_f32(t, narrow, host, n);
@@ -117,6 +111,11 @@ attn_status attn_layer_create(attn_context *ctx, const attn_layer_config *cfg, c
     attn_status st = check_config(ctx, cfg);
     if (st == ATTN_SUCCESS && !out)
         st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "out (where the layer goes) is NULL");
+    const float *const weights[] = {w_q, w_k, w_v, w_o};
+    const char *const names[] = {"w_q", "w_k", "w_v", "w_o"};
+    for (int i = 0; i < 4 && st == ATTN_SUCCESS; i++)
+        if (!weights[i]) st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s is NULL", names[i]);
+    if (st == ATTN_SUCCESS) st = attn_clblast_required(ctx); /* arguments first, then the build */
     if (st != ATTN_SUCCESS) goto done;
     l = calloc(1, sizeof *l);
     if (!l || pthread_mutex_init(&l->lock, NULL) != 0) {
@@ -134,9 +133,8 @@ attn_status attn_layer_create(attn_context *ctx, const attn_layer_config *cfg, c
     const size_t qkv_rows[] = {l->mixed_width, (size_t)cfg->kv_heads * D,
                                (size_t)cfg->kv_heads * D},
                  o_rows[] = {dm};
-    const char *qkv_names[] = {"w_q", "w_k", "w_v"}, *o_names[] = {"w_o"};
-    if ((st = upload(ctx, cfg->dtype, qkv_parts, qkv_rows, 3, dm, qkv_names, &l->w_qkv)) ||
-        (st = upload(ctx, cfg->dtype, o_parts, o_rows, 1, l->mixed_width, o_names, &l->w_o))) {
+    if ((st = upload(ctx, cfg->dtype, qkv_parts, qkv_rows, 3, dm, &l->w_qkv)) ||
+        (st = upload(ctx, cfg->dtype, o_parts, o_rows, 1, l->mixed_width, &l->w_o))) {
         layer_free(l);
         goto done;
     }

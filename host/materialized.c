@@ -226,6 +226,7 @@ attn_status attn_forward_materialized(attn_context *ctx, const attn_problem *p,
     attn_check_inputs *inputs = NULL;
     cl_event finished = NULL;
     attn_status st = attn_validate_forward(ctx, p, q, k, v, out, lengths, lse);
+    if (st == ATTN_SUCCESS) st = attn_clblast_required(ctx); /* arguments first, then the build */
     /* check mode reads the inputs first: out may be q itself */
     if (st == ATTN_SUCCESS && ctx->check) st = attn_check_read_inputs(ctx, p, q, k, v, &inputs);
     if (st == ATTN_SUCCESS) st = materialized(ctx, p, q, k, v, out, lengths, lse, &finished);
@@ -258,6 +259,7 @@ static attn_status weights(attn_context *ctx, const attn_problem *p, const attn_
     ATTN_CHECK(ctx, h < 0 || h >= p->q_heads, ATTN_ERROR_INVALID_ARGUMENT,
                "head = %d is outside [0, q_heads = %d)", h, p->q_heads);
     ATTN_CHECK(ctx, !w, ATTN_ERROR_INVALID_ARGUMENT, "weights (the output array) is NULL");
+    if ((st = attn_clblast_required(ctx)) != ATTN_SUCCESS) return st;
     const region r = region_of(p, lengths, b);
     const size_t m = (size_t)r.q_len, n = (size_t)r.kv_len, D = (size_t)p->head_dim;
     const int hk = h / (p->q_heads / p->kv_heads), wide = p->dtype != ATTN_F32;

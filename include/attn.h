@@ -359,7 +359,17 @@ ATTN_API attn_status attn_device_copy_gbps(attn_context *ctx, double *gbps);
  * routines need cl_khr_fp16, which PoCL and NVIDIA's OpenCL lack, so f16 and
  * bf16 data are widened to f32 temporaries on the device, multiplied in f32
  * (f32 accumulation, as everywhere in attn) and narrowed back, rounding to
- * nearest even. */
+ * nearest even.
+ * CLBlast is optional at build time (ATTN_WITH_CLBLAST, README.md). In a
+ * build without it, attn_forward_materialized, attn_attention_weights and
+ * attn_layer_create validate their arguments as usual (a bad one is still
+ * ATTN_ERROR_INVALID_ARGUMENT naming it), then return ATTN_ERROR_UNSUPPORTED
+ * with the message "<function>: this build of attn has no CLBlast (...)",
+ * having done nothing; attn_layer_forward then has no layer to run. */
+
+/*! attn_has_clblast() : @return 1 when this library was built with CLBlast
+ *  (the functions below work), 0 when they return ATTN_ERROR_UNSUPPORTED. */
+ATTN_API int attn_has_clblast(void);
 
 /*! attn_forward_materialized() :
  *  The same contract, arguments and outputs as attn_forward (zeros and -inf

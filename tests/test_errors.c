@@ -146,12 +146,14 @@ static void test_messages_name_the_function(void)
     cfg.d_model = 16;
     FAILS(ctx, attn_layer_create(ctx, &cfg, wq, NULL, wv, wo, &layer),
           ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_create", "w_k");
-    CU_ASSERT_EQUAL_FATAL(attn_layer_create(ctx, &cfg, wq, wk, wv, wo, &layer), ATTN_SUCCESS);
-    FAILS(ctx, attn_layer_forward(layer, 0, 4, f.mem[3], 0, f.mem[3], 0, NULL, NULL, NULL),
-          ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "batch");
-    FAILS(ctx, attn_layer_forward(layer, 1, 4, NULL, 0, f.mem[3], 0, NULL, NULL, NULL),
-          ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "hidden");
-    attn_layer_release(layer);
+    if (attn_has_clblast()) { /* else test_without_clblast */
+        CU_ASSERT_EQUAL_FATAL(attn_layer_create(ctx, &cfg, wq, wk, wv, wo, &layer), ATTN_SUCCESS);
+        FAILS(ctx, attn_layer_forward(layer, 0, 4, f.mem[3], 0, f.mem[3], 0, NULL, NULL, NULL),
+              ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "batch");
+        FAILS(ctx, attn_layer_forward(layer, 1, 4, NULL, 0, f.mem[3], 0, NULL, NULL, NULL),
+              ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "hidden");
+        attn_layer_release(layer);
+    }
     free(wq), free(wk), free(wv), free(wo);
 
     /* without a context: the thread's message */
@@ -271,11 +273,13 @@ static void test_read_only_outputs(void)
           *wv = calloc(8 * 16, sizeof(float)), *wo = calloc(16 * 16, sizeof(float));
     CU_ASSERT_FATAL(wq && wk && wv && wo);
     attn_layer *layer = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_layer_create(ctx, &cfg, wq, wk, wv, wo, &layer), ATTN_SUCCESS);
-    FAILS(ctx, attn_layer_forward(layer, 1, 4, f.mem[3], 0, f.mem[4], 0, NULL, NULL, NULL),
-          ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "out");
-    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "CL_MEM_READ_ONLY"));
-    attn_layer_release(layer);
+    if (attn_has_clblast()) { /* else there is no layer */
+        CU_ASSERT_EQUAL_FATAL(attn_layer_create(ctx, &cfg, wq, wk, wv, wo, &layer), ATTN_SUCCESS);
+        FAILS(ctx, attn_layer_forward(layer, 1, 4, f.mem[3], 0, f.mem[4], 0, NULL, NULL, NULL),
+              ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "out");
+        CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "CL_MEM_READ_ONLY"));
+        attn_layer_release(layer);
+    }
     free(wq), free(wk), free(wv), free(wo);
 
     /* read-only inputs are fine: q, k, v made CL_MEM_READ_ONLY */
@@ -321,8 +325,41 @@ static void test_plurals(void)
     fixture_free(&f);
 }
 
+/* ---- a build without CLBlast: its paths refuse valid calls, after validation ---- */
+
+static void test_without_clblast(void)
+{
+    if (attn_has_clblast()) {
+        printf("\n  (this build has CLBlast: test_materialized and test_layer run its paths) ");
+        return;
+    }
+    fixture f;
+    fixture_init(&f);
+    attn_context *ctx = f.ctx;
+    float w[S * S];
+    w[0] = 7.0f;
+    FAILS(ctx, attn_forward_materialized(ctx, &f.p, &f.q, &f.k, &f.v, &f.out, NULL, f.lse, NULL),
+          ATTN_ERROR_UNSUPPORTED, "attn_forward_materialized", "no CLBlast");
+    FAILS(ctx, attn_forward_materialized(ctx, &f.p, &f.q, &f.k, &f.v, &f.ro_out, NULL, NULL,
+                                         NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward_materialized", "out");
+    FAILS(ctx, attn_attention_weights(ctx, &f.p, &f.q, &f.k, NULL, 0, 0, w),
+          ATTN_ERROR_UNSUPPORTED, "attn_attention_weights", "no CLBlast");
+    CU_ASSERT_EQUAL(w[0], 7.0f); /* untouched */
+    attn_layer_config cfg = {16, 2, 1, 8, ATTN_F32, 1, 0.0f};
+    float wts[16 * 16] = {0};
+    attn_layer *layer = (attn_layer *)&cfg;
+    FAILS(ctx, attn_layer_create(ctx, &cfg, wts, wts, wts, wts, &layer), ATTN_ERROR_UNSUPPORTED,
+          "attn_layer_create", "no CLBlast");
+    CU_ASSERT_PTR_NULL(layer);
+    FAILS(ctx, attn_layer_create(ctx, &cfg, wts, wts, wts, NULL, &layer),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_create", "w_o");
+    fixture_free(&f);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_messages_name_the_function),
+    HARNESS_TEST(test_without_clblast),
     HARNESS_TEST(test_no_stale_message),
     HARNESS_TEST(test_read_only_outputs),
     HARNESS_TEST(test_plurals),

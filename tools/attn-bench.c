@@ -594,6 +594,11 @@ int main(int argc, char **argv)
     bench_options_init(&o);
     int rc = bench_options_parse(argc, argv, &o);
     if (rc >= 0) return rc;
+    if (o.compare && !attn_has_clblast()) {
+        fprintf(stderr, "attn-bench: --compare-materialized needs CLBlast; this libattn was built "
+                        "without it (ATTN_WITH_CLBLAST)\n");
+        return EXIT_FAILURE;
+    }
 
     shape custom;
     const shape *shapes = prefill_set;
@@ -632,9 +637,9 @@ int main(int argc, char **argv)
     device_facts dev;
     read_device(ctx, &dev);
     if (o.format == BENCH_TEXT) {
-        printf("attn-bench %s: device %s / %s (%s, %u compute units, driver %s)\n",
-               attn_version_string(), dev.platform, dev.name, dev.type,
-               (unsigned)dev.compute_units, dev.driver);
+        printf("attn-bench %s (%s CLBlast): device %s / %s (%s, %u compute units, driver %s)\n",
+               attn_version_string(), attn_has_clblast() ? "with" : "without", dev.platform,
+               dev.name, dev.type, (unsigned)dev.compute_units, dev.driver);
         fflush(stdout);
     }
 
@@ -747,6 +752,7 @@ int main(int argc, char **argv)
         cJSON *root = cJSON_CreateObject();
         cJSON_AddStringToObject(root, "tool", "attn-bench");
         cJSON_AddStringToObject(root, "version", attn_version_string());
+        cJSON_AddBoolToObject(root, "clblast", attn_has_clblast());
         cJSON *d = cJSON_AddObjectToObject(root, "device");
         cJSON_AddStringToObject(d, "platform", dev.platform);
         cJSON_AddStringToObject(d, "name", dev.name);

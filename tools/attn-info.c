@@ -140,7 +140,10 @@ int main(int argc, char **argv)
     cl_device_id chosen_d = NULL;
     attn_status st = attn_select_device(selector, &chosen_p, &chosen_d);
 
-    printf("attn %s: OpenCL platforms and devices ('*' = %s)\n", attn_version_string(),
+    printf("attn %s, %s: OpenCL platforms and devices ('*' = %s)\n", attn_version_string(),
+           attn_has_clblast() ? "with CLBlast"
+                              : "without CLBlast (materialized attention, attention weights and "
+                                "the layer are unsupported)",
            selector ? "selected by --device" : "the default device");
     unsigned ndevices = 0;
     for (cl_uint pi = 0; pi < np; pi++) {

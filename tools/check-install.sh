@@ -6,7 +6,13 @@
 # then builds examples/attention.c twice -- through find_package(attn) and
 # through pkg-config -- and runs both (attention against the CPU reference
 # on the default device), the installed attn-info, and that all four tools
-# start from the prefix.
+# start from the prefix. Then the build options a user may choose (README
+# "Installing"), each a library-only build: a static libattn.a
+# (-DBUILD_SHARED_LIBS=OFF) installed and consumed through find_package and
+# through pkg-config --static; and attn inside another project
+# (add_subdirectory, tools/install/) configured -DATTN_WITH_CLBLAST=OFF,
+# linking attn::attn: the example runs, and the CLBlast paths refuse
+# (tools/install/no_clblast.c).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -67,3 +73,42 @@ for t in attn-info attn-bench attn-tune attn-weights; do
     [[ "$v" == *"$(pkg-config --modversion attn)"* ]] || fail "installed $t --version says '$v'"
 done
 echo "install: attn-info, attn-bench, attn-tune and attn-weights installed and start"
+
+# ---- the build options: library-only builds, as quick as they can be ----
+lib_only=(-DCMAKE_BUILD_TYPE=Release -DATTN_BUILD_TESTS=OFF -DATTN_BUILD_TOOLS=OFF)
+build_lib() { # build_lib NAME CMAKE-ARGS...: configure and build $tmp/NAME, logs kept on failure
+    local name=$1
+    shift
+    cmake "$@" > "$tmp/$name.log" 2>&1 || { cat "$tmp/$name.log"; fail "configure $name"; }
+    cmake --build "$tmp/$name" -j"$(nproc)" >> "$tmp/$name.log" 2>&1 ||
+        { cat "$tmp/$name.log"; fail "build $name"; }
+}
+
+# A static libattn.a: installed, then the example through find_package and
+# through pkg-config --static, neither needing a libattn.so at run time.
+t0=$SECONDS
+build_lib static -S . -B "$tmp/static" "${lib_only[@]}" -DBUILD_SHARED_LIBS=OFF
+sprefix=$tmp/static-prefix
+cmake --install "$tmp/static" --prefix "$sprefix" > "$tmp/static-install.log"
+[[ -f $sprefix/lib/libattn.a ]] || fail "the static build installed no lib/libattn.a"
+[[ ! -e $sprefix/lib/libattn.so ]] || fail "the static build installed a libattn.so"
+build_lib static-example -S examples -B "$tmp/static-example" -DCMAKE_PREFIX_PATH="$sprefix" \
+    -DCMAKE_BUILD_TYPE=Release
+! ldd "$tmp/static-example/attention" | grep -q libattn || fail "static example links a libattn.so"
+echo -n "install: static libattn.a through find_package(attn): "
+"$tmp/static-example/attention"
+spc=$(PKG_CONFIG_PATH=$sprefix/lib/pkgconfig pkg-config --static --cflags --libs attn)
+# shellcheck disable=SC2086
+cc -std=c11 -Wall -Wextra -Werror -O2 examples/attention.c -o "$tmp/static-pkg-config" $spc -lm
+echo -n "install: static libattn.a through pkg-config --static ($spc): "
+"$tmp/static-pkg-config"
+
+# attn inside another project, without CLBlast.
+build_lib subdir -S tools/install -B "$tmp/subdir" -DATTN_SOURCE_DIR="$ROOT" \
+    -DCMAKE_BUILD_TYPE=Release -DATTN_WITH_CLBLAST=OFF
+grep -q "attn: without CLBlast" "$tmp/subdir.log" || fail "configure said nothing of CLBlast"
+echo -n "install: add_subdirectory(attn), attn::attn, ATTN_WITH_CLBLAST=OFF: "
+"$tmp/subdir/attention"
+echo -n "install: "
+"$tmp/subdir/no_clblast" || fail "the CLBlast paths of a build without CLBlast"
+echo "install: the build options took $((SECONDS - t0)) s"

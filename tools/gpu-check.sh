@@ -160,7 +160,8 @@ for f in "${OCL_ICD_VENDORS:-/etc/OpenCL/vendors}"/*.icd; do [[ -f $f ]] && echo
 
 # ---- 3. build ----
 step "configure and build into build-gpu/"
-if cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release &&
+# CLBlast required: its paths are part of what this check covers
+if cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DATTN_WITH_CLBLAST=ON &&
     cmake --build "$build" -j"$(nproc)"; then
     note build ok
 else

@@ -29,7 +29,9 @@ fi
 # ATTN_WERROR=ON|OFF in the environment (run-tests.sh sets ON) sets the
 # build's -Werror option, also on a build/ configured before.
 if [[ ! -f build/CMakeCache.txt ]]; then
-    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release ${ATTN_WERROR:+-DATTN_WERROR=$ATTN_WERROR}
+    # CLBlast is installed above: required, so that its paths are always tested
+    cmake -S . -B build -DCMAKE_BUILD_TYPE=Release -DATTN_WITH_CLBLAST=ON \
+          ${ATTN_WERROR:+-DATTN_WERROR=$ATTN_WERROR}
 elif [[ -n ${ATTN_WERROR:-} ]]; then
     cmake -S . -B build -DATTN_WERROR="$ATTN_WERROR" > /dev/null
 fi
