@@ -11,7 +11,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 /* The verification shape: 67 query rows and 131 keys are multiples of no
  * tile size; four batches cover the plain causal diagonal with right
@@ -48,14 +47,6 @@ const char *attn_candidate_status_name(attn_candidate_status s)
     return "?";
 }
 
-static uint64_t rng_next(uint64_t *s) /* splitmix64 */
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
-
 /* n values in [-1, 1), rounded through the storage type so that the
  * reference sees exactly what the device reads; uploaded as a new buffer. */
 static attn_status make_input(attn_context *ctx, attn_dtype t, size_t n, uint64_t seed,
@@ -70,7 +61,7 @@ static attn_status make_input(attn_context *ctx, attn_dtype t, size_t n, uint64_
         goto done;
     }
     for (size_t i = 0; i < n; i++)
-        f[i] = (float)((double)(rng_next(&seed) >> 11) * 0x1.0p-52 - 1.0);
+        f[i] = (float)((double)(attn_splitmix64(&seed) >> 11) * 0x1.0p-52 - 1.0);
     attn_convert_from_f32(t, f, raw, n);
     attn_convert_to_f32(t, raw, f, n);
     cl_int err;
@@ -213,13 +204,6 @@ static double event_ms(cl_event from, cl_event to)
     return (double)(z - a) * 1e-6;
 }
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
 /* One attn_forward and its time: from a marker enqueued just before it to
  * the end of its last kernel (a forward enqueues a pre-pass and the main
  * kernel on the vector family), so the host work of the call counts too;
@@ -230,13 +214,13 @@ static attn_status timed_forward(attn_tune_bench *b, const attn_problem *p, cons
 {
     attn_context *ctx = b->ctx;
     cl_event mark = NULL, done = NULL;
-    double t0 = now_ms();
+    double t0 = attn_now_ms();
     cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &mark);
     if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clEnqueueMarkerWithWaitList");
     attn_status st = attn_forward(ctx, p, q, k, v, o, len, lse, &done);
     if (st == ATTN_SUCCESS) {
         err = clWaitForEvents(1, &done);
-        double wall = now_ms() - t0;
+        double wall = attn_now_ms() - t0;
         if (err != CL_SUCCESS) st = attn_fail_cl(ctx, err, "clWaitForEvents (tuner)");
         else if ((*ms = event_ms(mark, done)) <= 0) {
             if (!b->warned_wall)
@@ -342,40 +326,6 @@ done:
     free(got);
     free(got_lse);
     return st;
-}
-
-static int cmp_double(const void *a, const void *b)
-{
-    double x = *(const double *)a, y = *(const double *)b;
-    return (x > y) - (x < y);
-}
-
-/* the p-quantile of sorted x, interpolated between neighbours */
-static double quantile(const double *x, int n, double p)
-{
-    double at = p * (n - 1);
-    int lo = (int)floor(at);
-    return lo >= n - 1 ? x[n - 1] : x[lo] + (at - lo) * (x[lo + 1] - x[lo]);
-}
-
-/* Sorts x and returns its spread (the median as before: the middle value,
- * or the mean of the middle two). */
-attn_time_spread attn_time_spread_of(double *x, int n)
-{
-    attn_time_spread s = {0, 0, 0, 0, 0};
-    if (n < 1) return s;
-    qsort(x, (size_t)n, sizeof *x, cmp_double);
-    s.min_ms = x[0];
-    s.q1_ms = quantile(x, n, 0.25);
-    s.median_ms = quantile(x, n, 0.5);
-    s.q3_ms = quantile(x, n, 0.75);
-    s.max_ms = x[n - 1];
-    return s;
-}
-
-double attn_time_spread_iqr(const attn_time_spread *s)
-{
-    return s->median_ms > 0 ? (s->q3_ms - s->q1_ms) / s->median_ms : 0;
 }
 
 /* The timing problem once; a failure is the candidate's (device) fault. */

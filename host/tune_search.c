@@ -10,7 +10,6 @@
 #include <math.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #define SMALL_SPACE 32   /* measured whole when max_candidates is not given */
 #define NEAR_TIE 0.02    /* within 2% of the fastest: the simpler config wins */
@@ -39,21 +38,6 @@ typedef struct search {
     double t0, per_cand; /* start, average seconds per measured candidate */
     int measured;
 } search;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
-
-static uint64_t rnd(uint64_t *s)
-{
-    uint64_t z = (*s += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    return z ^ (z >> 31);
-}
 
 static int find(const search *s, const attn_params *pr)
 {
@@ -95,7 +79,7 @@ static int may_continue(const search *s)
     const attn_search_opts *o = s->o;
     if (o->max_candidates > 0 && s->measured >= o->max_candidates) return 0;
     if (o->budget_s <= 0) return 1;
-    double elapsed = now_s() - s->t0;
+    double elapsed = attn_now_s() - s->t0;
     double best_s = s->best >= 0 ? s->c[s->best].r.median_ms * 1e-3 : 0;
     /* the re-timing: its target, or its fewest rounds (and the warm-up)
      * of the finalists, which are about as slow as the best */
@@ -108,7 +92,7 @@ static void report(search *s, const attn_params *cand, const attn_candidate_resu
 {
     const attn_search_opts *o = s->o;
     if (!o->progress) return;
-    o->progress(o->progress_arg, s->measured, planned, now_s() - s->t0, o->budget_s, cand, r,
+    o->progress(o->progress_arg, s->measured, planned, attn_now_s() - s->t0, o->budget_s, cand, r,
                 s->best >= 0 ? &s->c[s->best].pr : NULL,
                 s->best >= 0 ? s->c[s->best].r.gflops : 0);
 }
@@ -128,12 +112,12 @@ static attn_status measure(search *s, int i, int planned)
         mo.verify_factor = VERIFY_SLOW;
         mo.best_verify_ms = s->best_verify;
     }
-    double t = now_s();
+    double t = attn_now_s();
     attn_status st = attn_tune_measure(s->b, &c->pr, &mo, &c->r);
     if (st != ATTN_SUCCESS) return st;
     c->state = 2;
     s->measured++;
-    s->per_cand += (now_s() - t - s->per_cand) / s->measured; /* running mean */
+    s->per_cand += (attn_now_s() - t - s->per_cand) / s->measured; /* running mean */
     int f = c->pr.family & 1;
     /* abandoned on the verification shape: as much slower as it was there */
     double est = c->r.median_ms;
@@ -169,7 +153,7 @@ static int random_unvisited(search *s)
     for (int i = 0; i < s->n; i++)
         if (s->c[i].state == 0 && !family_pruned(s, s->c[i].pr.family)) left++;
     if (!left) return -1;
-    int k = (int)(rnd(&s->rng) % (uint64_t)left);
+    int k = (int)(attn_splitmix64(&s->rng) % (uint64_t)left);
     for (int i = 0; i < s->n; i++)
         if (s->c[i].state == 0 && !family_pruned(s, s->c[i].pr.family) && k-- == 0) return i;
     return -1;
@@ -226,7 +210,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     s.o = o;
     s.best = -1;
     s.rng = o->seed ? o->seed : 0x5eed;
-    s.t0 = now_s();
+    s.t0 = attn_now_s();
     attn_status st = ATTN_SUCCESS;
 
     ctx = attn_tune_bench_context(b);
@@ -327,7 +311,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     if (rounds < min_rounds(o)) rounds = min_rounds(o);
     if (rounds > 101) rounds = 101;
     if (o->budget_s > 0 && round_ms > 0) { /* what the budget still holds, the warm-up round too */
-        double left_ms = (o->budget_s - (now_s() - s.t0)) * 1e3;
+        double left_ms = (o->budget_s - (attn_now_s() - s.t0)) * 1e3;
         int fit = (int)(left_ms / round_ms) - 1;
         if (rounds > fit) rounds = fit < 1 ? 1 : fit;
     }

@@ -1,57 +1,21 @@
 /* tuning.h -- what attn-tune and the library share for tuning: shape
- * classes, device identity, the kernel-source hash, the search space, the
- * tuning database (JSON) with its lookup tiers, and the measurement of one
- * candidate. The one internal header the tuner includes. */
+ * classes and device identity (from their own headers), the kernel-source
+ * hash, the search space, the tuning database (JSON) with its lookup tiers,
+ * and the measurement of one candidate. The one internal header the tuner
+ * includes. */
 #ifndef ATTN_TUNING_H
 #define ATTN_TUNING_H
 
 #include "attn.h"
+#include "device_identity.h"
 #include "params.h"
+#include "sampling.h"
+#include "shape_class.h"
 
 #include <stddef.h>
 #include <stdint.h>
 
-/* ---- shape classes (tuning_lookup.c) ---- */
-
-/* A tuning database entry serves every problem of its class: head dim,
- * storage type, causal and GQA group exactly; the query and key lengths by
- * power-of-two bucket (the nearest bucket serves unseen lengths). */
-typedef struct attn_shape_class {
-    int head_dim;
-    attn_dtype dtype;
-    int causal;    /* 0 or 1 */
-    int group;     /* q_heads / kv_heads */
-    int q_bucket;  /* q_len rounded to the nearest power of two (in log scale) */
-    int kv_bucket; /* kv_len likewise */
-    int decode;    /* 1: attn_decode's class (kv_len = the cache's capacity); 0: attn_forward's */
-} attn_shape_class;
-
-/* The power of two nearest to n in log scale (1 for n <= 1). */
-int attn_length_bucket(int n);
-void attn_shape_class_of(const attn_problem *p, attn_shape_class *c);
-/* "D64 f32 causal g4 q2048 kv2048" (" decode" after a decode class) */
-void attn_shape_class_format(const attn_shape_class *c, char *buf, size_t size);
-int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b);
-/* How far apart two classes of the same head dim, type and causality are:
- * octaves of group, q and kv bucket summed; -1 when they cannot substitute. */
-int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class *b);
-
-/* FLOPs of one forward (4*D per visible query-key pair), lengths as in
- * attn_forward (NULL = full). */
-double attn_problem_flops(const attn_problem *p, const attn_lengths *lengths);
-
-/* ---- device identity and kernel source hash (tuning_lookup.c) ---- */
-
-typedef struct attn_device_identity {
-    char platform[256], vendor[256], name[256], driver[256];
-    unsigned compute_units;
-} attn_device_identity;
-
-void attn_device_identity_of(const attn_context *ctx, attn_device_identity *id);
-/* Same platform, vendor, name and compute units (the driver may differ). */
-int attn_device_same(const attn_device_identity *a, const attn_device_identity *b);
-/* attn_device_same and the same driver too. */
-int attn_device_exact(const attn_device_identity *a, const attn_device_identity *b);
+/* ---- the kernel source hash (tuning_lookup.c) ---- */
 
 /* 16 hex digits hashing the sources of a family's kernels (common.cl and the
  * family's file, as attn_forward would build them, so ATTN_KERNEL_DIR
@@ -82,18 +46,7 @@ int attn_search_complexity(const attn_params *c, const attn_params *dflt);
 
 /* ---- the tuning database (tuning_db.c) ---- */
 
-/* The spread of a candidate's timed runs (tune_measure.c). */
-typedef struct attn_time_spread {
-    double min_ms, q1_ms, median_ms, q3_ms, max_ms; /* quartiles interpolated linearly */
-} attn_time_spread;
-
-/* (q3 - q1) / median: above ATTN_TUNE_NOISE_LIMIT the times are too noisy
- * to rank candidates that close. */
-double attn_time_spread_iqr(const attn_time_spread *s);
-/* Sorts x[0..n-1] (milliseconds, or any other sample) and returns its spread. */
-attn_time_spread attn_time_spread_of(double *x, int n);
-#define ATTN_TUNE_NOISE_LIMIT 0.10
-
+/* A candidate's timed runs are summed up by attn_time_spread (sampling.h). */
 
 enum { ATTN_TUNE_LEVEL_QUICK = 1, ATTN_TUNE_LEVEL_FULL = 2 };
 

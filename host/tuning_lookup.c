@@ -1,7 +1,8 @@
-/* tuning_lookup.c -- how the library uses the tuning database: shape
- * classes, device identity, the kernel-source hash, the lookup tiers
+/* tuning_lookup.c -- how the library uses the tuning database: the
+ * kernel-source hash, the lookup tiers
  * (exact device, driver and sources -> same device otherwise, "stale", with
- * a warning -> the heuristic), and the per-context state plan() consults. */
+ * a warning -> the heuristic), and the per-context state plan() consults.
+ * Shape classes and device identity: shape_class.c, device_identity.c. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 #include "tuning.h"
@@ -12,102 +13,7 @@
 #include <string.h>
 #include <sys/stat.h>
 
-/* ---- shape classes ---- */
-
-int attn_length_bucket(int n)
-{
-    if (n <= 1) return 1;
-    long long p = 1;
-    while (p * 2 <= n) p *= 2;
-    /* nearest in log scale: n >= p * sqrt(2) rounds up */
-    return (double)n * (double)n >= 2.0 * (double)p * (double)p ? (int)(p * 2) : (int)p;
-}
-
-void attn_shape_class_of(const attn_problem *p, attn_shape_class *c)
-{
-    memset(c, 0, sizeof *c);
-    c->head_dim = p->head_dim;
-    c->dtype = p->dtype;
-    c->causal = p->causal != 0;
-    c->group = p->kv_heads > 0 ? p->q_heads / p->kv_heads : 1;
-    c->q_bucket = attn_length_bucket(p->q_len);
-    c->kv_bucket = attn_length_bucket(p->kv_len);
-}
-
-void attn_shape_class_format(const attn_shape_class *c, char *buf, size_t size)
-{
-    const char *t = attn_dtype_name(c->dtype);
-    snprintf(buf, size, "D%d %s %s g%d q%d kv%d%s", c->head_dim, t ? t : "?",
-             c->causal ? "causal" : "full", c->group, c->q_bucket, c->kv_bucket,
-             c->decode ? " decode" : "");
-}
-
-int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b)
-{
-    return a->head_dim == b->head_dim && a->dtype == b->dtype && a->causal == b->causal &&
-           a->group == b->group && a->q_bucket == b->q_bucket && a->kv_bucket == b->kv_bucket &&
-           a->decode == b->decode;
-}
-
-/* |log2(a / b)| in half octaves */
-static int octaves(int a, int b)
-{
-    return (int)lround(2.0 * fabs(log2((double)a / (double)b)));
-}
-
-int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class *b)
-{
-    if (a->head_dim != b->head_dim || a->dtype != b->dtype || a->causal != b->causal ||
-        a->decode != b->decode)
-        return -1;
-    if (a->group < 1 || b->group < 1 || a->q_bucket < 1 || b->q_bucket < 1 || a->kv_bucket < 1 ||
-        b->kv_bucket < 1)
-        return -1;
-    return octaves(a->group, b->group) + octaves(a->q_bucket, b->q_bucket) +
-           octaves(a->kv_bucket, b->kv_bucket);
-}
-
-double attn_problem_flops(const attn_problem *p, const attn_lengths *L)
-{
-    double pairs = 0;
-    for (int b = 0; b < p->batch; b++) {
-        long long ql = L && L->q_len ? L->q_len[b] : p->q_len;
-        long long kl = L && L->kv_len ? L->kv_len[b] : p->kv_len;
-        if (!p->causal) {
-            pairs += (double)ql * (double)kl;
-            continue;
-        }
-        for (long long i = 0; i < ql; i++) {
-            long long vis = i + kl - ql + 1;
-            if (vis > kl) vis = kl;
-            if (vis > 0) pairs += (double)vis;
-        }
-    }
-    return 4.0 * p->head_dim * pairs * p->q_heads;
-}
-
-/* ---- device identity and sources ---- */
-
-void attn_device_identity_of(const attn_context *ctx, attn_device_identity *id)
-{
-    memset(id, 0, sizeof *id);
-    snprintf(id->platform, sizeof id->platform, "%s", ctx->platform_name);
-    snprintf(id->vendor, sizeof id->vendor, "%s", ctx->vendor);
-    snprintf(id->name, sizeof id->name, "%s", ctx->device_name);
-    snprintf(id->driver, sizeof id->driver, "%s", ctx->driver);
-    id->compute_units = ctx->compute_units;
-}
-
-int attn_device_same(const attn_device_identity *a, const attn_device_identity *b)
-{
-    return strcmp(a->platform, b->platform) == 0 && strcmp(a->vendor, b->vendor) == 0 &&
-           strcmp(a->name, b->name) == 0 && a->compute_units == b->compute_units;
-}
-
-int attn_device_exact(const attn_device_identity *a, const attn_device_identity *b)
-{
-    return attn_device_same(a, b) && strcmp(a->driver, b->driver) == 0;
-}
+/* ---- kernel sources ---- */
 
 attn_status attn_kernel_source_hash(attn_context *ctx, int family, char out[17])
 {

@@ -6,7 +6,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 #include "bench_options.h"
-#include "bench_stats.h"
+#include "sampling.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -144,17 +144,17 @@ static void test_list_syntax(void)
 static void test_spread(void)
 {
     double t[] = {5, 1, 4, 2, 3}; /* sorted 1..5 */
-    bench_spread s = bench_spread_of(t, 5);
-    CU_ASSERT(s.min == 1 && s.q1 == 2 && s.median == 3 && s.q3 == 4 && s.max == 5);
-    CU_ASSERT_DOUBLE_EQUAL(bench_iqr_fraction(&s), 2.0 / 3.0, 1e-12);
+    attn_time_spread s = attn_time_spread_of(t, 5);
+    CU_ASSERT(s.min_ms == 1 && s.q1_ms == 2 && s.median_ms == 3 && s.q3_ms == 4 && s.max_ms == 5);
+    CU_ASSERT_DOUBLE_EQUAL(attn_time_spread_iqr(&s), 2.0 / 3.0, 1e-12);
     double u[] = {4, 1, 3, 2}; /* even count: the median between the middle two */
-    s = bench_spread_of(u, 4);
-    CU_ASSERT_DOUBLE_EQUAL(s.median, 2.5, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(s.q1, 1.75, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(s.q3, 3.25, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(bench_change(100, 90), 0.1, 1e-12);
-    CU_ASSERT_DOUBLE_EQUAL(bench_change(90, 100), 0.1, 1e-12);
-    CU_ASSERT_EQUAL(bench_change(0, 100), 0);
+    s = attn_time_spread_of(u, 4);
+    CU_ASSERT_DOUBLE_EQUAL(s.median_ms, 2.5, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(s.q1_ms, 1.75, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(s.q3_ms, 3.25, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(attn_relative_change(100, 90), 0.1, 1e-12);
+    CU_ASSERT_DOUBLE_EQUAL(attn_relative_change(90, 100), 0.1, 1e-12);
+    CU_ASSERT_EQUAL(attn_relative_change(0, 100), 0);
 }
 
 static double number(const cJSON *o, const char *name)
@@ -179,12 +179,12 @@ static void check_run_json(const char *const *args, int want_rows, int want_type
     const double before = number(root, "peak_gflops"), after = number(root, "peak_gflops_end");
     const double change = number(root, "peak_change");
     CU_ASSERT(before > 0 && after > 0);
-    CU_ASSERT_DOUBLE_EQUAL(change, bench_change(before, after), 1e-9);
+    CU_ASSERT_DOUBLE_EQUAL(change, attn_relative_change(before, after), 1e-9);
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results");
     const cJSON *warnings = cJSON_GetObjectItemCaseSensitive(root, "warnings");
     CU_ASSERT_FATAL(cJSON_IsArray(results) && cJSON_IsArray(warnings));
     CU_ASSERT_EQUAL(cJSON_GetArraySize(results), want_rows);
-    int noisy = change > BENCH_NOISE_LIMIT, k = 0;
+    int noisy = change > ATTN_NOISE_LIMIT, k = 0;
     double first[BENCH_MAX_SPLITS] = {0};
     const int per_type = want_rows / want_types;
     const cJSON *r;
@@ -194,7 +194,7 @@ static void check_run_json(const char *const *args, int want_rows, int want_type
         const double q3 = number(r, "q3_ms"), mx = number(r, "max_ms"), iqr = number(r, "iqr_fraction");
         CU_ASSERT(mn > 0 && mn <= q1 && q1 <= md && md <= q3 && q3 <= mx);
         CU_ASSERT_DOUBLE_EQUAL(iqr, (q3 - q1) / md, 1e-9);
-        noisy |= iqr > BENCH_NOISE_LIMIT;
+        noisy |= iqr > ATTN_NOISE_LIMIT;
         /* rows come type-major; each ratio is to the first type's same row */
         if (k < per_type) first[k] = md;
         CU_ASSERT_DOUBLE_EQUAL(number(r, "time_ratio_to_first_dtype"), md / first[k % per_type], 1e-6);
@@ -258,9 +258,9 @@ static void test_spread_compare(void)
         char iqr[64];
         snprintf(iqr, sizeof iqr, "%siqr_fraction", pre[i]);
         CU_ASSERT_DOUBLE_EQUAL(number(r, iqr), (v[3] - v[1]) / v[2], 1e-9);
-        noisy |= number(r, iqr) > BENCH_NOISE_LIMIT;
+        noisy |= number(r, iqr) > ATTN_NOISE_LIMIT;
     }
-    noisy |= number(root, "peak_change") > BENCH_NOISE_LIMIT;
+    noisy |= number(root, "peak_change") > ATTN_NOISE_LIMIT;
     CU_ASSERT_EQUAL(cJSON_IsTrue(cJSON_GetObjectItemCaseSensitive(root, "noisy")), noisy);
     cJSON_Delete(root);
     free(out);

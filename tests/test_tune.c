@@ -4,10 +4,11 @@
  * tunable values); correct candidates pass verification in every storage
  * type; a real attn-tune killed with SIGKILL mid-run leaves a valid database
  * and the next run resumes; the run's budget holds; the tool's database
- * commands and failures. */
+ * commands and failures; the session (attn_tune_run) called directly. */
 #define _GNU_SOURCE
 #include "harness.h"
 #include "internal.h"
+#include "tune_session.h"
 #include "tuning.h"
 
 #include <errno.h>
@@ -42,13 +43,6 @@ static void write_file(const char *path, const char *text)
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     fputs(text, f);
     fclose(f);
-}
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
 }
 
 static attn_problem problem(int D, int hq, int hkv, int s, attn_dtype t, int causal)
@@ -272,10 +266,10 @@ static void test_resume_after_kill(void)
     unsetenv("ATTN_TUNE_TEST_DELAY_MS");
     /* wait for the first finished class, then kill -9 in the middle of the next */
     attn_status st = ATTN_SUCCESS;
-    double t0 = now_s();
+    double t0 = attn_now_s();
     size_t n = 0;
     int status = 0;
-    while (now_s() - t0 < 120 && (n = db_count(db, &st)) < 1 && waitpid(pid, &status, WNOHANG) == 0) {
+    while (attn_now_s() - t0 < 120 && (n = db_count(db, &st)) < 1 && waitpid(pid, &status, WNOHANG) == 0) {
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
     }
@@ -285,7 +279,7 @@ static void test_resume_after_kill(void)
     CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
     CU_ASSERT(WIFSIGNALED(status) && WTERMSIG(status) == SIGKILL);
     char *text = harness_read_file(out, NULL);
-    printf("\n  killed after %.1f s; its output:\n%s", now_s() - t0, text ? text : "");
+    printf("\n  killed after %.1f s; its output:\n%s", attn_now_s() - t0, text ? text : "");
     free(text);
     n = db_count(db, &st);
     printf("\n  database after the kill: %s, %zu entries", attn_status_name(st), n);
@@ -328,9 +322,9 @@ static void test_budget_and_summary(void)
                           "hq=2:hkv=1:d=16:s=256,hq=2:hkv=1:d=16:s=512",
                           "--family", "vector", "--max-candidates", "2", "--budget", "4", NULL};
     setenv("ATTN_TUNE_TEST_DELAY_MS", "2500", 1);
-    const double t0 = now_s();
+    const double t0 = attn_now_s();
     CU_ASSERT_EQUAL(run_tool(args, out, 1), 0);
-    const double took = now_s() - t0;
+    const double took = attn_now_s() - t0;
     unsetenv("ATTN_TUNE_TEST_DELAY_MS");
     char *text = harness_read_file(out, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
@@ -378,7 +372,7 @@ static void test_budget_and_summary(void)
             CU_ASSERT_EQUAL(sscanf(iqr, "IQR %lf%% (default %lf%%)", &w, &d), 2);
             char cls[64];
             snprintf(cls, sizeof cls, "WARNING: %.*s", (int)strcspn(line, " "), line);
-            if (w > 100 * ATTN_TUNE_NOISE_LIMIT || d > 100 * ATTN_TUNE_NOISE_LIMIT)
+            if (w > 100 * ATTN_NOISE_LIMIT || d > 100 * ATTN_NOISE_LIMIT)
                 CU_ASSERT_PTR_NOT_NULL(strstr(text, "too noisy to rank close candidates"));
             summaries++;
         }
@@ -392,7 +386,7 @@ static void test_budget_and_summary(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(pk);
     CU_ASSERT_EQUAL(sscanf(pk, "fp32 FMA peak: %lf GFLOP/s before tuning, %lf after", &before, &after), 2);
     CU_ASSERT(before > 0 && after > 0);
-    const int noisy = fabs(after - before) / fmax(before, after) > ATTN_TUNE_NOISE_LIMIT ||
+    const int noisy = fabs(after - before) / fmax(before, after) > ATTN_NOISE_LIMIT ||
                       strstr(text, "too noisy to rank close candidates") != NULL;
     CU_ASSERT_EQUAL(strstr(text, "too noisy to rank candidates reliably") != NULL, noisy);
     free(text);
@@ -409,6 +403,68 @@ static void test_time_spread(void)
     double y[] = {2, 4}; /* even: the median between the two, as before */
     s = attn_time_spread_of(y, 2);
     CU_ASSERT_DOUBLE_EQUAL(s.median_ms, 3, 1e-12);
+}
+
+/* attn_tune_run without the tool: shapes of one class tuned once, each
+ * winner in the database, a second run skipping them, --force re-tuning
+ * one in place, and bad options or a corrupt database refused. */
+static void test_session(void)
+{
+    fresh_dir();
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    char db[300];
+    path_in(db, sizeof db, "session.json");
+    /* 32 and 30 share the q32 kv32 bucket; 64 is another class */
+    const attn_problem shapes[] = {problem(16, 4, 2, 32, ATTN_F32, 1),
+                                   problem(16, 4, 2, 30, ATTN_F32, 1),
+                                   problem(16, 4, 2, 64, ATTN_F32, 1)};
+    attn_tune_run_opts o = {db, shapes, 3, ATTN_TUNE_LEVEL_QUICK, 120, 0, 2,
+                            1u << ATTN_FAMILY_VECTOR, 7, 0, 1};
+    attn_tune_run_result r;
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
+    CU_ASSERT(r.classes == 2 && r.to_tune == 2 && r.tuned == 2 && r.failed == 0 &&
+              r.unstarted == 0);
+    attn_tuning_db d;
+    attn_tuning_db_init(&d);
+    char err[1024];
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_load(db, &d, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(d.count, 2);
+    for (size_t i = 0; i < d.count; i++) {
+        const attn_tuning_entry *e = &d.entries[i];
+        attn_shape_class want;
+        attn_shape_class_of(&shapes[i == 0 ? 0 : 2], &want);
+        CU_ASSERT(attn_shape_class_equal(&e->cls, &want));
+        CU_ASSERT(strstr(e->params, "family=vector") != NULL);
+        CU_ASSERT(e->tested >= 1 && e->tested <= 2 && e->level == ATTN_TUNE_LEVEL_QUICK);
+        /* the entry's GFLOP/s are attn_problem_flops over its median */
+        const attn_problem *sp = &shapes[i == 0 ? 0 : 2];
+        CU_ASSERT_DOUBLE_EQUAL(e->gflops, attn_problem_flops(sp, NULL) / (e->median_ms * 1e6),
+                               1e-9 * e->gflops);
+    }
+    attn_tuning_db_free(&d);
+    /* again: both current, nothing tuned */
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
+    CU_ASSERT(r.classes == 2 && r.to_tune == 0 && r.tuned == 0);
+    /* forced, one shape: re-tuned, replacing its entry */
+    o.force = 1;
+    o.nshapes = 1;
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
+    CU_ASSERT(r.classes == 1 && r.to_tune == 1 && r.tuned == 1);
+    attn_status st;
+    CU_ASSERT_EQUAL(db_count(db, &st), 2);
+    /* refusals */
+    o.nshapes = 0;
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(r.failed, 1);
+    o.nshapes = 1;
+    o.level = 3;
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_ERROR_INVALID_ARGUMENT);
+    o.level = ATTN_TUNE_LEVEL_QUICK;
+    write_file(db, "{\"format\": ");
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_ERROR_TUNING_DB);
+    CU_ASSERT(r.failed == 1 && r.tuned == 0);
+    remove_dir();
 }
 
 static void test_tool_commands(void)
@@ -513,6 +569,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_resume_after_kill),
     HARNESS_TEST(test_budget_and_summary),
     HARNESS_TEST(test_time_spread),
+    HARNESS_TEST(test_session),
     HARNESS_END
 };
 

@@ -5,20 +5,17 @@
  * the next run resumes). Also shows, exports, imports and forgets entries. */
 #define _POSIX_C_SOURCE 200809L
 #include "attn.h"
+#include "tune_compare.h"
+#include "tune_session.h"
 #include "tune_shapes.h"
-#include "tuning.h"
 
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
-#define EXIT_USAGE 2
 #define QUICK_BUDGET_S 60.0
 #define FULL_BUDGET_S 900.0
 
@@ -30,13 +27,6 @@ typedef struct options {
     unsigned families;
     unsigned long long seed;
 } options;
-
-static double now_s(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
-}
 
 /* ---- command line ---- */
 
@@ -353,405 +343,17 @@ static int cmd_forget(const options *o)
     return EXIT_SUCCESS;
 }
 
-/* ---- progress ---- */
-
-typedef struct progress {
-    int quiet, tty;
-    const char *cls;
-    int index, total;  /* this class's number and the count of classes */
-    double run_t0, run_budget, class_budget;
-    int classes_left;  /* after this one */
-    int last_len;      /* characters of the bar line on screen */
-    double class_t0;   /* when this class started */
-    double first_result_s; /* this class's start to its first measured candidate, 0 = none */
-} progress;
-
-static void fmt_time(double s, char *buf, size_t size)
-{
-    if (s < 0) s = 0;
-    int t = (int)(s + 0.5);
-    snprintf(buf, size, "%d:%02d", t / 60, t % 60);
-}
-
-static void on_progress(void *arg, int done, int planned, double elapsed, double budget,
-                        const attn_params *cand, const attn_candidate_result *r,
-                        const attn_params *best, double best_gflops)
-{
-    progress *pg = arg;
-    if (cand && done == 1) /* what a class costs before it has anything to show */
-        pg->first_result_s = now_s() - pg->class_t0;
-    if (pg->quiet) return;
-    char best_text[200] = "none yet", eta[16];
-    if (best) attn_params_format(best, best_text, sizeof best_text);
-    /* this class's remaining time: its budget or its remaining candidates at
-     * the pace so far, whichever is sooner; then the classes after it */
-    double per = done > 0 ? elapsed / done : 0;
-    double left = planned > done ? (planned - done) * per : 0;
-    if (budget > 0 && elapsed + left > budget) left = budget - elapsed;
-    double later = pg->classes_left * pg->class_budget;
-    double run_left = pg->run_budget - (now_s() - pg->run_t0) ;
-    if (later > run_left - left) later = run_left - left;
-    fmt_time(left + (later > 0 ? later : 0), eta, sizeof eta);
-    if (pg->tty) {
-        const int width = 24;
-        int fill = planned > 0 ? done * width / planned : 0;
-        if (budget > 0 && elapsed / budget * width > fill) fill = (int)(elapsed / budget * width);
-        if (fill > width) fill = width;
-        char bar[32];
-        for (int i = 0; i < width; i++) bar[i] = i < fill ? '#' : '.';
-        bar[width] = 0;
-        int n = fprintf(stderr, "\r[%d/%d] %s [%s] %d/%d ETA %s best %.1f GFLOP/s %s", pg->index,
-                        pg->total, pg->cls, bar, done, planned, eta, best_gflops, best_text);
-        for (int i = n; i < pg->last_len; i++) fputc(' ', stderr);
-        pg->last_len = n;
-        fflush(stderr);
-        return;
-    }
-    if (!cand) return;
-    char text[200];
-    attn_params_format(cand, text, sizeof text);
-    if (r->status == ATTN_CAND_OK)
-        fprintf(stderr, "  [%d/%d] %d/%d %-44s %9.1f GFLOP/s  (verified, error %.1e; ETA %s)\n",
-                pg->index, pg->total, done, planned, text, r->gflops, r->max_error, eta);
-    else
-        fprintf(stderr, "  [%d/%d] %d/%d %-44s %s: %s\n", pg->index, pg->total, done, planned,
-                text, attn_candidate_status_name(r->status), r->why);
-}
-
-static void progress_end(progress *pg)
-{
-    if (!pg->quiet && pg->tty && pg->last_len) {
-        fputc('\r', stderr);
-        for (int i = 0; i < pg->last_len; i++) fputc(' ', stderr);
-        fputc('\r', stderr);
-        pg->last_len = 0;
-    }
-}
-
-/* ---- tuning ---- */
-
-typedef struct job {
-    attn_problem p;
-    attn_shape_class cls;
-    int skip; /* the database already holds a current entry */
-} job;
-
-static void utc_now(char *buf, size_t size)
-{
-    time_t t = time(NULL);
-    struct tm tm;
-    gmtime_r(&t, &tm);
-    strftime(buf, size, "%Y-%m-%dT%H:%M:%SZ", &tm);
-}
-
-/* Test-only: ATTN_TUNE_TEST_DELAY_MS makes each class last at least that
- * long, so that a test can kill a run between classes or in the middle of
- * one. */
-static void test_delay(double class_t0)
-{
-    const char *env = getenv("ATTN_TUNE_TEST_DELAY_MS");
-    double want = env ? atof(env) * 1e-3 : 0;
-    while (want > 0 && now_s() - class_t0 < want) {
-        struct timespec ts = {0, 20 * 1000 * 1000};
-        nanosleep(&ts, NULL);
-    }
-}
+/* ---- tuning: the session (host/tune_session.c) ---- */
 
 static int cmd_tune(options *o)
 {
-    const double run_t0 = now_s(); /* the budget counts the whole run, start-up included */
+    const double run_t0 = attn_now_s(); /* the budget counts the whole run, start-up included */
     char path[4096], err[1024];
     if (!db_path(path, sizeof path)) return EXIT_FAILURE;
     /* the candidates are forced past any override (attn_tuning_force) */
     const char *env = getenv("ATTN_PARAMS");
     if (env && *env && !o->quiet)
         fprintf(stderr, "attn-tune: note: ATTN_PARAMS is ignored while tuning\n");
-    attn_problem *shapes = NULL;
-    int nshapes = o->shapes ? tune_shapes_from_arg(o->shapes, &shapes, err, sizeof err)
-                            : tune_shapes_design(&shapes);
-    if (nshapes < 0) {
-        fprintf(stderr, "attn-tune: %s\nTry 'attn-tune --help'.\n", o->shapes ? err : "out of memory");
-        return EXIT_USAGE;
-    }
-    /* the database must be readable before any time is spent */
-    attn_tuning_db db;
-    attn_tuning_db_init(&db);
-    attn_status st = attn_tuning_db_load(path, &db, NULL, err, sizeof err);
-    if (st != ATTN_SUCCESS) {
-        free(shapes);
-        return db_error(st, err);
-    }
-    attn_context *ctx = NULL;
-    st = attn_context_create(o->device, &ctx);
-    if (st != ATTN_SUCCESS) {
-        fprintf(stderr, "attn-tune: attn_context_create: %s: %s\n", attn_status_name(st),
-                attn_last_create_error());
-        attn_tuning_db_free(&db);
-        free(shapes);
-        return EXIT_FAILURE;
-    }
-    attn_context_set_check(ctx, 0); /* the tuner verifies on its own */
-    attn_device_identity id;
-    attn_device_identity_of(ctx, &id);
-    char hash[2][17];
-    for (int f = 0; f < 2; f++)
-        if (attn_kernel_source_hash(ctx, f, hash[f]) != ATTN_SUCCESS) {
-            fprintf(stderr, "attn-tune: %s\n", attn_last_error(ctx));
-            attn_context_release(ctx);
-            attn_tuning_db_free(&db);
-            free(shapes);
-            return EXIT_FAILURE;
-        }
-    const char *hashes[2] = {hash[0], hash[1]};
-    const int level = o->quick ? ATTN_TUNE_LEVEL_QUICK : ATTN_TUNE_LEVEL_FULL;
-
-    /* one job per class, the first shape of each class timed */
-    job *jobs = calloc((size_t)nshapes, sizeof *jobs);
-    int njobs = 0, todo = 0, failed = 0;
-    if (!jobs) {
-        fprintf(stderr, "attn-tune: out of host memory\n");
-        failed = 1;
-        goto done;
-    }
-    for (int i = 0; i < nshapes; i++) {
-        attn_shape_class c;
-        attn_shape_class_of(&shapes[i], &c);
-        int dup = 0;
-        for (int j = 0; j < njobs; j++) dup |= attn_shape_class_equal(&jobs[j].cls, &c);
-        if (dup) continue;
-        jobs[njobs].p = shapes[i];
-        jobs[njobs].cls = c;
-        jobs[njobs].skip = !o->force && attn_tuning_db_find_current(&db, &id, hashes, &c, level);
-        todo += !jobs[njobs].skip;
-        njobs++;
-    }
-    double budget = o->budget_s > 0 ? o->budget_s : o->quick ? QUICK_BUDGET_S : FULL_BUDGET_S;
-    if (!o->quiet) {
-        printf("attn-tune %s: %s / %s (driver %s, %u compute units)\n", attn_version_string(),
-               id.platform, id.name, id.driver, id.compute_units);
-        printf("database %s; %d class%s, %d to tune, %s search, budget %.0f s\n", path, njobs,
-               njobs == 1 ? "" : "es", todo, o->quick ? "quick" : "full", budget);
-        /* the storage types are part of the class: say which are tuned */
-        int has[3] = {0, 0, 0};
-        for (int j = 0; j < njobs; j++)
-            if ((unsigned)jobs[j].cls.dtype < 3) has[jobs[j].cls.dtype] = 1;
-        char types[32] = "";
-        const char *names[3] = {"f32", "f16", "bf16"};
-        const attn_dtype order[3] = {ATTN_F32, ATTN_F16, ATTN_BF16};
-        for (int t = 0; t < 3; t++)
-            if (has[order[t]])
-                snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s",
-                         *types ? ", " : "", names[t]);
-        printf("storage types tuned: %s (a shape without f16 or bf16 is tuned in f32 only)\n",
-               types);
-        fflush(stdout);
-    }
-
-    /* the fp32 peak before and after: a machine busy with other work shows
-     * as the two disagreeing, and then close candidates cannot be ranked */
-    double peak_before = 0, peak_after = 0, peak_s = now_s();
-    if (todo > 0 && attn_device_peak_gflops(ctx, &peak_before) != ATTN_SUCCESS) peak_before = 0;
-    /* the measurement at the end is kept within the budget too; it reuses
-     * the built kernel (PoCL here: 3.0 s for the first, building, 0.3-0.4 s
-     * for the next), so at most 1 s is set aside for it */
-    peak_s = now_s() - peak_s;
-    if (peak_s > 1.0) peak_s = 1.0;
-    if (!o->quiet && peak_before > 0) {
-        printf("fp32 FMA peak before tuning: %.1f GFLOP/s\n", peak_before);
-        fflush(stdout);
-    }
-    int noisy_classes = 0;
-
-    progress pg = {o->quiet, isatty(STDERR_FILENO), "", 0, todo, run_t0, budget, 0, 0, 0, 0, 0};
-    const double deadline = run_t0 + budget - (peak_before > 0 ? peak_s : 0);
-    int unstarted = 0;
-    /* What starting a class costs up to its first measured candidate: a
-     * class whose head dim and type no class before it had builds its
-     * kernels anew (PoCL here: 4-5 s), the others reuse them (under 1 s).
-     * The slowest "new" start and the quickest "reused" one so far. */
-    double start_new_s = 0, start_reused_s = 0;
-    int seen_n = 0, seen_d[16], seen_t[16];
-    int done_count = 0;
-    attn_params hints[8];
-    attn_shape_class hint_cls[8];
-    int nhints = 0;
-    for (int j = 0; j < njobs; j++) {
-        char cls[96], shape[128];
-        attn_shape_class_format(&jobs[j].cls, cls, sizeof cls);
-        tune_shape_format(&jobs[j].p, shape, sizeof shape);
-        if (jobs[j].skip) {
-            if (!o->quiet) {
-                printf("%-32s already tuned (current entry in the database): skipped\n", cls);
-                fflush(stdout);
-            }
-            continue;
-        }
-        double t0 = now_s();
-        int left = todo - done_count - unstarted;
-        /* The budget is the run's: a class is not started when the time
-         * left is less than a class like it (new kernels to build or not)
-         * took so far to measure its first candidate (bench, build,
-         * verification), and each search stops at the deadline; only the
-         * candidate in flight may pass it. */
-        int reused = 0;
-        for (int k = 0; k < seen_n; k++)
-            reused |= seen_d[k] == jobs[j].cls.head_dim && seen_t[k] == (int)jobs[j].cls.dtype;
-        const double need = reused ? start_reused_s : start_new_s; /* 0: not known yet */
-        if (t0 >= deadline || (need > 0 && deadline - t0 < need)) {
-            if (!o->quiet) {
-                printf("%-32s not tuned: the budget is spent (%.1f s left)\n", cls,
-                       deadline - t0 > 0 ? deadline - t0 : 0.0);
-                fflush(stdout);
-            }
-            unstarted++;
-            continue;
-        }
-        double class_budget = (deadline - t0) / left;
-        pg.cls = cls;
-        pg.class_t0 = t0;
-        pg.first_result_s = 0;
-        pg.index = ++done_count;
-        pg.class_budget = class_budget;
-        pg.classes_left = left - 1;
-
-        attn_tune_bench *bench = NULL;
-        st = attn_tune_bench_create(ctx, &jobs[j].p, &bench);
-        if (st != ATTN_SUCCESS) {
-            fprintf(stderr, "attn-tune: %s (%s): %s: %s\n", cls, shape, attn_status_name(st),
-                    attn_last_error(ctx));
-            failed = 1;
-            continue;
-        }
-        /* the winner of a class with the same head dim, type and causality
-         * is a good place to start */
-        const attn_params *hint = NULL;
-        for (int h = nhints - 1; h >= 0 && !hint; h--)
-            if (attn_shape_class_distance(&hint_cls[h], &jobs[j].cls) >= 0) hint = &hints[h];
-        attn_search_opts so;
-        memset(&so, 0, sizeof so);
-        so.budget_s = class_budget - (now_s() - t0); /* making the bench counts too */
-        if (so.budget_s > deadline - now_s()) so.budget_s = deadline - now_s();
-        if (so.budget_s < 0.01) so.budget_s = 0.01; /* 0 would mean no limit: one candidate */
-        so.max_candidates = o->max_candidates;
-        so.level = level;
-        so.seed = (o->seed ? o->seed : 1) * 0x9e3779b97f4a7c15ull + (uint64_t)j;
-        so.families = o->families;
-        so.hint = hint;
-        so.progress = on_progress;
-        so.progress_arg = &pg;
-        attn_search_result res;
-        st = attn_tune_search(bench, &so, &res);
-        progress_end(&pg);
-        if (pg.first_result_s > 0) {
-            if (!reused && pg.first_result_s > start_new_s) start_new_s = pg.first_result_s;
-            if (reused && (start_reused_s == 0 || pg.first_result_s < start_reused_s))
-                start_reused_s = pg.first_result_s;
-        }
-        if (!reused && seen_n < 16) {
-            seen_d[seen_n] = jobs[j].cls.head_dim;
-            seen_t[seen_n++] = (int)jobs[j].cls.dtype;
-        }
-        attn_tune_bench_free(bench);
-        if (st != ATTN_SUCCESS) {
-            fprintf(stderr, "attn-tune: %s (%s): %s: %s\n", cls, shape, attn_status_name(st),
-                    attn_last_error(ctx));
-            failed = 1;
-            continue;
-        }
-        if (nhints < 8) {
-            hints[nhints] = res.best;
-            hint_cls[nhints++] = jobs[j].cls;
-        }
-
-        attn_tuning_entry e;
-        memset(&e, 0, sizeof e);
-        e.device = id;
-        snprintf(e.kernel_hash, sizeof e.kernel_hash, "%s", hash[res.best.family & 1]);
-        snprintf(e.tool_version, sizeof e.tool_version, "%s", attn_version_string());
-        utc_now(e.date, sizeof e.date);
-        e.cls = jobs[j].cls;
-        e.batch = jobs[j].p.batch;
-        e.q_heads = jobs[j].p.q_heads;
-        e.kv_heads = jobs[j].p.kv_heads;
-        e.q_len = jobs[j].p.q_len;
-        e.kv_len = jobs[j].p.kv_len;
-        attn_params_format(&res.best, e.params, sizeof e.params);
-        e.median_ms = res.best_ms;
-        double flops = attn_problem_flops(&jobs[j].p, NULL);
-        e.gflops = flops / (res.best_ms * 1e6);
-        attn_params_format(&res.dflt, e.default_params, sizeof e.default_params);
-        e.default_ms = res.default_ms;
-        e.spread = res.best_r.spread;
-        e.default_spread = res.default_spread;
-        e.default_gflops = res.default_ms > 0 ? flops / (res.default_ms * 1e6) : 0;
-        e.max_error = res.best_r.max_error;
-        e.error_ratio = res.best_r.error_ratio;
-        e.level = level;
-        e.tested = res.tested;
-        e.rejected = res.rejected;
-        test_delay(t0);
-        st = attn_tuning_db_merge_file(path, &e, 1, err, sizeof err);
-        if (st != ATTN_SUCCESS) {
-            db_error(st, err);
-            failed = 1;
-            break; /* nothing more could be saved */
-        }
-        if (!o->quiet) {
-            /* "of N planned" is the progress bar's N; the IQR is the winner's
-             * (and the default's) over the final re-timing's rounds */
-            const double iqr = attn_time_spread_iqr(&res.best_r.spread);
-            const double diqr = attn_time_spread_iqr(&res.default_spread);
-            printf("%-32s %-40s %8.1f GFLOP/s, default %8.1f (x%.3f), %d tested (%d rejected, "
-                   "%d abandoned) of %d planned (%d in the space%s) in %.1f s; times %.3f..%.3f "
-                   "ms, IQR %.1f%% (default %.1f%%)\n", cls, e.params, e.gflops,
-                   e.default_gflops, e.default_gflops > 0 ? e.gflops / e.default_gflops : 0.0,
-                   res.tested, res.rejected, res.slow, res.planned, res.space,
-                   res.exhaustive ? ", all" : "", now_s() - t0, res.best_r.spread.min_ms,
-                   res.best_r.spread.max_ms, 100 * iqr, 100 * diqr);
-            fflush(stdout);
-        }
-        if (attn_time_spread_iqr(&res.best_r.spread) > ATTN_TUNE_NOISE_LIMIT ||
-            attn_time_spread_iqr(&res.default_spread) > ATTN_TUNE_NOISE_LIMIT) {
-            noisy_classes++;
-            if (!o->quiet)
-                fprintf(stderr, "attn-tune: WARNING: %s: the times spread by more than %.0f%% of "
-                        "their median between the quartiles: too noisy to rank close candidates\n",
-                        cls, 100 * ATTN_TUNE_NOISE_LIMIT);
-        }
-    }
-    if (peak_before > 0 && attn_device_peak_gflops(ctx, &peak_after) != ATTN_SUCCESS)
-        peak_after = 0;
-    const double drift = peak_before > 0 && peak_after > 0
-                             ? fabs(peak_after - peak_before) / fmax(peak_before, peak_after) : 0;
-    if (!o->quiet && peak_after > 0)
-        printf("fp32 FMA peak: %.1f GFLOP/s before tuning, %.1f after (%.1f%% apart)\n",
-               peak_before, peak_after, 100 * drift);
-    if (!o->quiet && (drift > ATTN_TUNE_NOISE_LIMIT || noisy_classes))
-        fprintf(stderr, "attn-tune: WARNING: too noisy to rank candidates reliably: the peak moved "
-                "%.0f%% during the run, %d class%s spread beyond %.0f%%; re-tune (--force) on a "
-                "quieter machine\n", 100 * drift, noisy_classes, noisy_classes == 1 ? "" : "es",
-                100 * ATTN_TUNE_NOISE_LIMIT);
-    if (!o->quiet) {
-        printf("%s in %.1f s (budget %.0f s)", failed ? "FAILED: see the messages above" : "done",
-               now_s() - run_t0, budget);
-        if (unstarted)
-            printf("; %d class%s not tuned for want of time: run again to go on (finished "
-                   "classes are kept)", unstarted, unstarted == 1 ? "" : "es");
-        printf("\n");
-    }
-done:
-    free(jobs);
-    attn_context_release(ctx);
-    attn_tuning_db_free(&db);
-    free(shapes);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
-}
-
-/* ---- --compare: the database's choice against the built-in default ---- */
-
-static int cmd_compare(options *o)
-{
-    char err[1024];
     attn_problem *shapes = NULL;
     int nshapes = o->shapes ? tune_shapes_from_arg(o->shapes, &shapes, err, sizeof err)
                             : tune_shapes_design(&shapes);
@@ -767,86 +369,16 @@ static int cmd_compare(options *o)
         free(shapes);
         return EXIT_FAILURE;
     }
-    attn_context_set_check(ctx, 0);
-    attn_device_identity id;
-    attn_device_identity_of(ctx, &id);
-    printf("attn-tune %s --compare: %s / %s (driver %s, %u compute units)\n"
-           "the library's choice and the built-in default timed interleaved, with the fp32 FMA\n"
-           "peak measured between rounds; medians\n", attn_version_string(), id.platform, id.name,
-           id.driver, id.compute_units);
-    printf("%-34s %-9s %-44s %9s %9s %7s %7s %7s %8s %6s %6s %13s\n", "shape", "source", "params",
-           "GFLOP/s", "default", "ratio", "%peak", "dflt%", "peak", "IQR", "dIQR", "peak range");
-    fflush(stdout);
-    int failed = 0;
-    for (int i = 0; i < nshapes && !failed; i++) {
-        const attn_problem *p = &shapes[i];
-        char shape[128];
-        tune_shape_format(p, shape, sizeof shape);
-        attn_plan_info info;
-        attn_tune_bench *b = NULL;
-        attn_params cands[2];
-        if ((st = attn_prepare(ctx, p, &info)) != ATTN_SUCCESS ||
-            (st = attn_tune_bench_create(ctx, p, &b)) != ATTN_SUCCESS) {
-            fprintf(stderr, "attn-tune: %s: %s: %s\n", shape, attn_status_name(st), attn_last_error(ctx));
-            failed = 1;
-            break;
-        }
-        attn_device_limits dev;
-        attn_tune_bench_limits(b, &dev);
-        cands[1] = attn_params_heuristic(&dev, p);
-        cands[0] = cands[1];
-        if (attn_params_parse(info.params, &cands[0], err, sizeof err) != 0) {
-            fprintf(stderr, "attn-tune: %s: plan \"%s\": %s\n", shape, info.params, err);
-            failed = 1;
-        }
-        /* rounds for about 4 s of forwards, 5 to 41 */
-        double one[2] = {0, 0};
-        if (!failed) st = attn_tune_retime(b, cands, 2, 1, 1, one, NULL);
-        int rounds = one[0] + one[1] > 0 ? (int)(4000 / (one[0] + one[1])) : 5;
-        rounds = rounds < 5 ? 5 : rounds > 41 ? 41 : rounds;
-        double *t0 = malloc(sizeof(double) * (size_t)rounds), *t1 = malloc(sizeof(double) * (size_t)rounds);
-        double *pk = malloc(sizeof(double) * (size_t)rounds);
-        if (!t0 || !t1 || !pk) st = ATTN_ERROR_OUT_OF_MEMORY;
-        for (int r = 0; r < rounds && st == ATTN_SUCCESS && !failed; r++) {
-            double ms[2];
-            if ((st = attn_device_peak_gflops(ctx, &pk[r])) != ATTN_SUCCESS) break;
-            if ((st = attn_tune_retime(b, cands, 2, 1, 0, ms, NULL)) != ATTN_SUCCESS) break;
-            t0[r] = ms[0];
-            t1[r] = ms[1];
-        }
-        if (st != ATTN_SUCCESS) {
-            fprintf(stderr, "attn-tune: %s: %s: %s\n", shape, attn_status_name(st), attn_last_error(ctx));
-            failed = 1;
-        } else if (!failed) {
-            double flops = attn_problem_flops(p, NULL);
-            const attn_time_spread st0 = attn_time_spread_of(t0, rounds);
-            const attn_time_spread st1 = attn_time_spread_of(t1, rounds);
-            const attn_time_spread sp = attn_time_spread_of(pk, rounds);
-            double mt = st0.median_ms, md = st1.median_ms, peak = sp.median_ms;
-            double gt = flops / (mt * 1e6), gd = flops / (md * 1e6);
-            const double iqr_t = attn_time_spread_iqr(&st0), iqr_d = attn_time_spread_iqr(&st1);
-            const double peak_moved = sp.max_ms > 0 ? (sp.max_ms - sp.min_ms) / sp.max_ms : 0;
-            /* the same parameters twice show the noise of the measurement */
-            printf("%-34s %-9s %-44s %9.1f %9.1f %7.3f %6.1f%% %6.1f%% %8.1f %5.1f%% %5.1f%% "
-                   "%6.1f..%-6.1f%s\n", shape, info.source, info.params, gt, gd, gt / gd,
-                   100 * gt / peak, 100 * gd / peak, peak, 100 * iqr_t, 100 * iqr_d, sp.min_ms,
-                   sp.max_ms, attn_params_equal(&cands[0], &cands[1]) ? "  (same parameters)" : "");
-            fflush(stdout);
-            if (iqr_t > ATTN_TUNE_NOISE_LIMIT || iqr_d > ATTN_TUNE_NOISE_LIMIT ||
-                peak_moved > ATTN_TUNE_NOISE_LIMIT)
-                fprintf(stderr, "attn-tune: WARNING: %s: too noisy to rank: IQR %.0f%% and %.0f%% "
-                        "of the medians, peak %.1f..%.1f GFLOP/s between rounds (limit %.0f%%)\n",
-                        shape, 100 * iqr_t, 100 * iqr_d, sp.min_ms, sp.max_ms,
-                        100 * ATTN_TUNE_NOISE_LIMIT);
-        }
-        free(t0);
-        free(t1);
-        free(pk);
-        attn_tune_bench_free(b);
-    }
+    attn_context_set_check(ctx, 0); /* the tuner verifies on its own */
+    const attn_tune_run_opts ro = {
+        path, shapes, nshapes, o->quick ? ATTN_TUNE_LEVEL_QUICK : ATTN_TUNE_LEVEL_FULL,
+        o->budget_s > 0 ? o->budget_s : o->quick ? QUICK_BUDGET_S : FULL_BUDGET_S, run_t0,
+        o->max_candidates, o->families, o->seed, o->force, o->quiet};
+    attn_tune_run_result res;
+    st = attn_tune_run(ctx, &ro, &res);
     attn_context_release(ctx);
     free(shapes);
-    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+    return st == ATTN_SUCCESS ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
 int main(int argc, char **argv)
@@ -859,6 +391,6 @@ int main(int argc, char **argv)
     if (o.export_file) return cmd_export(&o);
     if (o.import_file) return cmd_import(&o);
     if (o.forget) return cmd_forget(&o);
-    if (o.compare) return cmd_compare(&o);
+    if (o.compare) return tune_compare(o.device, o.shapes);
     return cmd_tune(&o);
 }

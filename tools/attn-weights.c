@@ -7,6 +7,7 @@
 #include "attn.h"
 #include "heatmap.h"
 #include "png_write.h"
+#include "sampling.h"
 #include "tensor_file.h"
 
 #include <errno.h>
@@ -206,12 +207,7 @@ static uint64_t rng = 1;
 static double normal(void) /* splitmix64 + Box-Muller */
 {
     double u[2];
-    for (int i = 0; i < 2; i++) {
-        uint64_t z = (rng += 0x9e3779b97f4a7c15ull);
-        z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-        z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-        u[i] = ((double)((z ^ (z >> 31)) >> 11) + 1.0) * 0x1.0p-53;
-    }
+    for (int i = 0; i < 2; i++) u[i] = ((double)(attn_splitmix64(&rng) >> 11) + 1.0) * 0x1.0p-53;
     return sqrt(-2.0 * log(u[0])) * cos(6.283185307179586 * u[1]);
 }
 

@@ -6,18 +6,14 @@
  * attention. Uses only attn.h, OpenCL and cJSON. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_compare.h"
-#include "bench_stats.h"
+#include "bench_options.h"
+#include "common.h"
 
 #include <math.h>
-#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#define TARGET_MS 1000.0 /* calibrated reps add up to at least this, per path */
-#define MIN_REPS 3
-#define MAX_REPS 1000
 #define MIB (1024.0 * 1024.0)
 
 typedef struct crow {
@@ -26,7 +22,7 @@ typedef struct crow {
     double flops;
     int reps_t, reps_m;
     double tiled_ms, mat_ms;      /* medians */
-    bench_spread tiled, mat;      /* their runs' spread */
+    attn_time_spread tiled, mat;  /* their runs' spread */
     int mat_ok;                   /* 0: refused or failed, why in note */
     char note[400];
     double tensor_bytes;          /* Q, K, V, O: both paths need them */
@@ -36,84 +32,47 @@ typedef struct crow {
     double proj_ms, attn_ms;      /* layer medians */
 } crow;
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-static double median(double *t, int n)
-{
-    return bench_spread_of(t, n).median;
-}
-
+/* Reps for BENCH_TARGET_MS per path, or the fixed count (--reps). */
 static int calibrated(int fixed, double ms)
 {
-    if (fixed) return fixed;
-    double want = ms > 0 ? ceil(TARGET_MS / ms) : MAX_REPS;
-    return want < MIN_REPS ? MIN_REPS : want > MAX_REPS ? MAX_REPS : (int)want;
+    return tool_reps(fixed, BENCH_TARGET_MS, ms, BENCH_MIN_REPS, BENCH_MAX_REPS);
 }
 
-/* 4*D per visible (query, key) pair, bottom-right causal. */
-static double flops_of(const attn_problem *p)
+/* n values in [lo, hi) of type t from *rng in a new buffer; NULL on failure. */
+static cl_mem random_buffer(attn_context *ctx, attn_dtype t, size_t n, uint64_t *rng, float lo,
+                            float hi)
 {
-    double pairs = 0;
-    for (int i = 0; i < p->q_len; i++) {
-        long long vis = p->causal ? (long long)i + p->kv_len - p->q_len + 1 : p->kv_len;
-        vis = vis > p->kv_len ? p->kv_len : vis;
-        pairs += vis > 0 ? (double)vis : 0;
-    }
-    return 4.0 * p->head_dim * pairs * p->batch * p->q_heads;
-}
-
-static uint64_t rng_state;
-static float uniform(float lo, float hi) /* splitmix64 */
-{
-    uint64_t z = (rng_state += 0x9e3779b97f4a7c15ull);
-    z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
-    z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
-    z ^= z >> 31;
-    return lo + (hi - lo) * (float)((double)(z >> 40) / (double)(1ull << 24));
-}
-
-/* n random values of type t in [lo, hi) in a new buffer; NULL on failure. */
-static cl_mem random_buffer(attn_context *ctx, attn_dtype t, size_t n, float lo, float hi)
-{
-    float *x = malloc(n * sizeof *x);
-    void *raw = malloc(n * attn_dtype_size(t));
-    cl_mem m = NULL;
-    if (x && raw) {
-        for (size_t i = 0; i < n; i++) x[i] = uniform(lo, hi);
-        attn_convert_from_f32(t, x, raw, n);
-        cl_int err;
-        m = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                           n * attn_dtype_size(t), raw, &err);
-        if (err != CL_SUCCESS) {
-            fprintf(stderr, "attn-bench: clCreateBuffer of %zu bytes failed: %d\n",
-                    n * attn_dtype_size(t), (int)err);
-            m = NULL;
-        }
-    }
-    free(x);
-    free(raw);
-    return m;
+    cl_mem m;
+    const char *what;
+    attn_status st = tool_random_input(ctx, t, n, rng, lo, hi, CL_MEM_READ_WRITE, NULL, &m, &what);
+    return st == ATTN_SUCCESS ? m : NULL;
 }
 
 typedef attn_status (*forward_fn)(attn_context *, const attn_problem *, const attn_tensor *,
                                   const attn_tensor *, const attn_tensor *, const attn_tensor *,
                                   const attn_lengths *, cl_mem, cl_event *);
 
+/* One path's call, for tool_timed. */
+typedef struct path_run {
+    attn_context *ctx;
+    forward_fn fn;
+    const attn_problem *p;
+    const attn_tensor *t, *o;
+} path_run;
+
+static attn_status run_path(void *arg, int i)
+{
+    (void)i;
+    const path_run *r = arg;
+    return r->fn(r->ctx, r->p, &r->t[0], &r->t[1], &r->t[2], r->o, NULL, NULL, NULL);
+}
+
 /* One run, timed on the host around the call and clFinish. */
 static attn_status timed(attn_context *ctx, forward_fn fn, const attn_problem *p,
                          const attn_tensor *t, const attn_tensor *o, double *ms)
 {
-    double t0 = now_ms();
-    attn_status st = fn(ctx, p, &t[0], &t[1], &t[2], o, NULL, NULL, NULL);
-    if (st == ATTN_SUCCESS && clFinish(attn_context_queue(ctx)) != CL_SUCCESS)
-        st = ATTN_ERROR_OPENCL;
-    *ms = now_ms() - t0;
-    return st;
+    path_run r = {ctx, fn, p, t, o};
+    return tool_timed(ctx, run_path, &r, 0, ms);
 }
 
 /* The workspace a path needs: released, one run, then read. */
@@ -165,18 +124,20 @@ static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
     const size_t nq = (size_t)p->batch * p->q_heads * p->q_len * D;
     const size_t nkv = (size_t)p->batch * p->kv_heads * p->kv_len * D;
     r->tensor_bytes = (double)(2 * nq + 2 * nkv) * (double)es;
-    rng_state = 20240501u;
-    cl_mem bq = random_buffer(ctx, p->dtype, nq, -1, 1), bk = random_buffer(ctx, p->dtype, nkv, -1, 1);
-    cl_mem bv = random_buffer(ctx, p->dtype, nkv, -1, 1), bo_t = random_buffer(ctx, p->dtype, nq, 0, 0);
-    cl_mem bo_m = random_buffer(ctx, p->dtype, nq, 0, 0);
+    uint64_t rng = TOOL_SEED;
+    cl_mem bq = random_buffer(ctx, p->dtype, nq, &rng, -1, 1);
+    cl_mem bk = random_buffer(ctx, p->dtype, nkv, &rng, -1, 1);
+    cl_mem bv = random_buffer(ctx, p->dtype, nkv, &rng, -1, 1);
+    cl_mem bo_t = random_buffer(ctx, p->dtype, nq, &rng, 0, 0);
+    cl_mem bo_m = random_buffer(ctx, p->dtype, nq, &rng, 0, 0);
     double *tt = NULL, *tm = NULL;
     int failed = 1;
     attn_status st = ATTN_ERROR_OUT_OF_MEMORY;
     const char *step = "device buffers";
     if (!bq || !bk || !bv || !bo_t || !bo_m) goto done;
-    const attn_tensor t[3] = {{bq, 0, (size_t)p->q_heads * p->q_len * D, (size_t)p->q_len * D, D},
-                              {bk, 0, (size_t)p->kv_heads * p->kv_len * D, (size_t)p->kv_len * D, D},
-                              {bv, 0, (size_t)p->kv_heads * p->kv_len * D, (size_t)p->kv_len * D, D}};
+    const attn_tensor t[3] = {tool_bhsd(bq, p->q_heads, p->q_len, p->head_dim),
+                              tool_bhsd(bk, p->kv_heads, p->kv_len, p->head_dim),
+                              tool_bhsd(bv, p->kv_heads, p->kv_len, p->head_dim)};
     attn_tensor ot = t[0], om = t[0];
     ot.buffer = bo_t, om.buffer = bo_m;
 
@@ -208,10 +169,10 @@ static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
             (st = timed(ctx, attn_forward_materialized, p, t, &om, &tm[i])) != ATTN_SUCCESS)
             goto done;
     }
-    r->tiled = bench_spread_of(tt, r->reps_t);
-    r->tiled_ms = r->tiled.median;
-    if (r->mat_ok) r->mat = bench_spread_of(tm, r->reps_m);
-    r->mat_ms = r->mat_ok ? r->mat.median : 0;
+    r->tiled = attn_time_spread_of(tt, r->reps_t);
+    r->tiled_ms = r->tiled.median_ms;
+    if (r->mat_ok) r->mat = attn_time_spread_of(tm, r->reps_m);
+    r->mat_ms = r->mat_ok ? r->mat.median_ms : 0;
     step = "comparing the outputs";
     st = ATTN_ERROR_OPENCL;
     if (r->mat_ok && !compare_outputs(ctx, p, bo_t, bo_m, nq, r)) goto done;
@@ -253,18 +214,18 @@ static int run_layer(attn_context *ctx, const bench_compare_options *o, crow *r)
     r->d_model = dm;
     for (int i = 0; i < 4; i++)
         if (!w[i]) goto done;
-    rng_state = 20240502u;
+    uint64_t rng = TOOL_SEED + 1;
     for (int i = 0; i < 4; i++) {
         const float a = 1.0f / sqrtf((float)(i < 3 ? dm : (int)qd)); /* PyTorch's init range */
-        for (size_t j = 0; j < wn[i]; j++) w[i][j] = uniform(-a, a);
+        for (size_t j = 0; j < wn[i]; j++) w[i][j] = attn_rand_uniform(&rng, -a, a);
     }
     step = "attn_layer_create";
     if ((st = attn_layer_create(ctx, &cfg, w[0], w[1], w[2], w[3], &layer)) != ATTN_SUCCESS)
         goto done;
     step = "device buffers";
     st = ATTN_ERROR_OUT_OF_MEMORY;
-    hidden = random_buffer(ctx, p->dtype, n, -1, 1);
-    out = random_buffer(ctx, p->dtype, n, 0, 0);
+    hidden = random_buffer(ctx, p->dtype, n, &rng, -1, 1);
+    out = random_buffer(ctx, p->dtype, n, &rng, 0, 0);
     if (!hidden || !out) goto done;
     attn_layer_timing tm;
     step = "attn_layer_forward";
@@ -285,8 +246,8 @@ static int run_layer(attn_context *ctx, const bench_compare_options *o, crow *r)
         tp[i] = tm.projection_ms;
         ta[i] = tm.attention_ms;
     }
-    r->proj_ms = median(tp, r->layer_reps);
-    r->attn_ms = median(ta, r->layer_reps);
+    r->proj_ms = attn_time_spread_of(tp, r->layer_reps).median_ms;
+    r->attn_ms = attn_time_spread_of(ta, r->layer_reps).median_ms;
     r->layer_ok = 1;
 done:
     if (st != ATTN_SUCCESS)
@@ -302,16 +263,6 @@ done:
 
 /* ---- output ---- */
 
-static void shape_text(const attn_problem *p, char *buf, size_t size)
-{
-    if (p->q_len == p->kv_len)
-        snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d S=%d %s", p->batch, p->q_heads, p->kv_heads,
-                 p->head_dim, p->q_len, p->causal ? "causal" : "full");
-    else
-        snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d Sq=%d Skv=%d %s", p->batch, p->q_heads,
-                 p->kv_heads, p->head_dim, p->q_len, p->kv_len, p->causal ? "causal" : "full");
-}
-
 static void print_text(const crow *r, int header)
 {
     if (header) {
@@ -322,10 +273,10 @@ static void print_text(const crow *r, int header)
     char sh[128], mat[16] = "refused", ratio[16] = "-", mmib[16] = "-", diff[16] = "-";
     char miqr[16] = "-";
     char proj[16] = "-", attn[16] = "-";
-    shape_text(&r->p, sh, sizeof sh);
+    tool_shape_text(&r->p, sh, sizeof sh);
     if (r->mat_ok) {
         snprintf(mat, sizeof mat, "%.2f", r->mat_ms);
-        snprintf(miqr, sizeof miqr, "%.1f%%", 100 * bench_iqr_fraction(&r->mat));
+        snprintf(miqr, sizeof miqr, "%.1f%%", 100 * attn_time_spread_iqr(&r->mat));
         snprintf(ratio, sizeof ratio, "%.1fx", r->mat_ms / r->tiled_ms);
         snprintf(mmib, sizeof mmib, "%.1f", (r->tensor_bytes + (double)r->ws_m) / MIB);
         snprintf(diff, sizeof diff, "%.2e", r->max_diff);
@@ -335,7 +286,7 @@ static void print_text(const crow *r, int header)
         snprintf(attn, sizeof attn, "%.2f", r->attn_ms);
     }
     printf("%-36s %-5s %9.2f %5.1f%% %9s %6s %8s %9.1f %9s %9s | %7d %9s %9s\n", sh,
-           attn_dtype_name(r->p.dtype), r->tiled_ms, 100 * bench_iqr_fraction(&r->tiled), mat,
+           attn_dtype_name(r->p.dtype), r->tiled_ms, 100 * attn_time_spread_iqr(&r->tiled), mat,
            miqr, ratio,
            (r->tensor_bytes + (double)r->ws_t) / MIB, mmib, diff, r->d_model, proj, attn);
     if (!r->mat_ok) printf("  materialized: %s\n", r->note);
@@ -362,11 +313,11 @@ static void print_csv(const crow *r, int header)
     printf("%d,", r->d_model);
     if (r->layer_ok) printf("%.4f,%.4f,", r->proj_ms, r->attn_ms);
     else printf(",,");
-    printf("%.4f,%.4f,%.4f,%.4f,%.4f,", r->tiled.min, r->tiled.q1, r->tiled.q3, r->tiled.max,
-           bench_iqr_fraction(&r->tiled));
+    printf("%.4f,%.4f,%.4f,%.4f,%.4f,", r->tiled.min_ms, r->tiled.q1_ms, r->tiled.q3_ms, r->tiled.max_ms,
+           attn_time_spread_iqr(&r->tiled));
     if (r->mat_ok)
-        printf("%.4f,%.4f,%.4f,%.4f,%.4f\n", r->mat.min, r->mat.q1, r->mat.q3, r->mat.max,
-               bench_iqr_fraction(&r->mat));
+        printf("%.4f,%.4f,%.4f,%.4f,%.4f\n", r->mat.min_ms, r->mat.q1_ms, r->mat.q3_ms, r->mat.max_ms,
+               attn_time_spread_iqr(&r->mat));
     else printf(",,,,\n");
     fflush(stdout);
 }
@@ -374,45 +325,20 @@ static void print_csv(const crow *r, int header)
 static cJSON *json_row(const crow *r, double peak)
 {
     cJSON *j = cJSON_CreateObject();
-    cJSON_AddNumberToObject(j, "batch", r->p.batch);
-    cJSON_AddNumberToObject(j, "q_heads", r->p.q_heads);
-    cJSON_AddNumberToObject(j, "kv_heads", r->p.kv_heads);
-    cJSON_AddNumberToObject(j, "head_dim", r->p.head_dim);
-    cJSON_AddNumberToObject(j, "q_len", r->p.q_len);
-    cJSON_AddNumberToObject(j, "kv_len", r->p.kv_len);
-    cJSON_AddStringToObject(j, "dtype", attn_dtype_name(r->p.dtype));
-    cJSON_AddBoolToObject(j, "causal", r->p.causal);
-    cJSON_AddStringToObject(j, "family", r->plan.family);
-    cJSON_AddStringToObject(j, "params", r->plan.params);
-    cJSON_AddStringToObject(j, "params_source", r->plan.source);
-    cJSON_AddNumberToObject(j, "reps", r->reps_t);
-    cJSON_AddNumberToObject(j, "median_ms", r->tiled_ms);
-    cJSON_AddNumberToObject(j, "min_ms", r->tiled.min);
-    cJSON_AddNumberToObject(j, "q1_ms", r->tiled.q1);
-    cJSON_AddNumberToObject(j, "q3_ms", r->tiled.q3);
-    cJSON_AddNumberToObject(j, "max_ms", r->tiled.max);
-    cJSON_AddNumberToObject(j, "iqr_fraction", bench_iqr_fraction(&r->tiled));
-    const double gflops = r->tiled_ms > 0 ? r->flops / (r->tiled_ms * 1e6) : 0;
-    cJSON_AddNumberToObject(j, "flops", r->flops);
-    cJSON_AddNumberToObject(j, "gflops", gflops);
-    if (peak > 0) {
-        cJSON_AddNumberToObject(j, "peak_gflops", peak);
-        cJSON_AddNumberToObject(j, "peak_fraction", gflops / peak);
-    } else {
-        cJSON_AddNullToObject(j, "peak_gflops");
-        cJSON_AddNullToObject(j, "peak_fraction");
-    }
+    tool_json_problem(j, &r->p);
+    tool_json_plan(j, &r->plan);
+    tool_json_times(j, r->reps_t, &r->tiled, -1, r->flops, peak);
     cJSON_AddNullToObject(j, "max_error"); /* not against the reference here: see max_diff */
     cJSON_AddNumberToObject(j, "tensor_bytes", r->tensor_bytes);
     cJSON_AddNumberToObject(j, "tiled_workspace_bytes", (double)r->ws_t);
     if (r->mat_ok) {
         cJSON_AddNumberToObject(j, "materialized_reps", r->reps_m);
         cJSON_AddNumberToObject(j, "materialized_ms", r->mat_ms);
-        cJSON_AddNumberToObject(j, "materialized_min_ms", r->mat.min);
-        cJSON_AddNumberToObject(j, "materialized_q1_ms", r->mat.q1);
-        cJSON_AddNumberToObject(j, "materialized_q3_ms", r->mat.q3);
-        cJSON_AddNumberToObject(j, "materialized_max_ms", r->mat.max);
-        cJSON_AddNumberToObject(j, "materialized_iqr_fraction", bench_iqr_fraction(&r->mat));
+        cJSON_AddNumberToObject(j, "materialized_min_ms", r->mat.min_ms);
+        cJSON_AddNumberToObject(j, "materialized_q1_ms", r->mat.q1_ms);
+        cJSON_AddNumberToObject(j, "materialized_q3_ms", r->mat.q3_ms);
+        cJSON_AddNumberToObject(j, "materialized_max_ms", r->mat.max_ms);
+        cJSON_AddNumberToObject(j, "materialized_iqr_fraction", attn_time_spread_iqr(&r->mat));
         cJSON_AddNumberToObject(j, "speedup_vs_materialized", r->mat_ms / r->tiled_ms);
         cJSON_AddNumberToObject(j, "materialized_workspace_bytes", (double)r->ws_m);
         cJSON_AddNumberToObject(j, "max_diff_vs_materialized", r->max_diff);
@@ -445,11 +371,11 @@ int bench_compare(attn_context *ctx, const attn_problem *problems, size_t n,
         crow r;
         memset(&r, 0, sizeof r);
         r.p = problems[i];
-        r.flops = flops_of(&r.p);
+        r.flops = attn_problem_flops(&r.p, NULL);
         int bad = run_paths(ctx, o, &r);
         if (bad && !r.tiled_ms) { /* the tiled path itself failed: no row */
             char sh[128];
-            shape_text(&r.p, sh, sizeof sh);
+            tool_shape_text(&r.p, sh, sizeof sh);
             cJSON *e = cJSON_CreateObject();
             cJSON_AddStringToObject(e, "shape", sh);
             cJSON_AddStringToObject(e, "message", r.note);

@@ -8,6 +8,7 @@
 
 #include <stdio.h>
 
+#define BENCH_TARGET_MS 1000.0 /* calibrated timed runs of a shape add up to about this */
 #define BENCH_MIN_REPS 3    /* calibrated timed runs per shape: at least */
 #define BENCH_MAX_REPS 1000 /* ... and at most */
 #define BENCH_MAX_DTYPES 3  /* --dtype f32,f16,bf16 */

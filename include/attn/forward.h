@@ -39,6 +39,22 @@ ATTN_API attn_status attn_reference_forward(const attn_problem *p, const float *
  *  |out - ref| <= atol + rtol * |ref|. */
 ATTN_API void attn_tolerance(attn_dtype t, double *atol, double *rtol);
 
+/*! attn_problem_flops() : the floating-point work of attn_forward over p,
+ *  as attn-bench, attn-tune and the tuning database count it (their
+ *  GFLOP/s divide this by the time): 4 * head_dim FLOPs (the multiply and
+ *  add of Q K^T and of P V) per visible (query, key) pair, summed over
+ *  batches and query heads. Only unmasked pairs count: with lengths, each
+ *  sequence's q_len[b] x kv_len[b] (start offsets do not matter; a NULL
+ *  array is the padded length); when causal, query i sees i + kv_len -
+ *  q_len + 1 keys (bottom-right, clamped to 0..kv_len). Softmax, scaling
+ *  and padding rows are not counted. A decode of q_len new rows against a
+ *  cache holding L tokens is p with kv_len = L (its q_lens as lengths->q_len,
+ *  the cache's lengths as lengths->kv_len). lengths may be NULL (all full);
+ *  its arrays hold p->batch ints.
+ *  @return the FLOPs, or 0 when p is NULL or has no batch, query head or
+ *  head dim (negative lengths count as 0). */
+ATTN_API double attn_problem_flops(const attn_problem *p, const attn_lengths *lengths);
+
 /* Which kernel family runs a problem, and where its parameters came from. */
 typedef struct attn_plan_info {
     char family[16];   /* "tiled" (GPU-style) or "vector" (CPU-style) */

@@ -1,0 +1,257 @@
+/* common.c -- attn-bench's shared parts (common.h): timing, random inputs,
+ * the threaded reference and the check. */
+#define _POSIX_C_SOURCE 200809L
+#include "common.h"
+
+#include <math.h>
+#include <pthread.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <unistd.h>
+
+attn_status tool_timed(attn_context *ctx, tool_run_fn run, void *arg, int i, double *ms)
+{
+    const double t0 = attn_now_ms();
+    attn_status st = run(arg, i);
+    if (st != ATTN_SUCCESS) return st;
+    cl_int err = clFinish(attn_context_queue(ctx));
+    if (err != CL_SUCCESS) {
+        fprintf(stderr, "attn-bench: clFinish failed: %d\n", (int)err);
+        return ATTN_ERROR_OPENCL;
+    }
+    *ms = attn_now_ms() - t0;
+    return ATTN_SUCCESS;
+}
+
+int tool_reps(int fixed, double target_ms, double one_ms, int min_reps, int max_reps)
+{
+    if (fixed) return fixed;
+    const double want = one_ms > 0 ? ceil(target_ms / one_ms) : max_reps;
+    return want < min_reps ? min_reps : want > max_reps ? max_reps : (int)want;
+}
+
+attn_status tool_time_rounds(attn_context *ctx, tool_rounds *r)
+{
+    attn_status st = ATTN_SUCCESS;
+    for (int rep = 0; rep < r->reps; rep++) {
+        if (r->before_round && (st = r->before_round(r->arg, rep)) != ATTN_SUCCESS) return st;
+        for (int j = 0; j < r->n; j++) {
+            const int i = (j + rep) % r->n;
+            r->failed = i;
+            if (r->before_run && (st = r->before_run(r->arg, i)) != ATTN_SUCCESS) return st;
+            if ((st = tool_timed(ctx, r->run, r->arg, i, &r->times[i][rep])) != ATTN_SUCCESS)
+                return st;
+        }
+    }
+    return st;
+}
+
+attn_status tool_random_input(attn_context *ctx, attn_dtype t, size_t n, uint64_t *rng, float lo,
+                              float hi, cl_mem_flags flags, float *keep, cl_mem *out,
+                              const char **what)
+{
+    const size_t es = attn_dtype_size(t);
+    float *x = keep ? keep : malloc(n * sizeof *x);
+    void *raw = malloc(n * es);
+    attn_status st = ATTN_ERROR_OUT_OF_MEMORY;
+    *out = NULL;
+    *what = "host allocation";
+    if (!x || !raw) goto done;
+    for (size_t i = 0; i < n; i++) x[i] = attn_rand_uniform(rng, lo, hi);
+    *what = "attn_convert";
+    if ((st = attn_convert_from_f32(t, x, raw, n)) != ATTN_SUCCESS ||
+        (keep && (st = attn_convert_to_f32(t, raw, keep, n)) != ATTN_SUCCESS))
+        goto done;
+    cl_int err;
+    *what = "clCreateBuffer";
+    *out = clCreateBuffer(attn_context_cl_context(ctx), flags | CL_MEM_COPY_HOST_PTR, n * es, raw,
+                          &err);
+    if (err != CL_SUCCESS) {
+        fprintf(stderr, "attn-bench: clCreateBuffer of %zu bytes failed: %d\n", n * es, (int)err);
+        *out = NULL;
+        st = ATTN_ERROR_OUT_OF_MEMORY;
+    }
+done:
+    if (x != keep) free(x);
+    free(raw);
+    return st;
+}
+
+attn_status tool_output_buffer(attn_context *ctx, size_t bytes, cl_mem *out, const char **what)
+{
+    cl_int err;
+    *out = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, bytes, NULL, &err);
+    if (err == CL_SUCCESS) return ATTN_SUCCESS;
+    *out = NULL;
+    *what = "clCreateBuffer";
+    fprintf(stderr, "attn-bench: clCreateBuffer of %zu bytes failed: %d\n", bytes, (int)err);
+    return ATTN_ERROR_OUT_OF_MEMORY;
+}
+
+attn_tensor tool_bhsd(cl_mem m, int heads, int seq, int dim)
+{
+    const attn_tensor t = {m, 0, (size_t)heads * seq * dim, (size_t)seq * dim, (size_t)dim};
+    return t;
+}
+
+int tool_host_threads(void)
+{
+    long n = sysconf(_SC_NPROCESSORS_ONLN);
+    return n < 1 ? 1 : n > 64 ? 64 : (int)n;
+}
+
+/* The reference's work: one (batch, query head) slice per job. */
+typedef struct ref_job {
+    const attn_problem *p;
+    const float *q, *k, *v;
+    float *out;
+    int next, total;
+    attn_status status;
+    pthread_mutex_t lock;
+} ref_job;
+
+static void *ref_worker(void *arg)
+{
+    ref_job *j = arg;
+    const attn_problem *p = j->p;
+    const size_t D = (size_t)p->head_dim, Sq = (size_t)p->q_len, Skv = (size_t)p->kv_len;
+    const int group = p->q_heads / p->kv_heads;
+    attn_problem one = *p;
+    one.batch = one.q_heads = one.kv_heads = 1; /* scale 0 still means 1/sqrt(D) */
+    for (;;) {
+        pthread_mutex_lock(&j->lock);
+        int t = j->next < j->total && j->status == ATTN_SUCCESS ? j->next++ : -1;
+        pthread_mutex_unlock(&j->lock);
+        if (t < 0) break;
+        int b = t / p->q_heads, h = t % p->q_heads, hk = h / group;
+        size_t qo = ((size_t)b * p->q_heads + h) * Sq * D;
+        size_t ko = ((size_t)b * p->kv_heads + hk) * Skv * D;
+        attn_status st =
+            attn_reference_forward(&one, j->q + qo, j->k + ko, j->v + ko, j->out + qo, NULL, NULL);
+        if (st != ATTN_SUCCESS) {
+            pthread_mutex_lock(&j->lock);
+            j->status = st;
+            pthread_mutex_unlock(&j->lock);
+        }
+    }
+    return NULL;
+}
+
+attn_status tool_reference(const attn_problem *p, const float *q, const float *k, const float *v,
+                           float *out)
+{
+    ref_job j = {p, q, k, v, out, 0, p->batch * p->q_heads, ATTN_SUCCESS,
+                 PTHREAD_MUTEX_INITIALIZER};
+    int n = tool_host_threads();
+    if (n > j.total) n = j.total;
+    pthread_t threads[64];
+    int started = 0;
+    for (int i = 1; i < n; i++)
+        if (pthread_create(&threads[started], NULL, ref_worker, &j) == 0) started++;
+    ref_worker(&j);
+    for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
+    pthread_mutex_destroy(&j.lock);
+    return j.status;
+}
+
+void tool_check_output(attn_dtype t, const float *got, const float *ref, size_t n, tool_check *c)
+{
+    double atol, rtol, sum = 0;
+    attn_tolerance(t, &atol, &rtol);
+    c->passed = 1;
+    c->max_error = c->max_ratio = c->mean_error = 0;
+    c->nonfinite = 0;
+    for (size_t i = 0; i < n; i++) {
+        const double e = fabs((double)got[i] - (double)ref[i]);
+        if (!isfinite(e)) { /* NaN or inf in the output */
+            c->nonfinite++;
+            c->passed = 0;
+            continue;
+        }
+        const double ratio = e / (atol + rtol * fabs((double)ref[i]));
+        if (e > c->max_error) c->max_error = e;
+        if (ratio > c->max_ratio) c->max_ratio = ratio;
+        if (ratio > 1.0) c->passed = 0;
+        sum += e;
+    }
+    c->mean_error = c->nonfinite < n ? sum / (double)(n - c->nonfinite) : 0;
+}
+
+const char *tool_check_word(int checked, const tool_check *c)
+{
+    return !checked ? "skipped" : c->passed ? "passed" : "failed";
+}
+
+void tool_check_text(int checked, const tool_check *c, char *buf, size_t size)
+{
+    if (!checked)
+        snprintf(buf, size, "skipped");
+    else if (c->nonfinite)
+        snprintf(buf, size, "FAILED (%zu NaN/inf)", c->nonfinite);
+    else
+        snprintf(buf, size, "%s (%.3g of tol)", c->passed ? "ok" : "FAILED", c->max_ratio);
+}
+
+void tool_json_check(cJSON *j, int checked, const tool_check *c, int with_mean)
+{
+    const char *names[4] = {"max_error", "max_error_ratio", "mean_error", "nonfinite"};
+    const double values[4] = {c->max_error, c->max_ratio, c->mean_error, (double)c->nonfinite};
+    for (int i = 0; i < 4; i++) {
+        if (i == 2 && !with_mean) continue;
+        if (checked) cJSON_AddNumberToObject(j, names[i], values[i]);
+        else cJSON_AddNullToObject(j, names[i]);
+    }
+    cJSON_AddStringToObject(j, "check", tool_check_word(checked, c));
+}
+
+void tool_shape_text(const attn_problem *p, char *buf, size_t size)
+{
+    if (p->q_len == p->kv_len)
+        snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d S=%d %s", p->batch, p->q_heads, p->kv_heads,
+                 p->head_dim, p->q_len, p->causal ? "causal" : "full");
+    else
+        snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d Sq=%d Skv=%d %s", p->batch, p->q_heads,
+                 p->kv_heads, p->head_dim, p->q_len, p->kv_len, p->causal ? "causal" : "full");
+}
+
+void tool_json_problem(cJSON *j, const attn_problem *p)
+{
+    cJSON_AddNumberToObject(j, "batch", p->batch);
+    cJSON_AddNumberToObject(j, "q_heads", p->q_heads);
+    cJSON_AddNumberToObject(j, "kv_heads", p->kv_heads);
+    cJSON_AddNumberToObject(j, "head_dim", p->head_dim);
+    cJSON_AddNumberToObject(j, "q_len", p->q_len);
+    cJSON_AddNumberToObject(j, "kv_len", p->kv_len);
+    cJSON_AddStringToObject(j, "dtype", attn_dtype_name(p->dtype));
+    cJSON_AddBoolToObject(j, "causal", p->causal);
+}
+
+void tool_json_plan(cJSON *j, const attn_plan_info *plan)
+{
+    cJSON_AddStringToObject(j, "family", plan->family);
+    cJSON_AddStringToObject(j, "params", plan->params);
+    cJSON_AddStringToObject(j, "params_source", plan->source);
+}
+
+void tool_json_times(cJSON *j, int reps, const attn_time_spread *s, double ratio, double flops,
+                     double peak)
+{
+    const double gflops = s->median_ms > 0 ? flops / (s->median_ms * 1e6) : 0;
+    cJSON_AddNumberToObject(j, "reps", reps);
+    cJSON_AddNumberToObject(j, "median_ms", s->median_ms);
+    cJSON_AddNumberToObject(j, "min_ms", s->min_ms);
+    cJSON_AddNumberToObject(j, "q1_ms", s->q1_ms);
+    cJSON_AddNumberToObject(j, "q3_ms", s->q3_ms);
+    cJSON_AddNumberToObject(j, "max_ms", s->max_ms);
+    cJSON_AddNumberToObject(j, "iqr_fraction", attn_time_spread_iqr(s));
+    if (ratio >= 0) cJSON_AddNumberToObject(j, "time_ratio_to_first_dtype", ratio);
+    cJSON_AddNumberToObject(j, "flops", flops);
+    cJSON_AddNumberToObject(j, "gflops", gflops);
+    if (peak > 0) {
+        cJSON_AddNumberToObject(j, "peak_gflops", peak);
+        cJSON_AddNumberToObject(j, "peak_fraction", gflops / peak);
+    } else {
+        cJSON_AddNullToObject(j, "peak_gflops");
+        cJSON_AddNullToObject(j, "peak_fraction");
+    }
+}

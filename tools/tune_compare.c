@@ -1,0 +1,110 @@
+/* tune_compare.c -- attn-tune --compare: for each shape, the library's
+ * choice (tuned, stale or heuristic) and the built-in default timed
+ * interleaved through the tuner's bench, with the fp32 peak measured
+ * between rounds, so that a tuned entry's gain is seen on this machine now. */
+#include "tune_compare.h"
+#include "tune_shapes.h"
+#include "tuning.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+
+int tune_compare(const char *device, const char *shapes_arg)
+{
+    char err[1024];
+    attn_problem *shapes = NULL;
+    int nshapes = shapes_arg ? tune_shapes_from_arg(shapes_arg, &shapes, err, sizeof err)
+                            : tune_shapes_design(&shapes);
+    if (nshapes < 0) {
+        fprintf(stderr, "attn-tune: %s\nTry 'attn-tune --help'.\n", shapes_arg ? err : "out of memory");
+        return EXIT_USAGE;
+    }
+    attn_context *ctx = NULL;
+    attn_status st = attn_context_create(device, &ctx);
+    if (st != ATTN_SUCCESS) {
+        fprintf(stderr, "attn-tune: attn_context_create: %s: %s\n", attn_status_name(st),
+                attn_last_create_error());
+        free(shapes);
+        return EXIT_FAILURE;
+    }
+    attn_context_set_check(ctx, 0);
+    attn_device_identity id;
+    attn_device_identity_of(ctx, &id);
+    printf("attn-tune %s --compare: %s / %s (driver %s, %u compute units)\n"
+           "the library's choice and the built-in default timed interleaved, with the fp32 FMA\n"
+           "peak measured between rounds; medians\n", attn_version_string(), id.platform, id.name,
+           id.driver, id.compute_units);
+    printf("%-34s %-9s %-44s %9s %9s %7s %7s %7s %8s %6s %6s %13s\n", "shape", "source", "params",
+           "GFLOP/s", "default", "ratio", "%peak", "dflt%", "peak", "IQR", "dIQR", "peak range");
+    fflush(stdout);
+    int failed = 0;
+    for (int i = 0; i < nshapes && !failed; i++) {
+        const attn_problem *p = &shapes[i];
+        char shape[128];
+        tune_shape_format(p, shape, sizeof shape);
+        attn_plan_info info;
+        attn_tune_bench *b = NULL;
+        attn_params cands[2];
+        if ((st = attn_prepare(ctx, p, &info)) != ATTN_SUCCESS ||
+            (st = attn_tune_bench_create(ctx, p, &b)) != ATTN_SUCCESS) {
+            fprintf(stderr, "attn-tune: %s: %s: %s\n", shape, attn_status_name(st), attn_last_error(ctx));
+            failed = 1;
+            break;
+        }
+        attn_device_limits dev;
+        attn_tune_bench_limits(b, &dev);
+        cands[1] = attn_params_heuristic(&dev, p);
+        cands[0] = cands[1];
+        if (attn_params_parse(info.params, &cands[0], err, sizeof err) != 0) {
+            fprintf(stderr, "attn-tune: %s: plan \"%s\": %s\n", shape, info.params, err);
+            failed = 1;
+        }
+        /* rounds for about 4 s of forwards, 5 to 41 */
+        double one[2] = {0, 0};
+        if (!failed) st = attn_tune_retime(b, cands, 2, 1, 1, one, NULL);
+        int rounds = one[0] + one[1] > 0 ? (int)(4000 / (one[0] + one[1])) : 5;
+        rounds = rounds < 5 ? 5 : rounds > 41 ? 41 : rounds;
+        double *t0 = malloc(sizeof(double) * (size_t)rounds), *t1 = malloc(sizeof(double) * (size_t)rounds);
+        double *pk = malloc(sizeof(double) * (size_t)rounds);
+        if (!t0 || !t1 || !pk) st = ATTN_ERROR_OUT_OF_MEMORY;
+        for (int r = 0; r < rounds && st == ATTN_SUCCESS && !failed; r++) {
+            double ms[2];
+            if ((st = attn_device_peak_gflops(ctx, &pk[r])) != ATTN_SUCCESS) break;
+            if ((st = attn_tune_retime(b, cands, 2, 1, 0, ms, NULL)) != ATTN_SUCCESS) break;
+            t0[r] = ms[0];
+            t1[r] = ms[1];
+        }
+        if (st != ATTN_SUCCESS) {
+            fprintf(stderr, "attn-tune: %s: %s: %s\n", shape, attn_status_name(st), attn_last_error(ctx));
+            failed = 1;
+        } else if (!failed) {
+            double flops = attn_problem_flops(p, NULL);
+            const attn_time_spread st0 = attn_time_spread_of(t0, rounds);
+            const attn_time_spread st1 = attn_time_spread_of(t1, rounds);
+            const attn_time_spread sp = attn_time_spread_of(pk, rounds);
+            double mt = st0.median_ms, md = st1.median_ms, peak = sp.median_ms;
+            double gt = flops / (mt * 1e6), gd = flops / (md * 1e6);
+            const double iqr_t = attn_time_spread_iqr(&st0), iqr_d = attn_time_spread_iqr(&st1);
+            const double peak_moved = sp.max_ms > 0 ? (sp.max_ms - sp.min_ms) / sp.max_ms : 0;
+            /* the same parameters twice show the noise of the measurement */
+            printf("%-34s %-9s %-44s %9.1f %9.1f %7.3f %6.1f%% %6.1f%% %8.1f %5.1f%% %5.1f%% "
+                   "%6.1f..%-6.1f%s\n", shape, info.source, info.params, gt, gd, gt / gd,
+                   100 * gt / peak, 100 * gd / peak, peak, 100 * iqr_t, 100 * iqr_d, sp.min_ms,
+                   sp.max_ms, attn_params_equal(&cands[0], &cands[1]) ? "  (same parameters)" : "");
+            fflush(stdout);
+            if (iqr_t > ATTN_NOISE_LIMIT || iqr_d > ATTN_NOISE_LIMIT ||
+                peak_moved > ATTN_NOISE_LIMIT)
+                fprintf(stderr, "attn-tune: WARNING: %s: too noisy to rank: IQR %.0f%% and %.0f%% "
+                        "of the medians, peak %.1f..%.1f GFLOP/s between rounds (limit %.0f%%)\n",
+                        shape, 100 * iqr_t, 100 * iqr_d, sp.min_ms, sp.max_ms,
+                        100 * ATTN_NOISE_LIMIT);
+        }
+        free(t0);
+        free(t1);
+        free(pk);
+        attn_tune_bench_free(b);
+    }
+    attn_context_release(ctx);
+    free(shapes);
+    return failed ? EXIT_FAILURE : EXIT_SUCCESS;
+}
