@@ -21,16 +21,21 @@ static char *copy_or_null(const char *text, int *failed)
     return c;
 }
 
-/* the default folder for a new context's program cache (see internal.h) */
+int attn_env_path(char *buf, size_t size, const char *var, const char *xdg,
+                  const char *under_xdg, const char *under_home)
+{
+    const char *env = getenv(var);
+    if (env && *env) return snprintf(buf, size, "%s", env) < (int)size;
+    env = getenv(xdg);
+    if (env && *env) return snprintf(buf, size, "%s/%s", env, under_xdg) < (int)size;
+    env = getenv("HOME");
+    if (env && *env) return snprintf(buf, size, "%s/%s", env, under_home) < (int)size;
+    return 0;
+}
+
 int attn_disk_cache_dir(char *buf, size_t size)
 {
-    const char *env = getenv("ATTN_CACHE_DIR");
-    if (env && *env) return snprintf(buf, size, "%s", env) < (int)size;
-    env = getenv("XDG_CACHE_HOME");
-    if (env && *env) return snprintf(buf, size, "%s/attn", env) < (int)size;
-    env = getenv("HOME");
-    if (env && *env) return snprintf(buf, size, "%s/.cache/attn", env) < (int)size;
-    return 0;
+    return attn_env_path(buf, size, "ATTN_CACHE_DIR", "XDG_CACHE_HOME", "attn", ".cache/attn");
 }
 
 int attn_config_init(attn_context *ctx)

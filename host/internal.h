@@ -131,6 +131,10 @@ void attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
  * ~/.cache/attn; config.c, read at context creation) into buf; returns 0
  * when none can be named. */
 int attn_disk_cache_dir(char *buf, size_t size);
+/* The XDG rule for a default path (config.c): $var, else $xdg/under_xdg,
+ * else $HOME/under_home, into buf; returns 0 when none is set or fits. */
+int attn_env_path(char *buf, size_t size, const char *var, const char *xdg,
+                  const char *under_xdg, const char *under_home);
 #define ATTN_CACHE_FORMAT_VERSION 1
 
 /* ---- scratch buffers (context.c) ---- */
