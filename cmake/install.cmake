@@ -1,4 +1,5 @@
-# install.cmake -- what `cmake --install` puts in place: include/attn.h, the
+# install.cmake -- what `cmake --install` puts in place: include/attn.h and
+# the headers it includes (include/attn/), the
 # shared library (libattn.so -> libattn.so.MAJOR -> libattn.so.VERSION) or,
 # with BUILD_SHARED_LIBS=OFF, libattn.a, a CMake package (find_package(attn)
 # gives attn::attn), a pkg-config file (attn.pc), the command-line tools and
@@ -46,6 +47,12 @@ install(TARGETS attn EXPORT attnTargets
   INCLUDES DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/attn.h
   DESTINATION ${CMAKE_INSTALL_INCLUDEDIR})
+install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/include/attn/core.h
+              ${CMAKE_CURRENT_SOURCE_DIR}/include/attn/config.h
+              ${CMAKE_CURRENT_SOURCE_DIR}/include/attn/forward.h
+              ${CMAKE_CURRENT_SOURCE_DIR}/include/attn/decode.h
+              ${CMAKE_CURRENT_SOURCE_DIR}/include/attn/blas.h
+  DESTINATION ${CMAKE_INSTALL_INCLUDEDIR}/attn)
 install(FILES ${CMAKE_CURRENT_SOURCE_DIR}/LICENSE DESTINATION ${CMAKE_INSTALL_DOCDIR})
 
 set(ATTN_CMAKE_DIR ${CMAKE_INSTALL_LIBDIR}/cmake/attn)

@@ -23,7 +23,6 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 {
     (void)argc, (void)argv;
     setenv("ATTN_LOG", "error", 0); /* every unusable file would log a warning */
-    setenv("ATTN_CACHE_DIR", fuzz_temp_dir(), 1);
     key = attn_hash_str(ATTN_HASH_INIT, KEY_TEXT);
     snprintf(path, sizeof path, "%s/%016llx.bin", fuzz_temp_dir(), (unsigned long long)key);
     return 0;
@@ -56,7 +55,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     unsigned char *bin = (unsigned char *)1;
     size_t len = 12345;
-    int hit = attn_disk_cache_load(KEY_TEXT, key, &bin, &len);
+    int hit = attn_disk_cache_load(fuzz_temp_dir(), KEY_TEXT, key, &bin, &len);
     size_t at = 0, want = 0;
     int valid = well_formed(data, size, &at, &want);
     if (hit != valid) fuzz_fail("load returned %d for a file that is %s", hit, valid ? "valid" : "not valid");
@@ -70,14 +69,14 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     /* the input as a binary: stored, it loads back byte for byte */
     if (size > 0) {
-        attn_disk_cache_store(KEY_TEXT, key, data, size);
-        if (!attn_disk_cache_load(KEY_TEXT, key, &bin, &len))
+        attn_disk_cache_store(fuzz_temp_dir(), KEY_TEXT, key, data, size);
+        if (!attn_disk_cache_load(fuzz_temp_dir(), KEY_TEXT, key, &bin, &len))
             fuzz_fail("a stored binary of %zu bytes did not load back", size);
         if (len != size || memcmp(bin, data, size) != 0)
             fuzz_fail("a stored binary of %zu bytes loaded back as %zu different bytes", size, len);
         free(bin);
         /* the same key with another text: a miss, never the wrong binary */
-        if (attn_disk_cache_load("another key text", key, &bin, &len))
+        if (attn_disk_cache_load(fuzz_temp_dir(), "another key text", key, &bin, &len))
             fuzz_fail("a file stored for one key text loaded for another");
     }
     return 0;

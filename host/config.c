@@ -1,7 +1,9 @@
 /* config.c -- a context's configuration: the environment's defaults read
  * once at creation (ATTN_PARAMS, ATTN_CHECK, ATTN_TUNING_DB,
- * ATTN_SYSTEM_TUNING_DB), and the calls that replace them. Changing any
- * clears the context's cached plans. */
+ * ATTN_SYSTEM_TUNING_DB, ATTN_KERNEL_DIR, ATTN_CACHE_DIR, ATTN_SOFTMAX_WG),
+ * and the calls that replace them. Changing any clears the context's cached
+ * plans. No call path reads the environment: a variable set after creation
+ * affects only the contexts created after it. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 #include "tuning.h"
@@ -19,6 +21,23 @@ static char *copy_or_null(const char *text, int *failed)
     return c;
 }
 
+int attn_env_path(char *buf, size_t size, const char *var, const char *xdg,
+                  const char *under_xdg, const char *under_home)
+{
+    const char *env = getenv(var);
+    if (env && *env) return snprintf(buf, size, "%s", env) < (int)size;
+    env = getenv(xdg);
+    if (env && *env) return snprintf(buf, size, "%s/%s", env, under_xdg) < (int)size;
+    env = getenv("HOME");
+    if (env && *env) return snprintf(buf, size, "%s/%s", env, under_home) < (int)size;
+    return 0;
+}
+
+int attn_disk_cache_dir(char *buf, size_t size)
+{
+    return attn_env_path(buf, size, "ATTN_CACHE_DIR", "XDG_CACHE_HOME", "attn", ".cache/attn");
+}
+
 int attn_config_init(attn_context *ctx)
 {
     int failed = 0;
@@ -31,6 +50,9 @@ int attn_config_init(attn_context *ctx)
         ctx->tuning_user_path = copy_or_null(path, &failed);
     if (attn_tuning_db_system_path(path, sizeof path))
         ctx->tuning_system_path = copy_or_null(path, &failed);
+    if (attn_disk_cache_dir(path, sizeof path)) ctx->cache_dir = copy_or_null(path, &failed);
+    ctx->kernel_dir = copy_or_null(getenv("ATTN_KERNEL_DIR"), &failed);
+    ctx->softmax_wg = copy_or_null(getenv("ATTN_SOFTMAX_WG"), &failed);
     return failed ? -1 : 0;
 }
 
@@ -39,8 +61,12 @@ void attn_config_release(attn_context *ctx)
     free(ctx->override);
     free(ctx->tuning_user_path);
     free(ctx->tuning_system_path);
+    free(ctx->kernel_dir);
+    free(ctx->cache_dir);
+    free(ctx->softmax_wg);
     free(ctx->plans);
     ctx->override = ctx->tuning_user_path = ctx->tuning_system_path = NULL;
+    ctx->kernel_dir = ctx->cache_dir = ctx->softmax_wg = NULL;
     ctx->plans = NULL;
 }
 

@@ -26,21 +26,9 @@ typedef struct {
     uint64_t bin_hash;
 } cache_header;
 
-int attn_disk_cache_dir(char *buf, size_t size)
+static int cache_path(const char *dir, uint64_t key, char *buf, size_t size)
 {
-    const char *env = getenv("ATTN_CACHE_DIR");
-    if (env && *env) return snprintf(buf, size, "%s", env) < (int)size;
-    env = getenv("XDG_CACHE_HOME");
-    if (env && *env) return snprintf(buf, size, "%s/attn", env) < (int)size;
-    env = getenv("HOME");
-    if (env && *env) return snprintf(buf, size, "%s/.cache/attn", env) < (int)size;
-    return 0;
-}
-
-static int cache_path(uint64_t key, char *buf, size_t size)
-{
-    char dir[3800];
-    if (!attn_disk_cache_dir(dir, sizeof dir)) return 0;
+    if (!dir || !*dir) return 0;
     return snprintf(buf, size, "%s/%016llx.bin", dir, (unsigned long long)key) < (int)size;
 }
 
@@ -58,12 +46,13 @@ static int make_dirs(const char *path)
     return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
-int attn_disk_cache_load(const char *key_text, uint64_t key, unsigned char **bin, size_t *len)
+int attn_disk_cache_load(const char *dir, const char *key_text, uint64_t key, unsigned char **bin,
+                         size_t *len)
 {
     char path[4096];
     *bin = NULL;
     *len = 0;
-    if (!cache_path(key, path, sizeof path)) return 0;
+    if (!cache_path(dir, key, path, sizeof path)) return 0;
     /* O_NONBLOCK: a FIFO in the cache folder must not hang the open */
     int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
     if (fd < 0) return 0; /* a plain miss: no log line */
@@ -113,12 +102,13 @@ int attn_disk_cache_load(const char *key_text, uint64_t key, unsigned char **bin
     return 1;
 }
 
-void attn_disk_cache_store(const char *key_text, uint64_t key, const unsigned char *bin, size_t len)
+void attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
+                           const unsigned char *bin, size_t len)
 {
     static atomic_int warned_unwritable; /* one log line per process, not one per program */
     static atomic_uint tmp_serial;       /* threads of one process storing the same key */
-    char dir[3800], path[4096], tmp[4200];
-    if (!attn_disk_cache_dir(dir, sizeof dir) || !cache_path(key, path, sizeof path)) return;
+    char path[4096], tmp[4200];
+    if (!cache_path(dir, key, path, sizeof path)) return;
     snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(),
              atomic_fetch_add(&tmp_serial, 1u));
     FILE *f = NULL;

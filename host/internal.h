@@ -63,6 +63,9 @@ struct attn_context {
     const char *override_from;  /* "ATTN_PARAMS" or "attn_context_set_params" */
     char *tuning_user_path;     /* tuning databases (malloc'd); NULL: none */
     char *tuning_system_path;
+    char *kernel_dir;           /* $ATTN_KERNEL_DIR (malloc'd); NULL: the embedded sources */
+    char *cache_dir;            /* the program-binary folder (malloc'd); NULL: no disk cache */
+    char *softmax_wg;           /* $ATTN_SOFTMAX_WG (malloc'd), checked by materialized.c; NULL: the device's default */
     struct attn_plan_cache *plans; /* the planner's results by shape class (plan.c) */
 
     pthread_mutex_t lock;
@@ -109,7 +112,7 @@ uint64_t attn_hash_bytes(uint64_t h, const void *data, size_t n);
 uint64_t attn_hash_str(uint64_t h, const char *s);
 #define ATTN_HASH_INIT 0xcbf29ce484222325ull
 
-/* ---- kernel sources (kernel_sources.c, embedded or $ATTN_KERNEL_DIR) ---- */
+/* ---- kernel sources (kernel_sources.c, embedded or ctx->kernel_dir) ---- */
 /* Returns a malloc'd copy of cl/<name>, or NULL with ctx's error set. */
 char *attn_kernel_source(attn_context *ctx, const char *name);
 
@@ -118,13 +121,20 @@ char *attn_kernel_source(attn_context *ctx, const char *name);
  * of the named sources (concatenated, common.cl first) with options. */
 attn_status attn_program_get(attn_context *ctx, const char *const *sources, int nsources,
                              const char *options, cl_program *out);
-/* Disk cache: key text -> binary. Any problem reads as a miss, logged once. */
-int attn_disk_cache_load(const char *key_text, uint64_t key, unsigned char **bin, size_t *len);
-void attn_disk_cache_store(const char *key_text, uint64_t key, const unsigned char *bin,
-                           size_t len);
-/* The cache folder ($ATTN_CACHE_DIR, $XDG_CACHE_HOME/attn, ~/.cache/attn);
- * writes it into buf; returns 0 when none can be named. */
+/* Disk cache in the folder dir (a context's cache_dir; NULL: none): key
+ * text -> binary. Any problem reads as a miss, logged once. */
+int attn_disk_cache_load(const char *dir, const char *key_text, uint64_t key, unsigned char **bin,
+                         size_t *len);
+void attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
+                           const unsigned char *bin, size_t len);
+/* The environment's cache folder ($ATTN_CACHE_DIR, $XDG_CACHE_HOME/attn,
+ * ~/.cache/attn; config.c, read at context creation) into buf; returns 0
+ * when none can be named. */
 int attn_disk_cache_dir(char *buf, size_t size);
+/* The XDG rule for a default path (config.c): $var, else $xdg/under_xdg,
+ * else $HOME/under_home, into buf; returns 0 when none is set or fits. */
+int attn_env_path(char *buf, size_t size, const char *var, const char *xdg,
+                  const char *under_xdg, const char *under_home);
 #define ATTN_CACHE_FORMAT_VERSION 1
 
 /* ---- scratch buffers (context.c) ---- */

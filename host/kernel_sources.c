@@ -1,5 +1,6 @@
 /* kernel_sources.c -- the OpenCL C sources: embedded at build time from
- * the files of cl/, or read from $ATTN_KERNEL_DIR for kernel development. */
+ * the files of cl/, or read from the context's kernel folder ($ATTN_KERNEL_DIR
+ * at its creation) for kernel development. */
 #define _POSIX_C_SOURCE 200809L
 #include "internal.h"
 
@@ -43,8 +44,8 @@ static char *read_file(const char *path, size_t *len)
 
 char *attn_kernel_source(attn_context *ctx, const char *name)
 {
-    const char *dir = getenv("ATTN_KERNEL_DIR");
-    if (dir && *dir) {
+    const char *dir = ctx->kernel_dir;
+    if (dir) {
         char path[4096];
         snprintf(path, sizeof path, "%s/%s", dir, name);
         char *text = read_file(path, NULL);

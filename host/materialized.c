@@ -30,12 +30,13 @@ static region region_of(const attn_problem *p, const attn_lengths *L, int b)
  * PoCL (CPU) one work-item per row, its float8 steps as SIMD code, measured
  * best: S = 4096, 8 heads, 1.1-1.5 G elements/s against 0.7-0.9 with 4 or 8
  * work-items; the scalar kernel this replaced managed 0.13. GPUs: 128.
- * ATTN_SOFTMAX_WG overrides it (tests use it to cover the reductions). */
+ * ATTN_SOFTMAX_WG, read at context creation, overrides it (tests use it to
+ * cover the reductions); checked here, where max_wg bounds it. */
 static attn_status softmax_wg(attn_context *ctx, size_t *out)
 {
     size_t want = (ctx->device_type & CL_DEVICE_TYPE_CPU) ? 1 : 128, wg = 1;
-    const char *env = getenv("ATTN_SOFTMAX_WG");
-    if (env && *env) {
+    const char *env = ctx->softmax_wg;
+    if (env) {
         char *end;
         const long v = strtol(env, &end, 10);
         ATTN_CHECK(ctx, *end || v < 1 || v > 256 || (v & (v - 1)) || (size_t)v > ctx->max_wg,

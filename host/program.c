@@ -91,17 +91,17 @@ static void store_binary(attn_context *ctx, cl_program prog, const char *key_tex
         return;
     unsigned char *bin = malloc(len);
     if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
-        attn_disk_cache_store(key_text, key, bin, len);
+        attn_disk_cache_store(ctx->cache_dir, key_text, key, bin, len);
     (void)ctx;
     free(bin);
 }
 
 /* "name name ...\noptions" when the sources are the embedded ones, else
  * NULL (also when out of memory: the slow path still works). */
-static char *request_text(const char *const *sources, int nsources, const char *options)
+static char *request_text(const attn_context *ctx, const char *const *sources, int nsources,
+                          const char *options)
 {
-    const char *dir = getenv("ATTN_KERNEL_DIR");
-    if (dir && *dir) return NULL; /* files may change between calls */
+    if (ctx->kernel_dir) return NULL; /* files may change between calls */
     size_t len = strlen(options) + 2;
     for (int i = 0; i < nsources; i++) len += strlen(sources[i]) + 1;
     char *text = malloc(len);
@@ -118,7 +118,7 @@ attn_status attn_program_get(attn_context *ctx, const char *const *sources, int 
     /* Joining and hashing the ~30 KB of sources took about 40 us a call,
      * 3% of a 1 ms prefill (perf, S=512 D=64): a program asked for before
      * with the same embedded sources and options is found by that request. */
-    char *request = request_text(sources, nsources, options);
+    char *request = request_text(ctx, sources, nsources, options);
     if (request)
         for (attn_program_entry *e = ctx->programs; e; e = e->next)
             if (e->request && strcmp(e->request, request) == 0) {
@@ -161,7 +161,7 @@ attn_status attn_program_get(attn_context *ctx, const char *const *sources, int 
     unsigned char *bin;
     size_t bin_len;
     double t0 = now_ms();
-    if (attn_disk_cache_load(key_text, key, &bin, &bin_len)) {
+    if (attn_disk_cache_load(ctx->cache_dir, key_text, key, &bin, &bin_len)) {
         prog = from_binary(ctx, bin, bin_len, options);
         free(bin);
         if (prog) {

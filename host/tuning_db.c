@@ -57,13 +57,8 @@ int attn_tuning_db_put(attn_tuning_db *db, const attn_tuning_entry *e)
 
 int attn_tuning_db_user_path(char *buf, size_t size)
 {
-    const char *env = getenv("ATTN_TUNING_DB");
-    if (env && *env) return snprintf(buf, size, "%s", env) < (int)size;
-    env = getenv("XDG_DATA_HOME");
-    if (env && *env) return snprintf(buf, size, "%s/attn/tuning.json", env) < (int)size;
-    env = getenv("HOME");
-    if (env && *env) return snprintf(buf, size, "%s/.local/share/attn/tuning.json", env) < (int)size;
-    return 0;
+    return attn_env_path(buf, size, "ATTN_TUNING_DB", "XDG_DATA_HOME", "attn/tuning.json",
+                         ".local/share/attn/tuning.json");
 }
 
 int attn_tuning_db_system_path(char *buf, size_t size)

@@ -586,20 +586,44 @@ static void test_unwritable_cache_dir(void)
 
 static const char *const source_names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl", "vector_helpers.cl"};
 
-/* Writes the embedded sources into dir; returns them (malloc'd) in text[]. */
+/* Writes the embedded sources (ctx was created without ATTN_KERNEL_DIR)
+ * into dir; returns them (malloc'd) in text[]. */
 static void export_sources(attn_context *ctx, const char *dir, char *text[5])
 {
-    const char *saved = getenv("ATTN_KERNEL_DIR");
-    char *keep = saved ? strdup(saved) : NULL;
-    unsetenv("ATTN_KERNEL_DIR");
     for (int i = 0; i < 5; i++) {
         text[i] = attn_kernel_source(ctx, source_names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text[i]);
         CU_ASSERT(strlen(text[i]) > 100);
         write_text(dir, source_names[i], text[i]);
     }
-    if (keep) setenv("ATTN_KERNEL_DIR", keep, 1);
-    free(keep);
+}
+
+/* A new context reading its kernel sources from dir (NULL: the embedded
+ * ones): the folder is read at creation. */
+static attn_context *kernel_dir_context(const char *dir)
+{
+    if (dir) setenv("ATTN_KERNEL_DIR", dir, 1);
+    else unsetenv("ATTN_KERNEL_DIR");
+    attn_context *c = new_context();
+    unsetenv("ATTN_KERNEL_DIR");
+    return c;
+}
+
+/* A context on dir whose prepare fails with ATTN_ERROR_IO naming dir and
+ * one of the files. */
+static void missing_sources(const char *dir, const char *const *files, int nfiles)
+{
+    attn_problem p = small_problem();
+    attn_context *ctx = kernel_dir_context(dir);
+    attn_status st = attn_prepare(ctx, &p, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_ERROR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), dir));
+    int named = 0;
+    for (int i = 0; i < nfiles; i++) named += strstr(attn_last_error(ctx), files[i]) != NULL;
+    CU_ASSERT(named > 0);
+    if (st != ATTN_ERROR_IO || !named)
+        printf("\n  missing file: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
+    attn_context_release(ctx);
 }
 
 static void test_kernel_dir(void)
@@ -615,12 +639,14 @@ static void test_kernel_dir(void)
     attn_context *ctx = new_context();
     char *text[5];
     export_sources(ctx, kdir, text);
+    attn_context_release(ctx);
 
     /* a working copy: builds and computes the right thing */
-    setenv("ATTN_KERNEL_DIR", kdir, 1);
+    ctx = kernel_dir_context(kdir);
     CU_ASSERT_EQUAL(prepare_verbose(ctx, &p), ATTN_SUCCESS);
     forward_is_right(ctx, &p);
     CU_ASSERT_PTR_NULL(strstr(attn_last_error(ctx), "ATTN"));
+    attn_context_release(ctx);
     int bins = count_bins(cache, NULL, 0);
 
     /* a broken copy of both families: a build error with the compiler's log */
@@ -636,7 +662,7 @@ static void test_kernel_dir(void)
         write_text(broken, source_names[i], bad);
         free(bad);
     }
-    setenv("ATTN_KERNEL_DIR", broken, 1);
+    ctx = kernel_dir_context(broken);
     unsigned built = ctx->programs_built;
     attn_status st = attn_prepare(ctx, &p, NULL);
     const char *msg = attn_last_error(ctx);
@@ -657,35 +683,24 @@ static void test_kernel_dir(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "build log"));
         run_free(&r);
     }
+    attn_context_release(ctx);
 
-    /* the context is still usable with the embedded sources */
-    unsetenv("ATTN_KERNEL_DIR");
+    /* a context created without the variable uses the embedded sources */
+    ctx = kernel_dir_context(NULL);
     CU_ASSERT_EQUAL(prepare_verbose(ctx, &p), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
     forward_is_right(ctx, &p);
+    attn_context_release(ctx);
 
     /* a missing family file, then a missing common.cl: IO errors naming the path */
     write_text(partial, "common.cl", text[0]);
-    setenv("ATTN_KERNEL_DIR", partial, 1);
-    st = attn_prepare(ctx, &p, NULL);
-    CU_ASSERT_EQUAL(st, ATTN_ERROR_IO);
-    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), partial));
-    CU_ASSERT(strstr(attn_last_error(ctx), "vector.cl") || strstr(attn_last_error(ctx), "tiled.cl") ||
-              strstr(attn_last_error(ctx), "vector_helpers.cl")); /* the family's first missing file */
-    if (st != ATTN_ERROR_IO) printf("\n  missing file: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
-    setenv("ATTN_KERNEL_DIR", empty, 1);
-    st = attn_prepare(ctx, &p, NULL);
-    CU_ASSERT_EQUAL(st, ATTN_ERROR_IO);
-    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), empty));
-    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "common.cl"));
-    setenv("ATTN_KERNEL_DIR", "/nonexistent/attn/kernels", 1);
-    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_ERROR_IO);
-    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "/nonexistent/attn/kernels"));
-    unsetenv("ATTN_KERNEL_DIR");
-    CU_ASSERT_EQUAL(prepare_verbose(ctx, &p), ATTN_SUCCESS);
+    const char *family_files[] = {"vector.cl", "tiled.cl", "vector_helpers.cl"};
+    missing_sources(partial, family_files, 3); /* the family's first missing file */
+    const char *common[] = {"common.cl"};
+    missing_sources(empty, common, 1);
+    missing_sources("/nonexistent/attn/kernels", common, 1);
 
     for (int i = 0; i < 5; i++) free(text[i]);
-    attn_context_release(ctx);
     harness_remove_tree(cache);
     harness_remove_tree(kdir);
     harness_remove_tree(broken);
@@ -727,6 +742,7 @@ static void test_check_mode_catches_wrong_kernel(void)
     attn_context *ctx = new_context();
     char *text[5];
     export_sources(ctx, wrong, text);
+    attn_context_release(ctx);
     /* the final normalisation off by 1%, in both families */
     for (int i = 1; i <= 2; i++) {
         int n = 0;
@@ -736,7 +752,7 @@ static void test_check_mode_catches_wrong_kernel(void)
         write_text(wrong, source_names[i], bad);
         free(bad);
     }
-    setenv("ATTN_KERNEL_DIR", wrong, 1);
+    ctx = kernel_dir_context(wrong);
 
     run r;
     run_setup(ctx, &p, &r, 21);
@@ -752,8 +768,12 @@ static void test_check_mode_catches_wrong_kernel(void)
     CU_ASSERT_EQUAL(st, ATTN_ERROR_MISMATCH);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "out["));
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "reference"));
+    run_free(&r);
+    attn_context_release(ctx);
     /* the right kernels pass check mode, also in place (out == q) */
-    unsetenv("ATTN_KERNEL_DIR");
+    ctx = kernel_dir_context(NULL);
+    CU_ASSERT_EQUAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
+    run_setup(ctx, &p, &r, 21);
     st = attn_forward(ctx, &p, &r.q, &r.k, &r.v, &r.o, NULL, r.lse, NULL);
     CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
     if (st != ATTN_SUCCESS) printf("\n  check mode, right kernel: %s\n", attn_last_error(ctx));

@@ -1,4 +1,5 @@
-/* test_context.c -- contexts: device selectors (and $ATTN_DEVICE), wrapping
+/* test_context.c -- contexts: device selectors (and $ATTN_DEVICE), the
+ * environment read once at creation (ATTN_CACHE_DIR, ATTN_KERNEL_DIR), wrapping
  * an application's queue without taking it over, an out-of-order queue
  * (the scratch reuse must chain on events), the version, the accessors, the
  * last error, the `done` event, logging, and several threads sharing one
@@ -8,6 +9,7 @@
 #include "internal.h"
 
 #include <ctype.h>
+#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -339,6 +341,86 @@ static void test_selectors(void)
     setenv("ATTN_DEVICE", "", 1);
     check_selector(NULL, dflt);
     env_put_back("ATTN_DEVICE", saved);
+}
+
+/* ---- the environment, read at creation only ---- */
+
+/* Files in dir whose names end in ".bin" (-1: no such folder). */
+static int count_bins(const char *dir)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    int n = 0;
+    struct dirent *e;
+    while ((e = readdir(d)) != NULL) {
+        size_t l = strlen(e->d_name);
+        n += l > 4 && strcmp(e->d_name + l - 4, ".bin") == 0;
+    }
+    closedir(d);
+    return n;
+}
+
+/* ATTN_CACHE_DIR, XDG_CACHE_HOME and ATTN_KERNEL_DIR as they are when a
+ * context is created: changing them later changes nothing for it, and the
+ * next context takes them. */
+static void test_env_read_at_creation(void)
+{
+    static const char *const names[] = {"ATTN_CACHE_DIR", "XDG_CACHE_HOME", "ATTN_KERNEL_DIR"};
+    const char *saved[3];
+    for (int i = 0; i < 3; i++) saved[i] = env_keep(names[i]);
+    char first[512], second[512], xdg[512], xdg_attn[600];
+    harness_temp_dir(first, sizeof first, "env-first");
+    harness_temp_dir(second, sizeof second, "env-second");
+    harness_temp_dir(xdg, sizeof xdg, "env-xdg");
+    snprintf(xdg_attn, sizeof xdg_attn, "%s/attn", xdg);
+    const char *nowhere = "/nonexistent/attn/kernels";
+    attn_problem p = small_problem(8);
+
+    setenv("ATTN_CACHE_DIR", first, 1);
+    unsetenv("ATTN_KERNEL_DIR");
+    attn_context *a = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &a), ATTN_SUCCESS);
+    setenv("ATTN_CACHE_DIR", second, 1);
+    setenv("ATTN_KERNEL_DIR", nowhere, 1);
+    /* a: the embedded sources, and its programs stored in the first folder */
+    CU_ASSERT_EQUAL(attn_prepare(a, &p, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(a->programs_built + a->programs_from_disk, 1);
+    CU_ASSERT_EQUAL(count_bins(first), 1);
+    CU_ASSERT_EQUAL(count_bins(second), 0);
+
+    /* a new context takes the kernel folder: none there, an error naming it */
+    attn_context *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &b), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(b, &p, NULL), ATTN_ERROR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(b), nowhere));
+    attn_context_release(b);
+    /* and the cache folder: built again (another folder), stored there */
+    unsetenv("ATTN_KERNEL_DIR");
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &b), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(b, &p, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(b->programs_built, 1);
+    CU_ASSERT_EQUAL(count_bins(second), 1);
+    attn_context_release(b);
+    /* without ATTN_CACHE_DIR: $XDG_CACHE_HOME/attn */
+    unsetenv("ATTN_CACHE_DIR");
+    setenv("XDG_CACHE_HOME", xdg, 1);
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &b), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(b, &p, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(count_bins(xdg_attn), 1);
+    attn_context_release(b);
+
+    /* the first context still reads the embedded sources, from memory */
+    unsigned from_memory = a->programs_from_memory;
+    setenv("ATTN_KERNEL_DIR", nowhere, 1);
+    CU_ASSERT_EQUAL(attn_prepare(a, &p, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(a->programs_from_memory, from_memory + 1);
+    CU_ASSERT_EQUAL(count_bins(first), 1);
+    attn_context_release(a);
+
+    harness_remove_tree(first);
+    harness_remove_tree(second);
+    harness_remove_tree(xdg);
+    for (int i = 0; i < 3; i++) env_put_back(names[i], saved[i]);
 }
 
 /* ---- wrapping an application's queue ---- */
@@ -675,6 +757,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_version),
     HARNESS_TEST(test_accessors_and_last_error),
     HARNESS_TEST(test_selectors),
+    HARNESS_TEST(test_env_read_at_creation),
     HARNESS_TEST(test_from_queue),
     HARNESS_TEST(test_out_of_order_queue),
     HARNESS_TEST(test_done_event),

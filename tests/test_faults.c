@@ -387,13 +387,14 @@ static unsigned char *store_payload(void)
     return b;
 }
 
-/* The child: stores the same 8 MiB binary over and over until killed. */
-static int child_store(void)
+/* The child: stores the same 8 MiB binary into dir over and over until
+ * killed. */
+static int child_store(const char *dir)
 {
     unsigned char *b = store_payload();
     if (!b) return 1;
     uint64_t key = attn_hash_str(ATTN_HASH_INIT, STORE_KEY);
-    for (;;) attn_disk_cache_store(STORE_KEY, key, b, STORE_BYTES);
+    for (;;) attn_disk_cache_store(dir, STORE_KEY, key, b, STORE_BYTES);
 }
 
 static double now_s(void)
@@ -405,16 +406,14 @@ static double now_s(void)
 
 static void test_kill_during_store(void)
 {
-    env_save();
     char dir[512];
     harness_temp_dir(dir, sizeof dir, "kill");
-    setenv("ATTN_CACHE_DIR", dir, 1);
     unsigned char *want = store_payload();
     CU_ASSERT_PTR_NOT_NULL_FATAL(want);
     const uint64_t key = attn_hash_str(ATTN_HASH_INIT, STORE_KEY);
     int stale_total = 0;
     for (int round = 0; round < 6; round++) {
-        const char *const args[] = {"--child-store", NULL};
+        const char *const args[] = {"--child-store", dir, NULL};
         pid_t pid = spawn_self(args, NULL, NULL);
         CU_ASSERT_FATAL(pid > 0);
         /* rounds 0-1: killed before the first rename can have happened or
@@ -425,7 +424,7 @@ static void test_kill_during_store(void)
         CU_ASSERT_EQUAL(harness_wait_program(pid), 128 + SIGKILL);
         unsigned char *bin = NULL;
         size_t len = 0;
-        int hit = attn_disk_cache_load(STORE_KEY, key, &bin, &len);
+        int hit = attn_disk_cache_load(dir, STORE_KEY, key, &bin, &len);
         /* either nothing yet, or the whole binary: never a torn one */
         if (hit) CU_ASSERT(len == STORE_BYTES && memcmp(bin, want, STORE_BYTES) == 0);
         int tmp;
@@ -437,17 +436,16 @@ static void test_kill_during_store(void)
     }
     /* and a later writer still works (stale temporary files are harmless) */
     double t0 = now_s();
-    attn_disk_cache_store(STORE_KEY, key, want, STORE_BYTES);
+    attn_disk_cache_store(dir, STORE_KEY, key, want, STORE_BYTES);
     unsigned char *bin = NULL;
     size_t len = 0;
-    CU_ASSERT_EQUAL(attn_disk_cache_load(STORE_KEY, key, &bin, &len), 1);
+    CU_ASSERT_EQUAL(attn_disk_cache_load(dir, STORE_KEY, key, &bin, &len), 1);
     CU_ASSERT(bin && len == STORE_BYTES && memcmp(bin, want, STORE_BYTES) == 0);
     printf("\n  after the kills: stored and loaded back in %.0f ms; %d stale temporary files "
            "in all (each killed write can leave one)\n", (now_s() - t0) * 1e3, stale_total);
     free(bin);
     free(want);
     harness_remove_tree(dir);
-    env_restore();
 }
 
 /* ---- scratch beyond the device's max allocation ---- */
@@ -574,7 +572,10 @@ static void test_kernel_dir_faults(void)
         write_file(kdir, names[i], text);
         free(text);
     }
+    attn_context_release(c); /* the kernel folder is read at creation */
     setenv("ATTN_KERNEL_DIR", kdir, 1);
+    c = new_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     attn_problem p = problem(16, 16);
     char path[1024];
     const char *fams[] = {"family=vector", "family=tiled"};
@@ -640,6 +641,6 @@ int main(int argc, char **argv)
     if (n > 0) self_path[n] = 0;
     else snprintf(self_path, sizeof self_path, "%s", argv[0]);
     if (argc > 2 && strcmp(argv[1], "--child-readonly") == 0) return child_readonly(argv[2]);
-    if (argc > 1 && strcmp(argv[1], "--child-store") == 0) return child_store();
+    if (argc > 2 && strcmp(argv[1], "--child-store") == 0) return child_store(argv[2]);
     return harness_run("test_faults", register_tests);
 }

@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The materialized path against the reference, and attn_forward (the
  * library's own family) against both: two device results each within the
@@ -68,21 +69,27 @@ static void test_padding(void) { run_group("materialized/padding"); }
 /* ---- f16 and bf16 storage (f32 copies, f32 GEMMs, narrowed results) ---- */
 
 /* ---- the softmax's work-group reductions (one work-item per row is the
- * CPU default, 128 the GPU one): both sizes on rows of every remainder ---- */
+ * CPU default, 128 the GPU one): both sizes on rows of every remainder.
+ * ATTN_SOFTMAX_WG is read at context creation, so each size runs in a
+ * child process of this program with the variable in its environment. ---- */
 
-static void test_softmax_work_groups(void)
+static char self_path[4096];
+static int child_size_index; /* the child's size: other data under each */
+
+static void child_softmax_cases(void)
 {
-    static const char *const sizes[] = {"1", "8", "128"};
-    for (int i = 0; i < 3; i++) {
-        setenv("ATTN_SOFTMAX_WG", sizes[i], 1);
-        for (size_t j = 0; j < harness_ncases; j++)
-            if (strcmp(harness_cases[j].group, "materialized/softmax") == 0) {
-                harness_case c = harness_cases[j];
-                c.seed += (uint64_t)i; /* other data under each size */
-                run_case(&c);
-            }
-    }
-    setenv("ATTN_SOFTMAX_WG", "3", 1); /* refused before any work */
+    for (size_t j = 0; j < harness_ncases; j++)
+        if (strcmp(harness_cases[j].group, "materialized/softmax") == 0) {
+            harness_case c = harness_cases[j];
+            c.seed += (uint64_t)child_size_index;
+            run_case(&c);
+        }
+}
+
+/* A size that is not a power of two: refused before any work, naming the
+ * variable. */
+static void child_softmax_refused(void)
+{
     attn_context *ctx = harness_context();
     attn_problem p = {1, 1, 1, 8, 4, 4, ATTN_F32, 1, 0};
     attn_tensor t, o;
@@ -94,8 +101,24 @@ static void test_softmax_work_groups(void)
     CU_ASSERT_EQUAL(attn_forward_materialized(ctx, &p, &t, &t, &t, &o, NULL, NULL, NULL),
                     ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "ATTN_SOFTMAX_WG"));
-    unsetenv("ATTN_SOFTMAX_WG");
     clReleaseMemObject(m), clReleaseMemObject(mo);
+}
+
+/* Runs this program's child mode with ATTN_SOFTMAX_WG=wg; its exit status. */
+static int softmax_child(const char *mode, const char *wg, int index)
+{
+    char var[64], arg[16];
+    snprintf(var, sizeof var, "ATTN_SOFTMAX_WG=%s", wg);
+    snprintf(arg, sizeof arg, "%d", index);
+    const char *const args[] = {mode, arg, NULL}, *const env[] = {var, NULL};
+    return harness_wait_program(harness_start_program(self_path, args, env, NULL, NULL));
+}
+
+static void test_softmax_work_groups(void)
+{
+    static const char *const sizes[] = {"1", "8", "128"};
+    for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(softmax_child("--child-softmax", sizes[i], i), 0);
+    CU_ASSERT_EQUAL(softmax_child("--child-softmax-refused", "3", 0), 0);
 }
 
 static void test_storage_types(void) { run_group("materialized/storage"); }
@@ -419,6 +442,26 @@ static const harness_test tests[] = {
     HARNESS_END
 };
 
-static void register_tests(void) { harness_add_suite("materialized", tests); }
+static const harness_test child_cases[] = {HARNESS_TEST(child_softmax_cases), HARNESS_END};
+static const harness_test child_refused[] = {HARNESS_TEST(child_softmax_refused), HARNESS_END};
 
-int main(void) { return harness_run("test_materialized", register_tests); }
+static void register_tests(void) { harness_add_suite("materialized", tests); }
+static void register_child_cases(void) { harness_add_suite("materialized (child)", child_cases); }
+static void register_child_refused(void)
+{
+    harness_add_suite("materialized (child)", child_refused);
+}
+
+int main(int argc, char **argv)
+{
+    if (argc > 2 && strcmp(argv[1], "--child-softmax") == 0) {
+        child_size_index = atoi(argv[2]);
+        return harness_run("test_materialized --child-softmax", register_child_cases);
+    }
+    if (argc > 1 && strcmp(argv[1], "--child-softmax-refused") == 0)
+        return harness_run("test_materialized --child-softmax-refused", register_child_refused);
+    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
+    if (n > 0) self_path[n] = 0;
+    else snprintf(self_path, sizeof self_path, "%s", argv[0]);
+    return harness_run("test_materialized", register_tests);
+}

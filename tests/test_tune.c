@@ -117,9 +117,11 @@ static void test_wrong_candidates_rejected(void)
     char kdir[512];
     path_in(kdir, sizeof kdir, "kernels");
     CU_ASSERT_EQUAL_FATAL(mkdir(kdir, 0755), 0);
-    unsetenv("ATTN_KERNEL_DIR");
     doctored_kernels(ctx, kdir);
+    attn_context_release(ctx); /* the kernel folder is read at creation */
     setenv("ATTN_KERNEL_DIR", kdir, 1);
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+    unsetenv("ATTN_KERNEL_DIR");
 
     attn_problem p = problem(16, 2, 1, 64, ATTN_F32, 1);
     attn_tune_bench *b = NULL;
@@ -177,7 +179,6 @@ static void test_wrong_candidates_rejected(void)
     CU_ASSERT(attn_params_equal(&res.best, &res.dflt) || res.best_ms < res.default_ms);
     CU_ASSERT(res.best_r.status == ATTN_CAND_OK && res.best_r.error_ratio < 1.0);
     attn_tune_bench_free(b);
-    unsetenv("ATTN_KERNEL_DIR");
     attn_context_release(ctx);
     remove_dir();
 }

@@ -2,8 +2,8 @@
 # check-install.sh -- installs build/ (tools/setup.sh made it) into a
 # temporary prefix and checks it the way a user would: the files and the
 # library's SONAME and links, that only attn_* symbols are exported, that
-# attn.h compiles on its own (C11, pedantic, and as C++ when g++ is there),
-# then builds examples/attention.c twice -- through find_package(attn) and
+# attn.h and each attn/*.h it includes compile on their own (C11, pedantic,
+# and as C++ when g++ is there), then builds examples/attention.c twice -- through find_package(attn) and
 # through pkg-config -- and runs both (attention against the CPU reference
 # on the default device), the installed attn-info, and that all four tools
 # start from the prefix. Then the build options a user may choose (README
@@ -28,7 +28,8 @@ echo "install: into $prefix:"
 
 fail() { echo "install: FAILED: $*"; exit 1; }
 lib=$prefix/lib
-for f in include/attn.h lib/libattn.so lib/cmake/attn/attnConfig.cmake \
+headers=(attn.h attn/core.h attn/config.h attn/forward.h attn/decode.h attn/blas.h)
+for f in "${headers[@]/#/include/}" lib/libattn.so lib/cmake/attn/attnConfig.cmake \
          lib/cmake/attn/attnConfigVersion.cmake lib/pkgconfig/attn.pc share/doc/attn/LICENSE \
          bin/attn-info bin/attn-bench bin/attn-tune bin/attn-weights; do
     [[ -e "$prefix/$f" ]] || fail "$f is missing"
@@ -41,13 +42,17 @@ others=$(nm -D --defined-only "$lib/libattn.so" | awk '{print $3}' | grep -v '^a
 [[ -z "$others" ]] || fail "symbols other than attn_* exported: $others"
 echo "install: SONAME $soname, $(nm -D --defined-only "$lib/libattn.so" | wc -l) exported symbols, all attn_*"
 
-echo '#include <attn.h>' > "$tmp/alone.c"
-cc -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only -I"$prefix/include" "$tmp/alone.c"
-if command -v g++ > /dev/null; then
-    echo '#include <attn.h>' > "$tmp/alone.cpp"
-    g++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$tmp/alone.cpp"
-fi
-echo "install: attn.h compiles on its own"
+for h in "${headers[@]}"; do
+    echo "#include <$h>" > "$tmp/alone.c"
+    cc -std=c11 -Wall -Wextra -Werror -pedantic -fsyntax-only -I"$prefix/include" "$tmp/alone.c" ||
+        fail "$h does not compile on its own"
+    if command -v g++ > /dev/null; then
+        echo "#include <$h>" > "$tmp/alone.cpp"
+        g++ -std=c++11 -Wall -Wextra -Werror -fsyntax-only -I"$prefix/include" "$tmp/alone.cpp" ||
+            fail "$h does not compile on its own as C++"
+    fi
+done
+echo "install: attn.h and each header it includes compile on their own"
 
 cmake -S examples -B "$tmp/with-cmake" -DCMAKE_PREFIX_PATH="$prefix" -DCMAKE_BUILD_TYPE=Release \
       > "$tmp/cmake.log" || { cat "$tmp/cmake.log"; fail "find_package(attn)"; }

@@ -1,0 +1,69 @@
+/* attn/config.h -- part of attn's public API (applications include attn.h):
+ * a context's configuration (check mode, the kernel-parameter override, the
+ * tuning databases) and logging. Each replaces a default a context takes
+ * from the environment when it is created (README.md, "Environment"). */
+#ifndef ATTN_PUBLIC_CONFIG_H
+#define ATTN_PUBLIC_CONFIG_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*! attn_context_set_check() : check mode on (1) or off (0). When on, every
+ *  attn_forward waits for its result, reads back the inputs and output,
+ *  recomputes them with attn_reference_forward and returns
+ *  ATTN_ERROR_MISMATCH (worst element in attn_last_error) when any element
+ *  is beyond the DESIGN tolerance. ATTN_CHECK=1 in the environment turns it
+ *  on for every new context. */
+ATTN_API attn_status attn_context_set_check(attn_context *ctx, int enable);
+
+/*! attn_context_set_params() : overrides the kernel parameters every
+ *  attn_forward, attn_prepare, attn_decode and attn_decode_prepare on ctx
+ *  plans with, over the heuristic's or the tuning database's choice:
+ *  "name=value" pairs separated by commas, as ATTN_PARAMS
+ *  ("family=tiled,rows=16"; names not given keep the planned value;
+ *  family is tiled or vector). NULL or "" clears the override. The text is
+ *  checked now: an unknown name, a value that is not an integer, outside
+ *  its range or not a power of two where one is needed is
+ *  ATTN_ERROR_INVALID_ARGUMENT naming it, and the previous override stays.
+ *  What depends on the problem (local memory, the work-group limit, keys a
+ *  multiple of vec) is checked by each call, which then fails with
+ *  ATTN_ERROR_INVALID_ARGUMENT. attn_prepare reports the source
+ *  "override". ATTN_PARAMS in the environment is every new context's
+ *  initial override. */
+ATTN_API attn_status attn_context_set_params(attn_context *ctx, const char *params);
+
+/*! attn_context_set_tuning_db() : the tuning databases ctx reads (attn-tune
+ *  writes them): user_path, then the read-only system_path. NULL means the
+ *  default, from the environment as it is now: user_path $ATTN_TUNING_DB,
+ *  else $XDG_DATA_HOME/attn/tuning.json, else
+ *  ~/.local/share/attn/tuning.json; system_path $ATTN_SYSTEM_TUNING_DB,
+ *  else the build's default. "" means none. Every new context starts with
+ *  the defaults. The files are read again on the next call that plans. */
+ATTN_API attn_status attn_context_set_tuning_db(attn_context *ctx, const char *user_path,
+                                                const char *system_path);
+
+/* How much attn says. */
+typedef enum attn_log_level {
+    ATTN_LOG_ERROR = 0, /* a failure attn could not report through a status */
+    ATTN_LOG_WARN = 1,  /* a problem worked around (unusable tuning database, stale entry) */
+    ATTN_LOG_INFO = 2,  /* a choice made (an override applied, the device chosen) */
+    ATTN_LOG_DEBUG = 3  /* what was looked up, built and loaded, and every failure */
+} attn_log_level;
+
+/* A log message: one line, no newline; valid during the call only. */
+typedef void (*attn_log_fn)(attn_log_level level, const char *message, void *user);
+
+/*! attn_set_log_callback() : sends attn's messages of max_level and more
+ *  severe to fn (with user), process-wide, instead of stderr. Calls of fn
+ *  are serialized; fn must not call attn. NULL fn restores stderr at the
+ *  level ATTN_LOG names (error, warn, info, debug or none; default warn).
+ *  Thread-safe: after it returns, the previous fn is no longer called. */
+ATTN_API void attn_set_log_callback(attn_log_fn fn, void *user, attn_log_level max_level);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTN_PUBLIC_CONFIG_H */

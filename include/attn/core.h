@@ -1,0 +1,156 @@
+/* attn/core.h -- part of attn's public API (applications include attn.h):
+ * the version, status codes, contexts and their accessors, device
+ * selection, storage types, and the tensor, problem and lengths that every
+ * attention call takes. */
+#ifndef ATTN_PUBLIC_CORE_H
+#define ATTN_PUBLIC_CORE_H
+
+#ifndef CL_TARGET_OPENCL_VERSION
+#define CL_TARGET_OPENCL_VERSION 120
+#endif
+#include <CL/cl.h>
+#include <stddef.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(__GNUC__)
+#define ATTN_API __attribute__((visibility("default")))
+#else
+#define ATTN_API
+#endif
+
+#define ATTN_VERSION_MAJOR 0
+#define ATTN_VERSION_MINOR 1
+#define ATTN_VERSION_PATCH 0
+#define ATTN_VERSION_NUMBER \
+    (ATTN_VERSION_MAJOR * 10000 + ATTN_VERSION_MINOR * 100 + ATTN_VERSION_PATCH)
+
+/*! attn_version() : @return ATTN_VERSION_NUMBER of the library actually linked. */
+ATTN_API unsigned attn_version(void);
+/*! attn_version_string() : @return "MAJOR.MINOR.PATCH" of the linked library. */
+ATTN_API const char *attn_version_string(void);
+
+typedef enum attn_status {
+    ATTN_SUCCESS = 0,
+    ATTN_ERROR_INVALID_ARGUMENT, /* bad shape, NULL, inconsistent sizes, buffer too small */
+    ATTN_ERROR_UNSUPPORTED,      /* a valid request this device or build cannot serve */
+    ATTN_ERROR_NO_DEVICE,        /* no OpenCL device matches the selector */
+    ATTN_ERROR_OPENCL,           /* an OpenCL call failed */
+    ATTN_ERROR_BUILD,            /* a kernel failed to build */
+    ATTN_ERROR_OUT_OF_MEMORY,    /* host or device allocation failed */
+    ATTN_ERROR_TUNING_DB,        /* unreadable or corrupt tuning database */
+    ATTN_ERROR_IO,               /* a file could not be read or written */
+    ATTN_ERROR_MISMATCH          /* check mode: a result differs from the CPU reference */
+} attn_status;
+
+/*! attn_status_name() : @return a constant name such as "ATTN_ERROR_BUILD";
+ *  "ATTN_STATUS_UNKNOWN" for a value outside the enum. */
+ATTN_API const char *attn_status_name(attn_status s);
+
+typedef struct attn_context attn_context;
+
+/*! attn_context_create() :
+ *  selector: NULL or "" = $ATTN_DEVICE if set, else the first GPU, else the
+ *  first device; "P:D" = platform and device index; otherwise a
+ *  case-insensitive substring of platform, vendor or device name
+ *  ("nvidia", "pocl", "cpu").  Creates its own cl_context and an in-order
+ *  queue with profiling enabled.
+ *  @return ATTN_SUCCESS and *out, or ATTN_ERROR_NO_DEVICE / _OPENCL. */
+ATTN_API attn_status attn_context_create(const char *selector, attn_context **out);
+
+/*! attn_context_create_from_queue() : wraps an application's queue (and its
+ *  context and device). The queue is retained while the attn_context lives;
+ *  the application keeps its own reference and ownership. */
+ATTN_API attn_status attn_context_create_from_queue(cl_command_queue queue, attn_context **out);
+
+/*! attn_context_release() : frees everything attn created; accepts NULL. */
+ATTN_API void attn_context_release(attn_context *ctx);
+
+/*! attn_last_error() : the last failure on ctx, in words: the argument at
+ *  fault, or the OpenCL call and its code, or the build log's head. Every
+ *  message begins with the name of the function that failed
+ *  ("attn_forward: q is NULL"). "" when the last call on ctx succeeded.
+ *  Valid until the next call on ctx.
+ *  attn_last_error(NULL) : the same for the calling thread's last call that
+ *  had no context to carry its message: a call given a NULL ctx, cache or
+ *  layer ("attn_kv_cache_append: cache is NULL"), attn_context_create*,
+ *  attn_select_device, attn_reference_forward and attn_convert_*. Such a
+ *  call clears it when it starts and leaves every context's message alone,
+ *  so after one read attn_last_error(NULL), not attn_last_error(ctx), which
+ *  still holds ctx's own last failure. Per thread (C11 _Thread_local). */
+ATTN_API const char *attn_last_error(const attn_context *ctx);
+
+/*! attn_last_create_error() : why the last attn_context_create*() on this
+ *  thread failed: the same text as attn_last_error(NULL). */
+ATTN_API const char *attn_last_create_error(void);
+
+ATTN_API cl_context       attn_context_cl_context(const attn_context *ctx);
+ATTN_API cl_command_queue attn_context_queue(const attn_context *ctx);
+ATTN_API cl_device_id     attn_context_device(const attn_context *ctx);
+
+/*! attn_select_device() : resolves a selector (rules as attn_context_create)
+ *  without creating anything. */
+ATTN_API attn_status attn_select_device(const char *selector, cl_platform_id *platform,
+                               cl_device_id *device);
+
+typedef enum attn_dtype {
+    ATTN_F32,  /* IEEE binary32 */
+    ATTN_F16,  /* IEEE binary16, read with vload_half: no cl_khr_fp16 needed */
+    ATTN_BF16  /* bfloat16 as raw 16-bit words (top half of a binary32) */
+} attn_dtype;
+
+/*! attn_dtype_size() : bytes per element; 0 for an unknown dtype. */
+ATTN_API size_t attn_dtype_size(attn_dtype t);
+/*! attn_dtype_name() : "f32", "f16", "bf16"; NULL for an unknown dtype. */
+ATTN_API const char *attn_dtype_name(attn_dtype t);
+
+/*! attn_convert_from_f32() / attn_convert_to_f32() : host conversions between
+ *  float and a storage type (round to nearest even, NaN kept a NaN).
+ *  dst holds n elements of the destination type. */
+ATTN_API attn_status attn_convert_from_f32(attn_dtype t, const float *src, void *dst, size_t n);
+ATTN_API attn_status attn_convert_to_f32(attn_dtype t, const void *src, float *dst, size_t n);
+
+/* A 4-D tensor [batch, heads, seq, head_dim] inside a cl_mem. The head
+ * dimension is contiguous; the rest is strides, so BHSD, BSHD, a KV cache
+ * with spare capacity and a fused QKV buffer are all expressible. */
+typedef struct attn_tensor {
+    cl_mem buffer;       /* holds elements of the problem's dtype */
+    size_t offset;       /* elements from the start of buffer to element [0,0,0,0] */
+    size_t stride_batch; /* elements between consecutive batch entries */
+    size_t stride_head;  /* elements between consecutive heads */
+    size_t stride_seq;   /* elements between consecutive sequence positions */
+} attn_tensor;
+
+typedef struct attn_problem {
+    int batch;     /* B >= 1 */
+    int q_heads;   /* Hq >= 1 */
+    int kv_heads;  /* Hkv >= 1, Hq % Hkv == 0; query head h reads KV head h / (Hq/Hkv) */
+    int head_dim;  /* D, 1..256 */
+    int q_len;     /* padded query length: the S of Q's and O's buffers, >= 1 */
+    int kv_len;    /* padded key/value length: the S of K's and V's buffers, >= 1 */
+    attn_dtype dtype; /* storage type of Q, K, V and O; accumulation is fp32 */
+    int causal;    /* nonzero: bottom-right aligned causal mask */
+    float scale;   /* logit scale; 0 means 1/sqrt(head_dim) */
+} attn_problem;
+
+/* Per-batch valid regions within the padded lengths, host arrays of `batch`
+ * ints. A NULL array means "full": start 0, length = the padded length.
+ * Right padding is start = 0; left padding is start = S - len. */
+typedef struct attn_lengths {
+    const int *q_start, *q_len, *kv_start, *kv_len;
+} attn_lengths;
+
+/*! attn_context_workspace_bytes() : device bytes the context holds in
+ *  scratch buffers (grown on demand by attn_forward and the materialized
+ *  path, kept for reuse). */
+ATTN_API attn_status attn_context_workspace_bytes(attn_context *ctx, size_t *bytes);
+/*! attn_context_release_workspace() : gives those buffers back (commands
+ *  in flight keep what they use); the next call grows them again. */
+ATTN_API attn_status attn_context_release_workspace(attn_context *ctx);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTN_PUBLIC_CORE_H */

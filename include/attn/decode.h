@@ -1,0 +1,129 @@
+/* attn/decode.h -- part of attn's public API (applications include attn.h):
+ * the KV cache and decode (a few new queries against a cached prefix). */
+#ifndef ATTN_PUBLIC_DECODE_H
+#define ATTN_PUBLIC_DECODE_H
+
+#include "core.h"
+#include "forward.h" /* attn_plan_info */
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/* ---- KV cache and decode ------------------------------------------------
+ * During generation a runtime keeps each layer's keys and values and runs
+ * attention for one new query (or a few, for speculative decoding) against
+ * the whole prefix. An attn_kv_cache holds K and V for a batch of sequences,
+ * each with its own length; attn_decode runs those queries against it,
+ * splitting long prefixes into chunks processed in parallel and combined by
+ * their LSEs (flash-decoding). Positions are absolute: row j of sequence b
+ * always holds the K/V of that sequence's token j, so keys and their
+ * positions cannot drift apart. */
+
+typedef struct attn_kv_cache attn_kv_cache;
+
+/*! attn_kv_cache_create() :
+ *  Allocates on ctx's device K and V for `batch` sequences of up to
+ *  `capacity` tokens each, with `kv_heads` heads of `head_dim` (1..256)
+ *  elements, stored as `dtype`. Every sequence starts empty. The cache
+ *  works through ctx (its queue, its lock; its failures are reported by
+ *  attn_last_error(ctx)) and must be released before ctx.
+ *  @return ATTN_SUCCESS and *out; ATTN_ERROR_INVALID_ARGUMENT naming a bad
+ *  size; ATTN_ERROR_OUT_OF_MEMORY when the device cannot hold it. */
+ATTN_API attn_status attn_kv_cache_create(attn_context *ctx, int batch, int kv_heads,
+                                          int head_dim, int capacity, attn_dtype dtype,
+                                          attn_kv_cache **out);
+
+/*! attn_kv_cache_release() : frees the cache's device buffers; accepts NULL. */
+ATTN_API void attn_kv_cache_release(attn_kv_cache *cache);
+
+/*! attn_kv_cache_append() :
+ *  Enqueues the copy of a block of new keys and values to the end of each
+ *  sequence (a ragged batch). k and v are [batch, kv_heads, block_len,
+ *  head_dim] tensors of the cache's dtype in any strides (a projection's
+ *  output can be appended as it is). Sequence b takes rows
+ *  0..counts[b]-1 of the block (counts NULL: block_len rows each; a count
+ *  may be 0) and stores them at its positions len[b]..len[b]+counts[b]-1;
+ *  its length grows by counts[b].
+ *  All sequences are checked before anything is enqueued: one that would
+ *  pass the capacity is ATTN_ERROR_INVALID_ARGUMENT naming it, and no
+ *  sequence changes. A failed append (for any reason) leaves the cache
+ *  without this step's keys, so attn_decode refuses the cache until an
+ *  append succeeds (truncate and reset do not lift that).
+ *  done: NULL, or receives the completion event. */
+ATTN_API attn_status attn_kv_cache_append(attn_kv_cache *cache, const attn_tensor *k,
+                                          const attn_tensor *v, int block_len,
+                                          const int *counts, cl_event *done);
+
+/*! attn_kv_cache_lengths() : copies each sequence's current length (tokens
+ *  appended and not truncated) into lengths[0..batch-1]. */
+ATTN_API attn_status attn_kv_cache_lengths(const attn_kv_cache *cache, int *lengths);
+
+/*! attn_kv_cache_truncate() : shortens sequence `seq` to `length` tokens,
+ *  0 <= length <= its current length (e.g. to drop rejected speculative
+ *  tokens); the next append writes at position `length`. Enqueues nothing.
+ *  A length below zero or above the current one is
+ *  ATTN_ERROR_INVALID_ARGUMENT and changes nothing. */
+ATTN_API attn_status attn_kv_cache_truncate(attn_kv_cache *cache, int seq, int length);
+
+/*! attn_kv_cache_reset() : empties sequence `seq`, or every sequence when
+ *  seq is -1. */
+ATTN_API attn_status attn_kv_cache_reset(attn_kv_cache *cache, int seq);
+
+/*! attn_kv_cache_tensors() : the cache's K and V in the plain layout, as
+ *  attn_tensors of shape [batch, kv_heads, capacity, head_dim] (the row
+ *  stride may exceed head_dim). They can be read by the caller or passed to
+ *  attn_forward with p->kv_len = capacity and lengths->kv_len = the
+ *  sequences' lengths. Either pointer may be NULL. */
+ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tensor *k,
+                                           attn_tensor *v);
+
+/* The largest p->q_len attn_decode takes; longer blocks are a prefill
+ * (attn_forward over attn_kv_cache_tensors). */
+#define ATTN_DECODE_MAX_Q_LEN 64
+
+/*! attn_decode() :
+ *  Enqueues attention of a few new queries per sequence against the cache.
+ *  p->batch, p->kv_heads, p->head_dim and p->dtype must equal the cache's
+ *  (ATTN_ERROR_INVALID_ARGUMENT naming both otherwise); p->q_heads is a
+ *  multiple of kv_heads (GQA/MQA: no copies); p->q_len, 1..
+ *  ATTN_DECODE_MAX_Q_LEN, is the padded number of new query rows; p->kv_len
+ *  is not used (the cache's lengths are). q and out are [batch, q_heads,
+ *  q_len, head_dim] (out may be q itself). Sequence b's queries are rows
+ *  0..q_lens[b]-1 (q_lens NULL: q_len each; 0 allowed) and are its LAST
+ *  q_lens[b] tokens, whose K/V must already be appended (the cache's last
+ *  attn_kv_cache_append must have succeeded: after a failed one, decode is
+ *  ATTN_ERROR_INVALID_ARGUMENT repeating the append's message, until an
+ *  append succeeds; it would otherwise attend for the previous token): with L tokens in
+ *  the cache, query row i is token L - q_lens[b] + i and sees keys
+ *  0..L - q_lens[b] + i when p->causal (bottom-right inside the new block),
+ *  all L keys otherwise. Rows past q_lens[b] get zeros and -inf LSE.
+ *  lse: NULL or >= batch * q_heads * q_len floats, [B, Hq, q_len], natural
+ *  log (out and lse not CL_MEM_READ_ONLY, as for attn_forward). The result equals attn_forward over attn_kv_cache_tensors with
+ *  lengths {q_len = q_lens, kv_len = the cache's lengths}, within the DESIGN
+ *  tolerance. Long prefixes are split into chunks that run in parallel and
+ *  are combined with their LSEs; the number of splits comes from the
+ *  device's compute units and the longest prefix (an override's splits=N,
+ *  attn_context_set_params, replaces it). Check mode verifies decode like attn_forward.
+ *  done: NULL, or receives the completion event. */
+ATTN_API attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
+                                 const attn_tensor *q, const attn_tensor *out, const int *q_lens,
+                                 cl_mem lse, cl_event *done);
+
+/*! attn_decode_prepare() : builds (or loads) the decode kernels for p
+ *  against the cache and reports the plan; info->params ends with the
+ *  number of splits chosen for the cache's current lengths. info may be
+ *  NULL. */
+ATTN_API attn_status attn_decode_prepare(attn_context *ctx, attn_kv_cache *cache,
+                                         const attn_problem *p, attn_plan_info *info);
+
+/*! attn_device_copy_gbps() : the device's global-memory copy bandwidth in
+ *  GB/s (bytes read plus bytes written, 1e9 per GB) measured with a plain
+ *  copy kernel over buffers larger than the caches (clpeak's method), the
+ *  yardstick for memory-bound work such as decode. */
+ATTN_API attn_status attn_device_copy_gbps(attn_context *ctx, double *gbps);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTN_PUBLIC_DECODE_H */

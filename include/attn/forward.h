@@ -1,0 +1,77 @@
+/* attn/forward.h -- part of attn's public API (applications include attn.h):
+ * attention over whole sequences (attn_forward), the CPU reference and its
+ * tolerance, planning ahead (attn_prepare) and the device's peak. */
+#ifndef ATTN_PUBLIC_FORWARD_H
+#define ATTN_PUBLIC_FORWARD_H
+
+#include "core.h"
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+/*! attn_forward() :
+ *  Enqueues O = softmax(mask(scale * Q K^T)) V on ctx's queue.
+ *  Query content index i (row q_start+i) sees key content index j (row
+ *  kv_start+j) iff j < kv_len and, when causal, j <= i + (kv_len - q_len).
+ *  Every row of `out` inside [0, q_len) is written; rows with no visible key
+ *  get zeros (and -inf in lse). lse: NULL, or a cl_mem of >= B*Hq*Sq floats,
+ *  written [B, Hq, Sq] as natural-log sum-exp of the scaled, masked logits.
+ *  out->buffer and lse are written by kernels: one created CL_MEM_READ_ONLY
+ *  is ATTN_ERROR_INVALID_ARGUMENT naming it (q, k and v may be read-only).
+ *  done: NULL, or receives the completion event (caller releases it).
+ *  All arguments are validated before anything is enqueued. */
+ATTN_API attn_status attn_forward(attn_context *ctx, const attn_problem *p,
+                         const attn_tensor *q, const attn_tensor *k,
+                         const attn_tensor *v, const attn_tensor *out,
+                         const attn_lengths *lengths, cl_mem lse,
+                         cl_event *done);
+
+/*! attn_reference_forward() : the CPU reference. Contiguous BHSD float
+ *  arrays (Q and O [B,Hq,Sq,D], K and V [B,Hkv,Skv,D]), double accumulation,
+ *  the same semantics as attn_forward (p->dtype is ignored: float in, float
+ *  out). lengths and lse may be NULL. */
+ATTN_API attn_status attn_reference_forward(const attn_problem *p, const float *q,
+                                   const float *k, const float *v, float *out,
+                                   const attn_lengths *lengths, float *lse);
+
+/*! attn_tolerance() : the DESIGN tolerance for a storage type:
+ *  |out - ref| <= atol + rtol * |ref|. */
+ATTN_API void attn_tolerance(attn_dtype t, double *atol, double *rtol);
+
+/*! attn_problem_flops() : the floating-point work of attn_forward over p,
+ *  as attn-bench, attn-tune and the tuning database count it (their
+ *  GFLOP/s divide this by the time): 4 * head_dim FLOPs (the multiply and
+ *  add of Q K^T and of P V) per visible (query, key) pair, summed over
+ *  batches and query heads. Only unmasked pairs count: with lengths, each
+ *  sequence's q_len[b] x kv_len[b] (start offsets do not matter; a NULL
+ *  array is the padded length); when causal, query i sees i + kv_len -
+ *  q_len + 1 keys (bottom-right, clamped to 0..kv_len). Softmax, scaling
+ *  and padding rows are not counted. A decode of q_len new rows against a
+ *  cache holding L tokens is p with kv_len = L (its q_lens as lengths->q_len,
+ *  the cache's lengths as lengths->kv_len). lengths may be NULL (all full);
+ *  its arrays hold p->batch ints.
+ *  @return the FLOPs, or 0 when p is NULL or has no batch, query head or
+ *  head dim (negative lengths count as 0). */
+ATTN_API double attn_problem_flops(const attn_problem *p, const attn_lengths *lengths);
+
+/* Which kernel family runs a problem, and where its parameters came from. */
+typedef struct attn_plan_info {
+    char family[16];   /* "tiled" (GPU-style) or "vector" (CPU-style) */
+    char params[160];  /* the tunables, "name=value,..." */
+    char source[16];   /* "tuned", "stale", "heuristic" or "override" */
+} attn_plan_info;
+
+/*! attn_prepare() : builds (or loads from the cache) the kernels for p ahead
+ *  of time and reports the plan. info may be NULL. */
+ATTN_API attn_status attn_prepare(attn_context *ctx, const attn_problem *p, attn_plan_info *info);
+
+/*! attn_device_peak_gflops() : measures the device's fp32 FMA throughput
+ *  with a small kernel through this context's runtime (clpeak's method:
+ *  warm-up, then timed with profiling events). */
+ATTN_API attn_status attn_device_peak_gflops(attn_context *ctx, double *gflops);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* ATTN_PUBLIC_FORWARD_H */
