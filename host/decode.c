@@ -142,10 +142,13 @@ static attn_status get_kernels(attn_context *ctx, const decode_plan *dp, const a
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n, " -DDIM_PAD=%d", c->dim_pad);
     const int vector = dp->pr.family == ATTN_FAMILY_VECTOR;
-    const char *sources[] = {"common.cl", "decode_common.cl",
-                             vector ? "vector_helpers.cl" : "decode_tiled.cl", "decode_vector.cl"};
+    const char *vector_sources[] = {"common.cl", "decode_common.cl", "vector_helpers.cl",
+                                    "vector_core.cl", "decode_vector.cl"};
+    const char *tiled_sources[] = {"common.cl", "decode_common.cl", "tiled_core.cl",
+                                   "decode_tiled.cl"};
     cl_program prog;
-    attn_status st = attn_program_get(ctx, sources, vector ? 4 : 3, opts, &prog);
+    attn_status st = vector ? attn_program_get(ctx, vector_sources, 5, opts, &prog)
+                            : attn_program_get(ctx, tiled_sources, 4, opts, &prog);
     if (st != ATTN_SUCCESS) return st;
     cl_int err;
     *main_k = clCreateKernel(prog, vector ? "attn_decode_vector" : "attn_decode_tiled", &err);

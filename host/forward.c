@@ -45,7 +45,7 @@ static attn_status get_kernel(attn_context *ctx, const attn_params *pr, const at
 {
     char opts[512];
     attn_params_options(pr, p, opts, sizeof opts);
-    const char *sources[3];
+    const char *sources[ATTN_FAMILY_MAX_SOURCES];
     const int nsources = attn_family_sources(pr->family, sources);
     cl_program prog;
     attn_status st = attn_program_get(ctx, sources, nsources, opts, &prog);

@@ -168,16 +168,18 @@ void attn_params_format(const attn_params *pr, char *buf, size_t size)
                  pr->block_keys, pr->wg_size, pr->local_kv);
 }
 
-int attn_family_sources(int family, const char *names[3])
+int attn_family_sources(int family, const char *names[ATTN_FAMILY_MAX_SOURCES])
 {
     names[0] = "common.cl";
     if (family == ATTN_FAMILY_VECTOR) {
         names[1] = "vector_helpers.cl";
-        names[2] = "vector.cl";
-        return 3;
+        names[2] = "vector_core.cl";
+        names[3] = "vector.cl";
+        return 4;
     }
-    names[1] = "tiled.cl";
-    return 2;
+    names[1] = "tiled_core.cl";
+    names[2] = "tiled.cl";
+    return 3;
 }
 
 int attn_params_padded_dim(const attn_params *pr, int head_dim)

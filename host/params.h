@@ -63,8 +63,10 @@ void attn_params_options(const attn_params *params, const attn_problem *p, char 
                          size_t size);
 
 /* The cl/ files a family's forward program joins, in order; returns how
- * many (at most 3). The tuner hashes the same list to spot stale entries. */
-int attn_family_sources(int family, const char *names[3]);
+ * many (at most ATTN_FAMILY_MAX_SOURCES). The tuner hashes the same list to
+ * spot stale entries. */
+#define ATTN_FAMILY_MAX_SOURCES 4
+int attn_family_sources(int family, const char *names[ATTN_FAMILY_MAX_SOURCES]);
 
 /* Padded head dim the vector family works in (a multiple of vec_width). */
 int attn_params_padded_dim(const attn_params *params, int head_dim);

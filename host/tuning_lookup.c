@@ -107,7 +107,7 @@ int attn_device_exact(const attn_device_identity *a, const attn_device_identity 
 
 attn_status attn_kernel_source_hash(attn_context *ctx, int family, char out[17])
 {
-    const char *names[3];
+    const char *names[ATTN_FAMILY_MAX_SOURCES];
     const int n = attn_family_sources(family, names);
     uint64_t h = ATTN_HASH_INIT;
     out[0] = 0;

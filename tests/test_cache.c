@@ -604,15 +604,20 @@ static void test_unwritable_cache_dir(void)
 
 /* ---- (e) ATTN_KERNEL_DIR ---- */
 
-static const char *const source_names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl", "vector_helpers.cl"};
+/* the forward families' files; 1 and 2 are the cores, where the kernels'
+ * bodies (and the final normalisation) are */
+static const char *const source_names[] = {"common.cl",         "tiled_core.cl", "vector_core.cl",
+                                           "peak.cl",           "vector_helpers.cl", "tiled.cl",
+                                           "vector.cl"};
+enum { NSOURCES = sizeof source_names / sizeof source_names[0] };
 
 /* Writes the embedded sources into dir; returns them (malloc'd) in text[]. */
-static void export_sources(attn_context *ctx, const char *dir, char *text[5])
+static void export_sources(attn_context *ctx, const char *dir, char *text[NSOURCES])
 {
     const char *saved = getenv("ATTN_KERNEL_DIR");
     char *keep = saved ? strdup(saved) : NULL;
     unsetenv("ATTN_KERNEL_DIR");
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < NSOURCES; i++) {
         text[i] = attn_kernel_source(ctx, source_names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text[i]);
         CU_ASSERT(strlen(text[i]) > 100);
@@ -633,7 +638,7 @@ static void test_kernel_dir(void)
     harness_temp_dir(empty, sizeof empty, "empty");
     attn_problem p = small_problem();
     attn_context *ctx = new_context();
-    char *text[5];
+    char *text[NSOURCES];
     export_sources(ctx, kdir, text);
 
     /* a working copy: builds and computes the right thing */
@@ -647,6 +652,8 @@ static void test_kernel_dir(void)
     write_text(broken, "common.cl", text[0]);
     write_text(broken, "peak.cl", text[3]);
     write_text(broken, "vector_helpers.cl", text[4]);
+    write_text(broken, "tiled.cl", text[5]);
+    write_text(broken, "vector.cl", text[6]);
     for (int i = 1; i <= 2; i++) {
         size_t n = strlen(text[i]);
         char *bad = malloc(n + 128);
@@ -690,7 +697,7 @@ static void test_kernel_dir(void)
     st = attn_prepare(ctx, &p, NULL);
     CU_ASSERT_EQUAL(st, ATTN_ERROR_IO);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), partial));
-    CU_ASSERT(strstr(attn_last_error(ctx), "vector.cl") || strstr(attn_last_error(ctx), "tiled.cl") ||
+    CU_ASSERT(strstr(attn_last_error(ctx), "tiled_core.cl") ||
               strstr(attn_last_error(ctx), "vector_helpers.cl")); /* the family's first missing file */
     if (st != ATTN_ERROR_IO) printf("\n  missing file: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
     setenv("ATTN_KERNEL_DIR", empty, 1);
@@ -704,7 +711,7 @@ static void test_kernel_dir(void)
     unsetenv("ATTN_KERNEL_DIR");
     CU_ASSERT_EQUAL(prepare_verbose(ctx, &p), ATTN_SUCCESS);
 
-    for (int i = 0; i < 5; i++) free(text[i]);
+    for (int i = 0; i < NSOURCES; i++) free(text[i]);
     attn_context_release(ctx);
     harness_remove_tree(cache);
     harness_remove_tree(kdir);
@@ -745,7 +752,7 @@ static void test_check_mode_catches_wrong_kernel(void)
     harness_temp_dir(wrong, sizeof wrong, "wrong");
     attn_problem p = small_problem();
     attn_context *ctx = new_context();
-    char *text[5];
+    char *text[NSOURCES];
     export_sources(ctx, wrong, text);
     /* the final normalisation off by 1%, in both families */
     for (int i = 1; i <= 2; i++) {
@@ -806,7 +813,7 @@ static void test_check_mode_catches_wrong_kernel(void)
     CU_ASSERT_EQUAL(c4->check, 0);
     attn_context_release(c4);
 
-    for (int i = 0; i < 5; i++) free(text[i]);
+    for (int i = 0; i < NSOURCES; i++) free(text[i]);
     harness_remove_tree(cache);
     harness_remove_tree(wrong);
     env_restore();
