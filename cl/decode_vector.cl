@@ -96,11 +96,6 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
                                        causal, split, chunk);
     int hi[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS], hmax, hmin;
     vec_rows(rows, hi, qi, qh, &hmax, &hmin);
-    /* each row's running state (vector_core.cl) */
-    floatV acc[BLOCK_ROWS][NCHUNK], tot[BLOCK_ROWS][NCHUNK], cmp[BLOCK_ROWS][NCHUNK];
-    floatV lsum[BLOCK_ROWS], ltot[BLOCK_ROWS], lcmp[BLOCK_ROWS];
-    float m[BLOCK_ROWS];
-    vec_start(acc, tot, cmp, lsum, ltot, lcmp, m);
 
     /* Q pre-multiplied by scale * log2(e), zero past HEAD_DIM like the cache */
     floatV qv[BLOCK_ROWS][NCHUNK];
@@ -111,6 +106,12 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
         for (int d = 0; d < DIM_PAD; d++) row[d] = live && d < HEAD_DIM ? LOAD(q, qr + d) * qscale : 0.0f;
         for (int c = 0; c < NCHUNK; c++) qv[r][c] = vloadV(c, row);
     }
+
+    /* each row's running state (vector_core.cl) */
+    floatV acc[BLOCK_ROWS][NCHUNK], tot[BLOCK_ROWS][NCHUNK], cmp[BLOCK_ROWS][NCHUNK];
+    floatV lsum[BLOCK_ROWS], ltot[BLOCK_ROWS], lcmp[BLOCK_ROWS];
+    float m[BLOCK_ROWS];
+    vec_start(acc, tot, cmp, lsum, ltot, lcmp, m);
 
     int nfold = 0;
     for (int j0 = rows.j_lo; j0 < hmax; j0 += BLOCK_KEYS) {

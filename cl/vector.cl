@@ -103,11 +103,6 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
     const tile_rows rows = {lens[b], blk * BLOCK_ROWS, 1, h, sq, causal, 0, INT_MAX};
     int hi[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS], hmax, hmin;
     vec_rows(rows, hi, qi, qh, &hmax, &hmin);
-    /* each row's running state (vector_core.cl) */
-    floatV acc[BLOCK_ROWS][NCHUNK], tot[BLOCK_ROWS][NCHUNK], cmp[BLOCK_ROWS][NCHUNK];
-    floatV lsum[BLOCK_ROWS], ltot[BLOCK_ROWS], lcmp[BLOCK_ROWS];
-    float m[BLOCK_ROWS];
-    vec_start(acc, tot, cmp, lsum, ltot, lcmp, m);
 
     /* Q pre-multiplied by scale * log2(e); a score step broadcasts one
      * element of each row against a vector of keys. Rows are laid out
@@ -119,6 +114,12 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
         const ulong qr = live ? row_index(qg, b, h, qi[r]) : 0;
         for (int d = 0; d < HEAD_DIM; d++) qs[r][d] = live ? LOAD(q, qr + d) * qscale : 0.0f;
     }
+
+    /* each row's running state (vector_core.cl) */
+    floatV acc[BLOCK_ROWS][NCHUNK], tot[BLOCK_ROWS][NCHUNK], cmp[BLOCK_ROWS][NCHUNK];
+    floatV lsum[BLOCK_ROWS], ltot[BLOCK_ROWS], lcmp[BLOCK_ROWS];
+    float m[BLOCK_ROWS];
+    vec_start(acc, tot, cmp, lsum, ltot, lcmp, m);
 
     int lim[BLOCK_ROWS]; /* row r's visible keys in the current block */
     for (int r = 0; r < BLOCK_ROWS; r++) lim[r] = BLOCK_KEYS;

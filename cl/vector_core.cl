@@ -48,13 +48,12 @@ inline __attribute__((always_inline)) void vec_rows(tile_rows m, int hi[BLOCK_RO
     }
 }
 
-/* The running state of each row, in arrays the entry kernel declares
- * (separate arrays, not one struct: LLVM's SROA gives up on a whole
- * aggregate when any part of it is indexed by a variable, and this state
- * must stay in registers where it can). O and the softmax denominator are
- * summed plainly per fold of FOLD_BLOCKS key blocks (acc, lsum) and each
- * fold is added to a compensated total (tot - cmp, ltot - lcmp,
- * common.cl): adding every key to one running sum drifted to 2.6e-3
+/* The running state of each row, in separate arrays the entry kernel
+ * declares, as before the cores: with them PoCL makes the same hot loops
+ * as before (compared instruction by instruction). O and the softmax
+ * denominator are summed plainly per fold of FOLD_BLOCKS key blocks (acc,
+ * lsum) and each fold is added to a compensated total (tot - cmp, ltot -
+ * lcmp, common.cl): adding every key to one running sum drifted to 2.6e-3
  * relative error at 262144 keys. m is the running max (log2 domain). */
 inline __attribute__((always_inline)) void vec_start(
     floatV acc[BLOCK_ROWS][NCHUNK], floatV tot[BLOCK_ROWS][NCHUNK],
