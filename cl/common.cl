@@ -62,6 +62,33 @@ inline int visible_keys(int r, int4 len, int causal)
     return max(hi, 0);
 }
 
+/* The rows of one work-group's tile: row r is t = t0 + r, query i = t /
+ * group of head h0 + t % group. Prefill passes group 1 (a tile is rows of
+ * one head), decode the KV group (one K/V load serves every query head of
+ * the group). The tile sees keys [j_lo, j_end): a split of the cache in
+ * decode, all of them (0, INT_MAX) in prefill. */
+typedef struct {
+    int4 len; /* as visible_keys takes it */
+    int t0, group, h0, sq, causal, j_lo, j_end;
+} tile_rows;
+
+/* How many keys tile row r sees, clamped to j_end (a row that sees no key
+ * past j_lo is empty here: a pad row, one past sq, or one the causal mask
+ * leaves before this split); sets its query index and head. */
+inline int row_keys(tile_rows m, int r, int *i, int *h)
+{
+    const int t = m.t0 + r;
+    *i = t / m.group;
+    *h = m.h0 + t % m.group;
+    return *i < m.sq ? min(visible_keys(*i, m.len, m.causal), m.j_end) : 0;
+}
+
+/* Where row (b, h, i)'s LSE goes: lse[(b * q_heads + h) * sq + i] */
+inline ulong lse_index(int b, int q_heads, int sq, int h, int i)
+{
+    return ((ulong)b * q_heads + h) * sq + i;
+}
+
 /* *s += x, with the rounding error carried in *c (Kahan): the sum is *s - *c.
  * The kernels add each run of a few hundred keys' plain partial sum this
  * way, so that a row's error does not grow with its length. */

@@ -1,5 +1,5 @@
 /* decode_common.cl -- what both decode kernels share, prepended to each
- * after common.cl: which query row a tile row is, how many keys it sees,
+ * after common.cl: which query rows a tile holds and which keys they see,
  * and the combine kernel that merges split-KV partial results by their LSEs
  * (flash-decoding's second step). */
 
@@ -10,16 +10,17 @@
  * MASKED in common.cl, and skipped by the combine */
 #define EMPTY_LSE (-FLT_MAX)
 
-/* A tile's rows are (new query i, query head g of the KV group) pairs,
- * t = i * group + g: one K/V load serves every query head of the group.
- * lens[b] = (new queries, keys in the cache including them). Returns the
- * number of keys row t sees (0 for a pad row) and its query row and head. */
-inline int decode_row(int t, int group, int sq, int hk, int2 len, int causal, int *i, int *h)
+/* The rows of a decode tile (common.cl's tile_rows) starting at row t0:
+ * (new query i, query head g of KV head hk's group) pairs, t = i * group +
+ * g, so that one K/V load serves every query head of the group. lens[b] =
+ * (new queries, keys in the cache including them): new query i sees the
+ * keys up to its own. Split s covers keys [s * chunk, (s + 1) * chunk). */
+inline tile_rows decode_tile(int2 len, int t0, int group, int hk, int sq, int causal, int split,
+                             int chunk)
 {
-    *i = t / group;
-    *h = hk * group + t % group;
-    if (t >= group * sq || *i >= len.x) return 0;
-    return causal ? len.y - len.x + *i + 1 : len.y;
+    const tile_rows m = {(int4)(0, len.x, 0, len.y), t0, group, hk * group, sq, causal,
+                         split * chunk, split * chunk + chunk};
+    return m;
 }
 
 /* Global (HEAD_DIM, sq * q_heads, B). part_o is [row][split][DIM_PAD],

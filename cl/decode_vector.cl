@@ -1,24 +1,13 @@
 /* decode_vector.cl -- the CPU-style decode kernel: one work-item streams one
- * chunk of one KV head's cache rows (plain layout, read as it is: nothing is
+ * split of one KV head's cache rows (plain layout, read as it is: nothing is
  * re-packed per step) for BLOCK_ROWS query rows of that head's group, with
- * explicit float vectors as in vector.cl. Unsplit it writes O and LSE;
+ * explicit float vectors (vector_core.cl). Unsplit it writes O and LSE;
  * split, a partial (normalised O, log2 LSE) for attn_decode_combine. */
 
-#ifndef BLOCK_ROWS
-#define BLOCK_ROWS 4       /* query rows per work-item: (new query, group head) pairs, 1..16 */
-#endif
-#ifndef BLOCK_KEYS
-#define BLOCK_KEYS 32      /* keys per block, a multiple of VEC_WIDTH */
-#endif
-#ifndef VEC_WIDTH
-#define VEC_WIDTH 16       /* float vector width: 4, 8 or 16 (divides DIM_PAD) */
+#if DIM_PAD % VEC_WIDTH
+#error "VEC_WIDTH must divide DIM_PAD"
 #endif
 
-#if DIM_PAD % VEC_WIDTH || BLOCK_KEYS % VEC_WIDTH
-#error "VEC_WIDTH must divide DIM_PAD and BLOCK_KEYS"
-#endif
-#define NCHUNK (DIM_PAD / VEC_WIDTH)  /* vectors per cache row */
-#define NKV (BLOCK_KEYS / VEC_WIDTH)  /* vectors of scores per block and row */
 /* Rows per pass of O += P V: their accumulators (PV_ROWS x NCHUNK vectors,
  * 16 registers) stay in registers while each V row is read once, in order.
  * Walking V a column chunk at a time instead (all rows' accumulators for
@@ -100,49 +89,32 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
     const int split = get_global_id(0);
     const int tile = get_global_id(1) % ntiles, hk = get_global_id(1) / ntiles;
     const int b = get_global_id(2);
-    const int group = q_heads / kv_heads;
-    const int2 len = lens[b];
-    const int j_lo = split * chunk, j_end = j_lo + chunk;
     const ulong head = ((ulong)b * kv_heads + hk) * (ulong)head_rows * DIM_PAD;
     __global const storage_t *kh = kc + head;
     __global const storage_t *vh = vc + head;
-
-    /* each row's key limit inside this split; a row with hi <= j_lo sees
-     * nothing here (its result is empty whatever the loop computes) */
-    int hi[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS];
-    int hmax = j_lo, hmin = INT_MAX;
-    for (int r = 0; r < BLOCK_ROWS; r++) {
-        hi[r] = min(decode_row(tile * BLOCK_ROWS + r, group, sq, hk, len, causal, &qi[r], &qh[r]),
-                    j_end);
-        if (hi[r] > j_lo) {
-            hmax = max(hmax, hi[r]);
-            hmin = min(hmin, hi[r]);
-        }
-    }
+    const tile_rows rows = decode_tile(lens[b], tile * BLOCK_ROWS, q_heads / kv_heads, hk, sq,
+                                       causal, split, chunk);
+    int hi[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS], hmax, hmin;
+    vec_rows(rows, hi, qi, qh, &hmax, &hmin);
 
     /* Q pre-multiplied by scale * log2(e), zero past HEAD_DIM like the cache */
     floatV qv[BLOCK_ROWS][NCHUNK];
     for (int r = 0; r < BLOCK_ROWS; r++) {
         float row[DIM_PAD];
-        const int live = hi[r] > j_lo;
+        const int live = hi[r] > rows.j_lo;
         const ulong qr = live ? row_index(qg, b, qh[r], qi[r]) : 0;
         for (int d = 0; d < DIM_PAD; d++) row[d] = live && d < HEAD_DIM ? LOAD(q, qr + d) * qscale : 0.0f;
         for (int c = 0; c < NCHUNK; c++) qv[r][c] = vloadV(c, row);
     }
 
-    /* O and the denominator: summed plainly over FOLD_BLOCKS key blocks
-     * (acc, lsum), each fold added to a compensated total (common.cl) */
+    /* each row's running state (vector_core.cl) */
     floatV acc[BLOCK_ROWS][NCHUNK], tot[BLOCK_ROWS][NCHUNK], cmp[BLOCK_ROWS][NCHUNK];
     floatV lsum[BLOCK_ROWS], ltot[BLOCK_ROWS], lcmp[BLOCK_ROWS];
     float m[BLOCK_ROWS];
-    for (int r = 0; r < BLOCK_ROWS; r++) {
-        for (int c = 0; c < NCHUNK; c++) acc[r][c] = tot[r][c] = cmp[r][c] = (floatV)(0.0f);
-        lsum[r] = ltot[r] = lcmp[r] = (floatV)(0.0f);
-        m[r] = MAX_INIT;
-    }
-    int nfold = 0;
+    vec_start(acc, tot, cmp, lsum, ltot, lcmp, m);
 
-    for (int j0 = j_lo; j0 < hmax; j0 += BLOCK_KEYS) {
+    int nfold = 0;
+    for (int j0 = rows.j_lo; j0 < hmax; j0 += BLOCK_KEYS) {
 #if STORAGE == 0
         /* scores: each K row is read once (converted once) and serves every
          * row of the tile. f32 rows: a horizontal sum per (row, key); it
@@ -151,15 +123,15 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
          * loop waits on memory, not on these adds. */
         floatV s[BLOCK_ROWS][NKV];
         for (int kv = 0; kv < NKV; kv++) {
-            float t[BLOCK_ROWS][VEC_WIDTH];
+            float sums[BLOCK_ROWS][VEC_WIDTH];
             for (int kk = 0; kk < VEC_WIDTH; kk++) {
                 floatV a[BLOCK_ROWS];
                 dot_rows(qv, kh + (ulong)(j0 + kv * VEC_WIDTH + kk) * DIM_PAD, a);
 #pragma unroll
-                for (int r = 0; r < BLOCK_ROWS; r++) t[r][kk] = hsum_v(a[r]);
+                for (int r = 0; r < BLOCK_ROWS; r++) sums[r][kk] = hsum_v(a[r]);
             }
 #pragma unroll
-            for (int r = 0; r < BLOCK_ROWS; r++) s[r][kv] = vloadV(0, t[r]);
+            for (int r = 0; r < BLOCK_ROWS; r++) s[r][kv] = vloadV(0, sums[r]);
         }
 #else
         /* half-size rows: each (row, key) leaves a vector of partial sums;
@@ -189,80 +161,21 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
             }
         }
 #endif
-        /* only a block reaching past some row's limit needs the mask */
-        if (j0 + BLOCK_KEYS > hmin) {
-#pragma unroll
-            for (int r = 0; r < BLOCK_ROWS; r++)
-#pragma unroll
-                for (int kv = 0; kv < NKV; kv++) {
-                    const intV key = (intV)(j0 + kv * VEC_WIDTH) + IOTA;
-                    s[r][kv] = select(s[r][kv], (floatV)(MASKED), key >= (intV)(hi[r]));
-                }
-        }
+        /* only a block reaching past some live row's limit needs the mask */
+        const int masked = j0 + BLOCK_KEYS > hmin;
         float p[BLOCK_ROWS][BLOCK_KEYS];
-#pragma unroll
-        for (int r = 0; r < BLOCK_ROWS; r++) {
-            floatV bm = s[r][0];
-#pragma unroll
-            for (int kv = 1; kv < NKV; kv++) bm = max(bm, s[r][kv]);
-            const float mb = hmax_v(bm);
-            if (mb > m[r]) { /* rescale only when the row's max grows */
-                const float alpha = exp2(m[r] - mb);
-                for (int c = 0; c < NCHUNK; c++) {
-                    acc[r][c] *= alpha;
-                    tot[r][c] *= alpha;
-                    cmp[r][c] *= alpha;
-                }
-                lsum[r] *= alpha;
-                ltot[r] *= alpha;
-                lcmp[r] *= alpha;
-                m[r] = mb;
-            }
-#pragma unroll
-            for (int kv = 0; kv < NKV; kv++) {
-                const floatV e = exp2(s[r][kv] - (floatV)(m[r]));
-                lsum[r] += e;
-                vstoreV(e, kv, p[r]);
-            }
-        }
+        vec_softmax(acc, tot, cmp, lsum, ltot, lcmp, m, s, p, j0, hi, masked);
         /* O += P V over the keys inside the split's range only (pv_block) */
         const int nk = min(BLOCK_KEYS, hmax - j0);
         __global const storage_t *vrow = vh + (ulong)j0 * DIM_PAD;
         /* a constant last argument: blocks no live row's limit cuts keep the
          * plain loop (the per-key check cost 10% of an f32 step) */
-        if (j0 + BLOCK_KEYS > hmin)
+        if (masked)
             pv_block(acc, p, vrow, nk, j0, hi, 1);
         else
             pv_block(acc, p, vrow, nk, j0, hi, 0);
-        if (++nfold == FOLD_BLOCKS || j0 + BLOCK_KEYS >= hmax) {
-            nfold = 0;
-            for (int r = 0; r < BLOCK_ROWS; r++) {
-                for (int c = 0; c < NCHUNK; c++) {
-                    kahan_add_v(&tot[r][c], &cmp[r][c], acc[r][c]);
-                    acc[r][c] = (floatV)(0.0f);
-                }
-                kahan_add_v(&ltot[r], &lcmp[r], lsum[r]);
-                lsum[r] = (floatV)(0.0f);
-            }
-        }
+        vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, j0 + BLOCK_KEYS >= hmax);
     }
-
-    for (int r = 0; r < BLOCK_ROWS; r++) {
-        if (tile * BLOCK_ROWS + r >= group * sq) break;
-        const float l = hi[r] > j_lo ? hsum_v(ltot[r] - lcmp[r]) : 0.0f;
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        const ulong prow = ((ulong)b * q_heads + qh[r]) * sq + qi[r];
-        if (nsplit == 1) {
-            const ulong orow = row_index(og, b, qh[r], qi[r]);
-            /* an empty row stores zeros even if a masked V held inf or NaN */
-            for (int c = 0; c < NCHUNK; c++)
-                store_chunk(o, orow, c, l > 0.0f ? (tot[r][c] - cmp[r][c]) * inv : (floatV)(0.0f));
-            if (write_lse) lse[prow] = l > 0.0f ? (m[r] + log2(l)) * LN2 : -INFINITY;
-        } else {
-            const ulong pr = prow * nsplit + split;
-            if (l > 0.0f)
-                for (int c = 0; c < NCHUNK; c++) vstoreV((tot[r][c] - cmp[r][c]) * inv, c, part_o + pr * DIM_PAD);
-            part_lse[pr] = l > 0.0f ? m[r] + log2(l) : EMPTY_LSE;
-        }
-    }
+    vec_store(tot, cmp, ltot, lcmp, m, rows, hi, qi, qh, b, q_heads, o, og, lse, write_lse, part_o,
+              part_lse, nsplit, split);
 }

@@ -1,46 +1,5 @@
-/* tiled.cl -- the GPU-style family: a work-group of WG_SIZE work-items owns
- * BLOCK_ROWS query rows of one (batch, head) and walks tiles of BLOCK_KEYS
- * keys with an online softmax (FlashAttention-2's partitioning). Q lives in
- * __local, pre-scaled; K/V tiles are staged in __local or read directly. */
-
-#ifndef BLOCK_ROWS
-#define BLOCK_ROWS 16      /* query rows per work-group */
-#endif
-#ifndef BLOCK_KEYS
-#define BLOCK_KEYS 32      /* keys per tile */
-#endif
-#ifndef WG_SIZE
-#define WG_SIZE 128        /* work-items per work-group, a multiple of BLOCK_ROWS */
-#endif
-#ifndef LOCAL_KV
-#define LOCAL_KV 1         /* 1: stage K/V tiles in __local; 0: read them from global */
-#endif
-
-#if WG_SIZE % BLOCK_ROWS
-#error "WG_SIZE must be a multiple of BLOCK_ROWS"
-#endif
-#define TPR (WG_SIZE / BLOCK_ROWS)              /* work-items per query row */
-#define DPT ((HEAD_DIM + TPR - 1) / TPR)        /* output columns per work-item */
-/* local row stride: D rounded up to a float4, plus one float4 against bank conflicts */
-#define DS (((HEAD_DIM + 3) / 4) * 4 + 4)
-
-/* q . k over HEAD_DIM, q from __local; k from __local (LOCAL_KV) or global */
-#if LOCAL_KV
-inline float score(__local const float *qr, __local const float *kr)
-{
-    float acc = 0.0f;
-    for (int d = 0; d < HEAD_DIM / 4; d++) acc += dot(vload4(d, qr), vload4(d, kr));
-    for (int d = HEAD_DIM / 4 * 4; d < HEAD_DIM; d++) acc = mad(qr[d], kr[d], acc);
-    return acc;
-}
-#else
-inline float score(__local const float *qr, __global const storage_t *k, ulong kr)
-{
-    float acc = 0.0f;
-    for (int d = 0; d < HEAD_DIM; d++) acc = mad(qr[d], LOAD(k, kr + d), acc);
-    return acc;
-}
-#endif
+/* tiled.cl -- the GPU-style prefill kernel: a work-group owns BLOCK_ROWS
+ * query rows of one (batch, head) and all their keys (tiled_core.cl). */
 
 /* Global (nblk * WG_SIZE, Hq, B), local (WG_SIZE, 1, 1). */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
@@ -49,143 +8,13 @@ void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const stora
                     __global float *lse, int write_lse, __global const int4 *lens, int q_heads,
                     int kv_heads, int sq, int causal, float qscale, int nblk)
 {
-    __local float q_l[BLOCK_ROWS * DS];
-    __local float s_l[BLOCK_ROWS * BLOCK_KEYS];
-    /* l_l - lc_l: each row's softmax denominator, compensated (common.cl) */
-    __local float m_l[BLOCK_ROWS], l_l[BLOCK_ROWS], lc_l[BLOCK_ROWS], a_l[BLOCK_ROWS];
-#if LOCAL_KV
-    __local float k_l[BLOCK_KEYS * DS];
-    __local float v_l[BLOCK_KEYS * DS];
-#endif
-    const int tid = get_local_id(0);
+    __local tiled_local tl;
     const int blk = nblk - 1 - (int)get_group_id(0); /* heaviest (last) rows first */
     const int h = get_global_id(1), b = get_global_id(2);
     const int hk = h / (q_heads / kv_heads);
     const int4 len = lens[b];
-    const int r0 = blk * BLOCK_ROWS;
-
-    /* the work-group's key range: up to the furthest row's limit */
-    int hmax = 0, hmin = INT_MAX;
-    for (int r = 0; r < BLOCK_ROWS; r++) {
-        const int hr = r0 + r < sq ? visible_keys(r0 + r, len, causal) : 0;
-        hmax = max(hmax, hr);
-        hmin = min(hmin, hr);
-    }
-
-    for (int i = tid; i < BLOCK_ROWS * HEAD_DIM; i += WG_SIZE) {
-        const int r = i / HEAD_DIM, d = i % HEAD_DIM;
-        const int live = r0 + r < sq && visible_keys(r0 + r, len, causal) > 0;
-        q_l[r * DS + d] = live ? LOAD(q, row_index(qg, b, h, r0 + r) + d) * qscale : 0.0f;
-    }
-    if (tid < BLOCK_ROWS) {
-        m_l[tid] = MAX_INIT;
-        l_l[tid] = lc_l[tid] = 0.0f;
-    }
-    const int row = tid / TPR, lane = tid % TPR;
-    /* this work-item's row: its keys end at my_hi */
-    const int my_hi = r0 + row < sq ? visible_keys(r0 + row, len, causal) : 0;
-    /* O: summed plainly over FOLD_BLOCKS tiles (acc), each fold added to a
-     * compensated total (tot - cmp) */
-    float acc[DPT], tot[DPT], cmp[DPT];
-    for (int t = 0; t < DPT; t++) acc[t] = tot[t] = cmp[t] = 0.0f;
-    int nfold = 0;
-    /* the global fence orders the Q reads before any O write when out == q */
-    barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
-
-    for (int j0 = 0; j0 < hmax; j0 += BLOCK_KEYS) {
-        const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside kv_len */
-#if LOCAL_KV
-        for (int i = tid; i < BLOCK_KEYS * HEAD_DIM; i += WG_SIZE) {
-            const int c = i / HEAD_DIM, d = i % HEAD_DIM;
-            const int in = c < nk;
-            k_l[c * DS + d] = in ? LOAD(k, row_index(kg, b, hk, len.z + j0 + c) + d) : 0.0f;
-            v_l[c * DS + d] = in ? LOAD(v, row_index(vg, b, hk, len.z + j0 + c) + d) : 0.0f;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-#endif
-        const int need_mask = j0 + BLOCK_KEYS > hmin;
-        for (int i = tid; i < BLOCK_ROWS * BLOCK_KEYS; i += WG_SIZE) {
-            const int r = i / BLOCK_KEYS, c = i % BLOCK_KEYS;
-            const int hr = need_mask ? (r0 + r < sq ? visible_keys(r0 + r, len, causal) : 0) : hmax;
-            float s = MASKED;
-            if (j0 + c < hr) {
-#if LOCAL_KV
-                s = score(q_l + r * DS, k_l + c * DS);
-#else
-                s = score(q_l + r * DS, k, row_index(kg, b, hk, len.z + j0 + c));
-#endif
-            }
-            s_l[i] = s;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        if (tid < BLOCK_ROWS) { /* online softmax statistics, one row each */
-            __local float *sr = s_l + tid * BLOCK_KEYS;
-            float mb = sr[0];
-            for (int c = 1; c < BLOCK_KEYS; c++) mb = max(mb, sr[c]);
-            const float m_old = m_l[tid];
-            const float m_new = max(m_old, mb);
-            float sum = 0.0f;
-            for (int c = 0; c < BLOCK_KEYS; c++) {
-                const float e = exp2(sr[c] - m_new);
-                sr[c] = e;
-                sum += e;
-            }
-            const float alpha = exp2(m_old - m_new);
-            a_l[tid] = alpha;
-            float l = l_l[tid] * alpha, lc = lc_l[tid] * alpha;
-            kahan_add(&l, &lc, sum);
-            l_l[tid] = l;
-            lc_l[tid] = lc;
-            m_l[tid] = m_new;
-        }
-        barrier(CLK_LOCAL_MEM_FENCE);
-        const float alpha = a_l[row];
-        if (alpha != 1.0f)
-            for (int t = 0; t < DPT; t++) {
-                acc[t] *= alpha;
-                tot[t] *= alpha;
-                cmp[t] *= alpha;
-            }
-        __local const float *pr = s_l + row * BLOCK_KEYS;
-        /* only this row's visible keys: a masked key's weight is zero, but its
-         * V row may hold inf or NaN (0 * inf = NaN) */
-        const int nr = min(nk, my_hi - j0);
-        for (int c = 0; c < nr; c++) {
-            const float pc = pr[c];
-#if LOCAL_KV
-            __local const float *vr = v_l + c * DS;
-            for (int t = 0; t < DPT; t++) {
-                const int d = lane + t * TPR;
-                if (d < HEAD_DIM) acc[t] = mad(pc, vr[d], acc[t]);
-            }
-#else
-            const ulong vr = row_index(vg, b, hk, len.z + j0 + c);
-            for (int t = 0; t < DPT; t++) {
-                const int d = lane + t * TPR;
-                if (d < HEAD_DIM) acc[t] = mad(pc, LOAD(v, vr + d), acc[t]);
-            }
-#endif
-        }
-        if (++nfold == FOLD_BLOCKS || j0 + BLOCK_KEYS >= hmax) {
-            nfold = 0;
-            for (int t = 0; t < DPT; t++) {
-                kahan_add(&tot[t], &cmp[t], acc[t]);
-                acc[t] = 0.0f;
-            }
-        }
-        barrier(CLK_LOCAL_MEM_FENCE); /* before the next tile overwrites s_l, k_l, v_l */
-    }
-
-    if (r0 + row < sq) {
-        const float l = l_l[row] - lc_l[row];
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        const ulong orow = row_index(og, b, h, r0 + row);
-        for (int t = 0; t < DPT; t++) {
-            const int d = lane + t * TPR;
-            if (d < HEAD_DIM) STORE(o, orow + d, l > 0.0f ? (tot[t] - cmp[t]) * inv : 0.0f);
-        }
-        if (write_lse && lane == 0)
-            lse[((ulong)b * q_heads + h) * sq + r0 + row] =
-                l > 0.0f ? (m_l[row] + log2(l)) * LN2 : -INFINITY;
-    }
+    /* one head's rows, all keys; key j is buffer row kv_start + j */
+    const tile_rows m = {len, blk * BLOCK_ROWS, 1, h, sq, causal, 0, INT_MAX};
+    const kv_rows kv = {k + row_index(kg, b, hk, len.z), v + row_index(vg, b, hk, len.z), kg.s3, vg.s3};
+    tiled_attend(&tl, m, b, q_heads, q, qg, qscale, kv, o, og, lse, write_lse, NULL, NULL, 1, 0);
 }

@@ -1,27 +1,9 @@
-/* vector.cl -- the CPU-style family: one work-item per work-group owns
- * BLOCK_ROWS query rows and walks the keys with explicit float vectors,
- * which PoCL compiles straight to SIMD code (DESIGN.md: 77-84% of peak where
- * GPU-style kernels reached 6-19%). A pre-pass packs K transposed per key
- * block and V padded, in fp32 and content order, so the main loop needs no
- * bounds. */
-
-#ifndef BLOCK_ROWS
-#define BLOCK_ROWS 8       /* query rows per work-item (1..16) */
-#endif
-#ifndef BLOCK_KEYS
-#define BLOCK_KEYS 32      /* keys per block, a multiple of VEC_WIDTH */
-#endif
-#ifndef VEC_WIDTH
-#define VEC_WIDTH 16       /* float vector width: 4, 8 or 16 */
-#endif
-#ifndef HEAD_DIM_PAD
-#define HEAD_DIM_PAD (((HEAD_DIM) + VEC_WIDTH - 1) / VEC_WIDTH * VEC_WIDTH) /* D rounded up */
-#endif
-
-#define NCHUNK (HEAD_DIM_PAD / VEC_WIDTH) /* vectors per output row */
-#define NKV (BLOCK_KEYS / VEC_WIDTH)      /* vectors per block of scores */
-
-
+/* vector.cl -- the CPU-style prefill kernels: one work-item per
+ * work-group owns BLOCK_ROWS query rows of one head and walks all their
+ * keys with explicit float vectors (vector_core.cl), which PoCL compiles
+ * straight to SIMD code (DESIGN.md: 77-84% of peak where GPU-style kernels
+ * reached 6-19%). A pre-pass packs K transposed per key block and V
+ * padded, in fp32 and content order, so the main loop needs no bounds. */
 
 /* Pre-pass: K -> kt[b][hk][j / BLOCK_KEYS][d][j % BLOCK_KEYS] (each key
  * block transposed and contiguous: a [D][S] layout put every d of a block
@@ -114,19 +96,13 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
     const int blk = nblk - 1 - (int)get_global_id(0);
     const int h = get_global_id(1), b = get_global_id(2);
     const int hk = h / (q_heads / kv_heads);
-    const int4 len = lens[b];
-    const int r0 = blk * BLOCK_ROWS;
     const ulong head = (ulong)(b * kv_heads + hk);
     __global const float *ktb = kt + head * HEAD_DIM_PAD * (ulong)skvp;
     __global const float *vpb = vp + head * (ulong)skvp * HEAD_DIM_PAD;
-
-    int hi[BLOCK_ROWS];
-    int hmax = 0, hmin = INT_MAX;
-    for (int r = 0; r < BLOCK_ROWS; r++) {
-        hi[r] = r0 + r < sq ? visible_keys(r0 + r, len, causal) : 0;
-        hmax = max(hmax, hi[r]);
-        hmin = min(hmin, hi[r]);
-    }
+    /* one head's rows, all keys */
+    const tile_rows rows = {lens[b], blk * BLOCK_ROWS, 1, h, sq, causal, 0, INT_MAX};
+    int hi[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS], hmax, hmin;
+    vec_rows(rows, hi, qi, qh, &hmax, &hmin);
 
     /* Q pre-multiplied by scale * log2(e); a score step broadcasts one
      * element of each row against a vector of keys. Rows are laid out
@@ -135,25 +111,18 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
     float qs[BLOCK_ROWS][HEAD_DIM];
     for (int r = 0; r < BLOCK_ROWS; r++) {
         const int live = hi[r] > 0;
-        const ulong qr = live ? row_index(qg, b, h, r0 + r) : 0;
+        const ulong qr = live ? row_index(qg, b, h, qi[r]) : 0;
         for (int d = 0; d < HEAD_DIM; d++) qs[r][d] = live ? LOAD(q, qr + d) * qscale : 0.0f;
     }
 
-    /* O and the softmax denominator are summed per fold of FOLD_BLOCKS key
-     * blocks (acc, lsum) and each fold is added to a compensated running
-     * total (tot - cmp, ltot - lcmp, common.cl): adding every key to one
-     * running sum drifted to 2.6e-3 relative error at 262144 keys. */
+    /* each row's running state (vector_core.cl) */
     floatV acc[BLOCK_ROWS][NCHUNK], tot[BLOCK_ROWS][NCHUNK], cmp[BLOCK_ROWS][NCHUNK];
     floatV lsum[BLOCK_ROWS], ltot[BLOCK_ROWS], lcmp[BLOCK_ROWS];
     float m[BLOCK_ROWS];
-    int lim[BLOCK_ROWS]; /* row r's visible keys in the current block */
-    for (int r = 0; r < BLOCK_ROWS; r++) {
-        for (int c = 0; c < NCHUNK; c++) acc[r][c] = tot[r][c] = cmp[r][c] = (floatV)(0.0f);
-        lsum[r] = ltot[r] = lcmp[r] = (floatV)(0.0f);
-        m[r] = MAX_INIT;
-        lim[r] = BLOCK_KEYS;
-    }
+    vec_start(acc, tot, cmp, lsum, ltot, lcmp, m);
 
+    int lim[BLOCK_ROWS]; /* row r's visible keys in the current block */
+    for (int r = 0; r < BLOCK_ROWS; r++) lim[r] = BLOCK_KEYS;
     int nfold = 0;
     for (int j0 = 0; j0 < hmax; j0 += BLOCK_KEYS) {
         floatV s[BLOCK_ROWS][NKV];
@@ -172,43 +141,11 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
         }
         /* only the diagonal or tail block needs the mask */
         const int masked = j0 + BLOCK_KEYS > hmin;
-        if (masked) {
+        if (masked)
 #pragma unroll
-            for (int r = 0; r < BLOCK_ROWS; r++) {
-                lim[r] = hi[r] - j0;
-#pragma unroll
-                for (int kv = 0; kv < NKV; kv++) {
-                    const intV key = (intV)(j0 + kv * VEC_WIDTH) + IOTA;
-                    s[r][kv] = select(s[r][kv], (floatV)(MASKED), key >= (intV)(hi[r]));
-                }
-            }
-        }
+            for (int r = 0; r < BLOCK_ROWS; r++) lim[r] = hi[r] - j0;
         float p[BLOCK_ROWS][BLOCK_KEYS];
-#pragma unroll
-        for (int r = 0; r < BLOCK_ROWS; r++) {
-            floatV bm = s[r][0];
-#pragma unroll
-            for (int kv = 1; kv < NKV; kv++) bm = max(bm, s[r][kv]);
-            const float mb = hmax_v(bm);
-            if (mb > m[r]) { /* rescale only when the row's max grows */
-                const float alpha = exp2(m[r] - mb);
-                for (int c = 0; c < NCHUNK; c++) {
-                    acc[r][c] *= alpha;
-                    tot[r][c] *= alpha;
-                    cmp[r][c] *= alpha;
-                }
-                lsum[r] *= alpha;
-                ltot[r] *= alpha;
-                lcmp[r] *= alpha;
-                m[r] = mb;
-            }
-#pragma unroll
-            for (int kv = 0; kv < NKV; kv++) {
-                const floatV e = exp2(s[r][kv] - (floatV)(m[r]));
-                lsum[r] += e;
-                vstoreV(e, kv, p[r]);
-            }
-        }
+        vec_softmax(acc, tot, cmp, lsum, ltot, lcmp, m, s, p, j0, hi, masked);
         __global const float *vrow = vpb + (ulong)j0 * HEAD_DIM_PAD;
         const int nk = min(BLOCK_KEYS, hmax - j0);
         /* a constant last argument: the unmasked blocks keep the plain loop */
@@ -216,28 +153,8 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
             pv_block(acc, p, vrow, nk, lim, 1);
         else
             pv_block(acc, p, vrow, nk, lim, 0);
-        if (++nfold == FOLD_BLOCKS || j0 + BLOCK_KEYS >= hmax) {
-            nfold = 0;
-            for (int r = 0; r < BLOCK_ROWS; r++) {
-                for (int c = 0; c < NCHUNK; c++) {
-                    kahan_add_v(&tot[r][c], &cmp[r][c], acc[r][c]);
-                    acc[r][c] = (floatV)(0.0f);
-                }
-                kahan_add_v(&ltot[r], &lcmp[r], lsum[r]);
-                lsum[r] = (floatV)(0.0f);
-            }
-        }
+        vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, j0 + BLOCK_KEYS >= hmax);
     }
-
-    for (int r = 0; r < BLOCK_ROWS; r++) {
-        if (r0 + r >= sq) break;
-        const float l = hsum_v(ltot[r] - lcmp[r]);
-        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        const ulong orow = row_index(og, b, h, r0 + r);
-        /* an empty row stores zeros even if a masked V held inf or NaN */
-        for (int c = 0; c < NCHUNK; c++)
-            store_chunk(o, orow, c, l > 0.0f ? (tot[r][c] - cmp[r][c]) * inv : (floatV)(0.0f));
-        if (write_lse)
-            lse[((ulong)b * q_heads + h) * sq + r0 + r] = l > 0.0f ? (m[r] + log2(l)) * LN2 : -INFINITY;
-    }
+    vec_store(tot, cmp, ltot, lcmp, m, rows, hi, qi, qh, b, q_heads, o, og, lse, write_lse, NULL,
+              NULL, 1, 0);
 }

@@ -1,6 +1,6 @@
 /* desc_tiled.c -- the tiled family (GPU-style: a work-group of many
- * work-items, Q and scores in __local): cl/tiled.cl for prefill,
- * cl/decode_tiled.cl for decode. */
+ * work-items, Q and scores in __local): the core cl/tiled_core.cl with the
+ * entries cl/tiled.cl (prefill) and cl/decode_tiled.cl (decode). */
 #include "kernel_desc.h"
 
 #include <stddef.h>
@@ -22,13 +22,14 @@ static const attn_constraint constraints[] = {
     {offsetof(attn_params, wg_size), offsetof(attn_params, block_rows)},
 };
 
-/* Bytes of __local memory cl/tiled.cl and cl/decode_tiled.cl declare. */
+/* Bytes of the __local struct tiled_local in cl/tiled_core.cl, which both
+ * entry kernels (tiled.cl, decode_tiled.cl) declare. */
 static size_t local_bytes(const attn_params *pr, int head_dim)
 {
     size_t d4 = (size_t)((head_dim + 3) / 4) * 4 + 4; /* padded row stride, floats */
     size_t bytes = (size_t)pr->block_rows * d4 * 4;               /* Q */
     bytes += (size_t)pr->block_rows * pr->block_keys * 4;          /* scores */
-    bytes += (size_t)pr->block_rows * 4 * 3;                       /* m, l, alpha */
+    bytes += (size_t)pr->block_rows * 4 * 4;                       /* m, l, lc, a */
     if (pr->local_kv) bytes += 2 * (size_t)pr->block_keys * d4 * 4; /* K, V tiles */
     return bytes;
 }
@@ -44,10 +45,10 @@ const attn_family_desc attn_desc_tiled = {
     ATTN_FAMILY_TILED, "tiled", tunables, (int)(sizeof tunables / sizeof tunables[0]),
     constraints, (int)(sizeof constraints / sizeof constraints[0]),
     offsetof(attn_params, wg_size), local_bytes, no_derived,
-    {{"attn_fwd_tiled", {"common.cl", "tiled.cl"}, 2,
+    {{"attn_fwd_tiled", {"common.cl", "tiled_core.cl", "tiled.cl"}, 3,
       {{offsetof(attn_params, block_keys), 16}, {offsetof(attn_params, local_kv), 0},
        {offsetof(attn_params, block_rows), 1}}, 3},
-     {"attn_decode_tiled", {"common.cl", "decode_common.cl", "decode_tiled.cl"}, 3,
+     {"attn_decode_tiled", {"common.cl", "decode_common.cl", "tiled_core.cl", "decode_tiled.cl"}, 4,
       {{offsetof(attn_params, block_keys), 8}, {offsetof(attn_params, local_kv), 0},
        {offsetof(attn_params, block_rows), 1}}, 3}},
 };

@@ -1,6 +1,7 @@
 /* desc_vector.c -- the vector family (CPU-style: one work-item per
- * work-group streams float vectors, K/V pre-packed): cl/vector.cl for
- * prefill, cl/decode_vector.cl for decode. */
+ * work-group streams float vectors, K/V pre-packed): the core
+ * cl/vector_core.cl with the entries cl/vector.cl (prefill) and
+ * cl/decode_vector.cl (decode). */
 #include "kernel_desc.h"
 
 #include <stdio.h>
@@ -33,9 +34,11 @@ const attn_family_desc attn_desc_vector = {
     ATTN_FAMILY_VECTOR, "vector", tunables, (int)(sizeof tunables / sizeof tunables[0]),
     constraints, (int)(sizeof constraints / sizeof constraints[0]),
     (size_t)-1, NULL, derived,
-    {{"attn_fwd_vector", {"common.cl", "vector_helpers.cl", "vector.cl"}, 3,
+    {{"attn_fwd_vector", {"common.cl", "vector_helpers.cl", "vector_core.cl", "vector.cl"}, 4,
       {{offsetof(attn_params, block_rows), 1}}, 1},
      {"attn_decode_vector",
-      {"common.cl", "decode_common.cl", "vector_helpers.cl", "decode_vector.cl"}, 4,
+      {"common.cl", "decode_common.cl", "vector_helpers.cl", "vector_core.cl",
+       "decode_vector.cl"},
+      5,
       {{offsetof(attn_params, block_rows), 1}}, 1}},
 };

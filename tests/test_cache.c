@@ -584,13 +584,18 @@ static void test_unwritable_cache_dir(void)
 
 /* ---- (e) ATTN_KERNEL_DIR ---- */
 
-static const char *const source_names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl", "vector_helpers.cl"};
+/* the forward families' files; 1 and 2 are the cores, where the kernels'
+ * bodies (and the final normalisation) are */
+static const char *const source_names[] = {"common.cl",         "tiled_core.cl", "vector_core.cl",
+                                           "peak.cl",           "vector_helpers.cl", "tiled.cl",
+                                           "vector.cl"};
+enum { NSOURCES = sizeof source_names / sizeof source_names[0] };
 
 /* Writes the embedded sources (ctx was created without ATTN_KERNEL_DIR)
  * into dir; returns them (malloc'd) in text[]. */
-static void export_sources(attn_context *ctx, const char *dir, char *text[5])
+static void export_sources(attn_context *ctx, const char *dir, char *text[NSOURCES])
 {
-    for (int i = 0; i < 5; i++) {
+    for (int i = 0; i < NSOURCES; i++) {
         text[i] = attn_kernel_source(ctx, source_names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text[i]);
         CU_ASSERT(strlen(text[i]) > 100);
@@ -637,7 +642,7 @@ static void test_kernel_dir(void)
     harness_temp_dir(empty, sizeof empty, "empty");
     attn_problem p = small_problem();
     attn_context *ctx = new_context();
-    char *text[5];
+    char *text[NSOURCES];
     export_sources(ctx, kdir, text);
     attn_context_release(ctx);
 
@@ -653,6 +658,8 @@ static void test_kernel_dir(void)
     write_text(broken, "common.cl", text[0]);
     write_text(broken, "peak.cl", text[3]);
     write_text(broken, "vector_helpers.cl", text[4]);
+    write_text(broken, "tiled.cl", text[5]);
+    write_text(broken, "vector.cl", text[6]);
     for (int i = 1; i <= 2; i++) {
         size_t n = strlen(text[i]);
         char *bad = malloc(n + 128);
@@ -694,13 +701,14 @@ static void test_kernel_dir(void)
 
     /* a missing family file, then a missing common.cl: IO errors naming the path */
     write_text(partial, "common.cl", text[0]);
-    const char *family_files[] = {"vector.cl", "tiled.cl", "vector_helpers.cl"};
-    missing_sources(partial, family_files, 3); /* the family's first missing file */
+    const char *family_files[] = {"vector.cl", "tiled.cl", "vector_helpers.cl", "tiled_core.cl",
+                                  "vector_core.cl"};
+    missing_sources(partial, family_files, 5); /* the family's first missing file */
     const char *common[] = {"common.cl"};
     missing_sources(empty, common, 1);
     missing_sources("/nonexistent/attn/kernels", common, 1);
 
-    for (int i = 0; i < 5; i++) free(text[i]);
+    for (int i = 0; i < NSOURCES; i++) free(text[i]);
     harness_remove_tree(cache);
     harness_remove_tree(kdir);
     harness_remove_tree(broken);
@@ -740,7 +748,7 @@ static void test_check_mode_catches_wrong_kernel(void)
     harness_temp_dir(wrong, sizeof wrong, "wrong");
     attn_problem p = small_problem();
     attn_context *ctx = new_context();
-    char *text[5];
+    char *text[NSOURCES];
     export_sources(ctx, wrong, text);
     attn_context_release(ctx);
     /* the final normalisation off by 1%, in both families */
@@ -806,7 +814,7 @@ static void test_check_mode_catches_wrong_kernel(void)
     CU_ASSERT_EQUAL(c4->check, 0);
     attn_context_release(c4);
 
-    for (int i = 0; i < 5; i++) free(text[i]);
+    for (int i = 0; i < NSOURCES; i++) free(text[i]);
     harness_remove_tree(cache);
     harness_remove_tree(wrong);
     env_restore();

@@ -564,9 +564,9 @@ static void test_kernel_dir_faults(void)
     setenv("ATTN_CACHE_DIR", cache, 1);
     attn_context *c = new_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    static const char *names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl",
-                                  "vector_helpers.cl"};
-    for (int i = 0; i < 5; i++) {
+    static const char *names[] = {"common.cl", "tiled_core.cl",  "tiled.cl",         "vector.cl",
+                                  "peak.cl",   "vector_core.cl", "vector_helpers.cl"};
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         char *text = attn_kernel_source(c, names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text);
         write_file(kdir, names[i], text);

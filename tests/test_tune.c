@@ -81,18 +81,20 @@ static char *replace(const char *s, const char *from, const char *to)
 
 /* ---- wrong candidates ---- */
 
-/* Writes cl/ into dir with vector.cl made wrong for some BLOCK_ROWS: 4 does
- * not build, 2 normalises by 1.01/l, 6 leaves each block's last row unwritten. */
+/* Writes cl/ into dir with vector_core.cl made wrong for some BLOCK_ROWS: 4
+ * does not build, 2 normalises by 1.01/l, 6 leaves each block's last row
+ * unwritten. */
 static void doctored_kernels(attn_context *ctx, const char *dir)
 {
-    static const char *names[] = {"common.cl", "tiled.cl", "vector.cl", "peak.cl", "vector_helpers.cl"};
-    for (int i = 0; i < 5; i++) {
+    static const char *names[] = {"common.cl", "vector_core.cl", "tiled_core.cl",    "tiled.cl",
+                                  "vector.cl", "peak.cl",        "vector_helpers.cl"};
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         char *text = attn_kernel_source(ctx, names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-        if (i == 2) {
+        if (i == 1) {
             char *a = replace(text, "1.0f / l", "ATTN_TEST_ONE / l");
-            char *b = replace(a, "if (r0 + r >= sq) break;",
-                              "if (r0 + r >= sq || (BLOCK_ROWS == 6 && r == 5)) break;");
+            char *b = replace(a, "if (qi[r] >= rows.sq) break;",
+                              "if (qi[r] >= rows.sq || (BLOCK_ROWS == 6 && r == 5)) break;");
             size_t n = strlen(b) + 512;
             free(text);
             text = malloc(n);
