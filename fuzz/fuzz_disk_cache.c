@@ -6,7 +6,8 @@
  * binary stored with attn_disk_cache_store must load back unchanged. */
 #define _POSIX_C_SOURCE 200809L
 #include "fuzz_util.h"
-#include "internal.h"
+#include "core/hash.h"
+#include "core/program.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -14,7 +14,8 @@
  * kernel. */
 #define _POSIX_C_SOURCE 200809L
 #include "fuzz_util.h"
-#include "internal.h"
+#include "core/context.h"
+#include "attention/validate.h"
 
 #include <math.h>
 #include <stdio.h>

@@ -18,7 +18,6 @@
  * validation accepts is checked independently with fuzz_tensor_walk. */
 #define _POSIX_C_SOURCE 200809L
 #include "fuzz_util.h"
-#include "internal.h"
 
 #include <stdio.h>
 #include <stdlib.h>

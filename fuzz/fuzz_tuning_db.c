@@ -8,7 +8,7 @@
  * starts with the file name given and a line number ("NAME:LINE"), and
  * leave the database empty. Nothing may leak. */
 #include "fuzz_util.h"
-#include "tuning.h"
+#include "tuning/tuning.h"
 
 #include <ctype.h>
 #include <stdio.h>

@@ -28,7 +28,7 @@
  * tensors already (harness_alloc). */
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
-#include "internal.h" /* the vector family's scratch buffers, to poison or reserve them */
+#include "core/context.h" /* the vector family's scratch buffers, to poison or reserve them */
 
 #include <math.h>
 #include <stdio.h>

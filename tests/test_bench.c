@@ -6,7 +6,7 @@
 #define _GNU_SOURCE
 #include "harness.h"
 #include "bench_options.h"
-#include "sampling.h"
+#include "measure/sampling.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>

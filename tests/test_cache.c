@@ -11,7 +11,10 @@
  * printed as "cache timing:" lines. */
 #define _XOPEN_SOURCE 700
 #include "harness.h"
-#include "internal.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/hash.h"
+#include "core/program.h"
 
 #include <errno.h>
 #include <fcntl.h>

@@ -6,7 +6,7 @@
  * context. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
-#include "internal.h"
+#include "core/context.h"
 
 #include <ctype.h>
 #include <dirent.h>

@@ -15,7 +15,7 @@
  * cores), a few seconds warm. */
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
-#include "decode.h" /* the split heuristic */
+#include "attention/decode.h" /* the split heuristic */
 
 #include <math.h>
 #include <stdio.h>

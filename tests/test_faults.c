@@ -16,8 +16,12 @@
  * attn-tune mid-write, corrupt files) belong with the database (issue 3);
  * test_kill_during_store below is the pattern for them. */
 #define _GNU_SOURCE /* setgroups */
+#include "core/config.h"
 #include "harness.h"
-#include "internal.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/hash.h"
+#include "core/program.h"
 
 #include <dirent.h>
 #include <errno.h>

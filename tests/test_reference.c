@@ -3,7 +3,7 @@
  * the host conversions and the names of statuses and types. Everything the
  * kernels are checked against rests on these. */
 #include "harness.h"
-#include "internal.h"
+#include "attention/forward.h"
 
 #include <float.h>
 #include <math.h>

@@ -7,7 +7,7 @@
  * cannot see the rounding. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
-#include "internal.h"
+#include "blas/blas.h"
 
 #include <stdio.h>
 #include <stdlib.h>

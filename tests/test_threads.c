@@ -8,7 +8,7 @@
  * from several threads. Every result is compared with the reference. */
 #define _XOPEN_SOURCE 700
 #include "harness.h"
-#include "internal.h"
+#include "core/context.h"
 
 #include <ftw.h>
 #include <pthread.h>

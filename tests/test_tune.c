@@ -7,9 +7,9 @@
  * commands and failures; the session (attn_tune_run) called directly. */
 #define _GNU_SOURCE
 #include "harness.h"
-#include "internal.h"
-#include "tune_session.h"
-#include "tuning.h"
+#include "core/program.h"
+#include "tuning/tune_session.h"
+#include "tuning/tuning.h"
 
 #include <errno.h>
 #include <fcntl.h>

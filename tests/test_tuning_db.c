@@ -7,8 +7,8 @@
  * work the entries' GFLOP/s are counted by. */
 #define _GNU_SOURCE /* dup2 etc. with strdup under C11 */
 #include "harness.h"
-#include "internal.h"
-#include "tuning.h"
+#include "core/program.h"
+#include "tuning/tuning.h"
 
 #include <dirent.h>
 #include <errno.h>

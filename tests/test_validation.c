@@ -8,7 +8,8 @@
  * are compared against the CPU reference. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
-#include "internal.h"
+#include "core/context.h"
+#include "attention/validate.h"
 
 #include <limits.h>
 #include <math.h>

@@ -6,8 +6,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "attn.h"
 #include "tune_compare.h"
-#include "tune_session.h"
-#include "tune_shapes.h"
+#include "tuning/tune_session.h"
+#include "tuning/tune_shapes.h"
 
 #include <ctype.h>
 #include <errno.h>
@@ -343,7 +343,7 @@ static int cmd_forget(const options *o)
     return EXIT_SUCCESS;
 }
 
-/* ---- tuning: the session (host/tune_session.c) ---- */
+/* ---- tuning: the session (host/tuning/tune_session.c) ---- */
 
 static int cmd_tune(options *o)
 {

@@ -10,7 +10,7 @@
 #define ATTN_TOOLS_COMMON_H
 
 #include "attn.h"
-#include "sampling.h"
+#include "measure/sampling.h"
 
 #include <cjson/cJSON.h>
 #include <stddef.h>

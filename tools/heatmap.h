@@ -4,6 +4,8 @@
 #ifndef ATTN_HEATMAP_H
 #define ATTN_HEATMAP_H
 
+#include <stdio.h>
+
 /* What a cell is: a weight the softmax computed (it may be 0 by underflow),
  * a key the causal mask hides from a real query, or a pad query or key. */
 enum { CELL_WEIGHT = 0, CELL_MASKED = 1, CELL_PAD = 2 };
@@ -20,5 +22,10 @@ void heatmap_colour(float w, float wmax, int kind, unsigned char rgb[3]);
  * out of memory. */
 unsigned char *heatmap_render(const float *w, const unsigned char *kind, int rows, int cols,
                               int cell, int *width, int *height);
+
+/* The same weights as an SVG written to f, titled (escaped for XML);
+ * nonzero when written (heatmap_svg.c). */
+int heatmap_write_svg(FILE *f, const float *w, const unsigned char *kind, int rows, int cols,
+                      const char *title);
 
 #endif /* ATTN_HEATMAP_H */

@@ -3,8 +3,8 @@
  * interleaved through the tuner's bench, with the fp32 peak measured
  * between rounds, so that a tuned entry's gain is seen on this machine now. */
 #include "tune_compare.h"
-#include "tune_shapes.h"
-#include "tuning.h"
+#include "tuning/tune_shapes.h"
+#include "tuning/tuning.h"
 
 #include <stdio.h>
 #include <stdlib.h>

@@ -1,0 +1,33 @@
+/* check.h -- check mode: every forward compared with the CPU reference. */
+#ifndef ATTN_ATTENTION_CHECK_H
+#define ATTN_ATTENTION_CHECK_H
+
+#include "attn.h"
+
+
+/* ---- check mode (check.c) ---- */
+/* Host copies of a forward's inputs, contiguous BHSD float. */
+typedef struct attn_check_inputs attn_check_inputs;
+/* Reads q, k, v back (blocking) before the kernels run: out may be q. */
+attn_status attn_check_read_inputs(attn_context *ctx, const attn_problem *p,
+                                   const attn_tensor *q, const attn_tensor *k,
+                                   const attn_tensor *v, attn_check_inputs **out);
+/* Waits for the result, recomputes it with the reference and compares at
+ * the dtype's tolerance: ATTN_ERROR_MISMATCH naming the worst element. */
+attn_status attn_check_compare(attn_context *ctx, const attn_problem *p,
+                               const attn_check_inputs *in, const attn_tensor *out,
+                               const attn_lengths *lengths, cl_mem lse);
+void attn_check_free(attn_check_inputs *in);
+/* The end of a forward in check mode: when st is success and inputs were
+ * read, waits for finished and compares; frees inputs; hands finished to
+ * *done on success (the caller releases it), else releases it. Returns the
+ * final status. */
+attn_status attn_check_finish(attn_context *ctx, attn_status st, const attn_problem *p,
+                              attn_check_inputs *inputs, const attn_tensor *out,
+                              const attn_lengths *lengths, cl_mem lse, cl_event finished,
+                              cl_event *done);
+/* Reads a strided tensor of p->dtype back into contiguous [B,H,S,D] floats. */
+attn_status attn_tensor_download(attn_context *ctx, const attn_tensor *t, attn_dtype dtype,
+                                 int batch, int heads, int seq, int dim, float *dst);
+
+#endif /* ATTN_ATTENTION_CHECK_H */

@@ -1,0 +1,119 @@
+/* convert.c -- host conversions between float and the storage types: IEEE
+ * binary16 and bfloat16, both rounding to nearest even, bit-exact, so that
+ * tests and check mode see exactly the values a kernel reads. */
+#include "core/errors.h"
+
+#include <math.h>
+#include <string.h>
+
+static uint32_t float_bits(float f)
+{
+    uint32_t u;
+    memcpy(&u, &f, sizeof u);
+    return u;
+}
+
+static float bits_float(uint32_t u)
+{
+    float f;
+    memcpy(&f, &u, sizeof f);
+    return f;
+}
+
+/* Round the low `shift` bits of m away, to nearest, ties to even. The carry
+ * out of the mantissa lands in the exponent, which is what IEEE wants (up to
+ * the smallest normal, or up to infinity). */
+static uint32_t round_shift(uint32_t m, int shift)
+{
+    uint32_t r = m >> shift;
+    uint32_t rem = m & ((1u << shift) - 1u);
+    uint32_t half = 1u << (shift - 1);
+    if (rem > half || (rem == half && (r & 1u))) r++;
+    return r;
+}
+
+static uint16_t f32_to_f16(float f)
+{
+    uint32_t u = float_bits(f);
+    uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
+    uint32_t exp = (u >> 23) & 0xffu;
+    uint32_t mant = u & 0x7fffffu;
+
+    if (exp == 0xffu) {
+        if (mant) return (uint16_t)(sign | 0x7e00u | (mant >> 13)); /* quiet NaN */
+        return (uint16_t)(sign | 0x7c00u);                          /* infinity */
+    }
+    int e = (int)exp - 127;
+    if (e > 15) return (uint16_t)(sign | 0x7c00u); /* >= 2^16: overflow */
+    if (e >= -14) {                                /* normal half */
+        uint32_t m = ((uint32_t)(e + 15) << 23) | mant;
+        return (uint16_t)(sign | round_shift(m, 13)); /* may carry to inf */
+    }
+    if (e >= -25) { /* subnormal half (or rounds up to the smallest one) */
+        uint32_t m = mant | 0x800000u; /* value = m * 2^(e-23) */
+        return (uint16_t)(sign | round_shift(m, -e - 1));
+    }
+    return sign; /* below half the smallest subnormal: signed zero */
+}
+
+static float f16_to_f32(uint16_t h)
+{
+    uint32_t sign = (uint32_t)(h & 0x8000u) << 16;
+    uint32_t exp = (h >> 10) & 0x1fu;
+    uint32_t mant = h & 0x3ffu;
+
+    if (exp == 0) {
+        float v = ldexpf((float)mant, -24); /* zero or subnormal, exact */
+        return sign ? -v : v;
+    }
+    if (exp == 31) return bits_float(sign | 0x7f800000u | (mant << 13));
+    return bits_float(sign | ((exp - 15u + 127u) << 23) | (mant << 13));
+}
+
+static uint16_t f32_to_bf16(float f)
+{
+    uint32_t u = float_bits(f);
+    if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
+    u += 0x7fffu + ((u >> 16) & 1u); /* ties to even; finite overflow becomes inf */
+    return (uint16_t)(u >> 16);
+}
+
+static float bf16_to_f32(uint16_t b) { return bits_float((uint32_t)b << 16); }
+
+attn_status attn_convert_from_f32(attn_dtype t, const float *src, void *dst, size_t n)
+{
+    attn_thread_call_begin(__func__);
+    ATTN_CHECK(NULL, attn_dtype_size(t) == 0, ATTN_ERROR_INVALID_ARGUMENT,
+               "dtype %d is not an attn_dtype", (int)t);
+    if (n == 0) return ATTN_SUCCESS;
+    ATTN_CHECK(NULL, !src, ATTN_ERROR_INVALID_ARGUMENT, "src is NULL");
+    ATTN_CHECK(NULL, !dst, ATTN_ERROR_INVALID_ARGUMENT, "dst is NULL");
+
+    if (t == ATTN_F32) {
+        memmove(dst, src, n * sizeof(float)); /* tolerates dst == src */
+    } else {
+        uint16_t *d = dst;
+        for (size_t i = 0; i < n; i++)
+            d[i] = t == ATTN_F16 ? f32_to_f16(src[i]) : f32_to_bf16(src[i]);
+    }
+    return ATTN_SUCCESS;
+}
+
+attn_status attn_convert_to_f32(attn_dtype t, const void *src, float *dst, size_t n)
+{
+    attn_thread_call_begin(__func__);
+    ATTN_CHECK(NULL, attn_dtype_size(t) == 0, ATTN_ERROR_INVALID_ARGUMENT,
+               "dtype %d is not an attn_dtype", (int)t);
+    if (n == 0) return ATTN_SUCCESS;
+    ATTN_CHECK(NULL, !src, ATTN_ERROR_INVALID_ARGUMENT, "src is NULL");
+    ATTN_CHECK(NULL, !dst, ATTN_ERROR_INVALID_ARGUMENT, "dst is NULL");
+
+    if (t == ATTN_F32) {
+        memmove(dst, src, n * sizeof(float)); /* tolerates dst == src */
+    } else {
+        const uint16_t *s = src;
+        for (size_t i = 0; i < n; i++)
+            dst[i] = t == ATTN_F16 ? f16_to_f32(s[i]) : bf16_to_f32(s[i]);
+    }
+    return ATTN_SUCCESS;
+}

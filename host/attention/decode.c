@@ -1,0 +1,322 @@
+/* decode.c -- attn_decode and attn_decode_prepare: a few new queries per
+ * sequence against the KV cache. Validates against the cache, plans the
+ * parameters and the KV splits, enqueues the decode kernel of the device's
+ * family and, when split, the combine kernel (flash-decoding). */
+#define _POSIX_C_SOURCE 200809L
+#include "attention/decode.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/program.h"
+#include "attention/validate.h"
+#include "attention/forward.h"
+#include "attention/check.h"
+#include "attention/plan.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define INVALID(ctx, ...) ATTN_FAIL((ctx), ATTN_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
+
+/* Everything decided before enqueueing. */
+typedef struct decode_plan {
+    attn_params pr;
+    const char *source; /* "heuristic", "tuned", "stale" or "override" */
+    int ntiles;         /* work-groups per KV head: ceil(group * q_len / rows) */
+    int nsplit, chunk;  /* splits launched, keys per split (a multiple of BLOCK_KEYS) */
+    int *qlen;          /* per sequence (malloc'd) */
+} decode_plan;
+
+/* need_keys: each sequence must already hold its new queries' K/V (a
+ * decode does; preparing may come before the first append). */
+static attn_status check_args(attn_context *ctx, const attn_kv_cache *c, const attn_problem *p,
+                              const int *q_lens, int need_keys)
+{
+    ATTN_CHECK(ctx, !c, ATTN_ERROR_INVALID_ARGUMENT, "cache is NULL");
+    ATTN_CHECK(ctx, c->ctx != ctx, ATTN_ERROR_INVALID_ARGUMENT,
+               "cache was created on another attn_context");
+    ATTN_CHECK(ctx, !p, ATTN_ERROR_INVALID_ARGUMENT, "p (the problem) is NULL");
+    /* the step's keys never arrived: a decode now would answer for the previous token */
+    if (need_keys && c->append_failure[0])
+        return INVALID(ctx, "the cache's last attn_kv_cache_append failed, so it does not hold "
+                       "this step's keys and values; append them (successfully) first. That "
+                       "append said: %s", c->append_failure);
+    if (p->batch != c->batch)
+        return INVALID(ctx, "p->batch = %d but the cache holds %d sequences", p->batch, c->batch);
+    if (p->kv_heads != c->kv_heads)
+        return INVALID(ctx, "p->kv_heads = %d but the cache has %d KV heads", p->kv_heads,
+                       c->kv_heads);
+    if (p->head_dim != c->head_dim)
+        return INVALID(ctx, "p->head_dim = %d but the cache's head_dim is %d", p->head_dim,
+                       c->head_dim);
+    if (p->dtype != c->dtype) {
+        const char *name = attn_dtype_name(p->dtype);
+        return INVALID(ctx, "p->dtype = %s but the cache stores %s", name ? name : "(invalid)",
+                       attn_dtype_name(c->dtype));
+    }
+    if (p->q_len < 1 || p->q_len > ATTN_DECODE_MAX_Q_LEN)
+        return INVALID(ctx, "p->q_len = %d is outside 1..%d (ATTN_DECODE_MAX_Q_LEN; a longer "
+                       "block is a prefill: attn_forward over attn_kv_cache_tensors)", p->q_len,
+                       ATTN_DECODE_MAX_Q_LEN);
+    if (p->q_heads < 1 || p->q_heads % p->kv_heads)
+        return INVALID(ctx, "p->q_heads = %d is not a positive multiple of kv_heads = %d",
+                       p->q_heads, p->kv_heads);
+    if (q_lens)
+        for (int b = 0; b < c->batch; b++) {
+            if (q_lens[b] < 0 || q_lens[b] > p->q_len)
+                return INVALID(ctx, "q_lens[%d] = %d is outside 0..p->q_len (%d)", b, q_lens[b],
+                               p->q_len);
+            if (need_keys && q_lens[b] > c->len[b])
+                return INVALID(ctx, "q_lens[%d] = %d new quer%s but sequence %d holds only %d "
+                               "token%s: append their keys and values first", b, q_lens[b],
+                               q_lens[b] == 1 ? "y" : "ies", b, c->len[b],
+                               c->len[b] == 1 ? "" : "s");
+        }
+    else if (need_keys)
+        for (int b = 0; b < c->batch; b++)
+            if (p->q_len > c->len[b])
+                return INVALID(ctx, "p->q_len = %d new quer%s but sequence %d holds only %d "
+                               "token%s: append their keys and values first (or pass q_lens)",
+                               p->q_len, p->q_len == 1 ? "y" : "ies", b, c->len[b],
+                               c->len[b] == 1 ? "" : "s");
+    return ATTN_SUCCESS;
+}
+
+/* The problem attn_forward would solve over the cache's tensors: its
+ * validation covers q, out and lse (sizes, strides, overlaps). */
+static attn_problem full_problem(const attn_kv_cache *c, const attn_problem *p)
+{
+    attn_problem f = *p;
+    f.kv_len = c->capacity;
+    return f;
+}
+
+static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const attn_problem *p,
+                             const int *q_lens, decode_plan *dp)
+{
+    const attn_device_limits dev = attn_context_limits(ctx);
+    const attn_problem full = full_problem(c, p); /* the class: kv by the cache's capacity */
+    attn_params pr;
+    attn_status st = attn_plan(ctx, ATTN_ENTRY_DECODE, &full, &pr, &dp->source);
+    if (st != ATTN_SUCCESS) return st;
+    dp->pr = pr;
+    dp->qlen = malloc(sizeof *dp->qlen * (size_t)c->batch);
+    if (!dp->qlen) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    int max_len = 0;
+    for (int b = 0; b < c->batch; b++) {
+        dp->qlen[b] = q_lens ? q_lens[b] : p->q_len;
+        if (dp->qlen[b] > 0 && c->len[b] > max_len) max_len = c->len[b];
+    }
+    const int rows_needed = p->q_heads / p->kv_heads * p->q_len;
+    dp->ntiles = (rows_needed + pr.block_rows - 1) / pr.block_rows;
+    const int items = c->batch * c->kv_heads * dp->ntiles;
+    const size_t key_bytes = 2 * (size_t)c->head_dim * attn_dtype_size(c->dtype);
+    int want = pr.kv_splits > 0 ? pr.kv_splits
+                                : attn_decode_auto_splits(&dev, items, max_len, key_bytes);
+    const int bk = pr.block_keys;
+    int chunk = (max_len + want - 1) / want;
+    chunk = (chunk + bk - 1) / bk * bk;
+    if (chunk < bk) chunk = bk;
+    dp->chunk = chunk;
+    dp->nsplit = max_len > 0 ? (max_len + chunk - 1) / chunk : 1;
+    return ATTN_SUCCESS;
+}
+
+static attn_status get_kernels(attn_context *ctx, const decode_plan *dp, const attn_problem *p,
+                               const attn_kv_cache *c, cl_kernel *main_k, cl_kernel *combine_k)
+{
+    char opts[600];
+    attn_params_options(&dp->pr, p, opts, sizeof opts - 32);
+    size_t n = strlen(opts);
+    snprintf(opts + n, sizeof opts - n, " -DDIM_PAD=%d", c->dim_pad);
+    const char *const *sources;
+    const int nsources = attn_family_sources(dp->pr.family, ATTN_ENTRY_DECODE, &sources);
+    cl_program prog;
+    attn_status st = attn_program_get(ctx, sources, nsources, opts, &prog);
+    if (st != ATTN_SUCCESS) return st;
+    cl_int err;
+    *main_k = clCreateKernel(prog, attn_family_kernel(dp->pr.family, ATTN_ENTRY_DECODE), &err);
+    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateKernel (decode)");
+    if (combine_k) {
+        *combine_k = clCreateKernel(prog, "attn_decode_combine", &err);
+        if (err != CL_SUCCESS) {
+            clReleaseKernel(*main_k);
+            *main_k = NULL;
+            return attn_fail_cl(ctx, err, "clCreateKernel (attn_decode_combine)");
+        }
+    }
+    return ATTN_SUCCESS;
+}
+
+typedef struct { size_t size; const void *value; } karg;
+#define ARG(x) {sizeof(x), &(x)}
+static attn_status set_args(attn_context *ctx, cl_kernel k, const karg *args, int n)
+{
+    for (int i = 0; i < n; i++) {
+        cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
+        if (err != CL_SUCCESS) {
+            char call[64];
+            snprintf(call, sizeof call, "clSetKernelArg(%d) (decode)", i);
+            return attn_fail_cl(ctx, err, call);
+        }
+    }
+    return ATTN_SUCCESS;
+}
+
+static cl_ulong4 geometry(const attn_tensor *t)
+{
+    cl_ulong4 g = {{t->offset, t->stride_batch, t->stride_head, t->stride_seq}};
+    return g;
+}
+
+static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_plan *dp,
+                           const attn_problem *p, const attn_tensor *q, const attn_tensor *o,
+                           cl_mem lse, cl_event *finished_out)
+{
+    attn_status st;
+    cl_int err;
+    cl_kernel main_k = NULL, comb_k = NULL;
+    cl_event decoded = NULL, finished = NULL;
+    cl_mem lens = NULL;
+    const int split = dp->nsplit > 1;
+
+    cl_int2 *hl = malloc(sizeof *hl * (size_t)c->batch);
+    if (!hl) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int b = 0; b < c->batch; b++) {
+        hl[b].s[0] = dp->qlen[b];
+        hl[b].s[1] = c->len[b];
+    }
+    lens = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                          sizeof *hl * (size_t)c->batch, hl, &err);
+    free(hl);
+    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateBuffer (decode lengths)");
+
+    if ((st = get_kernels(ctx, dp, p, c, &main_k, split ? &comb_k : NULL)) != ATTN_SUCCESS)
+        goto done;
+    const size_t rows = (size_t)p->batch * p->q_heads * p->q_len * dp->nsplit;
+    if (split && ((st = attn_scratch_reserve(ctx, &c->part_o, rows * c->dim_pad * sizeof(float))) ||
+                  (st = attn_scratch_reserve(ctx, &c->part_lse, rows * sizeof(float)))))
+        goto done;
+    cl_mem part_o = split ? c->part_o.mem : lens, part_lse = split ? c->part_lse.mem : lens;
+    const cl_ulong4 qg = geometry(q), og = geometry(o);
+    const cl_int write_lse = lse != NULL;
+    cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */
+    const cl_int head_rows = c->rows, nsplit = dp->nsplit, chunk = dp->chunk;
+    const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
+    const cl_int ntiles = dp->ntiles;
+    const cl_float qscale = attn_effective_scale(p) * 1.4426950408889634f; /* exp2 domain */
+    const karg main_args[] = {ARG(q->buffer), ARG(qg), ARG(c->k), ARG(c->v), ARG(head_rows),
+                              ARG(o->buffer), ARG(og), ARG(lse_arg), ARG(write_lse),
+                              ARG(part_o), ARG(part_lse), ARG(nsplit), ARG(chunk), ARG(lens),
+                              ARG(hq), ARG(hkv), ARG(sq), ARG(causal), ARG(qscale), ARG(ntiles)};
+    if ((st = set_args(ctx, main_k, main_args, 20)) != ATTN_SUCCESS) goto done;
+    if (split) {
+        const karg comb_args[] = {ARG(part_o), ARG(part_lse), ARG(nsplit), ARG(o->buffer),
+                                  ARG(og), ARG(lse_arg), ARG(write_lse), ARG(hq), ARG(sq)};
+        if ((st = set_args(ctx, comb_k, comb_args, 9)) != ATTN_SUCCESS) goto done;
+    }
+
+    /* an out-of-order queue could run this before the appends it must see */
+    if (ctx->out_of_order && (err = clEnqueueBarrierWithWaitList(ctx->queue, 0, NULL, NULL))) {
+        st = attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
+        goto done;
+    }
+    const size_t wg = attn_params_work_group(&dp->pr);
+    const size_t global[3] = {(size_t)nsplit * wg, (size_t)hkv * ntiles, (size_t)p->batch};
+    const size_t local[3] = {wg, 1, 1};
+    err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, global, local, 0, NULL,
+                                 split ? &decoded : &finished);
+    if (err != CL_SUCCESS) {
+        char call[96];
+        snprintf(call, sizeof call, "clEnqueueNDRangeKernel (%s)",
+                 attn_family_kernel(dp->pr.family, ATTN_ENTRY_DECODE));
+        st = attn_fail_cl(ctx, err, call);
+        goto done;
+    }
+    if (split) {
+        const size_t cg[3] = {(size_t)p->head_dim, (size_t)sq * hq, (size_t)p->batch};
+        err = clEnqueueNDRangeKernel(ctx->queue, comb_k, 3, NULL, cg, NULL, 1, &decoded,
+                                     &finished);
+        if (err != CL_SUCCESS) {
+            st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_decode_combine)");
+            goto done;
+        }
+    }
+    *finished_out = finished;
+    finished = NULL;
+done:
+    if (decoded) clReleaseEvent(decoded);
+    if (finished) clReleaseEvent(finished);
+    if (main_k) clReleaseKernel(main_k);
+    if (comb_k) clReleaseKernel(comb_k);
+    clReleaseMemObject(lens); /* enqueued kernels keep it alive */
+    return st;
+}
+
+attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
+                        const attn_tensor *q, const attn_tensor *out, const int *q_lens,
+                        cl_mem lse, cl_event *done)
+{
+    if (done) *done = NULL;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
+    decode_plan dp = {0};
+    attn_check_inputs *inputs = NULL;
+    cl_event finished = NULL;
+    attn_tensor ck, cv;
+    attn_problem full;
+    attn_status st = check_args(ctx, cache, p, q_lens, 1);
+    if (st == ATTN_SUCCESS) {
+        attn_kv_cache_tensors(cache, &ck, &cv);
+        full = full_problem(cache, p);
+        st = attn_validate_forward(ctx, &full, q, &ck, &cv, out, NULL, lse);
+    }
+    if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, q_lens, &dp);
+    /* check mode reads the inputs first: out may be q */
+    if (st == ATTN_SUCCESS && ctx->check) st = attn_check_read_inputs(ctx, &full, q, &ck, &cv, &inputs);
+    if (st == ATTN_SUCCESS) st = enqueue(ctx, cache, &dp, p, q, out, lse, &finished);
+    if (st == ATTN_SUCCESS && inputs) {
+        /* the same problem for attn_forward: each sequence's queries are its
+         * last q_len[b] tokens of len[b] */
+        const attn_lengths lengths = {NULL, dp.qlen, NULL, cache->len};
+        cl_int err = clWaitForEvents(1, &finished);
+        st = err == CL_SUCCESS ? attn_check_compare(ctx, &full, inputs, out, &lengths, lse)
+                               : attn_fail_cl(ctx, err, "clWaitForEvents (check mode)");
+    }
+    attn_check_free(inputs);
+    free(dp.qlen);
+    if (st == ATTN_SUCCESS && done) *done = finished; /* the caller releases it */
+    else if (finished) clReleaseEvent(finished);
+    attn_call_end(ctx);
+    return st;
+}
+
+attn_status attn_decode_prepare(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
+                                attn_plan_info *info)
+{
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
+    decode_plan dp = {0};
+    cl_kernel main_k = NULL, comb_k = NULL;
+    attn_status st = check_args(ctx, cache, p, NULL, 0);
+    if (st == ATTN_SUCCESS) {
+        const attn_problem full = full_problem(cache, p);
+        st = attn_validate_problem(ctx, &full, NULL);
+    }
+    if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, NULL, &dp);
+    if (st == ATTN_SUCCESS) st = get_kernels(ctx, &dp, p, cache, &main_k, &comb_k);
+    if (main_k) clReleaseKernel(main_k);
+    if (comb_k) clReleaseKernel(comb_k);
+    if (st == ATTN_SUCCESS && info) {
+        memset(info, 0, sizeof *info);
+        snprintf(info->family, sizeof info->family, "%s",
+                 dp.pr.family == ATTN_FAMILY_VECTOR ? "vector" : "tiled");
+        attn_params_format(&dp.pr, info->params, sizeof info->params);
+        size_t n = strlen(info->params);
+        snprintf(info->params + n, sizeof info->params - n, ",splits=%d", dp.nsplit);
+        snprintf(info->source, sizeof info->source, "%s", dp.source);
+    }
+    free(dp.qlen);
+    attn_call_end(ctx);
+    return st;
+}

@@ -1,0 +1,209 @@
+/* forward.c -- attn_forward and attn_prepare: plan the parameters
+ * (plan.c), fetch the program, set arguments, enqueue. */
+#define _POSIX_C_SOURCE 200809L
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/program.h"
+#include "attention/validate.h"
+#include "attention/forward.h"
+#include "attention/check.h"
+#include "attention/plan.h"
+#include "tuning/tuning.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static attn_status get_kernel(attn_context *ctx, const attn_params *pr, const attn_problem *p,
+                              const char *name, cl_kernel *out)
+{
+    char opts[512];
+    attn_params_options(pr, p, opts, sizeof opts);
+    const char *const *sources;
+    const int nsources = attn_family_sources(pr->family, ATTN_ENTRY_PREFILL, &sources);
+    cl_program prog;
+    attn_status st = attn_program_get(ctx, sources, nsources, opts, &prog);
+    if (st != ATTN_SUCCESS) return st;
+    cl_int err;
+    *out = clCreateKernel(prog, name, &err);
+    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateKernel");
+    return ATTN_SUCCESS;
+}
+
+static cl_ulong4 geometry(const attn_tensor *t)
+{
+    cl_ulong4 g;
+    g.s[0] = t->offset;
+    g.s[1] = t->stride_batch;
+    g.s[2] = t->stride_head;
+    g.s[3] = t->stride_seq;
+    return g;
+}
+
+/* Sets kernel arguments in order; stops at the first failure. */
+typedef struct { size_t size; const void *value; } karg;
+static attn_status set_args(attn_context *ctx, cl_kernel k, const karg *args, int n)
+{
+    for (int i = 0; i < n; i++) {
+        cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
+        if (err != CL_SUCCESS) {
+            char call[64];
+            snprintf(call, sizeof call, "clSetKernelArg(%d)", i);
+            return attn_fail_cl(ctx, err, call);
+        }
+    }
+    return ATTN_SUCCESS;
+}
+#define ARG(x) {sizeof(x), &(x)}
+
+static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_problem *p,
+                           const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                           const attn_tensor *o, const attn_lengths *lengths, cl_mem lse,
+                           cl_event *finished_out)
+{
+    attn_status st;
+    cl_int err;
+    cl_kernel main_k = NULL, pack_k = NULL;
+    cl_mem lens = NULL;
+    cl_event packed = NULL, finished = NULL;
+
+    /* per-batch (q_start, q_len, kv_start, kv_len): a small buffer made per
+     * call from a host copy, so the caller's arrays need not outlive it */
+    cl_int4 *hl = malloc(sizeof *hl * (size_t)p->batch);
+    if (!hl) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int b = 0; b < p->batch; b++) {
+        const attn_lengths *L = lengths;
+        hl[b].s[0] = L && L->q_start ? L->q_start[b] : 0;
+        hl[b].s[1] = L && L->q_len ? L->q_len[b] : p->q_len;
+        hl[b].s[2] = L && L->kv_start ? L->kv_start[b] : 0;
+        hl[b].s[3] = L && L->kv_len ? L->kv_len[b] : p->kv_len;
+    }
+    lens = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                          sizeof *hl * (size_t)p->batch, hl, &err);
+    free(hl);
+    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateBuffer (lengths)");
+
+    const cl_ulong4 qg = geometry(q), kg = geometry(k), vg = geometry(v), og = geometry(o);
+    const cl_int write_lse = lse != NULL;
+    cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */
+    const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
+    const cl_float qscale = attn_effective_scale(p) * 1.4426950408889634f; /* exp2 domain */
+    const cl_int nblk = (p->q_len + pr->block_rows - 1) / pr->block_rows;
+
+    /* An out-of-order queue would let these kernels overtake the writes of
+     * their inputs, or a previous call still reading the scratch buffers. */
+    if (ctx->out_of_order && (err = clEnqueueBarrierWithWaitList(ctx->queue, 0, NULL, NULL)) != CL_SUCCESS) {
+        st = attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
+        goto done;
+    }
+    if ((st = get_kernel(ctx, pr, p, attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL),
+                         &main_k)) != ATTN_SUCCESS)
+        goto done;
+    if (pr->family == ATTN_FAMILY_VECTOR) {
+        const cl_int skvp = (p->kv_len + pr->block_keys - 1) / pr->block_keys * pr->block_keys;
+        const size_t dpad = (size_t)attn_params_padded_dim(pr, p->head_dim);
+        const size_t bytes = (size_t)p->batch * p->kv_heads * dpad * (size_t)skvp * sizeof(float);
+        if ((st = attn_scratch_reserve(ctx, &ctx->kt, bytes)) != ATTN_SUCCESS ||
+            (st = attn_scratch_reserve(ctx, &ctx->vp, bytes)) != ATTN_SUCCESS ||
+            (st = get_kernel(ctx, pr, p, "attn_pack_kv", &pack_k)) != ATTN_SUCCESS)
+            goto done;
+        const karg pack_args[] = {ARG(k->buffer), ARG(kg), ARG(v->buffer), ARG(vg), ARG(lens),
+                                  ARG(ctx->kt.mem), ARG(ctx->vp.mem), ARG(hkv), ARG(skvp)};
+        const karg main_args[] = {ARG(q->buffer), ARG(qg), ARG(ctx->kt.mem), ARG(ctx->vp.mem),
+                                  ARG(o->buffer), ARG(og), ARG(lse_arg), ARG(write_lse),
+                                  ARG(lens), ARG(hq), ARG(hkv), ARG(sq), ARG(skvp),
+                                  ARG(causal), ARG(qscale), ARG(nblk)};
+        if ((st = set_args(ctx, pack_k, pack_args, 9)) != ATTN_SUCCESS ||
+            (st = set_args(ctx, main_k, main_args, 16)) != ATTN_SUCCESS)
+            goto done;
+        const size_t pg[3] = {(size_t)skvp / (size_t)pr->block_keys, (size_t)hkv, (size_t)p->batch};
+        const size_t one[3] = {1, 1, 1};
+        err = clEnqueueNDRangeKernel(ctx->queue, pack_k, 3, NULL, pg, one, 0, NULL, &packed);
+        if (err != CL_SUCCESS) {
+            st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_pack_kv)");
+            goto done;
+        }
+    } else {
+        const karg main_args[] = {ARG(q->buffer), ARG(qg), ARG(k->buffer), ARG(kg),
+                                  ARG(v->buffer), ARG(vg), ARG(o->buffer), ARG(og),
+                                  ARG(lse_arg), ARG(write_lse), ARG(lens), ARG(hq), ARG(hkv),
+                                  ARG(sq), ARG(causal), ARG(qscale), ARG(nblk)};
+        if ((st = set_args(ctx, main_k, main_args, 17)) != ATTN_SUCCESS) goto done;
+    }
+    /* global (nblk * work-group, Hq, B): a work-group per block of rows */
+    const size_t wg = attn_params_work_group(pr);
+    const size_t gl[3] = {(size_t)nblk * wg, (size_t)hq, (size_t)p->batch};
+    const size_t lo[3] = {wg, 1, 1};
+    err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, gl, lo, packed ? 1 : 0,
+                                 packed ? &packed : NULL, &finished);
+    if (err != CL_SUCCESS) {
+        char call[96];
+        snprintf(call, sizeof call, "clEnqueueNDRangeKernel (%s)",
+                 attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL));
+        st = attn_fail_cl(ctx, err, call);
+        goto done;
+    }
+    *finished_out = finished;
+    finished = NULL;
+done:
+    if (packed) clReleaseEvent(packed);
+    if (main_k) clReleaseKernel(main_k);
+    if (pack_k) clReleaseKernel(pack_k);
+    if (lens) clReleaseMemObject(lens); /* enqueued kernels keep it alive */
+    return st;
+}
+
+attn_status attn_forward_locked(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
+                                const attn_tensor *k, const attn_tensor *v,
+                                const attn_tensor *out, const attn_lengths *lengths, cl_mem lse,
+                                cl_event *done)
+{
+    if (done) *done = NULL;
+    attn_params pr;
+    const char *source;
+    attn_check_inputs *inputs = NULL;
+    cl_event finished = NULL;
+    attn_status st = attn_validate_forward(ctx, p, q, k, v, out, lengths, lse);
+    if (st == ATTN_SUCCESS) st = attn_plan(ctx, ATTN_ENTRY_PREFILL, p, &pr, &source);
+    /* check mode reads the inputs first: out may be q itself */
+    if (st == ATTN_SUCCESS && ctx->check) st = attn_check_read_inputs(ctx, p, q, k, v, &inputs);
+    if (st == ATTN_SUCCESS) st = enqueue(ctx, &pr, p, q, k, v, out, lengths, lse, &finished);
+    st = attn_check_finish(ctx, st, p, inputs, out, lengths, lse, finished, done);
+    return st;
+}
+
+attn_status attn_forward(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
+                         const attn_tensor *k, const attn_tensor *v, const attn_tensor *out,
+                         const attn_lengths *lengths, cl_mem lse, cl_event *done)
+{
+    if (done) *done = NULL;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
+    attn_status st = attn_forward_locked(ctx, p, q, k, v, out, lengths, lse, done);
+    attn_call_end(ctx);
+    return st;
+}
+
+attn_status attn_prepare(attn_context *ctx, const attn_problem *p, attn_plan_info *info)
+{
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
+    attn_params pr;
+    const char *source;
+    cl_kernel kern = NULL;
+    attn_status st = attn_validate_problem(ctx, p, NULL);
+    if (st == ATTN_SUCCESS) st = attn_plan(ctx, ATTN_ENTRY_PREFILL, p, &pr, &source);
+    if (st == ATTN_SUCCESS)
+        st = get_kernel(ctx, &pr, p, attn_family_kernel(pr.family, ATTN_ENTRY_PREFILL), &kern);
+    if (kern) clReleaseKernel(kern);
+    if (st == ATTN_SUCCESS && info) {
+        memset(info, 0, sizeof *info);
+        snprintf(info->family, sizeof info->family, "%s",
+                 pr.family == ATTN_FAMILY_VECTOR ? "vector" : "tiled");
+        attn_params_format(&pr, info->params, sizeof info->params);
+        snprintf(info->source, sizeof info->source, "%s", source);
+    }
+    attn_call_end(ctx);
+    return st;
+}

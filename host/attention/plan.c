@@ -1,0 +1,114 @@
+/* plan.c -- the one planner of attn_forward and attn_decode: the device
+ * heuristic, then the tuning database, then the context's override, each
+ * result cached per shape class so that a call does no parsing and no
+ * database search after the first of its class. */
+#include "attention/decode.h"
+#include "tuning/tuning.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/log.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define PLAN_CACHE 64
+
+typedef struct plan_entry {
+    int entry;              /* ATTN_ENTRY_* */
+    attn_shape_class cls;   /* cls.decode set for decode */
+    int q_len;              /* decode: the heuristic's rows follow q_len exactly */
+    attn_params pr;
+    const char *source;
+} plan_entry;
+
+struct attn_plan_cache {
+    plan_entry e[PLAN_CACHE];
+    int n;    /* entries filled */
+    int next; /* the one to replace when full (the oldest) */
+};
+
+attn_device_limits attn_context_limits(const attn_context *ctx)
+{
+    attn_device_limits dev = {ctx->device_type, ctx->local_mem, ctx->max_wg, ctx->compute_units};
+    return dev;
+}
+
+void attn_plan_clear(attn_context *ctx)
+{
+    if (ctx->plans) ctx->plans->n = ctx->plans->next = 0;
+}
+
+/* The uncached plan. */
+static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
+                            const attn_shape_class *cls, attn_params *out, const char **source)
+{
+    const attn_device_limits dev = attn_context_limits(ctx);
+    attn_params pr = entry == ATTN_ENTRY_DECODE ? attn_decode_params_heuristic(&dev, p)
+                                                : attn_params_heuristic(&dev, p);
+    *source = "heuristic";
+    attn_tuning_apply(ctx, &dev, p, cls, &pr, source);
+    const char *text = ctx->override;
+    char err[256], desc[200], from[600] = "";
+    if (text) {
+        /* names where the override came from: ATTN_PARAMS="..." or
+         * attn_context_set_params("...") */
+        const int env = strcmp(ctx->override_from, "ATTN_PARAMS") == 0;
+        snprintf(from, sizeof from, env ? "%s=\"%.500s\"" : "%s(\"%.500s\")", ctx->override_from,
+                 text);
+        if (attn_params_parse(text, &pr, err, sizeof err) != 0)
+            return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s: %s", from, err);
+        attn_params_format(&pr, desc, sizeof desc);
+        attn_log(ATTN_LOG_INFO, "%s applied to %s: %s,splits=%d", ctx->override_from,
+                 entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc, pr.kv_splits);
+        *source = "override";
+    }
+    if (!attn_params_legal(&pr, &dev, p, err, sizeof err)) {
+        attn_params_format(&pr, desc, sizeof desc);
+        if (text)
+            return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s gives %s, not usable here: %s",
+                             from, desc, err);
+        return ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "%s parameters %s are not usable here: %s",
+                         *source, desc, err);
+    }
+    *out = pr;
+    return ATTN_SUCCESS;
+}
+
+attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_params *out,
+                      const char **source)
+{
+    const attn_device_limits dev = attn_context_limits(ctx);
+    char err[256];
+    if (attn_tuning_forced(ctx, out)) { /* the tuner's candidate: never cached */
+        *source = "override";
+        if (attn_params_legal(out, &dev, p, err, sizeof err)) return ATTN_SUCCESS;
+        return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "the tuner's parameters are not "
+                         "usable here: %s", err);
+    }
+    attn_shape_class cls;
+    attn_shape_class_of(p, &cls);
+    cls.decode = entry == ATTN_ENTRY_DECODE;
+    const int q_len = cls.decode ? p->q_len : 0;
+    if (!ctx->plans) ctx->plans = calloc(1, sizeof *ctx->plans);
+    struct attn_plan_cache *c = ctx->plans;
+    for (int i = 0; c && i < c->n; i++) {
+        const plan_entry *e = &c->e[i];
+        if (e->entry == entry && e->q_len == q_len && attn_shape_class_equal(&e->cls, &cls)) {
+            *out = e->pr;
+            *source = e->source;
+            return ATTN_SUCCESS;
+        }
+    }
+    attn_status st = plan_new(ctx, entry, p, &cls, out, source);
+    if (st != ATTN_SUCCESS || !c) return st; /* failures are not cached: they say why each time */
+    plan_entry *e = &c->e[c->next];
+    c->next = (c->next + 1) % PLAN_CACHE;
+    if (c->n < PLAN_CACHE) c->n++;
+    e->entry = entry;
+    e->cls = cls;
+    e->q_len = q_len;
+    e->pr = *out;
+    e->source = *source;
+    return ATTN_SUCCESS;
+}

@@ -1,0 +1,20 @@
+/* plan.h -- the planner (plan.c): one per context, for prefill and decode. */
+#ifndef ATTN_ATTENTION_PLAN_H
+#define ATTN_ATTENTION_PLAN_H
+
+#include "attn.h"
+#include "kernels/params.h"
+
+
+/* ---- the planner (plan.c) ---- */
+/* The parameters for entry point `entry` (ATTN_ENTRY_*) of p: the device
+ * heuristic, then the tuning database, then the override; cached per shape
+ * class (the decode heuristic also by q_len), so repeated calls do no
+ * parsing and no database search. *source is "heuristic", "tuned",
+ * "stale" or "override". Caller holds ctx->lock. */
+attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_params *out,
+                      const char **source);
+/* Forgets the cached plans (after a configuration change). */
+void attn_plan_clear(attn_context *ctx);
+
+#endif /* ATTN_ATTENTION_PLAN_H */

@@ -1,0 +1,47 @@
+/* validate.h -- argument checks shared by the public calls (validate.c). */
+#ifndef ATTN_ATTENTION_VALIDATE_H
+#define ATTN_ATTENTION_VALIDATE_H
+
+#include "attn.h"
+
+
+/* ---- validation (validate.c) ---- */
+/* Checks every argument of attn_forward; on failure sets ctx's error naming
+ * the argument and returns ATTN_ERROR_INVALID_ARGUMENT. */
+attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
+                                  const attn_tensor *q, const attn_tensor *k,
+                                  const attn_tensor *v, const attn_tensor *out,
+                                  const attn_lengths *lengths, cl_mem lse);
+/* The problem alone (shapes, dtype, scale, lengths). */
+attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
+                                  const attn_lengths *lengths);
+
+/* One tensor of shape [batch, heads, seq, dim] with elements of elem bytes:
+ * a valid cl_mem of ctx's context, strides that do not overlap, large
+ * enough; the highest element index it reaches in *hi. */
+attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const char *name,
+                                 int batch, int heads, int seq, int dim, size_t elem, size_t *hi);
+
+/* A buffer attn writes (an output, the LSE) must not have been created
+ * CL_MEM_READ_ONLY: a kernel writing one is undefined behaviour. */
+attn_status attn_validate_writable(attn_context *ctx, cl_mem m, const char *name);
+
+/* One batch entry's valid regions, resolved from attn_lengths (NULL or a
+ * NULL array: the whole length from 0). */
+typedef struct attn_region {
+    int q_start, q_len, kv_start, kv_len;
+} attn_region;
+
+static inline attn_region attn_region_of(const attn_problem *p, const attn_lengths *L, int b)
+{
+    attn_region r = {0, p->q_len, 0, p->kv_len};
+    if (L) {
+        if (L->q_start) r.q_start = L->q_start[b];
+        if (L->q_len) r.q_len = L->q_len[b];
+        if (L->kv_start) r.kv_start = L->kv_start[b];
+        if (L->kv_len) r.kv_len = L->kv_len[b];
+    }
+    return r;
+}
+
+#endif /* ATTN_ATTENTION_VALIDATE_H */

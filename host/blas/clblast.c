@@ -1,0 +1,163 @@
+/* clblast.c -- the f32 GEMMs of the CLBlast paths (the layer's projections;
+ * the materialized attention, per head with K/V broadcast by offsets), with
+ * CLBlast's status codes turned into attn_status and a message naming the
+ * call. CLBlast tunes itself per device from its built-in database and
+ * caches its compiled kernels per process. In a build without CLBlast
+ * (ATTN_HAVE_CLBLAST 0, cmake/clblast.cmake) the paths refuse instead. */
+#include "core/context.h"
+#include "core/errors.h"
+#include "blas/blas.h"
+
+#ifndef ATTN_HAVE_CLBLAST
+#error "ATTN_HAVE_CLBLAST must be defined, 0 or 1 (cmake/clblast.cmake)"
+#endif
+
+int attn_has_clblast(void) { return ATTN_HAVE_CLBLAST; }
+
+#if !ATTN_HAVE_CLBLAST
+attn_status attn_clblast_required(attn_context *ctx)
+{
+    return ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "this build of attn has no CLBlast (configured "
+                     "with ATTN_WITH_CLBLAST=OFF, or CLBlast was not found)");
+}
+
+/* Never reached: every caller asks attn_clblast_required first. */
+#pragma GCC diagnostic ignored "-Wunused-parameter"
+attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k, cl_mem a,
+                       size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb, cl_mem c,
+                       size_t c_off, size_t ldc, const char *what)
+{
+    return attn_clblast_required(ctx);
+}
+
+attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
+                             int hq, int hkv, cl_mem a, size_t a_off, size_t lda, size_t a_hs,
+                             cl_mem b, size_t b_off, size_t ldb, size_t b_hs, cl_mem c,
+                             size_t c_off, size_t ldc, size_t c_hs, const char *what)
+{
+    return attn_clblast_required(ctx);
+}
+#else
+#include <clblast_c.h>
+#include <stdio.h>
+#include <stdlib.h>
+
+attn_status attn_clblast_required(attn_context *ctx)
+{
+    (void)ctx;
+    return ATTN_SUCCESS;
+}
+
+static const char *clblast_name(CLBlastStatusCode c)
+{
+    switch (c) {
+#define E(x) case CLBlast##x: return "CLBlast" #x;
+    E(Success) E(OpenCLCompilerNotAvailable) E(TempBufferAllocFailure) E(OpenCLOutOfResources)
+    E(OpenCLOutOfHostMemory) E(OpenCLBuildProgramFailure) E(InvalidValue)
+    E(InvalidCommandQueue) E(InvalidMemObject) E(InvalidBinary) E(InvalidBuildOptions)
+    E(InvalidProgram) E(InvalidProgramExecutable) E(InvalidKernelName) E(InvalidKernel)
+    E(InvalidLocalThreadsTotal) E(InvalidEvent) E(InvalidOperation) E(InvalidBufferSize)
+    E(InvalidGlobalWorkSize) E(NotImplemented) E(InvalidMatrixA) E(InvalidMatrixB)
+    E(InvalidMatrixC) E(InvalidDimension) E(InvalidLeadDimA) E(InvalidLeadDimB)
+    E(InvalidLeadDimC) E(InsufficientMemoryA) E(InsufficientMemoryB) E(InsufficientMemoryC)
+    E(InsufficientMemoryTemp) E(InvalidBatchCount) E(InvalidLocalMemUsage)
+    E(NoHalfPrecision) E(NoDoublePrecision) E(DatabaseError) E(UnknownError)
+    E(UnexpectedError)
+#undef E
+    default: return "CLBlast status";
+    }
+}
+
+static attn_status clblast_fail(attn_context *ctx, CLBlastStatusCode c, const char *call,
+                                const char *what)
+{
+    attn_status s = ATTN_ERROR_OPENCL;
+    if (c == CLBlastTempBufferAllocFailure || c == CLBlastOpenCLOutOfResources ||
+        c == CLBlastOpenCLOutOfHostMemory)
+        s = ATTN_ERROR_OUT_OF_MEMORY;
+    else if (c == CLBlastOpenCLBuildProgramFailure)
+        s = ATTN_ERROR_BUILD;
+    else if (c == CLBlastNoHalfPrecision || c == CLBlastNoDoublePrecision ||
+             c == CLBlastInvalidLocalMemUsage || c == CLBlastNotImplemented)
+        s = ATTN_ERROR_UNSUPPORTED;
+    return ATTN_FAIL(ctx, s, "%s (%s) failed: %s (%d)", call, what, clblast_name(c), (int)c);
+}
+
+/* CLBlast's kernels take offsets and leading dimensions as int: every
+ * element an operand reaches must have an index below 2^31. */
+static attn_status indexable(attn_context *ctx, size_t off, size_t ld, size_t rows, size_t cols,
+                             const char *operand, const char *what)
+{
+    const double last = (double)off + (double)ld * (double)(rows - 1) + (double)cols;
+    ATTN_CHECK(ctx, last > (double)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
+               "%s: operand %s reaches element %.0f; CLBlast indexes buffers with int (at most "
+               "%d)", what, operand, last, ATTN_CLBLAST_MAX_INDEX);
+    return ATTN_SUCCESS;
+}
+
+/* Row-major with a single row or column: CLBlast still wants ld >= the
+ * row's length, although nothing is read through it. */
+static size_t ld_at_least(size_t ld, size_t cols) { return ld < cols ? cols : ld; }
+
+attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k, cl_mem a,
+                       size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb, cl_mem c,
+                       size_t c_off, size_t ldc, const char *what)
+{
+    if (m == 0 || n == 0) return ATTN_SUCCESS;
+    if (m == 1) lda = ld_at_least(lda, k), ldc = ld_at_least(ldc, n);
+    if ((trans_b ? n : k) == 1) ldb = ld_at_least(ldb, trans_b ? k : n);
+    attn_status st;
+    if ((st = indexable(ctx, a_off, lda, m, k, "A", what)) ||
+        (st = indexable(ctx, b_off, ldb, trans_b ? n : k, trans_b ? k : n, "B", what)) ||
+        (st = indexable(ctx, c_off, ldc, m, n, "C", what)))
+        return st;
+    CLBlastStatusCode r = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
+                                       trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k,
+                                       1.0f, a, a_off, lda, b, b_off, ldb, 0.0f, c, c_off, ldc,
+                                       &ctx->queue, NULL);
+    return r == CLBlastSuccess ? ATTN_SUCCESS : clblast_fail(ctx, r, "CLBlastSgemm", what);
+}
+
+attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
+                             int hq, int hkv, cl_mem a, size_t a_off, size_t lda, size_t a_hs,
+                             cl_mem b, size_t b_off, size_t ldb, size_t b_hs, cl_mem c,
+                             size_t c_off, size_t ldc, size_t c_hs, const char *what)
+{
+    if (m == 0 || n == 0) return ATTN_SUCCESS;
+    if (m == 1) lda = ld_at_least(lda, k), ldc = ld_at_least(ldc, n);
+    if ((trans_b ? n : k) == 1) ldb = ld_at_least(ldb, trans_b ? k : n);
+    const size_t group = (size_t)(hq / hkv), count = (size_t)hq;
+    attn_status st;
+    if ((st = indexable(ctx, a_off + (count - 1) * a_hs, lda, m, k, "A", what)) ||
+        (st = indexable(ctx, b_off + (size_t)(hkv - 1) * b_hs, ldb, trans_b ? n : k,
+                        trans_b ? k : n, "B", what)) ||
+        (st = indexable(ctx, c_off + (count - 1) * c_hs, ldc, m, n, "C", what)))
+        return st;
+    /* One batched call with an offset per query head: head h reads KV head
+     * h / group through its B offset, so K and V are broadcast, never
+     * copied. Not CLBlastSgemmStridedBatched: its indirect path (large
+     * products) ignores the offset and stride of any operand it decides not
+     * to copy (CLBlast 1.5.3, and the same code upstream), which gave wrong
+     * P V results at S = 4096 with GQA; the offset-array routine checks them. */
+    float *scalars = malloc(2 * count * sizeof *scalars);
+    size_t *offs = malloc(3 * count * sizeof *offs);
+    if (!scalars || !offs) {
+        free(scalars), free(offs);
+        return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory (%s)", what);
+    }
+    float *alphas = scalars, *betas = scalars + count;
+    size_t *a_offs = offs, *b_offs = offs + count, *c_offs = offs + 2 * count;
+    for (size_t h = 0; h < count; h++) {
+        alphas[h] = 1.0f, betas[h] = 0.0f;
+        a_offs[h] = a_off + h * a_hs;
+        b_offs[h] = b_off + h / group * b_hs;
+        c_offs[h] = c_off + h * c_hs;
+    }
+    CLBlastStatusCode r = CLBlastSgemmBatched(
+        CLBlastLayoutRowMajor, CLBlastTransposeNo,
+        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alphas, a, a_offs, lda, b,
+        b_offs, ldb, betas, c, c_offs, ldc, count, &ctx->queue, NULL);
+    free(scalars), free(offs);
+    return r == CLBlastSuccess ? ATTN_SUCCESS : clblast_fail(ctx, r, "CLBlastSgemmBatched", what);
+}
+#endif /* ATTN_HAVE_CLBLAST */

@@ -1,0 +1,128 @@
+/* config.c -- a context's configuration: the environment's defaults read
+ * once at creation (ATTN_PARAMS, ATTN_CHECK, ATTN_TUNING_DB,
+ * ATTN_SYSTEM_TUNING_DB, ATTN_KERNEL_DIR, ATTN_CACHE_DIR, ATTN_SOFTMAX_WG),
+ * and the calls that replace them. Changing any clears the context's cached
+ * plans. No call path reads the environment: a variable set after creation
+ * affects only the contexts created after it. */
+#define _POSIX_C_SOURCE 200809L
+#include "core/config.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "attention/plan.h"
+#include "tuning/tuning.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* A malloc'd copy of text, or NULL for NULL or "". *failed on out of memory. */
+static char *copy_or_null(const char *text, int *failed)
+{
+    if (!text || !*text) return NULL;
+    char *c = strdup(text);
+    if (!c) *failed = 1;
+    return c;
+}
+
+int attn_env_path(char *buf, size_t size, const char *var, const char *xdg,
+                  const char *under_xdg, const char *under_home)
+{
+    const char *env = getenv(var);
+    if (env && *env) return snprintf(buf, size, "%s", env) < (int)size;
+    env = getenv(xdg);
+    if (env && *env) return snprintf(buf, size, "%s/%s", env, under_xdg) < (int)size;
+    env = getenv("HOME");
+    if (env && *env) return snprintf(buf, size, "%s/%s", env, under_home) < (int)size;
+    return 0;
+}
+
+int attn_disk_cache_dir(char *buf, size_t size)
+{
+    return attn_env_path(buf, size, "ATTN_CACHE_DIR", "XDG_CACHE_HOME", "attn", ".cache/attn");
+}
+
+int attn_config_init(attn_context *ctx)
+{
+    int failed = 0;
+    const char *check = getenv("ATTN_CHECK");
+    ctx->check = check && *check && strcmp(check, "0") != 0;
+    ctx->override = copy_or_null(getenv("ATTN_PARAMS"), &failed);
+    ctx->override_from = "ATTN_PARAMS";
+    char path[4096];
+    if (attn_tuning_db_user_path(path, sizeof path))
+        ctx->tuning_user_path = copy_or_null(path, &failed);
+    if (attn_tuning_db_system_path(path, sizeof path))
+        ctx->tuning_system_path = copy_or_null(path, &failed);
+    if (attn_disk_cache_dir(path, sizeof path)) ctx->cache_dir = copy_or_null(path, &failed);
+    ctx->kernel_dir = copy_or_null(getenv("ATTN_KERNEL_DIR"), &failed);
+    ctx->softmax_wg = copy_or_null(getenv("ATTN_SOFTMAX_WG"), &failed);
+    return failed ? -1 : 0;
+}
+
+void attn_config_release(attn_context *ctx)
+{
+    free(ctx->override);
+    free(ctx->tuning_user_path);
+    free(ctx->tuning_system_path);
+    free(ctx->kernel_dir);
+    free(ctx->cache_dir);
+    free(ctx->softmax_wg);
+    free(ctx->plans);
+    ctx->override = ctx->tuning_user_path = ctx->tuning_system_path = NULL;
+    ctx->kernel_dir = ctx->cache_dir = ctx->softmax_wg = NULL;
+    ctx->plans = NULL;
+}
+
+attn_status attn_context_set_params(attn_context *ctx, const char *params)
+{
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
+    attn_status st = ATTN_SUCCESS;
+    /* the family is not known until a call: names and values are checked
+     * against the family the text names, else against any family */
+    attn_params probe = attn_params_defaults(-1);
+    char err[256];
+    int failed = 0;
+    char *copy = NULL;
+    if (params && *params && attn_params_parse(params, &probe, err, sizeof err) != 0)
+        st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "params \"%s\": %s", params, err);
+    else if ((copy = copy_or_null(params, &failed)), failed)
+        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    if (st == ATTN_SUCCESS) {
+        free(ctx->override);
+        ctx->override = copy;
+        ctx->override_from = "attn_context_set_params";
+        attn_plan_clear(ctx);
+    }
+    attn_call_end(ctx);
+    return st;
+}
+
+attn_status attn_context_set_tuning_db(attn_context *ctx, const char *user_path,
+                                       const char *system_path)
+{
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
+    /* NULL: the default location, "" no database */
+    char def[4096];
+    int failed = 0;
+    char *u = NULL, *s = NULL;
+    if (user_path) u = copy_or_null(user_path, &failed);
+    else if (attn_tuning_db_user_path(def, sizeof def)) u = copy_or_null(def, &failed);
+    if (system_path) s = copy_or_null(system_path, &failed);
+    else if (attn_tuning_db_system_path(def, sizeof def)) s = copy_or_null(def, &failed);
+    attn_status st = ATTN_SUCCESS;
+    if (failed) {
+        free(u);
+        free(s);
+        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    } else {
+        free(ctx->tuning_user_path);
+        free(ctx->tuning_system_path);
+        ctx->tuning_user_path = u;
+        ctx->tuning_system_path = s;
+        attn_tuning_reload(ctx); /* read on the next plan; clears the plans */
+    }
+    attn_call_end(ctx);
+    return st;
+}

@@ -1,0 +1,26 @@
+/* config.h -- a context's configuration (config.c): the environment read
+ * once at creation as defaults, which the attn_context_set_* calls replace,
+ * and the default paths the environment names. */
+#ifndef ATTN_CORE_CONFIG_H
+#define ATTN_CORE_CONFIG_H
+
+#include "attn.h"
+
+#include <stddef.h>
+
+/* Reads ATTN_PARAMS, ATTN_CHECK, ATTN_TUNING_DB and ATTN_SYSTEM_TUNING_DB
+ * (and ATTN_KERNEL_DIR, ATTN_CACHE_DIR, ATTN_SOFTMAX_WG) into a new
+ * context: the defaults the setters replace. 0, or -1 when out
+ * of memory. */
+int attn_config_init(attn_context *ctx);
+void attn_config_release(attn_context *ctx);
+/* The environment's cache folder ($ATTN_CACHE_DIR, $XDG_CACHE_HOME/attn,
+ * ~/.cache/attn; config.c, read at context creation) into buf; returns 0
+ * when none can be named. */
+int attn_disk_cache_dir(char *buf, size_t size);
+/* The XDG rule for a default path (config.c): $var, else $xdg/under_xdg,
+ * else $HOME/under_home, into buf; returns 0 when none is set or fits. */
+int attn_env_path(char *buf, size_t size, const char *var, const char *xdg,
+                  const char *under_xdg, const char *under_home);
+
+#endif /* ATTN_CORE_CONFIG_H */

@@ -1,0 +1,83 @@
+/* context.h -- the layout of attn_context (the device, its queue, the
+ * device facts read once, the program cache, scratch buffers, the
+ * configuration and the plan cache) and the calls that manage its parts.
+ * Internal: never installed. */
+#ifndef ATTN_CORE_CONTEXT_H
+#define ATTN_CORE_CONTEXT_H
+
+#include "attn.h"
+#include "kernels/params.h"
+
+#include <pthread.h>
+#include <stdint.h>
+
+#define ATTN_ERROR_MAX 1024
+
+/* One built program, remembered per context by the hash of its key. */
+typedef struct attn_program_entry {
+    uint64_t key;
+    /* the source names and options it was asked for, when the sources were
+     * the embedded ones (they never change): found again by this text
+     * without joining and hashing the sources; NULL otherwise */
+    char *request;
+    cl_program program;
+    struct attn_program_entry *next;
+} attn_program_entry;
+
+/* A device buffer the context owns and grows on demand (scratch space for
+ * transposed K/V, per-call lengths). */
+typedef struct attn_scratch {
+    cl_mem mem;
+    size_t bytes;
+} attn_scratch;
+/* The materialized path's buffers: scores, then f32 copies of Q, K, V, O. */
+enum { ATTN_MAT_SCORES, ATTN_MAT_Q, ATTN_MAT_K, ATTN_MAT_V, ATTN_MAT_O, ATTN_MAT_BUFFERS };
+
+struct attn_context {
+    cl_platform_id platform;
+    cl_device_id device;
+    cl_context cl_ctx;
+    cl_command_queue queue;
+    int profiling; /* queue has CL_QUEUE_PROFILING_ENABLE */
+    int check;     /* check mode: verify every forward against the reference */
+
+    /* device facts, read once */
+    cl_device_type device_type;
+    cl_uint compute_units;
+    cl_ulong local_mem;
+    size_t max_wg;
+    cl_ulong max_alloc;
+    char platform_name[256], vendor[256], device_name[256], driver[256];
+
+    attn_program_entry *programs;
+    /* how programs were obtained (tests and the tuner read these) */
+    unsigned programs_built, programs_from_disk, programs_from_memory;
+    attn_scratch kt, vp;   /* the vector family's packed K and V */
+    int out_of_order;      /* the queue may reorder: each forward starts with a barrier */
+    attn_scratch mat[ATTN_MAT_BUFFERS]; /* the materialized path's buffers (materialized.c) */
+    struct attn_tuning_state *tuning; /* the tuning database as read (tuning_lookup.c), or NULL */
+
+    /* configuration (config.c): the environment's at creation, then the
+     * attn_context_set_* calls'; read under lock only */
+    char *override;             /* parameter override text (malloc'd), or NULL */
+    const char *override_from;  /* "ATTN_PARAMS" or "attn_context_set_params" */
+    char *tuning_user_path;     /* tuning databases (malloc'd); NULL: none */
+    char *tuning_system_path;
+    char *kernel_dir;           /* $ATTN_KERNEL_DIR (malloc'd); NULL: the embedded sources */
+    char *cache_dir;            /* the program-binary folder (malloc'd); NULL: no disk cache */
+    char *softmax_wg;           /* $ATTN_SOFTMAX_WG (malloc'd), checked by materialized.c; NULL: the device's default */
+    struct attn_plan_cache *plans; /* the planner's results by shape class (plan.c) */
+
+    pthread_mutex_t lock;
+    char error[ATTN_ERROR_MAX];
+    const char *call; /* the public call holding the lock (attn_call_begin), or NULL */
+};
+
+/* ---- scratch buffers (context.c) ---- */
+attn_status attn_scratch_reserve(attn_context *ctx, attn_scratch *s, size_t bytes);
+
+/* The device facts the heuristic and the legality check read. */
+/* (context.c) */
+attn_device_limits attn_context_limits(const attn_context *ctx);
+
+#endif /* ATTN_CORE_CONTEXT_H */

@@ -1,0 +1,217 @@
+/* program.c -- builds OpenCL programs from cl/ sources, remembered per
+ * context and on disk under a key of source, options, device and driver. */
+#define _POSIX_C_SOURCE 200809L
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/hash.h"
+#include "core/program.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+static double now_ms(void)
+{
+    struct timespec ts;
+    clock_gettime(CLOCK_MONOTONIC, &ts);
+    return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+/* Concatenates the named sources, each preceded by a #line so that build
+ * logs point at the right file. */
+static char *join_sources(attn_context *ctx, const char *const *names, int n)
+{
+    char *all = NULL;
+    size_t len = 0;
+    for (int i = 0; i < n; i++) {
+        char *text = attn_kernel_source(ctx, names[i]);
+        if (!text) {
+            free(all);
+            return NULL;
+        }
+        char line[256];
+        int hl = snprintf(line, sizeof line, "#line 1 \"%s\"\n", names[i]);
+        size_t tl = strlen(text);
+        char *grown = realloc(all, len + (size_t)hl + tl + 2);
+        if (!grown) {
+            free(text);
+            free(all);
+            ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory joining kernel sources");
+            return NULL;
+        }
+        all = grown;
+        memcpy(all + len, line, (size_t)hl);
+        memcpy(all + len + hl, text, tl);
+        len += (size_t)hl + tl;
+        all[len++] = '\n';
+        all[len] = 0;
+        free(text);
+    }
+    return all;
+}
+
+static attn_status build_failure(attn_context *ctx, cl_program prog, cl_int err, const char *opts)
+{
+    char log[ATTN_ERROR_MAX / 2] = "";
+    size_t n = 0;
+    clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+    if (n > 1) {
+        char *full = malloc(n);
+        if (full && clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, n, full, NULL) ==
+                        CL_SUCCESS) {
+            snprintf(log, sizeof log, "%s", full);
+            attn_log(ATTN_LOG_DEBUG, "build log:\n%s", full);
+        }
+        free(full);
+    }
+    return ATTN_FAIL(ctx, ATTN_ERROR_BUILD, "clBuildProgram failed: %s (%d) with options \"%s\"; "
+                     "build log: %s", attn_cl_error_name(err), (int)err, opts, log);
+}
+
+static cl_program from_binary(attn_context *ctx, const unsigned char *bin, size_t len,
+                              const char *opts)
+{
+    cl_int err, bin_status;
+    cl_program prog = clCreateProgramWithBinary(ctx->cl_ctx, 1, &ctx->device, &len, &bin,
+                                                &bin_status, &err);
+    if (err != CL_SUCCESS || bin_status != CL_SUCCESS) {
+        if (prog) clReleaseProgram(prog);
+        return NULL;
+    }
+    if (clBuildProgram(prog, 1, &ctx->device, opts, NULL, NULL) != CL_SUCCESS) {
+        clReleaseProgram(prog);
+        return NULL;
+    }
+    return prog;
+}
+
+static void store_binary(attn_context *ctx, cl_program prog, const char *key_text, uint64_t key)
+{
+    size_t len = 0;
+    if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS ||
+        len == 0)
+        return;
+    unsigned char *bin = malloc(len);
+    if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
+        attn_disk_cache_store(ctx->cache_dir, key_text, key, bin, len);
+    (void)ctx;
+    free(bin);
+}
+
+/* "name name ...\noptions" when the sources are the embedded ones, else
+ * NULL (also when out of memory: the slow path still works). */
+static char *request_text(const attn_context *ctx, const char *const *sources, int nsources,
+                          const char *options)
+{
+    if (ctx->kernel_dir) return NULL; /* files may change between calls */
+    size_t len = strlen(options) + 2;
+    for (int i = 0; i < nsources; i++) len += strlen(sources[i]) + 1;
+    char *text = malloc(len);
+    if (!text) return NULL;
+    size_t at = 0;
+    for (int i = 0; i < nsources; i++) at += (size_t)sprintf(text + at, "%s ", sources[i]);
+    sprintf(text + at, "\n%s", options);
+    return text;
+}
+
+attn_status attn_program_get(attn_context *ctx, const char *const *sources, int nsources,
+                             const char *options, cl_program *out)
+{
+    /* Joining and hashing the ~30 KB of sources took about 40 us a call,
+     * 3% of a 1 ms prefill (perf, S=512 D=64): a program asked for before
+     * with the same embedded sources and options is found by that request. */
+    char *request = request_text(ctx, sources, nsources, options);
+    if (request)
+        for (attn_program_entry *e = ctx->programs; e; e = e->next)
+            if (e->request && strcmp(e->request, request) == 0) {
+                ctx->programs_from_memory++;
+                *out = e->program;
+                free(request);
+                return ATTN_SUCCESS;
+            }
+    char *src = join_sources(ctx, sources, nsources);
+    if (!src) {
+        free(request);
+        return ctx->error[0] ? ATTN_ERROR_IO : ATTN_ERROR_OUT_OF_MEMORY;
+    }
+    size_t key_size = strlen(options) + 1200;
+    char *key_text = malloc(key_size);
+    if (!key_text) {
+        free(request);
+        free(src);
+        return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
+    snprintf(key_text, key_size, "attn program cache v%d\nsource %016llx\noptions %s\n"
+             "platform %s\ndevice %s\nvendor %s\ndriver %s\n", ATTN_CACHE_FORMAT_VERSION,
+             (unsigned long long)attn_hash_str(ATTN_HASH_INIT, src), options, ctx->platform_name,
+             ctx->device_name, ctx->vendor, ctx->driver);
+    uint64_t key = attn_hash_str(ATTN_HASH_INIT, key_text);
+    attn_status st = ATTN_SUCCESS;
+
+    for (attn_program_entry *e = ctx->programs; e; e = e->next)
+        if (e->key == key) {
+            ctx->programs_from_memory++;
+            *out = e->program;
+            if (!e->request) { /* first asked for from ATTN_KERNEL_DIR */
+                e->request = request;
+                request = NULL;
+            }
+            goto done;
+        }
+
+    cl_program prog = NULL;
+    unsigned char *bin;
+    size_t bin_len;
+    double t0 = now_ms();
+    if (attn_disk_cache_load(ctx->cache_dir, key_text, key, &bin, &bin_len)) {
+        prog = from_binary(ctx, bin, bin_len, options);
+        free(bin);
+        if (prog) {
+            ctx->programs_from_disk++;
+            attn_log(ATTN_LOG_INFO, "program %016llx loaded from the disk cache in %.1f ms",
+                     (unsigned long long)key, now_ms() - t0);
+        }
+        else
+            attn_log(ATTN_LOG_WARN, "program cache entry %016llx was rejected by the driver; "
+                     "rebuilding", (unsigned long long)key);
+    }
+    if (!prog) {
+        cl_int err;
+        const char *text = src;
+        prog = clCreateProgramWithSource(ctx->cl_ctx, 1, &text, NULL, &err);
+        if (err != CL_SUCCESS) {
+            st = attn_fail_cl(ctx, err, "clCreateProgramWithSource");
+            goto done;
+        }
+        err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+        if (err != CL_SUCCESS) {
+            st = build_failure(ctx, prog, err, options);
+            clReleaseProgram(prog);
+            goto done;
+        }
+        attn_log(ATTN_LOG_INFO, "program %016llx built in %.1f ms (%s)", (unsigned long long)key,
+                 now_ms() - t0, options);
+        ctx->programs_built++;
+        store_binary(ctx, prog, key_text, key);
+    }
+    attn_program_entry *e = malloc(sizeof *e);
+    if (!e) {
+        clReleaseProgram(prog);
+        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+        goto done;
+    }
+    e->key = key;
+    e->request = request;
+    request = NULL;
+    e->program = prog;
+    e->next = ctx->programs;
+    ctx->programs = e;
+    *out = prog;
+done:
+    free(request);
+    free(key_text);
+    free(src);
+    return st;
+}

@@ -1,0 +1,54 @@
+/* desc_tiled.c -- the tiled family (GPU-style: a work-group of many
+ * work-items, Q and scores in __local): the core cl/tiled_core.cl with the
+ * entries cl/tiled.cl (prefill) and cl/decode_tiled.cl (decode). */
+#include "kernels/kernel_desc.h"
+
+#include <stddef.h>
+
+/* llama.cpp's Vulkan starting points (work-group 128, 4-16 rows, 32 keys)
+ * with room around them; local_kv matters per vendor. */
+static const attn_tunable_desc tunables[] = {
+    {"rows", "BLOCK_ROWS", offsetof(attn_params, block_rows), 1, 64, 0, 16,
+     6, {1, 2, 4, 8, 16, 32}, "query rows per work-group"},
+    {"keys", "BLOCK_KEYS", offsetof(attn_params, block_keys), 4, 128, 1, 32,
+     3, {16, 32, 64}, "keys per K/V tile"},
+    {"wg", "WG_SIZE", offsetof(attn_params, wg_size), 1, 1024, 1, 128,
+     4, {32, 64, 128, 256}, "work-items per work-group, a multiple of rows"},
+    {"local_kv", "LOCAL_KV", offsetof(attn_params, local_kv), 0, 1, 0, 1,
+     2, {0, 1}, "1 stages K/V tiles in __local, 0 reads them from global memory"},
+};
+
+static const attn_constraint constraints[] = {
+    {offsetof(attn_params, wg_size), offsetof(attn_params, block_rows)},
+};
+
+/* Bytes of the __local struct tiled_local in cl/tiled_core.cl, which both
+ * entry kernels (tiled.cl, decode_tiled.cl) declare. */
+static size_t local_bytes(const attn_params *pr, int head_dim)
+{
+    size_t d4 = (size_t)((head_dim + 3) / 4) * 4 + 4; /* padded row stride, floats */
+    size_t bytes = (size_t)pr->block_rows * d4 * 4;               /* Q */
+    bytes += (size_t)pr->block_rows * pr->block_keys * 4;          /* scores */
+    bytes += (size_t)pr->block_rows * 4 * 4;                       /* m, l, lc, a */
+    if (pr->local_kv) bytes += 2 * (size_t)pr->block_keys * d4 * 4; /* K, V tiles */
+    return bytes;
+}
+
+static void no_derived(const attn_params *pr, const attn_problem *p, char *buf, size_t n)
+{
+    (void)pr, (void)p;
+    if (n) buf[0] = 0;
+}
+
+/* Shrinking: first the key tile, then direct K/V reads, then rows. */
+const attn_family_desc attn_desc_tiled = {
+    ATTN_FAMILY_TILED, "tiled", tunables, (int)(sizeof tunables / sizeof tunables[0]),
+    constraints, (int)(sizeof constraints / sizeof constraints[0]),
+    offsetof(attn_params, wg_size), local_bytes, no_derived,
+    {{"attn_fwd_tiled", {"common.cl", "tiled_core.cl", "tiled.cl"}, 3,
+      {{offsetof(attn_params, block_keys), 16}, {offsetof(attn_params, local_kv), 0},
+       {offsetof(attn_params, block_rows), 1}}, 3},
+     {"attn_decode_tiled", {"common.cl", "decode_common.cl", "tiled_core.cl", "decode_tiled.cl"}, 4,
+      {{offsetof(attn_params, block_keys), 8}, {offsetof(attn_params, local_kv), 0},
+       {offsetof(attn_params, block_rows), 1}}, 3}},
+};

@@ -1,0 +1,81 @@
+/* kernel_desc.h -- a kernel family described in one place: its cl/ sources
+ * and entry kernels (prefill and decode), its tunables (name, -D macro,
+ * field, default, legal range, search values), the constraints between
+ * them, and its local-memory use. params.c builds the option string, the
+ * legality check and the heuristic's shrink loop from these; search_space.c
+ * the tuner's search. Adding a tunable = one row here + the #ifndef in .cl. */
+#ifndef ATTN_KERNEL_DESC_H
+#define ATTN_KERNEL_DESC_H
+
+#include "kernels/params.h"
+
+#include <stddef.h>
+
+#define ATTN_DESC_MAX_SEARCH 8
+#define ATTN_DESC_MAX_SOURCES 6
+
+/* One tunable of a family. */
+typedef struct attn_tunable_desc {
+    const char *name;  /* as written in ATTN_PARAMS and plan strings */
+    const char *macro; /* the -D macro in cl/ */
+    size_t offset;     /* offsetof(attn_params, field) */
+    int min, max;      /* inclusive legal range */
+    int pow2;          /* must be a power of two */
+    int dflt;          /* the family's default (the heuristic's start) */
+    int nsearch;       /* the tuner's values, ascending */
+    int search[ATTN_DESC_MAX_SEARCH];
+    const char *meaning;
+} attn_tunable_desc;
+
+/* a must be a multiple of b (CLBlast's MultipleOfX), both field offsets */
+typedef struct attn_constraint {
+    size_t a, b;
+} attn_constraint;
+
+/* What the heuristic gives up, in order, until the parameters are legal:
+ * the field is halved while above floor. */
+typedef struct attn_shrink_step {
+    size_t offset;
+    int floor;
+} attn_shrink_step;
+
+/* One entry point of a family: the program's sources (in order) and the
+ * kernel, with how the heuristic shrinks it. */
+typedef struct attn_entry_desc {
+    const char *kernel;
+    const char *sources[ATTN_DESC_MAX_SOURCES];
+    int nsources;
+    attn_shrink_step shrink[4];
+    int nshrink;
+} attn_entry_desc;
+
+typedef struct attn_family_desc {
+    int family;       /* attn_family */
+    const char *name; /* "tiled", "vector" */
+    const attn_tunable_desc *tunables;
+    int ntunables;
+    const attn_constraint *constraints;
+    int nconstraints;
+    /* the field that is the work-group size (bounded by the device), or
+     * (size_t)-1: one work-item per work-group */
+    size_t wg_offset;
+    /* bytes of __local memory the kernels declare, or NULL for none */
+    size_t (*local_bytes)(const attn_params *pr, int head_dim);
+    /* -D macros derived from the tunables ("" when none); appended */
+    void (*derived_options)(const attn_params *pr, const attn_problem *p, char *buf, size_t n);
+    attn_entry_desc entry[ATTN_ENTRY_COUNT];
+} attn_family_desc;
+
+extern const attn_family_desc attn_desc_tiled, attn_desc_vector;
+
+/* The descriptor of family f, or NULL. */
+const attn_family_desc *attn_family_desc_of(int family);
+/* Every family, in attn_family order. */
+extern const attn_family_desc *const attn_family_descs[];
+extern const int attn_family_desc_count;
+
+/* The value of tunable t in pr, and a pointer to it. */
+int attn_desc_get(const attn_params *pr, size_t offset);
+int *attn_desc_field(attn_params *pr, size_t offset);
+
+#endif /* ATTN_KERNEL_DESC_H */

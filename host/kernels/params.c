@@ -1,0 +1,277 @@
+/* params.c -- the kernel parameters, generic over the family descriptors
+ * (kernel_desc.h): defaults, the device heuristic with its shrink loop,
+ * parsing (ATTN_PARAMS, attn_context_set_params, the tuning database),
+ * the plan string, the legality check and the -D option string. */
+#define _POSIX_C_SOURCE 200809L
+#include "core/context.h"
+#include "kernels/kernel_desc.h"
+
+#include <stddef.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The tunables every family shares: which family, and decode's splits (a
+ * kernel argument, not a macro). */
+static const attn_tunable_desc common_tunables[] = {
+    {"family", NULL, offsetof(attn_params, family), 0, 1, 0, 0, 0, {0},
+     "kernel family: tiled (GPU-style) or vector (CPU-style), or its number"},
+    {"splits", NULL, offsetof(attn_params, kv_splits), 0, 256, 0, 0, 0, {0},
+     "decode: chunks each sequence's keys are split into, run in parallel and combined by "
+     "their LSEs (flash-decoding); 0 = chosen from compute units and prefix length"},
+};
+#define NCOMMON ((int)(sizeof common_tunables / sizeof common_tunables[0]))
+
+const attn_family_desc *const attn_family_descs[] = {&attn_desc_tiled, &attn_desc_vector};
+const int attn_family_desc_count = (int)(sizeof attn_family_descs / sizeof attn_family_descs[0]);
+
+const attn_family_desc *attn_family_desc_of(int family)
+{
+    return family >= 0 && family < attn_family_desc_count ? attn_family_descs[family] : NULL;
+}
+
+int *attn_desc_field(attn_params *pr, size_t offset) { return (int *)((char *)pr + offset); }
+int attn_desc_get(const attn_params *pr, size_t offset)
+{
+    return *(const int *)((const char *)pr + offset);
+}
+
+static int out_of_range(const attn_tunable_desc *t, int v)
+{
+    return v < t->min || v > t->max || (t->pow2 && (v & (v - 1)));
+}
+
+static int range_error(const attn_tunable_desc *t, int v, const char *fam, char *err, size_t n)
+{
+    snprintf(err, n, "%s=%d is outside %d..%d%s%s%s", t->name, v, t->min, t->max,
+             t->pow2 ? " or not a power of two" : "", fam ? " for the family " : "",
+             fam ? fam : "");
+    return 0;
+}
+
+attn_params attn_params_defaults(int family)
+{
+    attn_params pr = {0};
+    /* every family's defaults, the chosen one's last: fields it does not
+     * use keep sane values for the others */
+    for (int pass = 0; pass < 2; pass++)
+        for (int d = 0; d < attn_family_desc_count; d++) {
+            const attn_family_desc *f = attn_family_descs[d];
+            if ((f->family == family) != pass) continue;
+            for (int t = 0; t < f->ntunables; t++)
+                *attn_desc_field(&pr, f->tunables[t].offset) = f->tunables[t].dflt;
+        }
+    pr.family = family;
+    return pr;
+}
+
+/* The name of family f's tunable at offset. */
+static const char *name_at(const attn_family_desc *f, size_t offset)
+{
+    for (int t = 0; t < f->ntunables; t++)
+        if (f->tunables[t].offset == offset) return f->tunables[t].name;
+    return "?";
+}
+
+int attn_params_legal(const attn_params *pr, const attn_device_limits *dev,
+                      const attn_problem *p, char *err, size_t errsize)
+{
+    for (int i = 0; i < NCOMMON; i++)
+        if (out_of_range(&common_tunables[i], attn_desc_get(pr, common_tunables[i].offset)))
+            return range_error(&common_tunables[i], attn_desc_get(pr, common_tunables[i].offset),
+                               NULL, err, errsize);
+    const attn_family_desc *f = attn_family_desc_of(pr->family);
+    for (int i = 0; i < f->ntunables; i++) {
+        const int v = attn_desc_get(pr, f->tunables[i].offset);
+        if (out_of_range(&f->tunables[i], v))
+            return range_error(&f->tunables[i], v, f->name, err, errsize);
+    }
+    for (int i = 0; i < f->nconstraints; i++) {
+        const attn_constraint *c = &f->constraints[i];
+        const int a = attn_desc_get(pr, c->a), b = attn_desc_get(pr, c->b);
+        if (a % b == 0) continue;
+        snprintf(err, errsize, "%s=%d is not a multiple of %s=%d", name_at(f, c->a), a,
+                 name_at(f, c->b), b);
+        return 0;
+    }
+    if (dev && f->wg_offset != (size_t)-1 && (size_t)attn_desc_get(pr, f->wg_offset) > dev->max_wg) {
+        snprintf(err, errsize, "%s=%d exceeds the device's max work-group size %zu",
+                 name_at(f, f->wg_offset), attn_desc_get(pr, f->wg_offset), dev->max_wg);
+        return 0;
+    }
+    const size_t local = f->local_bytes ? f->local_bytes(pr, p->head_dim) : 0;
+    if (dev && local > dev->local_mem) {
+        snprintf(err, errsize, "needs %zu bytes of local memory, the device has %llu", local,
+                 (unsigned long long)dev->local_mem);
+        return 0;
+    }
+    return 1;
+}
+
+/* The work-group size down to the device's limit, staying a multiple of the
+ * fields it must be a multiple of. */
+static void clamp_wg(const attn_family_desc *f, attn_params *pr, const attn_device_limits *dev)
+{
+    if (f->wg_offset == (size_t)-1) return;
+    int *wg = attn_desc_field(pr, f->wg_offset);
+    for (int i = 0; i < f->nconstraints; i++) {
+        if (f->constraints[i].a != f->wg_offset) continue;
+        const int base = attn_desc_get(pr, f->constraints[i].b);
+        if (*wg % base) *wg = base;
+        while ((size_t)*wg > dev->max_wg && *wg > base) *wg /= 2;
+    }
+}
+
+void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
+                     const attn_problem *p)
+{
+    const attn_family_desc *f = attn_family_desc_of(pr->family);
+    const attn_entry_desc *e = &f->entry[entry];
+    char err[256];
+    clamp_wg(f, pr, dev);
+    while (!attn_params_legal(pr, dev, p, err, sizeof err)) {
+        int s = 0;
+        while (s < e->nshrink && attn_desc_get(pr, e->shrink[s].offset) <= e->shrink[s].floor) s++;
+        if (s == e->nshrink) break;
+        *attn_desc_field(pr, e->shrink[s].offset) /= 2;
+        clamp_wg(f, pr, dev);
+    }
+}
+
+attn_params attn_params_heuristic(const attn_device_limits *dev, const attn_problem *p)
+{
+    if (dev->type & CL_DEVICE_TYPE_CPU) return attn_params_defaults(ATTN_FAMILY_VECTOR);
+    /* GPU-style starting points (llama.cpp's Vulkan table): 128 work-items,
+     * 16 rows, 32 keys; 64 keys when D is not a multiple of 16. */
+    attn_params pr = attn_params_defaults(ATTN_FAMILY_TILED);
+    if (p->head_dim % 16) pr.block_keys = 64;
+    if (p->head_dim > 128) pr.block_rows = 8;
+    attn_params_fit(ATTN_ENTRY_PREFILL, &pr, dev, p);
+    return pr;
+}
+
+/* The tunable called name: of family f when it has one, else of any. */
+static const attn_tunable_desc *find_tunable(const char *name, const attn_family_desc *f)
+{
+    for (int i = 0; i < NCOMMON; i++)
+        if (strcmp(common_tunables[i].name, name) == 0) return &common_tunables[i];
+    for (int pass = 0; pass < 2; pass++)
+        for (int d = 0; d < attn_family_desc_count; d++) {
+            const attn_family_desc *g = attn_family_descs[d];
+            if (pass == 0 && g != f) continue;
+            for (int i = 0; i < g->ntunables; i++)
+                if (strcmp(g->tunables[i].name, name) == 0) return &g->tunables[i];
+        }
+    return NULL;
+}
+
+static int family_value(const char *value)
+{
+    for (int d = 0; d < attn_family_desc_count; d++)
+        if (strcmp(attn_family_descs[d]->name, value) == 0) return attn_family_descs[d]->family;
+    char *end;
+    long v = strtol(value, &end, 10);
+    return end != value && !*end && attn_family_desc_of((int)v) ? (int)v : -1;
+}
+
+/* One pass over "name=value,...": with apply 0 it only finds family=. */
+static int parse_pass(char *buf, attn_params *out, int apply, char *err, size_t errsize)
+{
+    char *save = NULL;
+    const attn_family_desc *f = attn_family_desc_of(out->family);
+    for (char *item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save)) {
+        char *eq = strchr(item, '=');
+        if (!eq) {
+            snprintf(err, errsize, "\"%s\" is not name=value", item);
+            return -1;
+        }
+        *eq = 0;
+        const char *value = eq + 1;
+        const attn_tunable_desc *t = find_tunable(item, f);
+        if (!t) {
+            snprintf(err, errsize, "unknown tunable \"%s\"", item);
+            return -1;
+        }
+        if (t->offset == offsetof(attn_params, family)) {
+            if ((out->family = family_value(value)) < 0) {
+                snprintf(err, errsize, "family=%s: expected tiled or vector", value);
+                return -1;
+            }
+            f = attn_family_desc_of(out->family);
+            continue;
+        }
+        if (!apply) continue;
+        char *end;
+        long v = strtol(value, &end, 10);
+        if (end == value || *end || v < t->min || v > t->max) {
+            snprintf(err, errsize, "%s=%s: expected an integer in %d..%d", item, value, t->min,
+                     t->max);
+            return -1;
+        }
+        if (out_of_range(t, (int)v)) { /* not a power of two */
+            range_error(t, (int)v, NULL, err, errsize);
+            return -1;
+        }
+        *attn_desc_field(out, t->offset) = (int)v;
+    }
+    return 0;
+}
+
+int attn_params_parse(const char *text, attn_params *params, char *err, size_t errsize)
+{
+    char buf[512], again[512];
+    if (snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf) {
+        snprintf(err, errsize, "too long");
+        return -1;
+    }
+    memcpy(again, buf, sizeof buf);
+    attn_params out = *params;
+    /* the family first, wherever it is written: the ranges are its own */
+    if (parse_pass(buf, &out, 0, err, errsize) != 0 || parse_pass(again, &out, 1, err, errsize) != 0)
+        return -1;
+    *params = out;
+    return 0;
+}
+
+void attn_params_format(const attn_params *pr, char *buf, size_t size)
+{
+    const attn_family_desc *f = attn_family_desc_of(pr->family);
+    size_t n = (size_t)snprintf(buf, size, "family=%s", f ? f->name : "?");
+    for (int i = 0; f && i < f->ntunables && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, ",%s=%d", f->tunables[i].name,
+                              attn_desc_get(pr, f->tunables[i].offset));
+}
+
+int attn_family_sources(int family, int entry, const char *const **names)
+{
+    const attn_entry_desc *e = &attn_family_desc_of(family)->entry[entry];
+    *names = e->sources;
+    return e->nsources;
+}
+
+const char *attn_family_kernel(int family, int entry)
+{
+    return attn_family_desc_of(family)->entry[entry].kernel;
+}
+
+size_t attn_params_work_group(const attn_params *pr)
+{
+    const attn_family_desc *f = attn_family_desc_of(pr->family);
+    return f->wg_offset == (size_t)-1 ? 1 : (size_t)attn_desc_get(pr, f->wg_offset);
+}
+
+int attn_params_padded_dim(const attn_params *pr, int head_dim)
+{
+    return (head_dim + pr->vec_width - 1) / pr->vec_width * pr->vec_width;
+}
+
+void attn_params_options(const attn_params *pr, const attn_problem *p, char *buf, size_t size)
+{
+    const attn_family_desc *f = attn_family_desc_of(pr->family);
+    size_t n = (size_t)snprintf(buf, size, "-cl-std=CL1.2 -DHEAD_DIM=%d -DSTORAGE=%d",
+                                p->head_dim, (int)p->dtype);
+    for (int i = 0; i < f->ntunables && n < size; i++)
+        n += (size_t)snprintf(buf + n, size - n, " -D%s=%d", f->tunables[i].macro,
+                              attn_desc_get(pr, f->tunables[i].offset));
+    if (n < size) f->derived_options(pr, p, buf + n, size - n);
+}

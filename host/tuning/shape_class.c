@@ -1,0 +1,90 @@
+/* shape_class.c -- the shape classes of the tuning database (length
+ * buckets, equality, distance between classes) and attn_problem_flops, the
+ * one count of a forward's work that GFLOP/s figures divide by. */
+#include "tuning/shape_class.h"
+#include "core/context.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <string.h>
+
+int attn_length_bucket(int n)
+{
+    if (n <= 1) return 1;
+    long long p = 1;
+    while (p * 2 <= n) p *= 2;
+    /* nearest in log scale: n >= p * sqrt(2) rounds up */
+    return (double)n * (double)n >= 2.0 * (double)p * (double)p ? (int)(p * 2) : (int)p;
+}
+
+void attn_shape_class_of(const attn_problem *p, attn_shape_class *c)
+{
+    memset(c, 0, sizeof *c);
+    c->head_dim = p->head_dim;
+    c->dtype = p->dtype;
+    c->causal = p->causal != 0;
+    c->group = p->kv_heads > 0 ? p->q_heads / p->kv_heads : 1;
+    c->q_bucket = attn_length_bucket(p->q_len);
+    c->kv_bucket = attn_length_bucket(p->kv_len);
+}
+
+void attn_shape_class_format(const attn_shape_class *c, char *buf, size_t size)
+{
+    const char *t = attn_dtype_name(c->dtype);
+    snprintf(buf, size, "D%d %s %s g%d q%d kv%d%s", c->head_dim, t ? t : "?",
+             c->causal ? "causal" : "full", c->group, c->q_bucket, c->kv_bucket,
+             c->decode ? " decode" : "");
+}
+
+int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b)
+{
+    return a->head_dim == b->head_dim && a->dtype == b->dtype && a->causal == b->causal &&
+           a->group == b->group && a->q_bucket == b->q_bucket && a->kv_bucket == b->kv_bucket &&
+           a->decode == b->decode;
+}
+
+/* |log2(a / b)| in half octaves */
+static int octaves(int a, int b)
+{
+    return (int)lround(2.0 * fabs(log2((double)a / (double)b)));
+}
+
+int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class *b)
+{
+    if (a->head_dim != b->head_dim || a->dtype != b->dtype || a->causal != b->causal ||
+        a->decode != b->decode)
+        return -1;
+    if (a->group < 1 || b->group < 1 || a->q_bucket < 1 || b->q_bucket < 1 || a->kv_bucket < 1 ||
+        b->kv_bucket < 1)
+        return -1;
+    return octaves(a->group, b->group) + octaves(a->q_bucket, b->q_bucket) +
+           octaves(a->kv_bucket, b->kv_bucket);
+}
+
+/* Visible (query, key) pairs of a batch entry with ql queries and kl keys:
+ * causal is bottom-right aligned, query i seeing keys 0..i + kl - ql. */
+static double visible_pairs(long long ql, long long kl, int causal)
+{
+    if (ql <= 0 || kl <= 0) return 0;
+    if (!causal) return (double)ql * (double)kl;
+    double pairs = 0;
+    for (long long i = 0; i < ql; i++) {
+        long long vis = i + kl - ql + 1;
+        if (vis > kl) vis = kl;
+        if (vis > 0) pairs += (double)vis;
+    }
+    return pairs;
+}
+
+double attn_problem_flops(const attn_problem *p, const attn_lengths *lengths)
+{
+    if (!p || p->batch <= 0 || p->q_heads <= 0 || p->head_dim <= 0) return 0;
+    double pairs = 0;
+    for (int b = 0; b < p->batch; b++) {
+        const int ql = lengths && lengths->q_len ? lengths->q_len[b] : p->q_len;
+        const int kl = lengths && lengths->kv_len ? lengths->kv_len[b] : p->kv_len;
+        pairs += visible_pairs(ql, kl, p->causal);
+    }
+    /* Q K^T and P V: a multiply and an add each per pair and head dim */
+    return 4.0 * p->head_dim * pairs * p->q_heads;
+}

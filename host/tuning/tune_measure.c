@@ -1,0 +1,433 @@
+/* tune_measure.c -- how the tuner judges one candidate: verified against the
+ * CPU reference on a small shape of the class (fresh NaN-filled outputs,
+ * padding, an offset causal diagonal, lengths that are no tile multiple),
+ * then timed through attn_forward itself with profiling events, so the
+ * tuner's numbers are the library's numbers. */
+#define _POSIX_C_SOURCE 200809L
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "attention/validate.h"
+#include "attention/check.h"
+#include "tuning/tuning.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The verification shape: 67 query rows and 131 keys are multiples of no
+ * tile size; four batches cover the plain causal diagonal with right
+ * padding of the keys, an offset diagonal (kv longer than q), left padding
+ * of both, and rows that see no key at all (kv shorter than q). */
+enum { VB = 4, VSQ = 67, VSKV = 131 };
+static const int v_q_start[VB] = {0, 0, 17, 0}, v_q_len[VB] = {67, 67, 50, 60};
+static const int v_kv_start[VB] = {0, 0, 31, 0}, v_kv_len[VB] = {67, 131, 100, 37};
+
+struct attn_tune_bench {
+    attn_context *ctx;
+    /* timing */
+    attn_problem tp;
+    attn_tensor tq, tk, tv, to;
+    double flops;
+    /* verification */
+    attn_problem vp;
+    attn_lengths vlen;
+    attn_tensor vq, vk, vv;
+    float *ref_o, *ref_lse, *nan_host;
+    size_t n_o, n_lse;
+    int warned_wall, logged_times;
+};
+
+const char *attn_candidate_status_name(attn_candidate_status s)
+{
+    switch (s) {
+    case ATTN_CAND_OK: return "ok";
+    case ATTN_CAND_BUILD: return "build failed";
+    case ATTN_CAND_DEVICE: return "rejected by the device";
+    case ATTN_CAND_WRONG: return "wrong results";
+    case ATTN_CAND_SLOW: return "abandoned (far slower)";
+    }
+    return "?";
+}
+
+/* n values in [-1, 1), rounded through the storage type so that the
+ * reference sees exactly what the device reads; uploaded as a new buffer. */
+static attn_status make_input(attn_context *ctx, attn_dtype t, size_t n, uint64_t seed,
+                              float *keep, cl_mem *out)
+{
+    size_t es = attn_dtype_size(t);
+    float *f = keep ? keep : malloc(n * sizeof *f);
+    void *raw = malloc(n * es);
+    attn_status st = ATTN_SUCCESS;
+    if (!f || !raw) {
+        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory (%zu values)", n);
+        goto done;
+    }
+    for (size_t i = 0; i < n; i++)
+        f[i] = (float)((double)(attn_splitmix64(&seed) >> 11) * 0x1.0p-52 - 1.0);
+    attn_convert_from_f32(t, f, raw, n);
+    attn_convert_to_f32(t, raw, f, n);
+    cl_int err;
+    *out = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * es, raw, &err);
+    if (err != CL_SUCCESS) {
+        *out = NULL;
+        st = attn_fail_cl(ctx, err, "clCreateBuffer (tuner input)");
+    }
+done:
+    if (f != keep) free(f);
+    free(raw);
+    return st;
+}
+
+static attn_tensor bhsd(cl_mem m, int heads, int seq, int dim)
+{
+    attn_tensor t = {m, 0, (size_t)heads * seq * dim, (size_t)seq * dim, (size_t)dim};
+    return t;
+}
+
+static void release(cl_mem m)
+{
+    if (m) clReleaseMemObject(m);
+}
+
+void attn_tune_bench_free(attn_tune_bench *b)
+{
+    if (!b) return;
+    release(b->tq.buffer);
+    release(b->tk.buffer);
+    release(b->tv.buffer);
+    release(b->to.buffer);
+    release(b->vq.buffer);
+    release(b->vk.buffer);
+    release(b->vv.buffer);
+    free(b->ref_o);
+    free(b->ref_lse);
+    free(b->nan_host);
+    free(b);
+}
+
+const attn_problem *attn_tune_bench_problem(const attn_tune_bench *b) { return &b->tp; }
+attn_context *attn_tune_bench_context(const attn_tune_bench *b) { return b->ctx; }
+
+void attn_tune_bench_limits(const attn_tune_bench *b, attn_device_limits *dev)
+{
+    const attn_context *c = b->ctx;
+    dev->type = c->device_type;
+    dev->local_mem = c->local_mem;
+    dev->max_wg = c->max_wg;
+    dev->compute_units = c->compute_units;
+}
+
+attn_status attn_tune_bench_create(attn_context *ctx, const attn_problem *p, attn_tune_bench **out)
+{
+    *out = NULL;
+    attn_status st = attn_validate_problem(ctx, p, NULL);
+    if (st != ATTN_SUCCESS) return st;
+    attn_tune_bench *b = calloc(1, sizeof *b);
+    if (!b) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+    b->ctx = ctx;
+    b->tp = *p;
+    b->flops = attn_problem_flops(p, NULL);
+    const int D = p->head_dim, group = p->q_heads / p->kv_heads;
+    const size_t nq = (size_t)p->batch * p->q_heads * p->q_len * D;
+    const size_t nkv = (size_t)p->batch * p->kv_heads * p->kv_len * D;
+    cl_mem m[4] = {NULL, NULL, NULL, NULL};
+    if ((st = make_input(ctx, p->dtype, nq, 11, NULL, &m[0])) != ATTN_SUCCESS ||
+        (st = make_input(ctx, p->dtype, nkv, 12, NULL, &m[1])) != ATTN_SUCCESS ||
+        (st = make_input(ctx, p->dtype, nkv, 13, NULL, &m[2])) != ATTN_SUCCESS ||
+        (st = make_input(ctx, p->dtype, nq, 14, NULL, &m[3])) != ATTN_SUCCESS)
+        goto fail;
+    b->tq = bhsd(m[0], p->q_heads, p->q_len, D);
+    b->tk = bhsd(m[1], p->kv_heads, p->kv_len, D);
+    b->tv = bhsd(m[2], p->kv_heads, p->kv_len, D);
+    b->to = bhsd(m[3], p->q_heads, p->q_len, D);
+    m[0] = m[1] = m[2] = m[3] = NULL;
+
+    /* the verification problem: the class's head dim, type, causality and
+     * group with two KV heads */
+    attn_problem *v = &b->vp;
+    *v = *p;
+    v->batch = VB;
+    v->kv_heads = 2;
+    v->q_heads = 2 * group;
+    v->q_len = VSQ;
+    v->kv_len = VSKV;
+    b->vlen.q_start = v_q_start;
+    b->vlen.q_len = v_q_len;
+    b->vlen.kv_start = v_kv_start;
+    b->vlen.kv_len = v_kv_len;
+    const size_t vnq = (size_t)VB * v->q_heads * VSQ * D, vnkv = (size_t)VB * 2 * VSKV * D;
+    float *hq = malloc(vnq * sizeof *hq), *hk = malloc(vnkv * sizeof *hk);
+    float *hv = malloc(vnkv * sizeof *hv);
+    b->n_o = vnq;
+    b->n_lse = (size_t)VB * v->q_heads * VSQ;
+    b->ref_o = malloc(vnq * sizeof *b->ref_o);
+    b->ref_lse = malloc(b->n_lse * sizeof *b->ref_lse);
+    b->nan_host = malloc(vnq * sizeof(float));
+    if (!hq || !hk || !hv || !b->ref_o || !b->ref_lse || !b->nan_host) {
+        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+    } else if ((st = make_input(ctx, p->dtype, vnq, 21, hq, &m[0])) == ATTN_SUCCESS &&
+               (st = make_input(ctx, p->dtype, vnkv, 22, hk, &m[1])) == ATTN_SUCCESS &&
+               (st = make_input(ctx, p->dtype, vnkv, 23, hv, &m[2])) == ATTN_SUCCESS) {
+        b->vq = bhsd(m[0], v->q_heads, VSQ, D);
+        b->vk = bhsd(m[1], 2, VSKV, D);
+        b->vv = bhsd(m[2], 2, VSKV, D);
+        m[0] = m[1] = m[2] = NULL;
+        st = attn_reference_forward(v, hq, hk, hv, b->ref_o, &b->vlen, b->ref_lse);
+        if (st != ATTN_SUCCESS) ATTN_FAIL(ctx, st, "tuner: the reference failed on %s", "the verification shape");
+        /* NaN bit patterns of every storage type, as bytes: 0xffff... */
+        memset(b->nan_host, 0xff, vnq * sizeof(float));
+    }
+    free(hq);
+    free(hk);
+    free(hv);
+    if (st != ATTN_SUCCESS) goto fail;
+    *out = b;
+    return ATTN_SUCCESS;
+fail:
+    for (int i = 0; i < 4; i++) release(m[i]);
+    attn_tune_bench_free(b);
+    return st;
+}
+
+/* A fresh buffer of `bytes` all-ones bytes: NaN in f32, f16 and bf16. */
+static cl_mem nan_buffer(attn_tune_bench *b, size_t bytes, cl_int *err)
+{
+    return clCreateBuffer(b->ctx->cl_ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, bytes,
+                          b->nan_host, err);
+}
+
+static double event_ms(cl_event from, cl_event to)
+{
+    cl_ulong a = 0, z = 0;
+    if (clGetEventProfilingInfo(from, CL_PROFILING_COMMAND_END, sizeof a, &a, NULL) != CL_SUCCESS ||
+        clGetEventProfilingInfo(to, CL_PROFILING_COMMAND_END, sizeof z, &z, NULL) != CL_SUCCESS ||
+        z < a)
+        return -1;
+    return (double)(z - a) * 1e-6;
+}
+
+/* One attn_forward and its time: from a marker enqueued just before it to
+ * the end of its last kernel (a forward enqueues a pre-pass and the main
+ * kernel on the vector family), so the host work of the call counts too;
+ * the wall time around the call and the wait when events give nothing. */
+static attn_status timed_forward(attn_tune_bench *b, const attn_problem *p, const attn_tensor *q,
+                                 const attn_tensor *k, const attn_tensor *v, const attn_tensor *o,
+                                 const attn_lengths *len, cl_mem lse, double *ms)
+{
+    attn_context *ctx = b->ctx;
+    cl_event mark = NULL, done = NULL;
+    double t0 = attn_now_ms();
+    cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &mark);
+    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clEnqueueMarkerWithWaitList");
+    attn_status st = attn_forward(ctx, p, q, k, v, o, len, lse, &done);
+    if (st == ATTN_SUCCESS) {
+        err = clWaitForEvents(1, &done);
+        double wall = attn_now_ms() - t0;
+        if (err != CL_SUCCESS) st = attn_fail_cl(ctx, err, "clWaitForEvents (tuner)");
+        else if ((*ms = event_ms(mark, done)) <= 0) {
+            if (!b->warned_wall)
+                attn_log(ATTN_LOG_INFO, "tuner: no profiling times from the queue; timing with "
+                         "the host clock");
+            b->warned_wall = 1;
+            *ms = wall;
+        } else if (attn_log_enabled(ATTN_LOG_DEBUG) && b->logged_times < 3) {
+            b->logged_times++;
+            attn_log(ATTN_LOG_DEBUG, "tuner: forward %.3f ms by events, %.3f ms by the host clock",
+                     *ms, wall);
+        }
+    }
+    clReleaseEvent(mark);
+    if (done) clReleaseEvent(done);
+    return st;
+}
+
+/* Status of a failed forward as a candidate verdict. */
+static attn_candidate_status verdict(attn_status st)
+{
+    return st == ATTN_ERROR_BUILD ? ATTN_CAND_BUILD : ATTN_CAND_DEVICE;
+}
+
+/* |got - ref| against the tolerance; a NaN, or an infinity that differs,
+ * is a failure. Updates the worst error and ratio; returns the number of
+ * violations and the first one's index in *first. */
+static size_t compare(const float *got, const float *ref, size_t n, double atol, double rtol,
+                      double *max_err, double *max_ratio, size_t *first)
+{
+    size_t bad = 0;
+    for (size_t i = 0; i < n; i++) {
+        double g = got[i], r = ref[i], ratio;
+        if (isnan(g) || isnan(r)) ratio = INFINITY;
+        else if (isinf(g) || isinf(r)) ratio = g == r ? 0 : INFINITY;
+        else {
+            double e = fabs(g - r);
+            if (e > *max_err) *max_err = e;
+            ratio = e / (atol + rtol * fabs(r));
+        }
+        if (ratio > *max_ratio) *max_ratio = ratio;
+        if (ratio > 1.0 && bad++ == 0) *first = i;
+    }
+    return bad;
+}
+
+static attn_status verify(attn_tune_bench *b, attn_candidate_result *r)
+{
+    attn_context *ctx = b->ctx;
+    const attn_problem *v = &b->vp;
+    cl_int err;
+    cl_mem o = nan_buffer(b, b->n_o * attn_dtype_size(v->dtype), &err);
+    cl_mem lse = err == CL_SUCCESS ? nan_buffer(b, b->n_lse * sizeof(float), &err) : NULL;
+    float *got = malloc(b->n_o * sizeof *got), *got_lse = malloc(b->n_lse * sizeof *got_lse);
+    attn_status st = ATTN_SUCCESS;
+    if (err != CL_SUCCESS || !got || !got_lse) {
+        st = err != CL_SUCCESS ? attn_fail_cl(ctx, err, "clCreateBuffer (tuner output)")
+                               : ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+        goto done;
+    }
+    attn_tensor to = bhsd(o, v->q_heads, v->q_len, v->head_dim);
+    double ms;
+    attn_status fst = timed_forward(b, v, &b->vq, &b->vk, &b->vv, &to, &b->vlen, lse, &ms);
+    if (fst != ATTN_SUCCESS) {
+        r->status = verdict(fst);
+        snprintf(r->why, sizeof r->why, "%s: %s", attn_status_name(fst), attn_last_error(ctx));
+        goto done;
+    }
+    if ((st = attn_tensor_download(ctx, &to, v->dtype, v->batch, v->q_heads, v->q_len,
+                                   v->head_dim, got)) != ATTN_SUCCESS)
+        goto done;
+    err = clEnqueueReadBuffer(ctx->queue, lse, CL_TRUE, 0, b->n_lse * sizeof(float), got_lse, 0,
+                              NULL, NULL);
+    if (err != CL_SUCCESS) {
+        st = attn_fail_cl(ctx, err, "clEnqueueReadBuffer (tuner LSE)");
+        goto done;
+    }
+    double atol, rtol;
+    attn_tolerance(v->dtype, &atol, &rtol);
+    size_t first_o = 0, first_l = 0;
+    size_t bad_o = compare(got, b->ref_o, b->n_o, atol, rtol, &r->max_error, &r->error_ratio, &first_o);
+    size_t bad_l = compare(got_lse, b->ref_lse, b->n_lse, atol, rtol, &r->max_error,
+                           &r->error_ratio, &first_l);
+    if (bad_o || bad_l) {
+        r->status = ATTN_CAND_WRONG;
+        if (bad_o)
+            snprintf(r->why, sizeof r->why, "%zu outputs beyond tolerance, first out[%zu] = %g, "
+                     "reference %g", bad_o, first_o, got[first_o], b->ref_o[first_o]);
+        else
+            snprintf(r->why, sizeof r->why, "%zu LSE values beyond tolerance, first lse[%zu] = "
+                     "%g, reference %g", bad_l, first_l, got_lse[first_l], b->ref_lse[first_l]);
+        goto done;
+    }
+    /* a second run for its time (the first paid for any lazy compilation) */
+    fst = timed_forward(b, v, &b->vq, &b->vk, &b->vv, &to, &b->vlen, lse, &r->verify_ms);
+    if (fst != ATTN_SUCCESS) {
+        r->status = verdict(fst);
+        snprintf(r->why, sizeof r->why, "%s: %s", attn_status_name(fst), attn_last_error(ctx));
+    }
+done:
+    release(o);
+    release(lse);
+    free(got);
+    free(got_lse);
+    return st;
+}
+
+/* The timing problem once; a failure is the candidate's (device) fault. */
+static attn_status time_once(attn_tune_bench *b, attn_candidate_result *r, double *ms, int *ok)
+{
+    attn_status st = timed_forward(b, &b->tp, &b->tq, &b->tk, &b->tv, &b->to, NULL, NULL, ms);
+    *ok = st == ATTN_SUCCESS;
+    if (!*ok) {
+        r->status = verdict(st);
+        snprintf(r->why, sizeof r->why, "%s: %s", attn_status_name(st), attn_last_error(b->ctx));
+    }
+    return ATTN_SUCCESS;
+}
+
+attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
+                              const attn_measure_opts *opts, attn_candidate_result *r)
+{
+    memset(r, 0, sizeof *r);
+    attn_context *ctx = b->ctx; /* a context's override never replaces a forced candidate */
+    attn_device_limits dev;
+    attn_tune_bench_limits(b, &dev);
+    if (!attn_params_legal(pr, &dev, &b->tp, r->why, sizeof r->why) ||
+        !attn_params_legal(pr, &dev, &b->vp, r->why, sizeof r->why)) {
+        r->status = ATTN_CAND_DEVICE; /* never enumerated; a caller's own candidate */
+        return ATTN_SUCCESS;
+    }
+    attn_status st = attn_tuning_force(ctx, pr);
+    if (st != ATTN_SUCCESS) return st;
+    double *times = NULL;
+    if ((st = verify(b, r)) != ATTN_SUCCESS || r->status != ATTN_CAND_OK) goto done;
+    if (opts->verify_factor > 0 && opts->best_verify_ms > 0 &&
+        r->verify_ms > opts->verify_factor * opts->best_verify_ms) {
+        r->status = ATTN_CAND_SLOW;
+        snprintf(r->why, sizeof r->why, "%.3f ms on the verification shape, the best took %.3f",
+                 r->verify_ms, opts->best_verify_ms);
+        goto done;
+    }
+    int ok;
+    double ms;
+    if ((st = time_once(b, r, &ms, &ok)) != ATTN_SUCCESS || !ok) goto done; /* warm-up */
+    int hopeless = opts->slow_factor > 0 && opts->best_ms > 0 && ms > 2 * opts->slow_factor * opts->best_ms;
+    if (!hopeless && ((st = time_once(b, r, &ms, &ok)) != ATTN_SUCCESS || !ok)) goto done; /* calibration */
+    if (opts->slow_factor > 0 && opts->best_ms > 0 && ms > opts->slow_factor * opts->best_ms) {
+        r->status = ATTN_CAND_SLOW;
+        r->median_ms = ms;
+        r->reps = 1;
+        r->gflops = b->flops / (ms * 1e6);
+        snprintf(r->why, sizeof r->why, "%.2f ms per run, the best takes %.2f", ms, opts->best_ms);
+        goto done;
+    }
+    int reps = ms > 0 ? (int)ceil(opts->target_ms / ms) : opts->max_reps;
+    if (reps < opts->min_reps) reps = opts->min_reps;
+    if (reps > opts->max_reps) reps = opts->max_reps;
+    if (reps < 1) reps = 1;
+    times = malloc((size_t)reps * sizeof *times);
+    if (!times) {
+        st = ATTN_FAIL(b->ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+        goto done;
+    }
+    for (int i = 0; i < reps; i++)
+        if ((st = time_once(b, r, &times[i], &ok)) != ATTN_SUCCESS || !ok) goto done;
+    r->reps = reps;
+    r->spread = attn_time_spread_of(times, reps);
+    r->median_ms = r->spread.median_ms;
+    r->gflops = r->median_ms > 0 ? b->flops / (r->median_ms * 1e6) : 0;
+done:
+    free(times);
+    attn_tuning_force(b->ctx, NULL);
+    return st;
+}
+
+attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n, int rounds,
+                             int warmup, double *ms, attn_time_spread *spread)
+{
+    if (n <= 0) return ATTN_SUCCESS;
+    if (rounds < 1) rounds = 1;
+    double *t = malloc((size_t)n * (size_t)rounds * sizeof *t);
+    if (!t) return ATTN_FAIL(b->ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+    attn_status st = ATTN_SUCCESS;
+    /* round -1 is the warm-up; interleaving spreads the machine's other
+     * load over every candidate alike, and each round starts with the next
+     * candidate, since a run right after other work measured up to 10%
+     * slower here */
+    for (int round = warmup ? -1 : 0; round < rounds && st == ATTN_SUCCESS; round++)
+        for (int j = 0; j < n && st == ATTN_SUCCESS; j++) {
+            const int i = (j + (round > 0 ? round : 0)) % n;
+            double x = 0;
+            if ((st = attn_tuning_force(b->ctx, &cands[i])) == ATTN_SUCCESS)
+                st = timed_forward(b, &b->tp, &b->tq, &b->tk, &b->tv, &b->to, NULL, NULL, &x);
+            if (round >= 0) t[(size_t)i * rounds + round] = x;
+        }
+    attn_tuning_force(b->ctx, NULL);
+    if (st == ATTN_SUCCESS)
+        for (int i = 0; i < n; i++) {
+            const attn_time_spread sp = attn_time_spread_of(t + (size_t)i * rounds, rounds);
+            ms[i] = sp.median_ms;
+            if (spread) spread[i] = sp;
+        }
+    free(t);
+    return st;
+}

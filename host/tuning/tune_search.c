@@ -1,0 +1,359 @@
+/* tune_search.c -- the tuner's search for one shape class within a budget:
+ * every candidate when the space is small, else a seeded random start (the
+ * default, each family's representative, a neighbouring class's winner,
+ * random picks) followed by local search around the best; then the best few
+ * and the default re-timed interleaved, near-ties going to the simpler. */
+#define _POSIX_C_SOURCE 200809L
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "tuning/tuning.h"
+
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#define SMALL_SPACE 32   /* measured whole when max_candidates is not given */
+#define NEAR_TIE 0.02    /* within 2% of the fastest: the simpler config wins */
+#define TOP_K 3          /* re-timed at the end, with the default */
+#define SLOW_FACTOR 3.0  /* a candidate this much slower than the best is abandoned */
+#define VERIFY_SLOW 8.0  /* ... or this much slower on the small verification shape */
+#define FAMILY_PRUNE 4.0 /* a family whose best is this much slower gets no random picks */
+
+typedef struct cand {
+    attn_params pr;
+    int state; /* 0 unvisited, 1 queued, 2 measured */
+    attn_candidate_result r;
+} cand;
+
+typedef struct search {
+    attn_tune_bench *b;
+    const attn_search_opts *o;
+    cand *c;
+    int n;
+    int *queue, qlen, qcap;
+    int best;           /* index of the fastest valid candidate, -1 */
+    double best_verify; /* its verification time */
+    double fam_best[2]; /* each family's fastest median, 0 = none */
+    int fam_count[2];
+    uint64_t rng;
+    double t0, per_cand; /* start, average seconds per measured candidate */
+    int measured;
+} search;
+
+static int find(const search *s, const attn_params *pr)
+{
+    for (int i = 0; i < s->n; i++)
+        if (attn_params_equal(&s->c[i].pr, pr)) return i;
+    return -1;
+}
+
+static int push(search *s, int i)
+{
+    if (i < 0 || s->c[i].state != 0) return 0;
+    if (s->qlen == s->qcap) {
+        int cap = s->qcap ? 2 * s->qcap : 64;
+        int *q = realloc(s->queue, (size_t)cap * sizeof *q);
+        if (!q) return -1;
+        s->queue = q;
+        s->qcap = cap;
+    }
+    s->queue[s->qlen++] = i;
+    s->c[i].state = 1;
+    return 0;
+}
+
+/* The final re-timing: rounds of every finalist adding up to about this. */
+static double retime_target_ms(const attn_search_opts *o)
+{
+    return o->level >= ATTN_TUNE_LEVEL_FULL ? 3000 : 1000;
+}
+
+static int min_rounds(const attn_search_opts *o)
+{
+    return o->level >= ATTN_TUNE_LEVEL_FULL ? 5 : 3;
+}
+
+/* Whether there is time and count left for one more candidate, keeping
+ * enough for the final re-timing. */
+static int may_continue(const search *s)
+{
+    const attn_search_opts *o = s->o;
+    if (o->max_candidates > 0 && s->measured >= o->max_candidates) return 0;
+    if (o->budget_s <= 0) return 1;
+    double elapsed = attn_now_s() - s->t0;
+    double best_s = s->best >= 0 ? s->c[s->best].r.median_ms * 1e-3 : 0;
+    /* the re-timing: its target, or its fewest rounds (and the warm-up)
+     * of the finalists, which are about as slow as the best */
+    double retime = (TOP_K + 1) * (min_rounds(o) + 1) * best_s;
+    double reserve = retime > retime_target_ms(o) * 1e-3 ? retime : retime_target_ms(o) * 1e-3;
+    return s->measured == 0 || elapsed + s->per_cand + reserve <= o->budget_s;
+}
+
+static void report(search *s, const attn_params *cand, const attn_candidate_result *r, int planned)
+{
+    const attn_search_opts *o = s->o;
+    if (!o->progress) return;
+    o->progress(o->progress_arg, s->measured, planned, attn_now_s() - s->t0, o->budget_s, cand, r,
+                s->best >= 0 ? &s->c[s->best].pr : NULL,
+                s->best >= 0 ? s->c[s->best].r.gflops : 0);
+}
+
+static attn_status measure(search *s, int i, int planned)
+{
+    cand *c = &s->c[i];
+    attn_measure_opts mo;
+    memset(&mo, 0, sizeof mo);
+    int full = s->o->level >= ATTN_TUNE_LEVEL_FULL;
+    mo.target_ms = full ? 600 : 200;
+    mo.min_reps = 3;
+    mo.max_reps = full ? 50 : 20;
+    if (s->best >= 0) {
+        mo.slow_factor = SLOW_FACTOR;
+        mo.best_ms = s->c[s->best].r.median_ms;
+        mo.verify_factor = VERIFY_SLOW;
+        mo.best_verify_ms = s->best_verify;
+    }
+    double t = attn_now_s();
+    attn_status st = attn_tune_measure(s->b, &c->pr, &mo, &c->r);
+    if (st != ATTN_SUCCESS) return st;
+    c->state = 2;
+    s->measured++;
+    s->per_cand += (attn_now_s() - t - s->per_cand) / s->measured; /* running mean */
+    int f = c->pr.family & 1;
+    /* abandoned on the verification shape: as much slower as it was there */
+    double est = c->r.median_ms;
+    if (c->r.status == ATTN_CAND_SLOW && est <= 0 && s->best >= 0 && s->best_verify > 0)
+        est = c->r.verify_ms / s->best_verify * s->c[s->best].r.median_ms;
+    if ((c->r.status == ATTN_CAND_OK || c->r.status == ATTN_CAND_SLOW) && est > 0) {
+        s->fam_count[f]++;
+        if (s->fam_best[f] == 0 || est < s->fam_best[f]) s->fam_best[f] = est;
+    }
+    if (c->r.status == ATTN_CAND_OK &&
+        (s->best < 0 || c->r.median_ms < s->c[s->best].r.median_ms)) {
+        s->best = i;
+        s->best_verify = c->r.verify_ms;
+    }
+    report(s, &c->pr, &c->r, planned);
+    return ATTN_SUCCESS;
+}
+
+/* A family is left alone once its first candidates ran (one in a quick
+ * tune, three in a full one) and its best is far behind: on PoCL the
+ * GPU-style family is ~30x slower than the vector one; it stays in the
+ * space without eating the budget. */
+static int family_pruned(const search *s, int f)
+{
+    int probes = s->o->level >= ATTN_TUNE_LEVEL_FULL ? 3 : 1;
+    if (s->best < 0 || s->fam_count[f & 1] < probes) return 0;
+    return s->fam_best[f & 1] > FAMILY_PRUNE * s->c[s->best].r.median_ms;
+}
+
+static int random_unvisited(search *s)
+{
+    int left = 0;
+    for (int i = 0; i < s->n; i++)
+        if (s->c[i].state == 0 && !family_pruned(s, s->c[i].pr.family)) left++;
+    if (!left) return -1;
+    int k = (int)(attn_splitmix64(&s->rng) % (uint64_t)left);
+    for (int i = 0; i < s->n; i++)
+        if (s->c[i].state == 0 && !family_pruned(s, s->c[i].pr.family) && k-- == 0) return i;
+    return -1;
+}
+
+/* The search's order, before local search: default first. */
+static attn_status seed_queue(search *s, int dflt, int exhaustive, const attn_device_limits *dev,
+                              const attn_problem *p)
+{
+    if (push(s, dflt) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
+    if (exhaustive) {
+        int i;
+        while ((i = random_unvisited(s)) >= 0)
+            if (push(s, i) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
+        return ATTN_SUCCESS;
+    }
+    /* each family's own heuristic: what a GPU and a CPU would start from */
+    const cl_device_type types[] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_CPU};
+    for (int t = 0; t < 2; t++) {
+        attn_device_limits other = *dev;
+        other.type = types[t];
+        attn_params rep = attn_params_heuristic(&other, p);
+        if (!(s->o->families && !(s->o->families & (1u << rep.family))) && push(s, find(s, &rep)) < 0)
+            return ATTN_ERROR_OUT_OF_MEMORY;
+    }
+    if (s->o->hint && push(s, find(s, s->o->hint)) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
+    int randoms = s->o->level >= ATTN_TUNE_LEVEL_FULL ? 8 : 3;
+    for (int r = 0; r < randoms; r++) {
+        int i = random_unvisited(s);
+        if (i >= 0 && push(s, i) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
+    }
+    return ATTN_SUCCESS;
+}
+
+typedef struct ranked {
+    double ms;
+    int i;
+} ranked;
+
+static int cmp_ranked(const void *a, const void *b)
+{
+    double x = ((const ranked *)a)->ms, y = ((const ranked *)b)->ms;
+    return (x > y) - (x < y);
+}
+
+attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn_search_result *out)
+{
+    memset(out, 0, sizeof *out);
+    attn_context *ctx = NULL;
+    const attn_problem *p = attn_tune_bench_problem(b);
+    search s;
+    memset(&s, 0, sizeof s);
+    s.b = b;
+    s.o = o;
+    s.best = -1;
+    s.rng = o->seed ? o->seed : 0x5eed;
+    s.t0 = attn_now_s();
+    attn_status st = ATTN_SUCCESS;
+
+    ctx = attn_tune_bench_context(b);
+    attn_device_limits dev;
+    attn_tune_bench_limits(b, &dev);
+    attn_params dflt = attn_params_heuristic(&dev, p);
+    attn_params *list = NULL;
+    int n = attn_search_enumerate(&dev, p, &dflt, o->families, &list);
+    if (n < 0) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+    s.c = calloc((size_t)n + 1, sizeof *s.c);
+    if (!s.c) {
+        free(list);
+        return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+    }
+    for (int i = 0; i < n; i++) s.c[i].pr = list[i];
+    free(list);
+    s.n = n;
+    int di = find(&s, &dflt);
+    if (di < 0) { /* the heuristic lies outside the searched values: add it */
+        s.c[s.n].pr = dflt;
+        di = s.n++;
+    }
+    out->space = s.n;
+    out->dflt = dflt;
+    int limit = o->max_candidates > 0 ? o->max_candidates : SMALL_SPACE;
+    out->exhaustive = s.n <= limit;
+    int planned = o->max_candidates > 0 && o->max_candidates < s.n ? o->max_candidates : s.n;
+    if (!out->exhaustive && o->level < ATTN_TUNE_LEVEL_FULL && planned > 24) planned = 24;
+    out->planned = planned;
+    if ((st = seed_queue(&s, di, out->exhaustive, &dev, p)) != ATTN_SUCCESS) {
+        st = ATTN_FAIL(ctx, st, "tuner: out of host memory");
+        goto done;
+    }
+    report(&s, NULL, NULL, planned);
+
+    int head = 0;
+    while (may_continue(&s)) {
+        if (head == s.qlen) {
+            /* local search: the unmeasured neighbours of the best so far */
+            attn_params nb[16];
+            int nn = s.best >= 0 ? attn_search_neighbours(&dev, p, &s.c[s.best].pr, nb, 16) : 0;
+            for (int k = 0; k < nn; k++)
+                if (push(&s, find(&s, &nb[k])) < 0) {
+                    st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+                    goto done;
+                }
+            /* a local optimum: a full tune goes on with random picks */
+            if (head == s.qlen && o->level >= ATTN_TUNE_LEVEL_FULL) push(&s, random_unvisited(&s));
+            if (head == s.qlen) break;
+        }
+        int i = s.queue[head++];
+        if (s.c[i].state == 2) continue;
+        if (i != di && family_pruned(&s, s.c[i].pr.family) && !out->exhaustive) continue;
+        if ((st = measure(&s, i, planned)) != ATTN_SUCCESS) goto done;
+    }
+
+    /* the best few and the default, re-timed interleaved */
+    int order[TOP_K + 1], k = 0;
+    {
+        ranked *idx = malloc((size_t)s.n * sizeof *idx);
+        int m = 0;
+        if (!idx) {
+            st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+            goto done;
+        }
+        for (int i = 0; i < s.n; i++)
+            if (s.c[i].state == 2 && s.c[i].r.status == ATTN_CAND_OK) {
+                idx[m].ms = s.c[i].r.median_ms;
+                idx[m++].i = i;
+            }
+        qsort(idx, (size_t)m, sizeof *idx, cmp_ranked);
+        for (int i = 0; i < m && k < TOP_K; i++) order[k++] = idx[i].i;
+        free(idx);
+    }
+    for (int i = 0; i < s.n; i++) {
+        out->tested += s.c[i].state == 2;
+        out->rejected += s.c[i].state == 2 && s.c[i].r.status != ATTN_CAND_OK &&
+                         s.c[i].r.status != ATTN_CAND_SLOW;
+        out->slow += s.c[i].state == 2 && s.c[i].r.status == ATTN_CAND_SLOW;
+    }
+    if (k == 0) {
+        st = ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "tuner: no candidate was valid (%d measured, "
+                       "%d rejected)", out->tested, out->rejected);
+        goto done;
+    }
+    int have_default = s.c[di].state == 2 && s.c[di].r.status == ATTN_CAND_OK;
+    int in_top = 0;
+    for (int i = 0; i < k; i++) in_top |= order[i] == di;
+    if (have_default && !in_top) order[k++] = di;
+    attn_params cands[TOP_K + 1];
+    double ms[TOP_K + 1];
+    attn_time_spread spread[TOP_K + 1];
+    for (int i = 0; i < k; i++) cands[i] = s.c[order[i]].pr;
+    /* enough rounds for the target time, at least 3 (5 in a full tune) */
+    double round_ms = 0;
+    for (int i = 0; i < k; i++) round_ms += s.c[order[i]].r.median_ms;
+    int rounds = round_ms > 0 ? (int)(retime_target_ms(o) / round_ms) : min_rounds(o);
+    if (rounds < min_rounds(o)) rounds = min_rounds(o);
+    if (rounds > 101) rounds = 101;
+    if (o->budget_s > 0 && round_ms > 0) { /* what the budget still holds, the warm-up round too */
+        double left_ms = (o->budget_s - (attn_now_s() - s.t0)) * 1e3;
+        int fit = (int)(left_ms / round_ms) - 1;
+        if (rounds > fit) rounds = fit < 1 ? 1 : fit;
+    }
+    if (k > 1 && (st = attn_tune_retime(b, cands, k, rounds, 1, ms, spread)) != ATTN_SUCCESS)
+        goto done;
+    if (k == 1) {
+        ms[0] = s.c[order[0]].r.median_ms;
+        spread[0] = s.c[order[0]].r.spread;
+    }
+    double fastest = ms[0];
+    for (int i = 1; i < k; i++)
+        if (ms[i] < fastest) fastest = ms[i];
+    int win = -1;
+    for (int i = 0; i < k; i++) {
+        int cx = attn_search_complexity(&cands[i], &dflt);
+        if (attn_log_enabled(ATTN_LOG_DEBUG)) {
+            char text[200];
+            attn_params_format(&cands[i], text, sizeof text);
+            attn_log(ATTN_LOG_DEBUG, "re-timed %s: %.4f ms (first measured %.4f), complexity %d",
+                     text, ms[i], s.c[order[i]].r.median_ms, cx);
+        }
+        if (ms[i] <= fastest * (1 + NEAR_TIE) &&
+            (win < 0 || cx < attn_search_complexity(&cands[win], &dflt)))
+            win = i;
+    }
+    out->best = cands[win];
+    out->best_r = s.c[order[win]].r;
+    out->best_ms = ms[win];
+    out->best_r.median_ms = ms[win];
+    out->best_r.spread = spread[win];
+    out->best_r.gflops = attn_problem_flops(p, NULL) / (ms[win] * 1e6);
+    out->default_ms = 0;
+    for (int i = 0; i < k; i++)
+        if (order[i] == di) {
+            out->default_ms = ms[i];
+            out->default_spread = spread[i];
+        }
+    report(&s, NULL, NULL, planned);
+done:
+    free(s.c);
+    free(s.queue);
+    return st;
+}

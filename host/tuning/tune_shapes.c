@@ -1,0 +1,215 @@
+/* tune_shapes.c -- parsing attn-tune's --shapes list (syntax in
+ * tune_shapes.h) and the DESIGN prefill set. */
+#define _POSIX_C_SOURCE 200809L
+#include "tuning/tune_shapes.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+static int field_int(const char *value, int lo, int hi, int *out)
+{
+    char *end;
+    errno = 0;
+    long v = strtol(value, &end, 10);
+    if (errno || end == value || *end || v < lo || v > hi) return -1;
+    *out = (int)v;
+    return 0;
+}
+
+/* One shape "hq=8:hkv=2:d=64:s=2048:f16"; 0, or -1 with why in err. */
+static int parse_one(char *item, attn_problem *p, char *err, size_t errsize)
+{
+    memset(p, 0, sizeof *p);
+    p->batch = 1;
+    p->causal = 1;
+    p->dtype = ATTN_F32;
+    int s = 0, sq = 0, skv = 0;
+    char *save = NULL;
+    for (char *f = strtok_r(item, ":", &save); f; f = strtok_r(NULL, ":", &save)) {
+        char *eq = strchr(f, '=');
+        if (!eq) {
+            if (strcmp(f, "f32") == 0) p->dtype = ATTN_F32;
+            else if (strcmp(f, "f16") == 0) p->dtype = ATTN_F16;
+            else if (strcmp(f, "bf16") == 0) p->dtype = ATTN_BF16;
+            else if (strcmp(f, "causal") == 0) p->causal = 1;
+            else if (strcmp(f, "full") == 0) p->causal = 0;
+            else {
+                snprintf(err, errsize, "unknown word \"%s\" (f32, f16, bf16, causal or full)", f);
+                return -1;
+            }
+            continue;
+        }
+        *eq = 0;
+        const char *key = f, *value = eq + 1;
+        int *dst = NULL, lo = 1, hi = INT_MAX;
+        if (strcmp(key, "b") == 0) dst = &p->batch;
+        else if (strcmp(key, "hq") == 0) dst = &p->q_heads, hi = 1 << 16;
+        else if (strcmp(key, "hkv") == 0) dst = &p->kv_heads, hi = 1 << 16;
+        else if (strcmp(key, "d") == 0) dst = &p->head_dim, hi = 256;
+        else if (strcmp(key, "s") == 0) dst = &s;
+        else if (strcmp(key, "sq") == 0) dst = &sq;
+        else if (strcmp(key, "skv") == 0) dst = &skv;
+        else {
+            snprintf(err, errsize, "unknown field \"%s\" (b, hq, hkv, d, s, sq, skv)", key);
+            return -1;
+        }
+        if (field_int(value, lo, hi, dst) != 0) {
+            snprintf(err, errsize, "%s=%s: expected an integer in %d..%d", key, value, lo, hi);
+            return -1;
+        }
+    }
+    if (!p->q_heads || !p->head_dim) {
+        snprintf(err, errsize, "hq= and d= are required");
+        return -1;
+    }
+    if (s && (sq || skv)) {
+        snprintf(err, errsize, "give s= or sq= and skv=, not both");
+        return -1;
+    }
+    p->q_len = s ? s : sq ? sq : skv;
+    p->kv_len = s ? s : skv ? skv : sq;
+    if (!p->q_len) {
+        snprintf(err, errsize, "a length is required (s=, or sq= and skv=)");
+        return -1;
+    }
+    if (!p->kv_heads) p->kv_heads = p->q_heads;
+    if (p->q_heads % p->kv_heads) {
+        snprintf(err, errsize, "hq=%d is not a multiple of hkv=%d", p->q_heads, p->kv_heads);
+        return -1;
+    }
+    return 0;
+}
+
+int tune_shapes_parse(const char *text, const char *origin, attn_problem **out, char *err,
+                      size_t errsize)
+{
+    char *copy = strdup(text);
+    attn_problem *list = NULL;
+    int n = 0, cap = 0, line = 1;
+    *out = NULL;
+    if (!copy) goto oom;
+    char *p = copy;
+    while (*p) {
+        if (*p == '#') { /* a comment to the end of the line */
+            while (*p && *p != '\n') p++;
+            continue;
+        }
+        if (*p == ',' || *p == ' ' || *p == '\t' || *p == '\r' || *p == '\n') {
+            if (*p == '\n') line++;
+            p++;
+            continue;
+        }
+        char *start = p;
+        while (*p && !strchr(", \t\r\n#", *p)) p++;
+        char saved = *p;
+        *p = 0;
+        char item[256], why[256];
+        snprintf(item, sizeof item, "%s", start);
+        if (n == cap) {
+            cap = cap ? 2 * cap : 8;
+            attn_problem *grown = realloc(list, (size_t)cap * sizeof *grown);
+            if (!grown) goto oom;
+            list = grown;
+        }
+        if (parse_one(start, &list[n], why, sizeof why) != 0) {
+            if (strcmp(origin, "--shapes") == 0)
+                snprintf(err, errsize, "--shapes: \"%s\": %s", item, why);
+            else
+                snprintf(err, errsize, "%s:%d: \"%s\": %s", origin, line, item, why);
+            free(list);
+            free(copy);
+            return -1;
+        }
+        n++;
+        *p = saved;
+    }
+    free(copy);
+    if (n == 0) {
+        snprintf(err, errsize, "%s: no shapes given", origin);
+        free(list);
+        return -1;
+    }
+    *out = list;
+    return n;
+oom:
+    snprintf(err, errsize, "out of host memory");
+    free(list);
+    free(copy);
+    return -1;
+}
+
+int tune_shapes_from_arg(const char *arg, attn_problem **out, char *err, size_t errsize)
+{
+    if (!strchr(arg, '=') || access(arg, F_OK) == 0) {
+        FILE *f = fopen(arg, "rb");
+        if (!f) {
+            snprintf(err, errsize, "--shapes %s: %s (a file, or a list such as hq=8:d=64:s=2048)",
+                     arg, strerror(errno));
+            return -1;
+        }
+        char *text = NULL;
+        size_t len = 0, cap = 0;
+        int c;
+        while ((c = fgetc(f)) != EOF) {
+            if (len + 2 > cap) {
+                cap = cap ? 2 * cap : 4096;
+                char *grown = realloc(text, cap);
+                if (!grown) {
+                    free(text);
+                    fclose(f);
+                    snprintf(err, errsize, "out of host memory");
+                    return -1;
+                }
+                text = grown;
+            }
+            text[len++] = (char)c;
+        }
+        fclose(f);
+        if (!text) text = calloc(1, 1);
+        if (!text) {
+            snprintf(err, errsize, "out of host memory");
+            return -1;
+        }
+        text[len] = 0;
+        int n = tune_shapes_parse(text, arg, out, err, errsize);
+        free(text);
+        return n;
+    }
+    return tune_shapes_parse(arg, "--shapes", out, err, errsize);
+}
+
+int tune_shapes_design(attn_problem **out)
+{
+    static const int set[][5] = {{8, 2, 64, 512}, {8, 2, 64, 1024}, {8, 2, 64, 2048},
+                                 {8, 2, 64, 4096}, {32, 8, 128, 1024}, {32, 8, 128, 2048}};
+    int n = (int)(sizeof set / sizeof set[0]);
+    attn_problem *list = calloc((size_t)n, sizeof *list);
+    if (!list) return -1;
+    for (int i = 0; i < n; i++) {
+        list[i].batch = 1;
+        list[i].q_heads = set[i][0];
+        list[i].kv_heads = set[i][1];
+        list[i].head_dim = set[i][2];
+        list[i].q_len = list[i].kv_len = set[i][3];
+        list[i].dtype = ATTN_F32;
+        list[i].causal = 1;
+    }
+    *out = list;
+    return n;
+}
+
+void tune_shape_format(const attn_problem *p, char *buf, size_t size)
+{
+    if (p->q_len == p->kv_len)
+        snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d S=%d %s %s", p->batch, p->q_heads,
+                 p->kv_heads, p->head_dim, p->q_len, attn_dtype_name(p->dtype),
+                 p->causal ? "causal" : "full");
+    else
+        snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d Sq=%d Skv=%d %s %s", p->batch, p->q_heads,
+                 p->kv_heads, p->head_dim, p->q_len, p->kv_len, attn_dtype_name(p->dtype),
+                 p->causal ? "causal" : "full");
+}

@@ -1,0 +1,260 @@
+/* tuning.h -- what attn-tune and the library share for tuning: shape
+ * classes and device identity (from their own headers), the kernel-source
+ * hash, the search space, the tuning database (JSON) with its lookup tiers,
+ * and the measurement of one candidate. The one internal header the tuner
+ * includes. */
+#ifndef ATTN_TUNING_H
+#define ATTN_TUNING_H
+
+#include "attn.h"
+#include "tuning/device_identity.h"
+#include "kernels/params.h"
+#include "measure/sampling.h"
+#include "tuning/shape_class.h"
+
+#include <stddef.h>
+#include <stdint.h>
+
+/* The file's "format" and "version" fields (tuning_db.c writes them,
+ * tuning_db_read.c checks them). */
+#define ATTN_TUNING_DB_FORMAT "attn-tuning-db"
+#define ATTN_TUNING_DB_VERSION 1
+
+/* ---- the kernel source hash (tuning_lookup.c) ---- */
+
+/* 16 hex digits hashing the sources of a family's kernels (common.cl and the
+ * family's file, as attn_forward would build them, so ATTN_KERNEL_DIR
+ * counts). A database entry whose hash differs is stale. */
+attn_status attn_kernel_source_hash(attn_context *ctx, int family, char out[17]);
+/* The same for entry point `entry` (ATTN_ENTRY_*): a decode entry's
+ * kernel_hash is that of the family's decode sources. */
+attn_status attn_entry_source_hash(attn_context *ctx, int entry, int family, char out[17]);
+
+/* ---- the search space (search_space.c) ---- */
+
+/* Every legal candidate for p on dev, of every family (ATTN_FAMILY_* bit
+ * mask `families`; 0 means all), starting from `base` (fields a family
+ * does not search keep base's value). Fills out (malloc'd, caller frees)
+ * and returns the count, or -1 when out of memory. */
+int attn_search_enumerate(const attn_device_limits *dev, const attn_problem *p,
+                          const attn_params *base, unsigned families, attn_params **out);
+/* The legal candidates one step away from c: one searched tunable moved to
+ * its neighbouring value. out holds at least 2 * 6 entries; returns the count. */
+int attn_search_neighbours(const attn_device_limits *dev, const attn_problem *p,
+                           const attn_params *c, attn_params *out, int max);
+/* Whether a and b are the same configuration (fields their family uses). */
+int attn_params_equal(const attn_params *a, const attn_params *b);
+/* How far c is from the built-in default dflt: 0 for the default itself,
+ * then growing with another family and with each tunable moved (in steps of
+ * its search values). Near-ties go to the smaller. */
+int attn_search_complexity(const attn_params *c, const attn_params *dflt);
+
+/* ---- the tuning database (tuning_db.c) ---- */
+
+/* A candidate's timed runs are summed up by attn_time_spread (sampling.h). */
+
+enum { ATTN_TUNE_LEVEL_QUICK = 1, ATTN_TUNE_LEVEL_FULL = 2 };
+
+typedef struct attn_tuning_entry {
+    attn_device_identity device;
+    char kernel_hash[17];     /* attn_kernel_source_hash of the winner's family */
+    char tool_version[32];
+    char date[32];            /* UTC, ISO 8601 */
+    attn_shape_class cls;
+    int batch, q_heads, kv_heads, q_len, kv_len; /* the shape that was timed */
+    char params[160];         /* attn_params_format of the winner */
+    double median_ms, gflops; /* the winner on the timed shape */
+    attn_time_spread spread;  /* the winner's re-timing rounds (all 0: not recorded) */
+    char default_params[160]; /* the built-in default, timed in the same run */
+    double default_ms, default_gflops;
+    attn_time_spread default_spread;
+    double max_error, error_ratio; /* verification: worst |out - ref|, and over tolerance */
+    int level;                /* ATTN_TUNE_LEVEL_* */
+    int tested, rejected;     /* candidates measured, candidates found invalid */
+} attn_tuning_entry;
+
+typedef struct attn_tuning_db {
+    attn_tuning_entry *entries;
+    size_t count, capacity;
+} attn_tuning_db;
+
+void attn_tuning_db_init(attn_tuning_db *db);
+void attn_tuning_db_free(attn_tuning_db *db);
+/* Adds e, replacing an entry of the same device (driver included) and
+ * class. Returns 0, or -1 when out of memory. */
+int attn_tuning_db_put(attn_tuning_db *db, const attn_tuning_entry *e);
+
+/* The user's database: $ATTN_TUNING_DB, else $XDG_DATA_HOME/attn/tuning.json,
+ * else ~/.local/share/attn/tuning.json. Returns 0 when none can be named. */
+int attn_tuning_db_user_path(char *buf, size_t size);
+/* The read-only system-wide one: $ATTN_SYSTEM_TUNING_DB (empty: none), else
+ * ATTN_SYSTEM_TUNING_DB_DEFAULT. Returns 0 when there is none. */
+int attn_tuning_db_system_path(char *buf, size_t size);
+
+/* Reads a database file into db (replacing its contents). A missing file is
+ * an empty database (*missing set when given). Anything unreadable,
+ * malformed or of the wrong shape is ATTN_ERROR_TUNING_DB (ATTN_ERROR_IO
+ * when it cannot be read) with "FILE:LINE: why" in err. */
+attn_status attn_tuning_db_load(const char *path, attn_tuning_db *db, int *missing, char *err,
+                                size_t errsize);
+/* Parses database text; `name` labels the messages. */
+attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
+                                 attn_tuning_db *db, char *err, size_t errsize);
+/* The JSON text of db (malloc'd), or NULL when out of memory. */
+char *attn_tuning_db_print(const attn_tuning_db *db);
+/* Writes db to path atomically (a temporary file in the same folder, then
+ * rename), making the folder if needed. */
+attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char *err,
+                                size_t errsize);
+
+/* Read-modify-write of the file at path under an exclusive lock on
+ * "path.lock", so concurrent tuners lose nothing: loads it, calls
+ * fn(db, arg) (which changes db and returns 0, or -1 to abandon), saves it
+ * atomically. */
+attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db, void *arg),
+                                  void *arg, char *err, size_t errsize);
+/* The common update: merge entries into the file (same device and class
+ * replaced). */
+attn_status attn_tuning_db_merge_file(const char *path, const attn_tuning_entry *entries,
+                                      size_t n, char *err, size_t errsize);
+
+/* ---- lookup (tuning_lookup.c) ---- */
+
+typedef enum attn_tuning_tier {
+    ATTN_TIER_NONE = 0,  /* nothing usable: the heuristic */
+    ATTN_TIER_STALE = 1, /* same device, other driver or kernel sources changed */
+    ATTN_TIER_EXACT = 2  /* same device, driver and kernel sources */
+} attn_tuning_tier;
+
+/* The best entry of db for class c on device id: the exact tier first, then
+ * stale, each the nearest class (attn_shape_class_distance). hashes[f] is
+ * the current source hash of family f (NULL: any hash counts as current).
+ * Returns the tier; *out the entry (NULL for ATTN_TIER_NONE). */
+attn_tuning_tier attn_tuning_db_lookup(const attn_tuning_db *db, const attn_device_identity *id,
+                                       const char *const hashes[2], const attn_shape_class *c,
+                                       const attn_tuning_entry **out);
+
+/* Whether the database already holds a current (exact-tier, same class
+ * exactly, level >= level) entry for c: the tuner skips such classes. */
+const attn_tuning_entry *attn_tuning_db_find_current(const attn_tuning_db *db,
+                                                     const attn_device_identity *id,
+                                                     const char *const hashes[2],
+                                                     const attn_shape_class *c, int level);
+
+/* Library side: what the planner (plan.c) asks. Loads the context's user
+ * and system database once; replaces *pr and *source ("tuned" or "stale")
+ * when an entry of class c (a decode class for attn_decode) applies and is
+ * legal here. Never fails: a corrupt database is one warning and the
+ * heuristic. Caller holds ctx->lock. */
+void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const attn_problem *p,
+                       const attn_shape_class *c, attn_params *pr, const char **source);
+/* While attn_tuning_force holds parameters: 1 with them in *pr. */
+int attn_tuning_forced(attn_context *ctx, attn_params *pr);
+/* Forgets the loaded databases (they are read again on the next plan) and
+ * the cached plans. */
+void attn_tuning_reload(attn_context *ctx);
+/* The tuner's way to run one candidate through attn_forward: while set,
+ * every plan on ctx uses *pr (source "override"); NULL clears it. */
+attn_status attn_tuning_force(attn_context *ctx, const attn_params *pr);
+/* Frees what attn_tuning_apply keeps on ctx (context.c calls it). */
+void attn_tuning_release(attn_context *ctx);
+
+/* ---- measuring one candidate (tune_measure.c) ---- */
+
+typedef enum attn_candidate_status {
+    ATTN_CAND_OK = 0,       /* verified and timed */
+    ATTN_CAND_BUILD,        /* failed to build */
+    ATTN_CAND_DEVICE,       /* rejected by the device (enqueue or run failed) */
+    ATTN_CAND_WRONG,        /* missed the tolerance, or left NaN in the output */
+    ATTN_CAND_SLOW          /* verified but abandoned: far slower than the best so far */
+} attn_candidate_status;
+
+const char *attn_candidate_status_name(attn_candidate_status s);
+
+typedef struct attn_candidate_result {
+    attn_candidate_status status;
+    double max_error, error_ratio; /* verification: worst error and worst error / tolerance */
+    double verify_ms;              /* one run on the verification shape (after a first one) */
+    double median_ms, gflops;      /* on the timing shape (ATTN_CAND_OK) */
+    attn_time_spread spread;       /* of those reps */
+    int reps;
+    char why[1024];                /* for a rejection: what went wrong */
+} attn_candidate_result;
+
+/* One class's workbench: the timing problem with its buffers, and the small
+ * verification problem with its inputs and reference output. */
+typedef struct attn_tune_bench attn_tune_bench;
+
+/* Makes the buffers for timing p and for verifying p's class (same head
+ * dim, type, causality and group; padding, a causal diagonal off the main
+ * one, lengths that are not tile multiples; the reference computed once). */
+attn_status attn_tune_bench_create(attn_context *ctx, const attn_problem *p,
+                                   attn_tune_bench **out);
+void attn_tune_bench_free(attn_tune_bench *b);
+const attn_problem *attn_tune_bench_problem(const attn_tune_bench *b);
+attn_context *attn_tune_bench_context(const attn_tune_bench *b);
+/* The limits of the bench's device, as the heuristic and legality see them. */
+void attn_tune_bench_limits(const attn_tune_bench *b, attn_device_limits *dev);
+
+typedef struct attn_measure_opts {
+    double target_ms;  /* timed reps add up to about this much */
+    int min_reps, max_reps;
+    /* 0, or: abandon (ATTN_CAND_SLOW) when the first run on the timing
+     * shape takes more than slow_factor * best_ms (twice that for the
+     * warm-up run, which may include lazy compilation) */
+    double slow_factor, best_ms;
+    /* 0, or: abandon before timing when the run on the verification shape
+     * takes more than verify_factor * best_verify_ms */
+    double verify_factor, best_verify_ms;
+} attn_measure_opts;
+
+/* Verifies candidate pr (fresh NaN-filled outputs, O and LSE against the
+ * reference at the DESIGN tolerance), then times it through attn_forward:
+ * an untimed warm-up, a calibration run, reps for opts->target_ms, median.
+ * Each run's time is that of everything attn_forward enqueues, from
+ * profiling events. Returns ATTN_SUCCESS with the verdict in *r; another
+ * status only when the context itself fails. */
+attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
+                              const attn_measure_opts *opts, attn_candidate_result *r);
+
+/* Times the given candidates (already verified) interleaved: `rounds`
+ * rounds, each running every candidate once, after one warm-up round when
+ * `warmup` is set. ms[i] receives candidate i's median, and spread[i] (when
+ * spread is not NULL) the spread of its rounds. */
+attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n, int rounds,
+                             int warmup, double *ms, attn_time_spread *spread);
+
+/* ---- the search (tune_search.c) ---- */
+
+typedef struct attn_search_opts {
+    double budget_s;       /* stop starting candidates after this long (0: no limit) */
+    int max_candidates;    /* at most this many measured (0: no limit) */
+    int level;             /* ATTN_TUNE_LEVEL_* */
+    uint64_t seed;         /* for the random start */
+    unsigned families;     /* bit mask of 1 << attn_family; 0 = all */
+    const attn_params *hint; /* NULL, or a good start (a neighbouring class's winner) */
+    /* called after each candidate (and with cand NULL at the start and the
+     * end); may be NULL */
+    void (*progress)(void *arg, int done, int planned, double elapsed_s, double budget_s,
+                     const attn_params *cand, const attn_candidate_result *r,
+                     const attn_params *best, double best_gflops);
+    void *progress_arg;
+} attn_search_opts;
+
+typedef struct attn_search_result {
+    attn_params best, dflt;
+    attn_candidate_result best_r; /* best_r.spread: of the final re-timing's rounds */
+    double best_ms, default_ms;   /* from the final interleaved re-timing */
+    attn_time_spread default_spread;
+    int tested, rejected, slow, space;
+    int planned;                  /* the count the progress callback was given */
+    int exhaustive;
+} attn_search_result;
+
+/* Tunes one class: the timing problem of bench. Returns ATTN_SUCCESS with a
+ * winner, ATTN_ERROR_UNSUPPORTED when no candidate was valid, another
+ * status when the context fails. */
+attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *opts,
+                             attn_search_result *out);
+
+#endif /* ATTN_TUNING_H */

@@ -1,0 +1,311 @@
+/* tuning_db.c -- the tuning database as a JSON file (cJSON): its entries in
+ * memory, its default paths, writing it atomically (temporary file,
+ * rename), and read-merge-write under a lock so that concurrent tuners lose
+ * nothing. Reading is tuning_db_read.c; lookup lives in tuning_lookup.c. */
+#define _DEFAULT_SOURCE /* flock */
+#include "core/config.h"
+#include "core/log.h"
+#include "tuning/tuning.h"
+
+#include <cjson/cJSON.h>
+#include <dirent.h>
+#include <errno.h>
+#include <fcntl.h>
+#include <math.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/file.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+
+#ifndef ATTN_SYSTEM_TUNING_DB_DEFAULT
+#define ATTN_SYSTEM_TUNING_DB_DEFAULT "/usr/share/attn/tuning.json"
+#endif
+
+void attn_tuning_db_init(attn_tuning_db *db) { memset(db, 0, sizeof *db); }
+
+void attn_tuning_db_free(attn_tuning_db *db)
+{
+    free(db->entries);
+    memset(db, 0, sizeof *db);
+}
+
+int attn_tuning_db_put(attn_tuning_db *db, const attn_tuning_entry *e)
+{
+    for (size_t i = 0; i < db->count; i++)
+        if (attn_device_exact(&db->entries[i].device, &e->device) &&
+            attn_shape_class_equal(&db->entries[i].cls, &e->cls)) {
+            db->entries[i] = *e;
+            return 0;
+        }
+    if (db->count == db->capacity) {
+        size_t cap = db->capacity ? db->capacity * 2 : 16;
+        attn_tuning_entry *grown = realloc(db->entries, cap * sizeof *grown);
+        if (!grown) return -1;
+        db->entries = grown;
+        db->capacity = cap;
+    }
+    db->entries[db->count++] = *e;
+    return 0;
+}
+
+/* ---- where the files are ---- */
+
+int attn_tuning_db_user_path(char *buf, size_t size)
+{
+    return attn_env_path(buf, size, "ATTN_TUNING_DB", "XDG_DATA_HOME", "attn/tuning.json",
+                         ".local/share/attn/tuning.json");
+}
+
+int attn_tuning_db_system_path(char *buf, size_t size)
+{
+    const char *env = getenv("ATTN_SYSTEM_TUNING_DB");
+    if (env) /* set but empty: no system-wide file */
+        return *env && snprintf(buf, size, "%s", env) < (int)size;
+    return snprintf(buf, size, "%s", ATTN_SYSTEM_TUNING_DB_DEFAULT) < (int)size;
+}
+
+/* ---- writing ---- */
+
+static const char *level_name(int level)
+{
+    return level >= ATTN_TUNE_LEVEL_FULL ? "full" : "quick";
+}
+
+/* The spread beside a median, when one was recorded. */
+static void add_spread(cJSON *obj, const attn_time_spread *s)
+{
+    if (!(s->max_ms > 0)) return;
+    cJSON_AddNumberToObject(obj, "min_ms", s->min_ms);
+    cJSON_AddNumberToObject(obj, "q1_ms", s->q1_ms);
+    cJSON_AddNumberToObject(obj, "q3_ms", s->q3_ms);
+    cJSON_AddNumberToObject(obj, "max_ms", s->max_ms);
+}
+
+char *attn_tuning_db_print(const attn_tuning_db *db)
+{
+    cJSON *root = cJSON_CreateObject();
+    if (!root) return NULL;
+    cJSON_AddStringToObject(root, "format", ATTN_TUNING_DB_FORMAT);
+    cJSON_AddNumberToObject(root, "version", ATTN_TUNING_DB_VERSION);
+    cJSON *arr = cJSON_AddArrayToObject(root, "entries");
+    for (size_t i = 0; arr && i < db->count; i++) {
+        const attn_tuning_entry *e = &db->entries[i];
+        cJSON *j = cJSON_CreateObject();
+        if (!j) break;
+        cJSON_AddItemToArray(arr, j);
+        cJSON *d = cJSON_AddObjectToObject(j, "device");
+        cJSON_AddStringToObject(d, "platform", e->device.platform);
+        cJSON_AddStringToObject(d, "vendor", e->device.vendor);
+        cJSON_AddStringToObject(d, "name", e->device.name);
+        cJSON_AddStringToObject(d, "driver", e->device.driver);
+        cJSON_AddNumberToObject(d, "compute_units", e->device.compute_units);
+        cJSON_AddStringToObject(j, "kernel_hash", e->kernel_hash);
+        cJSON_AddStringToObject(j, "tool_version", e->tool_version);
+        cJSON_AddStringToObject(j, "date", e->date);
+        cJSON *c = cJSON_AddObjectToObject(j, "class");
+        cJSON_AddNumberToObject(c, "head_dim", e->cls.head_dim);
+        cJSON_AddStringToObject(c, "dtype", attn_dtype_name(e->cls.dtype));
+        cJSON_AddBoolToObject(c, "causal", e->cls.causal);
+        cJSON_AddNumberToObject(c, "group", e->cls.group);
+        cJSON_AddNumberToObject(c, "q_bucket", e->cls.q_bucket);
+        cJSON_AddNumberToObject(c, "kv_bucket", e->cls.kv_bucket);
+        if (e->cls.decode) cJSON_AddBoolToObject(c, "decode", 1);
+        if (e->batch > 0) {
+            cJSON *s = cJSON_AddObjectToObject(j, "shape");
+            cJSON_AddNumberToObject(s, "batch", e->batch);
+            cJSON_AddNumberToObject(s, "q_heads", e->q_heads);
+            cJSON_AddNumberToObject(s, "kv_heads", e->kv_heads);
+            cJSON_AddNumberToObject(s, "q_len", e->q_len);
+            cJSON_AddNumberToObject(s, "kv_len", e->kv_len);
+        }
+        cJSON_AddStringToObject(j, "params", e->params);
+        cJSON_AddNumberToObject(j, "median_ms", e->median_ms);
+        cJSON_AddNumberToObject(j, "gflops", e->gflops);
+        add_spread(j, &e->spread);
+        cJSON *df = cJSON_AddObjectToObject(j, "default");
+        cJSON_AddStringToObject(df, "params", e->default_params);
+        cJSON_AddNumberToObject(df, "median_ms", e->default_ms);
+        cJSON_AddNumberToObject(df, "gflops", e->default_gflops);
+        add_spread(df, &e->default_spread);
+        cJSON *v = cJSON_AddObjectToObject(j, "verification");
+        cJSON_AddNumberToObject(v, "max_error", e->max_error);
+        cJSON_AddNumberToObject(v, "error_ratio", e->error_ratio);
+        cJSON_AddStringToObject(j, "level", level_name(e->level));
+        cJSON *cd = cJSON_AddObjectToObject(j, "candidates");
+        cJSON_AddNumberToObject(cd, "tested", e->tested);
+        cJSON_AddNumberToObject(cd, "rejected", e->rejected);
+    }
+    char *text = cJSON_Print(root);
+    cJSON_Delete(root);
+    return text;
+}
+
+/* mkdir -p of path's folder */
+static int make_parent_dirs(const char *path)
+{
+    char tmp[4096];
+    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
+    char *slash = strrchr(tmp, '/');
+    if (!slash || slash == tmp) return 0;
+    *slash = 0;
+    for (char *p = tmp + 1; *p; p++) {
+        if (*p != '/') continue;
+        *p = 0;
+        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
+        *p = '/';
+    }
+    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
+}
+
+attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char *err,
+                                size_t errsize)
+{
+    char *text = attn_tuning_db_print(db);
+    if (!text) {
+        snprintf(err, errsize, "%s: out of host memory", path);
+        return ATTN_ERROR_OUT_OF_MEMORY;
+    }
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
+    attn_status st = ATTN_SUCCESS;
+    FILE *f = NULL;
+    if (make_parent_dirs(path) != 0 || !(f = fopen(tmp, "wb"))) {
+        snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
+        free(text);
+        return ATTN_ERROR_IO;
+    }
+    size_t n = strlen(text);
+    int ok = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF && fflush(f) == 0;
+    ok = fsync(fileno(f)) == 0 && ok; /* the data reaches the disk before the rename */
+    ok = fclose(f) == 0 && ok;
+    if (!ok || rename(tmp, path) != 0) {
+        snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
+        remove(tmp);
+        st = ATTN_ERROR_IO;
+    }
+    free(text);
+    return st;
+}
+
+/* Takes the exclusive lock on the file `lock`, which each holder unlinks
+ * before it lets go (no empty lock file stays behind). A waiter may thus
+ * have locked an inode that is no longer at that path: it then goes round
+ * again, so that whoever holds a lock on the inode now named `lock` is the
+ * only holder. Returns the locked descriptor, or -1 with errno set. */
+static int lock_acquire(const char *lock)
+{
+    for (;;) {
+        int fd = open(lock, O_RDWR | O_CREAT | O_CLOEXEC, 0644);
+        if (fd < 0) return -1;
+        while (flock(fd, LOCK_EX) != 0) {
+            if (errno != EINTR) {
+                int e = errno;
+                close(fd);
+                errno = e;
+                return -1;
+            }
+        }
+        struct stat held, named;
+        if (fstat(fd, &held) == 0 && stat(lock, &named) == 0 && held.st_dev == named.st_dev &&
+            held.st_ino == named.st_ino)
+            return fd;
+        close(fd); /* the previous holder removed it: lock the file there now */
+    }
+}
+
+/* Unlinks the lock file while still holding it, then lets go. */
+static void lock_release(const char *lock, int fd)
+{
+    unlink(lock);
+    close(fd);
+}
+
+/* Removes "BASE.PID.tmp" beside path whose writer (PID) is gone: a save
+ * killed between writing and renaming (SIGKILL) leaves one. Called under
+ * the lock; a live process's temporary, possibly being written, stays. */
+static void remove_stale_temporaries(const char *path)
+{
+    char dir[4096];
+    snprintf(dir, sizeof dir, "%s", path);
+    char *slash = strrchr(dir, '/');
+    const char *base = slash ? slash + 1 : path;
+    if (slash) *slash = 0;
+    size_t blen = strlen(base);
+    DIR *d = opendir(slash ? (*dir ? dir : "/") : ".");
+    if (!d) return;
+    struct dirent *de;
+    while ((de = readdir(d)) != NULL) {
+        const char *n = de->d_name;
+        if (strncmp(n, base, blen) != 0 || n[blen] != '.') continue;
+        char *end;
+        errno = 0;
+        long pid = strtol(n + blen + 1, &end, 10);
+        if (errno || end == n + blen + 1 || strcmp(end, ".tmp") != 0 || pid <= 0 ||
+            pid == (long)getpid())
+            continue;
+        if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to ask */
+        char full[8300];
+        snprintf(full, sizeof full, "%s/%s", slash ? (*dir ? dir : "") : ".", n);
+        if (unlink(full) == 0)
+            attn_log(ATTN_LOG_INFO, "tuning database: removed %s, left by process %ld, which "
+                     "is gone", full, pid);
+    }
+    closedir(d);
+}
+
+attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db, void *arg),
+                                  void *arg, char *err, size_t errsize)
+{
+    char lock[4200];
+    snprintf(lock, sizeof lock, "%s.lock", path);
+    if (make_parent_dirs(path) != 0) {
+        snprintf(err, errsize, "%s: cannot make its folder: %s", path, strerror(errno));
+        return ATTN_ERROR_IO;
+    }
+    /* the lock is a separate file: the database itself is replaced by
+     * rename, so a lock on it would guard an inode nobody reads any more */
+    int fd = lock_acquire(lock);
+    if (fd < 0) {
+        snprintf(err, errsize, "%s: cannot lock: %s", lock, strerror(errno));
+        return ATTN_ERROR_IO;
+    }
+    remove_stale_temporaries(path);
+    attn_tuning_db db;
+    attn_tuning_db_init(&db);
+    attn_status st = attn_tuning_db_load(path, &db, NULL, err, errsize);
+    if (st == ATTN_SUCCESS) {
+        if (fn(&db, arg) != 0) {
+            snprintf(err, errsize, "%s: the update was abandoned", path);
+            st = ATTN_ERROR_OUT_OF_MEMORY;
+        } else {
+            st = attn_tuning_db_save(path, &db, err, errsize);
+        }
+    }
+    attn_tuning_db_free(&db);
+    lock_release(lock, fd);
+    return st;
+}
+
+typedef struct merge_arg {
+    const attn_tuning_entry *entries;
+    size_t n;
+} merge_arg;
+
+static int merge_fn(attn_tuning_db *db, void *arg)
+{
+    const merge_arg *m = arg;
+    for (size_t i = 0; i < m->n; i++)
+        if (attn_tuning_db_put(db, &m->entries[i]) != 0) return -1;
+    return 0;
+}
+
+attn_status attn_tuning_db_merge_file(const char *path, const attn_tuning_entry *entries,
+                                      size_t n, char *err, size_t errsize)
+{
+    merge_arg m = {entries, n};
+    return attn_tuning_db_update(path, merge_fn, &m, err, errsize);
+}

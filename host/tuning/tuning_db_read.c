@@ -1,0 +1,369 @@
+/* tuning_db_read.c -- reading a tuning database: the JSON text checked
+ * field by field, an error naming the file, line, entry and field (the
+ * format is in tuning.h; writing, locking and merging are tuning_db.c). */
+#define _DEFAULT_SOURCE /* fileno */
+#include "core/log.h"
+#include "tuning/tuning.h"
+
+#include <cjson/cJSON.h>
+#include <errno.h>
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- reading ---- */
+
+/* 1-based line of byte offset off. */
+static int line_of(const char *text, size_t off)
+{
+    int line = 1;
+    for (size_t i = 0; i < off; i++)
+        if (text[i] == '\n') line++;
+    return line;
+}
+
+/* The line where element `index` of the top-level "entries" array starts
+ * (cJSON keeps no positions): a scan that follows strings and nesting.
+ * Returns the line of the array itself for index -1, 1 when not found. */
+static int entry_line(const char *text, size_t len, int index)
+{
+    int depth = 0, in_entries = 0, expect = 0, count = -1;
+    size_t key_start = 0, key_len = 0, str_start = 0;
+    int have_key = 0;
+    for (size_t i = 0; i < len; i++) {
+        char ch = text[i];
+        if (in_entries && depth == 2 && expect && ch != ' ' && ch != '\t' && ch != '\n' &&
+            ch != '\r' && ch != ']') {
+            if (++count == index) return line_of(text, i);
+            expect = 0;
+        }
+        if (ch == '"') { /* skip the string, remembering it as a possible key */
+            str_start = i + 1;
+            for (i++; i < len && text[i] != '"'; i++)
+                if (text[i] == '\\') i++;
+            if (depth == 1) {
+                key_start = str_start;
+                key_len = i - str_start;
+                have_key = 1;
+            }
+            continue;
+        }
+        if (ch == '{' || ch == '[') {
+            if (depth == 1 && have_key && key_len == 7 &&
+                memcmp(text + key_start, "entries", 7) == 0) {
+                if (index < 0) return line_of(text, i);
+                in_entries = ch == '[';
+                expect = 1;
+            }
+            depth++;
+        } else if (ch == '}' || ch == ']') {
+            depth--;
+            if (depth < 2) in_entries = 0;
+        } else if (ch == ',' && depth == 2 && in_entries) {
+            expect = 1;
+        } else if (ch == ',' && depth == 1) {
+            have_key = 0;
+        }
+    }
+    return 1;
+}
+
+/* Whether the text stops inside a string or an open object or array: a
+ * truncated file, whatever cJSON's error position says. */
+static int ends_early(const char *text, size_t len)
+{
+    int depth = 0;
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == '"') {
+            for (i++; i < len && text[i] != '"'; i++)
+                if (text[i] == '\\') i++;
+            if (i >= len) return 1;
+        } else if (text[i] == '{' || text[i] == '[') {
+            depth++;
+        } else if (text[i] == '}' || text[i] == ']') {
+            depth--;
+        }
+    }
+    return depth > 0;
+}
+
+typedef struct reader {
+    const char *name, *text;
+    size_t len;
+    int index; /* the entry being read */
+    char *err;
+    size_t errsize;
+} reader;
+
+static int bad(reader *r, const char *fmt, const char *field)
+{
+    char what[512];
+    snprintf(what, sizeof what, fmt, field);
+    snprintf(r->err, r->errsize, "%s:%d: entry %d: %s", r->name,
+             entry_line(r->text, r->len, r->index), r->index, what);
+    return -1;
+}
+
+static int get_string(reader *r, const cJSON *obj, const char *key, char *dst, size_t size,
+                      int required)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it) return required ? bad(r, "\"%s\" is missing", key) : 0;
+    if (!cJSON_IsString(it) || !it->valuestring) return bad(r, "\"%s\" must be a string", key);
+    if (strlen(it->valuestring) >= size) return bad(r, "\"%s\" is too long", key);
+    memcpy(dst, it->valuestring, strlen(it->valuestring) + 1);
+    return 0;
+}
+
+static int get_number(reader *r, const cJSON *obj, const char *key, double *dst, int required)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    if (!it || cJSON_IsNull(it)) return required ? bad(r, "\"%s\" is missing", key) : 0;
+    if (!cJSON_IsNumber(it)) return bad(r, "\"%s\" must be a number", key);
+    /* 1e999 parses as infinity, which the writer could only print as null */
+    if (!isfinite(it->valuedouble)) return bad(r, "\"%s\" must be a finite number", key);
+    *dst = it->valuedouble;
+    return 0;
+}
+
+/* The optional spread fields beside a median (entries older than them have
+ * none: all zero). */
+static int get_spread(reader *r, const cJSON *obj, attn_time_spread *s, double median)
+{
+    memset(s, 0, sizeof *s);
+    if (get_number(r, obj, "min_ms", &s->min_ms, 0) || get_number(r, obj, "q1_ms", &s->q1_ms, 0) ||
+        get_number(r, obj, "q3_ms", &s->q3_ms, 0) || get_number(r, obj, "max_ms", &s->max_ms, 0))
+        return -1;
+    s->median_ms = median;
+    return 0;
+}
+
+static int get_int(reader *r, const cJSON *obj, const char *key, int *dst, int lo, int hi,
+                   int required)
+{
+    double v = *dst;
+    if (get_number(r, obj, key, &v, required) != 0) return -1;
+    /* the range first: converting a double outside int's range is undefined */
+    if (!(v >= lo && v <= hi) || v != (double)(int)v) {
+        char what[128];
+        snprintf(what, sizeof what, "\"%%s\" must be an integer in %d..%d", lo, hi);
+        return bad(r, what, key);
+    }
+    *dst = (int)v;
+    return 0;
+}
+
+static const cJSON *get_object(reader *r, const cJSON *obj, const char *key, int required,
+                               int *failed)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *failed = 0;
+    if (!it) {
+        if (required) *failed = bad(r, "\"%s\" is missing", key);
+        return NULL;
+    }
+    if (!cJSON_IsObject(it)) {
+        *failed = bad(r, "\"%s\" must be an object", key);
+        return NULL;
+    }
+    return it;
+}
+
+static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
+{
+    memset(e, 0, sizeof *e);
+    if (!cJSON_IsObject(j)) return bad(r, "%s", "not an object");
+    int failed;
+    const cJSON *dev = get_object(r, j, "device", 1, &failed);
+    if (failed) return -1;
+    int cu = 0;
+    if (get_string(r, dev, "platform", e->device.platform, sizeof e->device.platform, 1) ||
+        get_string(r, dev, "vendor", e->device.vendor, sizeof e->device.vendor, 1) ||
+        get_string(r, dev, "name", e->device.name, sizeof e->device.name, 1) ||
+        get_string(r, dev, "driver", e->device.driver, sizeof e->device.driver, 1) ||
+        get_int(r, dev, "compute_units", &cu, 0, 1 << 30, 1))
+        return -1;
+    e->device.compute_units = (unsigned)cu;
+    if (get_string(r, j, "kernel_hash", e->kernel_hash, sizeof e->kernel_hash, 1) ||
+        get_string(r, j, "tool_version", e->tool_version, sizeof e->tool_version, 0) ||
+        get_string(r, j, "date", e->date, sizeof e->date, 0))
+        return -1;
+
+    const cJSON *cls = get_object(r, j, "class", 1, &failed);
+    if (failed) return -1;
+    char dtype[8] = "";
+    if (get_int(r, cls, "head_dim", &e->cls.head_dim, 1, 256, 1) ||
+        get_string(r, cls, "dtype", dtype, sizeof dtype, 1) ||
+        get_int(r, cls, "group", &e->cls.group, 1, 1 << 16, 1) ||
+        get_int(r, cls, "q_bucket", &e->cls.q_bucket, 1, 1 << 30, 1) ||
+        get_int(r, cls, "kv_bucket", &e->cls.kv_bucket, 1, 1 << 30, 1))
+        return -1;
+    if (strcmp(dtype, "f32") == 0) e->cls.dtype = ATTN_F32;
+    else if (strcmp(dtype, "f16") == 0) e->cls.dtype = ATTN_F16;
+    else if (strcmp(dtype, "bf16") == 0) e->cls.dtype = ATTN_BF16;
+    else return bad(r, "\"%s\" must be \"f32\", \"f16\" or \"bf16\"", "class.dtype");
+    const cJSON *causal = cJSON_GetObjectItemCaseSensitive(cls, "causal");
+    if (!cJSON_IsBool(causal)) return bad(r, "\"%s\" must be true or false", "class.causal");
+    e->cls.causal = cJSON_IsTrue(causal);
+    /* optional: an entry for attn_decode (absent: attn_forward's) */
+    const cJSON *decode = cJSON_GetObjectItemCaseSensitive(cls, "decode");
+    if (decode && !cJSON_IsBool(decode))
+        return bad(r, "\"%s\" must be true or false", "class.decode");
+    e->cls.decode = cJSON_IsTrue(decode);
+
+    if (get_string(r, j, "params", e->params, sizeof e->params, 1)) return -1;
+    attn_params check = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,
+                         .wg_size = 1, .vec_width = 16};
+    char why[256];
+    /* a tunable this build does not know (a newer attn wrote it) leaves the
+     * entry unusable here, not the file corrupt: lookup skips it, and a
+     * merge keeps it */
+    if (attn_params_parse(e->params, &check, why, sizeof why) != 0 &&
+        strncmp(why, "unknown tunable", 15) != 0) {
+        char what[512];
+        snprintf(what, sizeof what, "\"params\": %s", why);
+        return bad(r, "%s", what);
+    }
+
+    const cJSON *shape = get_object(r, j, "shape", 0, &failed);
+    if (failed) return -1;
+    if (shape && (get_int(r, shape, "batch", &e->batch, 1, 1 << 30, 0) ||
+                  get_int(r, shape, "q_heads", &e->q_heads, 1, 1 << 30, 0) ||
+                  get_int(r, shape, "kv_heads", &e->kv_heads, 1, 1 << 30, 0) ||
+                  get_int(r, shape, "q_len", &e->q_len, 1, 1 << 30, 0) ||
+                  get_int(r, shape, "kv_len", &e->kv_len, 1, 1 << 30, 0)))
+        return -1;
+    if (get_number(r, j, "median_ms", &e->median_ms, 0) ||
+        get_number(r, j, "gflops", &e->gflops, 0) || get_spread(r, j, &e->spread, e->median_ms))
+        return -1;
+    const cJSON *dflt = get_object(r, j, "default", 0, &failed);
+    if (failed) return -1;
+    if (dflt && (get_string(r, dflt, "params", e->default_params, sizeof e->default_params, 0) ||
+                 get_number(r, dflt, "median_ms", &e->default_ms, 0) ||
+                 get_number(r, dflt, "gflops", &e->default_gflops, 0) ||
+                 get_spread(r, dflt, &e->default_spread, e->default_ms)))
+        return -1;
+    const cJSON *ver = get_object(r, j, "verification", 0, &failed);
+    if (failed) return -1;
+    if (ver && (get_number(r, ver, "max_error", &e->max_error, 0) ||
+                get_number(r, ver, "error_ratio", &e->error_ratio, 0)))
+        return -1;
+    char level[16] = "quick";
+    if (get_string(r, j, "level", level, sizeof level, 0)) return -1;
+    if (strcmp(level, "quick") == 0) e->level = ATTN_TUNE_LEVEL_QUICK;
+    else if (strcmp(level, "full") == 0) e->level = ATTN_TUNE_LEVEL_FULL;
+    else return bad(r, "\"%s\" must be \"quick\" or \"full\"", "level");
+    const cJSON *cand = get_object(r, j, "candidates", 0, &failed);
+    if (failed) return -1;
+    if (cand && (get_int(r, cand, "tested", &e->tested, 0, 1 << 30, 0) ||
+                 get_int(r, cand, "rejected", &e->rejected, 0, 1 << 30, 0)))
+        return -1;
+    return 0;
+}
+
+attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
+                                 attn_tuning_db *db, char *err, size_t errsize)
+{
+    attn_tuning_db_free(db);
+    size_t first = 0;
+    while (first < len && strchr(" \t\r\n", text[first])) first++;
+    if (first == len) {
+        snprintf(err, errsize, "%s:1: the file is empty, not a tuning database (remove it, or "
+                 "write {} for an empty one)", name);
+        return ATTN_ERROR_TUNING_DB;
+    }
+    const char *end = NULL;
+    cJSON *root = cJSON_ParseWithLengthOpts(text, len, &end, 0);
+    if (!root) {
+        const char *at = end ? end : cJSON_GetErrorPtr();
+        size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : 0;
+        size_t col = 1;
+        while (col <= off && text[off - col] != '\n') col++;
+        char near[24];
+        size_t n = 0;
+        for (size_t i = off; i < len && n < sizeof near - 1 && text[i] != '\n'; i++)
+            near[n++] = (text[i] >= 32 && text[i] < 127) ? text[i] : '?';
+        near[n] = 0;
+        int early = off >= len || ends_early(text, len);
+        snprintf(err, errsize, "%s:%d:%zu: not valid JSON near \"%s\"%s", name,
+                 line_of(text, off), col, near,
+                 early ? " (the file ends too early: truncated?)" : "");
+        return ATTN_ERROR_TUNING_DB;
+    }
+    attn_status st = ATTN_ERROR_TUNING_DB;
+    const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
+    const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
+    const cJSON *entries = cJSON_GetObjectItemCaseSensitive(root, "entries");
+    if (!cJSON_IsObject(root)) {
+        snprintf(err, errsize, "%s:%d: the top level must be an object {\"format\": \"%s\", "
+                 "\"entries\": [...]}", name, line_of(text, first), ATTN_TUNING_DB_FORMAT);
+    } else if (fmt && (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, ATTN_TUNING_DB_FORMAT) != 0)) {
+        snprintf(err, errsize, "%s:1: \"format\" is not \"%s\": not a tuning database", name,
+                 ATTN_TUNING_DB_FORMAT);
+    } else if (ver && (!cJSON_IsNumber(ver) || ver->valuedouble != ATTN_TUNING_DB_VERSION)) {
+        snprintf(err, errsize, "%s:1: \"version\" must be %d (a newer attn wrote it?)", name,
+                 ATTN_TUNING_DB_VERSION);
+    } else if (entries && !cJSON_IsArray(entries)) {
+        snprintf(err, errsize, "%s:%d: \"entries\" must be an array", name,
+                 entry_line(text, len, -1));
+    } else {
+        reader r = {name, text, len, 0, err, errsize};
+        st = ATTN_SUCCESS;
+        const cJSON *it;
+        cJSON_ArrayForEach(it, entries)
+        {
+            attn_tuning_entry e;
+            if (read_entry(&r, it, &e) != 0) {
+                st = ATTN_ERROR_TUNING_DB;
+                break;
+            }
+            if (attn_tuning_db_put(db, &e) != 0) {
+                snprintf(err, errsize, "%s: out of host memory", name);
+                st = ATTN_ERROR_OUT_OF_MEMORY;
+                break;
+            }
+            r.index++;
+        }
+    }
+    cJSON_Delete(root);
+    if (st != ATTN_SUCCESS) attn_tuning_db_free(db);
+    return st;
+}
+
+attn_status attn_tuning_db_load(const char *path, attn_tuning_db *db, int *missing, char *err,
+                                size_t errsize)
+{
+    attn_tuning_db_free(db);
+    if (missing) *missing = 0;
+    FILE *f = fopen(path, "rb");
+    if (!f) {
+        if (errno == ENOENT) {
+            if (missing) *missing = 1;
+            return ATTN_SUCCESS;
+        }
+        snprintf(err, errsize, "%s: cannot read: %s", path, strerror(errno));
+        return ATTN_ERROR_TUNING_DB;
+    }
+    struct stat sb;
+    char *text = NULL;
+    attn_status st = ATTN_ERROR_TUNING_DB;
+    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
+        snprintf(err, errsize, "%s: not a regular file", path);
+    } else if (sb.st_size > (64 << 20)) {
+        snprintf(err, errsize, "%s: %lld bytes is too large for a tuning database", path,
+                 (long long)sb.st_size);
+    } else if (!(text = malloc((size_t)sb.st_size + 1))) {
+        snprintf(err, errsize, "%s: out of host memory", path);
+        st = ATTN_ERROR_OUT_OF_MEMORY;
+    } else if (fread(text, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size) {
+        snprintf(err, errsize, "%s: cannot read: %s", path, strerror(errno));
+    } else {
+        text[sb.st_size] = 0;
+        st = attn_tuning_db_parse(text, (size_t)sb.st_size, path, db, err, errsize);
+    }
+    free(text);
+    fclose(f);
+    return st;
+}

@@ -1,0 +1,265 @@
+/* tuning_lookup.c -- how the library uses the tuning database: the
+ * kernel-source hash, the lookup tiers
+ * (exact device, driver and sources -> same device otherwise, "stale", with
+ * a warning -> the heuristic), and the per-context state plan() consults.
+ * Shape classes and device identity: shape_class.c, device_identity.c. */
+#define _POSIX_C_SOURCE 200809L
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "core/hash.h"
+#include "core/program.h"
+#include "attention/plan.h"
+#include "tuning/tuning.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+/* ---- kernel sources ---- */
+
+attn_status attn_kernel_source_hash(attn_context *ctx, int family, char out[17])
+{
+    return attn_entry_source_hash(ctx, ATTN_ENTRY_PREFILL, family, out);
+}
+
+/* ---- lookup ---- */
+
+static int entry_family(const attn_tuning_entry *e)
+{
+    attn_params pr = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,
+                      .wg_size = 1, .vec_width = 16};
+    char err[128];
+    if (attn_params_parse(e->params, &pr, err, sizeof err) != 0) return -1;
+    return pr.family;
+}
+
+static attn_tuning_tier entry_tier(const attn_tuning_entry *e, const attn_device_identity *id,
+                                   const char *const hashes[2])
+{
+    if (!attn_device_same(&e->device, id)) return ATTN_TIER_NONE;
+    int f = entry_family(e);
+    if (f < 0 || f > 1) return ATTN_TIER_NONE;
+    int current = !hashes || !hashes[f] || strcmp(hashes[f], e->kernel_hash) == 0;
+    return attn_device_exact(&e->device, id) && current ? ATTN_TIER_EXACT : ATTN_TIER_STALE;
+}
+
+attn_tuning_tier attn_tuning_db_lookup(const attn_tuning_db *db, const attn_device_identity *id,
+                                       const char *const hashes[2], const attn_shape_class *c,
+                                       const attn_tuning_entry **out)
+{
+    attn_tuning_tier best_tier = ATTN_TIER_NONE;
+    int best_dist = 0;
+    *out = NULL;
+    for (size_t i = 0; i < db->count; i++) {
+        const attn_tuning_entry *e = &db->entries[i];
+        int d = attn_shape_class_distance(&e->cls, c);
+        if (d < 0) continue;
+        attn_tuning_tier t = entry_tier(e, id, hashes);
+        if (t == ATTN_TIER_NONE) continue;
+        if (t > best_tier || (t == best_tier && d < best_dist)) {
+            best_tier = t;
+            best_dist = d;
+            *out = e;
+        }
+    }
+    return best_tier;
+}
+
+const attn_tuning_entry *attn_tuning_db_find_current(const attn_tuning_db *db,
+                                                     const attn_device_identity *id,
+                                                     const char *const hashes[2],
+                                                     const attn_shape_class *c, int level)
+{
+    for (size_t i = 0; i < db->count; i++) {
+        const attn_tuning_entry *e = &db->entries[i];
+        if (attn_shape_class_equal(&e->cls, c) && e->level >= level &&
+            entry_tier(e, id, hashes) == ATTN_TIER_EXACT)
+            return e;
+    }
+    return NULL;
+}
+
+/* ---- the per-context state ---- */
+
+#define MAX_WARNED 32
+
+struct attn_tuning_state {
+    int loaded;
+    attn_tuning_db user, sys; /* only this device's entries (any driver) */
+    char hash[ATTN_ENTRY_COUNT][2][17]; /* per entry point and family */
+    int forced;
+    attn_params force;
+    attn_shape_class warned[MAX_WARNED]; /* classes already warned about (stale) */
+    int nwarned;
+    attn_device_identity id;
+};
+
+static struct attn_tuning_state *state(attn_context *ctx)
+{
+    if (!ctx->tuning) ctx->tuning = calloc(1, sizeof *ctx->tuning);
+    return ctx->tuning;
+}
+
+/* One warning per process for each version of a bad file, however many
+ * contexts read it. */
+static int first_warning(const char *path)
+{
+    static pthread_mutex_t lock = PTHREAD_MUTEX_INITIALIZER;
+    static char seen[8][4200];
+    static int nseen;
+    char sig[4200];
+    struct stat sb;
+    if (stat(path, &sb) == 0)
+        snprintf(sig, sizeof sig, "%s|%lld|%lld|%ld", path, (long long)sb.st_size,
+                 (long long)sb.st_mtim.tv_sec, (long)sb.st_mtim.tv_nsec);
+    else
+        snprintf(sig, sizeof sig, "%s", path);
+    pthread_mutex_lock(&lock);
+    int first = 1;
+    for (int i = 0; i < nseen && i < 8 && first; i++)
+        if (strcmp(seen[i], sig) == 0) first = 0;
+    if (first) snprintf(seen[nseen++ % 8], sizeof seen[0], "%s", sig);
+    pthread_mutex_unlock(&lock);
+    return first;
+}
+
+/* Loads one file, keeping only entries for this device. */
+static void load_one(const char *path, const attn_device_identity *id, attn_tuning_db *keep)
+{
+    attn_tuning_db all;
+    attn_tuning_db_init(&all);
+    char err[1024];
+    int missing;
+    attn_status st = attn_tuning_db_load(path, &all, &missing, err, sizeof err);
+    if (st != ATTN_SUCCESS) {
+        if (first_warning(path))
+            attn_log(ATTN_LOG_WARN, "tuning database unusable, using built-in parameters: %s "
+                     "(attn-tune reports the same; fix or remove the file)", err);
+        return;
+    }
+    for (size_t i = 0; i < all.count; i++)
+        if (attn_device_same(&all.entries[i].device, id) &&
+            attn_tuning_db_put(keep, &all.entries[i]) != 0)
+            break;
+    attn_log(ATTN_LOG_DEBUG, "tuning database %s: %s%zu entries, %zu for this device", path,
+             missing ? "missing, " : "", all.count, keep->count);
+    attn_tuning_db_free(&all);
+}
+
+attn_status attn_entry_source_hash(attn_context *ctx, int entry, int f, char out[17])
+{
+    const char *const *names;
+    const int n = attn_family_sources(f, entry, &names);
+    uint64_t h = ATTN_HASH_INIT;
+    out[0] = 0;
+    for (int i = 0; i < n; i++) {
+        char *text = attn_kernel_source(ctx, names[i]);
+        if (!text) return ATTN_ERROR_IO;
+        h = attn_hash_str(h, text);
+        free(text);
+    }
+    snprintf(out, 17, "%016llx", (unsigned long long)h);
+    return ATTN_SUCCESS;
+}
+
+static void load(attn_context *ctx, struct attn_tuning_state *s)
+{
+    attn_device_identity_of(ctx, &s->id);
+    s->loaded = 1;
+    if (ctx->tuning_user_path) load_one(ctx->tuning_user_path, &s->id, &s->user);
+    if (ctx->tuning_system_path) load_one(ctx->tuning_system_path, &s->id, &s->sys);
+    if (s->user.count + s->sys.count == 0) return;
+    char saved[ATTN_ERROR_MAX];
+    memcpy(saved, ctx->error, sizeof saved);
+    for (int e = 0; e < ATTN_ENTRY_COUNT; e++)
+        for (int f = 0; f < 2; f++)
+            attn_entry_source_hash(ctx, e, f, s->hash[e][f]); /* "" on failure: stale */
+    memcpy(ctx->error, saved, sizeof saved); /* the build reports that failure itself */
+}
+
+int attn_tuning_forced(attn_context *ctx, attn_params *pr)
+{
+    if (!ctx->tuning || !ctx->tuning->forced) return 0;
+    *pr = ctx->tuning->force;
+    return 1;
+}
+
+void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const attn_problem *p,
+                       const attn_shape_class *c, attn_params *pr, const char **source)
+{
+    struct attn_tuning_state *s = state(ctx);
+    if (!s) return; /* out of memory: the heuristic */
+    if (!s->loaded) load(ctx, s);
+    if (s->user.count + s->sys.count == 0) return;
+
+    const attn_device_identity *id = &s->id;
+    const int entry = c->decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL;
+    const char *hashes[2] = {s->hash[entry][0], s->hash[entry][1]};
+    const attn_tuning_entry *eu, *es, *e;
+    attn_tuning_tier tu = attn_tuning_db_lookup(&s->user, id, hashes, c, &eu);
+    attn_tuning_tier ts = attn_tuning_db_lookup(&s->sys, id, hashes, c, &es);
+    attn_tuning_tier tier = tu >= ts ? tu : ts; /* the user's file wins a tie */
+    e = tu >= ts ? eu : es;
+    if (tier == ATTN_TIER_NONE) return;
+
+    char cls[96], err[256];
+    attn_shape_class_format(c, cls, sizeof cls);
+    attn_params tuned = *pr;
+    if (attn_params_parse(e->params, &tuned, err, sizeof err) != 0 ||
+        !attn_params_legal(&tuned, dev, p, err, sizeof err)) {
+        attn_log(ATTN_LOG_INFO, "tuned parameters %s do not apply to %s here (%s); using the "
+                 "built-in ones", e->params, cls, err);
+        return;
+    }
+    *pr = tuned;
+    *source = tier == ATTN_TIER_EXACT ? "tuned" : "stale";
+    if (tier == ATTN_TIER_EXACT) {
+        attn_log(ATTN_LOG_DEBUG, "%s: tuned parameters %s", cls, e->params);
+        return;
+    }
+    /* one warning per class, however often the plan cache forgets it */
+    for (int i = 0; i < s->nwarned && i < MAX_WARNED; i++)
+        if (attn_shape_class_equal(&s->warned[i], c)) return;
+    s->warned[s->nwarned++ % MAX_WARNED] = *c;
+    const char *why = strcmp(e->device.driver, id->driver) != 0 ? "another driver" : "older kernel sources";
+    attn_log(ATTN_LOG_WARN, "%s: using parameters tuned under %s (driver \"%s\", kernel "
+             "sources %s; now \"%s\", %s); run attn-tune again for this device", cls, why,
+             e->device.driver, e->kernel_hash, id->driver, hashes[entry_family(e)]);
+}
+
+void attn_tuning_reload(attn_context *ctx)
+{
+    attn_plan_clear(ctx);
+    struct attn_tuning_state *s = ctx->tuning;
+    if (!s) return;
+    attn_tuning_db_free(&s->user);
+    attn_tuning_db_free(&s->sys);
+    s->loaded = 0;
+    s->nwarned = 0;
+}
+
+attn_status attn_tuning_force(attn_context *ctx, const attn_params *pr)
+{
+    attn_call_begin(ctx, __func__);
+    struct attn_tuning_state *s = state(ctx);
+    if (s) {
+        s->forced = pr != NULL;
+        if (pr) s->force = *pr;
+    }
+    const attn_status st =
+        s ? ATTN_SUCCESS : ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    attn_call_end(ctx);
+    return st;
+}
+
+void attn_tuning_release(attn_context *ctx)
+{
+    if (!ctx || !ctx->tuning) return;
+    attn_tuning_db_free(&ctx->tuning->user);
+    attn_tuning_db_free(&ctx->tuning->sys);
+    free(ctx->tuning);
+    ctx->tuning = NULL;
+}
