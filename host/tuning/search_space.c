@@ -59,7 +59,8 @@ int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_p
     size_t cap = 0;
     const attn_tunable_desc *ax[ATTN_SEARCH_MAX_AXES];
     for (int fi = 0; fi < attn_family_desc_count; fi++) {
-        const int na = attn_search_axes(attn_family_descs[fi]->family, entry, ax, ATTN_SEARCH_MAX_AXES);
+        const int na =
+            attn_search_axes(attn_family_descs[fi]->family, entry, ax, ATTN_SEARCH_MAX_AXES);
         size_t n = 1;
         for (int a = 0; a < na; a++) n *= (size_t)ax[a]->nsearch;
         cap += n;
@@ -75,7 +76,8 @@ int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_p
         for (;;) {
             attn_params c = *base;
             c.family = f->family;
-            for (int a = 0; a < na; a++) *attn_desc_field(&c, ax[a]->offset) = ax[a]->search[idx[a]];
+            for (int a = 0; a < na; a++)
+                *attn_desc_field(&c, ax[a]->offset) = ax[a]->search[idx[a]];
             if (searchable(&c, dev, p)) list[count++] = c;
             int a = 0; /* the next combination, like an odometer */
             while (a < na && ++idx[a] == ax[a]->nsearch) idx[a++] = 0;

@@ -255,7 +255,8 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
         if (head == s.qlen) {
             /* local search: the unmeasured neighbours of the best so far */
             attn_params nb[16];
-            int nn = s.best >= 0 ? attn_search_neighbours(&dev, entry, p, &s.c[s.best].pr, nb, 16) : 0;
+            int nn = s.best >= 0
+                         ? attn_search_neighbours(&dev, entry, p, &s.c[s.best].pr, nb, 16) : 0;
             for (int k = 0; k < nn; k++)
                 if (push(&s, find(&s, &nb[k])) < 0) {
                     st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");

@@ -62,7 +62,7 @@ enum { ATTN_TUNE_LEVEL_QUICK = 1, ATTN_TUNE_LEVEL_FULL = 2 };
 
 typedef struct attn_tuning_entry {
     attn_device_identity device;
-    char kernel_hash[17];     /* attn_kernel_source_hash of the winner's family */
+    char kernel_hash[17];     /* attn_entry_source_hash of the winner's family (and entry) */
     char tool_version[32];
     char date[32];            /* UTC, ISO 8601 */
     attn_shape_class cls;
