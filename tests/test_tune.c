@@ -4,7 +4,8 @@
  * tunable values); correct candidates pass verification in every storage
  * type; a real attn-tune killed with SIGKILL mid-run leaves a valid database
  * and the next run resumes; the run's budget holds; the tool's database
- * commands and failures; the session (attn_tune_run) called directly. */
+ * commands and failures; the session (attn_tune_run) called directly, for
+ * prefill and for decode. */
 #define _GNU_SOURCE
 #include "harness.h"
 #include "core/program.h"
@@ -127,7 +128,7 @@ static void test_wrong_candidates_rejected(void)
 
     attn_problem p = problem(16, 2, 1, 64, ATTN_F32, 1);
     attn_tune_bench *b = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, &p, &b), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &p, &b), ATTN_SUCCESS);
     attn_measure_opts mo = {.target_ms = 50, .min_reps = 3, .max_reps = 10};
     struct {
         attn_params pr;
@@ -194,7 +195,7 @@ static void test_correct_candidates_pass(void)
     attn_measure_opts mo = {.target_ms = 20, .min_reps = 3, .max_reps = 5};
     for (int i = 0; i < 2; i++) {
         attn_tune_bench *b = NULL;
-        CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, &ps[i], &b), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &ps[i], &b), ATTN_SUCCESS);
         attn_params pr = vector_params(8, 32, 16);
         attn_candidate_result r;
         CU_ASSERT_EQUAL(attn_tune_measure(b, &pr, &mo, &r), ATTN_SUCCESS);
@@ -410,19 +411,25 @@ static void test_time_spread(void)
 /* attn_tune_run without the tool: shapes of one class tuned once, each
  * winner in the database, a second run skipping them, --force re-tuning
  * one in place, and bad options or a corrupt database refused. */
-static void test_session(void)
+/* A session test's start: a fresh folder, the database path in it. */
+static attn_context *session_start(char *db, size_t size, const char *name)
 {
     fresh_dir();
-    attn_context *ctx = harness_context();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    path_in(db, size, name);
+    return harness_context();
+}
+
+static void test_session(void)
+{
     char db[300];
-    path_in(db, sizeof db, "session.json");
+    attn_context *ctx = session_start(db, sizeof db, "session.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     /* 32 and 30 share the q32 kv32 bucket; 64 is another class */
     const attn_problem shapes[] = {problem(16, 4, 2, 32, ATTN_F32, 1),
                                    problem(16, 4, 2, 30, ATTN_F32, 1),
                                    problem(16, 4, 2, 64, ATTN_F32, 1)};
     attn_tune_run_opts o = {db, shapes, 3, ATTN_TUNE_LEVEL_QUICK, 120, 0, 2,
-                            1u << ATTN_FAMILY_VECTOR, 7, 0, 1};
+                            1u << ATTN_FAMILY_VECTOR, 7, 0, 1, ATTN_ENTRY_PREFILL};
     attn_tune_run_result r;
     CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
     CU_ASSERT(r.classes == 2 && r.to_tune == 2 && r.tuned == 2 && r.failed == 0 &&
@@ -463,9 +470,129 @@ static void test_session(void)
     o.level = 3;
     CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_ERROR_INVALID_ARGUMENT);
     o.level = ATTN_TUNE_LEVEL_QUICK;
+    o.entry = 2;
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_ERROR_INVALID_ARGUMENT);
+    o.entry = ATTN_ENTRY_PREFILL;
     write_file(db, "{\"format\": ");
     CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_ERROR_TUNING_DB);
     CU_ASSERT(r.failed == 1 && r.tuned == 0);
+    remove_dir();
+}
+
+/* The decode search space: the family's tunables and the KV splits, none
+ * of them splitting the keys finer than one key block. */
+static void test_decode_space(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_problem p = problem(16, 4, 2, 256, ATTN_F32, 1);
+    p.q_len = 1;
+    attn_tune_bench *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_DECODE, &p, &b), ATTN_SUCCESS);
+    attn_device_limits dev;
+    attn_tune_bench_limits(b, &dev);
+    /* either family, split or not, verifies through attn_decode */
+    const attn_measure_opts mo = {1.0, 1, 2, 0, 0, 0, 0};
+    for (int f = 0; f < 2; f++)
+        for (int split = 0; split <= 2; split += 2) {
+            attn_params pr = attn_params_defaults(f);
+            pr.block_rows = 2;
+            pr.block_keys = 16;
+            pr.wg_size = 32;
+            pr.vec_width = 8;
+            pr.kv_splits = split;
+            attn_candidate_result r;
+            CU_ASSERT_EQUAL(attn_tune_measure(b, &pr, &mo, &r), ATTN_SUCCESS);
+            CU_ASSERT_EQUAL(r.status, ATTN_CAND_OK);
+            if (r.status != ATTN_CAND_OK) printf("\n  family %d splits %d: %s", f, split, r.why);
+            CU_ASSERT(r.median_ms > 0 && r.error_ratio <= 1);
+        }
+    attn_tune_bench_free(b);
+    const attn_params base = attn_params_defaults(ATTN_FAMILY_VECTOR);
+    attn_params *pre = NULL, *dec = NULL;
+    const unsigned vec = 1u << ATTN_FAMILY_VECTOR;
+    const int np = attn_search_enumerate(&dev, ATTN_ENTRY_PREFILL, &p, &base, vec, &pre);
+    const int nd = attn_search_enumerate(&dev, ATTN_ENTRY_DECODE, &p, &base, vec, &dec);
+    CU_ASSERT(np > 0 && nd > np);
+    int seen[65] = {0};
+    for (int i = 0; i < np; i++) CU_ASSERT_EQUAL(pre[i].kv_splits, base.kv_splits);
+    for (int i = 0; i < nd; i++) {
+        CU_ASSERT(dec[i].kv_splits <= 1 || dec[i].kv_splits * dec[i].block_keys <= p.kv_len);
+        if (dec[i].kv_splits >= 0 && dec[i].kv_splits <= 64) seen[dec[i].kv_splits] = 1;
+    }
+    CU_ASSERT(seen[0] && seen[1] && seen[2] && seen[4]);
+    /* two candidates apart only in their splits are two candidates */
+    attn_params a = base, c = base;
+    c.kv_splits = 2;
+    CU_ASSERT_FALSE(attn_params_equal(&a, &c));
+    CU_ASSERT(attn_search_complexity(&c, &a) > 0);
+    free(pre);
+    free(dec);
+    /* a decode shape beyond ATTN_DECODE_MAX_Q_LEN is refused by name */
+    p.q_len = ATTN_DECODE_MAX_Q_LEN + 1;
+    CU_ASSERT_EQUAL(attn_tune_bench_create(ctx, ATTN_ENTRY_DECODE, &p, &b), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "ATTN_DECODE_MAX_Q_LEN"));
+}
+
+/* attn_tune_run on a decode shape: one decode entry (splits included, the
+ * decode sources' hash) that attn_decode's planner then uses, skipped on
+ * the next run; the prefill entry of the same shape stays beside it. */
+static void test_session_decode(void)
+{
+    char db[300];
+    attn_context *ctx = session_start(db, sizeof db, "decode.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_problem shape = problem(16, 4, 2, 64, ATTN_F32, 1);
+    shape.q_len = 1; /* one new query against a cache of 64 */
+    attn_tune_run_opts o = {db, &shape, 1, ATTN_TUNE_LEVEL_QUICK, 120, 0, 2,
+                            1u << ATTN_FAMILY_VECTOR, 7, 0, 1, ATTN_ENTRY_PREFILL};
+    attn_tune_run_result r;
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS); /* the prefill entry */
+    CU_ASSERT(r.tuned == 1 && r.failed == 0);
+    o.entry = ATTN_ENTRY_DECODE;
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
+    CU_ASSERT(r.classes == 1 && r.to_tune == 1 && r.tuned == 1 && r.failed == 0);
+    attn_tuning_db d;
+    attn_tuning_db_init(&d);
+    char err[1024], hash[17];
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_load(db, &d, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(d.count, 2);
+    const attn_tuning_entry *de = d.entries[0].cls.decode ? &d.entries[0] : &d.entries[1];
+    const attn_tuning_entry *pe = de == &d.entries[0] ? &d.entries[1] : &d.entries[0];
+    CU_ASSERT(de->cls.decode == 1 && pe->cls.decode == 0);
+    CU_ASSERT(de->kv_len == 64 && de->q_len == 1 && de->tested >= 1 && de->tested <= 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(de->params, "family=vector"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(de->params, ",splits="));
+    CU_ASSERT_PTR_NULL(strstr(pe->params, "splits"));
+    CU_ASSERT_EQUAL(attn_entry_source_hash(ctx, ATTN_ENTRY_DECODE, ATTN_FAMILY_VECTOR, hash),
+                    ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(de->kernel_hash, hash);
+    CU_ASSERT(de->max_error >= 0 && de->error_ratio <= 1);
+    printf("\n  decode entry: %s, %.4f ms", de->params, de->median_ms);
+
+    /* attn_decode's planner takes it */
+    attn_context *own = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &own), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_context_set_tuning_db(own, db, ""), ATTN_SUCCESS);
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(own, 1, 2, 16, 64, ATTN_F32, &cache), ATTN_SUCCESS);
+    attn_plan_info info;
+    CU_ASSERT_EQUAL(attn_decode_prepare(own, cache, &shape, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "tuned");
+    const size_t n = (size_t)(strstr(de->params, ",splits=") - de->params);
+    CU_ASSERT(strncmp(info.params, de->params, n) == 0 && strncmp(info.params + n, ",splits=", 8) == 0);
+    attn_kv_cache_release(cache);
+    attn_context_release(own);
+
+    /* again: current, skipped; both entries still there */
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
+    CU_ASSERT(r.classes == 1 && r.to_tune == 0 && r.tuned == 0);
+    o.entry = ATTN_ENTRY_PREFILL;
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
+    CU_ASSERT(r.classes == 1 && r.to_tune == 0 && r.tuned == 0);
+    attn_status st;
+    CU_ASSERT_EQUAL(db_count(db, &st), 2);
+    attn_tuning_db_free(&d);
     remove_dir();
 }
 
@@ -484,10 +611,12 @@ static void test_tool_commands(void)
     char *text = harness_read_file(out, NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "--shapes FILE|LIST"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "hq=32:hkv=8:d=128:s=4096"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "--decode"));
     free(text);
     const char *usage[][3] = {{"--budget", "soon", NULL}, {"--shapes", "hq=8:d=64", NULL},
-                              {"--shapes", "hq=8:hkv=3:d=64:s=64", NULL}, {"--frobnicate", NULL, NULL}};
-    for (int i = 0; i < 4; i++) {
+                              {"--shapes", "hq=8:hkv=3:d=64:s=64", NULL}, {"--frobnicate", NULL, NULL},
+                              {"--decode", "--show", NULL}};
+    for (int i = 0; i < 5; i++) {
         CU_ASSERT_EQUAL(run_tool(usage[i], out, 1), 2);
         text = harness_read_file(out, NULL);
         printf("\n  usage error: %.160s", text);
@@ -572,6 +701,8 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_budget_and_summary),
     HARNESS_TEST(test_time_spread),
     HARNESS_TEST(test_session),
+    HARNESS_TEST(test_decode_space),
+    HARNESS_TEST(test_session_decode),
     HARNESS_END
 };
 

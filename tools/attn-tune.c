@@ -21,7 +21,7 @@
 
 typedef struct options {
     const char *device, *shapes, *export_file, *import_file, *forget;
-    int quick, quiet, show, force, compare;
+    int quick, quiet, show, force, compare, decode;
     double budget_s; /* 0 = the level's default */
     int max_candidates;
     unsigned families;
@@ -50,6 +50,11 @@ static void usage(FILE *f)
         "                        prefill set, B=1 Hq=8 Hkv=2 D=64 S=512..4096 and\n"
         "                        B=1 Hq=32 Hkv=8 D=128 S=1024,2048, causal, f32)\n"
         "%s"
+        "  --decode              tune attn_decode instead of attn_forward: each shape is\n"
+        "                        sq new queries against a KV cache filled to skv keys\n"
+        "                        (default shapes: the DESIGN decode set, B=4 Hq=32\n"
+        "                        Hkv=8 D=128 sq=1 skv=1024,4096,16384, causal, f32);\n"
+        "                        the decode search adds the KV splits\n"
         "  --budget SECONDS      the whole run's time, start-up included, shared among\n"
         "                        the classes still to tune (default %.0f; with --quick\n"
         "                        %.0f); a class is not started when too little is left\n"
@@ -81,7 +86,7 @@ static void usage(FILE *f)
 enum {
     OPT_DEVICE = 256, OPT_QUICK, OPT_SHAPES, OPT_BUDGET, OPT_MAXCAND, OPT_FAMILY, OPT_FORCE,
     OPT_SEED, OPT_QUIET, OPT_SHOW, OPT_EXPORT, OPT_IMPORT, OPT_FORGET, OPT_COMPARE, OPT_HELP,
-    OPT_VERSION
+    OPT_VERSION, OPT_DECODE
 };
 
 static int parse_args(int argc, char **argv, options *o)
@@ -101,6 +106,7 @@ static int parse_args(int argc, char **argv, options *o)
         {"import", required_argument, NULL, OPT_IMPORT},
         {"forget", required_argument, NULL, OPT_FORGET},
         {"compare", no_argument, NULL, OPT_COMPARE},
+        {"decode", no_argument, NULL, OPT_DECODE},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -112,6 +118,7 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_DEVICE: o->device = optarg; break;
         case OPT_QUICK: o->quick = 1; break;
         case OPT_SHAPES: o->shapes = optarg; break;
+        case OPT_DECODE: o->decode = 1; break;
         case OPT_BUDGET:
             errno = 0;
             o->budget_s = strtod(optarg, &end);
@@ -172,6 +179,11 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "attn-tune: give one of --show, --export, --import, --forget, --compare\n");
         bad = 1;
     }
+    if (!bad && o->decode && commands) {
+        fprintf(stderr, "attn-tune: --decode goes with tuning only, not with --show, --export, "
+                "--import, --forget or --compare\n");
+        bad = 1;
+    }
     if (bad) {
         fprintf(stderr, "Try 'attn-tune --help'.\n");
         return EXIT_USAGE;
@@ -208,7 +220,7 @@ static int contains_ci(const char *hay, const char *needle)
 
 /* Lists one database file; returns 0, or -1 when it cannot be read. */
 static int show_file(const char *label, const char *path, const attn_device_identity *here,
-                     const char *const hashes[2])
+                     char hash[ATTN_ENTRY_COUNT][2][17])
 {
     attn_tuning_db db;
     attn_tuning_db_init(&db);
@@ -230,6 +242,8 @@ static int show_file(const char *label, const char *path, const attn_device_iden
         if (here) {
             const attn_tuning_entry *one;
             attn_tuning_db single = {(attn_tuning_entry *)e, 1, 1};
+            const int entry = e->cls.decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL;
+            const char *hashes[2] = {hash[entry][0], hash[entry][1]};
             attn_tuning_tier t = attn_tuning_db_lookup(&single, here, hashes, &e->cls, &one);
             mark = t == ATTN_TIER_EXACT ? " [this device]" : t == ATTN_TIER_STALE ? " [stale: re-tune]" : "";
         }
@@ -255,14 +269,13 @@ static int cmd_show(const options *o)
      * can be opened; the listing does not depend on it */
     attn_context *ctx = NULL;
     attn_device_identity id, *here = NULL;
-    char hash[2][17] = {"", ""};
+    char hashes[ATTN_ENTRY_COUNT][2][17] = {{"", ""}, {"", ""}}; /* per entry point, family */
     if (attn_context_create(o->device, &ctx) == ATTN_SUCCESS) {
         attn_device_identity_of(ctx, &id);
         here = &id;
-        attn_kernel_source_hash(ctx, ATTN_FAMILY_TILED, hash[0]);
-        attn_kernel_source_hash(ctx, ATTN_FAMILY_VECTOR, hash[1]);
+        for (int e = 0; e < ATTN_ENTRY_COUNT; e++)
+            for (int f = 0; f < 2; f++) attn_entry_source_hash(ctx, e, f, hashes[e][f]);
     }
-    const char *hashes[2] = {hash[0], hash[1]};
     /* both are listed; either unreadable fails the command, as --help says */
     int bad = show_file("user database", user, here, hashes) != 0;
     if (attn_tuning_db_system_path(sys, sizeof sys))
@@ -356,7 +369,7 @@ static int cmd_tune(options *o)
         fprintf(stderr, "attn-tune: note: ATTN_PARAMS is ignored while tuning\n");
     attn_problem *shapes = NULL;
     int nshapes = o->shapes ? tune_shapes_from_arg(o->shapes, &shapes, err, sizeof err)
-                            : tune_shapes_design(&shapes);
+                  : o->decode ? tune_shapes_design_decode(&shapes) : tune_shapes_design(&shapes);
     if (nshapes < 0) {
         fprintf(stderr, "attn-tune: %s\nTry 'attn-tune --help'.\n", o->shapes ? err : "out of memory");
         return EXIT_USAGE;
@@ -373,7 +386,8 @@ static int cmd_tune(options *o)
     const attn_tune_run_opts ro = {
         path, shapes, nshapes, o->quick ? ATTN_TUNE_LEVEL_QUICK : ATTN_TUNE_LEVEL_FULL,
         o->budget_s > 0 ? o->budget_s : o->quick ? QUICK_BUDGET_S : FULL_BUDGET_S, run_t0,
-        o->max_candidates, o->families, o->seed, o->force, o->quiet};
+        o->max_candidates, o->families, o->seed, o->force, o->quiet,
+        o->decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL};
     attn_tune_run_result res;
     st = attn_tune_run(ctx, &ro, &res);
     attn_context_release(ctx);

@@ -46,7 +46,7 @@ int tune_compare(const char *device, const char *shapes_arg)
         attn_tune_bench *b = NULL;
         attn_params cands[2];
         if ((st = attn_prepare(ctx, p, &info)) != ATTN_SUCCESS ||
-            (st = attn_tune_bench_create(ctx, p, &b)) != ATTN_SUCCESS) {
+            (st = attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, p, &b)) != ATTN_SUCCESS) {
             fprintf(stderr, "attn-tune: %s: %s: %s\n", shape, attn_status_name(st), attn_last_error(ctx));
             failed = 1;
             break;

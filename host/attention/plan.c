@@ -39,13 +39,18 @@ void attn_plan_clear(attn_context *ctx)
     if (ctx->plans) ctx->plans->n = ctx->plans->next = 0;
 }
 
+attn_params attn_plan_heuristic(int entry, const attn_device_limits *dev, const attn_problem *p)
+{
+    return entry == ATTN_ENTRY_DECODE ? attn_decode_params_heuristic(dev, p)
+                                      : attn_params_heuristic(dev, p);
+}
+
 /* The uncached plan. */
 static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
                             const attn_shape_class *cls, attn_params *out, const char **source)
 {
     const attn_device_limits dev = attn_context_limits(ctx);
-    attn_params pr = entry == ATTN_ENTRY_DECODE ? attn_decode_params_heuristic(&dev, p)
-                                                : attn_params_heuristic(&dev, p);
+    attn_params pr = attn_plan_heuristic(entry, &dev, p);
     *source = "heuristic";
     attn_tuning_apply(ctx, &dev, p, cls, &pr, source);
     const char *text = ctx->override;

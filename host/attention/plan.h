@@ -14,6 +14,9 @@
  * "stale" or "override". Caller holds ctx->lock. */
 attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_params *out,
                       const char **source);
+/* The device heuristic alone for entry point `entry` (ATTN_ENTRY_*): where
+ * a plan starts, and the tuner's default. */
+attn_params attn_plan_heuristic(int entry, const attn_device_limits *dev, const attn_problem *p);
 /* Forgets the cached plans (after a configuration change). */
 void attn_plan_clear(attn_context *ctx);
 

@@ -74,6 +74,13 @@ const attn_family_desc *attn_family_desc_of(int family);
 extern const attn_family_desc *const attn_family_descs[];
 extern const int attn_family_desc_count;
 
+/* The tunables the tuner searches for entry point `entry` (ATTN_ENTRY_*)
+ * of family `family`: the family's, then for decode the shared "splits"
+ * (whose search values start with 0, automatic). Fills out (at most max);
+ * returns the count. */
+#define ATTN_SEARCH_MAX_AXES 16
+int attn_search_axes(int family, int entry, const attn_tunable_desc **out, int max);
+
 /* The value of tunable t in pr, and a pointer to it. */
 int attn_desc_get(const attn_params *pr, size_t offset);
 int *attn_desc_field(attn_params *pr, size_t offset);

@@ -16,7 +16,7 @@
 static const attn_tunable_desc common_tunables[] = {
     {"family", NULL, offsetof(attn_params, family), 0, 1, 0, 0, 0, {0},
      "kernel family: tiled (GPU-style) or vector (CPU-style), or its number"},
-    {"splits", NULL, offsetof(attn_params, kv_splits), 0, 256, 0, 0, 0, {0},
+    {"splits", NULL, offsetof(attn_params, kv_splits), 0, 256, 0, 0, 8, {0, 1, 2, 4, 8, 16, 32, 64},
      "decode: chunks each sequence's keys are split into, run in parallel and combined by "
      "their LSEs (flash-decoding); 0 = chosen from compute units and prefix length"},
 };
@@ -28,6 +28,17 @@ const int attn_family_desc_count = (int)(sizeof attn_family_descs / sizeof attn_
 const attn_family_desc *attn_family_desc_of(int family)
 {
     return family >= 0 && family < attn_family_desc_count ? attn_family_descs[family] : NULL;
+}
+
+int attn_search_axes(int family, int entry, const attn_tunable_desc **out, int max)
+{
+    const attn_family_desc *f = attn_family_desc_of(family);
+    int n = 0;
+    for (int i = 0; f && i < f->ntunables && n < max; i++) out[n++] = &f->tunables[i];
+    /* the shared tunables with search values (splits) are decode's only */
+    for (int i = 0; entry == ATTN_ENTRY_DECODE && i < NCOMMON && n < max; i++)
+        if (common_tunables[i].nsearch > 0) out[n++] = &common_tunables[i];
+    return n;
 }
 
 int *attn_desc_field(attn_params *pr, size_t offset) { return (int *)((char *)pr + offset); }

@@ -1,15 +1,15 @@
 /* tune_measure.c -- how the tuner judges one candidate: verified against the
  * CPU reference on a small shape of the class (fresh NaN-filled outputs,
  * padding, an offset causal diagonal, lengths that are no tile multiple),
- * then timed through attn_forward itself with profiling events, so the
- * tuner's numbers are the library's numbers. */
+ * then timed through attn_forward (or attn_decode, for a decode class)
+ * itself with profiling events, so the tuner's numbers are the library's. */
 #define _POSIX_C_SOURCE 200809L
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/log.h"
 #include "attention/validate.h"
 #include "attention/check.h"
-#include "tuning/tuning.h"
+#include "tuning/tune_bench.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -20,24 +20,9 @@
  * tile size; four batches cover the plain causal diagonal with right
  * padding of the keys, an offset diagonal (kv longer than q), left padding
  * of both, and rows that see no key at all (kv shorter than q). */
-enum { VB = 4, VSQ = 67, VSKV = 131 };
+enum { VB = ATTN_TUNE_VB, VSQ = ATTN_TUNE_VSQ, VSKV = ATTN_TUNE_VSKV };
 static const int v_q_start[VB] = {0, 0, 17, 0}, v_q_len[VB] = {67, 67, 50, 60};
 static const int v_kv_start[VB] = {0, 0, 31, 0}, v_kv_len[VB] = {67, 131, 100, 37};
-
-struct attn_tune_bench {
-    attn_context *ctx;
-    /* timing */
-    attn_problem tp;
-    attn_tensor tq, tk, tv, to;
-    double flops;
-    /* verification */
-    attn_problem vp;
-    attn_lengths vlen;
-    attn_tensor vq, vk, vv;
-    float *ref_o, *ref_lse, *nan_host;
-    size_t n_o, n_lse;
-    int warned_wall, logged_times;
-};
 
 const char *attn_candidate_status_name(attn_candidate_status s)
 {
@@ -94,6 +79,8 @@ static void release(cl_mem m)
 void attn_tune_bench_free(attn_tune_bench *b)
 {
     if (!b) return;
+    attn_kv_cache_release(b->tcache);
+    attn_kv_cache_release(b->vcache);
     release(b->tq.buffer);
     release(b->tk.buffer);
     release(b->tv.buffer);
@@ -108,6 +95,7 @@ void attn_tune_bench_free(attn_tune_bench *b)
 }
 
 const attn_problem *attn_tune_bench_problem(const attn_tune_bench *b) { return &b->tp; }
+int attn_tune_bench_entry(const attn_tune_bench *b) { return b->entry; }
 attn_context *attn_tune_bench_context(const attn_tune_bench *b) { return b->ctx; }
 
 void attn_tune_bench_limits(const attn_tune_bench *b, attn_device_limits *dev)
@@ -119,7 +107,8 @@ void attn_tune_bench_limits(const attn_tune_bench *b, attn_device_limits *dev)
     dev->compute_units = c->compute_units;
 }
 
-attn_status attn_tune_bench_create(attn_context *ctx, const attn_problem *p, attn_tune_bench **out)
+attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_problem *p,
+                                   attn_tune_bench **out)
 {
     *out = NULL;
     attn_status st = attn_validate_problem(ctx, p, NULL);
@@ -127,6 +116,7 @@ attn_status attn_tune_bench_create(attn_context *ctx, const attn_problem *p, att
     attn_tune_bench *b = calloc(1, sizeof *b);
     if (!b) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
     b->ctx = ctx;
+    b->entry = entry;
     b->tp = *p;
     b->flops = attn_problem_flops(p, NULL);
     const int D = p->head_dim, group = p->q_heads / p->kv_heads;
@@ -157,11 +147,12 @@ attn_status attn_tune_bench_create(attn_context *ctx, const attn_problem *p, att
     b->vlen.q_len = v_q_len;
     b->vlen.kv_start = v_kv_start;
     b->vlen.kv_len = v_kv_len;
-    const size_t vnq = (size_t)VB * v->q_heads * VSQ * D, vnkv = (size_t)VB * 2 * VSKV * D;
+    if (entry == ATTN_ENTRY_DECODE && (st = attn_tune_decode_shape(b)) != ATTN_SUCCESS) goto fail;
+    const size_t vnq = (size_t)VB * v->q_heads * v->q_len * D, vnkv = (size_t)VB * 2 * VSKV * D;
     float *hq = malloc(vnq * sizeof *hq), *hk = malloc(vnkv * sizeof *hk);
     float *hv = malloc(vnkv * sizeof *hv);
     b->n_o = vnq;
-    b->n_lse = (size_t)VB * v->q_heads * VSQ;
+    b->n_lse = (size_t)VB * v->q_heads * v->q_len;
     b->ref_o = malloc(vnq * sizeof *b->ref_o);
     b->ref_lse = malloc(b->n_lse * sizeof *b->ref_lse);
     b->nan_host = malloc(vnq * sizeof(float));
@@ -170,7 +161,7 @@ attn_status attn_tune_bench_create(attn_context *ctx, const attn_problem *p, att
     } else if ((st = make_input(ctx, p->dtype, vnq, 21, hq, &m[0])) == ATTN_SUCCESS &&
                (st = make_input(ctx, p->dtype, vnkv, 22, hk, &m[1])) == ATTN_SUCCESS &&
                (st = make_input(ctx, p->dtype, vnkv, 23, hv, &m[2])) == ATTN_SUCCESS) {
-        b->vq = bhsd(m[0], v->q_heads, VSQ, D);
+        b->vq = bhsd(m[0], v->q_heads, v->q_len, D);
         b->vk = bhsd(m[1], 2, VSKV, D);
         b->vv = bhsd(m[2], 2, VSKV, D);
         m[0] = m[1] = m[2] = NULL;
@@ -182,6 +173,7 @@ attn_status attn_tune_bench_create(attn_context *ctx, const attn_problem *p, att
     free(hq);
     free(hk);
     free(hv);
+    if (st == ATTN_SUCCESS && entry == ATTN_ENTRY_DECODE) st = attn_tune_decode_fill(b);
     if (st != ATTN_SUCCESS) goto fail;
     *out = b;
     return ATTN_SUCCESS;
@@ -208,20 +200,33 @@ static double event_ms(cl_event from, cl_event to)
     return (double)(z - a) * 1e-6;
 }
 
-/* One attn_forward and its time: from a marker enqueued just before it to
- * the end of its last kernel (a forward enqueues a pre-pass and the main
- * kernel on the vector family), so the host work of the call counts too;
- * the wall time around the call and the wait when events give nothing. */
-static attn_status timed_forward(attn_tune_bench *b, const attn_problem *p, const attn_tensor *q,
-                                 const attn_tensor *k, const attn_tensor *v, const attn_tensor *o,
-                                 const attn_lengths *len, cl_mem lse, double *ms)
+/* One run of the bench's entry point on the verification shape (verif)
+ * or the timing one. */
+static attn_status run(attn_tune_bench *b, int verif, const attn_tensor *o, cl_mem lse,
+                       cl_event *done)
+{
+    const attn_problem *p = verif ? &b->vp : &b->tp;
+    if (b->entry == ATTN_ENTRY_DECODE)
+        return attn_decode(b->ctx, verif ? b->vcache : b->tcache, p, verif ? &b->vq : &b->tq, o,
+                           NULL, lse, done);
+    if (verif) return attn_forward(b->ctx, p, &b->vq, &b->vk, &b->vv, o, &b->vlen, lse, done);
+    return attn_forward(b->ctx, p, &b->tq, &b->tk, &b->tv, o, NULL, lse, done);
+}
+
+/* One run and its time: from a marker enqueued just before it to the end
+ * of its last kernel (a forward enqueues a pre-pass and the main kernel on
+ * the vector family, a split decode its combine), so the host work of the
+ * call counts too; the wall time around the call and the wait when events
+ * give nothing. */
+static attn_status timed_run(attn_tune_bench *b, int verif, const attn_tensor *o, cl_mem lse,
+                             double *ms)
 {
     attn_context *ctx = b->ctx;
     cl_event mark = NULL, done = NULL;
     double t0 = attn_now_ms();
     cl_int err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, &mark);
     if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clEnqueueMarkerWithWaitList");
-    attn_status st = attn_forward(ctx, p, q, k, v, o, len, lse, &done);
+    attn_status st = run(b, verif, o, lse, &done);
     if (st == ATTN_SUCCESS) {
         err = clWaitForEvents(1, &done);
         double wall = attn_now_ms() - t0;
@@ -234,7 +239,7 @@ static attn_status timed_forward(attn_tune_bench *b, const attn_problem *p, cons
             *ms = wall;
         } else if (attn_log_enabled(ATTN_LOG_DEBUG) && b->logged_times < 3) {
             b->logged_times++;
-            attn_log(ATTN_LOG_DEBUG, "tuner: forward %.3f ms by events, %.3f ms by the host clock",
+            attn_log(ATTN_LOG_DEBUG, "tuner: run %.3f ms by events, %.3f ms by the host clock",
                      *ms, wall);
         }
     }
@@ -287,7 +292,7 @@ static attn_status verify(attn_tune_bench *b, attn_candidate_result *r)
     }
     attn_tensor to = bhsd(o, v->q_heads, v->q_len, v->head_dim);
     double ms;
-    attn_status fst = timed_forward(b, v, &b->vq, &b->vk, &b->vv, &to, &b->vlen, lse, &ms);
+    attn_status fst = timed_run(b, 1, &to, lse, &ms);
     if (fst != ATTN_SUCCESS) {
         r->status = verdict(fst);
         snprintf(r->why, sizeof r->why, "%s: %s", attn_status_name(fst), attn_last_error(ctx));
@@ -319,7 +324,7 @@ static attn_status verify(attn_tune_bench *b, attn_candidate_result *r)
         goto done;
     }
     /* a second run for its time (the first paid for any lazy compilation) */
-    fst = timed_forward(b, v, &b->vq, &b->vk, &b->vv, &to, &b->vlen, lse, &r->verify_ms);
+    fst = timed_run(b, 1, &to, lse, &r->verify_ms);
     if (fst != ATTN_SUCCESS) {
         r->status = verdict(fst);
         snprintf(r->why, sizeof r->why, "%s: %s", attn_status_name(fst), attn_last_error(ctx));
@@ -335,7 +340,7 @@ done:
 /* The timing problem once; a failure is the candidate's (device) fault. */
 static attn_status time_once(attn_tune_bench *b, attn_candidate_result *r, double *ms, int *ok)
 {
-    attn_status st = timed_forward(b, &b->tp, &b->tq, &b->tk, &b->tv, &b->to, NULL, NULL, ms);
+    attn_status st = timed_run(b, 0, &b->to, NULL, ms);
     *ok = st == ATTN_SUCCESS;
     if (!*ok) {
         r->status = verdict(st);
@@ -418,7 +423,7 @@ attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n
             const int i = (j + (round > 0 ? round : 0)) % n;
             double x = 0;
             if ((st = attn_tuning_force(b->ctx, &cands[i])) == ATTN_SUCCESS)
-                st = timed_forward(b, &b->tp, &b->tq, &b->tk, &b->tv, &b->to, NULL, NULL, &x);
+                st = timed_run(b, 0, &b->to, NULL, &x);
             if (round >= 0) t[(size_t)i * rounds + round] = x;
         }
     attn_tuning_force(b->ctx, NULL);

@@ -21,7 +21,7 @@ void attn_tune_progress_update(void *arg, int done, int planned, double elapsed,
         pg->first_result_s = attn_now_s() - pg->class_t0;
     if (pg->quiet) return;
     char best_text[200] = "none yet", eta[16];
-    if (best) attn_params_format(best, best_text, sizeof best_text);
+    if (best) attn_search_format(pg->entry, best, best_text, sizeof best_text);
     /* this class's remaining time: its budget or its remaining candidates at
      * the pace so far, whichever is sooner; then the classes after it */
     double per = done > 0 ? elapsed / done : 0;
@@ -48,7 +48,7 @@ void attn_tune_progress_update(void *arg, int done, int planned, double elapsed,
     }
     if (!cand) return;
     char text[200];
-    attn_params_format(cand, text, sizeof text);
+    attn_search_format(pg->entry, cand, text, sizeof text);
     if (r->status == ATTN_CAND_OK)
         fprintf(stderr, "  [%d/%d] %d/%d %-44s %9.1f GFLOP/s  (verified, error %.1e; ETA %s)\n",
                 pg->index, pg->total, done, planned, text, r->gflops, r->max_error, eta);

@@ -16,6 +16,7 @@ typedef struct attn_tune_progress {
     int last_len;      /* characters of the bar line on screen */
     double class_t0;   /* when this class started */
     double first_result_s; /* this class's start to its first measured candidate, 0 = none */
+    int entry;         /* ATTN_ENTRY_*: which tunables a candidate shows */
 } attn_tune_progress;
 
 /* attn_search_opts.progress, with arg an attn_tune_progress. */

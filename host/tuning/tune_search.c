@@ -7,6 +7,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/log.h"
+#include "attention/plan.h"
 #include "tuning/tuning.h"
 
 #include <math.h>
@@ -177,7 +178,7 @@ static attn_status seed_queue(search *s, int dflt, int exhaustive, const attn_de
     for (int t = 0; t < 2; t++) {
         attn_device_limits other = *dev;
         other.type = types[t];
-        attn_params rep = attn_params_heuristic(&other, p);
+        attn_params rep = attn_plan_heuristic(attn_tune_bench_entry(s->b), &other, p);
         if (!(s->o->families && !(s->o->families & (1u << rep.family))) && push(s, find(s, &rep)) < 0)
             return ATTN_ERROR_OUT_OF_MEMORY;
     }
@@ -218,9 +219,10 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     ctx = attn_tune_bench_context(b);
     attn_device_limits dev;
     attn_tune_bench_limits(b, &dev);
-    attn_params dflt = attn_params_heuristic(&dev, p);
+    const int entry = attn_tune_bench_entry(b);
+    attn_params dflt = attn_plan_heuristic(entry, &dev, p);
     attn_params *list = NULL;
-    int n = attn_search_enumerate(&dev, p, &dflt, o->families, &list);
+    int n = attn_search_enumerate(&dev, entry, p, &dflt, o->families, &list);
     if (n < 0) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
     s.c = calloc((size_t)n + 1, sizeof *s.c);
     if (!s.c) {
@@ -253,7 +255,8 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
         if (head == s.qlen) {
             /* local search: the unmeasured neighbours of the best so far */
             attn_params nb[16];
-            int nn = s.best >= 0 ? attn_search_neighbours(&dev, p, &s.c[s.best].pr, nb, 16) : 0;
+            int nn = s.best >= 0
+                         ? attn_search_neighbours(&dev, entry, p, &s.c[s.best].pr, nb, 16) : 0;
             for (int k = 0; k < nn; k++)
                 if (push(&s, find(&s, &nb[k])) < 0) {
                     st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");

@@ -83,6 +83,7 @@ static void make_jobs(session *s, const attn_tuning_db *db)
     for (int i = 0; i < o->nshapes; i++) {
         attn_shape_class c;
         attn_shape_class_of(&o->shapes[i], &c);
+        c.decode = o->entry == ATTN_ENTRY_DECODE;
         int dup = 0;
         for (int j = 0; j < s->njobs; j++) dup |= attn_shape_class_equal(&s->jobs[j].cls, &c);
         if (dup) continue;
@@ -101,8 +102,9 @@ static void print_header(const session *s)
     const attn_device_identity *id = &s->id;
     printf("attn-tune %s: %s / %s (driver %s, %u compute units)\n", attn_version_string(),
            id->platform, id->name, id->driver, id->compute_units);
-    printf("database %s; %d class%s, %d to tune, %s search, budget %.0f s\n", o->db_path,
-           s->njobs, s->njobs == 1 ? "" : "es", s->r->to_tune,
+    printf("database %s; %d %sclass%s, %d to tune, %s search, budget %.0f s\n", o->db_path,
+           s->njobs, o->entry == ATTN_ENTRY_DECODE ? "decode " : "", s->njobs == 1 ? "" : "es",
+           s->r->to_tune,
            o->level == ATTN_TUNE_LEVEL_QUICK ? "quick" : "full", o->budget_s);
     /* the storage types are part of the class: say which are tuned */
     int has[3] = {0, 0, 0};
@@ -135,11 +137,11 @@ static void make_entry(const session *s, const job *jb, const attn_search_result
     e->kv_heads = jb->p.kv_heads;
     e->q_len = jb->p.q_len;
     e->kv_len = jb->p.kv_len;
-    attn_params_format(&res->best, e->params, sizeof e->params);
+    attn_search_format(s->o->entry, &res->best, e->params, sizeof e->params);
     e->median_ms = res->best_ms;
     const double flops = attn_problem_flops(&jb->p, NULL);
     e->gflops = flops / (res->best_ms * 1e6);
-    attn_params_format(&res->dflt, e->default_params, sizeof e->default_params);
+    attn_search_format(s->o->entry, &res->dflt, e->default_params, sizeof e->default_params);
     e->default_ms = res->default_ms;
     e->spread = res->best_r.spread;
     e->default_spread = res->default_spread;
@@ -233,7 +235,7 @@ static void tune_class(session *s, int j, int left, double t0, const char *cls)
     pg->classes_left = left - 1;
 
     attn_tune_bench *bench = NULL;
-    attn_status st = attn_tune_bench_create(s->ctx, &jb->p, &bench);
+    attn_status st = attn_tune_bench_create(s->ctx, s->o->entry, &jb->p, &bench);
     if (st != ATTN_SUCCESS) {
         fprintf(stderr, "attn-tune: %s (%s): %s: %s\n", cls, shape, attn_status_name(st),
                 attn_last_error(s->ctx));
@@ -362,11 +364,14 @@ attn_status attn_tune_run(attn_context *ctx, const attn_tune_run_opts *opts,
     memset(&s, 0, sizeof s);
     s.ctx = ctx, s.o = opts, s.r = out;
     if (!opts->db_path || !opts->shapes || opts->nshapes < 1 || !(opts->budget_s > 0) ||
-        (opts->level != ATTN_TUNE_LEVEL_QUICK && opts->level != ATTN_TUNE_LEVEL_FULL)) {
+        (opts->level != ATTN_TUNE_LEVEL_QUICK && opts->level != ATTN_TUNE_LEVEL_FULL) ||
+        (opts->entry != ATTN_ENTRY_PREFILL && opts->entry != ATTN_ENTRY_DECODE)) {
         fprintf(stderr, "attn-tune: attn_tune_run: %s\n", !opts->db_path ? "db_path is NULL"
                 : !opts->shapes || opts->nshapes < 1 ? "no shapes"
-                : !(opts->budget_s > 0) ? "budget_s must be > 0" : "level is not one of "
-                "ATTN_TUNE_LEVEL_QUICK, ATTN_TUNE_LEVEL_FULL");
+                : !(opts->budget_s > 0) ? "budget_s must be > 0"
+                : opts->entry != ATTN_ENTRY_PREFILL && opts->entry != ATTN_ENTRY_DECODE
+                ? "entry is not one of ATTN_ENTRY_PREFILL, ATTN_ENTRY_DECODE" : "level is not "
+                "one of ATTN_TUNE_LEVEL_QUICK, ATTN_TUNE_LEVEL_FULL");
         failed(&s, ATTN_ERROR_INVALID_ARGUMENT);
         return s.first;
     }
@@ -381,7 +386,7 @@ attn_status attn_tune_run(attn_context *ctx, const attn_tune_run_opts *opts,
     }
     attn_device_identity_of(ctx, &s.id);
     for (int f = 0; f < 2; f++)
-        if ((st = attn_kernel_source_hash(ctx, f, s.hash[f])) != ATTN_SUCCESS) {
+        if ((st = attn_entry_source_hash(ctx, opts->entry, f, s.hash[f])) != ATTN_SUCCESS) {
             fprintf(stderr, "attn-tune: %s\n", attn_last_error(ctx));
             failed(&s, st);
             goto done;
@@ -395,7 +400,7 @@ attn_status attn_tune_run(attn_context *ctx, const attn_tune_run_opts *opts,
     if (!opts->quiet) print_header(&s);
     const double peak_s = peak_before(&s);
     const attn_tune_progress pg = {opts->quiet, isatty(STDERR_FILENO), "", 0, out->to_tune,
-                                   start, opts->budget_s, 0, 0, 0, 0, 0};
+                                   start, opts->budget_s, 0, 0, 0, 0, 0, opts->entry};
     s.pg = pg;
     s.deadline = start + opts->budget_s - peak_s;
     run_jobs(&s);

@@ -22,6 +22,9 @@ typedef struct attn_tune_run_opts {
     unsigned long long seed;     /* of the random starts; 0 = 1 */
     int force;                   /* re-tune classes the database holds */
     int quiet;                   /* print nothing but errors */
+    int entry;                   /* ATTN_ENTRY_PREFILL (0): the shapes are attn_forward's;
+                                    ATTN_ENTRY_DECODE: attn_decode's, q_len new queries
+                                    against a cache of kv_len (the class's length) */
 } attn_tune_run_opts;
 
 typedef struct attn_tune_run_result {

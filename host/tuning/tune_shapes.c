@@ -182,24 +182,37 @@ int tune_shapes_from_arg(const char *arg, attn_problem **out, char *err, size_t 
     return tune_shapes_parse(arg, "--shapes", out, err, errsize);
 }
 
-int tune_shapes_design(attn_problem **out)
+/* Shapes of batch b, n rows {hq, hkv, d, kv length}, q_len new queries
+ * each (0: q_len = the kv length), causal f32. */
+static int design_set(const int (*set)[4], int n, int b, int q_len, attn_problem **out)
 {
-    static const int set[][5] = {{8, 2, 64, 512}, {8, 2, 64, 1024}, {8, 2, 64, 2048},
-                                 {8, 2, 64, 4096}, {32, 8, 128, 1024}, {32, 8, 128, 2048}};
-    int n = (int)(sizeof set / sizeof set[0]);
     attn_problem *list = calloc((size_t)n, sizeof *list);
     if (!list) return -1;
     for (int i = 0; i < n; i++) {
-        list[i].batch = 1;
+        list[i].batch = b;
         list[i].q_heads = set[i][0];
         list[i].kv_heads = set[i][1];
         list[i].head_dim = set[i][2];
-        list[i].q_len = list[i].kv_len = set[i][3];
+        list[i].kv_len = set[i][3];
+        list[i].q_len = q_len ? q_len : set[i][3];
         list[i].dtype = ATTN_F32;
         list[i].causal = 1;
     }
     *out = list;
     return n;
+}
+
+int tune_shapes_design(attn_problem **out)
+{
+    static const int set[][4] = {{8, 2, 64, 512}, {8, 2, 64, 1024}, {8, 2, 64, 2048},
+                                 {8, 2, 64, 4096}, {32, 8, 128, 1024}, {32, 8, 128, 2048}};
+    return design_set(set, (int)(sizeof set / sizeof set[0]), 1, 0, out);
+}
+
+int tune_shapes_design_decode(attn_problem **out)
+{
+    static const int set[][4] = {{32, 8, 128, 1024}, {32, 8, 128, 4096}, {32, 8, 128, 16384}};
+    return design_set(set, (int)(sizeof set / sizeof set[0]), 4, 1, out);
 }
 
 void tune_shape_format(const attn_problem *p, char *buf, size_t size)

@@ -1,5 +1,6 @@
 /* tune_shapes.h -- attn-tune's --shapes: the user's production shapes, from
- * a comma list on the command line or a file, and the DESIGN prefill set. */
+ * a comma list on the command line or a file, and the DESIGN prefill and
+ * decode sets. */
 #ifndef ATTN_TUNE_SHAPES_H
 #define ATTN_TUNE_SHAPES_H
 
@@ -14,8 +15,10 @@
     "  b=N (batch, default 1), and the words f32|f16|bf16 (default f32: a shape\n" \
     "  without one is tuned in f32 only; add :f16 or :bf16 to tune that type) and\n" \
     "  causal|full (default causal). Shapes are separated by ',' or white space;\n" \
-    "  in a file, '#' starts a comment. Example:\n" \
-    "    --shapes hq=32:hkv=8:d=128:s=4096,hq=8:hkv=2:d=64:s=1024:f16:full\n"
+    "  in a file, '#' starts a comment. With --decode, sq=N is the new queries\n" \
+    "  per step (1..64) and skv=N the cache's length (the class's). Examples:\n" \
+    "    --shapes hq=32:hkv=8:d=128:s=4096,hq=8:hkv=2:d=64:s=1024:f16:full\n" \
+    "    --decode --shapes b=4:hq=32:hkv=8:d=128:sq=1:skv=8192\n"
 
 /* Parses text (a list as above) into out (malloc'd, caller frees); `origin`
  * labels messages ("--shapes" or a file name). Returns the count, or -1
@@ -29,6 +32,9 @@ int tune_shapes_from_arg(const char *arg, attn_problem **out, char *err, size_t 
 /* The DESIGN prefill set (B=1 Hq=8 Hkv=2 D=64 S=512..4096, B=1 Hq=32 Hkv=8
  * D=128 S=1024,2048, causal, f32). */
 int tune_shapes_design(attn_problem **out);
+/* The DESIGN decode set (B=4 Hq=32 Hkv=8 D=128, one new query against a
+ * cache of 1024, 4096 and 16384 keys, causal, f32): attn-tune --decode. */
+int tune_shapes_design_decode(attn_problem **out);
 
 /* "B=1 Hq=8 Hkv=2 D=64 S=2048 f32 causal" */
 void tune_shape_format(const attn_problem *p, char *buf, size_t size);

@@ -32,18 +32,23 @@ attn_status attn_entry_source_hash(attn_context *ctx, int entry, int family, cha
 
 /* ---- the search space (search_space.c) ---- */
 
-/* Every legal candidate for p on dev, of every family (ATTN_FAMILY_* bit
- * mask `families`; 0 means all), starting from `base` (fields a family
- * does not search keep base's value). Fills out (malloc'd, caller frees)
- * and returns the count, or -1 when out of memory. */
-int attn_search_enumerate(const attn_device_limits *dev, const attn_problem *p,
+/* Every legal candidate for entry point `entry` (ATTN_ENTRY_*) of p on
+ * dev, of every family (ATTN_FAMILY_* bit mask `families`; 0 means all),
+ * starting from `base` (fields a family does not search keep base's
+ * value); decode searches its splits too (attn_search_axes). Fills out
+ * (malloc'd, caller frees) and returns the count, or -1 when out of memory. */
+int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_problem *p,
                           const attn_params *base, unsigned families, attn_params **out);
 /* The legal candidates one step away from c: one searched tunable moved to
- * its neighbouring value. out holds at least 2 * 6 entries; returns the count. */
-int attn_search_neighbours(const attn_device_limits *dev, const attn_problem *p,
+ * its neighbouring value. out holds at least 2 * 7 entries; returns the count. */
+int attn_search_neighbours(const attn_device_limits *dev, int entry, const attn_problem *p,
                            const attn_params *c, attn_params *out, int max);
-/* Whether a and b are the same configuration (fields their family uses). */
+/* Whether a and b are the same configuration (fields their family uses,
+ * and decode's splits). */
 int attn_params_equal(const attn_params *a, const attn_params *b);
+/* attn_params_format plus the tunables entry point `entry` searches
+ * beyond the family's ("...,splits=4" for decode): the database's text. */
+void attn_search_format(int entry, const attn_params *pr, char *buf, size_t size);
 /* How far c is from the built-in default dflt: 0 for the default itself,
  * then growing with another family and with each tunable moved (in steps of
  * its search values). Near-ties go to the smaller. */
@@ -57,7 +62,7 @@ enum { ATTN_TUNE_LEVEL_QUICK = 1, ATTN_TUNE_LEVEL_FULL = 2 };
 
 typedef struct attn_tuning_entry {
     attn_device_identity device;
-    char kernel_hash[17];     /* attn_kernel_source_hash of the winner's family */
+    char kernel_hash[17];     /* attn_entry_source_hash of the winner's family (and entry) */
     char tool_version[32];
     char date[32];            /* UTC, ISO 8601 */
     attn_shape_class cls;
@@ -187,11 +192,15 @@ typedef struct attn_tune_bench attn_tune_bench;
 
 /* Makes the buffers for timing p and for verifying p's class (same head
  * dim, type, causality and group; padding, a causal diagonal off the main
- * one, lengths that are not tile multiples; the reference computed once). */
-attn_status attn_tune_bench_create(attn_context *ctx, const attn_problem *p,
+ * one, lengths that are not tile multiples; the reference computed once),
+ * for entry point `entry` (ATTN_ENTRY_*). A decode bench times attn_decode
+ * of p's q_len new queries against a cache of capacity p->kv_len filled to
+ * it, and verifies on a small cache of ragged prefixes. */
+attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_problem *p,
                                    attn_tune_bench **out);
 void attn_tune_bench_free(attn_tune_bench *b);
 const attn_problem *attn_tune_bench_problem(const attn_tune_bench *b);
+int attn_tune_bench_entry(const attn_tune_bench *b);
 attn_context *attn_tune_bench_context(const attn_tune_bench *b);
 /* The limits of the bench's device, as the heuristic and legality see them. */
 void attn_tune_bench_limits(const attn_tune_bench *b, attn_device_limits *dev);
@@ -209,7 +218,8 @@ typedef struct attn_measure_opts {
 } attn_measure_opts;
 
 /* Verifies candidate pr (fresh NaN-filled outputs, O and LSE against the
- * reference at the DESIGN tolerance), then times it through attn_forward:
+ * reference at the DESIGN tolerance), then times it through attn_forward
+ * (attn_decode on a decode bench):
  * an untimed warm-up, a calibration run, reps for opts->target_ms, median.
  * Each run's time is that of everything attn_forward enqueues, from
  * profiling events. Returns ATTN_SUCCESS with the verdict in *r; another
