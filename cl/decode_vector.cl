@@ -164,7 +164,10 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
         /* only a block reaching past some live row's limit needs the mask */
         const int masked = j0 + BLOCK_KEYS > hmin;
         float p[BLOCK_ROWS][BLOCK_KEYS];
-        vec_softmax(acc, tot, cmp, lsum, ltot, lcmp, m, s, p, j0, hi, masked);
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++)
+            vec_softmax_row(acc[r], tot[r], cmp[r], &lsum[r], &ltot[r], &lcmp[r], &m[r], s[r], p[r], j0,
+                            hi[r], masked);
         /* O += P V over the keys inside the split's range only (pv_block) */
         const int nk = min(BLOCK_KEYS, hmax - j0);
         __global const storage_t *vrow = vh + (ulong)j0 * DIM_PAD;

@@ -145,7 +145,10 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
 #pragma unroll
             for (int r = 0; r < BLOCK_ROWS; r++) lim[r] = hi[r] - j0;
         float p[BLOCK_ROWS][BLOCK_KEYS];
-        vec_softmax(acc, tot, cmp, lsum, ltot, lcmp, m, s, p, j0, hi, masked);
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++)
+            vec_softmax_row(acc[r], tot[r], cmp[r], &lsum[r], &ltot[r], &lcmp[r], &m[r], s[r], p[r], j0,
+                            hi[r], masked);
         __global const float *vrow = vpb + (ulong)j0 * HEAD_DIM_PAD;
         const int nk = min(BLOCK_KEYS, hmax - j0);
         /* a constant last argument: the unmasked blocks keep the plain loop */
