@@ -8,8 +8,8 @@
 #include "tune_compare.h"
 #include "tuning/tune_session.h"
 #include "tuning/tune_shapes.h"
+#include "core/text.h"
 
-#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -206,18 +206,6 @@ static int db_error(attn_status st, const char *msg)
     return EXIT_FAILURE;
 }
 
-static int contains_ci(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == n) return 1;
-    }
-    return 0;
-}
-
 /* Lists one database file; returns 0, or -1 when it cannot be read. */
 static int show_file(const char *label, const char *path, const attn_device_identity *here,
                      char hash[ATTN_ENTRY_COUNT][2][17])
@@ -331,8 +319,8 @@ static int forget_fn(attn_tuning_db *db, void *arg)
     size_t keep = 0;
     for (size_t i = 0; i < db->count; i++) {
         const attn_device_identity *d = &db->entries[i].device;
-        int match = strcmp(f->what, "all") == 0 || contains_ci(d->platform, f->what) ||
-                    contains_ci(d->vendor, f->what) || contains_ci(d->name, f->what);
+        int match = strcmp(f->what, "all") == 0 || attn_contains_ci(d->platform, f->what) ||
+                    attn_contains_ci(d->vendor, f->what) || attn_contains_ci(d->name, f->what);
         if (match) f->removed++;
         else db->entries[keep++] = db->entries[i];
     }

@@ -6,6 +6,7 @@
 #include "attention/decode.h"
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/launch.h"
 #include "core/program.h"
 #include "attention/validate.h"
 #include "attention/forward.h"
@@ -133,40 +134,15 @@ static attn_status get_kernels(attn_context *ctx, const decode_plan *dp, const a
     const int nsources = attn_family_sources(dp->pr.family, ATTN_ENTRY_DECODE, &sources);
     cl_program prog;
     attn_status st = attn_program_get(ctx, sources, nsources, opts, &prog);
-    if (st != ATTN_SUCCESS) return st;
-    cl_int err;
-    *main_k = clCreateKernel(prog, attn_family_kernel(dp->pr.family, ATTN_ENTRY_DECODE), &err);
-    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateKernel (decode)");
-    if (combine_k) {
-        *combine_k = clCreateKernel(prog, "attn_decode_combine", &err);
-        if (err != CL_SUCCESS) {
-            clReleaseKernel(*main_k);
-            *main_k = NULL;
-            return attn_fail_cl(ctx, err, "clCreateKernel (attn_decode_combine)");
-        }
+    if (st == ATTN_SUCCESS)
+        st = attn_kernel_create(ctx, prog, attn_family_kernel(dp->pr.family, ATTN_ENTRY_DECODE),
+                                main_k);
+    if (st == ATTN_SUCCESS && combine_k &&
+        (st = attn_kernel_create(ctx, prog, "attn_decode_combine", combine_k)) != ATTN_SUCCESS) {
+        clReleaseKernel(*main_k);
+        *main_k = NULL;
     }
-    return ATTN_SUCCESS;
-}
-
-typedef struct { size_t size; const void *value; } karg;
-#define ARG(x) {sizeof(x), &(x)}
-static attn_status set_args(attn_context *ctx, cl_kernel k, const karg *args, int n)
-{
-    for (int i = 0; i < n; i++) {
-        cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
-        if (err != CL_SUCCESS) {
-            char call[64];
-            snprintf(call, sizeof call, "clSetKernelArg(%d) (decode)", i);
-            return attn_fail_cl(ctx, err, call);
-        }
-    }
-    return ATTN_SUCCESS;
-}
-
-static cl_ulong4 geometry(const attn_tensor *t)
-{
-    cl_ulong4 g = {{t->offset, t->stride_batch, t->stride_head, t->stride_seq}};
-    return g;
+    return st;
 }
 
 static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_plan *dp,
@@ -198,49 +174,39 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
                   (st = attn_scratch_reserve(ctx, &c->part_lse, rows * sizeof(float)))))
         goto done;
     cl_mem part_o = split ? c->part_o.mem : lens, part_lse = split ? c->part_lse.mem : lens;
-    const cl_ulong4 qg = geometry(q), og = geometry(o);
+    const cl_ulong4 qg = attn_tensor_geometry(q), og = attn_tensor_geometry(o);
     const cl_int write_lse = lse != NULL;
     cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */
     const cl_int head_rows = c->rows, nsplit = dp->nsplit, chunk = dp->chunk;
     const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
     const cl_int ntiles = dp->ntiles;
     const cl_float qscale = attn_effective_scale(p) * 1.4426950408889634f; /* exp2 domain */
-    const karg main_args[] = {ARG(q->buffer), ARG(qg), ARG(c->k), ARG(c->v), ARG(head_rows),
-                              ARG(o->buffer), ARG(og), ARG(lse_arg), ARG(write_lse),
-                              ARG(part_o), ARG(part_lse), ARG(nsplit), ARG(chunk), ARG(lens),
-                              ARG(hq), ARG(hkv), ARG(sq), ARG(causal), ARG(qscale), ARG(ntiles)};
-    if ((st = set_args(ctx, main_k, main_args, 20)) != ATTN_SUCCESS) goto done;
+    const attn_karg main_args[] = {
+        ATTN_KARG(q->buffer), ATTN_KARG(qg), ATTN_KARG(c->k), ATTN_KARG(c->v),
+        ATTN_KARG(head_rows), ATTN_KARG(o->buffer), ATTN_KARG(og), ATTN_KARG(lse_arg),
+        ATTN_KARG(write_lse), ATTN_KARG(part_o), ATTN_KARG(part_lse), ATTN_KARG(nsplit),
+        ATTN_KARG(chunk), ATTN_KARG(lens), ATTN_KARG(hq), ATTN_KARG(hkv), ATTN_KARG(sq),
+        ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(ntiles)};
+    if ((st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args)))) goto done;
     if (split) {
-        const karg comb_args[] = {ARG(part_o), ARG(part_lse), ARG(nsplit), ARG(o->buffer),
-                                  ARG(og), ARG(lse_arg), ARG(write_lse), ARG(hq), ARG(sq)};
-        if ((st = set_args(ctx, comb_k, comb_args, 9)) != ATTN_SUCCESS) goto done;
+        const attn_karg comb_args[] = {
+            ATTN_KARG(part_o), ATTN_KARG(part_lse), ATTN_KARG(nsplit), ATTN_KARG(o->buffer),
+            ATTN_KARG(og), ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(hq), ATTN_KARG(sq)};
+        if ((st = attn_kernel_set_args(ctx, comb_k, comb_args, ATTN_NARGS(comb_args)))) goto done;
     }
 
     /* an out-of-order queue could run this before the appends it must see */
-    if (ctx->out_of_order && (err = clEnqueueBarrierWithWaitList(ctx->queue, 0, NULL, NULL))) {
-        st = attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
-        goto done;
-    }
+    if ((st = attn_queue_order(ctx))) goto done;
     const size_t wg = attn_params_work_group(&dp->pr);
     const size_t global[3] = {(size_t)nsplit * wg, (size_t)hkv * ntiles, (size_t)p->batch};
     const size_t local[3] = {wg, 1, 1};
-    err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, global, local, 0, NULL,
-                                 split ? &decoded : &finished);
-    if (err != CL_SUCCESS) {
-        char call[96];
-        snprintf(call, sizeof call, "clEnqueueNDRangeKernel (%s)",
-                 attn_family_kernel(dp->pr.family, ATTN_ENTRY_DECODE));
-        st = attn_fail_cl(ctx, err, call);
+    if ((st = attn_kernel_enqueue(ctx, main_k, 3, global, local, 0, NULL,
+                                  split ? &decoded : &finished)))
         goto done;
-    }
     if (split) {
         const size_t cg[3] = {(size_t)p->head_dim, (size_t)sq * hq, (size_t)p->batch};
-        err = clEnqueueNDRangeKernel(ctx->queue, comb_k, 3, NULL, cg, NULL, 1, &decoded,
-                                     &finished);
-        if (err != CL_SUCCESS) {
-            st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_decode_combine)");
+        if ((st = attn_kernel_enqueue(ctx, comb_k, 3, cg, NULL, 1, &decoded, &finished)))
             goto done;
-        }
     }
     *finished_out = finished;
     finished = NULL;

@@ -3,7 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/context.h"
 #include "core/errors.h"
-#include "core/program.h"
+#include "core/launch.h"
 #include "attention/validate.h"
 #include "attention/forward.h"
 #include "attention/check.h"
@@ -22,40 +22,8 @@ static attn_status get_kernel(attn_context *ctx, const attn_params *pr, const at
     attn_params_options(pr, p, opts, sizeof opts);
     const char *const *sources;
     const int nsources = attn_family_sources(pr->family, ATTN_ENTRY_PREFILL, &sources);
-    cl_program prog;
-    attn_status st = attn_program_get(ctx, sources, nsources, opts, &prog);
-    if (st != ATTN_SUCCESS) return st;
-    cl_int err;
-    *out = clCreateKernel(prog, name, &err);
-    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateKernel");
-    return ATTN_SUCCESS;
+    return attn_kernel_build(ctx, sources, nsources, opts, name, out);
 }
-
-static cl_ulong4 geometry(const attn_tensor *t)
-{
-    cl_ulong4 g;
-    g.s[0] = t->offset;
-    g.s[1] = t->stride_batch;
-    g.s[2] = t->stride_head;
-    g.s[3] = t->stride_seq;
-    return g;
-}
-
-/* Sets kernel arguments in order; stops at the first failure. */
-typedef struct { size_t size; const void *value; } karg;
-static attn_status set_args(attn_context *ctx, cl_kernel k, const karg *args, int n)
-{
-    for (int i = 0; i < n; i++) {
-        cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
-        if (err != CL_SUCCESS) {
-            char call[64];
-            snprintf(call, sizeof call, "clSetKernelArg(%d)", i);
-            return attn_fail_cl(ctx, err, call);
-        }
-    }
-    return ATTN_SUCCESS;
-}
-#define ARG(x) {sizeof(x), &(x)}
 
 static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_problem *p,
                            const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
@@ -84,7 +52,8 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
     free(hl);
     if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateBuffer (lengths)");
 
-    const cl_ulong4 qg = geometry(q), kg = geometry(k), vg = geometry(v), og = geometry(o);
+    const cl_ulong4 qg = attn_tensor_geometry(q), kg = attn_tensor_geometry(k),
+                    vg = attn_tensor_geometry(v), og = attn_tensor_geometry(o);
     const cl_int write_lse = lse != NULL;
     cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */
     const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
@@ -93,10 +62,7 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
 
     /* An out-of-order queue would let these kernels overtake the writes of
      * their inputs, or a previous call still reading the scratch buffers. */
-    if (ctx->out_of_order && (err = clEnqueueBarrierWithWaitList(ctx->queue, 0, NULL, NULL)) != CL_SUCCESS) {
-        st = attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
-        goto done;
-    }
+    if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS) goto done;
     if ((st = get_kernel(ctx, pr, p, attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL),
                          &main_k)) != ATTN_SUCCESS)
         goto done;
@@ -108,42 +74,38 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
             (st = attn_scratch_reserve(ctx, &ctx->vp, bytes)) != ATTN_SUCCESS ||
             (st = get_kernel(ctx, pr, p, "attn_pack_kv", &pack_k)) != ATTN_SUCCESS)
             goto done;
-        const karg pack_args[] = {ARG(k->buffer), ARG(kg), ARG(v->buffer), ARG(vg), ARG(lens),
-                                  ARG(ctx->kt.mem), ARG(ctx->vp.mem), ARG(hkv), ARG(skvp)};
-        const karg main_args[] = {ARG(q->buffer), ARG(qg), ARG(ctx->kt.mem), ARG(ctx->vp.mem),
-                                  ARG(o->buffer), ARG(og), ARG(lse_arg), ARG(write_lse),
-                                  ARG(lens), ARG(hq), ARG(hkv), ARG(sq), ARG(skvp),
-                                  ARG(causal), ARG(qscale), ARG(nblk)};
-        if ((st = set_args(ctx, pack_k, pack_args, 9)) != ATTN_SUCCESS ||
-            (st = set_args(ctx, main_k, main_args, 16)) != ATTN_SUCCESS)
+        const attn_karg pack_args[] = {
+            ATTN_KARG(k->buffer), ATTN_KARG(kg), ATTN_KARG(v->buffer), ATTN_KARG(vg),
+            ATTN_KARG(lens), ATTN_KARG(ctx->kt.mem), ATTN_KARG(ctx->vp.mem), ATTN_KARG(hkv),
+            ATTN_KARG(skvp)};
+        const attn_karg main_args[] = {
+            ATTN_KARG(q->buffer), ATTN_KARG(qg), ATTN_KARG(ctx->kt.mem), ATTN_KARG(ctx->vp.mem),
+            ATTN_KARG(o->buffer), ATTN_KARG(og), ATTN_KARG(lse_arg), ATTN_KARG(write_lse),
+            ATTN_KARG(lens), ATTN_KARG(hq), ATTN_KARG(hkv), ATTN_KARG(sq), ATTN_KARG(skvp),
+            ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(nblk)};
+        if ((st = attn_kernel_set_args(ctx, pack_k, pack_args, ATTN_NARGS(pack_args))) ||
+            (st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))))
             goto done;
         const size_t pg[3] = {(size_t)skvp / (size_t)pr->block_keys, (size_t)hkv, (size_t)p->batch};
         const size_t one[3] = {1, 1, 1};
-        err = clEnqueueNDRangeKernel(ctx->queue, pack_k, 3, NULL, pg, one, 0, NULL, &packed);
-        if (err != CL_SUCCESS) {
-            st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_pack_kv)");
+        if ((st = attn_kernel_enqueue(ctx, pack_k, 3, pg, one, 0, NULL, &packed)) != ATTN_SUCCESS)
             goto done;
-        }
     } else {
-        const karg main_args[] = {ARG(q->buffer), ARG(qg), ARG(k->buffer), ARG(kg),
-                                  ARG(v->buffer), ARG(vg), ARG(o->buffer), ARG(og),
-                                  ARG(lse_arg), ARG(write_lse), ARG(lens), ARG(hq), ARG(hkv),
-                                  ARG(sq), ARG(causal), ARG(qscale), ARG(nblk)};
-        if ((st = set_args(ctx, main_k, main_args, 17)) != ATTN_SUCCESS) goto done;
+        const attn_karg main_args[] = {
+            ATTN_KARG(q->buffer), ATTN_KARG(qg), ATTN_KARG(k->buffer), ATTN_KARG(kg),
+            ATTN_KARG(v->buffer), ATTN_KARG(vg), ATTN_KARG(o->buffer), ATTN_KARG(og),
+            ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(lens), ATTN_KARG(hq),
+            ATTN_KARG(hkv), ATTN_KARG(sq), ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(nblk)};
+        if ((st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))))
+            goto done;
     }
     /* global (nblk * work-group, Hq, B): a work-group per block of rows */
     const size_t wg = attn_params_work_group(pr);
     const size_t gl[3] = {(size_t)nblk * wg, (size_t)hq, (size_t)p->batch};
     const size_t lo[3] = {wg, 1, 1};
-    err = clEnqueueNDRangeKernel(ctx->queue, main_k, 3, NULL, gl, lo, packed ? 1 : 0,
-                                 packed ? &packed : NULL, &finished);
-    if (err != CL_SUCCESS) {
-        char call[96];
-        snprintf(call, sizeof call, "clEnqueueNDRangeKernel (%s)",
-                 attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL));
-        st = attn_fail_cl(ctx, err, call);
+    if ((st = attn_kernel_enqueue(ctx, main_k, 3, gl, lo, packed ? 1 : 0, &packed, &finished)) !=
+        ATTN_SUCCESS)
         goto done;
-    }
     *finished_out = finished;
     finished = NULL;
 done:

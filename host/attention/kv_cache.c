@@ -5,7 +5,7 @@
 #include "attention/decode.h"
 #include "core/context.h"
 #include "core/errors.h"
-#include "core/program.h"
+#include "core/launch.h"
 #include "attention/validate.h"
 
 #include <stdio.h>
@@ -171,41 +171,22 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
     char opts[64];
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DELEM_BYTES=%d", (int)attn_dtype_size(c->dtype));
     const char *sources[] = {"kv_append.cl"};
-    cl_program prog;
-    if ((st = attn_program_get(ctx, sources, 1, opts, &prog)) != ATTN_SUCCESS) goto done;
-    kern = clCreateKernel(prog, "attn_kv_append", &err);
-    if (err != CL_SUCCESS) {
-        st = attn_fail_cl(ctx, err, "clCreateKernel (attn_kv_append)");
+    if ((st = attn_kernel_build(ctx, sources, 1, opts, "attn_kv_append", &kern)) != ATTN_SUCCESS)
         goto done;
-    }
-    cl_ulong4 kg = {{k->offset, k->stride_batch, k->stride_head, k->stride_seq}};
-    cl_ulong4 vg = {{v->offset, v->stride_batch, v->stride_head, v->stride_seq}};
+    const cl_ulong4 kg = attn_tensor_geometry(k), vg = attn_tensor_geometry(v);
     const cl_int D = c->head_dim, DP = c->dim_pad, rows = c->rows, hkv = c->kv_heads;
-    const struct { size_t size; const void *value; } args[] = {
-        {sizeof k->buffer, &k->buffer}, {sizeof kg, &kg}, {sizeof v->buffer, &v->buffer},
-        {sizeof vg, &vg}, {sizeof c->k, &c->k}, {sizeof c->v, &c->v}, {sizeof posbuf, &posbuf},
-        {sizeof D, &D}, {sizeof DP, &DP}, {sizeof rows, &rows}, {sizeof hkv, &hkv}};
-    for (cl_uint i = 0; i < sizeof args / sizeof args[0]; i++)
-        if ((err = clSetKernelArg(kern, i, args[i].size, args[i].value)) != CL_SUCCESS) {
-            st = attn_fail_cl(ctx, err, "clSetKernelArg (attn_kv_append)");
-            goto done;
-        }
+    const attn_karg args[] = {ATTN_KARG(k->buffer), ATTN_KARG(kg),  ATTN_KARG(v->buffer),
+                              ATTN_KARG(vg),        ATTN_KARG(c->k), ATTN_KARG(c->v),
+                              ATTN_KARG(posbuf),    ATTN_KARG(D),    ATTN_KARG(DP),
+                              ATTN_KARG(rows),      ATTN_KARG(hkv)};
+    if ((st = attn_kernel_set_args(ctx, kern, args, ATTN_NARGS(args))) != ATTN_SUCCESS) goto done;
     /* an out-of-order queue could run the copy before the caller's writes
      * of k and v, or after a decode that should see it */
-    if (ctx->out_of_order && (err = clEnqueueBarrierWithWaitList(ctx->queue, 0, NULL, NULL))) {
-        st = attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
-        goto done;
-    }
     const size_t global[3] = {(size_t)most, (size_t)c->kv_heads, (size_t)c->batch};
-    err = clEnqueueNDRangeKernel(ctx->queue, kern, 3, NULL, global, NULL, 0, NULL, &ev);
-    if (err != CL_SUCCESS) {
-        st = attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_kv_append)");
+    if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS ||
+        (st = attn_kernel_enqueue(ctx, kern, 3, global, NULL, 0, NULL, &ev)) != ATTN_SUCCESS ||
+        (st = attn_queue_order(ctx)) != ATTN_SUCCESS)
         goto done;
-    }
-    if (ctx->out_of_order && (err = clEnqueueBarrierWithWaitList(ctx->queue, 0, NULL, NULL))) {
-        st = attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
-        goto done;
-    }
     /* enqueued: only now do the lengths move */
     for (int b = 0; b < c->batch; b++) c->len[b] += counts ? counts[b] : block_len;
     if (done) {

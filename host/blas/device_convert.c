@@ -41,11 +41,7 @@ attn_status attn_device_gather_f32(attn_context *ctx, attn_dtype t, const attn_t
     cl_kernel k;
     attn_status st = attn_kernel_get(ctx, "convert.cl", t, "attn_gather_f32", &k);
     if (st != ATTN_SUCCESS) return st;
-    cl_ulong4 g;
-    g.s[0] = src->offset;
-    g.s[1] = src->stride_batch;
-    g.s[2] = src->stride_head;
-    g.s[3] = src->stride_seq;
+    const cl_ulong4 g = attn_tensor_geometry(src);
     const cl_int d = dim;
     const attn_karg args[] = {ATTN_KARG(src->buffer), ATTN_KARG(g), ATTN_KARG(dst), ATTN_KARG(d)};
     const size_t global[3] = {(size_t)seq, (size_t)heads, (size_t)batch};

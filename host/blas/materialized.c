@@ -189,7 +189,7 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
             goto done;
     }
     /* Rows no GEMM wrote get zeros and -inf; f16/bf16 results are narrowed. */
-    const cl_ulong4 og = {{out->offset, out->stride_batch, out->stride_head, out->stride_seq}};
+    const cl_ulong4 og = attn_tensor_geometry(out);
     const cl_int has_src = wide, write_lse = lse != NULL, dim = D;
     cl_mem src = wide ? fo.buffer : lens, lse_arg = lse ? lse : lens; /* unused when unset */
     const attn_karg args[] = {ATTN_KARG(src), ATTN_KARG(has_src), ATTN_KARG(out->buffer),

@@ -5,31 +5,14 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/log.h"
+#include "core/text.h"
 #include "tuning/tuning.h"
 
-#include <ctype.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* ---- device selection ---- */
-
-static int contains_ci(const char *hay, const char *needle)
-{
-    size_t n = strlen(needle);
-    for (; *hay; hay++) {
-        size_t i = 0;
-        while (i < n && hay[i] && tolower((unsigned char)hay[i]) == tolower((unsigned char)needle[i]))
-            i++;
-        if (i == n) return 1;
-    }
-    return n == 0;
-}
-
-static int equal_ci(const char *a, const char *b)
-{
-    return strlen(a) == strlen(b) && contains_ci(a, b);
-}
 
 /* Walks every device of every platform; fn returns 1 to stop. */
 typedef int (*device_visit)(cl_platform_id pl, cl_uint pi, cl_device_id dev, cl_uint di, void *arg);
@@ -81,9 +64,9 @@ static int select_visit(cl_platform_id pl, cl_uint pi, cl_device_id dev, cl_uint
         cl_device_type t = 0;
         clGetDeviceInfo(dev, CL_DEVICE_TYPE, sizeof t, &t, NULL);
         const char *type = (t & CL_DEVICE_TYPE_GPU) ? "gpu" : (t & CL_DEVICE_TYPE_CPU) ? "cpu" : "accelerator";
-        if (!contains_ci(pname, s->sel) && !contains_ci(pvendor, s->sel) &&
-            !contains_ci(vendor, s->sel) &&
-            !contains_ci(dname, s->sel) && !equal_ci(type, s->sel))
+        if (!attn_contains_ci(pname, s->sel) && !attn_contains_ci(pvendor, s->sel) &&
+            !attn_contains_ci(vendor, s->sel) &&
+            !attn_contains_ci(dname, s->sel) && !attn_equal_ci(type, s->sel))
             return 0;
     } else if (s->gpu_only) {
         cl_device_type t = 0;

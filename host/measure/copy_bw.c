@@ -6,49 +6,13 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/log.h"
-#include "core/program.h"
+#include "core/launch.h"
+#include "measure/kernel_time.h"
 
 #include <stdio.h>
-#include <time.h>
 
 #define COPY_BYTES ((size_t)256 << 20) /* per buffer: well past any L2/L3 */
 #define COPY_REPS 5
-
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* One run: profiling-event time when the queue has it, else wall time. */
-static attn_status run_once(attn_context *ctx, cl_kernel kernel, size_t global, size_t local,
-                            double *ms)
-{
-    cl_event ev = NULL;
-    double t0 = now_ms();
-    cl_int err = clEnqueueNDRangeKernel(ctx->queue, kernel, 1, NULL, &global,
-                                        local ? &local : NULL, 0, NULL, &ev);
-    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel (attn_copy)");
-    err = clWaitForEvents(1, &ev);
-    double wall = now_ms() - t0;
-    if (err != CL_SUCCESS) {
-        clReleaseEvent(ev);
-        return attn_fail_cl(ctx, err, "clWaitForEvents (attn_copy)");
-    }
-    *ms = wall;
-    if (ctx->profiling) {
-        cl_ulong start = 0, end = 0;
-        if (clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start, NULL) ==
-                CL_SUCCESS &&
-            clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL) ==
-                CL_SUCCESS &&
-            end > start)
-            *ms = (double)(end - start) / 1e6;
-    }
-    clReleaseEvent(ev);
-    return ATTN_SUCCESS;
-}
 
 attn_status attn_device_copy_gbps(attn_context *ctx, double *gbps)
 {
@@ -88,13 +52,8 @@ attn_status attn_device_copy_gbps(attn_context *ctx, double *gbps)
     char options[64];
     snprintf(options, sizeof options, "-cl-std=CL1.2 -DCOPY_WIDTH=%d", width);
     const char *sources[] = {"copy.cl"};
-    cl_program program;
-    if ((st = attn_program_get(ctx, sources, 1, options, &program)) != ATTN_SUCCESS) goto done;
-    kernel = clCreateKernel(program, "attn_copy", &err);
-    if (err != CL_SUCCESS) {
-        st = attn_fail_cl(ctx, err, "clCreateKernel (attn_copy)");
+    if ((st = attn_kernel_build(ctx, sources, 1, options, "attn_copy", &kernel)) != ATTN_SUCCESS)
         goto done;
-    }
     /* A CPU: a few contiguous ranges per core, one work-item per work-group
      * (each core streams). A GPU: one vector per work-item and pass,
      * neighbours on neighbours, 256-wide work-groups, a grid stride. */
@@ -115,18 +74,15 @@ attn_status attn_device_copy_gbps(attn_context *ctx, double *gbps)
         first_mul = 1;
         step = global;
     }
-    const struct { size_t size; const void *value; } args[] = {
-        {sizeof src, &src}, {sizeof dst, &dst}, {sizeof n, &n},
-        {sizeof first_mul, &first_mul}, {sizeof step, &step}, {sizeof per_item, &per_item}};
-    for (cl_uint i = 0; i < sizeof args / sizeof args[0]; i++)
-        if ((err = clSetKernelArg(kernel, i, args[i].size, args[i].value)) != CL_SUCCESS) {
-            st = attn_fail_cl(ctx, err, "clSetKernelArg (attn_copy)");
-            goto done;
-        }
+    const attn_karg args[] = {ATTN_KARG(src),       ATTN_KARG(dst),  ATTN_KARG(n),
+                              ATTN_KARG(first_mul), ATTN_KARG(step), ATTN_KARG(per_item)};
+    if ((st = attn_kernel_set_args(ctx, kernel, args, ATTN_NARGS(args))) != ATTN_SUCCESS)
+        goto done;
     double ms, best = 0;
-    if ((st = run_once(ctx, kernel, global, local, &ms)) != ATTN_SUCCESS) goto done; /* warm-up */
+    /* warm-up */
+    if ((st = attn_kernel_time(ctx, kernel, global, local, &ms)) != ATTN_SUCCESS) goto done;
     for (int r = 0; r < COPY_REPS; r++) {
-        if ((st = run_once(ctx, kernel, global, local, &ms)) != ATTN_SUCCESS) goto done;
+        if ((st = attn_kernel_time(ctx, kernel, global, local, &ms)) != ATTN_SUCCESS) goto done;
         const double g = ms > 0 ? 2.0 * (double)n * width * sizeof(float) / (ms * 1e6) : 0;
         if (g > best) best = g;
     }

@@ -5,11 +5,10 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/log.h"
-#include "core/program.h"
+#include "core/launch.h"
+#include "measure/kernel_time.h"
 
 #include <stdio.h>
-#include <string.h>
-#include <time.h>
 
 /* One shape of the peak kernel: vector width and independent chains. */
 typedef struct peak_config {
@@ -32,43 +31,13 @@ typedef struct peak_config {
 static const peak_config cpu_configs[] = {{16, 8}, {8, 8}};
 static const peak_config gpu_configs[] = {{1, 8}, {2, 4}, {4, 2}};
 
-static double now_ms(void)
-{
-    struct timespec ts;
-    clock_gettime(CLOCK_MONOTONIC, &ts);
-    return (double)ts.tv_sec * 1e3 + (double)ts.tv_nsec / 1e6;
-}
-
-/* Runs the kernel once with `trips` loop trips and returns its time in ms
- * in *ms: from profiling events when the queue has them, else the host's
- * wall time around the launch and clFinish. */
+/* Runs the kernel once with `trips` loop trips; its time in ms in *ms. */
 static attn_status run_once(attn_context *ctx, cl_kernel kernel, int trips, size_t global,
                             size_t local, double *ms)
 {
     cl_int err = clSetKernelArg(kernel, 1, sizeof trips, &trips);
-    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clSetKernelArg");
-    cl_event ev = NULL;
-    double t0 = now_ms();
-    err = clEnqueueNDRangeKernel(ctx->queue, kernel, 1, NULL, &global, &local, 0, NULL, &ev);
-    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clEnqueueNDRangeKernel");
-    err = clWaitForEvents(1, &ev);
-    if (err == CL_SUCCESS) err = clFinish(ctx->queue);
-    double wall = now_ms() - t0;
-    if (err != CL_SUCCESS) {
-        clReleaseEvent(ev);
-        return attn_fail_cl(ctx, err, "clWaitForEvents");
-    }
-    *ms = wall;
-    if (ctx->profiling) {
-        cl_ulong start = 0, end = 0;
-        cl_int e1 = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_START, sizeof start, &start,
-                                            NULL);
-        cl_int e2 = clGetEventProfilingInfo(ev, CL_PROFILING_COMMAND_END, sizeof end, &end, NULL);
-        /* CL_PROFILING_INFO_NOT_AVAILABLE or a broken clock: keep wall time */
-        if (e1 == CL_SUCCESS && e2 == CL_SUCCESS && end > start) *ms = (double)(end - start) / 1e6;
-    }
-    clReleaseEvent(ev);
-    return ATTN_SUCCESS;
+    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clSetKernelArg(attn_peak, 1)");
+    return attn_kernel_time(ctx, kernel, global, local, ms);
 }
 
 /* Measures one configuration; *gflops receives the best of PEAK_REPS runs. */
@@ -78,12 +47,9 @@ static attn_status measure(attn_context *ctx, const peak_config *cfg, cl_mem out
     char options[128];
     snprintf(options, sizeof options, "-DPEAK_WIDTH=%d -DPEAK_CHAINS=%d -DPEAK_UNROLL=%d",
              cfg->width, cfg->chains, PEAK_UNROLL);
-    cl_program program;
-    attn_status st = attn_program_get(ctx, sources, 1, options, &program);
+    cl_kernel kernel;
+    attn_status st = attn_kernel_build(ctx, sources, 1, options, "attn_peak", &kernel);
     if (st != ATTN_SUCCESS) return st;
-    cl_int err;
-    cl_kernel kernel = clCreateKernel(program, "attn_peak", &err);
-    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateKernel(attn_peak)");
 
     const int cpu = (ctx->device_type & CL_DEVICE_TYPE_CPU) != 0;
     size_t local = 1;
@@ -102,18 +68,15 @@ static attn_status measure(attn_context *ctx, const peak_config *cfg, cl_mem out
     global = (global + local - 1) / local * local;
 
     const float m = 0.999f, c = 0.001f;
-    err = clSetKernelArg(kernel, 0, sizeof out, &out);
-    if (err == CL_SUCCESS) err = clSetKernelArg(kernel, 2, sizeof m, &m);
-    if (err == CL_SUCCESS) err = clSetKernelArg(kernel, 3, sizeof c, &c);
-    if (err != CL_SUCCESS) {
-        st = attn_fail_cl(ctx, err, "clSetKernelArg");
+    const int trips0 = 8; /* argument 1, the trip count, is set per run */
+    const attn_karg args[] = {ATTN_KARG(out), ATTN_KARG(trips0), ATTN_KARG(m), ATTN_KARG(c)};
+    if ((st = attn_kernel_set_args(ctx, kernel, args, ATTN_NARGS(args))) != ATTN_SUCCESS)
         goto done;
-    }
 
     /* Warm-up, then grow the trip count until a run is long enough to time,
      * then scale it to the target. */
     double ms = 0;
-    int trips = 8;
+    int trips = trips0;
     st = run_once(ctx, kernel, trips, global, local, &ms);
     while (st == ATTN_SUCCESS && ms < PEAK_TARGET_MS / 8 && trips < PEAK_MAX_TRIPS) {
         trips = trips * 8 > PEAK_MAX_TRIPS ? PEAK_MAX_TRIPS : trips * 8;
