@@ -10,6 +10,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -471,6 +472,20 @@ void harness_remove_tree(const char *path)
 {
     chmod(path, 0755); /* a test may have made it read-only */
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
+}
+
+int harness_count_files(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    const size_t sl = strlen(suffix);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const size_t l = strlen(e->d_name);
+        n += l > sl && strcmp(e->d_name + l - sl, suffix) == 0;
+    }
+    closedir(d);
+    return n;
 }
 
 char *harness_read_file(const char *path, size_t *len)

@@ -144,6 +144,10 @@ void harness_temp_dir(char *buf, size_t size, const char *what);
  * made writable first. A file that cannot be removed is reported. */
 void harness_remove_tree(const char *path);
 
+/* The number of entries of the folder dir whose names end in suffix (a
+ * program cache's ".bin" files), or -1 when dir cannot be opened. */
+int harness_count_files(const char *dir, const char *suffix);
+
 /* The whole of the file at path, NUL-terminated (the caller frees it), and
  * its length in *len (len may be NULL). NULL after a message naming the
  * file when it cannot be opened or read to its end. */

@@ -11,7 +11,6 @@
 #include "core/program.h"
 #include "tuning/tuning.h"
 
-#include <dirent.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -270,21 +269,6 @@ static void test_set_dirs_errors(void)
     attn_context_release(ctx);
 }
 
-/* Files in dir whose names end in ".bin". */
-static int count_bins(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return 0;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        n += l > 4 && strcmp(e->d_name + l - 4, ".bin") == 0;
-    }
-    closedir(d);
-    return n;
-}
-
 static void test_set_cache_dir(void)
 {
     char dir[256];
@@ -294,7 +278,7 @@ static void test_set_cache_dir(void)
     CU_ASSERT_EQUAL_FATAL(attn_context_set_cache_dir(a, dir), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(harness_forward_check(a, &p, 11), 0);
     CU_ASSERT_EQUAL(a->programs_built + a->programs_from_disk, 1);
-    CU_ASSERT_EQUAL(count_bins(dir), 1); /* stored there */
+    CU_ASSERT_EQUAL(harness_count_files(dir, ".bin"), 1); /* stored there */
     /* another context on the same folder loads it instead of building */
     attn_context *b = own_context();
     CU_ASSERT_EQUAL_FATAL(attn_context_set_cache_dir(b, dir), ATTN_SUCCESS);
@@ -305,7 +289,7 @@ static void test_set_cache_dir(void)
     CU_ASSERT_EQUAL_FATAL(attn_context_set_cache_dir(b, NULL), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(harness_forward_check(b, &p2, 13), 0);
     CU_ASSERT_EQUAL(b->programs_built, 1);
-    CU_ASSERT_EQUAL(count_bins(dir), 1);
+    CU_ASSERT_EQUAL(harness_count_files(dir, ".bin"), 1);
     const unsigned from_memory = b->programs_from_memory;
     CU_ASSERT_EQUAL(attn_prepare(b, &p, NULL), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(b->programs_from_memory, from_memory + 1);

@@ -10,7 +10,6 @@
 #include "core/context.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
@@ -354,21 +353,6 @@ static void test_selectors(void)
 
 /* ---- the environment, read at creation only ---- */
 
-/* Files in dir whose names end in ".bin" (-1: no such folder). */
-static int count_bins(const char *dir)
-{
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        n += l > 4 && strcmp(e->d_name + l - 4, ".bin") == 0;
-    }
-    closedir(d);
-    return n;
-}
-
 /* Child check: a new context stores its program in the folder
  * ATTN_TEST_CACHE names (the one ATTN_CACHE_DIR or XDG_CACHE_HOME gives it)
  * and finds it in memory the second time. */
@@ -381,11 +365,11 @@ static void child_cache_folder(void)
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &a), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(a, &p, NULL), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(a->programs_built, 1); /* the folder is empty */
-    CU_ASSERT_EQUAL(count_bins(dir), 1);
+    CU_ASSERT_EQUAL(harness_count_files(dir, ".bin"), 1);
     unsigned from_memory = a->programs_from_memory;
     CU_ASSERT_EQUAL(attn_prepare(a, &p, NULL), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(a->programs_from_memory, from_memory + 1);
-    CU_ASSERT_EQUAL(count_bins(dir), 1);
+    CU_ASSERT_EQUAL(harness_count_files(dir, ".bin"), 1);
     attn_context_release(a);
 }
 
