@@ -13,15 +13,11 @@
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* ---- helpers ---- */
 
@@ -617,34 +613,32 @@ static void test_done_event(void)
 
 /* ---- logging (in a child process: the level is read once) ---- */
 
-static char self_path[4096];
-
-static int child_log(void)
+/* Child check, ATTN_LOG set: a failure (logged at debug level) and a
+ * success, on stderr at that level. */
+static void child_log(void)
 {
     attn_context *c = NULL;
-    if (attn_context_create(getenv("ATTN_TEST_DEVICE"), &c) != ATTN_SUCCESS) return 2;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c), ATTN_SUCCESS);
     attn_problem p = small_problem(8);
-    if (attn_prepare(c, &p, NULL) != ATTN_SUCCESS) return 3;
+    CU_ASSERT_EQUAL(attn_prepare(c, &p, NULL), ATTN_SUCCESS);
     job j;
-    if (job_setup(c, &j, &p, 51) != 0) return 4;
-    /* a failure (logged at debug level) and a success */
-    if (attn_forward(c, &p, NULL, &j.k, &j.v, &j.o, NULL, NULL, NULL) != ATTN_ERROR_INVALID_ARGUMENT)
-        return 5;
-    if (attn_forward(c, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, NULL) != ATTN_SUCCESS) return 6;
+    CU_ASSERT_EQUAL_FATAL(job_setup(c, &j, &p, 51), 0);
+    CU_ASSERT_EQUAL(attn_forward(c, &p, NULL, &j.k, &j.v, &j.o, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_forward(c, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, NULL), ATTN_SUCCESS);
     clFinish(attn_context_queue(c));
-    int bad = job_errors(c, &j);
+    CU_ASSERT_EQUAL(job_errors(c, &j), 0);
     job_free(&j);
     attn_context_release(c);
-    return bad == 0 ? 0 : 7;
 }
 
-/* Runs this binary with --child-log, ATTN_LOG=level and stderr to errfile. */
+/* Runs child_log with ATTN_LOG=level and stderr to errfile. */
 static int spawn_log_child(const char *level, const char *errfile)
 {
     char var[64];
     snprintf(var, sizeof var, "ATTN_LOG=%s", level);
-    const char *const args[] = {"--child-log", NULL}, *const env[] = {var, NULL};
-    return harness_wait_program(harness_start_program(self_path, args, env, NULL, errfile));
+    const char *const env[] = {var, NULL};
+    return harness_run_child("child_log", env, errfile);
 }
 
 static void test_logging(void)
@@ -757,7 +751,7 @@ static const harness_test children[] = {
     HARNESS_TEST(child_selectors),     HARNESS_TEST(child_device_0_0),
     HARNESS_TEST(child_device_no_such), HARNESS_TEST(child_device_empty),
     HARNESS_TEST(child_cache_folder),  HARNESS_TEST(child_kernel_folder),
-    HARNESS_END,
+    HARNESS_TEST(child_log),           HARNESS_END,
 };
 
 static void register_tests(void)
@@ -766,11 +760,4 @@ static void register_tests(void)
     harness_add_children(children);
 }
 
-int main(int argc, char **argv)
-{
-    if (argc > 1 && strcmp(argv[1], "--child-log") == 0) return child_log();
-    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
-    if (n > 0) self_path[n] = 0;
-    else snprintf(self_path, sizeof self_path, "%s", argv[0]);
-    return harness_run("test_context", register_tests);
-}
+int main(void) { return harness_run("test_context", register_tests); }
