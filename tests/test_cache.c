@@ -784,8 +784,9 @@ static void test_check_mode_catches_wrong_kernel(void)
     char kd[600], cd[600];
     snprintf(kd, sizeof kd, "ATTN_KERNEL_DIR=%s", wrong);
     snprintf(cd, sizeof cd, "ATTN_CACHE_DIR=%s", cache);
-    const char *const on[] = {kd, cd, "ATTN_CHECK=1", NULL}, *const off[] = {kd, cd, "ATTN_CHECK=0", NULL},
-                      *const unset[] = {kd, cd, "ATTN_CHECK", NULL};
+    const char *const on[] = {kd, cd, "ATTN_CHECK=1", NULL};
+    const char *const off[] = {kd, cd, "ATTN_CHECK=0", NULL};
+    const char *const unset[] = {kd, cd, "ATTN_CHECK", NULL};
     CU_ASSERT_EQUAL(harness_run_child("child_check_catches", on, NULL), 0);
     CU_ASSERT_EQUAL(harness_run_child("child_check_off", off, NULL), 0);
     CU_ASSERT_EQUAL(harness_run_child("child_check_off", unset, NULL), 0);

@@ -245,7 +245,8 @@ static void test_resume_after_kill(void)
     path_in(out, sizeof out, "out.txt");
     char env_db[600];
     snprintf(env_db, sizeof env_db, "ATTN_TUNING_DB=%s", db);
-    const char *const env[] = {env_db, NULL}, *const slow[] = {env_db, "ATTN_TUNE_TEST_DELAY_MS=1500", NULL};
+    const char *const env[] = {env_db, NULL};
+    const char *const slow[] = {env_db, "ATTN_TUNE_TEST_DELAY_MS=1500", NULL};
     /* three classes (three length buckets); each lasts at least 1.5 s */
     const char *args[] = {"--shapes", "hq=2:hkv=1:d=16:s=64,hq=2:hkv=1:d=16:s=128 hq=2:hkv=1:d=16:s=256",
                           "--family", "vector", "--max-candidates", "2", "--budget", "60", NULL};
