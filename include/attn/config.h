@@ -1,8 +1,8 @@
 /* attn/config.h -- part of attn's public API (applications include attn.h):
  * a context's configuration (check mode, the kernel-parameter override, the
  * tuning databases, the program-cache and kernel-source folders) and
- * logging. Each replaces a default a context takes
- * from the environment when it is created (README.md, "Environment"). */
+ * logging. Each replaces a default a context takes from the environment
+ * when it is created (README.md, "Environment"). */
 #ifndef ATTN_PUBLIC_CONFIG_H
 #define ATTN_PUBLIC_CONFIG_H
 
