@@ -10,12 +10,14 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
 #include <spawn.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
+#include <unistd.h>
 
 extern char **environ;
 
@@ -36,8 +38,16 @@ static int skipped(const char *name, const char *list)
     return 0;
 }
 
+/* The child check this process runs (ATTN_TEST_CHILD), or NULL. */
+static const char *child_mode(void)
+{
+    const char *name = getenv("ATTN_TEST_CHILD");
+    return name && *name ? name : NULL;
+}
+
 int harness_add_suite(const char *suite, const harness_test *tests)
 {
+    if (child_mode()) return 0; /* a child runs its one check only */
     const char *filter = getenv("ATTN_TEST_FILTER"), *skip = getenv("ATTN_TEST_SKIP");
     CU_pSuite s = CU_add_suite(suite, NULL, NULL);
     if (!s) goto fail;
@@ -52,13 +62,38 @@ fail:
     return -1;
 }
 
+int harness_add_children(const harness_test *children)
+{
+    const char *name = child_mode();
+    if (!name) return 0;
+    for (const harness_test *t = children; t->name; t++) {
+        if (strcmp(t->name, name) != 0) continue;
+        CU_pSuite s = CU_add_suite("child", NULL, NULL);
+        if (s && CU_add_test(s, t->name, t->fn)) return 0;
+        printf("harness: cannot add child check %s: %s\n", name, CU_get_error_msg());
+        return -1;
+    }
+    printf("harness: no child check named %s\n", name);
+    return -1;
+}
+
+/* A child's failed assertions, one line each. */
+static void print_child_failures(const char *name)
+{
+    for (CU_pFailureRecord f = CU_get_failure_list(); f; f = f->pNext)
+        printf("\n  child %s: %s:%u: %s", name, f->strFileName ? f->strFileName : "?",
+               f->uiLineNumber, f->strCondition ? f->strCondition : "?");
+    if (CU_get_failure_list()) printf("\n");
+}
+
 int harness_run(const char *program, void (*register_fn)(void))
 {
+    const char *child = child_mode();
     if (CU_initialize_registry() != CUE_SUCCESS) {
         printf("harness: %s: CUnit registry: %s\n", program, CU_get_error_msg());
         return 1;
     }
-    printf("%s (attn %s)\n", program, attn_version_string());
+    if (!child) printf("%s (attn %s)\n", program, attn_version_string());
     register_fn();
     if (CU_get_error() != CUE_SUCCESS) {
         printf("harness: %s: registering tests failed: %s\n", program, CU_get_error_msg());
@@ -66,11 +101,17 @@ int harness_run(const char *program, void (*register_fn)(void))
         return 1;
     }
 
-    CU_basic_set_mode(CU_BRM_VERBOSE);
-    CU_basic_run_tests();
-    if (harness_case_runs()) printf("%s: %d case runs\n", program, harness_case_runs());
+    if (child) { /* quiet: CUnit's basic runner prints a summary even when silent */
+        CU_run_all_tests();
+        print_child_failures(child);
+    } else {
+        CU_basic_set_mode(CU_BRM_VERBOSE);
+        CU_basic_run_tests();
+    }
+    if (harness_case_runs() && !child) printf("%s: %d case runs\n", program, harness_case_runs());
     int failed = CU_get_number_of_failures() > 0 || CU_get_number_of_suites_failed() > 0 ||
-                 CU_get_error() != CUE_SUCCESS || g_ctx_failed;
+                 CU_get_error() != CUE_SUCCESS || g_ctx_failed ||
+                 (child && CU_get_number_of_tests_run() != 1);
 
     attn_context_release(g_ctx);
     g_ctx = NULL;
@@ -433,6 +474,20 @@ void harness_remove_tree(const char *path)
     nftw(path, remove_entry, 16, FTW_DEPTH | FTW_PHYS);
 }
 
+int harness_count_files(const char *dir, const char *suffix)
+{
+    DIR *d = opendir(dir);
+    if (!d) return -1;
+    const size_t sl = strlen(suffix);
+    int n = 0;
+    for (struct dirent *e; (e = readdir(d)) != NULL;) {
+        const size_t l = strlen(e->d_name);
+        n += l > sl && strcmp(e->d_name + l - sl, suffix) == 0;
+    }
+    closedir(d);
+    return n;
+}
+
 char *harness_read_file(const char *path, size_t *len)
 {
     FILE *f = fopen(path, "rb");
@@ -485,8 +540,17 @@ int harness_run_program_split(const char *bin, const char *const *args, const ch
     return rc;
 }
 
-/* environ with extra_env's entries in place of any of the same name (the
- * caller frees the array, not the strings); NULL when out of memory. */
+/* Whether the environment entry "NAME=value" is for the variable that
+ * spec ("NAME=value" or "NAME") names. */
+static int same_name(const char *entry, const char *spec)
+{
+    const size_t n = strcspn(spec, "=");
+    return strncmp(entry, spec, n) == 0 && entry[n] == '=';
+}
+
+/* environ with extra_env's "NAME=value" entries in place of any of the same
+ * name and without the variables of its "NAME" entries (the caller frees
+ * the array, not the strings); NULL when out of memory. */
 static char **environment_with(const char *const *extra_env)
 {
     size_t n = 0, ne = 0;
@@ -497,14 +561,11 @@ static char **environment_with(const char *const *extra_env)
     size_t m = 0;
     for (size_t i = 0; i < n; i++) {
         int replaced = 0;
-        for (size_t j = 0; j < ne; j++) {
-            const char *eq = strchr(extra_env[j], '=');
-            size_t kl = eq ? (size_t)(eq - extra_env[j]) + 1 : strlen(extra_env[j]);
-            replaced |= strncmp(environ[i], extra_env[j], kl) == 0;
-        }
+        for (size_t j = 0; j < ne; j++) replaced |= same_name(environ[i], extra_env[j]);
         if (!replaced) envp[m++] = environ[i];
     }
-    for (size_t j = 0; j < ne; j++) envp[m++] = (char *)extra_env[j];
+    for (size_t j = 0; j < ne; j++)
+        if (strchr(extra_env[j], '=')) envp[m++] = (char *)extra_env[j];
     envp[m] = NULL;
     return envp;
 }
@@ -548,6 +609,31 @@ pid_t harness_start_program(const char *bin, const char *const *args,
         return -1;
     }
     return pid;
+}
+
+int harness_run_child(const char *name, const char *const *env, const char *err_path)
+{
+    enum { MAX_ENV = 32 };
+    char self[4096], mode[256];
+    const ssize_t len = readlink("/proc/self/exe", self, sizeof self - 1);
+    if (len <= 0) {
+        printf("\n  readlink /proc/self/exe: %s\n", strerror(errno));
+        return -1;
+    }
+    self[len] = 0;
+    const char *envp[MAX_ENV + 2];
+    size_t n = 0;
+    for (; env && env[n]; n++) {
+        if (n == MAX_ENV) {
+            printf("\n  child %s: more than %d variables\n", name, MAX_ENV);
+            return -1;
+        }
+        envp[n] = env[n];
+    }
+    snprintf(mode, sizeof mode, "ATTN_TEST_CHILD=%s", name);
+    envp[n++] = mode;
+    envp[n] = NULL;
+    return harness_wait_program(harness_start_program(self, NULL, envp, NULL, err_path));
 }
 
 int harness_wait_program(pid_t pid)

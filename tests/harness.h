@@ -14,7 +14,8 @@
  * Environment: ATTN_TEST_DEVICE (selector for harness_context, default the
  * library's own choice), ATTN_TEST_SEED (overrides harness_seed's default),
  * ATTN_TEST_FILTER (runs only tests whose name contains it), ATTN_TEST_SKIP
- * (a comma-separated list of test names not to run). */
+ * (a comma-separated list of test names not to run), ATTN_TEST_CHILD (set
+ * by harness_run_child: run only that child check). */
 #ifndef ATTN_HARNESS_H
 #define ATTN_HARNESS_H
 
@@ -143,6 +144,10 @@ void harness_temp_dir(char *buf, size_t size, const char *what);
  * made writable first. A file that cannot be removed is reported. */
 void harness_remove_tree(const char *path);
 
+/* The number of entries of the folder dir whose names end in suffix (a
+ * program cache's ".bin" files), or -1 when dir cannot be opened. */
+int harness_count_files(const char *dir, const char *suffix);
+
 /* The whole of the file at path, NUL-terminated (the caller frees it), and
  * its length in *len (len may be NULL). NULL after a message naming the
  * file when it cannot be opened or read to its end. */
@@ -160,9 +165,10 @@ int harness_run_program_split(const char *bin, const char *const *args, const ch
                               const char *err_path);
 
 /* Starts bin with args (NULL-terminated, not including argv[0]; NULL: none)
- * and this process's environment with extra_env's "NAME=value" entries in
- * place of any of the same name (NULL: none), stdout into out_path (NULL:
- * this process's) and stderr into err_path (NULL: with stdout). Returns the
+ * and this process's environment changed by extra_env (NULL: unchanged): a
+ * "NAME=value" entry sets NAME, in place of any value it had; a "NAME"
+ * entry (no '=') unsets it. stdout goes into out_path (NULL: this
+ * process's) and stderr into err_path (NULL: with stdout). Returns the
  * child's pid, or -1 after a message. */
 pid_t harness_start_program(const char *bin, const char *const *args,
                             const char *const *extra_env, const char *out_path,
@@ -171,5 +177,43 @@ pid_t harness_start_program(const char *bin, const char *const *args,
 /* Waits for a child started by harness_start_program: its exit status,
  * 128 + the signal that ended it, or -1 (after a message). */
 int harness_wait_program(pid_t pid);
+
+/* ---- checks that need an environment of their own ---- */
+
+/* What a context reads from the environment when it is created (ATTN_DEVICE,
+ * ATTN_PARAMS, ATTN_CACHE_DIR, ...) is checked in a child process given
+ * that environment, never by changing this process's (setenv races with
+ * other threads' getenv, and a change leaks into later tests). A test file
+ * lists its child checks -- CUnit test functions like any other -- in a
+ * HARNESS_END-terminated table that its register function also passes to
+ * harness_add_children:
+ *
+ *     static const harness_test children[] = {
+ *         HARNESS_TEST(child_params_from_env),
+ *         HARNESS_END
+ *     };
+ *     ...  harness_add_suite("config", tests); harness_add_children(children);
+ *
+ * and a test runs one of them with the environment it needs:
+ *
+ *     const char *const env[] = {"ATTN_PARAMS=rows=2", "ATTN_CHECK", NULL};
+ *     CU_ASSERT_EQUAL(harness_run_child("child_params_from_env", env, NULL), 0);
+ *
+ * The child is this test program (/proc/self/exe) with ATTN_TEST_CHILD set
+ * to the check's name: then harness_add_suite adds nothing and
+ * harness_add_children only that check, and harness_run prints each failed
+ * assertion (file, line, condition) and returns 1 when any failed. */
+
+/* In a child, adds the check ATTN_TEST_CHILD names (ATTN_TEST_FILTER and
+ * ATTN_TEST_SKIP do not apply); otherwise nothing. Returns 0, or -1 after a
+ * message. */
+int harness_add_children(const harness_test *children);
+
+/* Runs child check `name` in a new process of this test program, its
+ * environment this process's changed by env (as harness_start_program's
+ * extra_env), its stdout this process's and its stderr into err_path (NULL:
+ * this process's). Returns its exit status (0: every assertion held), or -1
+ * after a message. */
+int harness_run_child(const char *name, const char *const *env, const char *err_path);
 
 #endif /* ATTN_HARNESS_H */

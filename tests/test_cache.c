@@ -4,11 +4,11 @@
  * working copy, a broken one, a missing file); check mode catching a kernel
  * that is subtly wrong.
  *
- * Every test works in a fresh ATTN_CACHE_DIR under /tmp (removed
- * afterwards) and restores the environment it changed. The test binary runs
- * itself as a second process (argument --child-prepare) to show that a new
- * process loads from disk instead of rebuilding; build and load times are
- * printed as "cache timing:" lines. */
+ * Every test works in a fresh cache folder under /tmp (removed afterwards),
+ * given to its contexts by attn_context_set_cache_dir. Child processes of
+ * the test binary (harness_run_child) show that a new process loads from
+ * disk instead of rebuilding, and that ATTN_CHECK sets check mode; build
+ * and load times are printed as "cache timing:" lines. */
 #define _XOPEN_SOURCE 700
 #include "harness.h"
 #include "core/context.h"
@@ -21,47 +21,16 @@
 #include <ftw.h>
 #include <math.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
 #include <sys/types.h>
-#include <sys/wait.h>
 #include <dirent.h>
 #include <time.h>
 #include <unistd.h>
 
-extern char **environ;
-
-/* ---- helpers: environment, folders, files ---- */
-
-/* The variables these tests change, saved at the start of each test. */
-static const char *const env_names[] = {"ATTN_CACHE_DIR", "ATTN_KERNEL_DIR", "ATTN_CHECK",
-                                        "ATTN_PARAMS"};
-enum { NENV = 4 };
-static char *env_saved[NENV];
-
-static void env_save(void)
-{
-    for (int i = 0; i < NENV; i++) {
-        const char *v = getenv(env_names[i]);
-        env_saved[i] = v ? strdup(v) : NULL;
-    }
-    /* these tests pick their own sources and check mode */
-    unsetenv("ATTN_KERNEL_DIR");
-    unsetenv("ATTN_CHECK");
-}
-
-static void env_restore(void)
-{
-    for (int i = 0; i < NENV; i++) {
-        if (env_saved[i]) setenv(env_names[i], env_saved[i], 1);
-        else unsetenv(env_names[i]);
-        free(env_saved[i]);
-        env_saved[i] = NULL;
-    }
-}
+/* ---- helpers: folders, files ---- */
 
 static double now_ms(void)
 {
@@ -71,11 +40,14 @@ static double now_ms(void)
 }
 
 
-/* A fresh cache folder, set as ATTN_CACHE_DIR. */
+/* The cache folder of the contexts new_context makes. */
+static char g_cache[2048];
+
+/* A fresh cache folder, for the contexts new_context makes. */
 static void fresh_cache_dir(char *buf, size_t size)
 {
     harness_temp_dir(buf, size, "cache");
-    CU_ASSERT_EQUAL_FATAL(setenv("ATTN_CACHE_DIR", buf, 1), 0);
+    snprintf(g_cache, sizeof g_cache, "%s", buf);
 }
 
 /* Number of *.bin files in dir; the last one's path in first (if given). */
@@ -126,6 +98,8 @@ static void write_text(const char *dir, const char *name, const char *text)
 
 /* ---- helpers: contexts and problems ---- */
 
+/* A context on g_cache, the embedded sources and check mode off, whatever
+ * the environment says. */
 static attn_context *new_context(void)
 {
     attn_context *c = NULL;
@@ -133,6 +107,9 @@ static attn_context *new_context(void)
     if (st != ATTN_SUCCESS)
         printf("\n  attn_context_create: %s: %s\n", attn_status_name(st), attn_last_create_error());
     CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_context_set_cache_dir(c, g_cache), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(c, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_context_set_check(c, 0), ATTN_SUCCESS);
     return c;
 }
 
@@ -239,7 +216,6 @@ static void forward_is_right(attn_context *ctx, const attn_problem *p)
 
 static void test_miss_then_hit(void)
 {
-    env_save();
     char dir[512];
     fresh_cache_dir(dir, sizeof dir);
     attn_problem p = small_problem();
@@ -288,88 +264,81 @@ static void test_miss_then_hit(void)
     attn_context_release(c2);
 
     harness_remove_tree(dir);
-    env_restore();
 }
 
 /* ---- (b) a second process does not rebuild ---- */
 
-static char self_path[4096];
-
-/* The child: one context, one prepare, one forward; prints its times and
- * exits with built | disk << 4 (255 on failure). */
-static int child_prepare(void)
+/* Child check: one context (ATTN_CACHE_DIR from the environment), one
+ * prepare, one forward, with want_built programs built and want_disk loaded;
+ * prints its times. */
+static void prepare_in_child(unsigned want_built, unsigned want_disk)
 {
     attn_context *c = NULL;
-    if (attn_context_create(getenv("ATTN_TEST_DEVICE"), &c) != ATTN_SUCCESS) {
-        printf("child: attn_context_create: %s\n", attn_last_create_error());
-        return 255;
-    }
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c), ATTN_SUCCESS);
     attn_problem p = small_problem();
     double t0 = now_ms();
-    attn_status st = attn_prepare(c, &p, NULL);
+    attn_status st = prepare_verbose(c, &p);
     double t1 = now_ms();
-    if (st != ATTN_SUCCESS) {
-        printf("child: attn_prepare: %s\n", attn_last_error(c));
-        attn_context_release(c);
-        return 255;
-    }
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
     /* the first forward too: some drivers finish code generation lazily */
     size_t nq = (size_t)p.batch * p.q_heads * p.q_len * p.head_dim;
     size_t nk = (size_t)p.batch * p.kv_heads * p.kv_len * p.head_dim;
     float *x = calloc(nq > nk ? nq : nk, sizeof *x);
+    CU_ASSERT_PTR_NOT_NULL(x);
     attn_tensor q, k, v, o;
     cl_mem bq = harness_upload(c, p.dtype, x, p.batch, p.q_heads, p.q_len, p.head_dim, NULL, &q);
     cl_mem bk = harness_upload(c, p.dtype, x, p.batch, p.kv_heads, p.kv_len, p.head_dim, NULL, &k);
     cl_mem bv = harness_upload(c, p.dtype, x, p.batch, p.kv_heads, p.kv_len, p.head_dim, NULL, &v);
     cl_mem bo = harness_alloc(c, p.dtype, p.batch, p.q_heads, p.q_len, p.head_dim, NULL, &o);
+    CU_ASSERT(bq && bk && bv && bo);
     double t2 = now_ms();
-    st = attn_forward(c, &p, &q, &k, &v, &o, NULL, NULL, NULL);
-    clFinish(attn_context_queue(c));
+    if (st == ATTN_SUCCESS && bq && bk && bv && bo) {
+        st = attn_forward(c, &p, &q, &k, &v, &o, NULL, NULL, NULL);
+        CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+        clFinish(attn_context_queue(c));
+    }
     double t3 = now_ms();
     printf("cache timing: %s process (POCL_KERNEL_CACHE=%s): attn_prepare %.1f ms, first "
            "attn_forward %.1f ms (built %u, from disk %u)\n",
            c->programs_built ? "cold" : "warm",
            getenv("POCL_KERNEL_CACHE") ? getenv("POCL_KERNEL_CACHE") : "unset", t1 - t0, t3 - t2,
            c->programs_built, c->programs_from_disk);
-    fflush(stdout);
-    int code = st == ATTN_SUCCESS ? (int)((c->programs_built & 15) | (c->programs_from_disk & 15) << 4)
-                                  : 255;
-    clReleaseMemObject(bq);
-    clReleaseMemObject(bk);
-    clReleaseMemObject(bv);
-    clReleaseMemObject(bo);
+    CU_ASSERT_EQUAL(c->programs_built, want_built);
+    CU_ASSERT_EQUAL(c->programs_from_disk, want_disk);
+    cl_mem m[] = {bq, bk, bv, bo};
+    for (int i = 0; i < 4; i++)
+        if (m[i]) clReleaseMemObject(m[i]);
     free(x);
     attn_context_release(c);
-    return code;
 }
 
-/* Runs this binary with --child-prepare and extra (NULL or "NAME=value");
- * returns its exit status, or -1. */
-static int spawn_child(const char *extra)
+static void child_prepare_cold(void) { prepare_in_child(1, 0); }
+static void child_prepare_warm(void) { prepare_in_child(0, 1); }
+
+/* Runs child check `check` on the cache folder g_cache, the embedded
+ * sources, check mode off and extra (NULL or "NAME=value"); returns its exit
+ * status. */
+static int spawn_child(const char *check, const char *extra)
 {
-    const char *const args[] = {"--child-prepare", NULL}, *const env[] = {extra, NULL};
-    return harness_wait_program(harness_start_program(self_path, args, env, NULL, NULL));
+    char cache[2100];
+    snprintf(cache, sizeof cache, "ATTN_CACHE_DIR=%s", g_cache);
+    const char *const env[] = {cache, "ATTN_KERNEL_DIR", "ATTN_CHECK", extra, NULL};
+    return harness_run_child(check, env, NULL);
 }
 
 static void test_second_process(void)
 {
-    env_save();
     char dir[512];
     fresh_cache_dir(dir, sizeof dir);
     printf("\n");
     /* with PoCL's own kernel cache off, the times are attn's alone */
-    int cold = spawn_child("POCL_KERNEL_CACHE=0");
-    CU_ASSERT_EQUAL(cold, 1); /* built 1, from disk 0 */
+    CU_ASSERT_EQUAL(spawn_child("child_prepare_cold", "POCL_KERNEL_CACHE=0"), 0);
     CU_ASSERT_EQUAL(count_bins(dir, NULL, 0), 1);
-    int warm = spawn_child("POCL_KERNEL_CACHE=0");
-    CU_ASSERT_EQUAL(warm, 1 << 4); /* built 0, from disk 1 */
+    CU_ASSERT_EQUAL(spawn_child("child_prepare_warm", "POCL_KERNEL_CACHE=0"), 0);
     /* and with the environment as it is, twice: PoCL's own cache then holds
      * the code it generates at the first enqueue */
-    warm = spawn_child(NULL);
-    CU_ASSERT_EQUAL(warm, 1 << 4);
-    warm = spawn_child(NULL);
-    CU_ASSERT_EQUAL(warm, 1 << 4);
-    if (cold != 1 || warm != 1 << 4) printf("\n  child exit codes: cold %d, warm %d\n", cold, warm);
+    CU_ASSERT_EQUAL(spawn_child("child_prepare_warm", NULL), 0);
+    CU_ASSERT_EQUAL(spawn_child("child_prepare_warm", NULL), 0);
 
     /* the same measured in this process: a fresh context on an empty folder,
      * then a fresh context on the populated one */
@@ -400,7 +369,6 @@ static void test_second_process(void)
     attn_context_release(c2);
     harness_remove_tree(dir);
     harness_remove_tree(dir2);
-    env_restore();
 }
 
 /* ---- (c) corrupt cache files are rebuilt and rewritten ---- */
@@ -409,7 +377,6 @@ enum { HEADER_BYTES = 32 }; /* magic 8, format 4, key length 4, binary length 8,
 
 static void test_corrupt_files(void)
 {
-    env_save();
     char dir[512], path[1024];
     fresh_cache_dir(dir, sizeof dir);
     attn_problem p = small_problem();
@@ -489,7 +456,6 @@ static void test_corrupt_files(void)
     }
     free(good);
     harness_remove_tree(dir);
-    env_restore();
 }
 
 /* ---- several contexts filling the cache at once ---- */
@@ -512,7 +478,6 @@ static void *store_thread(void *varg)
  * file remains (no temporary files) and it loads. */
 static void test_concurrent_store(void)
 {
-    env_save();
     char dir[512];
     fresh_cache_dir(dir, sizeof dir);
     enum { T = 4 };
@@ -535,14 +500,12 @@ static void test_concurrent_store(void)
     CU_ASSERT_EQUAL(c->programs_built, 0);
     attn_context_release(c);
     harness_remove_tree(dir);
-    env_restore();
 }
 
 /* ---- (d) a cache folder that cannot be written ---- */
 
 static void test_unwritable_cache_dir(void)
 {
-    env_save();
     char base[512], file[1024], sub[1536];
     harness_temp_dir(base, sizeof base, "unwritable");
     snprintf(file, sizeof file, "%s/file", base);
@@ -554,7 +517,7 @@ static void test_unwritable_cache_dir(void)
     snprintf(sub, sizeof sub, "%s/sub/deeper", file);
     const char *paths[] = {sub, file};
     for (int i = 0; i < 2; i++) {
-        setenv("ATTN_CACHE_DIR", paths[i], 1);
+        snprintf(g_cache, sizeof g_cache, "%s", paths[i]);
         for (int round = 0; round < 2; round++) {
             attn_context *c = new_context();
             CU_ASSERT_EQUAL(prepare_verbose(c, &p), ATTN_SUCCESS);
@@ -574,7 +537,7 @@ static void test_unwritable_cache_dir(void)
     char ro[1024];
     snprintf(ro, sizeof ro, "%s/ro", base);
     CU_ASSERT_EQUAL_FATAL(mkdir(ro, 0555), 0);
-    setenv("ATTN_CACHE_DIR", ro, 1);
+    snprintf(g_cache, sizeof g_cache, "%s", ro);
     attn_context *c = new_context();
     CU_ASSERT_EQUAL(prepare_verbose(c, &p), ATTN_SUCCESS);
     forward_is_right(c, &p);
@@ -582,7 +545,6 @@ static void test_unwritable_cache_dir(void)
     attn_context_release(c);
 
     harness_remove_tree(base);
-    env_restore();
 }
 
 /* ---- (e) ATTN_KERNEL_DIR ---- */
@@ -607,13 +569,11 @@ static void export_sources(attn_context *ctx, const char *dir, char *text[NSOURC
 }
 
 /* A new context reading its kernel sources from dir (NULL: the embedded
- * ones): the folder is read at creation. */
+ * ones). */
 static attn_context *kernel_dir_context(const char *dir)
 {
-    if (dir) setenv("ATTN_KERNEL_DIR", dir, 1);
-    else unsetenv("ATTN_KERNEL_DIR");
     attn_context *c = new_context();
-    unsetenv("ATTN_KERNEL_DIR");
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(c, dir), ATTN_SUCCESS);
     return c;
 }
 
@@ -636,7 +596,6 @@ static void missing_sources(const char *dir, const char *const *files, int nfile
 
 static void test_kernel_dir(void)
 {
-    env_save();
     char cache[512], kdir[512], broken[512], partial[512], empty[512];
     fresh_cache_dir(cache, sizeof cache);
     harness_temp_dir(kdir, sizeof kdir, "kernels");
@@ -695,7 +654,7 @@ static void test_kernel_dir(void)
     }
     attn_context_release(ctx);
 
-    /* a context created without the variable uses the embedded sources */
+    /* a context without a kernel folder uses the embedded sources */
     ctx = kernel_dir_context(NULL);
     CU_ASSERT_EQUAL(prepare_verbose(ctx, &p), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
@@ -717,7 +676,6 @@ static void test_kernel_dir(void)
     harness_remove_tree(broken);
     harness_remove_tree(partial);
     harness_remove_tree(empty);
-    env_restore();
 }
 
 /* ---- (f) check mode catches a wrong kernel ---- */
@@ -743,9 +701,34 @@ static char *replace_all(const char *text, const char *from, const char *to, int
     return out;
 }
 
+/* Child check, ATTN_KERNEL_DIR naming the wrong kernels and ATTN_CHECK=1:
+ * a new context checks, and catches them. */
+static void child_check_catches(void)
+{
+    attn_context *c2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(c2->check, 1);
+    attn_problem p = small_problem();
+    run r;
+    run_setup(c2, &p, &r, 22);
+    attn_status st = attn_forward(c2, &p, &r.q, &r.k, &r.v, &r.o, NULL, NULL, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_ERROR_MISMATCH);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(c2), "out["));
+    run_free(&r);
+    attn_context_release(c2);
+}
+
+/* Child check, ATTN_CHECK=0 or unset: a new context does not check. */
+static void child_check_off(void)
+{
+    attn_context *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(c->check, 0);
+    attn_context_release(c);
+}
+
 static void test_check_mode_catches_wrong_kernel(void)
 {
-    env_save();
     char cache[512], wrong[512];
     fresh_cache_dir(cache, sizeof cache);
     harness_temp_dir(wrong, sizeof wrong, "wrong");
@@ -797,30 +780,20 @@ static void test_check_mode_catches_wrong_kernel(void)
     CU_ASSERT_EQUAL(ctx->check, 0);
     attn_context_release(ctx);
 
-    /* ATTN_CHECK=1: every new context checks */
-    setenv("ATTN_KERNEL_DIR", wrong, 1);
-    setenv("ATTN_CHECK", "1", 1);
-    attn_context *c2 = new_context();
-    CU_ASSERT_EQUAL(c2->check, 1);
-    run_setup(c2, &p, &r, 22);
-    st = attn_forward(c2, &p, &r.q, &r.k, &r.v, &r.o, NULL, NULL, NULL);
-    CU_ASSERT_EQUAL(st, ATTN_ERROR_MISMATCH);
-    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(c2), "out["));
-    run_free(&r);
-    attn_context_release(c2);
-    setenv("ATTN_CHECK", "0", 1);
-    attn_context *c3 = new_context();
-    CU_ASSERT_EQUAL(c3->check, 0);
-    attn_context_release(c3);
-    unsetenv("ATTN_CHECK");
-    attn_context *c4 = new_context();
-    CU_ASSERT_EQUAL(c4->check, 0);
-    attn_context_release(c4);
+    /* ATTN_CHECK=1: every new context checks; 0 or unset: none does */
+    char kd[600], cd[600];
+    snprintf(kd, sizeof kd, "ATTN_KERNEL_DIR=%s", wrong);
+    snprintf(cd, sizeof cd, "ATTN_CACHE_DIR=%s", cache);
+    const char *const on[] = {kd, cd, "ATTN_CHECK=1", NULL};
+    const char *const off[] = {kd, cd, "ATTN_CHECK=0", NULL};
+    const char *const unset[] = {kd, cd, "ATTN_CHECK", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_check_catches", on, NULL), 0);
+    CU_ASSERT_EQUAL(harness_run_child("child_check_off", off, NULL), 0);
+    CU_ASSERT_EQUAL(harness_run_child("child_check_off", unset, NULL), 0);
 
     for (int i = 0; i < NSOURCES; i++) free(text[i]);
     harness_remove_tree(cache);
     harness_remove_tree(wrong);
-    env_restore();
 }
 
 static const harness_test tests[] = {
@@ -834,13 +807,18 @@ static const harness_test tests[] = {
     HARNESS_END,
 };
 
-static void register_tests(void) { harness_add_suite("cache", tests); }
+static const harness_test children[] = {
+    HARNESS_TEST(child_prepare_cold),
+    HARNESS_TEST(child_prepare_warm),
+    HARNESS_TEST(child_check_catches),
+    HARNESS_TEST(child_check_off),
+    HARNESS_END,
+};
 
-int main(int argc, char **argv)
+static void register_tests(void)
 {
-    if (argc > 1 && strcmp(argv[1], "--child-prepare") == 0) return child_prepare();
-    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
-    if (n > 0) self_path[n] = 0;
-    else snprintf(self_path, sizeof self_path, "%s", argv[0]);
-    return harness_run("test_cache", register_tests);
+    harness_add_suite("cache", tests);
+    harness_add_children(children);
 }
+
+int main(void) { return harness_run("test_cache", register_tests); }

@@ -1,12 +1,14 @@
 /* test_config.c -- the configuration API: attn_context_set_params
  * (validation, the plan it gives, clearing, correct results under each
  * family), attn_context_set_tuning_db (a hand-written entry for a forward
- * and for a decode, cached until the next change), the log callback and
- * its level, and the environment read once, when a context is created. */
-#define _GNU_SOURCE /* setenv, strdup under C11 */
+ * and for a decode, cached until the next change), the program-cache and
+ * kernel-source folders, the log callback and its level, and the
+ * environment read when a context is created (in child processes). */
+#define _XOPEN_SOURCE 700 /* strdup */
 #include "harness.h"
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/program.h"
 #include "tuning/tuning.h"
 
 #include <stdio.h>
@@ -241,39 +243,157 @@ static void test_log_callback(void)
     attn_context_release(ctx);
 }
 
-/* ---- the environment: read when a context is created ---- */
+/* ---- the program-cache and kernel-source folders ---- */
 
-static void test_environment_at_creation(void)
+static void test_set_dirs_errors(void)
 {
-    const char *keep = getenv("ATTN_PARAMS");
-    char *saved = keep ? strdup(keep) : NULL;
-    const char *want = "family=vector,rows=2,keys=16,vec=4";
-    setenv("ATTN_PARAMS", want, 1);
-    setenv("ATTN_CHECK", "1", 1);
+    CU_ASSERT_EQUAL(attn_context_set_cache_dir(NULL, "/tmp"), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(NULL), "attn_context_set_cache_dir: ctx is NULL");
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(NULL, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(NULL), "attn_context_set_kernel_dir: ctx is NULL");
+    /* the text is copied: the caller's buffer may change afterwards */
     attn_context *ctx = own_context();
-    unsetenv("ATTN_CHECK");
-    setenv("ATTN_PARAMS", "family=tiled", 1); /* too late for ctx */
+    char dir[64] = "/tmp/attn-a";
+    CU_ASSERT_EQUAL(attn_context_set_cache_dir(ctx, dir), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(ctx, dir), ATTN_SUCCESS);
+    dir[10] = 'b';
+    CU_ASSERT_STRING_EQUAL(ctx->cache_dir, "/tmp/attn-a");
+    CU_ASSERT_STRING_EQUAL(ctx->kernel_dir, "/tmp/attn-a");
+    CU_ASSERT_PTR_NOT_EQUAL(ctx->cache_dir, ctx->kernel_dir);
+    /* "" and NULL are none */
+    CU_ASSERT_EQUAL(attn_context_set_cache_dir(ctx, ""), ATTN_SUCCESS);
+    CU_ASSERT_PTR_NULL(ctx->cache_dir);
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(ctx, NULL), ATTN_SUCCESS);
+    CU_ASSERT_PTR_NULL(ctx->kernel_dir);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
+    attn_context_release(ctx);
+}
+
+static void test_set_cache_dir(void)
+{
+    char dir[256];
+    harness_temp_dir(dir, sizeof dir, "config-cache");
+    attn_problem p = problem(16, 2, 1, 24), p2 = problem(8, 2, 1, 24);
+    attn_context *a = own_context();
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_cache_dir(a, dir), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(harness_forward_check(a, &p, 11), 0);
+    CU_ASSERT_EQUAL(a->programs_built + a->programs_from_disk, 1);
+    CU_ASSERT_EQUAL(harness_count_files(dir, ".bin"), 1); /* stored there */
+    /* another context on the same folder loads it instead of building */
+    attn_context *b = own_context();
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_cache_dir(b, dir), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(harness_forward_check(b, &p, 12), 0);
+    CU_ASSERT_EQUAL(b->programs_built, 0);
+    CU_ASSERT_EQUAL(b->programs_from_disk, 1);
+    /* no folder: built and stored nowhere; the program in memory stays */
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_cache_dir(b, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(harness_forward_check(b, &p2, 13), 0);
+    CU_ASSERT_EQUAL(b->programs_built, 1);
+    CU_ASSERT_EQUAL(harness_count_files(dir, ".bin"), 1);
+    const unsigned from_memory = b->programs_from_memory;
+    CU_ASSERT_EQUAL(attn_prepare(b, &p, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(b->programs_from_memory, from_memory + 1);
+    attn_context_release(b);
+    attn_context_release(a);
+    harness_remove_tree(dir);
+}
+
+/* Writes the forward's sources of both families into dir, each core's
+ * final normalisation 1% off when wrong is set. */
+static void write_sources(attn_context *ctx, const char *dir, int wrong)
+{
+    for (int f = 0; f < 2; f++) {
+        const char *const *names;
+        const int n = attn_family_sources(f, ATTN_ENTRY_PREFILL, &names);
+        CU_ASSERT_FATAL(n > 0);
+        for (int i = 0; i < n; i++) {
+            char *text = attn_kernel_source(ctx, names[i]), path[512];
+            CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+            char *at = wrong ? strstr(text, "1.0f / l") : NULL;
+            if (at) at[2] = '1'; /* "1.1f / l": more than the tolerance */
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            FILE *fp = fopen(path, "w");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+            fputs(text, fp);
+            CU_ASSERT_EQUAL(fclose(fp), 0);
+            free(text);
+        }
+    }
+}
+
+static void test_set_kernel_dir(void)
+{
+    char right[256], wrong[256], empty[256];
+    harness_temp_dir(right, sizeof right, "config-right");
+    harness_temp_dir(wrong, sizeof wrong, "config-wrong");
+    harness_temp_dir(empty, sizeof empty, "config-empty");
+    attn_context *ctx = own_context();
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_kernel_dir(ctx, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_cache_dir(ctx, NULL), ATTN_SUCCESS);
+    write_sources(ctx, right, 0);
+    write_sources(ctx, wrong, 1);
+    attn_problem p = problem(16, 2, 1, 40);
+    CU_ASSERT_EQUAL(harness_forward_check(ctx, &p, 21), 0); /* the built-in sources */
+    /* the folder's sources are used: wrong results, not the program in memory */
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(ctx, wrong), ATTN_SUCCESS);
+    printf("\n  (the doctored sources: the comparison below is expected to fail)");
+    CU_ASSERT_EQUAL(harness_forward_check(ctx, &p, 22), -1);
+    /* back to the built-in ones, then a right copy: right again */
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(ctx, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(harness_forward_check(ctx, &p, 23), 0);
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(ctx, right), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(harness_forward_check(ctx, &p, 24), 0);
+    /* a folder without the sources: the call names the path */
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(ctx, empty), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_ERROR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), empty));
+    attn_context_release(ctx);
+    harness_remove_tree(right);
+    harness_remove_tree(wrong);
+    harness_remove_tree(empty);
+}
+
+/* ---- the environment: read when a context is created (child checks) ---- */
+
+#define ENV_PARAMS "family=vector,rows=2,keys=16,vec=4"
+#define ENV_BAD_PARAMS "family=vector,keys=8,vec=16"
+
+/* ATTN_PARAMS=ENV_PARAMS, ATTN_CHECK=1: the override and check mode */
+static void child_params_and_check(void)
+{
+    attn_context *ctx = own_context();
     attn_problem p = problem(16, 2, 1, 50);
     attn_plan_info info;
     CU_ASSERT_EQUAL(attn_prepare(ctx, &p, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.source, "override");
-    CU_ASSERT_STRING_EQUAL(info.params, want);
+    CU_ASSERT_STRING_EQUAL(info.params, ENV_PARAMS);
     CU_ASSERT_EQUAL(ctx->check, 1);
     CU_ASSERT_EQUAL(harness_forward_check(ctx, &p, 3), 0); /* checked against the reference too */
-    /* a bad one is named as ATTN_PARAMS when a call plans */
-    setenv("ATTN_PARAMS", "family=vector,keys=8,vec=16", 1);
+    attn_context_release(ctx);
+}
+
+/* ATTN_PARAMS=ENV_BAD_PARAMS: named as ATTN_PARAMS when a call plans */
+static void child_bad_params(void)
+{
     attn_context *bad = own_context();
+    attn_problem p = problem(16, 2, 1, 50);
+    attn_plan_info info;
+    CU_ASSERT_EQUAL(bad->check, 0);
     CU_ASSERT_EQUAL(attn_prepare(bad, &p, NULL), ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(bad), "ATTN_PARAMS=\"family=vector,keys=8"));
     /* the API replaces the environment's value */
     CU_ASSERT_EQUAL(attn_context_set_params(bad, NULL), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(bad, &p, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_NOT_EQUAL(info.source, "override");
-    if (saved) setenv("ATTN_PARAMS", saved, 1);
-    else unsetenv("ATTN_PARAMS");
-    free(saved);
     attn_context_release(bad);
-    attn_context_release(ctx);
+}
+
+static void test_environment_at_creation(void)
+{
+    const char *const good[] = {"ATTN_PARAMS=" ENV_PARAMS, "ATTN_CHECK=1", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_params_and_check", good, NULL), 0);
+    const char *const bad[] = {"ATTN_PARAMS=" ENV_BAD_PARAMS, "ATTN_CHECK", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_bad_params", bad, NULL), 0);
 }
 
 static void register_tests(void)
@@ -281,9 +401,13 @@ static void register_tests(void)
     static const harness_test tests[] = {
         HARNESS_TEST(test_set_params_errors), HARNESS_TEST(test_override_plan),
         HARNESS_TEST(test_override_results),  HARNESS_TEST(test_set_tuning_db),
-        HARNESS_TEST(test_log_callback),      HARNESS_TEST(test_environment_at_creation),
-        HARNESS_END};
+        HARNESS_TEST(test_set_dirs_errors),   HARNESS_TEST(test_set_cache_dir),
+        HARNESS_TEST(test_set_kernel_dir),    HARNESS_TEST(test_log_callback),
+        HARNESS_TEST(test_environment_at_creation), HARNESS_END};
+    static const harness_test children[] = {
+        HARNESS_TEST(child_params_and_check), HARNESS_TEST(child_bad_params), HARNESS_END};
     harness_add_suite("config", tests);
+    harness_add_children(children);
 }
 
 int main(void) { return harness_run("test_config", register_tests); }

@@ -1,6 +1,7 @@
 /* test_context.c -- contexts: device selectors (and $ATTN_DEVICE), the
- * environment read once at creation (ATTN_CACHE_DIR, ATTN_KERNEL_DIR), wrapping
- * an application's queue without taking it over, an out-of-order queue
+ * environment read at creation (ATTN_CACHE_DIR, XDG_CACHE_HOME,
+ * ATTN_KERNEL_DIR; these in child processes), wrapping an application's
+ * queue without taking it over, an out-of-order queue
  * (the scratch reuse must chain on events), the version, the accessors, the
  * last error, the `done` event, logging, and several threads sharing one
  * context. */
@@ -9,19 +10,14 @@
 #include "core/context.h"
 
 #include <ctype.h>
-#include <dirent.h>
 #include <fcntl.h>
 #include <math.h>
 #include <pthread.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
-#include <sys/wait.h>
 #include <unistd.h>
-
-extern char **environ;
 
 /* ---- helpers ---- */
 
@@ -96,19 +92,6 @@ static int platform_named(const char *name)
         if (contains_ci(pn, name)) return 1;
     }
     return 0;
-}
-
-static const char *env_keep(const char *name)
-{
-    const char *v = getenv(name);
-    return v ? strdup(v) : NULL;
-}
-
-static void env_put_back(const char *name, const char *saved)
-{
-    if (saved) setenv(name, saved, 1);
-    else unsetenv(name);
-    free((void *)saved);
 }
 
 static attn_problem small_problem(int kv_len)
@@ -289,10 +272,9 @@ static void check_selector(const char *sel, cl_device_id want)
     attn_context_release(c);
 }
 
-static void test_selectors(void)
+/* Child check, ATTN_DEVICE unset: the selectors themselves. */
+static void child_selectors(void)
 {
-    const char *saved = env_keep("ATTN_DEVICE");
-    unsetenv("ATTN_DEVICE");
     cl_device_id dflt = expected_device(NULL), d00 = expected_device("0:0");
     CU_ASSERT_PTR_NOT_NULL_FATAL(dflt);
     CU_ASSERT_PTR_NOT_NULL(d00);
@@ -321,12 +303,20 @@ static void test_selectors(void)
     CU_ASSERT_NOT_EQUAL(attn_context_create("-1:0", &c), ATTN_SUCCESS);
     CU_ASSERT_PTR_NULL(c);
 
-    /* $ATTN_DEVICE when the selector is NULL or "" */
-    setenv("ATTN_DEVICE", "0:0", 1);
+}
+
+/* Child checks with ATTN_DEVICE set: used when the selector is NULL or "". */
+static void child_device_0_0(void) /* ATTN_DEVICE=0:0 */
+{
+    cl_device_id d00 = expected_device("0:0");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(d00);
     check_selector(NULL, d00);
     check_selector("", d00);
-    setenv("ATTN_DEVICE", "no-such", 1);
-    c = (attn_context *)(uintptr_t)0x1;
+}
+
+static void child_device_no_such(void) /* ATTN_DEVICE=no-such */
+{
+    attn_context *c = (attn_context *)(uintptr_t)0x1;
     CU_ASSERT_EQUAL(attn_context_create(NULL, &c), ATTN_ERROR_NO_DEVICE);
     CU_ASSERT_PTR_NULL(c);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_create_error(), "no-such"));
@@ -336,91 +326,84 @@ static void test_selectors(void)
     cl_device_id dev;
     CU_ASSERT_EQUAL(attn_select_device(NULL, &pl, &dev), ATTN_ERROR_NO_DEVICE);
     /* an explicit selector wins over the environment */
-    check_selector("0:0", d00);
-    /* an empty ATTN_DEVICE is the default choice */
-    setenv("ATTN_DEVICE", "", 1);
+    check_selector("0:0", expected_device("0:0"));
+}
+
+static void child_device_empty(void) /* ATTN_DEVICE= : the default choice */
+{
+    cl_device_id dflt = expected_device(NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dflt);
     check_selector(NULL, dflt);
-    env_put_back("ATTN_DEVICE", saved);
+}
+
+static void test_selectors(void)
+{
+    const char *const unset[] = {"ATTN_DEVICE", NULL}, *const d00[] = {"ATTN_DEVICE=0:0", NULL},
+                      *const none[] = {"ATTN_DEVICE=no-such", NULL},
+                      *const empty[] = {"ATTN_DEVICE=", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_selectors", unset, NULL), 0);
+    CU_ASSERT_EQUAL(harness_run_child("child_device_0_0", d00, NULL), 0);
+    CU_ASSERT_EQUAL(harness_run_child("child_device_no_such", none, NULL), 0);
+    CU_ASSERT_EQUAL(harness_run_child("child_device_empty", empty, NULL), 0);
 }
 
 /* ---- the environment, read at creation only ---- */
 
-/* Files in dir whose names end in ".bin" (-1: no such folder). */
-static int count_bins(const char *dir)
+/* Child check: a new context stores its program in the folder
+ * ATTN_TEST_CACHE names (the one ATTN_CACHE_DIR or XDG_CACHE_HOME gives it)
+ * and finds it in memory the second time. */
+static void child_cache_folder(void)
 {
-    DIR *d = opendir(dir);
-    if (!d) return -1;
-    int n = 0;
-    struct dirent *e;
-    while ((e = readdir(d)) != NULL) {
-        size_t l = strlen(e->d_name);
-        n += l > 4 && strcmp(e->d_name + l - 4, ".bin") == 0;
-    }
-    closedir(d);
-    return n;
-}
-
-/* ATTN_CACHE_DIR, XDG_CACHE_HOME and ATTN_KERNEL_DIR as they are when a
- * context is created: changing them later changes nothing for it, and the
- * next context takes them. */
-static void test_env_read_at_creation(void)
-{
-    static const char *const names[] = {"ATTN_CACHE_DIR", "XDG_CACHE_HOME", "ATTN_KERNEL_DIR"};
-    const char *saved[3];
-    for (int i = 0; i < 3; i++) saved[i] = env_keep(names[i]);
-    char first[512], second[512], xdg[512], xdg_attn[600];
-    harness_temp_dir(first, sizeof first, "env-first");
-    harness_temp_dir(second, sizeof second, "env-second");
-    harness_temp_dir(xdg, sizeof xdg, "env-xdg");
-    snprintf(xdg_attn, sizeof xdg_attn, "%s/attn", xdg);
-    const char *nowhere = "/nonexistent/attn/kernels";
+    const char *dir = getenv("ATTN_TEST_CACHE");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(dir);
     attn_problem p = small_problem(8);
-
-    setenv("ATTN_CACHE_DIR", first, 1);
-    unsetenv("ATTN_KERNEL_DIR");
     attn_context *a = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &a), ATTN_SUCCESS);
-    setenv("ATTN_CACHE_DIR", second, 1);
-    setenv("ATTN_KERNEL_DIR", nowhere, 1);
-    /* a: the embedded sources, and its programs stored in the first folder */
     CU_ASSERT_EQUAL(attn_prepare(a, &p, NULL), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL(a->programs_built + a->programs_from_disk, 1);
-    CU_ASSERT_EQUAL(count_bins(first), 1);
-    CU_ASSERT_EQUAL(count_bins(second), 0);
+    CU_ASSERT_EQUAL(a->programs_built, 1); /* the folder is empty */
+    CU_ASSERT_EQUAL(harness_count_files(dir, ".bin"), 1);
+    unsigned from_memory = a->programs_from_memory;
+    CU_ASSERT_EQUAL(attn_prepare(a, &p, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(a->programs_from_memory, from_memory + 1);
+    CU_ASSERT_EQUAL(harness_count_files(dir, ".bin"), 1);
+    attn_context_release(a);
+}
 
-    /* a new context takes the kernel folder: none there, an error naming it */
+/* Child check, ATTN_KERNEL_DIR=/nonexistent/attn/kernels: none there, an
+ * error naming it. */
+static void child_kernel_folder(void)
+{
+    attn_problem p = small_problem(8);
     attn_context *b = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &b), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(b, &p, NULL), ATTN_ERROR_IO);
-    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(b), nowhere));
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(b), "/nonexistent/attn/kernels"));
     attn_context_release(b);
-    /* and the cache folder: built again (another folder), stored there */
-    unsetenv("ATTN_KERNEL_DIR");
-    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &b), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL(attn_prepare(b, &p, NULL), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL(b->programs_built, 1);
-    CU_ASSERT_EQUAL(count_bins(second), 1);
-    attn_context_release(b);
+}
+
+/* ATTN_CACHE_DIR, XDG_CACHE_HOME and ATTN_KERNEL_DIR as a new context
+ * (another process) finds them. */
+static void test_env_read_at_creation(void)
+{
+    char first[512], xdg[512], xdg_attn[600], e_cache[600], e_test[700], e_xdg[600];
+    harness_temp_dir(first, sizeof first, "env-first");
+    harness_temp_dir(xdg, sizeof xdg, "env-xdg");
+    snprintf(xdg_attn, sizeof xdg_attn, "%s/attn", xdg);
+    /* ATTN_CACHE_DIR, the embedded sources */
+    snprintf(e_cache, sizeof e_cache, "ATTN_CACHE_DIR=%s", first);
+    snprintf(e_test, sizeof e_test, "ATTN_TEST_CACHE=%s", first);
+    const char *const env_first[] = {e_cache, e_test, "ATTN_KERNEL_DIR", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_cache_folder", env_first, NULL), 0);
+    /* the kernel folder */
+    const char *const env_kernels[] = {"ATTN_KERNEL_DIR=/nonexistent/attn/kernels", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_kernel_folder", env_kernels, NULL), 0);
     /* without ATTN_CACHE_DIR: $XDG_CACHE_HOME/attn */
-    unsetenv("ATTN_CACHE_DIR");
-    setenv("XDG_CACHE_HOME", xdg, 1);
-    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &b), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL(attn_prepare(b, &p, NULL), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL(count_bins(xdg_attn), 1);
-    attn_context_release(b);
-
-    /* the first context still reads the embedded sources, from memory */
-    unsigned from_memory = a->programs_from_memory;
-    setenv("ATTN_KERNEL_DIR", nowhere, 1);
-    CU_ASSERT_EQUAL(attn_prepare(a, &p, NULL), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL(a->programs_from_memory, from_memory + 1);
-    CU_ASSERT_EQUAL(count_bins(first), 1);
-    attn_context_release(a);
-
+    snprintf(e_xdg, sizeof e_xdg, "XDG_CACHE_HOME=%s", xdg);
+    snprintf(e_test, sizeof e_test, "ATTN_TEST_CACHE=%s", xdg_attn);
+    const char *const env_xdg[] = {"ATTN_CACHE_DIR", e_xdg, e_test, "ATTN_KERNEL_DIR", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_cache_folder", env_xdg, NULL), 0);
     harness_remove_tree(first);
-    harness_remove_tree(second);
     harness_remove_tree(xdg);
-    for (int i = 0; i < 3; i++) env_put_back(names[i], saved[i]);
 }
 
 /* ---- wrapping an application's queue ---- */
@@ -630,34 +613,32 @@ static void test_done_event(void)
 
 /* ---- logging (in a child process: the level is read once) ---- */
 
-static char self_path[4096];
-
-static int child_log(void)
+/* Child check, ATTN_LOG set: a failure (logged at debug level) and a
+ * success, on stderr at that level. */
+static void child_log(void)
 {
     attn_context *c = NULL;
-    if (attn_context_create(getenv("ATTN_TEST_DEVICE"), &c) != ATTN_SUCCESS) return 2;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c), ATTN_SUCCESS);
     attn_problem p = small_problem(8);
-    if (attn_prepare(c, &p, NULL) != ATTN_SUCCESS) return 3;
+    CU_ASSERT_EQUAL(attn_prepare(c, &p, NULL), ATTN_SUCCESS);
     job j;
-    if (job_setup(c, &j, &p, 51) != 0) return 4;
-    /* a failure (logged at debug level) and a success */
-    if (attn_forward(c, &p, NULL, &j.k, &j.v, &j.o, NULL, NULL, NULL) != ATTN_ERROR_INVALID_ARGUMENT)
-        return 5;
-    if (attn_forward(c, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, NULL) != ATTN_SUCCESS) return 6;
+    CU_ASSERT_EQUAL_FATAL(job_setup(c, &j, &p, 51), 0);
+    CU_ASSERT_EQUAL(attn_forward(c, &p, NULL, &j.k, &j.v, &j.o, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_forward(c, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, NULL), ATTN_SUCCESS);
     clFinish(attn_context_queue(c));
-    int bad = job_errors(c, &j);
+    CU_ASSERT_EQUAL(job_errors(c, &j), 0);
     job_free(&j);
     attn_context_release(c);
-    return bad == 0 ? 0 : 7;
 }
 
-/* Runs this binary with --child-log, ATTN_LOG=level and stderr to errfile. */
+/* Runs child_log with ATTN_LOG=level and stderr to errfile. */
 static int spawn_log_child(const char *level, const char *errfile)
 {
     char var[64];
     snprintf(var, sizeof var, "ATTN_LOG=%s", level);
-    const char *const args[] = {"--child-log", NULL}, *const env[] = {var, NULL};
-    return harness_wait_program(harness_start_program(self_path, args, env, NULL, errfile));
+    const char *const env[] = {var, NULL};
+    return harness_run_child("child_log", env, errfile);
 }
 
 static void test_logging(void)
@@ -766,13 +747,17 @@ static const harness_test tests[] = {
     HARNESS_END,
 };
 
-static void register_tests(void) { harness_add_suite("context", tests); }
+static const harness_test children[] = {
+    HARNESS_TEST(child_selectors),     HARNESS_TEST(child_device_0_0),
+    HARNESS_TEST(child_device_no_such), HARNESS_TEST(child_device_empty),
+    HARNESS_TEST(child_cache_folder),  HARNESS_TEST(child_kernel_folder),
+    HARNESS_TEST(child_log),           HARNESS_END,
+};
 
-int main(int argc, char **argv)
+static void register_tests(void)
 {
-    if (argc > 1 && strcmp(argv[1], "--child-log") == 0) return child_log();
-    ssize_t n = readlink("/proc/self/exe", self_path, sizeof self_path - 1);
-    if (n > 0) self_path[n] = 0;
-    else snprintf(self_path, sizeof self_path, "%s", argv[0]);
-    return harness_run("test_context", register_tests);
+    harness_add_suite("context", tests);
+    harness_add_children(children);
 }
+
+int main(void) { return harness_run("test_context", register_tests); }

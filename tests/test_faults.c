@@ -6,7 +6,7 @@
  * lies about lengths; a process killed with SIGKILL while it writes the
  * cache; scratch allocations beyond the device's max allocation (simulated
  * by lowering the context's limit, and for real); kernel folders
- * (ATTN_KERNEL_DIR) whose sources lack a kernel or are not files.
+ * (attn_context_set_kernel_dir) whose sources lack a kernel or are not files.
  *
  * Elsewhere: truncated and garbage cache files, a cache path under a
  * regular file, threads storing at once (test_cache.c: test_corrupt_files,
@@ -44,32 +44,6 @@ static char self_path[4096];
 
 /* ---- helpers ---- */
 
-static const char *const env_names[] = {"ATTN_CACHE_DIR", "ATTN_KERNEL_DIR", "XDG_CACHE_HOME",
-                                        "HOME", "ATTN_CHECK"};
-enum { NENV = 5 };
-static char *env_saved[NENV];
-
-static void env_save(void)
-{
-    for (int i = 0; i < NENV; i++) {
-        const char *v = getenv(env_names[i]);
-        env_saved[i] = v ? strdup(v) : NULL;
-    }
-    unsetenv("ATTN_KERNEL_DIR");
-    unsetenv("ATTN_CHECK");
-}
-
-static void env_restore(void)
-{
-    for (int i = 0; i < NENV; i++) {
-        if (env_saved[i]) setenv(env_names[i], env_saved[i], 1);
-        else unsetenv(env_names[i]);
-        free(env_saved[i]);
-        env_saved[i] = NULL;
-    }
-}
-
-
 /* Entries of dir other than . and ..; *.tmp ones counted in *tmp. */
 static int count_entries(const char *dir, int *tmp)
 {
@@ -88,12 +62,23 @@ static int count_entries(const char *dir, int *tmp)
     return n;
 }
 
-static attn_context *new_context(void)
+/* A context on the cache folder cache_dir (NULL: the environment's), the
+ * embedded sources and check mode off; NULL after a message. */
+static attn_context *new_context(const char *cache_dir)
 {
     attn_context *c = NULL;
     attn_status st = attn_context_create(getenv("ATTN_TEST_DEVICE"), &c);
-    if (st != ATTN_SUCCESS)
+    if (st != ATTN_SUCCESS) {
         printf("\n  attn_context_create: %s: %s\n", attn_status_name(st), attn_last_create_error());
+        return NULL;
+    }
+    if ((cache_dir && (st = attn_context_set_cache_dir(c, cache_dir)) != ATTN_SUCCESS) ||
+        (st = attn_context_set_kernel_dir(c, NULL)) != ATTN_SUCCESS ||
+        (st = attn_context_set_check(c, 0)) != ATTN_SUCCESS) {
+        printf("\n  configuring a context: %s: %s\n", attn_status_name(st), attn_last_error(c));
+        attn_context_release(c);
+        return NULL;
+    }
     return c;
 }
 
@@ -120,10 +105,10 @@ static int count_substr(const char *hay, const char *needle)
 }
 
 /* The cache file a context writes for problem(16, 16), found by building it
- * into the (fresh, empty) ATTN_CACHE_DIR dir. */
+ * into the (fresh, empty) cache folder dir. */
 static void cache_file_of_small_problem(const char *dir, char *path, size_t size)
 {
-    attn_context *c = new_context();
+    attn_context *c = new_context(dir);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     attn_problem p = problem(16, 16);
     CU_ASSERT_EQUAL_FATAL(attn_prepare(c, &p, NULL), ATTN_SUCCESS);
@@ -142,55 +127,70 @@ static void cache_file_of_small_problem(const char *dir, char *path, size_t size
 
 static void test_missing_cache_dir(void)
 {
-    env_save();
     char base[512], deep[1024];
     harness_temp_dir(base, sizeof base, "missing");
     snprintf(deep, sizeof deep, "%s/not/yet/there", base);
-    setenv("ATTN_CACHE_DIR", deep, 1);
     attn_problem p = problem(16, 16);
-    attn_context *c = new_context();
+    attn_context *c = new_context(deep);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     CU_ASSERT_EQUAL(harness_forward_check(c, &p, 1), 0);
     CU_ASSERT_EQUAL(c->programs_built, 1);
     attn_context_release(c);
     CU_ASSERT_EQUAL(count_entries(deep, NULL), 1); /* made, and the program stored */
-    c = new_context();
+    c = new_context(deep);
     CU_ASSERT_EQUAL(harness_forward_check(c, &p, 2), 0);
     CU_ASSERT_EQUAL(c->programs_from_disk, 1);
     attn_context_release(c);
     harness_remove_tree(base);
-    env_restore();
 }
 
-static void test_no_cache_dir_named(void)
+/* Child check, ATTN_CACHE_DIR, XDG_CACHE_HOME and HOME unset: nothing names
+ * a folder, so no disk cache, and every context builds. */
+static void child_no_cache_dir_named(void)
 {
-    env_save();
     attn_problem p = problem(16, 16);
-    /* nothing names a folder: no disk cache, every context builds */
-    unsetenv("ATTN_CACHE_DIR");
-    unsetenv("XDG_CACHE_HOME");
-    unsetenv("HOME");
     char dir[16];
     CU_ASSERT_EQUAL(attn_disk_cache_dir(dir, sizeof dir), 0);
     for (int round = 0; round < 2; round++) {
-        attn_context *c = new_context();
+        attn_context *c = new_context(NULL);
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_PTR_NULL(c->cache_dir);
         CU_ASSERT_EQUAL(harness_forward_check(c, &p, 3), 0);
         CU_ASSERT_EQUAL(c->programs_built, 1);
         attn_context_release(c);
     }
-    /* a name too long for any path */
-    char *longname = malloc(6000);
+}
+
+/* Child check, ATTN_CACHE_DIR a name too long for any path: right results. */
+static void child_cache_dir_too_long(void)
+{
+    attn_problem p = problem(16, 16);
+    attn_context *c = new_context(NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(harness_forward_check(c, &p, 4), 0);
+    attn_context_release(c);
+}
+
+static void test_no_cache_dir_named(void)
+{
+    const char *const none[] = {"ATTN_CACHE_DIR", "XDG_CACHE_HOME", "HOME", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_no_cache_dir_named", none, NULL), 0);
+    /* a name too long for any path, from the environment and by the API */
+    enum { LONG = 5999 };
+    char *longname = malloc(LONG + 16);
     CU_ASSERT_PTR_NOT_NULL_FATAL(longname);
-    memset(longname, 'x', 5999);
-    longname[0] = '/';
-    longname[5999] = 0;
-    setenv("ATTN_CACHE_DIR", longname, 1);
-    attn_context *c = new_context();
+    const size_t at = (size_t)sprintf(longname, "ATTN_CACHE_DIR=/");
+    memset(longname + at, 'x', LONG - 1);
+    longname[at + LONG - 1] = 0;
+    const char *const too_long[] = {longname, NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_cache_dir_too_long", too_long, NULL), 0);
+    attn_problem p = problem(16, 16);
+    attn_context *c = new_context(longname + at - 1);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL(strlen(c->cache_dir), LONG);
     CU_ASSERT_EQUAL(harness_forward_check(c, &p, 4), 0);
     attn_context_release(c);
     free(longname);
-    env_restore();
 }
 
 /* ---- a read-only folder, seen by a process that cannot write it ---- */
@@ -212,7 +212,7 @@ static int child_readonly(const char *dir)
         close(fd);
         return 78;
     }
-    attn_context *c = new_context();
+    attn_context *c = new_context(dir);
     if (!c) return 1;
     attn_problem p1 = problem(16, 16), p2 = problem(8, 24);
     int r = harness_forward_check(c, &p1, 5) || harness_forward_check(c, &p2, 6);
@@ -224,15 +224,13 @@ static int child_readonly(const char *dir)
 
 static void test_readonly_cache_dir(void)
 {
-    env_save();
     char base[512], ro[1024], out[1024];
     harness_temp_dir(base, sizeof base, "readonly");
     CU_ASSERT_EQUAL_FATAL(chmod(base, 0755), 0); /* the unprivileged child must get in */
     snprintf(ro, sizeof ro, "%s/ro", base);
     snprintf(out, sizeof out, "%s/child.log", base);
     CU_ASSERT_EQUAL_FATAL(mkdir(ro, 0555), 0);
-    char env_dir[1200], pocl_dir[1200], pocl_env[1300];
-    snprintf(env_dir, sizeof env_dir, "ATTN_CACHE_DIR=%s", ro);
+    char pocl_dir[1200], pocl_env[1300];
     /* PoCL builds in its cache folder; the build tree's is not writable for nobody */
     snprintf(pocl_dir, sizeof pocl_dir, "%s/pocl", base);
     CU_ASSERT_EQUAL_FATAL(mkdir(pocl_dir, 0777), 0);
@@ -240,7 +238,7 @@ static void test_readonly_cache_dir(void)
     snprintf(pocl_env, sizeof pocl_env, "POCL_CACHE_DIR=%s", pocl_dir);
     /* the child compiles its kernels afresh: under ASan, without the slow
      * unwinder that the leak suppressions need (its leaks are not the point) */
-    const char *const extra[] = {env_dir, pocl_env, "ATTN_LOG=warn", "ASAN_OPTIONS=detect_leaks=0",
+    const char *const extra[] = {pocl_env, "ATTN_LOG=warn", "ASAN_OPTIONS=detect_leaks=0",
                                  NULL};
     const char *const args[] = {"--child-readonly", ro, NULL};
     int rc = harness_wait_program(spawn_self(args, extra, out));
@@ -256,7 +254,6 @@ static void test_readonly_cache_dir(void)
     }
     free(log);
     harness_remove_tree(base);
-    env_restore();
 }
 
 /* ---- odd things in place of a cache file ---- */
@@ -272,10 +269,8 @@ static void on_alarm(int sig)
 
 static void test_odd_cache_entries(void)
 {
-    env_save();
     char dir[512], path[1024];
     harness_temp_dir(dir, sizeof dir, "odd");
-    setenv("ATTN_CACHE_DIR", dir, 1);
     cache_file_of_small_problem(dir, path, sizeof path);
     char elsewhere[512];
     harness_temp_dir(elsewhere, sizeof elsewhere, "elsewhere");
@@ -296,7 +291,7 @@ static void test_odd_cache_entries(void)
         }
         CU_ASSERT_EQUAL_FATAL(made, 0);
         alarm(60); /* before the fix a FIFO blocked the open forever */
-        attn_context *c = new_context();
+        attn_context *c = new_context(dir);
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
         int r = harness_forward_check(c, &p, 10 + (uint64_t)i);
         CU_ASSERT_EQUAL(r, 0);
@@ -305,7 +300,7 @@ static void test_odd_cache_entries(void)
         attn_context_release(c);
         /* the store replaced the entry with a valid file, except a folder
          * (rename cannot replace it): then every process rebuilds */
-        c = new_context();
+        c = new_context(dir);
         CU_ASSERT_EQUAL(harness_forward_check(c, &p, 20 + (uint64_t)i), 0);
         CU_ASSERT_EQUAL(c->programs_from_disk, i == 0 ? 0 : 1);
         printf("\n  cache entry is a %s: rebuilt, then %s", kinds[i],
@@ -322,16 +317,13 @@ static void test_odd_cache_entries(void)
     CU_ASSERT_EQUAL(count_entries(elsewhere, NULL), 0);
     harness_remove_tree(elsewhere);
     harness_remove_tree(dir);
-    env_restore();
 }
 
 /* Headers that lie: lengths far beyond the file, a key length of 4 GiB. */
 static void test_lying_cache_headers(void)
 {
-    env_save();
     char dir[512], path[1024];
     harness_temp_dir(dir, sizeof dir, "lying");
-    setenv("ATTN_CACHE_DIR", dir, 1);
     cache_file_of_small_problem(dir, path, sizeof path);
     FILE *f = fopen(path, "rb");
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
@@ -361,7 +353,7 @@ static void test_lying_cache_headers(void)
         CU_ASSERT_EQUAL(fwrite(bad, 1, len, f), len);
         fclose(f);
         free(bad);
-        attn_context *c = new_context();
+        attn_context *c = new_context(dir);
         CU_ASSERT_EQUAL(harness_forward_check(c, &p, 30 + i), 0);
         CU_ASSERT_EQUAL(c->programs_built, 1);
         printf("\n  cache header with %s: %s", lies[i].what,
@@ -370,7 +362,6 @@ static void test_lying_cache_headers(void)
     }
     printf("\n");
     harness_remove_tree(dir);
-    env_restore();
 }
 
 /* ---- SIGKILL while the cache is being written ---- */
@@ -464,8 +455,7 @@ static attn_problem vector_problem(int head_dim, int kv_len)
  * more fails with ATTN_ERROR_OUT_OF_MEMORY, and the context goes on. */
 static void test_scratch_limit_simulated(void)
 {
-    env_save();
-    attn_context *c = new_context();
+    attn_context *c = new_context(NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     /* the family with scratch buffers */
     CU_ASSERT_EQUAL_FATAL(attn_context_set_params(c, "family=vector"), ATTN_SUCCESS);
@@ -485,7 +475,6 @@ static void test_scratch_limit_simulated(void)
     CU_ASSERT_EQUAL(harness_forward_check(c, &big, 43), 0);
     printf("\n");
     attn_context_release(c);
-    env_restore();
 }
 
 /* For real: D = 1 pads to 16 floats per key in the packed K and V, so the
@@ -494,8 +483,7 @@ static void test_scratch_limit_simulated(void)
  * K and V buffers the device can give. */
 static void test_scratch_limit_real(void)
 {
-    env_save();
-    attn_context *c = new_context();
+    attn_context *c = new_context(NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_params(c, "family=vector,vec=16"), ATTN_SUCCESS);
     const cl_ulong limit = c->max_alloc;
@@ -504,8 +492,7 @@ static void test_scratch_limit_real(void)
         printf("\n  skipped: max allocation %llu bytes needs K/V buffers over 600 MiB\n",
                (unsigned long long)limit);
         attn_context_release(c);
-        env_restore();
-        return;
+            return;
     }
     attn_problem p = vector_problem(1, (int)kv);
     cl_int err;
@@ -544,7 +531,6 @@ static void test_scratch_limit_real(void)
     attn_problem small = problem(16, 16);
     CU_ASSERT_EQUAL(harness_forward_check(c, &small, 44), 0); /* still usable */
     attn_context_release(c);
-    env_restore();
 }
 
 /* ---- kernel folders with sources that are not what they should be ---- */
@@ -561,12 +547,10 @@ static void write_file(const char *dir, const char *name, const char *text)
 
 static void test_kernel_dir_faults(void)
 {
-    env_save();
     char cache[512], kdir[512];
     harness_temp_dir(cache, sizeof cache, "kcache");
     harness_temp_dir(kdir, sizeof kdir, "kdir");
-    setenv("ATTN_CACHE_DIR", cache, 1);
-    attn_context *c = new_context();
+    attn_context *c = new_context(cache);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     static const char *names[] = {"common.cl", "tiled_core.cl",  "tiled.cl",         "vector.cl",
                                   "peak.cl",   "vector_core.cl", "vector_helpers.cl"};
@@ -576,10 +560,10 @@ static void test_kernel_dir_faults(void)
         write_file(kdir, names[i], text);
         free(text);
     }
-    attn_context_release(c); /* the kernel folder is read at creation */
-    setenv("ATTN_KERNEL_DIR", kdir, 1);
-    c = new_context();
+    attn_context_release(c);
+    c = new_context(cache);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_kernel_dir(c, kdir), ATTN_SUCCESS);
     attn_problem p = problem(16, 16);
     char path[1024];
     const char *fams[] = {"family=vector", "family=tiled"};
@@ -621,7 +605,6 @@ static void test_kernel_dir_faults(void)
     attn_context_release(c);
     harness_remove_tree(cache);
     harness_remove_tree(kdir);
-    env_restore();
 }
 
 static const harness_test tests[] = {
@@ -637,7 +620,17 @@ static const harness_test tests[] = {
     HARNESS_END,
 };
 
-static void register_tests(void) { harness_add_suite("faults", tests); }
+static const harness_test children[] = {
+    HARNESS_TEST(child_no_cache_dir_named),
+    HARNESS_TEST(child_cache_dir_too_long),
+    HARNESS_END,
+};
+
+static void register_tests(void)
+{
+    harness_add_suite("faults", tests);
+    harness_add_children(children);
+}
 
 int main(int argc, char **argv)
 {

@@ -57,6 +57,10 @@ static void *shared_worker(void *arg)
     return NULL;
 }
 
+/* The cache folder of the contexts own_context_worker makes (written
+ * before the threads start). */
+static char cache_dir[256];
+
 static void *own_context_worker(void *arg)
 {
     worker *w = arg;
@@ -65,6 +69,8 @@ static void *own_context_worker(void *arg)
         fail(w, "%s (%d)", attn_last_create_error(), 0);
         return NULL;
     }
+    if (attn_context_set_cache_dir(c, cache_dir) != ATTN_SUCCESS)
+        fail(w, "%s (%d)", attn_last_error(c), 0);
     for (int it = 0; it < ITERS; it++) {
         /* every thread the same shapes: the same programs, stored at once */
         attn_problem p = shape(0, it);
@@ -151,15 +157,12 @@ static void test_one_context_many_threads(void)
 static void test_context_per_thread(void)
 {
     /* a fresh cache folder, so that the threads build and store together */
-    const char *saved = getenv("ATTN_CACHE_DIR");
-    char *keep = saved ? strdup(saved) : NULL;
-    char dir[] = "/tmp/attn-threads-XXXXXX";
-    CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
-    setenv("ATTN_CACHE_DIR", dir, 1);
+    harness_temp_dir(cache_dir, sizeof cache_dir, "threads");
     run_workers(own_context_worker, NULL, "a context per thread");
     /* afterwards every program loads from the folder: the stores were whole */
     attn_context *c = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_cache_dir(c, cache_dir), ATTN_SUCCESS);
     for (int it = 0; it < ITERS; it++) {
         attn_problem p = shape(0, it);
         CU_ASSERT_EQUAL(attn_prepare(c, &p, NULL), ATTN_SUCCESS);
@@ -167,10 +170,7 @@ static void test_context_per_thread(void)
     CU_ASSERT_EQUAL(c->programs_built, 0);
     CU_ASSERT(c->programs_from_disk >= 1);
     attn_context_release(c);
-    harness_remove_tree(dir);
-    if (keep) setenv("ATTN_CACHE_DIR", keep, 1);
-    else unsetenv("ATTN_CACHE_DIR");
-    free(keep);
+    harness_remove_tree(cache_dir);
     printf("\n");
 }
 

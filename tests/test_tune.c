@@ -6,7 +6,7 @@
  * and the next run resumes; the run's budget holds; the tool's database
  * commands and failures; the session (attn_tune_run) called directly, for
  * prefill and for decode. */
-#define _GNU_SOURCE
+#define _XOPEN_SOURCE 700 /* nftw, kill, mkdir */
 #include "harness.h"
 #include "core/program.h"
 #include "tuning/tune_session.h"
@@ -17,7 +17,6 @@
 #include <math.h>
 #include <ftw.h>
 #include <signal.h>
-#include <spawn.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -25,8 +24,6 @@
 #include <sys/wait.h>
 #include <time.h>
 #include <unistd.h>
-
-extern char **environ;
 
 static char g_dir[256];
 
@@ -121,10 +118,9 @@ static void test_wrong_candidates_rejected(void)
     path_in(kdir, sizeof kdir, "kernels");
     CU_ASSERT_EQUAL_FATAL(mkdir(kdir, 0755), 0);
     doctored_kernels(ctx, kdir);
-    attn_context_release(ctx); /* the kernel folder is read at creation */
-    setenv("ATTN_KERNEL_DIR", kdir, 1);
+    attn_context_release(ctx);
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
-    unsetenv("ATTN_KERNEL_DIR");
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_kernel_dir(ctx, kdir), ATTN_SUCCESS);
 
     attn_problem p = problem(16, 2, 1, 64, ATTN_F32, 1);
     attn_tune_bench *b = NULL;
@@ -208,31 +204,18 @@ static void test_correct_candidates_pass(void)
 
 /* ---- the tool ---- */
 
-/* Runs attn-tune with args (NULL-terminated), stdout and stderr into
- * out_path; returns the pid (wait = 0) or the exit status (wait = 1; -1 if
- * it did not exit normally). */
-static int run_tool(const char *const *args, const char *out_path, int wait)
+/* Runs attn-tune with args (NULL-terminated) and this process's environment
+ * changed by env (as harness_start_program's extra_env), stdout and stderr
+ * into out_path; returns the pid (wait = 0) or the exit status (wait = 1;
+ * 128 + the signal, or -1, if it did not exit normally). */
+static int run_tool(const char *const *args, const char *const *env, const char *out_path,
+                    int wait)
 {
     const char *bin = getenv("ATTN_TUNE_BIN");
     CU_ASSERT_PTR_NOT_NULL_FATAL(bin);
-    char *argv[32];
-    int n = 0;
-    argv[n++] = (char *)bin;
-    for (; args[n - 1] && n < 31; n++) argv[n] = (char *)args[n - 1];
-    argv[n] = NULL;
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 1, out_path, O_WRONLY | O_CREAT | O_TRUNC, 0644);
-    posix_spawn_file_actions_adddup2(&fa, 1, 2);
-    pid_t pid;
-    int rc = posix_spawn(&pid, bin, &fa, NULL, argv, environ);
-    posix_spawn_file_actions_destroy(&fa);
-    if (rc != 0) printf("\n  posix_spawn %s: %s", bin, strerror(rc));
-    CU_ASSERT_EQUAL_FATAL(rc, 0);
-    if (!wait) return pid;
-    int status;
-    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
-    return WIFEXITED(status) ? WEXITSTATUS(status) : -1;
+    const pid_t pid = harness_start_program(bin, args, env, out_path, NULL);
+    CU_ASSERT_FATAL(pid > 0);
+    return wait ? harness_wait_program(pid) : pid;
 }
 
 static size_t db_count(const char *path, attn_status *st)
@@ -260,13 +243,14 @@ static void test_resume_after_kill(void)
     char db[512], out[512];
     path_in(db, sizeof db, "tuning.json");
     path_in(out, sizeof out, "out.txt");
-    setenv("ATTN_TUNING_DB", db, 1);
+    char env_db[600];
+    snprintf(env_db, sizeof env_db, "ATTN_TUNING_DB=%s", db);
+    const char *const env[] = {env_db, NULL};
+    const char *const slow[] = {env_db, "ATTN_TUNE_TEST_DELAY_MS=1500", NULL};
     /* three classes (three length buckets); each lasts at least 1.5 s */
     const char *args[] = {"--shapes", "hq=2:hkv=1:d=16:s=64,hq=2:hkv=1:d=16:s=128 hq=2:hkv=1:d=16:s=256",
                           "--family", "vector", "--max-candidates", "2", "--budget", "60", NULL};
-    setenv("ATTN_TUNE_TEST_DELAY_MS", "1500", 1);
-    pid_t pid = run_tool(args, out, 0);
-    unsetenv("ATTN_TUNE_TEST_DELAY_MS");
+    pid_t pid = run_tool(args, slow, out, 0);
     /* wait for the first finished class, then kill -9 in the middle of the next */
     attn_status st = ATTN_SUCCESS;
     double t0 = attn_now_s();
@@ -290,7 +274,7 @@ static void test_resume_after_kill(void)
     CU_ASSERT(n >= 1 && n < 3);
 
     /* the next run resumes: the finished classes are skipped */
-    CU_ASSERT_EQUAL(run_tool(args, out, 1), 0);
+    CU_ASSERT_EQUAL(run_tool(args, env, out, 1), 0);
     text = harness_read_file(out, NULL);
     printf("\n  resumed run:\n%s", text ? text : "");
     CU_ASSERT_EQUAL(count_lines(text, "skipped"), (int)n);
@@ -300,12 +284,12 @@ static void test_resume_after_kill(void)
     /* and the library uses what it found */
     attn_context *ctx = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(ctx, db, NULL), ATTN_SUCCESS);
     attn_problem p = problem(16, 2, 1, 100, ATTN_F32, 1);
     attn_plan_info info;
     CU_ASSERT_EQUAL(attn_prepare(ctx, &p, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.source, "tuned");
     attn_context_release(ctx);
-    unsetenv("ATTN_TUNING_DB");
     remove_dir();
 }
 
@@ -320,15 +304,15 @@ static void test_budget_and_summary(void)
     char db[512], out[512];
     path_in(db, sizeof db, "tuning.json");
     path_in(out, sizeof out, "out.txt");
-    setenv("ATTN_TUNING_DB", db, 1);
+    char env_db[600];
+    snprintf(env_db, sizeof env_db, "ATTN_TUNING_DB=%s", db);
+    const char *const slow[] = {env_db, "ATTN_TUNE_TEST_DELAY_MS=2500", NULL};
     const char *args[] = {"--shapes", "hq=2:hkv=1:d=16:s=64,hq=2:hkv=1:d=16:s=128,"
                           "hq=2:hkv=1:d=16:s=256,hq=2:hkv=1:d=16:s=512",
                           "--family", "vector", "--max-candidates", "2", "--budget", "4", NULL};
-    setenv("ATTN_TUNE_TEST_DELAY_MS", "2500", 1);
     const double t0 = attn_now_s();
-    CU_ASSERT_EQUAL(run_tool(args, out, 1), 0);
+    CU_ASSERT_EQUAL(run_tool(args, slow, out, 1), 0);
     const double took = attn_now_s() - t0;
-    unsetenv("ATTN_TUNE_TEST_DELAY_MS");
     char *text = harness_read_file(out, NULL);
     CU_ASSERT_PTR_NOT_NULL_FATAL(text);
     printf("\n  --budget 4 took %.1f s:\n%s", took, text ? text : "");
@@ -393,7 +377,6 @@ static void test_budget_and_summary(void)
                       strstr(text, "too noisy to rank close candidates") != NULL;
     CU_ASSERT_EQUAL(strstr(text, "too noisy to rank candidates reliably") != NULL, noisy);
     free(text);
-    unsetenv("ATTN_TUNING_DB");
     remove_dir();
 }
 
@@ -604,10 +587,12 @@ static void test_tool_commands(void)
     path_in(out, sizeof out, "out.txt");
     path_in(ext, sizeof ext, "exported.json");
     path_in(bad, sizeof bad, "bad.json");
-    setenv("ATTN_TUNING_DB", db, 1);
+    char env_db[600];
+    snprintf(env_db, sizeof env_db, "ATTN_TUNING_DB=%s", db);
+    const char *const env[] = {env_db, NULL};
 
     const char *help[] = {"--help", NULL};
-    CU_ASSERT_EQUAL(run_tool(help, out, 1), 0);
+    CU_ASSERT_EQUAL(run_tool(help, env, out, 1), 0);
     char *text = harness_read_file(out, NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "--shapes FILE|LIST"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "hq=32:hkv=8:d=128:s=4096"));
@@ -617,7 +602,7 @@ static void test_tool_commands(void)
                               {"--shapes", "hq=8:hkv=3:d=64:s=64", NULL}, {"--frobnicate", NULL, NULL},
                               {"--decode", "--show", NULL}};
     for (int i = 0; i < 5; i++) {
-        CU_ASSERT_EQUAL(run_tool(usage[i], out, 1), 2);
+        CU_ASSERT_EQUAL(run_tool(usage[i], env, out, 1), 2);
         text = harness_read_file(out, NULL);
         printf("\n  usage error: %.160s", text);
         free(text);
@@ -626,7 +611,7 @@ static void test_tool_commands(void)
     /* a corrupt database: the error names file and line, nothing is tuned */
     write_file(db, "{\n  \"format\": \"attn-tuning-db\",\n  \"entries\": [\n    {\"device\": 3}\n  ]\n}\n");
     const char *tune[] = {"--shapes", "hq=2:d=16:s=64", "--max-candidates", "1", NULL};
-    CU_ASSERT_EQUAL(run_tool(tune, out, 1), 1);
+    CU_ASSERT_EQUAL(run_tool(tune, env, out, 1), 1);
     text = harness_read_file(out, NULL);
     printf("\n  corrupt: %s", text);
     char where[600];
@@ -636,7 +621,7 @@ static void test_tool_commands(void)
     free(text);
     /* --show on it fails too (exit 1, as --help says), naming file and line */
     const char *show_corrupt[] = {"--show", NULL};
-    CU_ASSERT_EQUAL(run_tool(show_corrupt, out, 1), 1);
+    CU_ASSERT_EQUAL(run_tool(show_corrupt, env, out, 1), 1);
     text = harness_read_file(out, NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, where));
     free(text);
@@ -644,7 +629,7 @@ static void test_tool_commands(void)
     write_file(bad, "{\"entries\": [\n");
     const char *imp_bad[] = {"--import", bad, NULL};
     remove(db);
-    CU_ASSERT_EQUAL(run_tool(imp_bad, out, 1), 1);
+    CU_ASSERT_EQUAL(run_tool(imp_bad, env, out, 1), 1);
     text = harness_read_file(out, NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "truncated"));
     free(text);
@@ -669,27 +654,26 @@ static void test_tool_commands(void)
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(bad, &two, err, sizeof err), ATTN_SUCCESS);
     attn_tuning_db_free(&two);
     const char *imp[] = {"--import", bad, NULL};
-    CU_ASSERT_EQUAL(run_tool(imp, out, 1), 0);
+    CU_ASSERT_EQUAL(run_tool(imp, env, out, 1), 0);
     attn_status st;
     CU_ASSERT_EQUAL(db_count(db, &st), 2);
     const char *show[] = {"--show", NULL};
-    CU_ASSERT_EQUAL(run_tool(show, out, 1), 0);
+    CU_ASSERT_EQUAL(run_tool(show, env, out, 1), 0);
     text = harness_read_file(out, NULL);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "Device A"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "Device B"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "D64 f32 causal g4 q2048 kv2048"));
     free(text);
     const char *exp[] = {"--export", ext, NULL};
-    CU_ASSERT_EQUAL(run_tool(exp, out, 1), 0);
+    CU_ASSERT_EQUAL(run_tool(exp, env, out, 1), 0);
     CU_ASSERT_EQUAL(db_count(ext, &st), 2);
     const char *forget[] = {"--forget", "device a", NULL};
-    CU_ASSERT_EQUAL(run_tool(forget, out, 1), 0);
+    CU_ASSERT_EQUAL(run_tool(forget, env, out, 1), 0);
     CU_ASSERT_EQUAL(db_count(db, &st), 1);
     const char *forget_all[] = {"--forget", "all", NULL};
-    CU_ASSERT_EQUAL(run_tool(forget_all, out, 1), 0);
+    CU_ASSERT_EQUAL(run_tool(forget_all, env, out, 1), 0);
     CU_ASSERT_EQUAL(db_count(db, &st), 0);
     CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
-    unsetenv("ATTN_TUNING_DB");
     remove_dir();
 }
 

@@ -5,7 +5,7 @@
  * other device, nearest bucket, system-wide file) as attn_prepare reports
  * them; concurrent writers losing nothing; and attn_problem_flops, the
  * work the entries' GFLOP/s are counted by. */
-#define _GNU_SOURCE /* dup2 etc. with strdup under C11 */
+#define _XOPEN_SOURCE 700 /* dup2, mkdir, nftw */
 #include "harness.h"
 #include "core/program.h"
 #include "tuning/tuning.h"
@@ -135,26 +135,6 @@ static int count_stderr(void (*fn)(void *), void *arg, const char *needle)
         }
     free(text);
     return n;
-}
-
-/* The variables these tests set, restored afterwards. */
-static char *saved_db, *saved_sys;
-static void env_save(void)
-{
-    const char *a = getenv("ATTN_TUNING_DB"), *b = getenv("ATTN_SYSTEM_TUNING_DB");
-    saved_db = a ? strdup(a) : NULL;
-    saved_sys = b ? strdup(b) : NULL;
-    setenv("ATTN_SYSTEM_TUNING_DB", "", 1);
-}
-static void env_restore(void)
-{
-    if (saved_db) setenv("ATTN_TUNING_DB", saved_db, 1);
-    else unsetenv("ATTN_TUNING_DB");
-    if (saved_sys) setenv("ATTN_SYSTEM_TUNING_DB", saved_sys, 1);
-    else unsetenv("ATTN_SYSTEM_TUNING_DB");
-    free(saved_db);
-    free(saved_sys);
-    saved_db = saved_sys = NULL;
 }
 
 /* ---- round trip ---- */
@@ -440,10 +420,43 @@ static void test_corrupt_files(void)
 
 /* ---- lookup tiers ---- */
 
+/* The lookup tiers' problems, told apart by group: g1 (its entry exact),
+ * g2 (another driver), g4 (stale sources), g8 (another device only), and
+ * g1 at a length no entry has (the nearest bucket); all entries have the
+ * same parameters. */
+#define TIERS_PARAMS "family=vector,rows=4,keys=32,vec=16"
+enum { TIERS_N = 5 };
+static void tiers_problems(attn_problem ps[TIERS_N])
+{
+    ps[0] = problem(16, 2, 2, 64);
+    ps[1] = problem(16, 4, 2, 64);
+    ps[2] = problem(16, 8, 2, 64);
+    ps[3] = problem(16, 16, 2, 64);
+    ps[4] = problem(16, 2, 2, 100); /* buckets 128: distance 2 octaves */
+}
+
+/* Child check, ATTN_TUNING_DB naming test_lookup_tiers' database and
+ * ATTN_SYSTEM_TUNING_DB empty: a new context reads them, and attn_prepare
+ * reports each tier. */
+static void child_tiers_from_env(void)
+{
+    attn_problem ps[TIERS_N];
+    tiers_problems(ps);
+    attn_context *c2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    /* g2's nearest exact entry is g1 (one octave), and likewise g4 and g8 */
+    attn_plan_info info;
+    for (int i = 0; i < TIERS_N; i++) {
+        CU_ASSERT_EQUAL(attn_prepare(c2, &ps[i], &info), ATTN_SUCCESS);
+        CU_ASSERT_STRING_EQUAL(info.source, "tuned");
+        CU_ASSERT_STRING_EQUAL(info.params, TIERS_PARAMS);
+    }
+    attn_context_release(c2);
+}
+
 static void test_lookup_tiers(void)
 {
     fresh_dir();
-    env_save();
     attn_context *ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     attn_device_identity here, other_driver, other_device;
@@ -460,9 +473,10 @@ static void test_lookup_tiers(void)
 
     /* classes told apart by group: g1 exact, g2 another driver, g4 stale
      * sources, g8 another device only */
-    const char *pr = "family=vector,rows=4,keys=32,vec=16";
-    attn_problem p1 = problem(16, 2, 2, 64), p2 = problem(16, 4, 2, 64);
-    attn_problem p4 = problem(16, 8, 2, 64), p8 = problem(16, 16, 2, 64);
+    const char *pr = TIERS_PARAMS;
+    attn_problem ps[TIERS_N];
+    tiers_problems(ps);
+    const attn_problem p1 = ps[0], p2 = ps[1], p4 = ps[2], p8 = ps[3];
     attn_tuning_db db;
     attn_tuning_db_init(&db);
     attn_tuning_entry es[] = {entry(&here, hv, &p1, pr), entry(&other_driver, hv, &p2, pr),
@@ -487,8 +501,7 @@ static void test_lookup_tiers(void)
         if (attn_tuning_db_lookup(&one, &here, hashes, &c, &e) != want[i]) printf("\n  entry %d", i);
     }
     /* nearest bucket: an unseen length uses the nearest tuned one */
-    attn_problem p1b = problem(16, 2, 2, 100); /* buckets 128: distance 2 octaves */
-    attn_shape_class_of(&p1b, &c);
+    attn_shape_class_of(&ps[4], &c);
     CU_ASSERT_EQUAL(c.q_bucket, 128);
     one.entries = &db.entries[0];
     CU_ASSERT_EQUAL(attn_tuning_db_lookup(&one, &here, hashes, &c, &e), ATTN_TIER_EXACT);
@@ -505,23 +518,15 @@ static void test_lookup_tiers(void)
     char path[512], err[1024];
     path_in(path, sizeof path, "tuning.json");
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
-    setenv("ATTN_TUNING_DB", path, 1);
+    char env_db[600];
+    snprintf(env_db, sizeof env_db, "ATTN_TUNING_DB=%s", path);
+    const char *const env[] = {env_db, "ATTN_SYSTEM_TUNING_DB=", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_tiers_from_env", env, NULL), 0);
     attn_context *c2 = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
-    const attn_problem *ps[] = {&p1, &p2, &p4, &p8, &p1b};
-    const char *want[] = {"tuned", "tuned", "tuned", "tuned", "tuned"};
-    /* g2's nearest exact entry is g1 (one octave), and likewise g4 and g8 */
     attn_plan_info info;
-    for (int i = 0; i < 5; i++) {
-        CU_ASSERT_EQUAL(attn_prepare(c2, ps[i], &info), ATTN_SUCCESS);
-        CU_ASSERT_STRING_EQUAL(info.source, want[i]);
-        CU_ASSERT_STRING_EQUAL(info.params, pr);
-    }
-    attn_context_release(c2);
     /* without the exact entry, the stale ones show, the other device not */
     attn_tuning_db rest = {db.entries + 1, 3, 3};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &rest, err, sizeof err), ATTN_SUCCESS);
-    env_restore(); /* from here on, attn_context_set_tuning_db */
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, ""), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(c2, &p2, &info), ATTN_SUCCESS);
@@ -714,13 +719,26 @@ static const harness_test tests[] = {
     HARNESS_END
 };
 
-static void register_tests(void) { harness_add_suite("tuning_db", tests); }
+static const harness_test children[] = {HARNESS_TEST(child_tiers_from_env), HARNESS_END};
+
+static void register_tests(void)
+{
+    harness_add_suite("tuning_db", tests);
+    harness_add_children(children);
+}
+
+/* The library's warnings on stderr, as it writes them itself. */
+static void warnings_to_stderr(attn_log_level level, const char *message, void *user)
+{
+    (void)user;
+    fprintf(stderr, "attn: %s: %s\n", level == ATTN_LOG_ERROR ? "error" : "warning", message);
+}
 
 int main(void)
 {
     /* the corrupt-file test counts the library's warnings: they must show */
     const char *level = getenv("ATTN_LOG");
     if (level && (!strcmp(level, "error") || !strcmp(level, "none") || !strcmp(level, "off")))
-        setenv("ATTN_LOG", "warn", 1);
+        attn_set_log_callback(warnings_to_stderr, NULL, ATTN_LOG_WARN);
     return harness_run("test_tuning_db", register_tests);
 }

@@ -1,9 +1,9 @@
 /* config.c -- a context's configuration: the environment's defaults read
  * once at creation (ATTN_PARAMS, ATTN_CHECK, ATTN_TUNING_DB,
  * ATTN_SYSTEM_TUNING_DB, ATTN_KERNEL_DIR, ATTN_CACHE_DIR, ATTN_SOFTMAX_WG),
- * and the calls that replace them. Changing any clears the context's cached
- * plans. No call path reads the environment: a variable set after creation
- * affects only the contexts created after it. */
+ * and the calls that replace them. Changing any but the cache folder clears
+ * the context's cached plans. No call path reads the environment: a
+ * variable set after creation affects only the contexts created after it. */
 #define _POSIX_C_SOURCE 200809L
 #include "core/config.h"
 #include "core/context.h"
@@ -125,4 +125,37 @@ attn_status attn_context_set_tuning_db(attn_context *ctx, const char *user_path,
     }
     attn_call_end(ctx);
     return st;
+}
+
+/* Replaces the folder *slot (of the public call fn) by a copy of dir; NULL
+ * or "" is none. reload: the tuning lookup hashes the sources, so a new
+ * kernel folder makes it read again (which also clears the plans). */
+static attn_status set_dir(attn_context *ctx, const char *fn, char **slot, const char *dir,
+                           int reload)
+{
+    attn_call_begin(ctx, fn);
+    int failed = 0;
+    char *copy = copy_or_null(dir, &failed);
+    attn_status st = ATTN_SUCCESS;
+    if (failed) {
+        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory copying dir");
+    } else {
+        free(*slot);
+        *slot = copy;
+        if (reload) attn_tuning_reload(ctx);
+    }
+    attn_call_end(ctx);
+    return st;
+}
+
+attn_status attn_context_set_cache_dir(attn_context *ctx, const char *dir)
+{
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    return set_dir(ctx, __func__, &ctx->cache_dir, dir, 0);
+}
+
+attn_status attn_context_set_kernel_dir(attn_context *ctx, const char *dir)
+{
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    return set_dir(ctx, __func__, &ctx->kernel_dir, dir, 1);
 }

@@ -63,7 +63,7 @@ struct attn_context {
     const char *override_from;  /* "ATTN_PARAMS" or "attn_context_set_params" */
     char *tuning_user_path;     /* tuning databases (malloc'd); NULL: none */
     char *tuning_system_path;
-    char *kernel_dir;           /* $ATTN_KERNEL_DIR (malloc'd); NULL: the embedded sources */
+    char *kernel_dir;           /* the kernel-source folder (malloc'd); NULL: embedded sources */
     char *cache_dir;            /* the program-binary folder (malloc'd); NULL: no disk cache */
     char *softmax_wg;           /* $ATTN_SOFTMAX_WG (malloc'd), checked by materialized.c; NULL: the device's default */
     struct attn_plan_cache *plans; /* the planner's results by shape class (plan.c) */

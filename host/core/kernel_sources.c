@@ -1,6 +1,6 @@
 /* kernel_sources.c -- the OpenCL C sources: embedded at build time from
  * the files of cl/, or read from the context's kernel folder ($ATTN_KERNEL_DIR
- * at its creation) for kernel development. */
+ * at its creation, or attn_context_set_kernel_dir) for kernel development. */
 #define _POSIX_C_SOURCE 200809L
 #include "core/context.h"
 #include "core/errors.h"
@@ -53,9 +53,9 @@ char *attn_kernel_source(attn_context *ctx, const char *name)
         snprintf(path, sizeof path, "%s/%s", dir, name);
         char *text = read_file(path, NULL);
         if (!text)
-            ATTN_FAIL(ctx, ATTN_ERROR_IO, "cannot read kernel source %s (ATTN_KERNEL_DIR)", path);
+            ATTN_FAIL(ctx, ATTN_ERROR_IO, "cannot read kernel source %s (the kernel folder)", path);
         else
-            attn_log(ATTN_LOG_DEBUG, "kernel source %s from ATTN_KERNEL_DIR", path);
+            attn_log(ATTN_LOG_DEBUG, "kernel source %s from the kernel folder", path);
         return text;
     }
     const char *text = attn_embedded_source(name);

@@ -105,7 +105,7 @@ static void store_binary(attn_context *ctx, cl_program prog, const char *key_tex
 static char *request_text(const attn_context *ctx, const char *const *sources, int nsources,
                           const char *options)
 {
-    if (ctx->kernel_dir) return NULL; /* files may change between calls */
+    if (ctx->kernel_dir) return NULL; /* files may change between calls: hash them */
     size_t len = strlen(options) + 2;
     for (int i = 0; i < nsources; i++) len += strlen(sources[i]) + 1;
     char *text = malloc(len);
@@ -154,7 +154,7 @@ attn_status attn_program_get(attn_context *ctx, const char *const *sources, int 
         if (e->key == key) {
             ctx->programs_from_memory++;
             *out = e->program;
-            if (!e->request) { /* first asked for from ATTN_KERNEL_DIR */
+            if (!e->request) { /* first built from a kernel folder's same text */
                 e->request = request;
                 request = NULL;
             }

@@ -1,7 +1,8 @@
 /* attn/config.h -- part of attn's public API (applications include attn.h):
  * a context's configuration (check mode, the kernel-parameter override, the
- * tuning databases) and logging. Each replaces a default a context takes
- * from the environment when it is created (README.md, "Environment"). */
+ * tuning databases, the program-cache and kernel-source folders) and
+ * logging. Each replaces a default a context takes from the environment
+ * when it is created (README.md, "Environment"). */
 #ifndef ATTN_PUBLIC_CONFIG_H
 #define ATTN_PUBLIC_CONFIG_H
 
@@ -44,6 +45,25 @@ ATTN_API attn_status attn_context_set_params(attn_context *ctx, const char *para
  *  the defaults. The files are read again on the next call that plans. */
 ATTN_API attn_status attn_context_set_tuning_db(attn_context *ctx, const char *user_path,
                                                 const char *system_path);
+
+/*! attn_context_set_cache_dir() : the folder where ctx keeps built programs
+ *  on disk, for later contexts and processes (made when first written; a
+ *  folder that cannot be written only costs the rebuilds). NULL or "" means
+ *  no disk cache. It applies to programs ctx builds after the call; those
+ *  already in its memory stay. Every new context starts with
+ *  $ATTN_CACHE_DIR, else $XDG_CACHE_HOME/attn, else ~/.cache/attn. */
+ATTN_API attn_status attn_context_set_cache_dir(attn_context *ctx, const char *dir);
+
+/*! attn_context_set_kernel_dir() : a folder ctx reads its OpenCL C sources
+ *  from (the files of cl/, for kernel development), on every call that
+ *  needs a program, instead of the copies built into the library; NULL or
+ *  "" means the built-in ones. Programs are found in memory and on disk by a
+ *  hash of the sources as read, so a changed folder or file never gives a
+ *  program built from other sources; the plans and the tuning database
+ *  (whose entries name their sources' hash) are looked up again. A missing
+ *  file is ATTN_ERROR_IO from the call that needs it, naming the path.
+ *  Every new context starts with $ATTN_KERNEL_DIR. */
+ATTN_API attn_status attn_context_set_kernel_dir(attn_context *ctx, const char *dir);
 
 /* How much attn says. */
 typedef enum attn_log_level {
