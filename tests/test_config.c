@@ -1,9 +1,11 @@
 /* test_config.c -- the configuration API: attn_context_set_params
- * (validation, the plan it gives, clearing, correct results under each
- * family), attn_context_set_tuning_db (a hand-written entry for a forward
- * and for a decode, cached until the next change), the program-cache and
- * kernel-source folders, the log callback and its level, and the
- * environment read when a context is created (in child processes). */
+ * (validation, the plan it gives and the memory it reports, clearing,
+ * correct results under each family), the kernels' private-memory
+ * estimates and the GPU heuristic's budget, attn_context_set_tuning_db (a
+ * hand-written entry for a forward and for a decode, cached until the next
+ * change), the program-cache and kernel-source folders, the log callback
+ * and its level, and the environment read when a context is created (in
+ * child processes). */
 #define _XOPEN_SOURCE 700 /* strdup */
 #include "harness.h"
 #include "core/context.h"
@@ -80,6 +82,11 @@ static void test_override_plan(void)
     CU_ASSERT_STRING_EQUAL(o.source, "override");
     CU_ASSERT_STRING_EQUAL(o.family, tiled ? "vector" : "tiled");
     CU_ASSERT_STRING_EQUAL(o.params, want);
+    /* the memory its kernel declares, computed by hand from the arrays of
+     * cl/tiled_core.cl (D 32: local Q 4 x 36, scores 4 x 16, 4 x 4 row
+     * floats; private acc, tot, cmp of 32 / 8 columns) and cl/vector.cl */
+    CU_ASSERT_EQUAL(o.local_bytes, tiled ? 0u : 896u);
+    CU_ASSERT_EQUAL(o.private_bytes, tiled ? 3280u : 48u);
     /* a partial override keeps the planned values of the rest */
     CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "keys=64"), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &o), ATTN_SUCCESS);
@@ -101,6 +108,54 @@ static void test_override_plan(void)
     CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &o), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(o.params, want);
     attn_context_release(ctx);
+}
+
+/* The private-memory estimates (desc_tiled.c, desc_vector.c) against
+ * hand-computed sums of the kernels' per-work-item arrays, and the GPU
+ * heuristic's budget: a device allowing only 16 work-items leaves the tiled
+ * default one work-item per row (all 128 columns of O in its registers),
+ * which the heuristic halves to 8 rows; a CPU keeps what it is given. */
+static void test_private_memory(void)
+{
+    attn_problem p = problem(128, 8, 2, 256);
+    attn_params t = attn_params_defaults(ATTN_FAMILY_TILED); /* rows 16, wg 128 */
+    /* 8 work-items a row: 16 columns each of acc, tot, cmp */
+    CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &t, &p), 3u * 16 * 4);
+    t.wg_size = 16;
+    size_t last = 0;
+    for (int rows = 1; rows <= 16; rows *= 2) { /* grows with rows at a fixed work-group */
+        t.block_rows = rows;
+        const size_t b = attn_params_private_bytes(ATTN_ENTRY_DECODE, &t, &p);
+        CU_ASSERT_EQUAL(b, 3u * (size_t)(128 / (16 / rows)) * 4);
+        CU_ASSERT(b > last);
+        last = b;
+    }
+    /* vector decode, rows 4, keys 32, vec 16, D 128 (DIM_PAD 128, PV_ROWS
+     * 2), in floats: acc/tot/cmp 1536, lsum/ltot/lcmp 192, s 128, p 128, qv
+     * 512, row 128, kvec 128, pv a 256, f32 sums + a 128 (f16: w + a0/a1
+     * 640), m/hi/qi/qh 16 */
+    attn_params v = attn_params_defaults(ATTN_FAMILY_VECTOR);
+    v.block_rows = 4;
+    CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_DECODE, &v, &p), 3152u * 4);
+    p.dtype = ATTN_F16;
+    CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_DECODE, &v, &p), 3664u * 4);
+    p.dtype = ATTN_F32;
+    v.block_rows = 8;
+    CU_ASSERT(attn_params_private_bytes(ATTN_ENTRY_DECODE, &v, &p) > 3152u * 4);
+
+    attn_device_limits gpu = {CL_DEVICE_TYPE_GPU, 65536, 16, 8};
+    const attn_params h = attn_params_heuristic(&gpu, &p);
+    char text[160];
+    attn_params_format(&h, text, sizeof text);
+    /* the key tile and local K/V do not shrink O: only the rows went */
+    CU_ASSERT_STRING_EQUAL(text, "family=tiled,rows=8,keys=32,wg=16,local_kv=1");
+    CU_ASSERT(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &h, &p) <= ATTN_PRIVATE_BUDGET_GPU);
+    attn_device_limits cpu = gpu;
+    cpu.type = CL_DEVICE_TYPE_CPU;
+    t.block_rows = 16;
+    attn_params_fit(ATTN_ENTRY_PREFILL, &t, &cpu, &p);
+    CU_ASSERT_EQUAL(t.block_rows, 16);
+    CU_ASSERT(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &t, &p) > ATTN_PRIVATE_BUDGET_GPU);
 }
 
 static void test_override_results(void)
@@ -400,6 +455,7 @@ static void register_tests(void)
 {
     static const harness_test tests[] = {
         HARNESS_TEST(test_set_params_errors), HARNESS_TEST(test_override_plan),
+        HARNESS_TEST(test_private_memory),
         HARNESS_TEST(test_override_results),  HARNESS_TEST(test_set_tuning_db),
         HARNESS_TEST(test_set_dirs_errors),   HARNESS_TEST(test_set_cache_dir),
         HARNESS_TEST(test_set_kernel_dir),    HARNESS_TEST(test_log_callback),

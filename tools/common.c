@@ -231,6 +231,8 @@ void tool_json_plan(cJSON *j, const attn_plan_info *plan)
     cJSON_AddStringToObject(j, "family", plan->family);
     cJSON_AddStringToObject(j, "params", plan->params);
     cJSON_AddStringToObject(j, "params_source", plan->source);
+    cJSON_AddNumberToObject(j, "local_bytes", (double)plan->local_bytes);
+    cJSON_AddNumberToObject(j, "private_bytes", (double)plan->private_bytes);
 }
 
 void tool_json_times(cJSON *j, int reps, const attn_time_spread *s, double ratio, double flops,

@@ -281,6 +281,8 @@ attn_status attn_decode_prepare(attn_context *ctx, attn_kv_cache *cache, const a
         size_t n = strlen(info->params);
         snprintf(info->params + n, sizeof info->params - n, ",splits=%d", dp.nsplit);
         snprintf(info->source, sizeof info->source, "%s", dp.source);
+        info->local_bytes = attn_params_local_bytes(&dp.pr, p);
+        info->private_bytes = attn_params_private_bytes(ATTN_ENTRY_DECODE, &dp.pr, p);
     }
     free(dp.qlen);
     attn_call_end(ctx);

@@ -165,6 +165,8 @@ attn_status attn_prepare(attn_context *ctx, const attn_problem *p, attn_plan_inf
                  pr.family == ATTN_FAMILY_VECTOR ? "vector" : "tiled");
         attn_params_format(&pr, info->params, sizeof info->params);
         snprintf(info->source, sizeof info->source, "%s", source);
+        info->local_bytes = attn_params_local_bytes(&pr, p);
+        info->private_bytes = attn_params_private_bytes(ATTN_ENTRY_PREFILL, &pr, p);
     }
     attn_call_end(ctx);
     return st;

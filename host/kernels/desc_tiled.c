@@ -34,6 +34,18 @@ static size_t local_bytes(const attn_params *pr, int head_dim)
     return bytes;
 }
 
+/* Bytes of the per-work-item arrays of tiled_attend (cl/tiled_core.cl), the
+ * same for both entries: each work-item owns DPT output columns of its row. */
+static size_t private_bytes(const attn_params *pr, const attn_problem *p, int entry)
+{
+    (void)entry;
+    const int tpr = pr->block_rows > 0 && pr->wg_size >= pr->block_rows
+                        ? pr->wg_size / pr->block_rows /* TPR: work-items per row */
+                        : 1;
+    const size_t dpt = (size_t)(p->head_dim + tpr - 1) / tpr; /* DPT: columns per work-item */
+    return 3 * dpt * 4;                                       /* acc, tot, cmp [DPT] floats */
+}
+
 static void no_derived(const attn_params *pr, const attn_problem *p, char *buf, size_t n)
 {
     (void)pr, (void)p;
@@ -44,7 +56,7 @@ static void no_derived(const attn_params *pr, const attn_problem *p, char *buf, 
 const attn_family_desc attn_desc_tiled = {
     ATTN_FAMILY_TILED, "tiled", tunables, (int)(sizeof tunables / sizeof tunables[0]),
     constraints, (int)(sizeof constraints / sizeof constraints[0]),
-    offsetof(attn_params, wg_size), local_bytes, no_derived,
+    offsetof(attn_params, wg_size), local_bytes, private_bytes, no_derived,
     {{"attn_fwd_tiled", {"common.cl", "tiled_core.cl", "tiled.cl"}, 3,
       {{offsetof(attn_params, block_keys), 16}, {offsetof(attn_params, local_kv), 0},
        {offsetof(attn_params, block_rows), 1}}, 3},

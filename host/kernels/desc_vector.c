@@ -2,6 +2,7 @@
  * work-group streams float vectors, K/V pre-packed): the core
  * cl/vector_core.cl with the entries cl/vector.cl (prefill) and
  * cl/decode_vector.cl (decode). */
+#include "attention/decode.h" /* ATTN_KV_DIM_ALIGN: decode's DIM_PAD */
 #include "kernels/kernel_desc.h"
 
 #include <stdio.h>
@@ -30,10 +31,45 @@ static void derived(const attn_params *pr, const attn_problem *p, char *buf, siz
     snprintf(buf, n, " -DHEAD_DIM_PAD=%d", attn_params_padded_dim(pr, p->head_dim));
 }
 
+/* Bytes of the per-work-item arrays of the entry kernels (cl/vector.cl,
+ * cl/decode_vector.cl) and vector_core.cl's state they declare; a floatV is
+ * vec floats. Prefill works in HEAD_DIM_PAD columns, decode in the cache's
+ * DIM_PAD (NCHUNK vectors a row either way). */
+static size_t private_bytes(const attn_params *pr, const attn_problem *p, int entry)
+{
+    const size_t r = (size_t)pr->block_rows, k = (size_t)pr->block_keys, v = (size_t)pr->vec_width;
+    const int decode = entry == ATTN_ENTRY_DECODE;
+    const size_t dpad = decode ? (size_t)(p->head_dim + ATTN_KV_DIM_ALIGN - 1) / ATTN_KV_DIM_ALIGN *
+                                     ATTN_KV_DIM_ALIGN
+                               : (size_t)attn_params_padded_dim(pr, p->head_dim);
+    const size_t nchunk = dpad / v;
+    size_t floats = 3 * r * dpad; /* acc, tot, cmp [BLOCK_ROWS][NCHUNK] floatV */
+    floats += 3 * r * v;          /* lsum, ltot, lcmp [BLOCK_ROWS] floatV */
+    floats += r * k;              /* s [BLOCK_ROWS][NKV] floatV */
+    floats += r * k;              /* p [BLOCK_ROWS][BLOCK_KEYS] float */
+    if (!decode) {
+        floats += r * (size_t)p->head_dim; /* qs [BLOCK_ROWS][HEAD_DIM] float */
+        floats += 2 * r * v;               /* pv_block's a0, a1 [BLOCK_ROWS] floatV */
+        floats += 5 * r;                   /* m, hi, qi, qh, lim [BLOCK_ROWS] (4-byte) */
+        return floats * 4;
+    }
+    const size_t pv_rows = nchunk >= 16 ? 1 : 16 / nchunk;
+    floats += r * dpad;                 /* qv [BLOCK_ROWS][NCHUNK] floatV */
+    floats += dpad;                     /* row [DIM_PAD] float (Q staging) */
+    floats += dpad;                     /* dot_rows's kvec [NCHUNK] floatV */
+    floats += pv_rows * dpad;           /* pv_block's a [PV_ROWS][NCHUNK] floatV */
+    if (p->dtype == ATTN_F32)
+        floats += 2 * r * v;            /* sums [BLOCK_ROWS][VEC_WIDTH] float, a [BLOCK_ROWS] floatV */
+    else
+        floats += r * v * v / 2 + 2 * r * v; /* w [BLOCK_ROWS][VEC_WIDTH / 2] floatV, a0, a1 */
+    floats += 4 * r;                    /* m, hi, qi, qh [BLOCK_ROWS] (4-byte) */
+    return floats * 4;
+}
+
 const attn_family_desc attn_desc_vector = {
     ATTN_FAMILY_VECTOR, "vector", tunables, (int)(sizeof tunables / sizeof tunables[0]),
     constraints, (int)(sizeof constraints / sizeof constraints[0]),
-    (size_t)-1, NULL, derived,
+    (size_t)-1, NULL, private_bytes, derived,
     {{"attn_fwd_vector", {"common.cl", "vector_helpers.cl", "vector_core.cl", "vector.cl"}, 4,
       {{offsetof(attn_params, block_rows), 1}}, 1},
      {"attn_decode_vector",

@@ -1,7 +1,7 @@
 /* kernel_desc.h -- a kernel family described in one place: its cl/ sources
  * and entry kernels (prefill and decode), its tunables (name, -D macro,
  * field, default, legal range, search values), the constraints between
- * them, and its local-memory use. params.c builds the option string, the
+ * them, and its local- and private-memory use. params.c builds the option string, the
  * legality check and the heuristic's shrink loop from these; search_space.c
  * the tuner's search. Adding a tunable = one row here + the #ifndef in .cl. */
 #ifndef ATTN_KERNEL_DESC_H
@@ -61,6 +61,12 @@ typedef struct attn_family_desc {
     size_t wg_offset;
     /* bytes of __local memory the kernels declare, or NULL for none */
     size_t (*local_bytes)(const attn_params *pr, int head_dim);
+    /* bytes of private (register) state one work-item of entry point
+     * `entry` (ATTN_ENTRY_*) holds: the per-work-item arrays its kernel
+     * declares, each term naming its array; what a GPU's register file must
+     * hold (ATTN_PRIVATE_BUDGET_GPU). p gives the head dim and the storage
+     * type (decode's score scratch depends on it). */
+    size_t (*private_bytes)(const attn_params *pr, const attn_problem *p, int entry);
     /* -D macros derived from the tunables ("" when none); appended */
     void (*derived_options)(const attn_params *pr, const attn_problem *p, char *buf, size_t n);
     attn_entry_desc entry[ATTN_ENTRY_COUNT];

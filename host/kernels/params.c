@@ -110,7 +110,7 @@ int attn_params_legal(const attn_params *pr, const attn_device_limits *dev,
                  name_at(f, f->wg_offset), attn_desc_get(pr, f->wg_offset), dev->max_wg);
         return 0;
     }
-    const size_t local = f->local_bytes ? f->local_bytes(pr, p->head_dim) : 0;
+    const size_t local = attn_params_local_bytes(pr, p);
     if (dev && local > dev->local_mem) {
         snprintf(err, errsize, "needs %zu bytes of local memory, the device has %llu", local,
                  (unsigned long long)dev->local_mem);
@@ -133,6 +133,40 @@ static void clamp_wg(const attn_family_desc *f, attn_params *pr, const attn_devi
     }
 }
 
+size_t attn_params_local_bytes(const attn_params *pr, const attn_problem *p)
+{
+    const attn_family_desc *f = attn_family_desc_of(pr->family);
+    return f->local_bytes ? f->local_bytes(pr, p->head_dim) : 0;
+}
+
+size_t attn_params_private_bytes(int entry, const attn_params *pr, const attn_problem *p)
+{
+    return attn_family_desc_of(pr->family)->private_bytes(pr, p, entry);
+}
+
+/* Whether pr's private state is over the GPU budget (never elsewhere). */
+static int over_private(int entry, const attn_params *pr, const attn_device_limits *dev,
+                        const attn_problem *p)
+{
+    return (dev->type & CL_DEVICE_TYPE_GPU) &&
+           attn_params_private_bytes(entry, pr, p) > ATTN_PRIVATE_BUDGET_GPU;
+}
+
+/* Whether shrink step s of entry e can apply to pr: its field above the
+ * floor and, when only the private budget is exceeded (legal), halving it
+ * lowers the estimate (a smaller key tile does not shrink tiled's O). */
+static int step_helps(const attn_family_desc *f, int entry, const attn_shrink_step *s,
+                      const attn_params *pr, const attn_device_limits *dev,
+                      const attn_problem *p, int legal)
+{
+    if (attn_desc_get(pr, s->offset) <= s->floor) return 0;
+    if (!legal) return 1;
+    attn_params t = *pr;
+    *attn_desc_field(&t, s->offset) /= 2;
+    clamp_wg(f, &t, dev);
+    return attn_params_private_bytes(entry, &t, p) < attn_params_private_bytes(entry, pr, p);
+}
+
 void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
                      const attn_problem *p)
 {
@@ -140,9 +174,11 @@ void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
     const attn_entry_desc *e = &f->entry[entry];
     char err[256];
     clamp_wg(f, pr, dev);
-    while (!attn_params_legal(pr, dev, p, err, sizeof err)) {
+    for (;;) {
+        const int legal = attn_params_legal(pr, dev, p, err, sizeof err);
+        if (legal && !over_private(entry, pr, dev, p)) break;
         int s = 0;
-        while (s < e->nshrink && attn_desc_get(pr, e->shrink[s].offset) <= e->shrink[s].floor) s++;
+        while (s < e->nshrink && !step_helps(f, entry, &e->shrink[s], pr, dev, p, legal)) s++;
         if (s == e->nshrink) break;
         *attn_desc_field(pr, e->shrink[s].offset) /= 2;
         clamp_wg(f, pr, dev);

@@ -33,11 +33,21 @@ typedef struct attn_device_limits {
 /* A family's entry points (kernel_desc.h). */
 enum { ATTN_ENTRY_PREFILL = 0, ATTN_ENTRY_DECODE = 1, ATTN_ENTRY_COUNT = 2 };
 
+/* Private (register) bytes per work-item the GPU heuristic allows: NVIDIA
+ * gives a thread at most 255 32-bit registers (1020 bytes) and AMD's RDNA
+ * and CDNA at most 256 VGPRs a lane (1 KiB); private arrays beyond the
+ * register file spill to off-chip memory, many times slower. The estimate
+ * (attn_params_private_bytes) counts the arrays alone, so one over this
+ * spills for sure. Not applied to CPUs, whose private arrays live in cache. */
+#define ATTN_PRIVATE_BUDGET_GPU 1024
+
 /* The family's defaults (other families' fields at theirs). */
 attn_params attn_params_defaults(int family);
 
 /* Shrinks *pr, in the order the family's entry point gives, until it is
- * legal for dev and p (or nothing is left to shrink). */
+ * legal for dev and p and, on a GPU, its private state is within
+ * ATTN_PRIVATE_BUDGET_GPU (or nothing is left to shrink). Over the budget
+ * alone, it shrinks the first field whose halving lowers the estimate. */
 void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
                      const attn_problem *p);
 
@@ -67,6 +77,12 @@ void attn_params_options(const attn_params *params, const attn_problem *p, char 
 int attn_family_sources(int family, int entry, const char *const **names);
 /* The kernel of an entry point ("attn_fwd_tiled"). */
 const char *attn_family_kernel(int family, int entry);
+
+/* Bytes of __local memory the family's kernels declare for p (0 for none). */
+size_t attn_params_local_bytes(const attn_params *pr, const attn_problem *p);
+/* Bytes of private (register) state one work-item of entry point `entry`
+ * (ATTN_ENTRY_*) holds for p: the descriptor's estimate (kernel_desc.h). */
+size_t attn_params_private_bytes(int entry, const attn_params *pr, const attn_problem *p);
 
 /* Work-items per work-group of the family's kernels (1 for one work-item
  * per work-group); the launch's local size. */

@@ -55,11 +55,16 @@ ATTN_API void attn_tolerance(attn_dtype t, double *atol, double *rtol);
  *  head dim (negative lengths count as 0). */
 ATTN_API double attn_problem_flops(const attn_problem *p, const attn_lengths *lengths);
 
-/* Which kernel family runs a problem, and where its parameters came from. */
+/* Which kernel family runs a problem, where its parameters came from and
+ * the memory its main kernel declares. */
 typedef struct attn_plan_info {
-    char family[16];   /* "tiled" (GPU-style) or "vector" (CPU-style) */
-    char params[160];  /* the tunables, "name=value,..." */
-    char source[16];   /* "tuned", "stale", "heuristic" or "override" */
+    char family[16];      /* "tiled" (GPU-style) or "vector" (CPU-style) */
+    char params[160];     /* the tunables, "name=value,..." */
+    char source[16];      /* "tuned", "stale", "heuristic" or "override" */
+    size_t local_bytes;   /* __local memory per work-group (0 for none) */
+    size_t private_bytes; /* estimated private (register) state per work-item:
+                             the kernel's per-work-item arrays; a GPU spills
+                             above about 1 KiB */
 } attn_plan_info;
 
 /*! attn_prepare() : builds (or loads from the cache) the kernels for p ahead
