@@ -5,7 +5,7 @@
  * type; a real attn-tune killed with SIGKILL mid-run leaves a valid database
  * and the next run resumes; the run's budget holds; the tool's database
  * commands and failures; the session (attn_tune_run) called directly, for
- * prefill and for decode. */
+ * prefill and for decode; attn-tune --decode --compare. */
 #define _XOPEN_SOURCE 700 /* nftw, kill, mkdir */
 #include "harness.h"
 #include "core/program.h"
@@ -677,6 +677,36 @@ static void test_tool_commands(void)
     remove_dir();
 }
 
+/* attn-tune --decode --compare: after the smallest tuning of a small
+ * decode class (one candidate, the heuristic's), its row shows the tuned
+ * entry timed against the heuristic through attn_decode, with the splits
+ * it launches, and the two as the same parameters (the automatic splits
+ * are compared as planned, not as launched). */
+static void test_compare_decode(void)
+{
+    fresh_dir();
+    char db[512], out[512], env_db[600];
+    path_in(db, sizeof db, "tuning.json");
+    path_in(out, sizeof out, "out.txt");
+    snprintf(env_db, sizeof env_db, "ATTN_TUNING_DB=%s", db);
+    const char *const env[] = {env_db, NULL};
+    const char *shape = "b=1:hq=2:hkv=1:d=16:sq=1:skv=64";
+    const char *tune[] = {"--decode", "--shapes", shape, "--max-candidates", "1", "--quiet", NULL};
+    CU_ASSERT_EQUAL_FATAL(run_tool(tune, env, out, 1), 0);
+    const char *cmp[] = {"--decode", "--compare", "--shapes", shape, NULL};
+    CU_ASSERT_EQUAL(run_tool(cmp, env, out, 1), 0);
+    char *text = harness_read_file(out, NULL);
+    printf("\n  %s", text ? text : "(no output)");
+    CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "--decode --compare") : NULL);
+    const char *row = text ? strstr(text, "Sq=1 Skv=64 f32 causal") : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    CU_ASSERT_PTR_NOT_NULL(strstr(row, " tuned "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(row, ",splits="));
+    CU_ASSERT_PTR_NOT_NULL(strstr(row, "(same parameters)"));
+    free(text);
+    remove_dir();
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_tool_commands),
     HARNESS_TEST(test_wrong_candidates_rejected),
@@ -687,6 +717,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_session),
     HARNESS_TEST(test_decode_space),
     HARNESS_TEST(test_session_decode),
+    HARNESS_TEST(test_compare_decode),
     HARNESS_END
 };
 

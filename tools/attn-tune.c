@@ -72,7 +72,8 @@ static void usage(FILE *f)
         "                        vendor or name contains DEVICE (\"all\": every entry)\n"
         "  --compare             time the library's choice (tuned, stale or heuristic)\n"
         "                        against the built-in default for the shapes,\n"
-        "                        interleaved, with the fp32 peak, and exit\n"
+        "                        interleaved, with the fp32 peak, and exit (with\n"
+        "                        --decode: decode shapes, through attn_decode)\n"
         "  --help, --version\n"
         "\n"
         "Database: $ATTN_TUNING_DB, else $XDG_DATA_HOME/attn/tuning.json, else\n"
@@ -179,9 +180,9 @@ static int parse_args(int argc, char **argv, options *o)
         fprintf(stderr, "attn-tune: give one of --show, --export, --import, --forget, --compare\n");
         bad = 1;
     }
-    if (!bad && o->decode && commands) {
-        fprintf(stderr, "attn-tune: --decode goes with tuning only, not with --show, --export, "
-                "--import, --forget or --compare\n");
+    if (!bad && o->decode && commands - o->compare) {
+        fprintf(stderr, "attn-tune: --decode goes with tuning or --compare, not with --show, "
+                "--export, --import or --forget\n");
         bad = 1;
     }
     if (bad) {
@@ -393,6 +394,7 @@ int main(int argc, char **argv)
     if (o.export_file) return cmd_export(&o);
     if (o.import_file) return cmd_import(&o);
     if (o.forget) return cmd_forget(&o);
-    if (o.compare) return tune_compare(o.device, o.shapes);
+    if (o.compare)
+        return tune_compare(o.device, o.shapes, o.decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL);
     return cmd_tune(&o);
 }

@@ -1,20 +1,24 @@
-/* tune_compare.c -- attn-tune --compare: for each shape, the library's
- * choice (tuned, stale or heuristic) and the built-in default timed
- * interleaved through the tuner's bench, with the fp32 peak measured
- * between rounds, so that a tuned entry's gain is seen on this machine now. */
+/* tune_compare.c -- attn-tune --compare (and --decode --compare): for each
+ * shape, the library's choice (tuned, stale or heuristic) and the built-in
+ * default timed interleaved through the tuner's bench (attn_forward, or
+ * attn_decode on a full cache), with the fp32 peak measured between rounds,
+ * so that a tuned entry's gain is seen on this machine now. */
 #include "tune_compare.h"
+#include "attention/plan.h"
 #include "tuning/tune_shapes.h"
 #include "tuning/tuning.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 
-int tune_compare(const char *device, const char *shapes_arg)
+int tune_compare(const char *device, const char *shapes_arg, int entry)
 {
     char err[1024];
     attn_problem *shapes = NULL;
+    const int decode = entry == ATTN_ENTRY_DECODE;
     int nshapes = shapes_arg ? tune_shapes_from_arg(shapes_arg, &shapes, err, sizeof err)
-                            : tune_shapes_design(&shapes);
+                  : decode   ? tune_shapes_design_decode(&shapes)
+                             : tune_shapes_design(&shapes);
     if (nshapes < 0) {
         fprintf(stderr, "attn-tune: %s\nTry 'attn-tune --help'.\n", shapes_arg ? err : "out of memory");
         return EXIT_USAGE;
@@ -30,9 +34,10 @@ int tune_compare(const char *device, const char *shapes_arg)
     attn_context_set_check(ctx, 0);
     attn_device_identity id;
     attn_device_identity_of(ctx, &id);
-    printf("attn-tune %s --compare: %s / %s (driver %s, %u compute units)\n"
+    printf("attn-tune %s %s: %s / %s (driver %s, %u compute units)\n"
            "the library's choice and the built-in default timed interleaved, with the fp32 FMA\n"
-           "peak measured between rounds; medians\n", attn_version_string(), id.platform, id.name,
+           "peak measured between rounds; medians\n", attn_version_string(),
+           decode ? "--decode --compare" : "--compare", id.platform, id.name,
            id.driver, id.compute_units);
     printf("%-34s %-9s %-44s %9s %9s %7s %7s %7s %8s %6s %6s %13s\n", "shape", "source", "params",
            "GFLOP/s", "default", "ratio", "%peak", "dflt%", "peak", "IQR", "dIQR", "peak range");
@@ -45,20 +50,16 @@ int tune_compare(const char *device, const char *shapes_arg)
         attn_plan_info info;
         attn_tune_bench *b = NULL;
         attn_params cands[2];
-        if ((st = attn_prepare(ctx, p, &info)) != ATTN_SUCCESS ||
-            (st = attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, p, &b)) != ATTN_SUCCESS) {
+        if ((st = attn_tune_bench_create(ctx, entry, p, &b)) != ATTN_SUCCESS ||
+            (st = attn_tune_bench_plan(b, &info, &cands[0])) != ATTN_SUCCESS) {
             fprintf(stderr, "attn-tune: %s: %s: %s\n", shape, attn_status_name(st), attn_last_error(ctx));
+            attn_tune_bench_free(b);
             failed = 1;
             break;
         }
         attn_device_limits dev;
         attn_tune_bench_limits(b, &dev);
-        cands[1] = attn_params_heuristic(&dev, p);
-        cands[0] = cands[1];
-        if (attn_params_parse(info.params, &cands[0], err, sizeof err) != 0) {
-            fprintf(stderr, "attn-tune: %s: plan \"%s\": %s\n", shape, info.params, err);
-            failed = 1;
-        }
+        cands[1] = attn_plan_heuristic(entry, &dev, p);
         /* rounds for about 4 s of forwards, 5 to 41 */
         double one[2] = {0, 0};
         if (!failed) st = attn_tune_retime(b, cands, 2, 1, 1, one, NULL);

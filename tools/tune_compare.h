@@ -1,13 +1,16 @@
 /* tune_compare.h -- attn-tune --compare: the library's choice against the
- * built-in default on the given shapes, timed interleaved. */
+ * built-in default on the given shapes (prefill or decode), timed
+ * interleaved. */
 #ifndef ATTN_TUNE_COMPARE_H
 #define ATTN_TUNE_COMPARE_H
 
 #define EXIT_USAGE 2 /* attn-tune's exit status after bad usage */
 
 /* device: a selector as attn_context_create takes; shapes_arg: --shapes
- * (NULL: the DESIGN prefill set). Prints a row per shape; returns the exit
- * status (0, 1 after a failure, 2 for bad shapes). */
-int tune_compare(const char *device, const char *shapes_arg);
+ * (NULL: the DESIGN prefill set, or decode set); entry: ATTN_ENTRY_PREFILL
+ * or ATTN_ENTRY_DECODE (--decode: each shape timed through attn_decode).
+ * Prints a row per shape; returns the exit status (0, 1 after a failure,
+ * 2 for bad shapes). */
+int tune_compare(const char *device, const char *shapes_arg, int entry);
 
 #endif /* ATTN_TUNE_COMPARE_H */

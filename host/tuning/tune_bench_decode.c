@@ -1,8 +1,10 @@
 /* tune_bench_decode.c -- the decode side of the tuner's workbench: the
  * timing cache filled to the class's length (the decode class's kv is the
  * cache's capacity) and a small verification cache of ragged prefixes, so
- * that a decode candidate is verified and timed through attn_decode itself. */
+ * that a decode candidate is verified and timed through attn_decode itself;
+ * and the library's plan for the bench's class, which needs that cache. */
 #include "tuning/tune_bench.h"
+#include "attention/plan.h"
 #include "core/errors.h"
 
 /* Prefix lengths of the verification batches: the whole cache (131 rows,
@@ -14,7 +16,8 @@ attn_status attn_tune_decode_shape(attn_tune_bench *b)
 {
     const attn_problem *p = &b->tp;
     if (p->q_len > ATTN_DECODE_MAX_Q_LEN)
-        return ATTN_FAIL(b->ctx, ATTN_ERROR_INVALID_ARGUMENT, "tuner: a decode shape's q_len %d "
+        return ATTN_FAIL(b->ctx, ATTN_ERROR_INVALID_ARGUMENT,
+                         "attn_tune_bench_create: a decode shape's q_len %d "
                          "exceeds ATTN_DECODE_MAX_Q_LEN (%d)", p->q_len, ATTN_DECODE_MAX_Q_LEN);
     b->vp.q_len = p->q_len;
     b->vp.kv_len = ATTN_TUNE_VSKV;
@@ -48,4 +51,19 @@ attn_status attn_tune_decode_fill(attn_tune_bench *b)
     attn_status st = fill(b->ctx, &b->tp, &b->tk, &b->tv, NULL, &b->tcache);
     if (st != ATTN_SUCCESS) return st;
     return fill(b->ctx, &b->vp, &b->vk, &b->vv, dec_kv_len, &b->vcache);
+}
+
+attn_status attn_tune_bench_plan(attn_tune_bench *b, attn_plan_info *info, attn_params *planned)
+{
+    attn_status st = b->entry == ATTN_ENTRY_DECODE
+                         ? attn_decode_prepare(b->ctx, b->tcache, &b->tp, info)
+                         : attn_prepare(b->ctx, &b->tp, info);
+    if (st != ATTN_SUCCESS) return st;
+    /* the plan just made, from the context's cache (the decode class is
+     * the cache's capacity, tp.kv_len) */
+    const char *source;
+    attn_call_begin(b->ctx, __func__);
+    st = attn_plan(b->ctx, b->entry, &b->tp, planned, &source);
+    attn_call_end(b->ctx);
+    return st;
 }

@@ -204,6 +204,12 @@ int attn_tune_bench_entry(const attn_tune_bench *b);
 attn_context *attn_tune_bench_context(const attn_tune_bench *b);
 /* The limits of the bench's device, as the heuristic and legality see them. */
 void attn_tune_bench_limits(const attn_tune_bench *b, attn_device_limits *dev);
+/* The library's own plan for the bench's class (tuned, stale, heuristic or
+ * override): *info as attn_prepare reports it, or for decode
+ * attn_decode_prepare through the timing cache (its params end with the
+ * splits it launches); *planned the parameters as planned (decode's splits
+ * 0 when automatic, as the heuristic's), for attn_tune_retime. */
+attn_status attn_tune_bench_plan(attn_tune_bench *b, attn_plan_info *info, attn_params *planned);
 
 typedef struct attn_measure_opts {
     double target_ms;  /* timed reps add up to about this much */
