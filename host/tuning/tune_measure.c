@@ -46,7 +46,8 @@ static attn_status make_input(attn_context *ctx, attn_dtype t, size_t n, uint64_
     void *raw = malloc(n * es);
     attn_status st = ATTN_SUCCESS;
     if (!f || !raw) {
-        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory (%zu values)", n);
+        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
+                       "attn_tune_bench_create: out of host memory (%zu values)", n);
         goto done;
     }
     for (size_t i = 0; i < n; i++)
@@ -114,7 +115,8 @@ attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_prob
     attn_status st = attn_validate_problem(ctx, p, NULL);
     if (st != ATTN_SUCCESS) return st;
     attn_tune_bench *b = calloc(1, sizeof *b);
-    if (!b) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+    if (!b) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
+                             "attn_tune_bench_create: out of host memory");
     b->ctx = ctx;
     b->entry = entry;
     b->tp = *p;
@@ -157,7 +159,7 @@ attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_prob
     b->ref_lse = malloc(b->n_lse * sizeof *b->ref_lse);
     b->nan_host = malloc(vnq * sizeof(float));
     if (!hq || !hk || !hv || !b->ref_o || !b->ref_lse || !b->nan_host) {
-        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "attn_tune_bench_create: out of host memory");
     } else if ((st = make_input(ctx, p->dtype, vnq, 21, hq, &m[0])) == ATTN_SUCCESS &&
                (st = make_input(ctx, p->dtype, vnkv, 22, hk, &m[1])) == ATTN_SUCCESS &&
                (st = make_input(ctx, p->dtype, vnkv, 23, hv, &m[2])) == ATTN_SUCCESS) {
@@ -166,7 +168,9 @@ attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_prob
         b->vv = bhsd(m[2], 2, VSKV, D);
         m[0] = m[1] = m[2] = NULL;
         st = attn_reference_forward(v, hq, hk, hv, b->ref_o, &b->vlen, b->ref_lse);
-        if (st != ATTN_SUCCESS) ATTN_FAIL(ctx, st, "tuner: the reference failed on %s", "the verification shape");
+        if (st != ATTN_SUCCESS)
+            ATTN_FAIL(ctx, st, "attn_tune_bench_create: the reference failed on the "
+                      "verification shape");
         /* NaN bit patterns of every storage type, as bytes: 0xffff... */
         memset(b->nan_host, 0xff, vnq * sizeof(float));
     }
@@ -287,7 +291,8 @@ static attn_status verify(attn_tune_bench *b, attn_candidate_result *r)
     attn_status st = ATTN_SUCCESS;
     if (err != CL_SUCCESS || !got || !got_lse) {
         st = err != CL_SUCCESS ? attn_fail_cl(ctx, err, "clCreateBuffer (tuner output)")
-                               : ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+                               : ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
+                                           "attn_tune_measure: out of host memory");
         goto done;
     }
     attn_tensor to = bhsd(o, v->q_heads, v->q_len, v->head_dim);
@@ -391,7 +396,7 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
     if (reps < 1) reps = 1;
     times = malloc((size_t)reps * sizeof *times);
     if (!times) {
-        st = ATTN_FAIL(b->ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+        st = ATTN_FAIL(b->ctx, ATTN_ERROR_OUT_OF_MEMORY, "attn_tune_measure: out of host memory");
         goto done;
     }
     for (int i = 0; i < reps; i++)
@@ -412,7 +417,8 @@ attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n
     if (n <= 0) return ATTN_SUCCESS;
     if (rounds < 1) rounds = 1;
     double *t = malloc((size_t)n * (size_t)rounds * sizeof *t);
-    if (!t) return ATTN_FAIL(b->ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+    if (!t) return ATTN_FAIL(b->ctx, ATTN_ERROR_OUT_OF_MEMORY,
+                             "attn_tune_retime: out of host memory");
     attn_status st = ATTN_SUCCESS;
     /* round -1 is the warm-up; interleaving spreads the machine's other
      * load over every candidate alike, and each round starts with the next

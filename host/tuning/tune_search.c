@@ -223,11 +223,12 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     attn_params dflt = attn_plan_heuristic(entry, &dev, p);
     attn_params *list = NULL;
     int n = attn_search_enumerate(&dev, entry, p, &dflt, o->families, &list);
-    if (n < 0) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+    if (n < 0) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
+                                "attn_tune_search: out of host memory");
     s.c = calloc((size_t)n + 1, sizeof *s.c);
     if (!s.c) {
         free(list);
-        return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+        return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "attn_tune_search: out of host memory");
     }
     for (int i = 0; i < n; i++) s.c[i].pr = list[i];
     free(list);
@@ -245,7 +246,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     if (!out->exhaustive && o->level < ATTN_TUNE_LEVEL_FULL && planned > 24) planned = 24;
     out->planned = planned;
     if ((st = seed_queue(&s, di, out->exhaustive, &dev, p)) != ATTN_SUCCESS) {
-        st = ATTN_FAIL(ctx, st, "tuner: out of host memory");
+        st = ATTN_FAIL(ctx, st, "attn_tune_search: out of host memory");
         goto done;
     }
     report(&s, NULL, NULL, planned);
@@ -259,7 +260,8 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
                          ? attn_search_neighbours(&dev, entry, p, &s.c[s.best].pr, nb, 16) : 0;
             for (int k = 0; k < nn; k++)
                 if (push(&s, find(&s, &nb[k])) < 0) {
-                    st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+                    st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
+                                   "attn_tune_search: out of host memory");
                     goto done;
                 }
             /* a local optimum: a full tune goes on with random picks */
@@ -278,7 +280,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
         ranked *idx = malloc((size_t)s.n * sizeof *idx);
         int m = 0;
         if (!idx) {
-            st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "tuner: out of host memory");
+            st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "attn_tune_search: out of host memory");
             goto done;
         }
         for (int i = 0; i < s.n; i++)
@@ -297,7 +299,8 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
         out->slow += s.c[i].state == 2 && s.c[i].r.status == ATTN_CAND_SLOW;
     }
     if (k == 0) {
-        st = ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "tuner: no candidate was valid (%d measured, "
+        st = ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED,
+                       "attn_tune_search: no candidate was valid (%d measured, "
                        "%d rejected)", out->tested, out->rejected);
         goto done;
     }
