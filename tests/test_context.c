@@ -188,8 +188,8 @@ static cl_uint context_refs(cl_context c)
 static void test_version(void)
 {
     CU_ASSERT_EQUAL(attn_version(), ATTN_VERSION_NUMBER);
-    CU_ASSERT_EQUAL(ATTN_VERSION_NUMBER, 100);
-    CU_ASSERT_STRING_EQUAL(attn_version_string(), "0.1.0");
+    CU_ASSERT_EQUAL(ATTN_VERSION_NUMBER, 200);
+    CU_ASSERT_STRING_EQUAL(attn_version_string(), "0.2.0");
     char expect[32];
     snprintf(expect, sizeof expect, "%d.%d.%d", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
              ATTN_VERSION_PATCH);

@@ -35,9 +35,9 @@ for f in "${headers[@]/#/include/}" lib/libattn.so lib/cmake/attn/attnConfig.cma
     [[ -e "$prefix/$f" ]] || fail "$f is missing"
 done
 soname=$(readelf -d "$lib/libattn.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
-[[ "$soname" == libattn.so.0 ]] || fail "SONAME is '$soname', not libattn.so.0"
-[[ "$(readlink "$lib/libattn.so")" == libattn.so.0 ]] || fail "libattn.so does not link to libattn.so.0"
-[[ -f "$lib/$(readlink "$lib/libattn.so.0")" ]] || fail "libattn.so.0 does not link to a file"
+[[ "$soname" == libattn.so.0.2 ]] || fail "SONAME is '$soname', not libattn.so.0.2"
+[[ "$(readlink "$lib/libattn.so")" == libattn.so.0.2 ]] || fail "libattn.so does not link to libattn.so.0.2"
+[[ -f "$lib/$(readlink "$lib/libattn.so.0.2")" ]] || fail "libattn.so.0.2 does not link to a file"
 others=$(nm -D --defined-only "$lib/libattn.so" | awk '{print $3}' | grep -v '^attn_' || true)
 [[ -z "$others" ]] || fail "symbols other than attn_* exported: $others"
 echo "install: SONAME $soname, $(nm -D --defined-only "$lib/libattn.so" | wc -l) exported symbols, all attn_*"

@@ -22,12 +22,16 @@ attn_status attn_kernel_time(attn_context *ctx, cl_kernel k, size_t global, size
     const double t0 = now_ms();
     attn_status st = attn_kernel_enqueue(ctx, k, 1, &global, local ? &local : NULL, 0, NULL, &ev);
     if (st != ATTN_SUCCESS) return st;
+    const char *call = "clWaitForEvents";
     cl_int err = clWaitForEvents(1, &ev);
-    if (err == CL_SUCCESS) err = clFinish(ctx->queue);
+    if (err == CL_SUCCESS) {
+        call = "clFinish";
+        err = clFinish(ctx->queue);
+    }
     *ms = now_ms() - t0;
     if (err != CL_SUCCESS) {
         clReleaseEvent(ev);
-        return attn_fail_cl(ctx, err, "clWaitForEvents");
+        return attn_fail_cl(ctx, err, call);
     }
     if (ctx->profiling) {
         cl_ulong start = 0, end = 0;
