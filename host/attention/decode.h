@@ -10,6 +10,11 @@
  * zero, so that decode kernels load whole float vectors (4, 8 or 16 wide)
  * with no tail. */
 #define ATTN_KV_DIM_ALIGN 16
+/* The cache's row stride (DIM_PAD of the decode kernels) for head_dim. */
+static inline int attn_kv_dim_pad(int head_dim)
+{
+    return (head_dim + ATTN_KV_DIM_ALIGN - 1) / ATTN_KV_DIM_ALIGN * ATTN_KV_DIM_ALIGN;
+}
 /* Rows per head: the capacity rounded up to the largest BLOCK_KEYS (128),
  * so a kernel's last key block never reads past the buffer (plus one block
  * when that would make the head stride a multiple of 1024 rows). */

@@ -29,7 +29,7 @@ static attn_status create_locked(attn_context *ctx, int batch, int kv_heads, int
     ATTN_CHECK(ctx, (unsigned)dtype > ATTN_BF16, ATTN_ERROR_INVALID_ARGUMENT,
                "dtype = %d is not an attn_dtype", (int)dtype);
 
-    const int dim_pad = (head_dim + ATTN_KV_DIM_ALIGN - 1) / ATTN_KV_DIM_ALIGN * ATTN_KV_DIM_ALIGN;
+    const int dim_pad = attn_kv_dim_pad(head_dim);
     int rows = (capacity + ATTN_KV_ROW_ALIGN - 1) / ATTN_KV_ROW_ALIGN * ATTN_KV_ROW_ALIGN;
     /* Keep the heads' stride off large powers of two: the work-items stream
      * different heads at once, and 8 MiB-aligned streams (kv 16384) ran

@@ -2,7 +2,7 @@
  * work-group streams float vectors, K/V pre-packed): the core
  * cl/vector_core.cl with the entries cl/vector.cl (prefill) and
  * cl/decode_vector.cl (decode). */
-#include "attention/decode.h" /* ATTN_KV_DIM_ALIGN: decode's DIM_PAD */
+#include "attention/decode.h" /* attn_kv_dim_pad: decode's DIM_PAD */
 #include "kernels/kernel_desc.h"
 
 #include <stdio.h>
@@ -39,9 +39,8 @@ static size_t private_bytes(const attn_params *pr, const attn_problem *p, int en
 {
     const size_t r = (size_t)pr->block_rows, k = (size_t)pr->block_keys, v = (size_t)pr->vec_width;
     const int decode = entry == ATTN_ENTRY_DECODE;
-    const size_t dpad = decode ? (size_t)(p->head_dim + ATTN_KV_DIM_ALIGN - 1) / ATTN_KV_DIM_ALIGN *
-                                     ATTN_KV_DIM_ALIGN
-                               : (size_t)attn_params_padded_dim(pr, p->head_dim);
+    const size_t dpad = (size_t)(decode ? attn_kv_dim_pad(p->head_dim)
+                                        : attn_params_padded_dim(pr, p->head_dim));
     const size_t nchunk = dpad / v;
     size_t floats = 3 * r * dpad; /* acc, tot, cmp [BLOCK_ROWS][NCHUNK] floatV */
     floats += 3 * r * v;          /* lsum, ltot, lcmp [BLOCK_ROWS] floatV */
