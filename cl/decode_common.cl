@@ -29,7 +29,8 @@ inline tile_rows decode_tile(int2 len, int t0, int group, int hk, int sq, int ca
  * h) * sq + i. O = sum_s w_s O_s / sum_s w_s with w_s = exp2(lse_s - max). */
 __kernel void attn_decode_combine(__global const float *part_o, __global const float *part_lse,
                                   int nsplit, __global storage_t *o, ulong4 og, __global float *lse,
-                                  int write_lse, int q_heads, int sq)
+                                  int write_lse, int q_heads, int sq,
+                                  __global const int2 *lens, VARIANT_PARAMS)
 {
     const int d = get_global_id(0), ih = get_global_id(1), b = get_global_id(2);
     const int i = ih % sq, h = ih / sq;

@@ -13,7 +13,7 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, __global const st
                        ulong4 og, __global float *lse, int write_lse, __global float *part_o,
                        __global float *part_lse, int nsplit, int chunk,
                        __global const int2 *lens, int q_heads, int kv_heads, int sq, int causal,
-                       float qscale, int ntiles)
+                       float qscale, int ntiles, VARIANT_PARAMS)
 {
     __local tiled_local tl;
     const int split = get_group_id(0);

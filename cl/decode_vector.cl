@@ -84,7 +84,7 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
                         ulong4 og, __global float *lse, int write_lse, __global float *part_o,
                         __global float *part_lse, int nsplit, int chunk,
                         __global const int2 *lens, int q_heads, int kv_heads, int sq, int causal,
-                        float qscale, int ntiles)
+                        float qscale, int ntiles, VARIANT_PARAMS)
 {
     const int split = get_global_id(0);
     const int tile = get_global_id(1) % ntiles, hk = get_global_id(1) / ntiles;

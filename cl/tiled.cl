@@ -6,7 +6,7 @@ __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
 void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const storage_t *k, ulong4 kg,
                     __global const storage_t *v, ulong4 vg, __global storage_t *o, ulong4 og,
                     __global float *lse, int write_lse, __global const int4 *lens, int q_heads,
-                    int kv_heads, int sq, int causal, float qscale, int nblk)
+                    int kv_heads, int sq, int causal, float qscale, int nblk, VARIANT_PARAMS)
 {
     __local tiled_local tl;
     const int blk = nblk - 1 - (int)get_group_id(0); /* heaviest (last) rows first */

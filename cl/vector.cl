@@ -91,7 +91,8 @@ __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const float *kt,
                      __global const float *vp, __global storage_t *o, ulong4 og,
                      __global float *lse, int write_lse, __global const int4 *lens, int q_heads,
-                     int kv_heads, int sq, int skvp, int causal, float qscale, int nblk)
+                     int kv_heads, int sq, int skvp, int causal, float qscale, int nblk,
+                     VARIANT_PARAMS)
 {
     const int blk = nblk - 1 - (int)get_global_id(0);
     const int h = get_global_id(1), b = get_global_id(2);

@@ -85,7 +85,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     /* build what may run now, so that each run costs the same */
     for (int d = 0; d < (int)(sizeof run_dims / sizeof run_dims[0]); d++)
         for (int t = ATTN_F32; t <= ATTN_BF16; t++) {
-            attn_problem p = {1, 1, 1, run_dims[d], 1, 1, (attn_dtype)t, 1, 0.0f};
+            attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = run_dims[d],
+                              .q_len = 1, .kv_len = 1, .dtype = (attn_dtype)t, .causal = 1,
+                              .scale = 0.0f};
             attn_status st = attn_prepare(ctx, &p, NULL);
             if (st != ATTN_SUCCESS)
                 fuzz_fail("attn_prepare D=%d: %s: %s", run_dims[d], attn_status_name(st),

@@ -71,7 +71,9 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
             for (int causal = 0; causal < 2 && st == ATTN_SUCCESS; causal++)
                 for (int g = 1; g <= 3 && st == ATTN_SUCCESS; g++)
                     for (int ql = 1; ql <= 4 && st == ATTN_SUCCESS; ql++) {
-                        attn_problem p = {1, g, 1, d, ql, 8, (attn_dtype)t, causal, 0.0f};
+                        attn_problem p = {.batch = 1, .q_heads = g, .kv_heads = 1, .head_dim = d,
+                                          .q_len = ql, .kv_len = 8, .dtype = (attn_dtype)t,
+                                          .causal = causal, .scale = 0.0f};
                         st = attn_decode_prepare(ctx, c, &p, NULL);
                     }
             if (st != ATTN_SUCCESS)

@@ -21,7 +21,8 @@ float *harness_xalloc(size_t n)
 
 attn_problem harness_problem(int B, int Hq, int Hkv, int D, int Sq, int Skv, int causal)
 {
-    attn_problem p = {B, Hq, Hkv, D, Sq, Skv, ATTN_F32, causal, 0.0f};
+    attn_problem p = {.batch = B, .q_heads = Hq, .kv_heads = Hkv, .head_dim = D, .q_len = Sq,
+                      .kv_len = Skv, .dtype = ATTN_F32, .causal = causal, .scale = 0.0f};
     return p;
 }
 
@@ -75,8 +76,9 @@ const harness_case *harness_group_next(const char *group, const harness_case *af
 
 attn_problem harness_case_problem(const harness_case *c)
 {
-    const attn_problem p = {c->B,   c->Hq,    c->Hkv,    c->D,    c->Sq,
-                            c->Skv, c->dtype, c->causal, c->scale};
+    const attn_problem p = {.batch = c->B, .q_heads = c->Hq, .kv_heads = c->Hkv, .head_dim = c->D,
+                            .q_len = c->Sq, .kv_len = c->Skv, .dtype = c->dtype,
+                            .causal = c->causal, .scale = c->scale};
     return p;
 }
 

@@ -166,7 +166,8 @@ static void decode_set(const char *family, int splits)
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &sk, &sv, NEW, q_lens, NULL), ATTN_SUCCESS);
     char params[96];
     snprintf(params, sizeof params, "family=%s,rows=4,splits=%d", family, splits);
-    attn_problem p = {B, HQ, HKV, DD, NEW, 0, ATTN_F32, 1, 0.0f};
+    attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = DD, .q_len = NEW,
+                      .kv_len = 0, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     attn_status st = harness_use_params(ctx, params);
     if (st == ATTN_SUCCESS) st = attn_decode(ctx, cache, &p, &tq, &to, q_lens, ml, NULL);
     harness_use_params(ctx, NULL);
@@ -175,7 +176,8 @@ static void decode_set(const char *family, int splits)
         printf("\n  attn_decode: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
         bad++;
     } else { /* against the reference over the whole sequences */
-        attn_problem rp = {B, HQ, HKV, DD, NEW, CAP, ATTN_F32, 1, 0.0f};
+        attn_problem rp = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = DD, .q_len = NEW,
+                           .kv_len = CAP, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
         attn_lengths L = {NULL, q_lens, NULL, len};
         CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &to, B, HQ, NEW, DD, got), 0);
         CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, got_lse, rows), 0);

@@ -553,7 +553,7 @@ static void test_unwritable_cache_dir(void)
  * bodies (and the final normalisation) are */
 static const char *const source_names[] = {"common.cl",         "tiled_core.cl", "vector_core.cl",
                                            "peak.cl",           "vector_helpers.cl", "tiled.cl",
-                                           "vector.cl"};
+                                           "vector.cl",         "variants.cl",   "mask_tiles.cl"};
 enum { NSOURCES = sizeof source_names / sizeof source_names[0] };
 
 /* Writes the embedded sources (ctx was created without ATTN_KERNEL_DIR)
@@ -622,6 +622,8 @@ static void test_kernel_dir(void)
     write_text(broken, "vector_helpers.cl", text[4]);
     write_text(broken, "tiled.cl", text[5]);
     write_text(broken, "vector.cl", text[6]);
+    write_text(broken, "variants.cl", text[7]);
+    write_text(broken, "mask_tiles.cl", text[8]);
     for (int i = 1; i <= 2; i++) {
         size_t n = strlen(text[i]);
         char *bad = malloc(n + 128);
@@ -663,9 +665,10 @@ static void test_kernel_dir(void)
 
     /* a missing family file, then a missing common.cl: IO errors naming the path */
     write_text(partial, "common.cl", text[0]);
-    const char *family_files[] = {"vector.cl", "tiled.cl", "vector_helpers.cl", "tiled_core.cl",
-                                  "vector_core.cl"};
-    missing_sources(partial, family_files, 5); /* the family's first missing file */
+    const char *family_files[] = {"vector.cl",      "tiled.cl",    "vector_helpers.cl",
+                                  "tiled_core.cl",  "vector_core.cl", "variants.cl",
+                                  "mask_tiles.cl"};
+    missing_sources(partial, family_files, 7); /* the family's first missing file */
     const char *common[] = {"common.cl"};
     missing_sources(empty, common, 1);
     missing_sources("/nonexistent/attn/kernels", common, 1);

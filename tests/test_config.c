@@ -20,7 +20,8 @@
 /* B = 1, causal f32, q_len = kv_len = s */
 static attn_problem problem(int D, int hq, int hkv, int s)
 {
-    const attn_problem p = {1, hq, hkv, D, s, s, ATTN_F32, 1, 0.0f};
+    const attn_problem p = {.batch = 1, .q_heads = hq, .kv_heads = hkv, .head_dim = D, .q_len = s,
+                            .kv_len = s, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     return p;
 }
 

@@ -81,7 +81,8 @@ static void world_free(world *w)
 static void world_results(attn_context *ctx, world *w, attn_dtype dt, harness_family fam,
                           uint64_t seed)
 {
-    attn_problem p = {B, HQ, HKV, D, w->N, w->N, dt, 1, 0.0f};
+    attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = w->N,
+                      .kv_len = w->N, .dtype = dt, .causal = 1, .scale = 0.0f};
     attn_lengths L = {NULL, w->len, NULL, w->len};
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, w->q, w->k, w->v, w->ref, &L, w->ref_lse),
                           ATTN_SUCCESS);
@@ -180,7 +181,8 @@ static float *decode_check(attn_context *ctx, attn_kv_cache *cache, const world 
     cl_mem mo = harness_alloc(ctx, dt, B, HQ, q_len, D, &lo, &to);
     cl_mem lse = harness_float_buffer(ctx, nl);
     CU_ASSERT_FATAL(mq && mo && lse);
-    attn_problem p = {B, HQ, HKV, D, q_len, 0, dt, 1, 0.0f};
+    attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = q_len,
+                      .kv_len = 0, .dtype = dt, .causal = 1, .scale = 0.0f};
     cl_event ev = NULL;
     attn_status st = attn_decode(ctx, cache, &p, &tq, &to, q_lens, lse, &ev);
     if (st != ATTN_SUCCESS) printf("\n  %s: attn_decode: %s\n", what, attn_last_error(ctx));
@@ -408,7 +410,8 @@ static void generation(attn_context *ctx, harness_family fam, attn_dtype dt)
         cl_mem mo = harness_alloc(ctx, dt, B, HQ, 2, D, NULL, &to);
         CU_ASSERT_FATAL(mq && mo);
         CU_ASSERT_EQUAL(attn_kv_cache_tensors(cache, &ck, &cv), ATTN_SUCCESS);
-        attn_problem p = {B, HQ, HKV, D, 2, CAP, dt, 1, 0.0f};
+        attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = 2,
+                          .kv_len = CAP, .dtype = dt, .causal = 1, .scale = 0.0f};
         attn_lengths L = {NULL, last, NULL, cur};
         use_params(fam, 0, 0);
         attn_status st = attn_forward(ctx, &p, &tq, &ck, &cv, &to, &L, NULL, NULL);
@@ -495,7 +498,8 @@ static void test_split_equals_unsplit(void)
     /* the plan reports the splits it chose */
     attn_plan_info info;
     use_params(HARNESS_VECTOR, 4, 5);
-    attn_problem p = {B, HQ, HKV, D, 1, 0, ATTN_F32, 1, 0.0f};
+    attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = 1,
+                      .kv_len = 0, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.family, "vector");
     CU_ASSERT_STRING_EQUAL(info.source, "override");
@@ -714,7 +718,8 @@ static void test_decode_after_failed_append(void)
     cl_mem mq = harness_upload(ctx, ATTN_F32, qh, 1, QH, 1, DD, NULL, &tq);
     cl_mem mo = harness_alloc(ctx, ATTN_F32, 1, QH, 1, DD, NULL, &to);
     CU_ASSERT_FATAL(mk && mv && mk1 && mv1 && mq && mo);
-    const attn_problem p = {1, QH, 1, DD, 1, 1, ATTN_F32, 1, 0.0f};
+    const attn_problem p = {.batch = 1, .q_heads = QH, .kv_heads = 1, .head_dim = DD, .q_len = 1,
+                            .kv_len = 1, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     harness_use_params(ctx, NULL);
 
     /* three prompt tokens, then a step that fits: decode works */
@@ -787,7 +792,8 @@ static void test_mismatches(void)
     cl_mem mq = harness_alloc(ctx, ATTN_F16, 2, 8, 4, 64, NULL, &tq);
     cl_mem mo = harness_alloc(ctx, ATTN_F16, 2, 8, 4, 64, NULL, &to);
     CU_ASSERT_FATAL(mq && mo);
-    const attn_problem good = {2, 8, 2, 64, 1, 0, ATTN_F16, 1, 0.0f};
+    const attn_problem good = {.batch = 2, .q_heads = 8, .kv_heads = 2, .head_dim = 64, .q_len = 1,
+                               .kv_len = 0, .dtype = ATTN_F16, .causal = 1, .scale = 0.0f};
     attn_problem p;
     struct { const char *field, *word; } cases[] = {
         {"kv_heads", "kv_heads"}, {"head_dim", "head_dim"}, {"dtype", "dtype"},

@@ -54,7 +54,8 @@ static void fixture_init(fixture *f)
     memset(f, 0, sizeof *f);
     f->ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(f->ctx);
-    const attn_problem p = {B, HQ, HKV, D, S, S, ATTN_F32, 1, 0.0f};
+    const attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = S,
+                            .kv_len = S, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     f->p = p;
     float *zeros = calloc((size_t)B * HQ * S * D, sizeof(float));
     CU_ASSERT_PTR_NOT_NULL_FATAL(zeros);

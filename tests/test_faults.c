@@ -84,7 +84,8 @@ static attn_context *new_context(const char *cache_dir)
 
 static attn_problem problem(int head_dim, int kv_len)
 {
-    attn_problem p = {1, 2, 1, head_dim, 16, kv_len, ATTN_F32, 1, 0.0f};
+    attn_problem p = {.batch = 1, .q_heads = 2, .kv_heads = 1, .head_dim = head_dim, .q_len = 16,
+                      .kv_len = kv_len, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     return p;
 }
 
@@ -447,7 +448,8 @@ static void test_kill_during_store(void)
 
 static attn_problem vector_problem(int head_dim, int kv_len)
 {
-    attn_problem p = {1, 1, 1, head_dim, 1, kv_len, ATTN_F16, 1, 0.0f};
+    attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = head_dim, .q_len = 1,
+                      .kv_len = kv_len, .dtype = ATTN_F16, .causal = 1, .scale = 0.0f};
     return p;
 }
 
@@ -553,7 +555,8 @@ static void test_kernel_dir_faults(void)
     attn_context *c = new_context(cache);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
     static const char *names[] = {"common.cl", "tiled_core.cl",  "tiled.cl",         "vector.cl",
-                                  "peak.cl",   "vector_core.cl", "vector_helpers.cl"};
+                                  "peak.cl",   "vector_core.cl", "vector_helpers.cl", "variants.cl",
+                                  "mask_tiles.cl"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         char *text = attn_kernel_source(c, names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text);

@@ -155,8 +155,11 @@ static void test_deterministic(void)
 {
     attn_context *ctx = harness_context();
     const uint64_t seed = harness_seed(1301);
-    attn_problem a = {2, 4, 2, 64, 45, 45, ATTN_F32, 1, 0.0f};
-    attn_problem b = {1, 2, 2, 64, 7, 300, ATTN_F32, 0, 0.0f}; /* a bigger KV */
+    attn_problem a = {.batch = 2, .q_heads = 4, .kv_heads = 2, .head_dim = 64, .q_len = 45,
+                      .kv_len = 45, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
+    attn_problem b = {.batch = 1, .q_heads = 2, .kv_heads = 2, .head_dim = 64, .q_len = 7,
+                      .kv_len = 300, .dtype = ATTN_F32, .causal = 0,
+                      .scale = 0.0f}; /* a bigger KV */
     const size_t naq = 2 * 4 * 45 * 64, nakv = 2 * 2 * 45 * 64, nbq = 2 * 7 * 64,
                  nbkv = 2 * 300 * 64;
     float *aq = harness_xalloc(naq), *ak = harness_xalloc(nakv), *av = harness_xalloc(nakv);

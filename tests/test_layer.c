@@ -71,7 +71,8 @@ static void layer_reference(const attn_layer_config *c, int B, int S, const floa
     to_bhsd(pq, q, B, S, Hq, D);
     to_bhsd(pk, k, B, S, Hkv, D);
     to_bhsd(pv, v, B, S, Hkv, D);
-    attn_problem p = {B, Hq, Hkv, D, S, S, c->dtype, c->causal, c->scale};
+    attn_problem p = {.batch = B, .q_heads = Hq, .kv_heads = Hkv, .head_dim = D, .q_len = S,
+                      .kv_len = S, .dtype = c->dtype, .causal = c->causal, .scale = c->scale};
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, o, L, NULL), ATTN_SUCCESS);
     harness_round(c->dtype, o, nq);
     from_bhsd(o, mixed, B, S, Hq, D);

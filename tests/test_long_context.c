@@ -73,7 +73,8 @@ static result run(const char *family, int decode, int S, int const_v, int causal
     float *ref = xalloc((size_t)SQ * D), *got = xalloc((size_t)SQ * D);
     float ref_lse[SQ], got_lse[SQ];
     inputs(S, const_v, seed, q, k, v);
-    attn_problem p = {1, 1, 1, D, SQ, S, ATTN_F32, causal, 0.0f};
+    attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = D, .q_len = SQ,
+                      .kv_len = S, .dtype = ATTN_F32, .causal = causal, .scale = 0.0f};
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, ref, NULL, ref_lse), ATTN_SUCCESS);
 
     attn_tensor tq, tk, tv, to;

@@ -91,7 +91,8 @@ static void child_softmax_cases(void)
 static void child_softmax_refused(void)
 {
     attn_context *ctx = harness_context();
-    attn_problem p = {1, 1, 1, 8, 4, 4, ATTN_F32, 1, 0};
+    attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 8, .q_len = 4,
+                      .kv_len = 4, .dtype = ATTN_F32, .causal = 1, .scale = 0};
     attn_tensor t, o;
     float x[32];
     harness_fill_uniform(x, 32, 5, -1, 1);
@@ -150,7 +151,8 @@ static void test_refuses_beyond_max_alloc(void)
         return;
     }
     const int S = (int)s;
-    attn_problem p = {1, Hq, 1, D, S, S, ATTN_F32, 1, 0};
+    attn_problem p = {.batch = 1, .q_heads = Hq, .kv_heads = 1, .head_dim = D, .q_len = S,
+                      .kv_len = S, .dtype = ATTN_F32, .causal = 1, .scale = 0};
     attn_tensor tq, tk, tv, to;
     float *x = harness_xalloc((size_t)Hq * S);
     harness_fill_uniform(x, (size_t)Hq * S, 7, -1, 1);
@@ -187,7 +189,8 @@ static void test_refuses_beyond_max_alloc(void)
 static void test_bad_arguments(void)
 {
     attn_context *ctx = harness_context();
-    attn_problem p = {1, 4, 2, 16, 8, 8, ATTN_F32, 1, 0};
+    attn_problem p = {.batch = 1, .q_heads = 4, .kv_heads = 2, .head_dim = 16, .q_len = 8,
+                      .kv_len = 8, .dtype = ATTN_F32, .causal = 1, .scale = 0};
     attn_tensor tq, tk, tv, to;
     float x[4 * 8 * 16];
     harness_fill_uniform(x, sizeof x / sizeof x[0], 9, -1, 1);
@@ -279,7 +282,8 @@ static void check_weights(attn_dtype dtype, int B, int Hq, int Hkv, int D, int S
     harness_round(dtype, k, nk);
     harness_poison_pads(q, B, Hq, Sq, D, qs, ql);
     harness_poison_pads(k, B, Hkv, Skv, D, ks, kl);
-    attn_problem p = {B, Hq, Hkv, D, Sq, Skv, dtype, 1, 0};
+    attn_problem p = {.batch = B, .q_heads = Hq, .kv_heads = Hkv, .head_dim = D, .q_len = Sq,
+                      .kv_len = Skv, .dtype = dtype, .causal = 1, .scale = 0};
     attn_lengths L = {qs, ql, ks, kl};
     attn_tensor tq, tk;
     cl_mem mq = harness_upload(ctx, dtype, q, B, Hq, Sq, D, layout, &tq);
@@ -375,7 +379,8 @@ static void test_out_of_order_queue(void)
         harness_round(ATTN_F16, q[i], nq);
         harness_round(ATTN_F16, k[i], nkv);
         harness_round(ATTN_F16, v[i], nkv);
-        attn_problem p = {B, HQ, HKV, D, S, S, ATTN_F16, 1, 0};
+        attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = S,
+                          .kv_len = S, .dtype = ATTN_F16, .causal = 1, .scale = 0};
         CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q[i], k[i], v[i], ref[i], &L, NULL),
                               ATTN_SUCCESS);
         mem[4 * i] = harness_upload(ctx, ATTN_F16, q[i], B, HQ, S, D, &bshd, &tq[i]);
@@ -384,7 +389,8 @@ static void test_out_of_order_queue(void)
         mem[4 * i + 3] = harness_alloc(ctx, ATTN_F16, B, HQ, S, D, &bshd_gappy, &to[i]);
         CU_ASSERT_FATAL(mem[4 * i] && mem[4 * i + 1] && mem[4 * i + 2] && mem[4 * i + 3]);
     }
-    const attn_problem p = {B, HQ, HKV, D, S, S, ATTN_F16, 1, 0};
+    const attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = S,
+                            .kv_len = S, .dtype = ATTN_F16, .causal = 1, .scale = 0};
     for (int i = 0; i < 2; i++) /* back to back, no waits */
         CU_ASSERT_EQUAL(attn_forward_materialized(ctx, &p, &tq[i], &tk[i], &tv[i], &to[i], &L,
                                                   NULL, NULL), ATTN_SUCCESS);

@@ -115,7 +115,8 @@ static void forward_case(const char *params, int causal, attn_dtype dt)
     float *q = xalloc(nq), *k = xalloc(nk), *v = xalloc(nk), *ref = xalloc(nq), *got = xalloc(nq);
     float *ref_lse = xalloc(rows), *got_lse = xalloc(rows);
     forward_inputs(q, k, v, causal, dt, seed);
-    attn_problem p = {FB, FHQ, FHKV, FD, FS, FS, dt, causal, 0.0f};
+    attn_problem p = {.batch = FB, .q_heads = FHQ, .kv_heads = FHKV, .head_dim = FD, .q_len = FS,
+                      .kv_len = FS, .dtype = dt, .causal = causal, .scale = 0.0f};
     attn_lengths L = {f_qs, f_ql, f_ks, f_kl};
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, ref, &L, ref_lse), ATTN_SUCCESS);
 
@@ -245,7 +246,8 @@ static void decode_case(const char *family, int splits, attn_dtype dt)
                     poison_row(dst, DD, i);
             }
     /* the reference: the new queries against each whole sequence, bottom-right causal */
-    attn_problem rp = {DB, DHQ, DHKV, DD, DNEW, N, dt, 1, 0.0f};
+    attn_problem rp = {.batch = DB, .q_heads = DHQ, .kv_heads = DHKV, .head_dim = DD, .q_len = DNEW,
+                       .kv_len = N, .dtype = dt, .causal = 1, .scale = 0.0f};
     attn_lengths L = {NULL, d_qlens, NULL, len};
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&rp, q, k, v, ref, &L, ref_lse), ATTN_SUCCESS);
 
@@ -257,7 +259,8 @@ static void decode_case(const char *family, int splits, attn_dtype dt)
     char params[96];
     snprintf(params, sizeof params, "family=%s,rows=4,splits=%d", family, splits);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
-    attn_problem p = {DB, DHQ, DHKV, DD, DNEW, 0, dt, 1, 0.0f};
+    attn_problem p = {.batch = DB, .q_heads = DHQ, .kv_heads = DHKV, .head_dim = DD, .q_len = DNEW,
+                      .kv_len = 0, .dtype = dt, .causal = 1, .scale = 0.0f};
     attn_status st = attn_decode(ctx, cache, &p, &tq, &to, d_qlens, ml, NULL);
     attn_context_set_params(ctx, NULL);
     if (st != ATTN_SUCCESS) printf("\n  attn_decode: %s\n", attn_last_error(ctx));

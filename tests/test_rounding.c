@@ -206,7 +206,9 @@ static void test_forward_ties(void)
             cl_mem mv = harness_upload(ctx, t, v, 1, H, 2, DIM, NULL, &tv);
             cl_mem mo = harness_alloc(ctx, t, 1, H, 1, DIM, NULL, &to);
             CU_ASSERT_FATAL(mq && mk && mv && mo);
-            const attn_problem p = {1, H, H, DIM, 1, 2, t, 0, 0.0f};
+            const attn_problem p = {.batch = 1, .q_heads = H, .kv_heads = H, .head_dim = DIM,
+                                    .q_len = 1, .kv_len = 2, .dtype = t, .causal = 0,
+                                    .scale = 0.0f};
             char params[32], what[64];
             snprintf(params, sizeof params, "family=%s", families[f]);
             CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
@@ -244,7 +246,9 @@ static void test_decode_ties(void)
             CU_ASSERT_FATAL(mq && mk && mv && mo);
             CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tk, &tv, 2, NULL, NULL),
                                   ATTN_SUCCESS);
-            const attn_problem p = {1, H, H, DIM, 1, 2, t, 0, 0.0f};
+            const attn_problem p = {.batch = 1, .q_heads = H, .kv_heads = H, .head_dim = DIM,
+                                    .q_len = 1, .kv_len = 2, .dtype = t, .causal = 0,
+                                    .scale = 0.0f};
             char params[32], what[64];
             snprintf(params, sizeof params, "family=%s", families[f]);
             CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);

@@ -36,9 +36,11 @@ static void fail(worker *w, const char *fmt, const char *detail, int it)
  * family's scratch buffers grow while other threads use them. */
 static attn_problem shape(int index, int it)
 {
-    attn_problem p = {1 + (index & 1), 2, 1, (index + it) % 2 ? 8 : 16, 5 + 3 * it,
-                      8 + 8 * index + 4 * it, (index + it) % 3 == 2 ? ATTN_F16 : ATTN_F32,
-                      (index + it) & 1, 0.0f};
+    attn_problem p = {.batch = 1 + (index & 1), .q_heads = 2, .kv_heads = 1,
+                      .head_dim = (index + it) % 2 ? 8 : 16, .q_len = 5 + 3 * it,
+                      .kv_len = 8 + 8 * index + 4 * it,
+                      .dtype = (index + it) % 3 == 2 ? ATTN_F16 : ATTN_F32,
+                      .causal = (index + it) & 1, .scale = 0.0f};
     return p;
 }
 

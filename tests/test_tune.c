@@ -85,7 +85,8 @@ static char *replace(const char *s, const char *from, const char *to)
 static void doctored_kernels(attn_context *ctx, const char *dir)
 {
     static const char *names[] = {"common.cl", "vector_core.cl", "tiled_core.cl",    "tiled.cl",
-                                  "vector.cl", "peak.cl",        "vector_helpers.cl"};
+                                  "vector.cl", "peak.cl",        "vector_helpers.cl", "variants.cl",
+                                  "mask_tiles.cl"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         char *text = attn_kernel_source(ctx, names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text);

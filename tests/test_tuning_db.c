@@ -143,24 +143,29 @@ static int count_stderr(void (*fn)(void *), void *arg, const char *needle)
  * query heads, whatever the key heads are. */
 static void test_problem_flops(void)
 {
-    attn_problem p = {2, 8, 2, 64, 100, 300, ATTN_F32, 0, 0.0f};
+    attn_problem p = {.batch = 2, .q_heads = 8, .kv_heads = 2, .head_dim = 64, .q_len = 100,
+                      .kv_len = 300, .dtype = ATTN_F32, .causal = 0, .scale = 0.0f};
     CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 64 * 2 * 8 * 100 * 300);
     p.kv_heads = 8; /* GQA or not: the same work */
     CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 64 * 2 * 8 * 100 * 300);
     p.kv_heads = 1;
     CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 64 * 2 * 8 * 100 * 300);
     /* causal, square: 1 + 2 + 3 + 4 keys */
-    const attn_problem sq = {1, 1, 1, 8, 4, 4, ATTN_F16, 1, 0.0f};
+    const attn_problem sq = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 8, .q_len = 4,
+                             .kv_len = 4, .dtype = ATTN_F16, .causal = 1, .scale = 0.0f};
     CU_ASSERT_EQUAL(attn_problem_flops(&sq, NULL), 4.0 * 8 * 10);
     /* causal, more keys (bottom-right): rows see 4 and 5 keys */
-    const attn_problem off = {1, 2, 1, 16, 2, 5, ATTN_F32, 1, 0.0f};
+    const attn_problem off = {.batch = 1, .q_heads = 2, .kv_heads = 1, .head_dim = 16, .q_len = 2,
+                              .kv_len = 5, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     CU_ASSERT_EQUAL(attn_problem_flops(&off, NULL), 4.0 * 16 * 2 * 9);
     /* causal, fewer keys: three rows see none, then 1 and 2 */
-    const attn_problem few = {1, 1, 1, 4, 5, 2, ATTN_F32, 1, 0.0f};
+    const attn_problem few = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 4, .q_len = 5,
+                              .kv_len = 2, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     CU_ASSERT_EQUAL(attn_problem_flops(&few, NULL), 4.0 * 4 * 3);
     /* padding: each sequence's own lengths (starts do not matter), causal */
     const int q_start[3] = {0, 5, 8}, q_len[3] = {8, 3, 0}, kv_len[3] = {8, 6, 5};
-    const attn_problem pad = {3, 2, 1, 32, 8, 8, ATTN_BF16, 1, 0.0f};
+    const attn_problem pad = {.batch = 3, .q_heads = 2, .kv_heads = 1, .head_dim = 32, .q_len = 8,
+                              .kv_len = 8, .dtype = ATTN_BF16, .causal = 1, .scale = 0.0f};
     const attn_lengths L = {q_start, q_len, NULL, kv_len};
     CU_ASSERT_EQUAL(attn_problem_flops(&pad, &L), 4.0 * 32 * 2 * (36 + (4 + 5 + 6) + 0));
     /* ... and full, with the keys' lengths only (queries padded) */
@@ -169,7 +174,8 @@ static void test_problem_flops(void)
     const attn_lengths K = {NULL, NULL, NULL, kv_len};
     CU_ASSERT_EQUAL(attn_problem_flops(&padfull, &K), 4.0 * 32 * 2 * 8 * (8 + 6 + 5));
     /* decode: 4 new rows against 10 cached keys see 7, 8, 9 and 10 keys */
-    const attn_problem dec = {2, 4, 2, 8, 4, 10, ATTN_F32, 1, 0.0f};
+    const attn_problem dec = {.batch = 2, .q_heads = 4, .kv_heads = 2, .head_dim = 8, .q_len = 4,
+                              .kv_len = 10, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     CU_ASSERT_EQUAL(attn_problem_flops(&dec, NULL), 4.0 * 8 * 4 * 2 * (7 + 8 + 9 + 10));
     /* nothing to count */
     CU_ASSERT_EQUAL(attn_problem_flops(NULL, NULL), 0);

@@ -684,7 +684,8 @@ static void test_zero_stride_single_extent(void)
 {
     attn_context *ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    attn_problem p = {1, 1, 1, 4, 4, 4, ATTN_F32, 1, 0.0f};
+    attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 4, .q_len = 4,
+                      .kv_len = 4, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     cl_int err;
     cl_mem shared = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, 64 * 4, NULL, &err);
     cl_mem other = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, 64 * 4, NULL, &err);

@@ -323,8 +323,10 @@ int main(int argc, char **argv)
         attn_problem *probs = calloc(nshapes, sizeof *probs);
         for (size_t i = 0; probs && i < nshapes; i++) {
             const prefill_shape *s = &shapes[i];
-            const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len,
-                                    s->kv_len, o.dtypes[0], o.causal, 0.0f};
+            const attn_problem p = {.batch = s->batch, .q_heads = s->q_heads,
+                                    .kv_heads = s->kv_heads, .head_dim = s->head_dim,
+                                    .q_len = s->q_len, .kv_len = s->kv_len, .dtype = o.dtypes[0],
+                                    .causal = o.causal, .scale = 0.0f};
             probs[i] = p;
         }
         failed |= !probs || bench_compare(ctx, probs, nshapes, &co, results, errors);

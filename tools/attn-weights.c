@@ -377,7 +377,8 @@ int main(int argc, char **argv)
         fprintf(stderr, "attn-weights: clCreateBuffer failed\n");
         goto done;
     }
-    const attn_problem p = {B, H, Hk, D, Sq, Skv, o.dtype, o.causal, 0};
+    const attn_problem p = {.batch = B, .q_heads = H, .kv_heads = Hk, .head_dim = D, .q_len = Sq,
+                            .kv_len = Skv, .dtype = o.dtype, .causal = o.causal, .scale = 0};
     int *lens = malloc(4 * (size_t)B * sizeof *lens);
     if (!lens) {
         fprintf(stderr, "attn-weights: out of host memory\n");

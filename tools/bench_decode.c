@@ -75,8 +75,10 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     const int ratios = cfg->ndtypes > 1;
     const double esize = (double)attn_dtype_size(dtype);
     const double bytes = 2.0 * s->batch * s->kv_heads * (double)s->kv_len * s->head_dim * esize;
-    const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len, s->kv_len,
-                            dtype, 1, 0.0f}; /* q_len new rows, kv_len keys in the cache */
+    const attn_problem p = {.batch = s->batch, .q_heads = s->q_heads, .kv_heads = s->kv_heads,
+                            .head_dim = s->head_dim, .q_len = s->q_len, .kv_len = s->kv_len,
+                            .dtype = dtype, .causal = 1, .scale = 0.0f}; /* q_len new rows,
+                            kv_len keys in the cache */
     const double flops = attn_problem_flops(&p, NULL);
     const double kv_gbps = c->median_ms > 0 ? bytes / (c->median_ms * 1e6) : 0;
     const double gflops = c->median_ms > 0 ? flops / (c->median_ms * 1e6) : 0;
@@ -157,8 +159,9 @@ static attn_status dtype_res_setup(attn_context *ctx, const dshape *s, attn_dtyp
 {
     memset(r, 0, sizeof *r);
     r->dtype = t;
-    const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len, s->kv_len,
-                            t, 1, 0.0f};
+    const attn_problem p = {.batch = s->batch, .q_heads = s->q_heads, .kv_heads = s->kv_heads,
+                            .head_dim = s->head_dim, .q_len = s->q_len, .kv_len = s->kv_len,
+                            .dtype = t, .causal = 1, .scale = 0.0f};
     r->p = p;
     const size_t D = (size_t)s->head_dim;
     const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;

@@ -11,8 +11,9 @@
 
 attn_problem prefill_problem(const prefill_shape *s, attn_dtype t, int causal)
 {
-    const attn_problem p = {s->batch, s->q_heads, s->kv_heads, s->head_dim, s->q_len, s->kv_len,
-                            t, causal, 0.0f};
+    const attn_problem p = {.batch = s->batch, .q_heads = s->q_heads, .kv_heads = s->kv_heads,
+                            .head_dim = s->head_dim, .q_len = s->q_len, .kv_len = s->kv_len,
+                            .dtype = t, .causal = causal};
     return p;
 }
 

@@ -12,6 +12,7 @@
 #include "attention/forward.h"
 #include "attention/check.h"
 #include "attention/plan.h"
+#include "attention/variants.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -126,7 +127,7 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
 static attn_status get_kernels(attn_context *ctx, const decode_plan *dp, const attn_problem *p,
                                const attn_kv_cache *c, cl_kernel *main_k, cl_kernel *combine_k)
 {
-    char opts[600];
+    char opts[720];
     attn_params_options(&dp->pr, p, opts, sizeof opts - 32);
     size_t n = strlen(opts);
     snprintf(opts + n, sizeof opts - n, " -DDIM_PAD=%d", c->dim_pad);
@@ -155,6 +156,8 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
     cl_event decoded = NULL, finished = NULL;
     cl_mem lens = NULL;
     const int split = dp->nsplit > 1;
+    attn_variant_args va;
+    memset(&va, 0, sizeof va);
 
     cl_int2 *hl = malloc(sizeof *hl * (size_t)c->batch);
     if (!hl) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -180,19 +183,27 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
     const cl_int head_rows = c->rows, nsplit = dp->nsplit, chunk = dp->chunk;
     const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
     const cl_int ntiles = dp->ntiles;
-    const cl_float qscale = attn_effective_scale(p) * 1.4426950408889634f; /* exp2 domain */
+    const cl_float qscale = attn_variant_qscale(p);
+    if ((st = attn_variant_args_make(ctx, p, lens, &va))) goto done;
     const attn_karg main_args[] = {
         ATTN_KARG(q->buffer), ATTN_KARG(qg), ATTN_KARG(c->k), ATTN_KARG(c->v),
         ATTN_KARG(head_rows), ATTN_KARG(o->buffer), ATTN_KARG(og), ATTN_KARG(lse_arg),
         ATTN_KARG(write_lse), ATTN_KARG(part_o), ATTN_KARG(part_lse), ATTN_KARG(nsplit),
         ATTN_KARG(chunk), ATTN_KARG(lens), ATTN_KARG(hq), ATTN_KARG(hkv), ATTN_KARG(sq),
         ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(ntiles)};
-    if ((st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args)))) goto done;
+    if ((st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))) ||
+        (st = attn_kernel_set_args_at(ctx, main_k, ATTN_NARGS(main_args), attn_variant_kargs(&va),
+                                      ATTN_VARIANT_NARGS)))
+        goto done;
     if (split) {
         const attn_karg comb_args[] = {
             ATTN_KARG(part_o), ATTN_KARG(part_lse), ATTN_KARG(nsplit), ATTN_KARG(o->buffer),
-            ATTN_KARG(og), ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(hq), ATTN_KARG(sq)};
-        if ((st = attn_kernel_set_args(ctx, comb_k, comb_args, ATTN_NARGS(comb_args)))) goto done;
+            ATTN_KARG(og), ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(hq), ATTN_KARG(sq),
+            ATTN_KARG(lens)};
+        if ((st = attn_kernel_set_args(ctx, comb_k, comb_args, ATTN_NARGS(comb_args))) ||
+            (st = attn_kernel_set_args_at(ctx, comb_k, ATTN_NARGS(comb_args),
+                                          attn_variant_kargs(&va), ATTN_VARIANT_NARGS)))
+            goto done;
     }
 
     /* an out-of-order queue could run this before the appends it must see */
@@ -215,6 +226,7 @@ done:
     if (finished) clReleaseEvent(finished);
     if (main_k) clReleaseKernel(main_k);
     if (comb_k) clReleaseKernel(comb_k);
+    attn_variant_args_release(&va);
     clReleaseMemObject(lens); /* enqueued kernels keep it alive */
     return st;
 }

@@ -4,10 +4,12 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/launch.h"
+#include "core/program.h"
 #include "attention/validate.h"
 #include "attention/forward.h"
 #include "attention/check.h"
 #include "attention/plan.h"
+#include "attention/variants.h"
 #include "tuning/tuning.h"
 
 #include <math.h>
@@ -15,14 +17,23 @@
 #include <stdlib.h>
 #include <string.h>
 
-static attn_status get_kernel(attn_context *ctx, const attn_params *pr, const attn_problem *p,
-                              const char *name, cl_kernel *out)
+static attn_status get_program(attn_context *ctx, const attn_params *pr, const attn_problem *p,
+                               cl_program *out)
 {
-    char opts[512];
+    char opts[640];
     attn_params_options(pr, p, opts, sizeof opts);
     const char *const *sources;
     const int nsources = attn_family_sources(pr->family, ATTN_ENTRY_PREFILL, &sources);
-    return attn_kernel_build(ctx, sources, nsources, opts, name, out);
+    return attn_program_get(ctx, sources, nsources, opts, out);
+}
+
+static attn_status get_kernel(attn_context *ctx, const attn_params *pr, const attn_problem *p,
+                              const char *name, cl_kernel *out)
+{
+    cl_program prog;
+    attn_status st = get_program(ctx, pr, p, &prog);
+    if (st == ATTN_SUCCESS) st = attn_kernel_create(ctx, prog, name, out);
+    return st;
 }
 
 static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_problem *p,
@@ -34,7 +45,9 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
     cl_int err;
     cl_kernel main_k = NULL, pack_k = NULL;
     cl_mem lens = NULL;
-    cl_event packed = NULL, finished = NULL;
+    cl_event before[2] = {NULL, NULL}, finished = NULL; /* the pre-passes: K/V packing, mask tiles */
+    attn_variant_args va;
+    memset(&va, 0, sizeof va);
 
     /* per-batch (q_start, q_len, kv_start, kv_len): a small buffer made per
      * call from a host copy, so the caller's arrays need not outlive it */
@@ -57,14 +70,19 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
     const cl_int write_lse = lse != NULL;
     cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */
     const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
-    const cl_float qscale = attn_effective_scale(p) * 1.4426950408889634f; /* exp2 domain */
+    const cl_float qscale = attn_variant_qscale(p);
     const cl_int nblk = (p->q_len + pr->block_rows - 1) / pr->block_rows;
+    cl_program prog = NULL;
 
     /* An out-of-order queue would let these kernels overtake the writes of
      * their inputs, or a previous call still reading the scratch buffers. */
     if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS) goto done;
-    if ((st = get_kernel(ctx, pr, p, attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL),
-                         &main_k)) != ATTN_SUCCESS)
+    if ((st = get_program(ctx, pr, p, &prog)) ||
+        (st = attn_kernel_create(ctx, prog, attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL),
+                                 &main_k)) ||
+        (st = attn_variant_args_make(ctx, p, lens, &va)) ||
+        (st = attn_variant_mask_tiles(ctx, p, prog, lens, pr->block_rows, pr->block_keys, &va,
+                                      &before[1])))
         goto done;
     if (pr->family == ATTN_FAMILY_VECTOR) {
         const cl_int skvp = (p->kv_len + pr->block_keys - 1) / pr->block_keys * pr->block_keys;
@@ -72,7 +90,7 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
         const size_t bytes = (size_t)p->batch * p->kv_heads * dpad * (size_t)skvp * sizeof(float);
         if ((st = attn_scratch_reserve(ctx, &ctx->kt, bytes)) != ATTN_SUCCESS ||
             (st = attn_scratch_reserve(ctx, &ctx->vp, bytes)) != ATTN_SUCCESS ||
-            (st = get_kernel(ctx, pr, p, "attn_pack_kv", &pack_k)) != ATTN_SUCCESS)
+            (st = attn_kernel_create(ctx, prog, "attn_pack_kv", &pack_k)) != ATTN_SUCCESS)
             goto done;
         const attn_karg pack_args[] = {
             ATTN_KARG(k->buffer), ATTN_KARG(kg), ATTN_KARG(v->buffer), ATTN_KARG(vg),
@@ -84,11 +102,13 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
             ATTN_KARG(lens), ATTN_KARG(hq), ATTN_KARG(hkv), ATTN_KARG(sq), ATTN_KARG(skvp),
             ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(nblk)};
         if ((st = attn_kernel_set_args(ctx, pack_k, pack_args, ATTN_NARGS(pack_args))) ||
-            (st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))))
+            (st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))) ||
+            (st = attn_kernel_set_args_at(ctx, main_k, ATTN_NARGS(main_args),
+                                          attn_variant_kargs(&va), ATTN_VARIANT_NARGS)))
             goto done;
         const size_t pg[3] = {(size_t)skvp / (size_t)pr->block_keys, (size_t)hkv, (size_t)p->batch};
         const size_t one[3] = {1, 1, 1};
-        if ((st = attn_kernel_enqueue(ctx, pack_k, 3, pg, one, 0, NULL, &packed)) != ATTN_SUCCESS)
+        if ((st = attn_kernel_enqueue(ctx, pack_k, 3, pg, one, 0, NULL, &before[0])) != ATTN_SUCCESS)
             goto done;
     } else {
         const attn_karg main_args[] = {
@@ -96,20 +116,27 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
             ATTN_KARG(v->buffer), ATTN_KARG(vg), ATTN_KARG(o->buffer), ATTN_KARG(og),
             ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(lens), ATTN_KARG(hq),
             ATTN_KARG(hkv), ATTN_KARG(sq), ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(nblk)};
-        if ((st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))))
+        if ((st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))) ||
+            (st = attn_kernel_set_args_at(ctx, main_k, ATTN_NARGS(main_args),
+                                          attn_variant_kargs(&va), ATTN_VARIANT_NARGS)))
             goto done;
     }
     /* global (nblk * work-group, Hq, B): a work-group per block of rows */
     const size_t wg = attn_params_work_group(pr);
     const size_t gl[3] = {(size_t)nblk * wg, (size_t)hq, (size_t)p->batch};
     const size_t lo[3] = {wg, 1, 1};
-    if ((st = attn_kernel_enqueue(ctx, main_k, 3, gl, lo, packed ? 1 : 0, &packed, &finished)) !=
-        ATTN_SUCCESS)
+    cl_event wait[2];
+    cl_uint nwait = 0;
+    for (int i = 0; i < 2; i++)
+        if (before[i]) wait[nwait++] = before[i];
+    if ((st = attn_kernel_enqueue(ctx, main_k, 3, gl, lo, nwait, wait, &finished)) != ATTN_SUCCESS)
         goto done;
     *finished_out = finished;
     finished = NULL;
 done:
-    if (packed) clReleaseEvent(packed);
+    for (int i = 0; i < 2; i++)
+        if (before[i]) clReleaseEvent(before[i]);
+    attn_variant_args_release(&va);
     if (main_k) clReleaseKernel(main_k);
     if (pack_k) clReleaseKernel(pack_k);
     if (lens) clReleaseMemObject(lens); /* enqueued kernels keep it alive */

@@ -5,8 +5,22 @@
 #include "core/errors.h"
 #include "attention/validate.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdlib.h>
+
+/* ALiBi's slope of head h of n from max_bias, in double, written here from
+ * the definition rather than shared with the library's attn_alibi_slopes:
+ * n2 = the largest power of two <= n; the first n2 heads take
+ * (2^(-max_bias / n2))^(h + 1), the rest interleave between them,
+ * (2^(-max_bias / 2 / n2))^(2 (h - n2) + 1). */
+static double reference_alibi_slope(int h, int n, float max_bias)
+{
+    int n2 = 1;
+    while (n2 * 2 <= n) n2 *= 2;
+    if (h < n2) return pow(2.0, -(double)max_bias / n2 * (h + 1));
+    return pow(2.0, -(double)max_bias / 2.0 / n2 * (2 * (h - n2) + 1));
+}
 
 
 static int span_ok(int start, int len, int padded)
@@ -32,6 +46,21 @@ static attn_status reference_check(const attn_problem *p, const attn_lengths *L)
     ATTN_CHECK(NULL, p->q_heads % p->kv_heads != 0, ATTN_ERROR_INVALID_ARGUMENT,
                "p->q_heads = %d is not a multiple of p->kv_heads = %d", p->q_heads, p->kv_heads);
     ATTN_CHECK(NULL, !isfinite(p->scale), ATTN_ERROR_INVALID_ARGUMENT, "p->scale is not finite");
+    ATTN_CHECK(NULL, p->use_window && (p->window_left < -1 || p->window_right < -1),
+               ATTN_ERROR_INVALID_ARGUMENT,
+               "p->window_left = %d, p->window_right = %d: each must be >= 0, or -1 (unlimited)",
+               p->window_left, p->window_right);
+    ATTN_CHECK(NULL, !(p->softcap >= 0.0f) || isinf(p->softcap), ATTN_ERROR_INVALID_ARGUMENT,
+               "p->softcap = %g must be finite and >= 0 (0 = off)", (double)p->softcap);
+    ATTN_CHECK(NULL, p->sinks_buffer && !p->sinks, ATTN_ERROR_INVALID_ARGUMENT,
+               "p->sinks_buffer is set but p->sinks is NULL: the reference reads the sinks "
+               "from host memory");
+    ATTN_CHECK(NULL, p->mask.buffer && !p->mask.host, ATTN_ERROR_INVALID_ARGUMENT,
+               "p->mask.buffer is set but p->mask.host is NULL: the reference reads the mask "
+               "from host memory");
+    ATTN_CHECK(NULL, !(p->alibi_max_bias >= 0.0f) || isinf(p->alibi_max_bias),
+               ATTN_ERROR_INVALID_ARGUMENT, "p->alibi_max_bias = %g must be finite and >= 0",
+               (double)p->alibi_max_bias);
     for (int b = 0; L && b < p->batch; b++) {
         attn_region r = attn_region_of(p, L, b);
         ATTN_CHECK(NULL, !span_ok(r.q_start, r.q_len, p->q_len), ATTN_ERROR_INVALID_ARGUMENT,
@@ -78,10 +107,24 @@ attn_status attn_reference_forward(const attn_problem *p, const float *q, const 
      * attn_effective_scale: a wrong default there must show as a mismatch. */
     const double scale = p->scale != 0.0f ? (double)p->scale : 1.0 / sqrt((double)D);
 
-    /* One row of scores, then the row's output accumulator. */
-    double *scores = malloc(((size_t)Skv + (size_t)D) * sizeof(double));
-    ATTN_CHECK(NULL, !scores, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
-    double *acc = scores + Skv;
+    /* One row of scores and of their keep flags, then the row's output
+     * accumulator; the ALiBi slopes. */
+    double *scores = malloc(((size_t)Skv + (size_t)D + (size_t)p->q_heads) * sizeof(double));
+    char *keep = malloc((size_t)Skv);
+    if (!scores || !keep) {
+        free(scores);
+        free(keep);
+        return ATTN_FAIL(NULL, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    }
+    double *acc = scores + Skv, *slope = acc + D;
+    for (int h = 0; h < p->q_heads; h++) slope[h] = 0.0;
+    if (p->alibi_slopes)
+        for (int h = 0; h < p->q_heads; h++) slope[h] = p->alibi_slopes[h];
+    else if (p->alibi_max_bias > 0.0f)
+        for (int h = 0; h < p->q_heads; h++) slope[h] = reference_alibi_slope(h, p->q_heads, p->alibi_max_bias);
+    /* a logit below this (natural log) counts as masked: attn.h's rule, the
+     * kernels' -FLT_MAX / 2 in log2 units */
+    const double masked_below = -FLT_MAX / 2.0 / 1.4426950408889634;
 
     for (int b = 0; b < p->batch; b++) {
         const attn_region r = attn_region_of(p, lengths, b);
@@ -92,47 +135,65 @@ attn_status attn_reference_forward(const attn_problem *p, const float *q, const 
             const float *vh = v + ((size_t)b * p->kv_heads + hk) * Skv * D;
             float *oh = out + ((size_t)b * p->q_heads + h) * Sq * D;
             float *lh = lse ? lse + ((size_t)b * p->q_heads + h) * Sq : NULL;
+            const double sink = p->sinks ? (double)p->sinks[h] : -INFINITY;
 
             for (int row = 0; row < Sq; row++) {
                 float *o = oh + (size_t)row * D;
                 const int i = row - r.q_start; /* query content index */
-
-                /* Visible keys are content indices [0, nvis): inside kv_len
-                 * and, when causal, j <= i + (kv_len - q_len). */
-                int nvis = 0;
-                if (i >= 0 && i < r.q_len) {
-                    nvis = r.kv_len;
-                    if (p->causal) {
-                        int limit = i + (r.kv_len - r.q_len) + 1;
-                        if (limit < nvis) nvis = limit;
-                    }
-                    if (nvis < 0) nvis = 0;
+                for (int d = 0; d < D; d++) o[d] = 0.0f;
+                if (i < 0 || i >= r.q_len) { /* a pad row: no query at all */
+                    if (lh) lh[row] = -INFINITY;
+                    continue;
                 }
-                if (nvis == 0) { /* pad row or everything masked */
-                    for (int d = 0; d < D; d++) o[d] = 0.0f;
+                /* the query's key position: bottom-right alignment */
+                const long pos = (long)i + r.kv_len - r.q_len;
+
+                /* Scores of the keys the position rules leave (inside
+                 * kv_len, the causal limit, the window), with bias and mask,
+                 * and their max. */
+                const float *qr = qh + (size_t)row * D;
+                double mx = -INFINITY;
+                for (int j = 0; j < r.kv_len; j++) {
+                    keep[j] = !(p->causal && j > pos) &&
+                              !(p->use_window && p->window_left >= 0 && j < pos - p->window_left) &&
+                              !(p->use_window && p->window_right >= 0 && j > pos + p->window_right);
+                    if (!keep[j]) continue;
+                    const float *kr = kh + (size_t)(r.kv_start + j) * D;
+                    double s = scale * dot(qr, kr, D);
+                    if (p->softcap > 0.0f) s = p->softcap * tanh(s / p->softcap);
+                    s += slope[h] * (double)(j - pos);
+                    if (p->mask.host) {
+                        s += p->mask.host[p->mask.offset + (size_t)b * p->mask.stride_batch +
+                                          (size_t)h * p->mask.stride_head +
+                                          (size_t)row * p->mask.stride_q +
+                                          (size_t)(r.kv_start + j) * p->mask.stride_kv];
+                        if (!(s >= masked_below)) { /* the mask's -inf, or as good as */
+                            keep[j] = 0;
+                            continue;
+                        }
+                    }
+                    scores[j] = s;
+                    if (s > mx) mx = s;
+                }
+                if (sink > mx) mx = sink;
+                if (mx == -INFINITY) { /* nothing visible, no sink */
                     if (lh) lh[row] = -INFINITY;
                     continue;
                 }
 
-                /* Scores of the visible keys, and their max. */
-                const float *qr = qh + (size_t)row * D;
-                double mx = -INFINITY;
-                for (int j = 0; j < nvis; j++) {
-                    const float *kr = kh + (size_t)(r.kv_start + j) * D;
-                    scores[j] = scale * dot(qr, kr, D);
-                    if (scores[j] > mx) mx = scores[j];
-                }
-
-                /* Softmax over keys (unnormalised weights, their sum). */
-                double sum = 0.0;
-                for (int j = 0; j < nvis; j++) {
-                    scores[j] = exp(scores[j] - mx);
-                    sum += scores[j];
-                }
+                /* Softmax over the kept keys and the sink (unnormalised
+                 * weights, their sum); the sink adds to the sum only. */
+                double sum = p->sinks ? exp(sink - mx) : 0.0;
+                for (int j = 0; j < r.kv_len; j++)
+                    if (keep[j]) {
+                        scores[j] = exp(scores[j] - mx);
+                        sum += scores[j];
+                    }
 
                 /* The mix of V rows, normalised once at the end. */
                 for (int d = 0; d < D; d++) acc[d] = 0.0;
-                for (int j = 0; j < nvis; j++) {
+                for (int j = 0; j < r.kv_len; j++) {
+                    if (!keep[j]) continue;
                     const float *vr = vh + (size_t)(r.kv_start + j) * D;
                     const double w = scores[j];
                     for (int d = 0; d < D; d++) acc[d] += w * vr[d];
@@ -142,6 +203,7 @@ attn_status attn_reference_forward(const attn_problem *p, const float *q, const 
             }
         }
     }
+    free(keep);
     free(scores);
     return ATTN_SUCCESS;
 }

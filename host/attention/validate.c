@@ -3,6 +3,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "attention/validate.h"
+#include "attention/variants.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -64,8 +65,9 @@ attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
     const double rows = (double)p->batch * p->q_heads * p->q_len;
     if (rows > 0x7fffffff)
         return INVALID(ctx, "batch * q_heads * q_len = %.0f exceeds 2^31 - 1", rows);
-    if (!lengths) return ATTN_SUCCESS;
-    attn_status st = check_extent(ctx, lengths->q_start, lengths->q_len, "q_start", "q_len",
+    attn_status st = attn_validate_variants(ctx, p);
+    if (st != ATTN_SUCCESS || !lengths) return st;
+    st = check_extent(ctx, lengths->q_start, lengths->q_len, "q_start", "q_len",
                                   p->batch, p->q_len);
     if (st == ATTN_SUCCESS)
         st = check_extent(ctx, lengths->kv_start, lengths->kv_len, "kv_start", "kv_len", p->batch,

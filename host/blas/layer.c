@@ -247,8 +247,9 @@ static attn_status forward(attn_layer *l, int batch, int seq, cl_mem hidden, siz
 {
     attn_context *ctx = l->ctx;
     const attn_layer_config *c = &l->cfg;
-    const attn_problem p = {batch, c->q_heads, c->kv_heads, c->head_dim, seq, seq,
-                            c->dtype, c->causal, c->scale};
+    const attn_problem p = {.batch = batch, .q_heads = c->q_heads, .kv_heads = c->kv_heads,
+                            .head_dim = c->head_dim, .q_len = seq, .kv_len = seq,
+                            .dtype = c->dtype, .causal = c->causal, .scale = c->scale};
     double t0 = 0, t1 = 0, t2 = 0, t3 = 0;
     attn_status st = ATTN_SUCCESS;
     attn_call_begin(ctx, "attn_layer_forward");

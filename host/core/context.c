@@ -242,7 +242,7 @@ void attn_context_release(attn_context *ctx)
     }
     attn_tuning_release(ctx);
     attn_config_release(ctx);
-    attn_scratch *scratch[] = {&ctx->kt, &ctx->vp};
+    attn_scratch *scratch[] = {&ctx->kt, &ctx->vp, &ctx->mask_tiles};
     for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
         if (scratch[i]->mem) clReleaseMemObject(scratch[i]->mem);
     for (int i = 0; i < ATTN_MAT_BUFFERS; i++)

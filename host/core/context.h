@@ -53,6 +53,7 @@ struct attn_context {
     /* how programs were obtained (tests and the tuner read these) */
     unsigned programs_built, programs_from_disk, programs_from_memory;
     attn_scratch kt, vp;   /* the vector family's packed K and V */
+    attn_scratch mask_tiles; /* prefill: an additive mask's per-tile summary (variants.c) */
     int out_of_order;      /* the queue may reorder: each forward starts with a barrier */
     attn_scratch mat[ATTN_MAT_BUFFERS]; /* the materialized path's buffers (materialized.c) */
     struct attn_tuning_state *tuning; /* the tuning database as read (tuning_lookup.c), or NULL */

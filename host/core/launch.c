@@ -51,13 +51,19 @@ attn_status attn_kernel_get(attn_context *ctx, const char *file, attn_dtype dtyp
     return attn_kernel_build(ctx, sources, 2, opts, name, out);
 }
 
-attn_status attn_kernel_set_args(attn_context *ctx, cl_kernel k, const attn_karg *args, int n)
+attn_status attn_kernel_set_args_at(attn_context *ctx, cl_kernel k, int first,
+                                    const attn_karg *args, int n)
 {
     for (int i = 0; i < n; i++) {
-        cl_int err = clSetKernelArg(k, (cl_uint)i, args[i].size, args[i].value);
-        if (err != CL_SUCCESS) return fail_kernel(ctx, err, "clSetKernelArg", k, i);
+        cl_int err = clSetKernelArg(k, (cl_uint)(first + i), args[i].size, args[i].value);
+        if (err != CL_SUCCESS) return fail_kernel(ctx, err, "clSetKernelArg", k, first + i);
     }
     return ATTN_SUCCESS;
+}
+
+attn_status attn_kernel_set_args(attn_context *ctx, cl_kernel k, const attn_karg *args, int n)
+{
+    return attn_kernel_set_args_at(ctx, k, 0, args, n);
 }
 
 attn_status attn_kernel_enqueue(attn_context *ctx, cl_kernel k, cl_uint dims, const size_t *global,

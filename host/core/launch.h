@@ -34,6 +34,10 @@ attn_status attn_kernel_get(attn_context *ctx, const char *file, attn_dtype dtyp
                             const char *name, cl_kernel *out);
 /* Sets arguments 0..n-1 of k in order; stops at the first failure. */
 attn_status attn_kernel_set_args(attn_context *ctx, cl_kernel k, const attn_karg *args, int n);
+/* Sets arguments first..first+n-1 (a kernel's trailing arguments, such as
+ * cl/variants.cl's VARIANT_PARAMS). */
+attn_status attn_kernel_set_args_at(attn_context *ctx, cl_kernel k, int first,
+                                    const attn_karg *args, int n);
 /* clEnqueueNDRangeKernel on ctx's queue (no offset), after the nwait events
  * of wait, handing back its event when event is not NULL. */
 attn_status attn_kernel_enqueue(attn_context *ctx, cl_kernel k, cl_uint dims, const size_t *global,

@@ -9,6 +9,7 @@ static int scratch_list(attn_context *ctx, attn_scratch **list, int max)
     int n = 0;
     list[n++] = &ctx->kt;
     list[n++] = &ctx->vp;
+    list[n++] = &ctx->mask_tiles;
     for (int i = 0; i < ATTN_MAT_BUFFERS && n < max; i++) list[n++] = &ctx->mat[i];
     return n;
 }

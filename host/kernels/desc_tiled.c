@@ -57,10 +57,11 @@ const attn_family_desc attn_desc_tiled = {
     ATTN_FAMILY_TILED, "tiled", tunables, (int)(sizeof tunables / sizeof tunables[0]),
     constraints, (int)(sizeof constraints / sizeof constraints[0]),
     offsetof(attn_params, wg_size), local_bytes, private_bytes, no_derived,
-    {{"attn_fwd_tiled", {"common.cl", "tiled_core.cl", "tiled.cl"}, 3,
+    {{"attn_fwd_tiled", {"common.cl", "variants.cl", "tiled_core.cl", "tiled.cl", "mask_tiles.cl"}, 5,
       {{offsetof(attn_params, block_keys), 16}, {offsetof(attn_params, local_kv), 0},
        {offsetof(attn_params, block_rows), 1}}, 3},
-     {"attn_decode_tiled", {"common.cl", "decode_common.cl", "tiled_core.cl", "decode_tiled.cl"}, 4,
+     {"attn_decode_tiled",
+      {"common.cl", "variants.cl", "decode_common.cl", "tiled_core.cl", "decode_tiled.cl"}, 5,
       {{offsetof(attn_params, block_keys), 8}, {offsetof(attn_params, local_kv), 0},
        {offsetof(attn_params, block_rows), 1}}, 3}},
 };

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/context.h"
 #include "kernels/kernel_desc.h"
+#include "attention/variants.h"
 
 #include <stddef.h>
 #include <stdio.h>
@@ -321,4 +322,5 @@ void attn_params_options(const attn_params *pr, const attn_problem *p, char *buf
         n += (size_t)snprintf(buf + n, size - n, " -D%s=%d", f->tunables[i].macro,
                               attn_desc_get(pr, f->tunables[i].offset));
     if (n < size) f->derived_options(pr, p, buf + n, size - n);
+    attn_variant_options(p, buf, size);
 }

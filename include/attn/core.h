@@ -123,6 +123,24 @@ typedef struct attn_tensor {
     size_t stride_seq;   /* elements between consecutive sequence positions */
 } attn_tensor;
 
+/* An additive mask over the logits, [batch][q_heads][q_len][kv_len] by
+ * strides (elements; any of them may be 0 to broadcast that dimension, e.g.
+ * stride_batch = stride_head = 0 for one [Sq][Skv] mask for everything).
+ * Element [b][h][r][c] is added to the logit of query buffer row r and key
+ * buffer row c of batch entry b and query head h (buffer rows: q_start + i
+ * and kv_start + j of attn_lengths; in attn_decode, r is the new query's
+ * row and c the key's position in the cache). -inf masks the key; so does
+ * any value that brings the logit below -FLT_MAX / 2 (in log2 units), as
+ * the finfo.min masks of other libraries do. A zero-initialised attn_mask
+ * is no mask. */
+typedef struct attn_mask {
+    cl_mem buffer;        /* the device calls' mask (read only), or NULL: no mask */
+    const float *host;    /* attn_reference_forward's mask: float, same offset and strides */
+    attn_dtype dtype;     /* of buffer: ATTN_F32 or ATTN_F16 */
+    size_t offset;        /* elements from the start to element [0][0][0][0] */
+    size_t stride_batch, stride_head, stride_q, stride_kv; /* elements; 0 broadcasts */
+} attn_mask;
+
 typedef struct attn_problem {
     int batch;     /* B >= 1 */
     int q_heads;   /* Hq >= 1 */
@@ -133,7 +151,48 @@ typedef struct attn_problem {
     attn_dtype dtype; /* storage type of Q, K, V and O; accumulation is fp32 */
     int causal;    /* nonzero: bottom-right aligned causal mask */
     float scale;   /* logit scale; 0 means 1/sqrt(head_dim) */
+
+    /* ---- Variants. Every field zero (as `attn_problem p = {0}` or the
+     * positional initialisers of attn 0.2 leave them) is plain attention.
+     * Positions: query content index i (attn_lengths) sits at key position
+     * p = i + kv_len - q_len of its batch entry (bottom-right, as causal),
+     * and key content index j at position j. The logit of (i, j) is
+     *     s = softcap(scale * q.k) + alibi_slope[h] * (j - p) + mask,
+     * then keys outside the window (and past p when causal) are dropped.
+     * See "Attention variants" in README.md for models' settings. ---- */
+    int use_window;   /* nonzero: sliding window (Mistral, Gemma, FlashAttention's window_size) */
+    int window_left;  /* with use_window: keys p - window_left .. p + window_right are */
+    int window_right; /* visible; -1 = unlimited on that side; whole key tiles outside are skipped */
+    float softcap;    /* > 0: s = softcap * tanh(s / softcap) before bias and mask (Gemma 2); 0 off */
+    /* Attention sinks (gpt-oss): per query head a logit (natural log) that
+     * joins each row's softmax denominator and contributes no value:
+     * P_j = e^s_j / (sum_k e^s_k + e^sink_h); the LSE includes it, and a
+     * row with no visible key but a sink gives zeros and LSE = sink_h.
+     * q_heads floats, read at the call: from the host (sinks) or a device
+     * buffer (sinks_buffer, >= q_heads floats); at most one of the two. */
+    const float *sinks;
+    cl_mem sinks_buffer;
+    /* ALiBi: s += slope_h * (j - p). Slopes from alibi_slopes (q_heads
+     * floats, host, read at the call) or, when that is NULL and
+     * alibi_max_bias > 0, from max_bias as llama.cpp and the ALiBi paper
+     * derive them (attn_alibi_slopes). */
+    const float *alibi_slopes;
+    float alibi_max_bias;
+    attn_mask mask;   /* an additive mask (see attn_mask); mask.buffer NULL = none */
+    /* Packed variable-length batches (FlashAttention's cu_seqlens): the batch
+     * entries are sequences concatenated along one token axis, found by
+     * attn_lengths' q_start/kv_start (q_len/kv_len are the axis' lengths).
+     * Only each entry's own query rows of out are written (no pad rows),
+     * lse is [q_heads][q_len] by buffer row, and q, k, v, out (and the
+     * mask) may have stride_batch 0. */
+    int packed;
 } attn_problem;
+
+/*! attn_alibi_slopes() : the ALiBi slope of each of q_heads heads from
+ *  max_bias, as llama.cpp computes them (the ALiBi paper's geometric
+ *  sequence, 2^(-8/n)... for max_bias 8 and n a power of two; interleaved
+ *  for other head counts). slopes receives q_heads floats. */
+ATTN_API attn_status attn_alibi_slopes(int q_heads, float max_bias, float *slopes);
 
 /* Per-batch valid regions within the padded lengths, host arrays of `batch`
  * ints. A NULL array means "full": start 0, length = the padded length.

@@ -144,7 +144,9 @@ int main(int argc, char **argv)
         return 2;
     }
     const int decode = !strcmp(argv[3], "decode");
-    attn_problem p = {4, 32, 8, 128, atoi(argv[6]), atoi(argv[5]), ATTN_F32, 1, 0.0f};
+    attn_problem p = {.batch = 4, .q_heads = 32, .kv_heads = 8, .head_dim = 128,
+                      .q_len = atoi(argv[6]), .kv_len = atoi(argv[5]), .dtype = ATTN_F32,
+                      .causal = 1, .scale = 0.0f};
     if (!strcmp(argv[4], "f16")) p.dtype = ATTN_F16;
     if (!strcmp(argv[4], "bf16")) p.dtype = ATTN_BF16;
     const int pairs = atoi(argv[7]);

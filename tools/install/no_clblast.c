@@ -47,7 +47,8 @@ int main(void)
     const attn_tensor q = {m, 0, nq, (size_t)S * D, D}, k = {m, nq, nkv, (size_t)S * D, D};
     const attn_tensor v = {m, nq + nkv, nkv, (size_t)S * D, D};
     const attn_tensor o = {m, nq + 2 * nkv, nq, (size_t)S * D, D};
-    const attn_problem p = {1, HQ, HKV, D, S, S, ATTN_F32, 1, 0.0f};
+    const attn_problem p = {.batch = 1, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = S,
+                            .kv_len = S, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     attn_problem bad = p;
     bad.head_dim = 0;
 
