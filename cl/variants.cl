@@ -149,10 +149,14 @@ inline float finish_row(variants va, int h, float m, float l, int live, float *l
 #if SINKS
     if (live) {
         const float sink = va.sinks[h] * LOG2E;
-        const float mm = l > 0.0f ? max(m, sink) : sink;
-        const float lt = (l > 0.0f ? l * exp2(m - mm) : 0.0f) + exp2(sink - mm);
+        if (!(l > 0.0f)) { /* no key: zeros, and the sink alone (-inf for a -inf sink) */
+            *lse_l2 = sink;
+            return 0.0f;
+        }
+        const float mm = max(m, sink); /* a -inf sink leaves m */
+        const float lt = l * exp2(m - mm) + exp2(sink - mm);
         *lse_l2 = mm + log2(lt);
-        return l > 0.0f ? exp2(m - mm) / lt : 0.0f;
+        return exp2(m - mm) / lt;
     }
 #endif
     *lse_l2 = l > 0.0f ? m + log2(l) : -INFINITY;

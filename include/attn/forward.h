@@ -13,7 +13,9 @@ extern "C" {
 /*! attn_forward() :
  *  Enqueues O = softmax(mask(scale * Q K^T)) V on ctx's queue.
  *  Query content index i (row q_start+i) sees key content index j (row
- *  kv_start+j) iff j < kv_len and, when causal, j <= i + (kv_len - q_len).
+ *  kv_start+j) iff j < kv_len and, when causal, j <= i + (kv_len - q_len);
+ *  p's variants (sliding window, softcap, sinks, ALiBi, additive mask,
+ *  packed sequences: attn/core.h) refine that and the logits.
  *  Every row of `out` inside [0, q_len) is written; rows with no visible key
  *  get zeros (and -inf in lse). lse: NULL, or a cl_mem of >= B*Hq*Sq floats,
  *  written [B, Hq, Sq] as natural-log sum-exp of the scaled, masked logits.
@@ -30,7 +32,11 @@ ATTN_API attn_status attn_forward(attn_context *ctx, const attn_problem *p,
 /*! attn_reference_forward() : the CPU reference. Contiguous BHSD float
  *  arrays (Q and O [B,Hq,Sq,D], K and V [B,Hkv,Skv,D]), double accumulation,
  *  the same semantics as attn_forward (p->dtype is ignored: float in, float
- *  out). lengths and lse may be NULL. */
+ *  out), variants included: it reads the mask from p->mask.host and the
+ *  sinks from p->sinks (host memory; a device buffer alone is
+ *  ATTN_ERROR_INVALID_ARGUMENT). Every row of out is written (p->packed
+ *  changes nothing here: the arrays are per batch entry). lengths and lse
+ *  may be NULL. */
 ATTN_API attn_status attn_reference_forward(const attn_problem *p, const float *q,
                                    const float *k, const float *v, float *out,
                                    const attn_lengths *lengths, float *lse);
