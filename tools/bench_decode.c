@@ -42,10 +42,13 @@ typedef struct dconf {
     tool_check chk;      /* when checked */
 } dconf;
 
-static void shape_text(const dshape *s, char *buf, size_t size)
+/* The shape, and the variant after it when there is one. */
+static void shape_text(const dshape *s, const bench_variant *v, char *buf, size_t size)
 {
-    snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d Sq=%d kv=%d", s->batch, s->q_heads, s->kv_heads,
-             s->head_dim, s->q_len, s->kv_len);
+    char vt[192] = "";
+    if (v) bench_variant_text(v, vt, sizeof vt);
+    snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d Sq=%d kv=%d%s%s", s->batch, s->q_heads,
+             s->kv_heads, s->head_dim, s->q_len, s->kv_len, *vt ? " " : "", vt);
 }
 
 static void add_error(cJSON *errors, const char *shape, const char *step, attn_status st,
@@ -69,7 +72,7 @@ static void splits_word(const dconf *c, char *buf, size_t size)
 /* The row of one configuration: text or CSV on stdout, and a JSON object
  * into results in every format (attn-bench reads the spread from it). */
 static void print_row(const bench_decode_config *cfg, const dshape *s, const dconf *c,
-                      double peak, double copy_gbps, int reps, cJSON *results)
+                      double flops, double peak, double copy_gbps, int reps, cJSON *results)
 {
     const attn_dtype dtype = cfg->dtypes[c->type];
     const int ratios = cfg->ndtypes > 1;
@@ -79,13 +82,12 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
                             .head_dim = s->head_dim, .q_len = s->q_len, .kv_len = s->kv_len,
                             .dtype = dtype, .causal = 1, .scale = 0.0f}; /* q_len new rows,
                             kv_len keys in the cache */
-    const double flops = attn_problem_flops(&p, NULL);
     const double kv_gbps = c->median_ms > 0 ? bytes / (c->median_ms * 1e6) : 0;
     const double gflops = c->median_ms > 0 ? flops / (c->median_ms * 1e6) : 0;
     const double frac = copy_gbps > 0 ? kv_gbps / copy_gbps : 0;
     const double iqr = attn_time_spread_iqr(&c->spread);
-    char sh[96], sp[16];
-    shape_text(s, sh, sizeof sh);
+    char sh[288], sp[16];
+    shape_text(s, cfg->variant, sh, sizeof sh);
     splits_word(c, sp, sizeof sp);
     if (cfg->format == 0) {
         char err[32] = "-", check[48], ratio[16] = "";
@@ -127,6 +129,7 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
         cJSON_AddNullToObject(j, "bandwidth_fraction");
     }
     tool_json_check(j, c->checked, &c->chk, 0);
+    if (cfg->variant) bench_variant_json(j, cfg->variant);
     cJSON_AddItemToArray(results, j);
     fflush(stdout);
 }
@@ -143,6 +146,7 @@ typedef struct dtype_res {
     cl_mem bq, bo;
     attn_tensor tq, to;
     attn_kv_cache *cache;
+    bench_variant_data vd; /* the variant's sinks and mask ([q_len][capacity]) */
 } dtype_res;
 
 static void dtype_res_free(dtype_res *r)
@@ -151,11 +155,12 @@ static void dtype_res_free(dtype_res *r)
     if (r->bq) clReleaseMemObject(r->bq);
     if (r->bo) clReleaseMemObject(r->bo);
     free(r->hq), free(r->hk), free(r->hv), free(r->stage);
+    bench_variant_data_free(&r->vd);
     memset(r, 0, sizeof *r);
 }
 
 static attn_status dtype_res_setup(attn_context *ctx, const dshape *s, attn_dtype t,
-                                   dtype_res *r, const char **step)
+                                   const bench_variant *v, dtype_res *r, const char **step)
 {
     memset(r, 0, sizeof *r);
     r->dtype = t;
@@ -163,6 +168,8 @@ static attn_status dtype_res_setup(attn_context *ctx, const dshape *s, attn_dtyp
                             .head_dim = s->head_dim, .q_len = s->q_len, .kv_len = s->kv_len,
                             .dtype = t, .causal = 1, .scale = 0.0f};
     r->p = p;
+    attn_status st;
+    if (v && (st = bench_variant_apply(ctx, v, &r->p, &r->vd, step)) != ATTN_SUCCESS) return st;
     const size_t D = (size_t)s->head_dim;
     const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;
     const size_t nkv = (size_t)s->batch * s->kv_heads * s->kv_len * D;
@@ -175,7 +182,6 @@ static attn_status dtype_res_setup(attn_context *ctx, const dshape *s, attn_dtyp
     float *host[3] = {r->hq, r->hk, r->hv};
     size_t count[3] = {nq, nkv, nkv};
     cl_mem dev[3] = {NULL, NULL, NULL};
-    attn_status st;
     for (int i = 0; i < 3; i++)
         if ((st = tool_random_input(ctx, t, count[i], &rng, -1, 1, CL_MEM_READ_WRITE, host[i],
                                     &dev[i], step)) != ATTN_SUCCESS)
@@ -255,8 +261,8 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
 {
     double copies[COPY_SAMPLES];
     int ncopies = 0;
-    char sh[96];
-    shape_text(s, sh, sizeof sh);
+    char sh[288];
+    shape_text(s, cfg->variant, sh, sizeof sh);
     const char *base = getenv("ATTN_PARAMS"); /* the context's own override, read at creation */
     const size_t D = (size_t)s->head_dim;
     const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;
@@ -273,7 +279,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     }
     for (int t = 0; t < cfg->ndtypes; t++) {
         bad_type = t;
-        if ((st = dtype_res_setup(ctx, s, cfg->dtypes[t], &res[t], &step)) != ATTN_SUCCESS)
+        if ((st = dtype_res_setup(ctx, s, cfg->dtypes[t], cfg->variant, &res[t], &step)) != ATTN_SUCCESS)
             goto done;
     }
 
@@ -322,14 +328,14 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     }
 
     /* the check: each configuration's output against its type's reference */
-    if (cfg->check && attn_problem_flops(&res[0].p, NULL) <= CHECK_FLOPS &&
+    if (cfg->check && bench_variant_flops(&res[0].p, NULL) <= CHECK_FLOPS &&
         (ref = malloc(nq * sizeof *ref))) {
         for (int c = 0; c < nconf; c++) {
             const dtype_res *r = &res[confs[c].type];
             bad_type = confs[c].type;
             if (c == 0 || confs[c].type != confs[c - 1].type) {
                 step = "attn_reference_forward";
-                if ((st = tool_reference(&r->p, r->hq, r->hk, r->hv, ref)) != ATTN_SUCCESS)
+                if ((st = tool_reference(&r->p, NULL, r->hq, r->hk, r->hv, ref)) != ATTN_SUCCESS)
                     goto done;
             }
             step = "attn_decode";
@@ -352,7 +358,8 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         printf("%-36s copy bandwidth %.1f GB/s (median of %d, %.1f..%.1f; read + written)\n", sh,
                copy.median_ms, ncopies, copy.min_ms, copy.max_ms);
     for (int c = 0; c < nconf; c++) {
-        print_row(cfg, s, &confs[c], peak, copy.median_ms, reps, results);
+        print_row(cfg, s, &confs[c], bench_variant_flops(&res[0].p, NULL), peak, copy.median_ms,
+                  reps, results);
         if (confs[c].checked && !confs[c].chk.passed) {
             fprintf(stderr, "attn-bench: CHECK FAILED: decode %s %s splits %d: max error %.3e "
                     "is %.3g times the tolerance; %zu outputs NaN or inf\n", sh,
@@ -364,7 +371,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
 done:
     if (st != ATTN_SUCCESS) {
         const int lib = strncmp(step, "attn_", 5) == 0 && strcmp(step, "attn_reference_forward");
-        char what[160];
+        char what[320];
         snprintf(what, sizeof what, "%s %s", sh, attn_dtype_name(cfg->dtypes[bad_type]));
         add_error(errors, what, step, st, lib ? attn_last_error(ctx) : "(no detail)");
         failed = 1;

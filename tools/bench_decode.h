@@ -18,6 +18,7 @@ typedef struct bench_decode_config {
     int reps;           /* 0 = calibrate */
     int check;          /* compare every configuration's output with the reference */
     const char *splits; /* "auto,1,2,4,8": the splits to compare, "auto" = the heuristic */
+    const bench_variant *variant; /* NULL or applied to every run (not packed) */
     /* one shape instead of the DESIGN set when batch > 0 */
     int batch, q_heads, kv_heads, head_dim, q_len, kv_len;
 } bench_decode_config;

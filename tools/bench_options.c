@@ -17,7 +17,8 @@
 typedef enum bench_opt {
     OPT_DEVICE, OPT_BATCH, OPT_QHEADS, OPT_KVHEADS, OPT_HEADDIM, OPT_SEQ, OPT_QLEN, OPT_KVLEN,
     OPT_CAUSAL, OPT_NOCAUSAL, OPT_DTYPE, OPT_REPS, OPT_FORMAT, OPT_CHECK, OPT_NOCHECK,
-    OPT_DECODE, OPT_SPLITS, OPT_MATERIALIZED, OPT_HELP, OPT_VERSION, OPT_COUNT
+    OPT_DECODE, OPT_SPLITS, OPT_MATERIALIZED, OPT_WINDOW, OPT_SOFTCAP, OPT_SINKS, OPT_ALIBI,
+    OPT_MASK, OPT_MASKTYPE, OPT_PACKED, OPT_VARIANTS, OPT_HELP, OPT_VERSION, OPT_COUNT
 } bench_opt;
 
 const bench_option_spec bench_option_specs[OPT_COUNT] = {
@@ -53,6 +54,28 @@ const bench_option_spec bench_option_specs[OPT_COUNT] = {
                           "S x S buffer) interleaved with attn_forward: speed ratio,\n"
                           "device memory, largest difference; and the layer\n"
                           "(d_model = Hq*D) split into projections and attention"},
+    [OPT_WINDOW] = {"window", "L,R", "sliding window: keys p-L..p+R of query position p,\n"
+                    "-1 = unlimited on that side (e.g. 4096,0; Mistral)"},
+    [OPT_SOFTCAP] = {"softcap", "C", "logit softcap: s = C*tanh(s/C) (e.g. 50; Gemma 2)"},
+    [OPT_SINKS] = {"sinks", "V|per-head", "attention sinks (gpt-oss): logit V for every head, or\n"
+                   "per-head values -1, -0.75, ... 0.75 (head h: h%8/4 - 1)"},
+    [OPT_ALIBI] = {"alibi", "MAX_BIAS", "ALiBi with slopes from max_bias (e.g. 8)"},
+    [OPT_MASK] = {"mask", "KIND", "an additive mask [Sq][Skv] shared by batch and heads:\n"
+                  "causal (-inf above the diagonal: compare with --causal),\n"
+                  "zeros, prefix-lm (first Skv/2 keys seen by every row, then\n"
+                  "causal; use --no-causal), random-block (64x64 blocks\n"
+                  "-inf with probability 1/2)"},
+    [OPT_MASKTYPE] = {"mask-dtype", "f32|f16", "the mask's storage type (default f32)"},
+    [OPT_PACKED] = {"packed", "LIST", "a batch of sequences of these lengths (e.g.\n"
+                    "100,1000,3000,4096) packed on one token axis and the\n"
+                    "same padded to the longest, timed interleaved: a row\n"
+                    "each (replaces --batch and the lengths)"},
+    [OPT_VARIANTS] = {"variants", NULL, "each variant against plain causal at one shape\n"
+                      "(default B=1 Hq=8 Hkv=2 D=64 S=2048), interleaved, as\n"
+                      "GFLOP/s (visible pairs) and their ratio; then window\n"
+                      "S/4 at S=16384 (or --seq) against causal and visible\n"
+                      "pairs; then packed against padded (--packed, default\n"
+                      "100,1000,3000,4096). Measures, never asserts"},
     [OPT_HELP] = {"help", NULL, "print this help and exit"},
     [OPT_VERSION] = {"version", NULL, "print the version and exit"},
 };
@@ -107,6 +130,20 @@ void bench_options_usage(FILE *f)
         i = j + 1;
     }
     fputs("\nExit status: 0 ok, 1 a failed check or a library error, 2 bad usage.\n", f);
+}
+
+static int parse_float(const char *opt, const char *text, float lo, float hi, float *out)
+{
+    char *end;
+    errno = 0;
+    float v = strtof(text, &end);
+    if (errno || end == text || *end || !(v >= lo && v <= hi)) {
+        fprintf(stderr, "attn-bench: --%s wants a number in %g..%g, not '%s'\n", opt, (double)lo,
+                (double)hi, text);
+        return -1;
+    }
+    *out = v;
+    return 0;
 }
 
 static int parse_int(const char *opt, const char *text, int lo, int hi, int *out)
@@ -164,6 +201,32 @@ int bench_parse_dtypes(const char *list, attn_dtype *dtypes, int max)
     return n ? n : -1;
 }
 
+/* The variant options against the modes: -1 (said why) when they clash. */
+static int check_variant_use(const bench_options *o, int mask_dtype_given)
+{
+    const bench_variant *v = &o->variant;
+    bench_variant others = *v;
+    others.npacked = 0;
+    const char *why = NULL;
+    if (mask_dtype_given && !v->mask) why = "--mask-dtype needs --mask";
+    else if (o->compare && bench_variant_any(v))
+        why = "--compare-materialized takes no variant option (--window ... --packed)";
+    else if (o->decode && v->npacked) why = "--packed applies to prefill (attn_decode refuses "
+                                            "packed batches)";
+    else if (o->variants && (o->decode || o->compare))
+        why = "--variants is a prefill run of its own; not with --decode or "
+              "--compare-materialized";
+    else if (o->variants && o->ndtypes > 1) why = "--variants takes one --dtype";
+    else if (o->variants && bench_variant_any(&others))
+        why = "--variants runs its own variants; of the variant options it takes --packed only";
+    else if (v->npacked && o->batch) why = "--packed sets the batch: give no --batch";
+    else if (v->npacked && (o->seq || o->q_len || o->kv_len) && !o->variants)
+        why = "--packed sets the lengths: give no --seq, --q-len or --kv-len";
+    if (!why) return 0;
+    fprintf(stderr, "attn-bench: %s\n", why);
+    return -1;
+}
+
 int bench_options_parse(int argc, char **argv, bench_options *o)
 {
     struct option longopts[OPT_COUNT + 1];
@@ -174,7 +237,7 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
         longopts[i].val = 256 + i;
     }
     memset(&longopts[OPT_COUNT], 0, sizeof longopts[OPT_COUNT]);
-    int c, bad = 0, splits[BENCH_MAX_SPLITS];
+    int c, bad = 0, splits[BENCH_MAX_SPLITS], mask_dtype_given = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (c < 256 || c >= 256 + OPT_COUNT) { /* getopt_long has said what is wrong */
             bad = -1;
@@ -225,6 +288,50 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
             }
             break;
         case OPT_MATERIALIZED: o->compare = 1; break;
+        case OPT_WINDOW:
+            if (bench_parse_window(optarg, &o->variant) < 0) {
+                fprintf(stderr, "attn-bench: --window wants LEFT,RIGHT, each -1 (unlimited) or "
+                        "a count of keys >= 0, not '%s'\n", optarg);
+                bad = -1;
+            }
+            break;
+        case OPT_SOFTCAP: bad |= parse_float("softcap", optarg, 1e-3f, 1e6f, &o->variant.softcap); break;
+        case OPT_SINKS:
+            if (bench_parse_sinks(optarg, &o->variant) < 0) {
+                fprintf(stderr, "attn-bench: --sinks wants a finite logit (e.g. 0.5) or "
+                        "per-head, not '%s'\n", optarg);
+                bad = -1;
+            }
+            break;
+        case OPT_ALIBI:
+            bad |= parse_float("alibi", optarg, 1e-3f, 1e3f, &o->variant.alibi_max_bias);
+            break;
+        case OPT_MASK:
+            if (bench_parse_mask(optarg, &o->variant) < 0) {
+                fprintf(stderr, "attn-bench: --mask wants causal, zeros, prefix-lm or "
+                        "random-block, not '%s'\n", optarg);
+                bad = -1;
+            }
+            break;
+        case OPT_MASKTYPE:
+            if (bench_parse_mask_dtype(optarg, &o->variant) < 0) {
+                fprintf(stderr, "attn-bench: --mask-dtype wants f32 or f16, not '%s'\n", optarg);
+                bad = -1;
+            }
+            mask_dtype_given = 1;
+            break;
+        case OPT_PACKED: {
+            int n = bench_parse_packed(optarg, o->variant.packed, BENCH_MAX_PACKED);
+            if (n < 0) {
+                fprintf(stderr, "attn-bench: --packed wants up to %d comma-separated lengths, "
+                        "each 1..%d, not '%s'\n", BENCH_MAX_PACKED, 1 << 20, optarg);
+                bad = -1;
+            } else {
+                o->variant.npacked = n;
+            }
+            break;
+        }
+        case OPT_VARIANTS: o->variants = 1; break;
         case OPT_HELP:
             if (bad) break; /* an error before --help is still one */
             bench_options_usage(stdout);
@@ -256,6 +363,7 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
         fprintf(stderr, "attn-bench: --compare-materialized takes one --dtype\n");
         bad = -1;
     }
+    if (!bad) bad = check_variant_use(o, mask_dtype_given);
     if (bad) {
         fprintf(stderr, "Try 'attn-bench --help'.\n");
         return 2;

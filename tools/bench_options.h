@@ -5,6 +5,7 @@
 #define ATTN_BENCH_OPTIONS_H
 
 #include "attn.h"
+#include "bench_variant.h"
 
 #include <stdio.h>
 
@@ -28,6 +29,8 @@ typedef struct bench_options {
     int decode;         /* --decode: bench_decode.c */
     const char *splits; /* --splits LIST (decode) */
     int compare;        /* --compare-materialized (bench_compare.c) */
+    bench_variant variant; /* --window, --softcap, --sinks, --alibi, --mask, --packed */
+    int variants;       /* --variants: each variant against plain causal (bench_variants.c) */
 } bench_options;
 
 /* One row of the table. An entry whose help is NULL is described together

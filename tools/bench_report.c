@@ -23,6 +23,15 @@ void prefill_shape_text(const prefill_shape *s, int causal, char *buf, size_t si
     tool_shape_text(&p, buf, size);
 }
 
+void prefill_text(const prefill_shape *s, int causal, const bench_variant *v, char *buf,
+                  size_t size)
+{
+    char vt[192];
+    prefill_shape_text(s, causal, buf, size);
+    bench_variant_text(v, vt, sizeof vt);
+    if (*vt) snprintf(buf + strlen(buf), size - strlen(buf), " %s", vt);
+}
+
 void bench_read_device(attn_context *ctx, device_facts *f)
 {
     cl_device_id d = attn_context_device(ctx);
@@ -50,8 +59,8 @@ void prefill_text_header(int ratios)
 
 void prefill_text_row(const prefill_row *r, double peak, int ratios)
 {
-    char sh[128], pk[16] = "-", err[32] = "-", ratio[16] = "";
-    prefill_shape_text(&r->s, r->causal, sh, sizeof sh);
+    char sh[256], pk[16] = "-", err[32] = "-", ratio[16] = "";
+    prefill_text(&r->s, r->causal, &r->variant, sh, sizeof sh);
     if (peak > 0) snprintf(pk, sizeof pk, "%.1f%%", 100.0 * r->gflops / peak);
     if (r->checked) snprintf(err, sizeof err, "%.2e", r->chk.max_error);
     if (ratios) snprintf(ratio, sizeof ratio, " %6.3f", r->ratio);
@@ -70,7 +79,7 @@ void prefill_csv_header(void)
     printf("batch,q_heads,kv_heads,head_dim,q_len,kv_len,dtype,causal,family,params,"
            "params_source,reps,median_ms,min_ms,gflops,peak_gflops,peak_fraction,max_error,"
            "max_error_ratio,mean_error,nonfinite,check,q1_ms,q3_ms,max_ms,iqr_fraction,"
-           "time_ratio_to_first_dtype\n");
+           "time_ratio_to_first_dtype,variant\n");
 }
 
 void prefill_csv_row(const prefill_row *r, double peak)
@@ -85,9 +94,11 @@ void prefill_csv_row(const prefill_row *r, double peak)
         printf("%.3e,%.4g,%.3e,%zu,", r->chk.max_error, r->chk.max_ratio, r->chk.mean_error,
                r->chk.nonfinite);
     else printf(",,,,");
-    printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f\n", tool_check_word(r->checked, &r->chk),
+    char vt[192];
+    bench_variant_text(&r->variant, vt, sizeof vt);
+    printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f,\"%s\"\n", tool_check_word(r->checked, &r->chk),
            r->spread.q1_ms, r->spread.q3_ms,
-           r->spread.max_ms, attn_time_spread_iqr(&r->spread), r->ratio);
+           r->spread.max_ms, attn_time_spread_iqr(&r->spread), r->ratio, vt);
     fflush(stdout);
 }
 
@@ -99,6 +110,7 @@ cJSON *prefill_json_row(const prefill_row *r, double peak)
     tool_json_plan(j, &r->plan);
     tool_json_times(j, r->reps, &r->spread, r->ratio, r->flops, peak);
     tool_json_check(j, r->checked, &r->chk, 1);
+    bench_variant_json(j, &r->variant);
     return j;
 }
 

@@ -4,6 +4,7 @@
 #ifndef ATTN_BENCH_REPORT_H
 #define ATTN_BENCH_REPORT_H
 
+#include "bench_variant.h"
 #include "common.h"
 
 #include <cjson/cJSON.h>
@@ -18,6 +19,7 @@ typedef struct prefill_row {
     prefill_shape s;
     attn_dtype dtype;
     int causal;
+    bench_variant variant;   /* all zero: plain attention */
     attn_plan_info plan;
     int reps;
     double median_ms, min_ms, flops, gflops;
@@ -37,6 +39,9 @@ typedef struct device_facts {
 /* The problem of shape s in type t; its text ("B=1 Hq=8 ... causal"). */
 attn_problem prefill_problem(const prefill_shape *s, attn_dtype t, int causal);
 void prefill_shape_text(const prefill_shape *s, int causal, char *buf, size_t size);
+/* The shape's text and the variant's after it, when there is one. */
+void prefill_text(const prefill_shape *s, int causal, const bench_variant *v, char *buf,
+                  size_t size);
 
 void bench_read_device(attn_context *ctx, device_facts *f);
 

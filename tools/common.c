@@ -7,6 +7,7 @@
 #include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 #include <unistd.h>
 
 attn_status tool_timed(attn_context *ctx, tool_run_fn run, void *arg, int i, double *ms)
@@ -103,6 +104,8 @@ int tool_host_threads(void)
 /* The reference's work: one (batch, query head) slice per job. */
 typedef struct ref_job {
     const attn_problem *p;
+    const attn_lengths *lengths;
+    const float *slopes; /* ALiBi's, q_heads of them, or NULL */
     const float *q, *k, *v;
     float *out;
     int next, total;
@@ -110,38 +113,84 @@ typedef struct ref_job {
     pthread_mutex_t lock;
 } ref_job;
 
+/* Runs job t: batch entry b, query head h as a problem of one of each, its
+ * variants' per-head values and mask offset, and its own lengths. A packed
+ * problem's entries share the token axis (batch stride 0): the slice is
+ * computed into scratch and only the entry's own rows copied out. */
+static attn_status ref_one(const ref_job *j, int t, float *scratch)
+{
+    const attn_problem *p = j->p;
+    const attn_lengths *L = j->lengths;
+    const size_t D = (size_t)p->head_dim, Sq = (size_t)p->q_len, Skv = (size_t)p->kv_len;
+    const int b = t / p->q_heads, h = t % p->q_heads, hk = h / (p->q_heads / p->kv_heads);
+    const size_t bq = p->packed ? 0 : (size_t)b, qo = (bq * p->q_heads + h) * Sq * D;
+    const size_t ko = (bq * p->kv_heads + hk) * Skv * D;
+    attn_problem one = *p;
+    one.batch = one.q_heads = one.kv_heads = 1; /* scale 0 still means 1/sqrt(D) */
+    one.packed = 0;
+    one.sinks = p->sinks ? p->sinks + h : NULL;
+    one.sinks_buffer = NULL;
+    one.alibi_slopes = j->slopes ? j->slopes + h : NULL;
+    one.alibi_max_bias = 0;
+    one.mask.buffer = NULL;
+    one.mask.offset += (size_t)b * p->mask.stride_batch + (size_t)h * p->mask.stride_head;
+    const attn_lengths l1 = {L && L->q_start ? L->q_start + b : NULL,
+                             L && L->q_len ? L->q_len + b : NULL,
+                             L && L->kv_start ? L->kv_start + b : NULL,
+                             L && L->kv_len ? L->kv_len + b : NULL};
+    float *out = p->packed ? scratch : j->out + qo;
+    attn_status st = attn_reference_forward(&one, j->q + qo, j->k + ko, j->v + ko, out,
+                                            L ? &l1 : NULL, NULL);
+    if (st == ATTN_SUCCESS && p->packed) {
+        const size_t first = l1.q_start ? (size_t)*l1.q_start : 0;
+        const size_t rows = l1.q_len ? (size_t)*l1.q_len : Sq;
+        memcpy(j->out + qo + first * D, scratch + first * D, rows * D * sizeof(float));
+    }
+    return st;
+}
+
 static void *ref_worker(void *arg)
 {
     ref_job *j = arg;
     const attn_problem *p = j->p;
-    const size_t D = (size_t)p->head_dim, Sq = (size_t)p->q_len, Skv = (size_t)p->kv_len;
-    const int group = p->q_heads / p->kv_heads;
-    attn_problem one = *p;
-    one.batch = one.q_heads = one.kv_heads = 1; /* scale 0 still means 1/sqrt(D) */
+    float *scratch = p->packed ? malloc((size_t)p->q_len * p->head_dim * sizeof(float)) : NULL;
+    if (p->packed && !scratch) {
+        pthread_mutex_lock(&j->lock);
+        j->status = ATTN_ERROR_OUT_OF_MEMORY;
+        pthread_mutex_unlock(&j->lock);
+    }
     for (;;) {
         pthread_mutex_lock(&j->lock);
         int t = j->next < j->total && j->status == ATTN_SUCCESS ? j->next++ : -1;
         pthread_mutex_unlock(&j->lock);
         if (t < 0) break;
-        int b = t / p->q_heads, h = t % p->q_heads, hk = h / group;
-        size_t qo = ((size_t)b * p->q_heads + h) * Sq * D;
-        size_t ko = ((size_t)b * p->kv_heads + hk) * Skv * D;
-        attn_status st =
-            attn_reference_forward(&one, j->q + qo, j->k + ko, j->v + ko, j->out + qo, NULL, NULL);
+        attn_status st = ref_one(j, t, scratch);
         if (st != ATTN_SUCCESS) {
             pthread_mutex_lock(&j->lock);
             j->status = st;
             pthread_mutex_unlock(&j->lock);
         }
     }
+    free(scratch);
     return NULL;
 }
 
-attn_status tool_reference(const attn_problem *p, const float *q, const float *k, const float *v,
-                           float *out)
+attn_status tool_reference(const attn_problem *p, const attn_lengths *lengths, const float *q,
+                           const float *k, const float *v, float *out)
 {
-    ref_job j = {p, q, k, v, out, 0, p->batch * p->q_heads, ATTN_SUCCESS,
-                 PTHREAD_MUTEX_INITIALIZER};
+    /* ALiBi from max_bias: the library's slopes for all the heads (a
+     * problem of one head would get head 0's) */
+    float *slopes = NULL;
+    if (!p->alibi_slopes && p->alibi_max_bias > 0) {
+        if (!(slopes = malloc((size_t)p->q_heads * sizeof(float)))) return ATTN_ERROR_OUT_OF_MEMORY;
+        attn_status st = attn_alibi_slopes(p->q_heads, p->alibi_max_bias, slopes);
+        if (st != ATTN_SUCCESS) {
+            free(slopes);
+            return st;
+        }
+    }
+    ref_job j = {p, lengths, slopes ? slopes : p->alibi_slopes, q, k, v, out, 0,
+                 p->batch * p->q_heads, ATTN_SUCCESS, PTHREAD_MUTEX_INITIALIZER};
     int n = tool_host_threads();
     if (n > j.total) n = j.total;
     pthread_t threads[64];
@@ -151,6 +200,7 @@ attn_status tool_reference(const attn_problem *p, const float *q, const float *k
     ref_worker(&j);
     for (int i = 0; i < started; i++) pthread_join(threads[i], NULL);
     pthread_mutex_destroy(&j.lock);
+    free(slopes);
     return j.status;
 }
 

@@ -64,10 +64,12 @@ attn_tensor tool_bhsd(cl_mem m, int heads, int seq, int dim);
 
 /* Host threads for the reference: online cores, 1..64. */
 int tool_host_threads(void);
-/* attn_reference_forward over contiguous BHSD arrays, lengths full, one
- * (batch, query head) slice per job on every host core. */
-attn_status tool_reference(const attn_problem *p, const float *q, const float *k, const float *v,
-                           float *out);
+/* attn_reference_forward over contiguous BHSD arrays (batch stride 0 when
+ * p->packed: out then gets each entry's own rows only), one (batch, query
+ * head) slice per job on every host core, p's variants included; lengths
+ * may be NULL (full). */
+attn_status tool_reference(const attn_problem *p, const attn_lengths *lengths, const float *q,
+                           const float *k, const float *v, float *out);
 
 /* An output against the reference, at the DESIGN tolerance of its type. */
 typedef struct tool_check {
