@@ -2,10 +2,13 @@
  * every option of the table the parser is made from is accepted by the
  * built tool and heads exactly one line of its --help, every option the
  * help lists is one the parser knows, and nothing is "not yet supported".
- * Also the list options' syntax (--dtype, --splits). */
+ * Also the list options' syntax (--dtype, --splits), the variant options'
+ * syntax and refusals, the pairs a mask leaves, the threaded reference
+ * with variants against the plain one, and a tiny --variants run. */
 #define _GNU_SOURCE
 #include "harness.h"
 #include "bench_options.h"
+#include "common.h"
 #include "measure/sampling.h"
 
 #include <cjson/cJSON.h>
@@ -105,6 +108,10 @@ static void test_parser_accepts_table(void)
         snprintf(opt, sizeof opt, "--%s", s->name);
         if (strcmp(s->name, "dtype") == 0) snprintf(arg, sizeof arg, "f32,f16");
         else if (strcmp(s->name, "splits") == 0) snprintf(arg, sizeof arg, "auto,2");
+        else if (strcmp(s->name, "window") == 0) snprintf(arg, sizeof arg, "4,-1");
+        else if (strcmp(s->name, "sinks") == 0) snprintf(arg, sizeof arg, "per-head");
+        else if (strcmp(s->name, "mask") == 0) snprintf(arg, sizeof arg, "prefix-lm");
+        else if (strcmp(s->name, "packed") == 0) snprintf(arg, sizeof arg, "3,5");
         else if (s->arg && strchr(s->arg, '|')) snprintf(arg, sizeof arg, "%.*s",
                                                           (int)strcspn(s->arg, "|"), s->arg);
         const char *args[] = {opt, s->arg ? arg : "--help", "--help", NULL};
@@ -267,6 +274,236 @@ static void test_spread_compare(void)
     free(err);
 }
 
+/* The variant options' syntax, as the parser reads it. */
+static void test_variant_syntax(void)
+{
+    bench_variant v;
+    memset(&v, 0, sizeof v);
+    CU_ASSERT_EQUAL(bench_parse_window("4096,0", &v), 0);
+    CU_ASSERT(v.use_window && v.window_left == 4096 && v.window_right == 0);
+    CU_ASSERT_EQUAL(bench_parse_window("-1,7", &v), 0);
+    CU_ASSERT(v.window_left == -1 && v.window_right == 7);
+    const char *bad_w[] = {"", "4096", "4,", ",4", "-2,0", "1,x", "1,2,3", "1.5,0"};
+    for (int i = 0; i < 8; i++) CU_ASSERT_EQUAL(bench_parse_window(bad_w[i], &v), -1);
+    CU_ASSERT_EQUAL(bench_parse_sinks("per-head", &v), 0);
+    CU_ASSERT_EQUAL(v.sinks, BENCH_SINKS_PER_HEAD);
+    CU_ASSERT_EQUAL(bench_parse_sinks("-0.5", &v), 0);
+    CU_ASSERT(v.sinks == BENCH_SINKS_VALUE && v.sink_value == -0.5f);
+    const char *bad_s[] = {"", "inf", "nan", "1x", "perhead"};
+    for (int i = 0; i < 5; i++) CU_ASSERT_EQUAL(bench_parse_sinks(bad_s[i], &v), -1);
+    const char *masks[] = {"causal", "zeros", "prefix-lm", "random-block"};
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL(bench_parse_mask(masks[i], &v), 0);
+        CU_ASSERT_STRING_EQUAL(bench_mask_name(v.mask), masks[i]);
+    }
+    CU_ASSERT_EQUAL(bench_parse_mask("none", &v), -1);
+    CU_ASSERT_EQUAL(bench_parse_mask("Causal", &v), -1);
+    CU_ASSERT_EQUAL(bench_parse_mask_dtype("f16", &v), 0);
+    CU_ASSERT_EQUAL(v.mask_dtype, ATTN_F16);
+    CU_ASSERT_EQUAL(bench_parse_mask_dtype("bf16", &v), -1);
+    int lens[BENCH_MAX_PACKED];
+    CU_ASSERT_EQUAL(bench_parse_packed("100,1000,3000,4096", lens, BENCH_MAX_PACKED), 4);
+    CU_ASSERT(lens[0] == 100 && lens[3] == 4096);
+    const char *bad_p[] = {"", "0", "5,-1", "5,,x", "2000000"};
+    for (int i = 0; i < 5; i++) CU_ASSERT_EQUAL(bench_parse_packed(bad_p[i], lens, BENCH_MAX_PACKED), -1);
+    CU_ASSERT_EQUAL(bench_parse_packed("1,2,3", lens, 2), -1); /* more than max */
+    /* the text names what is on, and nothing when nothing is */
+    bench_variant w;
+    memset(&w, 0, sizeof w);
+    char text[192];
+    bench_variant_text(&w, text, sizeof text);
+    CU_ASSERT_STRING_EQUAL(text, "");
+    CU_ASSERT_FALSE(bench_variant_any(&w));
+    w.use_window = 1, w.window_left = 128, w.softcap = 50, w.alibi_max_bias = 8;
+    w.sinks = BENCH_SINKS_PER_HEAD, w.mask = BENCH_MASK_CAUSAL, w.mask_dtype = ATTN_F16;
+    w.npacked = 4;
+    bench_variant_text(&w, text, sizeof text);
+    CU_ASSERT_STRING_EQUAL(text, "window=128,0 softcap=50 sinks=per-head alibi=8 "
+                                 "mask=causal/f16 packed=4");
+}
+
+/* Bad variant values and clashing modes: exit 2 before any device is
+ * opened, with a message naming the option and the usual hint. */
+static void test_variant_refusals(void)
+{
+    static const struct { const char *args[6]; const char *says; } cases[] = {
+        {{"--window", "4096", NULL}, "--window wants LEFT,RIGHT"},
+        {{"--window", "0,-3", NULL}, "--window wants"},
+        {{"--softcap", "0", NULL}, "--softcap wants a number"},
+        {{"--softcap", "nan", NULL}, "--softcap wants a number"},
+        {{"--sinks", "big", NULL}, "--sinks wants a finite logit"},
+        {{"--alibi", "-8", NULL}, "--alibi wants a number"},
+        {{"--mask", "upper", NULL}, "--mask wants causal, zeros, prefix-lm or random-block"},
+        {{"--mask", "zeros", "--mask-dtype", "bf16", NULL}, "--mask-dtype wants f32 or f16"},
+        {{"--mask-dtype", "f16", NULL}, "--mask-dtype needs --mask"},
+        {{"--packed", "10,0", NULL}, "--packed wants up to"},
+        {{"--packed", "10,20", "--batch", "2", NULL}, "--packed sets the batch"},
+        {{"--packed", "10,20", "--seq", "64", NULL}, "--packed sets the lengths"},
+        {{"--decode", "--packed", "4,5", NULL}, "--packed applies to prefill"},
+        {{"--compare-materialized", "--sinks", "1", NULL}, "--compare-materialized takes no variant"},
+        {{"--variants", "--decode", NULL}, "--variants is a prefill run of its own"},
+        {{"--variants", "--dtype", "f32,f16", NULL}, "--variants takes one --dtype"},
+        {{"--variants", "--alibi", "8", NULL}, "--variants runs its own variants"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        char *err = NULL;
+        const int rc = run_bench(cases[i].args, NULL, &err);
+        const int said = err && strstr(err, cases[i].says) && strstr(err, "Try 'attn-bench --help'");
+        if (rc != 2 || !said)
+            printf("\n  attn-bench %s %s: exit %d, stderr: %s", cases[i].args[0],
+                   cases[i].args[1] ? cases[i].args[1] : "", rc, err ? err : "(none)");
+        CU_ASSERT_EQUAL(rc, 2);
+        CU_ASSERT(said);
+        free(err);
+    }
+}
+
+/* GFLOP/s count visible pairs: a causal mask over a full problem counts as
+ * causal, zeros add nothing hidden, prefix-LM adds the prefix's pairs. */
+static void test_mask_pairs(void)
+{
+    enum { SQ = 12, SKV = 20 };
+    float mask[SQ * SKV];
+    attn_problem p = {.batch = 2, .q_heads = 3, .kv_heads = 1, .head_dim = 8, .q_len = SQ,
+                      .kv_len = SKV, .causal = 1};
+    const double causal = attn_problem_flops(&p, NULL);
+    for (int r = 0; r < SQ; r++)
+        for (int c = 0; c < SKV; c++) mask[r * SKV + c] = c > r + SKV - SQ ? -INFINITY : 0.0f;
+    const attn_mask m = {NULL, mask, ATTN_F32, 0, 0, 0, SKV, 1};
+    p.mask = m;
+    p.causal = 0;
+    CU_ASSERT_DOUBLE_EQUAL(bench_variant_flops(&p, NULL), causal, 0.5);
+    for (int i = 0; i < SQ * SKV; i++) mask[i] = 0;
+    p.causal = 1;
+    CU_ASSERT_DOUBLE_EQUAL(bench_variant_flops(&p, NULL), causal, 0.5);
+    /* prefix-LM over the full problem: causal plus the prefix keys past the diagonal */
+    double extra = 0;
+    for (int r = 0; r < SQ; r++)
+        for (int c = 0; c < SKV; c++) {
+            mask[r * SKV + c] = c >= SKV / 2 && c > r + SKV - SQ ? -INFINITY : 0.0f;
+            extra += c < SKV / 2 && c > r + SKV - SQ;
+        }
+    p.causal = 0;
+    CU_ASSERT_DOUBLE_EQUAL(bench_variant_flops(&p, NULL), causal + 4.0 * 8 * 3 * 2 * extra, 0.5);
+    /* a window inside the mask's pairs: each row sees at most 3 keys */
+    for (int i = 0; i < SQ * SKV; i++) mask[i] = 0;
+    p.causal = 1, p.use_window = 1, p.window_left = 2, p.window_right = 0;
+    CU_ASSERT_DOUBLE_EQUAL(bench_variant_flops(&p, NULL), 4.0 * 8 * 3 * 2 * SQ * 3, 0.5);
+}
+
+static void fill(float *x, size_t n, uint64_t *rng)
+{
+    for (size_t i = 0; i < n; i++) x[i] = attn_rand_uniform(rng, -1, 1);
+}
+
+/* The threaded reference slices each variant per (batch, head): it must
+ * give attn_reference_forward's result on the whole problem, and a packed
+ * batch each entry's rows of the same problem laid out per entry. */
+static void test_threaded_reference(void)
+{
+    enum { B = 2, HQ = 4, HKV = 2, S = 24, D = 8 };
+    const size_t nq = (size_t)B * HQ * S * D, nkv = (size_t)B * HKV * S * D;
+    float *q = malloc(nq * 4), *k = malloc(nkv * 4), *v = malloc(nkv * 4);
+    float *a = malloc(nq * 4), *b = malloc(nq * 4), *mask = malloc((size_t)B * HQ * S * S * 4);
+    CU_ASSERT_FATAL(q && k && v && a && b && mask);
+    uint64_t rng = 7;
+    fill(q, nq, &rng), fill(k, nkv, &rng), fill(v, nkv, &rng);
+    fill(mask, (size_t)B * HQ * S * S, &rng);
+    mask[5] = mask[S * S + 40] = -INFINITY;
+    const float sinks[HQ] = {-1, 0.5f, 0, 2};
+    const int ql[B] = {20, 9}, kl[B] = {24, 13}, qs[B] = {1, 0}, ks[B] = {0, 5};
+    const attn_lengths L = {qs, ql, ks, kl};
+    attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = S,
+                      .kv_len = S, .causal = 1, .use_window = 1, .window_left = 6,
+                      .window_right = -1, .softcap = 3, .sinks = sinks, .alibi_max_bias = 8};
+    const attn_mask m = {NULL, mask, ATTN_F32, 3, (size_t)HQ * S * S - 3, (size_t)S * S, S, 1};
+    p.mask = m;
+    memset(a, 0, nq * 4), memset(b, 0, nq * 4);
+    CU_ASSERT_EQUAL(tool_reference(&p, &L, q, k, v, a), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, q, k, v, b, &L, NULL), ATTN_SUCCESS);
+    double worst = 0;
+    for (size_t i = 0; i < nq; i++) worst = fmax(worst, fabs((double)a[i] - b[i]));
+    CU_ASSERT(worst < 1e-6); /* ALiBi: the library's slopes against the reference's own */
+    /* packed: entry 1's sequences follow entry 0's on one token axis of
+     * q/out [HQ][S][D] and k/v [HKV][S][D], batch stride 0; the per-entry
+     * layout repeats the axis for each entry */
+    const int pq[B] = {0, 10}, pl[B] = {10, 14};
+    const attn_lengths P = {pq, pl, pq, pl};
+    attn_problem pk = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = S,
+                       .kv_len = S, .causal = 1, .sinks = sinks, .alibi_max_bias = 4,
+                       .packed = 1};
+    memset(a, 0, nq * 4);
+    CU_ASSERT_EQUAL(tool_reference(&pk, &P, q, k, v, a), ATTN_SUCCESS);
+    float *q2 = malloc(nq * 4), *k2 = malloc(nkv * 4), *v2 = malloc(nkv * 4);
+    CU_ASSERT_FATAL(q2 && k2 && v2);
+    for (int e = 0; e < B; e++) {
+        memcpy(q2 + (size_t)e * HQ * S * D, q, (size_t)HQ * S * D * 4);
+        memcpy(k2 + (size_t)e * HKV * S * D, k, (size_t)HKV * S * D * 4);
+        memcpy(v2 + (size_t)e * HKV * S * D, v, (size_t)HKV * S * D * 4);
+    }
+    pk.packed = 0;
+    CU_ASSERT_EQUAL(attn_reference_forward(&pk, q2, k2, v2, b, &P, NULL), ATTN_SUCCESS);
+    worst = 0;
+    for (int e = 0; e < B; e++)
+        for (int h = 0; h < HQ; h++)
+            for (int r = pq[e]; r < pq[e] + pl[e]; r++)
+                for (int d = 0; d < D; d++) {
+                    const size_t at = ((size_t)h * S + r) * D + d;
+                    worst = fmax(worst, fabs((double)a[at] - b[(size_t)e * HQ * S * D + at]));
+                }
+    CU_ASSERT(worst < 1e-6); /* ALiBi: the library's slopes against the reference's own */
+    free(q), free(k), free(v), free(a), free(b), free(mask), free(q2), free(k2), free(v2);
+}
+
+/* A tiny --variants run (speeds not asserted): every group's every row,
+ * in the text summary and in the JSON with its group and ratio. */
+static void test_variants_run(void)
+{
+    static const char *const rows[] = {
+        "plain", "window=16,0", "softcap=50", "sinks=per-head", "alibi=8", "mask=causal/f32",
+        "mask=causal/f16", "mask=zeros/f32", "mask=random-block/f32", "mask=prefix-lm/f16",
+        "padded=3", "packed=3"};
+    const int nrows = (int)(sizeof rows / sizeof rows[0]);
+    const char *text_args[] = {"--variants", "--seq", "64", "--head-dim", "16", "--q-heads",
+                               "2", "--packed", "5,17,33", "--reps", "3", "--no-check", NULL};
+    char *out = NULL, *err = NULL;
+    int rc = run_bench(text_args, &out, &err);
+    if (rc != 0) printf("\n  --variants: exit %d: %s", rc, err);
+    CU_ASSERT_EQUAL(rc, 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    for (int i = 0; i < nrows; i++) {
+        char line[64];
+        snprintf(line, sizeof line, "\n   %s ", rows[i]);
+        if (!strstr(out, line)) printf("\n  no summary row for %s", rows[i]);
+        CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
+    }
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "times the pairs' share"));
+    free(out), free(err);
+    const char *json_args[] = {"--variants", "--seq", "64", "--head-dim", "16", "--q-heads", "2",
+                               "--packed", "5,17,33", "--reps", "3", "--no-check", "--format",
+                               "json", NULL};
+    rc = run_bench(json_args, &out, &err);
+    CU_ASSERT_EQUAL(rc, 0);
+    cJSON *root = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results"), *r;
+    /* costs: 10 rows, window: 2, packed: 2 */
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(results), 14);
+    int k = 0;
+    cJSON_ArrayForEach(r, results)
+    {
+        const cJSON *g = cJSON_GetObjectItemCaseSensitive(r, "variants_group");
+        CU_ASSERT(cJSON_IsString(g));
+        CU_ASSERT(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r, "variant")));
+        const double ratio = number(r, k < 10 ? "gflops_vs_base" : "speed_vs_base");
+        CU_ASSERT(ratio > 0);
+        if (k == 0 || k == 10 || k == 12) CU_ASSERT_DOUBLE_EQUAL(ratio, 1.0, 1e-12);
+        k++;
+    }
+    cJSON_Delete(root);
+    free(out), free(err);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_help_matches_parser),
     HARNESS_TEST(test_parser_accepts_table),
@@ -275,6 +512,11 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_spread_and_types_prefill),
     HARNESS_TEST(test_spread_and_types_decode),
     HARNESS_TEST(test_spread_compare),
+    HARNESS_TEST(test_variant_syntax),
+    HARNESS_TEST(test_variant_refusals),
+    HARNESS_TEST(test_mask_pairs),
+    HARNESS_TEST(test_threaded_reference),
+    HARNESS_TEST(test_variants_run),
     HARNESS_END
 };
 
