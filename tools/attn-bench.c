@@ -154,7 +154,8 @@ int main(int argc, char **argv)
         nshapes = 0;
     } else if (o.variants) {
         const prefill_how how = {o.reps, o.check, (int)o.format, 0, 1, peak};
-        failed |= bench_variants(ctx, &custom, o.dtypes[0], o.seq || o.q_len || o.kv_len, &o.variant, &how, results,
+        const int seq_given = o.seq || o.q_len || o.kv_len;
+        failed |= bench_variants(ctx, &custom, o.dtypes[0], seq_given, &o.variant, &how, results,
                                  errors);
         nshapes = 0;
     }

@@ -279,8 +279,8 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     }
     for (int t = 0; t < cfg->ndtypes; t++) {
         bad_type = t;
-        if ((st = dtype_res_setup(ctx, s, cfg->dtypes[t], cfg->variant, &res[t], &step)) != ATTN_SUCCESS)
-            goto done;
+        st = dtype_res_setup(ctx, s, cfg->dtypes[t], cfg->variant, &res[t], &step);
+        if (st != ATTN_SUCCESS) goto done;
     }
 
     decode_runs dr = {ctx, res, confs, base, copies, 0, 1, ""};

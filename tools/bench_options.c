@@ -295,7 +295,9 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
                 bad = -1;
             }
             break;
-        case OPT_SOFTCAP: bad |= parse_float("softcap", optarg, 1e-3f, 1e6f, &o->variant.softcap); break;
+        case OPT_SOFTCAP:
+            bad |= parse_float("softcap", optarg, 1e-3f, 1e6f, &o->variant.softcap);
+            break;
         case OPT_SINKS:
             if (bench_parse_sinks(optarg, &o->variant) < 0) {
                 fprintf(stderr, "attn-bench: --sinks wants a finite logit (e.g. 0.5) or "

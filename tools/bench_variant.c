@@ -258,8 +258,10 @@ double bench_variant_flops(const attn_problem *p, const attn_lengths *L)
     const attn_mask *m = &p->mask;
     double pairs = 0;
     for (int b = 0; b < p->batch; b++) {
-        const int qs = L && L->q_start ? L->q_start[b] : 0, ks = L && L->kv_start ? L->kv_start[b] : 0;
-        const int ql = L && L->q_len ? L->q_len[b] : p->q_len, kl = L && L->kv_len ? L->kv_len[b] : p->kv_len;
+        const int qs = L && L->q_start ? L->q_start[b] : 0;
+        const int ks = L && L->kv_start ? L->kv_start[b] : 0;
+        const int ql = L && L->q_len ? L->q_len[b] : p->q_len;
+        const int kl = L && L->kv_len ? L->kv_len[b] : p->kv_len;
         for (long i = 0; i < ql; i++) {
             const long pos = i + kl - ql, lo = p->use_window && p->window_left >= 0
                                                   ? pos - p->window_left : 0;
