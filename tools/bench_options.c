@@ -160,9 +160,12 @@ static int parse_int(const char *opt, const char *text, int lo, int hi, int *out
     return 0;
 }
 
-int bench_parse_splits(const char *list, int *splits, int max)
+/* A comma-separated list of up to max integers in lo..hi, or the word
+ * zero_word (when not NULL) for 0. Returns the count, or -1. */
+static int parse_int_list(const char *list, long lo, long hi, const char *zero_word, int *out,
+                          int max)
 {
-    char buf[256];
+    char buf[1024];
     if (!list || strlen(list) >= sizeof buf) return -1;
     snprintf(buf, sizeof buf, "%s", list);
     int n = 0;
@@ -170,15 +173,25 @@ int bench_parse_splits(const char *list, int *splits, int max)
     for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
         if (n == max) return -1;
         long v = 0;
-        if (strcmp(t, "auto") != 0) {
+        if (!zero_word || strcmp(t, zero_word) != 0) {
             char *end;
             errno = 0;
             v = strtol(t, &end, 10);
-            if (errno || end == t || *end || v < 1 || v > 256) return -1;
+            if (errno || end == t || *end || v < lo || v > hi) return -1;
         }
-        splits[n++] = (int)v;
+        out[n++] = (int)v;
     }
     return n ? n : -1;
+}
+
+int bench_parse_splits(const char *list, int *splits, int max)
+{
+    return parse_int_list(list, 1, 256, "auto", splits, max);
+}
+
+int bench_parse_packed(const char *list, int *lens, int max)
+{
+    return parse_int_list(list, 1, 1 << 20, NULL, lens, max);
 }
 
 int bench_parse_dtypes(const char *list, attn_dtype *dtypes, int max)

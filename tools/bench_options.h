@@ -55,6 +55,9 @@ int bench_options_parse(int argc, char **argv, bench_options *o);
 /* --splits LIST: up to BENCH_MAX_SPLITS values, each "auto" (stored as 0)
  * or 1..256, comma-separated. Returns the count, or -1 when list is not one. */
 int bench_parse_splits(const char *list, int *splits, int max);
+/* --packed LIST: up to max lengths, each 1..2^20, comma-separated. Returns
+ * the count, or -1. */
+int bench_parse_packed(const char *list, int *lens, int max);
 /* --dtype LIST: up to BENCH_MAX_DTYPES distinct names of f32, f16, bf16.
  * Returns the count, or -1. */
 int bench_parse_dtypes(const char *list, attn_dtype *dtypes, int max);

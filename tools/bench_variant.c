@@ -80,18 +80,6 @@ int bench_parse_mask_dtype(const char *text, bench_variant *v)
     return 0;
 }
 
-int bench_parse_packed(const char *text, int *lens, int max)
-{
-    char buf[1024];
-    if (!text || strlen(text) >= sizeof buf) return -1;
-    snprintf(buf, sizeof buf, "%s", text);
-    int n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save))
-        if (n == max || whole_int(t, 1, 1 << 20, &lens[n++])) return -1;
-    return n ? n : -1;
-}
-
 int bench_variant_any(const bench_variant *v)
 {
     return v->use_window || v->softcap > 0 || v->sinks || v->alibi_max_bias > 0 || v->mask ||

@@ -42,8 +42,6 @@ int bench_parse_window(const char *text, bench_variant *v); /* "L,R", each -1 or
 int bench_parse_sinks(const char *text, bench_variant *v);  /* "per-head" or a finite number */
 int bench_parse_mask(const char *text, bench_variant *v);   /* a bench_mask_name */
 int bench_parse_mask_dtype(const char *text, bench_variant *v); /* f32 or f16 */
-/* "LEN,LEN,...": up to max lengths, each 1..2^20. Returns the count or -1. */
-int bench_parse_packed(const char *text, int *lens, int max);
 const char *bench_mask_name(bench_mask_kind k); /* "causal", "zeros", "prefix-lm", ... */
 
 /* Nonzero when v changes anything. */
