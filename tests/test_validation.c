@@ -407,10 +407,16 @@ static void test_bad_strides(void)
         t[i].stride_head = t[i].stride_seq;
         snprintf(what, sizeof what, "%s: strides", names[i]);
         REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, what);
-        /* every batch entry on the same elements */
+        /* every batch entry on the same elements: fine for the inputs (read
+         * only: one prompt shared by the batch), not for out unless packed */
         t[i] = (attn_tensor[]){fx.q, fx.k, fx.v, fx.out}[i];
         t[i].stride_batch = 0;
-        REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, what);
+        if (i < 3) {
+            CU_ASSERT_EQUAL(attn_validate_forward(fx.ctx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL,
+                                                  fx.lse), ATTN_SUCCESS);
+        } else {
+            REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, "p->packed");
+        }
         /* BSHD written with a sequence step of one head */
         t[i] = (attn_tensor[]){fx.q, fx.k, fx.v, fx.out}[i];
         t[i].stride_head = D;
@@ -701,6 +707,242 @@ static void test_zero_stride_single_extent(void)
     clReleaseMemObject(other);
 }
 
+/* ---- shared inputs, packed batches, the variant fields ---- */
+
+/* K and V given once for the whole batch (stride_batch 0, one prompt every
+ * sequence attends to), and Q likewise: read only, so accepted, and the
+ * result is the reference's over the inputs repeated per entry. */
+static void test_shared_inputs(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    attn_context *ctx = fx.ctx;
+    const int H[3] = {HQ, HKV, HKV}, S[3] = {SQ, SKV, SKV};
+    attn_tensor t[3];
+    cl_mem m[3];
+    float *rep[3];
+    for (int i = 0; i < 3; i++) {
+        const size_t n = (size_t)H[i] * S[i] * D; /* one entry */
+        float *x = malloc(n * sizeof *x);
+        rep[i] = malloc((size_t)B * n * sizeof *x);
+        CU_ASSERT_FATAL(x && rep[i]);
+        harness_fill_uniform(x, n, 400 + (uint64_t)i, -1.0f, 1.0f);
+        for (int b = 0; b < B; b++) memcpy(rep[i] + (size_t)b * n, x, n * sizeof *x);
+        m[i] = harness_upload(ctx, ATTN_F32, x, 1, H[i], S[i], D, NULL, &t[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m[i]);
+        t[i].stride_batch = 0;
+        free(x);
+    }
+    /* shared K/V with per-entry Q; then Q shared too */
+    attn_status st = attn_forward(ctx, &fx.p, &fx.q, &t[1], &t[2], &fx.out, NULL, fx.lse, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  shared K/V: %s\n", attn_last_error(ctx));
+    else expect_matches_reference(ctx, &fx.p, &fx.out, fx.hq, rep[1], rep[2], fx.lse);
+    st = attn_forward(ctx, &fx.p, &t[0], &t[1], &t[2], &fx.out, NULL, fx.lse, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  shared Q/K/V: %s\n", attn_last_error(ctx));
+    else expect_matches_reference(ctx, &fx.p, &fx.out, rep[0], rep[1], rep[2], fx.lse);
+    /* k and v on the very same elements: still only read */
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &fx.p, &fx.q, &t[1], &t[1], &fx.out, NULL, fx.lse),
+                    ATTN_SUCCESS);
+    /* out on a shared K still overlaps it */
+    attn_tensor o = fx.out;
+    o.buffer = m[1];
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &fx.p, &fx.q, &t[1], &t[2], &o, NULL, fx.lse),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    for (int i = 0; i < 3; i++) {
+        clReleaseMemObject(m[i]);
+        free(rep[i]);
+    }
+    fixture_free(&fx);
+}
+
+/* Validates p with the lengths' four arrays; expects `want` and, on a
+ * failure, `what` in the message. */
+static void expect_packed(fixture *fx, const attn_problem *p, const attn_tensor *out,
+                          const int *qs, const int *ql, cl_mem lse, attn_status want,
+                          const char *what)
+{
+    static const int ks[B] = {0, 5}, kl[B] = {5, 7};
+    const attn_lengths L = {qs, ql, ks, kl};
+    attn_status st = attn_validate_forward(fx->ctx, p, &fx->q, &fx->k, &fx->v, out, &L, lse);
+    CU_ASSERT_EQUAL(st, want);
+    if (st != want || (what && !strstr(attn_last_error(fx->ctx), what)))
+        printf("\n  packed q_start {%d, %d} q_len {%d, %d}: %s \"%s\" (wanted \"%s\")\n", qs[0],
+               qs[1], ql[0], ql[1], attn_status_name(st), attn_last_error(fx->ctx),
+               what ? what : "");
+    if (what) CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(fx->ctx), what));
+}
+
+/* Sequences packed along one token axis (stride_batch 0 everywhere, each
+ * entry's rows by q_start/kv_start): accepted when the sequences' rows of
+ * out are apart, rejected naming out when two share a row; lse is
+ * [q_heads][q_len]. Without p->packed the same out is an overlap. */
+static void test_packed_layout(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    attn_context *ctx = fx.ctx;
+    attn_problem p = fx.p;
+    p.packed = 1;
+    fx.q.stride_batch = fx.k.stride_batch = fx.v.stride_batch = fx.out.stride_batch = 0;
+    cl_mem lse = sentinel_buffer(ctx, (size_t)HQ * SQ * sizeof(float));
+    cl_mem short_lse = sentinel_buffer(ctx, (size_t)HQ * SQ * sizeof(float) - 1);
+    const int qs[B] = {0, 3}, ql[B] = {3, 5};
+    expect_packed(&fx, &p, &fx.out, qs, ql, lse, ATTN_SUCCESS, NULL);
+    expect_packed(&fx, &p, &fx.q, qs, ql, lse, ATTN_SUCCESS, NULL); /* in place */
+    expect_packed(&fx, &p, &fx.out, qs, ql, NULL, ATTN_SUCCESS, NULL);
+    expect_packed(&fx, &p, &fx.out, qs, ql, short_lse, ATTN_ERROR_INVALID_ARGUMENT,
+                  "q_heads * q_len (p->packed)");
+    /* an empty sequence writes nothing, wherever it starts */
+    const int qs0[B] = {0, 4}, ql0[B] = {8, 0};
+    expect_packed(&fx, &p, &fx.out, qs0, ql0, lse, ATTN_SUCCESS, NULL);
+    /* rows 2 of both sequences */
+    const int qs2[B] = {0, 2}, ql2[B] = {3, 5};
+    expect_packed(&fx, &p, &fx.out, qs2, ql2, lse, ATTN_ERROR_INVALID_ARGUMENT,
+                  "out: with p->packed, the rows of sequences 0 (q_start 0, q_len 3) and 1");
+    /* the same through attn_forward: nothing built, nothing written */
+    {
+        static const int ks[B] = {0, 5}, kl[B] = {5, 7};
+        const attn_lengths L = {qs2, ql2, ks, kl};
+        REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, &L, lse, "out: with p->packed");
+    }
+    /* without packed every row of every entry is written */
+    attn_problem unpacked = fx.p;
+    expect_packed(&fx, &unpacked, &fx.out, qs, ql, fx.lse, ATTN_ERROR_INVALID_ARGUMENT,
+                  "p->packed");
+    /* entries two rows apart (stride_batch 2 rows): entry b's row s is the
+     * axis' row 2b + s, so rows {0, 1} and {3, 4, 5} are apart in every head,
+     * rows {0, 1, 2} and {2, 3} are not */
+    attn_tensor o = fx.out;
+    o.stride_batch = 2 * D;
+    const int qsa[B] = {0, 1}, qla[B] = {2, 3}, qsb[B] = {0, 0}, qlb[B] = {3, 2};
+    expect_packed(&fx, &p, &o, qsa, qla, lse, ATTN_SUCCESS, NULL);
+    expect_packed(&fx, &p, &o, qsb, qlb, lse, ATTN_ERROR_INVALID_ARGUMENT,
+                  "out: with p->packed, the rows of sequences 0 (q_start 0, q_len 3) and 1");
+    clReleaseMemObject(lse);
+    clReleaseMemObject(short_lse);
+    fixture_free(&fx);
+}
+
+/* The variant fields: each bad value rejected naming it, nothing enqueued. */
+static void test_bad_variants(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    attn_context *ctx = fx.ctx;
+#define VREJECTS(P, WHAT) REJECTS(&fx, P, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, WHAT)
+    attn_problem p = fx.p;
+    p.use_window = 1;
+    p.window_left = -2;
+    VREJECTS(&p, "p->window_left = -2");
+    p.window_left = 4, p.window_right = -2;
+    VREJECTS(&p, "p->window_right = -2");
+    p.use_window = 0; /* ignored when off */
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse),
+                    ATTN_SUCCESS);
+    const float caps[] = {NAN, INFINITY, -INFINITY, -1.0f};
+    for (int i = 0; i < 4; i++) {
+        p = fx.p;
+        p.softcap = caps[i];
+        VREJECTS(&p, "p->softcap");
+    }
+    const float sinks[HQ] = {0.5f, NAN, 0.0f, 0.0f};
+    cl_mem sink_buf = sentinel_buffer(ctx, HQ * sizeof(float));
+    cl_mem sink_small = sentinel_buffer(ctx, HQ * sizeof(float) - 1);
+    p = fx.p;
+    p.sinks = sinks;
+    p.sinks_buffer = sink_buf;
+    VREJECTS(&p, "p->sinks and p->sinks_buffer are both set");
+    p.sinks_buffer = NULL;
+    VREJECTS(&p, "p->sinks[1]");
+    p.sinks = NULL;
+    p.sinks_buffer = sink_small;
+    VREJECTS(&p, "p->sinks_buffer holds");
+    const float slopes[HQ] = {0.5f, 0.25f, 0.125f, INFINITY};
+    p = fx.p;
+    p.alibi_slopes = slopes;
+    p.alibi_max_bias = 8.0f;
+    VREJECTS(&p, "p->alibi_slopes and p->alibi_max_bias are both set");
+    p.alibi_max_bias = 0.0f;
+    VREJECTS(&p, "p->alibi_slopes[3]");
+    p.alibi_slopes = NULL;
+    p.alibi_max_bias = -1.0f;
+    VREJECTS(&p, "p->alibi_max_bias");
+
+    /* the mask: [B][HQ][SQ][SKV] f32 by contiguous strides, exactly the
+     * size accepted, one element short rejected; broadcast strides need
+     * only one [SQ][SKV] plane */
+    const size_t plane = (size_t)SQ * SKV, full = (size_t)B * HQ * plane;
+    cl_mem mask = sentinel_buffer(ctx, full * sizeof(float));
+    cl_mem mask_short = sentinel_buffer(ctx, (full - 1) * sizeof(float));
+    p = fx.p;
+    p.mask = (attn_mask){mask, NULL, ATTN_F32, 0, HQ * plane, plane, SKV, 1};
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse),
+                    ATTN_SUCCESS);
+    p.mask.dtype = ATTN_F16; /* half the bytes: fine */
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse),
+                    ATTN_SUCCESS);
+    p.mask.dtype = ATTN_BF16;
+    VREJECTS(&p, "p->mask.dtype");
+    p.mask.dtype = (attn_dtype)9;
+    VREJECTS(&p, "p->mask.dtype");
+    p.mask.dtype = ATTN_F32;
+    p.mask.buffer = mask_short;
+    VREJECTS(&p, "p->mask.buffer ([2][4][8][12] by its strides) holds");
+    p.mask.stride_batch = p.mask.stride_head = 0;
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse),
+                    ATTN_SUCCESS);
+    p.mask.offset = full - plane + 1;
+    VREJECTS(&p, "p->mask.buffer");
+    p.mask.offset = 0;
+    p.mask.stride_q = SIZE_MAX / 4;
+    VREJECTS(&p, "p->mask: offset and strides overflow");
+    /* a mask of another cl_context */
+    cl_device_id dev = attn_context_device(ctx);
+    cl_int err;
+    cl_context other = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    cl_mem foreign = clCreateBuffer(other, CL_MEM_READ_WRITE, full * sizeof(float), NULL, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    p = fx.p;
+    p.mask = (attn_mask){foreign, NULL, ATTN_F32, 0, HQ * plane, plane, SKV, 1};
+    VREJECTS(&p, "belongs to another cl_context");
+    VREJECTS(&p, "p->mask.buffer");
+#undef VREJECTS
+    clReleaseMemObject(foreign);
+    clReleaseContext(other);
+    clReleaseMemObject(mask);
+    clReleaseMemObject(mask_short);
+    clReleaseMemObject(sink_buf);
+    clReleaseMemObject(sink_small);
+    fixture_free(&fx);
+}
+
+/* attn_alibi_slopes: 8 heads at max_bias 8 are 1/2, 1/4, ... 1/256 (the
+ * ALiBi paper's sequence); 12 heads take those 8 and interleave 4 more at
+ * 2^-0.5, 2^-1.5, ...; bad arguments are named in attn_last_error(NULL). */
+static void test_alibi_slopes(void)
+{
+    float s[12];
+    CU_ASSERT_EQUAL(attn_alibi_slopes(8, 8.0f, s), ATTN_SUCCESS);
+    for (int h = 0; h < 8; h++) CU_ASSERT_EQUAL(s[h], ldexpf(1.0f, -(h + 1)));
+    CU_ASSERT_EQUAL(attn_alibi_slopes(12, 8.0f, s), ATTN_SUCCESS);
+    for (int h = 0; h < 12; h++) {
+        const double want = h < 8 ? ldexp(1.0, -(h + 1)) : pow(2.0, -0.5 - (h - 8));
+        CU_ASSERT_DOUBLE_EQUAL(s[h], want, 1e-6 * want);
+    }
+    CU_ASSERT_EQUAL(attn_alibi_slopes(1, 8.0f, s), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(s[0], 1.0f / 256.0f);
+    CU_ASSERT_EQUAL(attn_alibi_slopes(0, 8.0f, s), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(NULL), "q_heads"));
+    CU_ASSERT_EQUAL(attn_alibi_slopes(4, -1.0f, s), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(NULL), "max_bias"));
+    CU_ASSERT_EQUAL(attn_alibi_slopes(4, NAN, s), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_alibi_slopes(4, 8.0f, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(NULL), "slopes"));
+}
+
 static void test_bad_params_override(void)
 {
     fixture fx;
@@ -924,6 +1166,10 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_overlaps),
     HARNESS_TEST(test_fused_layout),
     HARNESS_TEST(test_zero_stride_single_extent),
+    HARNESS_TEST(test_shared_inputs),
+    HARNESS_TEST(test_packed_layout),
+    HARNESS_TEST(test_bad_variants),
+    HARNESS_TEST(test_alibi_slopes),
     HARNESS_TEST(test_bad_params_override),
     HARNESS_TEST(test_reference_validation),
     HARNESS_TEST(test_prepare_validation),
