@@ -943,6 +943,48 @@ static void test_alibi_slopes(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(NULL), "slopes"));
 }
 
+/* attn_decode and attn_decode_prepare refuse p->packed; a decode's mask
+ * spans [B][Hq][q_len][the cache's capacity] (validated against the full
+ * problem, kv_len = capacity). Nothing is built. */
+static void test_decode_variants(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    enum { CAP = 16 };
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, B, HKV, D, CAP, ATTN_F32, &cache),
+                          ATTN_SUCCESS);
+    attn_problem p = base_problem(ATTN_F32);
+    p.q_len = 1;
+    attn_tensor q, out;
+    cl_mem bq = harness_alloc(ctx, ATTN_F32, B, HQ, 1, D, NULL, &q);
+    cl_mem bo = harness_alloc(ctx, ATTN_F32, B, HQ, 1, D, NULL, &out);
+    CU_ASSERT_FATAL(bq && bo);
+    p.packed = 1;
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &q, &out, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "attn_decode: p->packed"));
+    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "p->packed"));
+    /* one key per sequence, then a mask one element short of [B][HQ][1][CAP] */
+    p.packed = 0;
+    attn_tensor k;
+    cl_mem bk = harness_alloc(ctx, ATTN_F32, B, HKV, 1, D, NULL, &k);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bk);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &k, &k, 1, NULL, NULL), ATTN_SUCCESS);
+    const size_t n = (size_t)B * HQ * CAP;
+    cl_mem mask = sentinel_buffer(ctx, (n - 1) * sizeof(float));
+    p.mask = (attn_mask){mask, NULL, ATTN_F32, 0, HQ * CAP, CAP, CAP, 1};
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &q, &out, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "p->mask.buffer ([2][4][1][16]"));
+    clReleaseMemObject(mask);
+    clReleaseMemObject(bk);
+    clReleaseMemObject(bq);
+    clReleaseMemObject(bo);
+    attn_kv_cache_release(cache);
+}
+
 static void test_bad_params_override(void)
 {
     fixture fx;
@@ -1170,6 +1212,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_packed_layout),
     HARNESS_TEST(test_bad_variants),
     HARNESS_TEST(test_alibi_slopes),
+    HARNESS_TEST(test_decode_variants),
     HARNESS_TEST(test_bad_params_override),
     HARNESS_TEST(test_reference_validation),
     HARNESS_TEST(test_prepare_validation),
