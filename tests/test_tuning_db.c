@@ -139,6 +139,45 @@ static int count_stderr(void (*fn)(void *), void *arg, const char *needle)
 
 /* ---- round trip ---- */
 
+/* attn_problem_flops with a sliding window counts only the pairs inside
+ * it: query i at key position pos sees pos - left .. pos + right (and no
+ * further than pos when causal); a window wider than the keys, or
+ * use_window 0, is no window. */
+static void test_problem_flops_window(void)
+{
+    attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 8, .q_len = 6,
+                      .kv_len = 6, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
+    p.use_window = 1, p.window_left = 2, p.window_right = -1;
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * (1 + 2 + 3 + 3 + 3 + 3));
+    p.window_left = 100; /* wider than the keys */
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * 21);
+    p.window_left = 2, p.use_window = 0; /* off: the sides are ignored */
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * 21);
+    p.use_window = 1, p.window_left = 0, p.window_right = 0; /* the diagonal alone */
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * 6);
+    /* not causal, one key either side: 2 + 3 + 3 + 3 + 2 */
+    p.causal = 0, p.q_len = p.kv_len = 5, p.window_left = 1, p.window_right = 1;
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * 13);
+    /* right side only, not causal: row i sees 0 .. i + 1 */
+    p.window_left = -1;
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * (2 + 3 + 4 + 5 + 5));
+    /* more keys than queries: positions 3 and 4, one key back: 2 each */
+    p.causal = 1, p.q_len = 2, p.kv_len = 5, p.window_left = 1, p.window_right = -1;
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * 4);
+    /* with lengths: sequence 1 (3 queries, 3 keys) sees 1, 2, 2 */
+    const int q_len[2] = {2, 3}, kv_len[2] = {5, 3};
+    const attn_lengths L = {NULL, q_len, NULL, kv_len};
+    p.batch = 2;
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, &L), 4.0 * 8 * (4 + 5));
+    /* the issue's shape: S = 16384 causal, window 4096 back: rows see
+     * min(i + 1, 4097) keys */
+    attn_problem big = {.batch = 1, .q_heads = 8, .kv_heads = 2, .head_dim = 64, .q_len = 16384,
+                        .kv_len = 16384, .dtype = ATTN_F16, .causal = 1, .scale = 0.0f,
+                        .use_window = 1, .window_left = 4096, .window_right = -1};
+    const double pairs = 4097.0 * 4098.0 / 2.0 + (16384.0 - 4097.0) * 4097.0;
+    CU_ASSERT_EQUAL(attn_problem_flops(&big, NULL), 4.0 * 64 * 8 * pairs);
+}
+
 /* attn_problem_flops: 4 * D per visible (query, key) pair, over batches and
  * query heads, whatever the key heads are. */
 static void test_problem_flops(void)
@@ -722,6 +761,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_corrupt_files),
     HARNESS_TEST(test_lookup_tiers),
     HARNESS_TEST(test_problem_flops),
+    HARNESS_TEST(test_problem_flops_window),
     HARNESS_END
 };
 

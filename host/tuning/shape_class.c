@@ -62,16 +62,22 @@ int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class 
 }
 
 /* Visible (query, key) pairs of a batch entry with ql queries and kl keys:
- * causal is bottom-right aligned, query i seeing keys 0..i + kl - ql. */
-static double visible_pairs(long long ql, long long kl, int causal)
+ * query i sits at key position pos = i + kl - ql (bottom-right) and sees
+ * keys max(0, pos - left) .. min(kl - 1, pos when causal, pos + right);
+ * left / right < 0: unlimited on that side. */
+static double visible_pairs(long long ql, long long kl, int causal, long long left,
+                            long long right)
 {
     if (ql <= 0 || kl <= 0) return 0;
-    if (!causal) return (double)ql * (double)kl;
+    if (!causal && left < 0 && right < 0) return (double)ql * (double)kl;
     double pairs = 0;
     for (long long i = 0; i < ql; i++) {
-        long long vis = i + kl - ql + 1;
-        if (vis > kl) vis = kl;
-        if (vis > 0) pairs += (double)vis;
+        const long long pos = i + kl - ql;
+        long long lo = left >= 0 ? pos - left : 0, hi = kl - 1;
+        if (lo < 0) lo = 0;
+        if (causal && pos < hi) hi = pos;
+        if (right >= 0 && pos + right < hi) hi = pos + right;
+        if (hi >= lo) pairs += (double)(hi - lo + 1);
     }
     return pairs;
 }
@@ -79,11 +85,13 @@ static double visible_pairs(long long ql, long long kl, int causal)
 double attn_problem_flops(const attn_problem *p, const attn_lengths *lengths)
 {
     if (!p || p->batch <= 0 || p->q_heads <= 0 || p->head_dim <= 0) return 0;
+    const long long left = p->use_window ? p->window_left : -1;
+    const long long right = p->use_window ? p->window_right : -1;
     double pairs = 0;
     for (int b = 0; b < p->batch; b++) {
         const int ql = lengths && lengths->q_len ? lengths->q_len[b] : p->q_len;
         const int kl = lengths && lengths->kv_len ? lengths->kv_len[b] : p->kv_len;
-        pairs += visible_pairs(ql, kl, p->causal);
+        pairs += visible_pairs(ql, kl, p->causal, left, right);
     }
     /* Q K^T and P V: a multiply and an add each per pair and head dim */
     return 4.0 * p->head_dim * pairs * p->q_heads;

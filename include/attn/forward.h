@@ -46,8 +46,12 @@ ATTN_API void attn_tolerance(attn_dtype t, double *atol, double *rtol);
  *  batches and query heads. Only unmasked pairs count: with lengths, each
  *  sequence's q_len[b] x kv_len[b] (start offsets do not matter; a NULL
  *  array is the padded length); when causal, query i sees i + kv_len -
- *  q_len + 1 keys (bottom-right, clamped to 0..kv_len). Softmax, scaling
- *  and padding rows are not counted. A decode of q_len new rows against a
+ *  q_len + 1 keys (bottom-right, clamped to 0..kv_len); with use_window,
+ *  only keys inside the window count (pos - window_left .. pos +
+ *  window_right at query position pos = i + kv_len - q_len, a side of -1
+ *  unlimited), so a window's GFLOP/s count the pairs it computes. Softmax,
+ *  scaling, padding rows, the other variants and the additive mask's
+ *  -inf entries (data, not shape) are not counted. A decode of q_len new rows against a
  *  cache holding L tokens is p with kv_len = L (its q_lens as lengths->q_len,
  *  the cache's lengths as lengths->kv_len). lengths may be NULL (all full);
  *  its arrays hold p->batch ints.
