@@ -9,6 +9,7 @@
 #include "harness.h"
 #include "core/program.h"
 #include "tuning/tuning.h"
+#include "attention/variants.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -138,6 +139,88 @@ static int count_stderr(void (*fn)(void *), void *arg, const char *needle)
 }
 
 /* ---- round trip ---- */
+
+/* The variants that change the kernel are part of the class: an entry
+ * tuned with a window and softcap serves only such problems, plain entries
+ * only plain ones; the database keeps them as "variants": "window,softcap"
+ * and reads a file without the field (every file before variants) as
+ * none; an unknown name is an error naming the field. */
+static void test_variant_classes(void)
+{
+    attn_problem p = problem(64, 8, 2, 2048), pw = p, pm = p;
+    pw.use_window = 1, pw.window_left = 512, pw.window_right = -1, pw.softcap = 30.0f;
+    pm.use_window = 1, pm.window_left = 512, pm.window_right = -1; /* the window alone */
+    attn_shape_class c, cw, cm;
+    attn_shape_class_of(&p, &c);
+    attn_shape_class_of(&pw, &cw);
+    attn_shape_class_of(&pm, &cm);
+    CU_ASSERT_EQUAL(c.variants, 0u);
+    CU_ASSERT_EQUAL(cw.variants, (unsigned)(ATTN_VARIANT_WINDOW | ATTN_VARIANT_SOFTCAP));
+    CU_ASSERT(!attn_shape_class_equal(&c, &cw));
+    CU_ASSERT_EQUAL(attn_shape_class_distance(&c, &cw), -1);
+    CU_ASSERT_EQUAL(attn_shape_class_distance(&cm, &cw), -1);
+    char buf[128];
+    attn_shape_class_format(&cw, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "D64 f32 causal g4 q2048 kv2048 +window,softcap");
+    attn_shape_class_format(&c, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "D64 f32 causal g4 q2048 kv2048");
+
+    unsigned f = 99;
+    char err[1024] = "";
+    CU_ASSERT_EQUAL(attn_variant_flags_parse("", &f, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(f, 0u);
+    CU_ASSERT_EQUAL(attn_variant_flags_parse("sinks,alibi,mask_f16,packed", &f, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(f, (unsigned)(ATTN_VARIANT_SINKS | ATTN_VARIANT_ALIBI | ATTN_VARIANT_MASK_F16 |
+                                  ATTN_VARIANT_PACKED));
+    CU_ASSERT_EQUAL(attn_variant_flags_parse("window,win", &f, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "\"win\""));
+
+    attn_tuning_db db, back;
+    attn_tuning_db_init(&db);
+    attn_tuning_db_init(&back);
+    const attn_tuning_entry e = entry(&fake_dev, "0123456789abcdef", &p,
+                                      "family=vector,rows=10,keys=64,vec=16");
+    const attn_tuning_entry ew = entry(&fake_dev, "0123456789abcdef", &pw,
+                                       "family=tiled,rows=16,keys=32,wg=128,local_kv=1");
+    CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &e), 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &ew), 0);
+    CU_ASSERT_EQUAL(db.count, 2); /* the same shape, two classes */
+    char *text = attn_tuning_db_print(&db);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char *at = strstr(text, "\"variants\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    CU_ASSERT_PTR_NULL(strstr(at + 1, "\"variants\"")); /* the plain entry has none */
+    CU_ASSERT_PTR_NOT_NULL(strstr(at, "\"window,softcap\""));
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 2);
+    CU_ASSERT(entries_equal(&back.entries[0], &e));
+    CU_ASSERT(entries_equal(&back.entries[1], &ew));
+
+    /* lookup: each class finds its own entry, the window alone neither */
+    const attn_tuning_entry *got = NULL;
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &cw, &got), ATTN_TIER_EXACT);
+    CU_ASSERT(got && strcmp(got->params, ew.params) == 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &c, &got), ATTN_TIER_EXACT);
+    CU_ASSERT(got && strcmp(got->params, e.params) == 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &cm, &got), ATTN_TIER_NONE);
+    CU_ASSERT_PTR_NULL(got);
+    /* a nearby length still substitutes within the same variants */
+    pw.q_len = pw.kv_len = 4096;
+    attn_shape_class_of(&pw, &cw);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &cw, &got), ATTN_TIER_EXACT);
+    CU_ASSERT(got && strcmp(got->params, ew.params) == 0);
+
+    /* an unknown variant name: the file is corrupt, naming the field */
+    memcpy(strstr(text, "window,softcap"), "window,softcab", 14);
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                    ATTN_ERROR_TUNING_DB);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "class.variants"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "softcab"));
+    free(text);
+    attn_tuning_db_free(&db);
+    attn_tuning_db_free(&back);
+}
 
 /* attn_problem_flops with a sliding window counts only the pairs inside
  * it: query i at key position pos sees pos - left .. pos + right (and no
@@ -762,6 +845,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_lookup_tiers),
     HARNESS_TEST(test_problem_flops),
     HARNESS_TEST(test_problem_flops_window),
+    HARNESS_TEST(test_variant_classes),
     HARNESS_END
 };
 
