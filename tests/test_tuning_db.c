@@ -10,6 +10,7 @@
 #include "core/program.h"
 #include "tuning/tuning.h"
 #include "attention/variants.h"
+#include "tuning/tune_shapes.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -220,6 +221,45 @@ static void test_variant_classes(void)
     free(text);
     attn_tuning_db_free(&db);
     attn_tuning_db_free(&back);
+}
+
+/* attn-tune's shapes name the variants given by value (window, softcap,
+ * ALiBi's max_bias), each shape then its own class; bad values are named. */
+static void test_tune_shape_variants(void)
+{
+    attn_problem *s = NULL;
+    char err[256] = "", buf[160];
+    CU_ASSERT_EQUAL_FATAL(tune_shapes_parse("hq=8:hkv=2:d=64:s=2048:window=512:softcap=30,"
+                                            "hq=8:d=64:s=1024:full:window=16/4:alibi=8,"
+                                            "hq=8:d=64:s=1024",
+                                            "--shapes", &s, err, sizeof err), 3);
+    CU_ASSERT(s[0].use_window && s[0].window_left == 512 && s[0].window_right == -1);
+    CU_ASSERT_EQUAL(s[0].softcap, 30.0f);
+    CU_ASSERT(s[1].use_window && s[1].window_left == 16 && s[1].window_right == 4);
+    CU_ASSERT_EQUAL(s[1].alibi_max_bias, 8.0f);
+    CU_ASSERT(!s[2].use_window && s[2].softcap == 0.0f && s[2].alibi_max_bias == 0.0f);
+    attn_shape_class c;
+    attn_shape_class_of(&s[0], &c);
+    CU_ASSERT_EQUAL(c.variants, (unsigned)(ATTN_VARIANT_WINDOW | ATTN_VARIANT_SOFTCAP));
+    attn_shape_class_of(&s[1], &c);
+    CU_ASSERT_EQUAL(c.variants, (unsigned)(ATTN_VARIANT_WINDOW | ATTN_VARIANT_ALIBI));
+    tune_shape_format(&s[0], buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "B=1 Hq=8 Hkv=2 D=64 S=2048 f32 causal window=512/-1 softcap=30");
+    tune_shape_format(&s[1], buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "B=1 Hq=8 Hkv=8 D=64 S=1024 f32 full window=16/4 alibi=8");
+    free(s);
+    const char *bad[][2] = {{"hq=8:d=64:s=64:window=-2", "window=-2"},
+                            {"hq=8:d=64:s=64:window=4/x", "window=4/x"},
+                            {"hq=8:d=64:s=64:softcap=0", "softcap=0"},
+                            {"hq=8:d=64:s=64:alibi=inf", "alibi=inf"},
+                            {"hq=8:d=64:s=64:sinks=1", "unknown field \"sinks\""}};
+    for (int i = 0; i < 5; i++) {
+        s = NULL;
+        CU_ASSERT_EQUAL(tune_shapes_parse(bad[i][0], "--shapes", &s, err, sizeof err), -1);
+        if (!strstr(err, bad[i][1])) printf("\n  %s: \"%s\"\n", bad[i][0], err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
+        free(s);
+    }
 }
 
 /* attn_problem_flops with a sliding window counts only the pairs inside
@@ -846,6 +886,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_problem_flops),
     HARNESS_TEST(test_problem_flops_window),
     HARNESS_TEST(test_variant_classes),
+    HARNESS_TEST(test_tune_shape_variants),
     HARNESS_END
 };
 
