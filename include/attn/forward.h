@@ -19,6 +19,12 @@ extern "C" {
  *  written [B, Hq, Sq] as natural-log sum-exp of the scaled, masked logits.
  *  out->buffer and lse are written by kernels: one created CL_MEM_READ_ONLY
  *  is ATTN_ERROR_INVALID_ARGUMENT naming it (q, k and v may be read-only).
+ *  q, k and v are only read: they may share elements, across batch entries
+ *  too (stride_batch 0 for one prompt the whole batch attends to), though
+ *  one entry's elements must be distinct. The rows of out that are written
+ *  must not meet one another, k or v, nor q unless out is q with the same
+ *  layout (in place); with p->packed only each entry's own rows count, and
+ *  lse is [Hq][Sq] (>= Hq*Sq floats).
  *  done: NULL, or receives the completion event (caller releases it).
  *  All arguments are validated before anything is enqueued. */
 ATTN_API attn_status attn_forward(attn_context *ctx, const attn_problem *p,
