@@ -187,7 +187,8 @@ static void op_append(model *m, fuzz_reader *r)
         expect(m, st, 0, "append (tensors)");
     } else {
         n_ops_ok++;
-        /* accepted: each tensor lies inside a source buffer, elements reached once */
+        /* accepted: each tensor lies inside a source buffer, each batch entry's
+         * elements reached once (entries may share them: append only reads) */
         static unsigned char marks[4096];
         const attn_tensor *ts[2] = {k, v};
         const size_t es = attn_dtype_size(m->dtype);
@@ -195,8 +196,8 @@ static void op_append(model *m, fuzz_reader *r)
             int bi = ts[i] ? src_index(ts[i]->buffer) : -1;
             if (bi < 0) fuzz_fail("append accepted tensor %d without a source buffer", i);
             memset(marks, 0, sizeof marks);
-            int w = fuzz_tensor_walk(ts[i], m->batch, m->kv_heads, block, m->head_dim,
-                                     src_bytes[bi] / es, marks, 1);
+            int w = fuzz_input_walk(ts[i], m->batch, m->kv_heads, block, m->head_dim,
+                                    src_bytes[bi] / es, marks, 1);
             if (w == -1) fuzz_fail("append accepted tensor %d past its buffer", i);
             if (w == -2) fuzz_fail("append accepted tensor %d with overlapping elements", i);
         }

@@ -92,3 +92,27 @@ int fuzz_tensor_walk(const attn_tensor *t, int B, int H, int S, int D, size_t ne
                 }
     return 0;
 }
+
+int fuzz_input_walk(const attn_tensor *t, int B, int H, int S, int D, size_t nelem,
+                    unsigned char *marks, unsigned char tag)
+{
+    typedef unsigned __int128 u128;
+    unsigned char *entry = calloc(nelem ? nelem : 1, 1);
+    if (!entry) fuzz_fail("out of memory");
+    int w = 0;
+    for (int b = 0; b < B && w == 0; b++) {
+        const u128 at = (u128)t->offset + (u128)b * t->stride_batch;
+        if (at >= nelem) {
+            w = -1;
+            break;
+        }
+        attn_tensor one = *t;
+        one.offset = (size_t)at;
+        memset(entry, 0, nelem);
+        w = fuzz_tensor_walk(&one, 1, H, S, D, nelem, entry, 1);
+        for (size_t e = 0; e < nelem; e++)
+            if (entry[e]) marks[e] |= tag;
+    }
+    free(entry);
+    return w;
+}

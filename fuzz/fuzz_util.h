@@ -42,5 +42,10 @@ attn_context *fuzz_context(void);
  * however large the shape claims to be. */
 int fuzz_tensor_walk(const attn_tensor *t, int B, int H, int S, int D, size_t nelem,
                      unsigned char *marks, unsigned char tag);
+/* The same for a tensor attn only reads: each batch entry's elements must
+ * be distinct (-2 otherwise), but entries may share them (stride_batch 0
+ * for a prompt shared by the batch, packed sequences). */
+int fuzz_input_walk(const attn_tensor *t, int B, int H, int S, int D, size_t nelem,
+                    unsigned char *marks, unsigned char tag);
 
 #endif /* ATTN_FUZZ_UTIL_H */

@@ -9,6 +9,8 @@
 #include "harness.h"
 #include "core/program.h"
 #include "tuning/tuning.h"
+#include "attention/variants.h"
+#include "tuning/tune_shapes.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -138,6 +140,166 @@ static int count_stderr(void (*fn)(void *), void *arg, const char *needle)
 }
 
 /* ---- round trip ---- */
+
+/* The variants that change the kernel are part of the class: an entry
+ * tuned with a window and softcap serves only such problems, plain entries
+ * only plain ones; the database keeps them as "variants": "window,softcap"
+ * and reads a file without the field (every file before variants) as
+ * none; an unknown name is an error naming the field. */
+static void test_variant_classes(void)
+{
+    attn_problem p = problem(64, 8, 2, 2048), pw = p, pm = p;
+    pw.use_window = 1, pw.window_left = 512, pw.window_right = -1, pw.softcap = 30.0f;
+    pm.use_window = 1, pm.window_left = 512, pm.window_right = -1; /* the window alone */
+    attn_shape_class c, cw, cm;
+    attn_shape_class_of(&p, &c);
+    attn_shape_class_of(&pw, &cw);
+    attn_shape_class_of(&pm, &cm);
+    CU_ASSERT_EQUAL(c.variants, 0u);
+    CU_ASSERT_EQUAL(cw.variants, (unsigned)(ATTN_VARIANT_WINDOW | ATTN_VARIANT_SOFTCAP));
+    CU_ASSERT(!attn_shape_class_equal(&c, &cw));
+    CU_ASSERT_EQUAL(attn_shape_class_distance(&c, &cw), -1);
+    CU_ASSERT_EQUAL(attn_shape_class_distance(&cm, &cw), -1);
+    char buf[128];
+    attn_shape_class_format(&cw, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "D64 f32 causal g4 q2048 kv2048 +window,softcap");
+    attn_shape_class_format(&c, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "D64 f32 causal g4 q2048 kv2048");
+
+    unsigned f = 99;
+    char err[1024] = "";
+    CU_ASSERT_EQUAL(attn_variant_flags_parse("", &f, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(f, 0u);
+    CU_ASSERT_EQUAL(attn_variant_flags_parse("sinks,alibi,mask_f16,packed", &f, err, sizeof err), 0);
+    CU_ASSERT_EQUAL(f, (unsigned)(ATTN_VARIANT_SINKS | ATTN_VARIANT_ALIBI | ATTN_VARIANT_MASK_F16 |
+                                  ATTN_VARIANT_PACKED));
+    CU_ASSERT_EQUAL(attn_variant_flags_parse("window,win", &f, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "\"win\""));
+
+    attn_tuning_db db, back;
+    attn_tuning_db_init(&db);
+    attn_tuning_db_init(&back);
+    const attn_tuning_entry e = entry(&fake_dev, "0123456789abcdef", &p,
+                                      "family=vector,rows=10,keys=64,vec=16");
+    const attn_tuning_entry ew = entry(&fake_dev, "0123456789abcdef", &pw,
+                                       "family=tiled,rows=16,keys=32,wg=128,local_kv=1");
+    CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &e), 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &ew), 0);
+    CU_ASSERT_EQUAL(db.count, 2); /* the same shape, two classes */
+    char *text = attn_tuning_db_print(&db);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char *at = strstr(text, "\"variants\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    CU_ASSERT_PTR_NULL(strstr(at + 1, "\"variants\"")); /* the plain entry has none */
+    CU_ASSERT_PTR_NOT_NULL(strstr(at, "\"window,softcap\""));
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 2);
+    CU_ASSERT(entries_equal(&back.entries[0], &e));
+    CU_ASSERT(entries_equal(&back.entries[1], &ew));
+
+    /* lookup: each class finds its own entry, the window alone neither */
+    const attn_tuning_entry *got = NULL;
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &cw, &got), ATTN_TIER_EXACT);
+    CU_ASSERT(got && strcmp(got->params, ew.params) == 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &c, &got), ATTN_TIER_EXACT);
+    CU_ASSERT(got && strcmp(got->params, e.params) == 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &cm, &got), ATTN_TIER_NONE);
+    CU_ASSERT_PTR_NULL(got);
+    /* a nearby length still substitutes within the same variants */
+    pw.q_len = pw.kv_len = 4096;
+    attn_shape_class_of(&pw, &cw);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &cw, &got), ATTN_TIER_EXACT);
+    CU_ASSERT(got && strcmp(got->params, ew.params) == 0);
+
+    /* an unknown variant name: the file is corrupt, naming the field */
+    memcpy(strstr(text, "window,softcap"), "window,softcab", 14);
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                    ATTN_ERROR_TUNING_DB);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "class.variants"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "softcab"));
+    free(text);
+    attn_tuning_db_free(&db);
+    attn_tuning_db_free(&back);
+}
+
+/* attn-tune's shapes name the variants given by value (window, softcap,
+ * ALiBi's max_bias), each shape then its own class; bad values are named. */
+static void test_tune_shape_variants(void)
+{
+    attn_problem *s = NULL;
+    char err[256] = "", buf[160];
+    CU_ASSERT_EQUAL_FATAL(tune_shapes_parse("hq=8:hkv=2:d=64:s=2048:window=512:softcap=30,"
+                                            "hq=8:d=64:s=1024:full:window=16/4:alibi=8,"
+                                            "hq=8:d=64:s=1024",
+                                            "--shapes", &s, err, sizeof err), 3);
+    CU_ASSERT(s[0].use_window && s[0].window_left == 512 && s[0].window_right == -1);
+    CU_ASSERT_EQUAL(s[0].softcap, 30.0f);
+    CU_ASSERT(s[1].use_window && s[1].window_left == 16 && s[1].window_right == 4);
+    CU_ASSERT_EQUAL(s[1].alibi_max_bias, 8.0f);
+    CU_ASSERT(!s[2].use_window && s[2].softcap == 0.0f && s[2].alibi_max_bias == 0.0f);
+    attn_shape_class c;
+    attn_shape_class_of(&s[0], &c);
+    CU_ASSERT_EQUAL(c.variants, (unsigned)(ATTN_VARIANT_WINDOW | ATTN_VARIANT_SOFTCAP));
+    attn_shape_class_of(&s[1], &c);
+    CU_ASSERT_EQUAL(c.variants, (unsigned)(ATTN_VARIANT_WINDOW | ATTN_VARIANT_ALIBI));
+    tune_shape_format(&s[0], buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "B=1 Hq=8 Hkv=2 D=64 S=2048 f32 causal window=512/-1 softcap=30");
+    tune_shape_format(&s[1], buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "B=1 Hq=8 Hkv=8 D=64 S=1024 f32 full window=16/4 alibi=8");
+    free(s);
+    const char *bad[][2] = {{"hq=8:d=64:s=64:window=-2", "window=-2"},
+                            {"hq=8:d=64:s=64:window=4/x", "window=4/x"},
+                            {"hq=8:d=64:s=64:softcap=0", "softcap=0"},
+                            {"hq=8:d=64:s=64:alibi=inf", "alibi=inf"},
+                            {"hq=8:d=64:s=64:sinks=1", "unknown field \"sinks\""}};
+    for (int i = 0; i < 5; i++) {
+        s = NULL;
+        CU_ASSERT_EQUAL(tune_shapes_parse(bad[i][0], "--shapes", &s, err, sizeof err), -1);
+        if (!strstr(err, bad[i][1])) printf("\n  %s: \"%s\"\n", bad[i][0], err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
+        free(s);
+    }
+}
+
+/* attn_problem_flops with a sliding window counts only the pairs inside
+ * it: query i at key position pos sees pos - left .. pos + right (and no
+ * further than pos when causal); a window wider than the keys, or
+ * use_window 0, is no window. */
+static void test_problem_flops_window(void)
+{
+    attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 8, .q_len = 6,
+                      .kv_len = 6, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
+    p.use_window = 1, p.window_left = 2, p.window_right = -1;
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * (1 + 2 + 3 + 3 + 3 + 3));
+    p.window_left = 100; /* wider than the keys */
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * 21);
+    p.window_left = 2, p.use_window = 0; /* off: the sides are ignored */
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * 21);
+    p.use_window = 1, p.window_left = 0, p.window_right = 0; /* the diagonal alone */
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * 6);
+    /* not causal, one key either side: 2 + 3 + 3 + 3 + 2 */
+    p.causal = 0, p.q_len = p.kv_len = 5, p.window_left = 1, p.window_right = 1;
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * 13);
+    /* right side only, not causal: row i sees 0 .. i + 1 */
+    p.window_left = -1;
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * (2 + 3 + 4 + 5 + 5));
+    /* more keys than queries: positions 3 and 4, one key back: 2 each */
+    p.causal = 1, p.q_len = 2, p.kv_len = 5, p.window_left = 1, p.window_right = -1;
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, NULL), 4.0 * 8 * 4);
+    /* with lengths: sequence 1 (3 queries, 3 keys) sees 1, 2, 2 */
+    const int q_len[2] = {2, 3}, kv_len[2] = {5, 3};
+    const attn_lengths L = {NULL, q_len, NULL, kv_len};
+    p.batch = 2;
+    CU_ASSERT_EQUAL(attn_problem_flops(&p, &L), 4.0 * 8 * (4 + 5));
+    /* the issue's shape: S = 16384 causal, window 4096 back: rows see
+     * min(i + 1, 4097) keys */
+    attn_problem big = {.batch = 1, .q_heads = 8, .kv_heads = 2, .head_dim = 64, .q_len = 16384,
+                        .kv_len = 16384, .dtype = ATTN_F16, .causal = 1, .scale = 0.0f,
+                        .use_window = 1, .window_left = 4096, .window_right = -1};
+    const double pairs = 4097.0 * 4098.0 / 2.0 + (16384.0 - 4097.0) * 4097.0;
+    CU_ASSERT_EQUAL(attn_problem_flops(&big, NULL), 4.0 * 64 * 8 * pairs);
+}
 
 /* attn_problem_flops: 4 * D per visible (query, key) pair, over batches and
  * query heads, whatever the key heads are. */
@@ -722,6 +884,9 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_corrupt_files),
     HARNESS_TEST(test_lookup_tiers),
     HARNESS_TEST(test_problem_flops),
+    HARNESS_TEST(test_problem_flops_window),
+    HARNESS_TEST(test_variant_classes),
+    HARNESS_TEST(test_tune_shape_variants),
     HARNESS_END
 };
 

@@ -4,12 +4,15 @@
  * nothing is enqueued: the output and LSE buffers, pre-filled with a
  * sentinel pattern, are byte-identical afterwards, no event is returned and
  * no program is built. The accepted edge cases (a buffer of exactly the
- * size the strides imply, out == q with the same layout) run for real and
- * are compared against the CPU reference. */
+ * size the strides imply, out == q with the same layout, K/V shared by the
+ * batch) run for real and are compared against the CPU reference. The
+ * variant fields, packed layouts and check mode's reading of the variants'
+ * device inputs are here too. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 #include "core/context.h"
 #include "attention/validate.h"
+#include "attention/check.h"
 
 #include <limits.h>
 #include <math.h>
@@ -407,10 +410,16 @@ static void test_bad_strides(void)
         t[i].stride_head = t[i].stride_seq;
         snprintf(what, sizeof what, "%s: strides", names[i]);
         REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, what);
-        /* every batch entry on the same elements */
+        /* every batch entry on the same elements: fine for the inputs (read
+         * only: one prompt shared by the batch), not for out unless packed */
         t[i] = (attn_tensor[]){fx.q, fx.k, fx.v, fx.out}[i];
         t[i].stride_batch = 0;
-        REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, what);
+        if (i < 3) {
+            CU_ASSERT_EQUAL(attn_validate_forward(fx.ctx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL,
+                                                  fx.lse), ATTN_SUCCESS);
+        } else {
+            REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, "p->packed");
+        }
         /* BSHD written with a sequence step of one head */
         t[i] = (attn_tensor[]){fx.q, fx.k, fx.v, fx.out}[i];
         t[i].stride_head = D;
@@ -701,6 +710,501 @@ static void test_zero_stride_single_extent(void)
     clReleaseMemObject(other);
 }
 
+/* ---- shared inputs, packed batches, the variant fields ---- */
+
+/* K and V given once for the whole batch (stride_batch 0, one prompt every
+ * sequence attends to), and Q likewise: read only, so accepted, and the
+ * result is the reference's over the inputs repeated per entry. */
+static void test_shared_inputs(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    attn_context *ctx = fx.ctx;
+    const int H[3] = {HQ, HKV, HKV}, S[3] = {SQ, SKV, SKV};
+    attn_tensor t[3];
+    cl_mem m[3];
+    float *rep[3];
+    for (int i = 0; i < 3; i++) {
+        const size_t n = (size_t)H[i] * S[i] * D; /* one entry */
+        float *x = malloc(n * sizeof *x);
+        rep[i] = malloc((size_t)B * n * sizeof *x);
+        CU_ASSERT_FATAL(x && rep[i]);
+        harness_fill_uniform(x, n, 400 + (uint64_t)i, -1.0f, 1.0f);
+        for (int b = 0; b < B; b++) memcpy(rep[i] + (size_t)b * n, x, n * sizeof *x);
+        m[i] = harness_upload(ctx, ATTN_F32, x, 1, H[i], S[i], D, NULL, &t[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(m[i]);
+        t[i].stride_batch = 0;
+        free(x);
+    }
+    /* shared K/V with per-entry Q; then Q shared too */
+    attn_status st = attn_forward(ctx, &fx.p, &fx.q, &t[1], &t[2], &fx.out, NULL, fx.lse, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  shared K/V: %s\n", attn_last_error(ctx));
+    else expect_matches_reference(ctx, &fx.p, &fx.out, fx.hq, rep[1], rep[2], fx.lse);
+    st = attn_forward(ctx, &fx.p, &t[0], &t[1], &t[2], &fx.out, NULL, fx.lse, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  shared Q/K/V: %s\n", attn_last_error(ctx));
+    else expect_matches_reference(ctx, &fx.p, &fx.out, rep[0], rep[1], rep[2], fx.lse);
+    /* k and v on the very same elements: still only read */
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &fx.p, &fx.q, &t[1], &t[1], &fx.out, NULL, fx.lse),
+                    ATTN_SUCCESS);
+    /* out on a shared K still overlaps it */
+    attn_tensor o = fx.out;
+    o.buffer = m[1];
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &fx.p, &fx.q, &t[1], &t[2], &o, NULL, fx.lse),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    for (int i = 0; i < 3; i++) {
+        clReleaseMemObject(m[i]);
+        free(rep[i]);
+    }
+    fixture_free(&fx);
+}
+
+/* Validates p with the lengths' four arrays; expects `want` and, on a
+ * failure, `what` in the message. */
+static void expect_packed(fixture *fx, const attn_problem *p, const attn_tensor *out,
+                          const int *qs, const int *ql, cl_mem lse, attn_status want,
+                          const char *what)
+{
+    static const int ks[B] = {0, 5}, kl[B] = {5, 7};
+    const attn_lengths L = {qs, ql, ks, kl};
+    attn_status st = attn_validate_forward(fx->ctx, p, &fx->q, &fx->k, &fx->v, out, &L, lse);
+    CU_ASSERT_EQUAL(st, want);
+    if (st != want || (what && !strstr(attn_last_error(fx->ctx), what)))
+        printf("\n  packed q_start {%d, %d} q_len {%d, %d}: %s \"%s\" (wanted \"%s\")\n", qs[0],
+               qs[1], ql[0], ql[1], attn_status_name(st), attn_last_error(fx->ctx),
+               what ? what : "");
+    if (what) CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(fx->ctx), what));
+}
+
+/* Sequences packed along one token axis (stride_batch 0 everywhere, each
+ * entry's rows by q_start/kv_start): accepted when the sequences' rows of
+ * out are apart, rejected naming out when two share a row; lse is
+ * [q_heads][q_len]. Without p->packed the same out is an overlap. */
+static void test_packed_layout(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    attn_context *ctx = fx.ctx;
+    attn_problem p = fx.p;
+    p.packed = 1;
+    fx.q.stride_batch = fx.k.stride_batch = fx.v.stride_batch = fx.out.stride_batch = 0;
+    cl_mem lse = sentinel_buffer(ctx, (size_t)HQ * SQ * sizeof(float));
+    cl_mem short_lse = sentinel_buffer(ctx, (size_t)HQ * SQ * sizeof(float) - 1);
+    const int qs[B] = {0, 3}, ql[B] = {3, 5};
+    expect_packed(&fx, &p, &fx.out, qs, ql, lse, ATTN_SUCCESS, NULL);
+    expect_packed(&fx, &p, &fx.q, qs, ql, lse, ATTN_SUCCESS, NULL); /* in place */
+    expect_packed(&fx, &p, &fx.out, qs, ql, NULL, ATTN_SUCCESS, NULL);
+    expect_packed(&fx, &p, &fx.out, qs, ql, short_lse, ATTN_ERROR_INVALID_ARGUMENT,
+                  "q_heads * q_len (p->packed)");
+    /* an empty sequence writes nothing, wherever it starts */
+    const int qs0[B] = {0, 4}, ql0[B] = {8, 0};
+    expect_packed(&fx, &p, &fx.out, qs0, ql0, lse, ATTN_SUCCESS, NULL);
+    /* rows 2 of both sequences */
+    const int qs2[B] = {0, 2}, ql2[B] = {3, 5};
+    expect_packed(&fx, &p, &fx.out, qs2, ql2, lse, ATTN_ERROR_INVALID_ARGUMENT,
+                  "out: with p->packed, the rows of sequences 0 (q_start 0, q_len 3) and 1");
+    /* the same through attn_forward: nothing built, nothing written */
+    {
+        static const int ks[B] = {0, 5}, kl[B] = {5, 7};
+        const attn_lengths L = {qs2, ql2, ks, kl};
+        REJECTS(&fx, &p, &fx.q, &fx.k, &fx.v, &fx.out, &L, lse, "out: with p->packed");
+    }
+    /* without packed every row of every entry is written */
+    attn_problem unpacked = fx.p;
+    expect_packed(&fx, &unpacked, &fx.out, qs, ql, fx.lse, ATTN_ERROR_INVALID_ARGUMENT,
+                  "p->packed");
+    /* entries two rows apart (stride_batch 2 rows): entry b's row s is the
+     * axis' row 2b + s, so rows {0, 1} and {3, 4, 5} are apart in every head,
+     * rows {0, 1, 2} and {2, 3} are not */
+    attn_tensor o = fx.out;
+    o.stride_batch = 2 * D;
+    const int qsa[B] = {0, 1}, qla[B] = {2, 3}, qsb[B] = {0, 0}, qlb[B] = {3, 2};
+    expect_packed(&fx, &p, &o, qsa, qla, lse, ATTN_SUCCESS, NULL);
+    expect_packed(&fx, &p, &o, qsb, qlb, lse, ATTN_ERROR_INVALID_ARGUMENT,
+                  "out: with p->packed, the rows of sequences 0 (q_start 0, q_len 3) and 1");
+    clReleaseMemObject(lse);
+    clReleaseMemObject(short_lse);
+    fixture_free(&fx);
+}
+
+/* The variant fields: each bad value rejected naming it, nothing enqueued. */
+static void test_bad_variants(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    attn_context *ctx = fx.ctx;
+#define VREJECTS(P, WHAT) REJECTS(&fx, P, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse, WHAT)
+    attn_problem p = fx.p;
+    p.use_window = 1;
+    p.window_left = -2;
+    VREJECTS(&p, "p->window_left = -2");
+    p.window_left = 4, p.window_right = -2;
+    VREJECTS(&p, "p->window_right = -2");
+    p.use_window = 0; /* ignored when off */
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse),
+                    ATTN_SUCCESS);
+    const float caps[] = {NAN, INFINITY, -INFINITY, -1.0f};
+    for (int i = 0; i < 4; i++) {
+        p = fx.p;
+        p.softcap = caps[i];
+        VREJECTS(&p, "p->softcap");
+    }
+    const float sinks[HQ] = {0.5f, NAN, 0.0f, 0.0f};
+    cl_mem sink_buf = sentinel_buffer(ctx, HQ * sizeof(float));
+    cl_mem sink_small = sentinel_buffer(ctx, HQ * sizeof(float) - 1);
+    p = fx.p;
+    p.sinks = sinks;
+    p.sinks_buffer = sink_buf;
+    VREJECTS(&p, "p->sinks and p->sinks_buffer are both set");
+    p.sinks_buffer = NULL;
+    VREJECTS(&p, "p->sinks[1]");
+    p.sinks = NULL;
+    p.sinks_buffer = sink_small;
+    VREJECTS(&p, "p->sinks_buffer holds");
+    const float slopes[HQ] = {0.5f, 0.25f, 0.125f, INFINITY};
+    p = fx.p;
+    p.alibi_slopes = slopes;
+    p.alibi_max_bias = 8.0f;
+    VREJECTS(&p, "p->alibi_slopes and p->alibi_max_bias are both set");
+    p.alibi_max_bias = 0.0f;
+    VREJECTS(&p, "p->alibi_slopes[3]");
+    p.alibi_slopes = NULL;
+    p.alibi_max_bias = -1.0f;
+    VREJECTS(&p, "p->alibi_max_bias");
+
+    /* the mask: [B][HQ][SQ][SKV] f32 by contiguous strides, exactly the
+     * size accepted, one element short rejected; broadcast strides need
+     * only one [SQ][SKV] plane */
+    const size_t plane = (size_t)SQ * SKV, full = (size_t)B * HQ * plane;
+    cl_mem mask = sentinel_buffer(ctx, full * sizeof(float));
+    cl_mem mask_short = sentinel_buffer(ctx, (full - 1) * sizeof(float));
+    p = fx.p;
+    p.mask = (attn_mask){mask, NULL, ATTN_F32, 0, HQ * plane, plane, SKV, 1};
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse),
+                    ATTN_SUCCESS);
+    p.mask.dtype = ATTN_F16; /* half the bytes: fine */
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse),
+                    ATTN_SUCCESS);
+    p.mask.dtype = ATTN_BF16;
+    VREJECTS(&p, "p->mask.dtype");
+    p.mask.dtype = (attn_dtype)9;
+    VREJECTS(&p, "p->mask.dtype");
+    p.mask.dtype = ATTN_F32;
+    p.mask.buffer = mask_short;
+    VREJECTS(&p, "p->mask.buffer ([2][4][8][12] by its strides) holds");
+    p.mask.stride_batch = p.mask.stride_head = 0;
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse),
+                    ATTN_SUCCESS);
+    p.mask.offset = full - plane + 1;
+    VREJECTS(&p, "p->mask.buffer");
+    p.mask.offset = 0;
+    p.mask.stride_q = SIZE_MAX / 4;
+    VREJECTS(&p, "p->mask: offset and strides overflow");
+    /* a mask of another cl_context */
+    cl_device_id dev = attn_context_device(ctx);
+    cl_int err;
+    cl_context other = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    cl_mem foreign = clCreateBuffer(other, CL_MEM_READ_WRITE, full * sizeof(float), NULL, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    p = fx.p;
+    p.mask = (attn_mask){foreign, NULL, ATTN_F32, 0, HQ * plane, plane, SKV, 1};
+    VREJECTS(&p, "belongs to another cl_context");
+    VREJECTS(&p, "p->mask.buffer");
+#undef VREJECTS
+    clReleaseMemObject(foreign);
+    clReleaseContext(other);
+    clReleaseMemObject(mask);
+    clReleaseMemObject(mask_short);
+    clReleaseMemObject(sink_buf);
+    clReleaseMemObject(sink_small);
+    fixture_free(&fx);
+}
+
+/* attn_alibi_slopes: 8 heads at max_bias 8 are 1/2, 1/4, ... 1/256 (the
+ * ALiBi paper's sequence); 12 heads take those 8 and interleave 4 more at
+ * 2^-0.5, 2^-1.5, ...; bad arguments are named in attn_last_error(NULL). */
+static void test_alibi_slopes(void)
+{
+    float s[12];
+    CU_ASSERT_EQUAL(attn_alibi_slopes(8, 8.0f, s), ATTN_SUCCESS);
+    for (int h = 0; h < 8; h++) CU_ASSERT_EQUAL(s[h], ldexpf(1.0f, -(h + 1)));
+    CU_ASSERT_EQUAL(attn_alibi_slopes(12, 8.0f, s), ATTN_SUCCESS);
+    for (int h = 0; h < 12; h++) {
+        const double want = h < 8 ? ldexp(1.0, -(h + 1)) : pow(2.0, -0.5 - (h - 8));
+        CU_ASSERT_DOUBLE_EQUAL(s[h], want, 1e-6 * want);
+    }
+    CU_ASSERT_EQUAL(attn_alibi_slopes(1, 8.0f, s), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(s[0], 1.0f / 256.0f);
+    CU_ASSERT_EQUAL(attn_alibi_slopes(0, 8.0f, s), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(NULL), "q_heads"));
+    CU_ASSERT_EQUAL(attn_alibi_slopes(4, -1.0f, s), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(NULL), "max_bias"));
+    CU_ASSERT_EQUAL(attn_alibi_slopes(4, NAN, s), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_alibi_slopes(4, 8.0f, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(NULL), "slopes"));
+}
+
+/* attn_decode and attn_decode_prepare refuse p->packed; a decode's mask
+ * spans [B][Hq][q_len][the cache's capacity] (validated against the full
+ * problem, kv_len = capacity). Nothing is built. */
+static void test_decode_variants(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    enum { CAP = 16 };
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, B, HKV, D, CAP, ATTN_F32, &cache),
+                          ATTN_SUCCESS);
+    attn_problem p = base_problem(ATTN_F32);
+    p.q_len = 1;
+    attn_tensor q, out;
+    cl_mem bq = harness_alloc(ctx, ATTN_F32, B, HQ, 1, D, NULL, &q);
+    cl_mem bo = harness_alloc(ctx, ATTN_F32, B, HQ, 1, D, NULL, &out);
+    CU_ASSERT_FATAL(bq && bo);
+    p.packed = 1;
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &q, &out, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "attn_decode: p->packed"));
+    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "p->packed"));
+    /* one key per sequence, then a mask one element short of [B][HQ][1][CAP] */
+    p.packed = 0;
+    attn_tensor k;
+    cl_mem bk = harness_alloc(ctx, ATTN_F32, B, HKV, 1, D, NULL, &k);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bk);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &k, &k, 1, NULL, NULL), ATTN_SUCCESS);
+    const size_t n = (size_t)B * HQ * CAP;
+    cl_mem mask = sentinel_buffer(ctx, (n - 1) * sizeof(float));
+    p.mask = (attn_mask){mask, NULL, ATTN_F32, 0, HQ * CAP, CAP, CAP, 1};
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &q, &out, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "p->mask.buffer ([2][4][1][16]"));
+    clReleaseMemObject(mask);
+    clReleaseMemObject(bk);
+    clReleaseMemObject(bq);
+    clReleaseMemObject(bo);
+    attn_kv_cache_release(cache);
+}
+
+/* ---- check mode with the variants' device inputs ----
+ * It reads an f16 mask (at an offset, broadcast strides) and sinks_buffer
+ * back for the reference, and with p->packed compares only the rows attn
+ * writes (lse [Hq][Sq]). attn_check_compare is fed results computed on the
+ * host, so these tests check check mode itself, whatever the kernels do;
+ * one attn_forward in check mode runs the whole path. */
+
+enum { MASK_OFFSET = 3 };
+
+/* A read-write buffer holding n bytes of host. */
+static cl_mem upload_bytes(attn_context *ctx, const void *host, size_t n)
+{
+    cl_int err;
+    cl_mem m = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                              n, (void *)host, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    return m;
+}
+
+static float *random_floats(size_t n, uint64_t seed, float lo, float hi)
+{
+    float *x = malloc(n * sizeof *x);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(x);
+    harness_fill_uniform(x, n, seed, lo, hi);
+    return x;
+}
+
+/* Q, K, V on the device (BHSD) and their host copies. */
+typedef struct inputs {
+    attn_tensor q, k, v;
+    float *hq, *hk, *hv;
+} inputs;
+
+static void inputs_make(attn_context *ctx, int batch, inputs *in)
+{
+    const size_t nq = (size_t)batch * HQ * SQ * D, nk = (size_t)batch * HKV * SKV * D;
+    in->hq = random_floats(nq, 501, -1.0f, 1.0f);
+    in->hk = random_floats(nk, 502, -1.0f, 1.0f);
+    in->hv = random_floats(nk, 503, -1.0f, 1.0f);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(harness_upload(ctx, ATTN_F32, in->hq, batch, HQ, SQ, D, NULL, &in->q));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(harness_upload(ctx, ATTN_F32, in->hk, batch, HKV, SKV, D, NULL, &in->k));
+    CU_ASSERT_PTR_NOT_NULL_FATAL(harness_upload(ctx, ATTN_F32, in->hv, batch, HKV, SKV, D, NULL, &in->v));
+}
+
+static void inputs_free(inputs *in)
+{
+    clReleaseMemObject(in->q.buffer);
+    clReleaseMemObject(in->k.buffer);
+    clReleaseMemObject(in->v.buffer);
+    free(in->hq);
+    free(in->hk);
+    free(in->hv);
+}
+
+/* Check mode alone: reads p's inputs back and compares the given out / lse in check mode. */
+static attn_status check_mode(attn_context *ctx, const attn_problem *p, const inputs *in,
+                         const attn_tensor *out, const attn_lengths *L, cl_mem lse)
+{
+    attn_check_inputs *ci = NULL;
+    attn_status st = attn_check_read_inputs(ctx, p, &in->q, &in->k, &in->v, &ci);
+    if (st == ATTN_SUCCESS) st = attn_check_compare(ctx, p, ci, out, L, lse);
+    attn_check_free(ci);
+    return st;
+}
+
+/* An [SQ][SKV] mask broadcast over batch and heads, stored f16 from element
+ * MASK_OFFSET, and per-head sinks in a device buffer: check mode passes the
+ * result the reference gives with them, and reports a mismatch when the
+ * device holds another mask or other sinks than the result was made with. */
+static void test_check_mask_and_sinks(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    inputs in;
+    inputs_make(ctx, B, &in);
+    const size_t nm = MASK_OFFSET + (size_t)SQ * SKV;
+    float *hmask = random_floats(nm, 504, -2.0f, 0.0f);
+    for (int r = 0; r < SQ; r++) /* a band of -inf: keys well before the row */
+        for (int c = 0; c + 6 < r + SKV - SQ; c++) hmask[MASK_OFFSET + (size_t)r * SKV + c] = -INFINITY;
+    harness_round(ATTN_F16, hmask, nm);
+    unsigned short *h16 = malloc(nm * sizeof *h16), *zero16 = calloc(nm, sizeof *zero16);
+    CU_ASSERT_FATAL(h16 && zero16);
+    CU_ASSERT_EQUAL(attn_convert_from_f32(ATTN_F16, hmask, h16, nm), ATTN_SUCCESS);
+    cl_mem mask = upload_bytes(ctx, h16, nm * sizeof *h16);
+    cl_mem zero_mask = upload_bytes(ctx, zero16, nm * sizeof *zero16);
+    const float sinks[HQ] = {0.5f, -1.0f, 2.0f, -INFINITY}, zero_sinks[HQ] = {0};
+    cl_mem bsinks = upload_bytes(ctx, sinks, sizeof sinks);
+    cl_mem bzero = upload_bytes(ctx, zero_sinks, sizeof zero_sinks);
+
+    attn_problem p = base_problem(ATTN_F32);
+    p.mask = (attn_mask){mask, NULL, ATTN_F16, MASK_OFFSET, 0, 0, SKV, 1};
+    p.sinks_buffer = bsinks;
+    /* the expected result, from host copies */
+    attn_problem hp = p;
+    hp.mask.buffer = NULL;
+    hp.mask.host = hmask;
+    hp.sinks_buffer = NULL;
+    hp.sinks = sinks;
+    const size_t no = (size_t)B * HQ * SQ * D, nl = (size_t)B * HQ * SQ;
+    float *ref = malloc(no * sizeof *ref), *ref_lse = malloc(nl * sizeof *ref_lse);
+    CU_ASSERT_FATAL(ref && ref_lse);
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&hp, in.hq, in.hk, in.hv, ref, NULL, ref_lse),
+                          ATTN_SUCCESS);
+    attn_tensor out;
+    cl_mem bo = harness_upload(ctx, ATTN_F32, ref, B, HQ, SQ, D, NULL, &out);
+    cl_mem lse = upload_bytes(ctx, ref_lse, nl * sizeof *ref_lse);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bo);
+
+    attn_status st = check_mode(ctx, &p, &in, &out, NULL, lse);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  mask + sinks: %s\n", attn_last_error(ctx));
+    attn_problem other = p;
+    other.mask.buffer = zero_mask;
+    CU_ASSERT_EQUAL(check_mode(ctx, &other, &in, &out, NULL, lse), ATTN_ERROR_MISMATCH);
+    other = p;
+    other.sinks_buffer = bzero;
+    CU_ASSERT_EQUAL(check_mode(ctx, &other, &in, &out, NULL, lse), ATTN_ERROR_MISMATCH);
+
+    /* the whole path: a zero mask and -inf sinks change nothing, so this
+     * holds whether or not the kernels apply them yet */
+    const float no_sinks[HQ] = {-INFINITY, -INFINITY, -INFINITY, -INFINITY};
+    cl_mem bnone = upload_bytes(ctx, no_sinks, sizeof no_sinks);
+    other = p;
+    other.mask.buffer = zero_mask;
+    other.sinks_buffer = bnone;
+    CU_ASSERT_EQUAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
+    st = attn_forward(ctx, &other, &in.q, &in.k, &in.v, &out, NULL, lse, NULL);
+    CU_ASSERT_EQUAL(attn_context_set_check(ctx, 0), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  forward in check mode: %s\n", attn_last_error(ctx));
+
+    cl_mem bufs[] = {mask, zero_mask, bsinks, bzero, bnone, bo, lse};
+    for (size_t i = 0; i < sizeof bufs / sizeof bufs[0]; i++) clReleaseMemObject(bufs[i]);
+    free(h16);
+    free(zero16);
+    free(hmask);
+    free(ref);
+    free(ref_lse);
+    inputs_free(&in);
+}
+
+/* Two sequences packed along one axis (stride_batch 0), rows 0..2 and 3..6;
+ * row 7 is written by neither and holds NaN: check mode passes the packed
+ * result, and names a wrong value in a written row of out or of the
+ * [Hq][Sq] lse. */
+static void test_check_packed(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    inputs in;
+    inputs_make(ctx, 1, &in); /* the packed axis */
+    in.q.stride_batch = in.k.stride_batch = in.v.stride_batch = 0;
+    attn_problem p = base_problem(ATTN_F32);
+    p.packed = 1;
+    static const int qs[B] = {0, 3}, ql[B] = {3, 4}, ks[B] = {0, 5}, kl[B] = {5, 7};
+    const attn_lengths L = {qs, ql, ks, kl};
+    /* the reference over the axis repeated per entry (the padded layout) */
+    const size_t nq = (size_t)HQ * SQ * D, nk = (size_t)HKV * SKV * D;
+    float *rq = malloc(B * nq * sizeof(float)), *rk = malloc(B * nk * sizeof(float));
+    float *rv = malloc(B * nk * sizeof(float)), *ref = malloc(B * nq * sizeof(float));
+    float *ref_lse = malloc((size_t)B * HQ * SQ * sizeof(float));
+    float *axis = malloc(nq * sizeof(float)), *axis_lse = malloc((size_t)HQ * SQ * sizeof(float));
+    CU_ASSERT_FATAL(rq && rk && rv && ref && ref_lse && axis && axis_lse);
+    for (int b = 0; b < B; b++) {
+        memcpy(rq + b * nq, in.hq, nq * sizeof(float));
+        memcpy(rk + b * nk, in.hk, nk * sizeof(float));
+        memcpy(rv + b * nk, in.hv, nk * sizeof(float));
+    }
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, rq, rk, rv, ref, &L, ref_lse), ATTN_SUCCESS);
+    for (size_t i = 0; i < nq; i++) axis[i] = NAN;
+    for (int i = 0; i < HQ * SQ; i++) axis_lse[i] = NAN;
+    for (int b = 0; b < B; b++)
+        for (int h = 0; h < HQ; h++)
+            for (int s = qs[b]; s < qs[b] + ql[b]; s++) {
+                const size_t row = ((size_t)b * HQ + h) * SQ + s;
+                memcpy(axis + ((size_t)h * SQ + s) * D, ref + row * D, D * sizeof(float));
+                axis_lse[h * SQ + s] = ref_lse[row];
+            }
+    attn_tensor out;
+    cl_mem bo = harness_upload(ctx, ATTN_F32, axis, 1, HQ, SQ, D, NULL, &out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bo);
+    out.stride_batch = 0;
+    cl_mem lse = upload_bytes(ctx, axis_lse, (size_t)HQ * SQ * sizeof(float));
+
+    attn_status st = check_mode(ctx, &p, &in, &out, &L, lse);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  packed: %s\n", attn_last_error(ctx));
+    CU_ASSERT_EQUAL(check_mode(ctx, &p, &in, &out, &L, NULL), ATTN_SUCCESS);
+    /* head 2, row 4 (sequence 1's second row), element 5: off by 1 */
+    const size_t at = ((size_t)2 * SQ + 4) * D + 5;
+    const float bad = axis[at] + 1.0f;
+    cl_command_queue queue = attn_context_queue(ctx);
+    CU_ASSERT_EQUAL(clEnqueueWriteBuffer(queue, bo, CL_TRUE, at * sizeof(float), sizeof bad, &bad,
+                                         0, NULL, NULL), CL_SUCCESS);
+    CU_ASSERT_EQUAL(check_mode(ctx, &p, &in, &out, &L, lse), ATTN_ERROR_MISMATCH);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "out[b=1, h=2, s=4, d=5]"));
+    CU_ASSERT_EQUAL(clEnqueueWriteBuffer(queue, bo, CL_TRUE, at * sizeof(float), sizeof bad,
+                                         &axis[at], 0, NULL, NULL), CL_SUCCESS);
+    /* lse of head 1, row 0 (sequence 0) */
+    const float bad_lse = axis_lse[SQ] + 1.0f;
+    CU_ASSERT_EQUAL(clEnqueueWriteBuffer(queue, lse, CL_TRUE, SQ * sizeof(float), sizeof bad_lse,
+                                         &bad_lse, 0, NULL, NULL), CL_SUCCESS);
+    CU_ASSERT_EQUAL(check_mode(ctx, &p, &in, &out, &L, lse), ATTN_ERROR_MISMATCH);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "lse[b=0, h=1, s=0]"));
+
+    clReleaseMemObject(bo);
+    clReleaseMemObject(lse);
+    free(rq);
+    free(rk);
+    free(rv);
+    free(ref);
+    free(ref_lse);
+    free(axis);
+    free(axis_lse);
+    inputs_free(&in);
+}
+
 static void test_bad_params_override(void)
 {
     fixture fx;
@@ -924,6 +1428,13 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_overlaps),
     HARNESS_TEST(test_fused_layout),
     HARNESS_TEST(test_zero_stride_single_extent),
+    HARNESS_TEST(test_shared_inputs),
+    HARNESS_TEST(test_packed_layout),
+    HARNESS_TEST(test_bad_variants),
+    HARNESS_TEST(test_alibi_slopes),
+    HARNESS_TEST(test_decode_variants),
+    HARNESS_TEST(test_check_mask_and_sinks),
+    HARNESS_TEST(test_check_packed),
     HARNESS_TEST(test_bad_params_override),
     HARNESS_TEST(test_reference_validation),
     HARNESS_TEST(test_prepare_validation),

@@ -4,6 +4,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "attention/check.h"
+#include "attention/validate.h"
 
 #include <math.h>
 #include <stdlib.h>
@@ -11,39 +12,49 @@
 
 struct attn_check_inputs {
     float *q, *k, *v;
+    float *mask;  /* the mask's reach from its offset, as float (NULL: none) */
+    float *sinks; /* sinks_buffer read back (NULL: none, or p->sinks on the host) */
 };
+
+/* One past the highest element index a strided box reaches from offset
+ * (validation has ruled out overflow). */
+static size_t box_end(size_t offset, const size_t *stride, const int *extent, int n, size_t last)
+{
+    size_t hi = offset + last;
+    for (int i = 0; i < n; i++) hi += (size_t)(extent[i] - 1) * stride[i];
+    return hi;
+}
+
+/* Reads n elements of dtype from element `offset` of m into floats. */
+static attn_status read_floats(attn_context *ctx, cl_mem m, attn_dtype dtype, size_t offset,
+                               size_t n, float *dst)
+{
+    const size_t elem = attn_dtype_size(dtype);
+    void *raw = dtype == ATTN_F32 ? (void *)dst : malloc(n * elem);
+    if (!raw) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "check mode: out of host memory");
+    cl_int err = clEnqueueReadBuffer(ctx->queue, m, CL_TRUE, offset * elem, n * elem, raw, 0,
+                                     NULL, NULL);
+    if (err == CL_SUCCESS && raw != dst) attn_convert_to_f32(dtype, raw, dst, n);
+    if (raw != dst) free(raw);
+    return err == CL_SUCCESS ? ATTN_SUCCESS : attn_fail_cl(ctx, err, "clEnqueueReadBuffer (check mode)");
+}
 
 attn_status attn_tensor_download(attn_context *ctx, const attn_tensor *t, attn_dtype dtype,
                                  int batch, int heads, int seq, int dim, float *dst)
 {
-    size_t elem = attn_dtype_size(dtype);
-    size_t hi = t->offset + (size_t)(batch - 1) * t->stride_batch +
-                (size_t)(heads - 1) * t->stride_head + (size_t)(seq - 1) * t->stride_seq + dim;
-    size_t n = hi - t->offset;
-    unsigned char *raw = malloc(n * elem);
-    float *row = malloc(sizeof(float) * (size_t)dim);
-    attn_status st = ATTN_SUCCESS;
-    if (!raw || !row) {
-        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "check mode: out of host memory");
-        goto done;
-    }
-    cl_int err = clEnqueueReadBuffer(ctx->queue, t->buffer, CL_TRUE, t->offset * elem, n * elem,
-                                     raw, 0, NULL, NULL);
-    if (err != CL_SUCCESS) {
-        st = attn_fail_cl(ctx, err, "clEnqueueReadBuffer (check mode)");
-        goto done;
-    }
-    for (int b = 0; b < batch; b++)
+    const size_t stride[3] = {t->stride_batch, t->stride_head, t->stride_seq};
+    const int extent[3] = {batch, heads, seq};
+    const size_t n = box_end(t->offset, stride, extent, 3, (size_t)dim) - t->offset;
+    float *all = malloc(n * sizeof(float));
+    if (!all) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "check mode: out of host memory");
+    attn_status st = read_floats(ctx, t->buffer, dtype, t->offset, n, all);
+    for (int b = 0; st == ATTN_SUCCESS && b < batch; b++) /* stride_batch 0 repeats an entry */
         for (int h = 0; h < heads; h++)
-            for (int s = 0; s < seq; s++) {
-                size_t at = (size_t)b * t->stride_batch + (size_t)h * t->stride_head +
-                            (size_t)s * t->stride_seq;
-                attn_convert_to_f32(dtype, raw + at * elem, row, (size_t)dim);
-                memcpy(dst + (((size_t)b * heads + h) * seq + s) * dim, row, sizeof(float) * (size_t)dim);
-            }
-done:
-    free(raw);
-    free(row);
+            for (int s = 0; s < seq; s++)
+                memcpy(dst + (((size_t)b * heads + h) * seq + s) * dim,
+                       all + b * stride[0] + h * stride[1] + s * stride[2],
+                       sizeof(float) * (size_t)dim);
+    free(all);
     return st;
 }
 
@@ -53,7 +64,31 @@ void attn_check_free(attn_check_inputs *in)
     free(in->q);
     free(in->k);
     free(in->v);
+    free(in->mask);
+    free(in->sinks);
     free(in);
+}
+
+/* The device-side variant inputs the reference reads from the host: the
+ * mask's reach (from its offset) and sinks_buffer. */
+static attn_status read_variants(attn_context *ctx, const attn_problem *p, attn_check_inputs *in)
+{
+    attn_status st = ATTN_SUCCESS;
+    const attn_mask *m = &p->mask;
+    if (m->buffer) {
+        const size_t stride[4] = {m->stride_batch, m->stride_head, m->stride_q, m->stride_kv};
+        const int extent[4] = {p->batch, p->q_heads, p->q_len, p->kv_len};
+        const size_t n = box_end(m->offset, stride, extent, 4, 1) - m->offset;
+        if (!(in->mask = malloc(n * sizeof(float))))
+            return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "check mode: out of host memory");
+        st = read_floats(ctx, m->buffer, m->dtype, m->offset, n, in->mask);
+    }
+    if (st == ATTN_SUCCESS && p->sinks_buffer) {
+        if (!(in->sinks = malloc(sizeof(float) * (size_t)p->q_heads)))
+            return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "check mode: out of host memory");
+        st = read_floats(ctx, p->sinks_buffer, ATTN_F32, 0, (size_t)p->q_heads, in->sinks);
+    }
+    return st;
 }
 
 attn_status attn_check_read_inputs(attn_context *ctx, const attn_problem *p,
@@ -76,12 +111,33 @@ attn_status attn_check_read_inputs(attn_context *ctx, const attn_problem *p,
     attn_status st;
     if ((st = attn_tensor_download(ctx, q, p->dtype, p->batch, p->q_heads, p->q_len, p->head_dim, in->q)) ||
         (st = attn_tensor_download(ctx, k, p->dtype, p->batch, p->kv_heads, p->kv_len, p->head_dim, in->k)) ||
-        (st = attn_tensor_download(ctx, v, p->dtype, p->batch, p->kv_heads, p->kv_len, p->head_dim, in->v))) {
+        (st = attn_tensor_download(ctx, v, p->dtype, p->batch, p->kv_heads, p->kv_len, p->head_dim, in->v)) ||
+        (st = read_variants(ctx, p, in))) {
         attn_check_free(in);
         return st;
     }
     *out = in;
     return ATTN_SUCCESS;
+}
+
+/* Packed: only each entry's own rows of out and lse are written. The
+ * reference's pad rows stand in for the rows attn left alone (so they
+ * compare equal), and the device's lse, [Hq][Sq], is spread over the
+ * reference's [B][Hq][Sq]. */
+static void packed_rows(const attn_problem *p, const attn_lengths *lengths, float *got,
+                        const float *ref, float *got_lse, const float *dev_lse, const float *ref_lse)
+{
+    const size_t D = (size_t)p->head_dim, Sq = (size_t)p->q_len;
+    for (int b = 0; b < p->batch; b++) {
+        const attn_region r = attn_region_of(p, lengths, b);
+        for (int h = 0; h < p->q_heads; h++)
+            for (size_t s = 0; s < Sq; s++) {
+                const size_t row = ((size_t)b * p->q_heads + h) * Sq + s;
+                const int written = (int)s >= r.q_start && (int)s < r.q_start + r.q_len;
+                if (!written) memcpy(got + row * D, ref + row * D, D * sizeof(float));
+                if (got_lse) got_lse[row] = written ? dev_lse[(size_t)h * Sq + s] : ref_lse[row];
+            }
+    }
 }
 
 /* Index of the worst element by |got - ref| / (atol + rtol |ref|), and that ratio. */
@@ -108,27 +164,34 @@ attn_status attn_check_compare(attn_context *ctx, const attn_problem *p,
                                const attn_lengths *lengths, cl_mem lse)
 {
     size_t D = (size_t)p->head_dim, rows = (size_t)p->batch * p->q_heads * p->q_len;
+    /* the device's lse: [Hq][Sq] when packed */
+    const size_t dev_rows = p->packed ? (size_t)p->q_heads * p->q_len : rows;
     float *ref = malloc(rows * D * sizeof(float)), *got = malloc(rows * D * sizeof(float));
     float *ref_lse = malloc(rows * sizeof(float)), *got_lse = lse ? malloc(rows * sizeof(float)) : NULL;
+    float *dev_lse = lse && p->packed ? malloc(dev_rows * sizeof(float)) : got_lse;
+    attn_problem rp = *p; /* the reference reads the variants' device data from host copies */
+    if (in->mask) {
+        rp.mask.host = in->mask;
+        rp.mask.offset = 0;
+    }
+    if (in->sinks) {
+        rp.sinks = in->sinks;
+        rp.sinks_buffer = NULL;
+    }
     attn_status st = ATTN_SUCCESS;
-    if (!ref || !got || !ref_lse || (lse && !got_lse)) {
+    if (!ref || !got || !ref_lse || (lse && (!got_lse || !dev_lse))) {
         st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "check mode: out of host memory");
         goto done;
     }
-    if ((st = attn_tensor_download(ctx, out, p->dtype, p->batch, p->q_heads, p->q_len, p->head_dim, got)))
+    if ((st = attn_tensor_download(ctx, out, p->dtype, p->batch, p->q_heads, p->q_len, p->head_dim, got)) ||
+        (lse && (st = read_floats(ctx, lse, ATTN_F32, 0, dev_rows, dev_lse))))
         goto done;
-    if (lse) {
-        cl_int err = clEnqueueReadBuffer(ctx->queue, lse, CL_TRUE, 0, rows * sizeof(float), got_lse,
-                                         0, NULL, NULL);
-        if (err != CL_SUCCESS) {
-            st = attn_fail_cl(ctx, err, "clEnqueueReadBuffer (check mode, lse)");
-            goto done;
-        }
-    }
-    if ((st = attn_reference_forward(p, in->q, in->k, in->v, ref, lengths, ref_lse)) != ATTN_SUCCESS) {
-        st = ATTN_FAIL(ctx, st, "check mode: the reference failed (%s)", attn_status_name(st));
+    if ((st = attn_reference_forward(&rp, in->q, in->k, in->v, ref, lengths, ref_lse)) != ATTN_SUCCESS) {
+        st = ATTN_FAIL(ctx, st, "check mode: the reference failed (%s: %s)", attn_status_name(st),
+                       attn_last_error(NULL));
         goto done;
     }
+    if (p->packed) packed_rows(p, lengths, got, ref, got_lse, dev_lse, ref_lse);
     double atol, rtol;
     attn_tolerance(p->dtype, &atol, &rtol);
     size_t at;
@@ -155,6 +218,7 @@ done:
     free(ref);
     free(got);
     free(ref_lse);
+    if (dev_lse != got_lse) free(dev_lse);
     free(got_lse);
     return st;
 }

@@ -43,6 +43,10 @@ static attn_status check_args(attn_context *ctx, const attn_kv_cache *c, const a
         return INVALID(ctx, "the cache's last attn_kv_cache_append failed, so it does not hold "
                        "this step's keys and values; append them (successfully) first. That "
                        "append said: %s", c->append_failure);
+    if (p->packed)
+        return INVALID(ctx, "p->packed is set, but a decode's queries are [batch][q_heads][q_len] "
+                       "and each sequence's keys are in its own cache rows: clear p->packed "
+                       "(q_lens gives the sequences' query counts)");
     if (p->batch != c->batch)
         return INVALID(ctx, "p->batch = %d but the cache holds %d sequences", p->batch, c->batch);
     if (p->kv_heads != c->kv_heads)

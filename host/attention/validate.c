@@ -7,6 +7,7 @@
 
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 
 #define INVALID(ctx, ...) ATTN_FAIL((ctx), ATTN_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
@@ -111,23 +112,45 @@ static int strides_disjoint(const attn_tensor *t, int batch, int heads, int seq,
     return 1;
 }
 
-/* Whether some element index delta = sum_i c_i * st[i] with |c_i| < ex[i]
- * exists, dims sorted by stride descending and nested (as strides_disjoint
- * ensures): at each level at most two multiples of the stride can leave a
- * remainder the smaller dims reach, so the search is tiny. */
-static int reachable(long long delta, const long long *st, const long long *ex, const long long *span,
-                     int n)
+static long long floor_div(long long a, long long b) { return a / b - (a % b != 0 && a < 0); }
+
+/* Whether delta = sum_i c_i * st[i] for integers lo[i] <= c_i <= hi[i],
+ * dims sorted by stride descending and nested (as strides_disjoint
+ * ensures), reach[i] = the [min, max] the dims after i add: at each level
+ * only two or three multiples of the stride leave a remainder the smaller
+ * dims reach, so the search is tiny. */
+static int reachable(long long delta, const long long *st, const long long *lo,
+                     const long long *hi, const long long (*reach)[2], int n)
 {
     if (n == 0) return delta == 0;
-    /* a dimension of extent 1 adds nothing, whatever its stride (0 is
-     * legal there, and would divide by zero below: found by fuzzing) */
-    if (ex[0] <= 1 || st[0] == 0) return reachable(delta, st + 1, ex + 1, span + 1, n - 1);
-    long long lo = delta - (span[0] - 1), hi = delta + (span[0] - 1); /* c * st[0] within */
-    long long c0 = lo >= 0 ? (lo + st[0] - 1) / st[0] : -((-lo) / st[0]);
-    for (long long c = c0; c * st[0] <= hi; c++)
-        if (c > -ex[0] && c < ex[0] && reachable(delta - c * st[0], st + 1, ex + 1, span + 1, n - 1))
-            return 1;
+    /* a zero stride adds nothing, whatever its coefficient (legal on a
+     * dimension of extent 1; dividing by it was a fuzzing find) */
+    if (st[0] == 0) return reachable(delta, st + 1, lo + 1, hi + 1, reach + 1, n - 1);
+    long long c = -floor_div(reach[0][1] - delta, st[0]); /* ceil((delta - max) / st) */
+    long long last = floor_div(delta - reach[0][0], st[0]);
+    if (c < lo[0]) c = lo[0];
+    if (last > hi[0]) last = hi[0];
+    for (; c <= last; c++)
+        if (reachable(delta - c * st[0], st + 1, lo + 1, hi + 1, reach + 1, n - 1)) return 1;
     return 0;
+}
+
+/* reachable() over n <= 4 dims in any order: sorts them and sums the reach. */
+static int lattice_meets(long long delta, int n, long long *st, long long *lo, long long *hi)
+{
+    for (int i = 1; i < n; i++) /* sort by stride, descending */
+        for (int j = i; j > 0 && st[j] > st[j - 1]; j--) {
+            long long *v[3] = {st, lo, hi};
+            for (int k = 0; k < 3; k++) {
+                long long t = v[k][j]; v[k][j] = v[k][j - 1]; v[k][j - 1] = t;
+            }
+        }
+    long long reach[4][2] = {{0, 0}};
+    for (int i = n - 2; i >= 0; i--) {
+        reach[i][0] = reach[i + 1][0] + lo[i + 1] * st[i + 1];
+        reach[i][1] = reach[i + 1][1] + hi[i + 1] * st[i + 1];
+    }
+    return reachable(delta, st, lo, hi, (const long long (*)[2])reach, n);
 }
 
 /* Two tensors of one shape in one buffer: do any of their elements meet?
@@ -140,19 +163,16 @@ static int tensors_meet(const attn_tensor *a, size_t a_hi, const attn_tensor *b,
     if (a->stride_batch != b->stride_batch || a->stride_head != b->stride_head ||
         a->stride_seq != b->stride_seq)
         return 1;
-    long long st[4] = {(long long)a->stride_batch, (long long)a->stride_head, (long long)a->stride_seq, 1};
-    long long ex[4] = {batch, heads, seq, dim};
-    for (int i = 1; i < 4; i++) /* sort by stride, descending */
-        for (int j = i; j > 0 && st[j] > st[j - 1]; j--) {
-            long long t = st[j]; st[j] = st[j - 1]; st[j - 1] = t;
-            t = ex[j]; ex[j] = ex[j - 1]; ex[j - 1] = t;
-        }
-    long long span[4]; /* elements reached by the dims after i, plus one */
-    span[3] = 1;
-    for (int i = 2; i >= 0; i--) span[i] = span[i + 1] + (ex[i + 1] - 1) * st[i + 1];
-    return reachable((long long)a->offset - (long long)b->offset, st, ex, span, 4);
+    long long st[4] = {(long long)a->stride_batch, (long long)a->stride_head,
+                       (long long)a->stride_seq, 1};
+    long long hi[4] = {batch - 1, heads - 1, seq - 1, dim - 1}, lo[4];
+    for (int i = 0; i < 4; i++) lo[i] = -hi[i];
+    return lattice_meets((long long)a->offset - (long long)b->offset, 4, st, lo, hi);
 }
 
+/* A tensor attn reads or writes: a valid cl_mem of ctx's context, large
+ * enough, and one batch entry's elements distinct (a layout mistake
+ * otherwise); batch entries may share elements (checked for out alone). */
 static attn_status check_tensor(attn_context *ctx, const attn_tensor *t, const char *name,
                                 int batch, int heads, int seq, int dim, size_t elem, size_t *hi)
 {
@@ -168,10 +188,10 @@ static attn_status check_tensor(attn_context *ctx, const attn_tensor *t, const c
     if (seq > 1 && t->stride_seq < (size_t)dim)
         return INVALID(ctx, "%s->stride_seq = %zu is smaller than head_dim = %d", name,
                        t->stride_seq, dim);
-    if (!strides_disjoint(t, batch, heads, seq, dim))
-        return INVALID(ctx, "%s: strides (batch %zu, head %zu, seq %zu) make elements overlap "
-                       "for shape [%d, %d, %d, %d]", name, t->stride_batch, t->stride_head,
-                       t->stride_seq, batch, heads, seq, dim);
+    if (!strides_disjoint(t, 1, heads, seq, dim))
+        return INVALID(ctx, "%s: strides (head %zu, seq %zu) make one batch entry's elements "
+                       "overlap for shape [%d, %d, %d]", name, t->stride_head, t->stride_seq,
+                       heads, seq, dim);
     size_t need;
     if (!tensor_span(t, batch, heads, seq, dim, hi) || __builtin_mul_overflow(*hi + 1, elem, &need))
         return INVALID(ctx, "%s: offset and strides overflow size_t", name);
@@ -179,6 +199,73 @@ static attn_status check_tensor(attn_context *ctx, const attn_tensor *t, const c
         return INVALID(ctx, "%s->buffer holds %zu bytes; offset and strides reach %zu bytes", name,
                        bytes, need);
     return ATTN_SUCCESS;
+}
+
+/* The rows one batch entry of out writes, as a key range for the sweep in
+ * check_out_rows: query rows when stride_batch is 0 (entries then meet
+ * exactly when their rows do), element indices otherwise. */
+typedef struct out_rows {
+    long long lo, hi;
+    int b, start, len;
+} out_rows;
+
+static int by_lo(const void *a, const void *b)
+{
+    const out_rows *x = a, *y = b;
+    return (x->lo > y->lo) - (x->lo < y->lo);
+}
+
+/* Whether the written rows of entries x and y of out share an element. */
+static int rows_meet(const attn_tensor *o, int heads, int dim, const out_rows *x, const out_rows *y)
+{
+    long long st[3] = {(long long)o->stride_head, (long long)o->stride_seq, 1};
+    long long lo[3] = {-(heads - 1), y->start - (x->start + x->len - 1), -(dim - 1)};
+    long long hi[3] = {heads - 1, y->start + y->len - 1 - x->start, dim - 1};
+    return lattice_meets((long long)(x->b - y->b) * (long long)o->stride_batch, 3, st, lo, hi);
+}
+
+/* out's written rows must not meet one another: all rows [0, q_len) of
+ * every entry, or with p->packed each entry's own [q_start, q_start +
+ * q_len). Entries sorted by their first element; only those whose ranges
+ * meet are tested exactly. */
+static attn_status check_out_rows(attn_context *ctx, const attn_problem *p,
+                                  const attn_lengths *lengths, const attn_tensor *o)
+{
+    const int H = p->q_heads, D = p->head_dim;
+    if (strides_disjoint(o, p->batch, H, p->q_len, D)) return ATTN_SUCCESS;
+    if (!p->packed)
+        return INVALID(ctx, "out: strides (batch %zu, head %zu, seq %zu) make batch entries "
+                       "overlap; without p->packed every row [0, q_len) of every entry is "
+                       "written (set p->packed for sequences packed along one token axis)",
+                       o->stride_batch, o->stride_head, o->stride_seq);
+    out_rows *r = malloc(sizeof *r * (size_t)p->batch);
+    if (!r) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    const long long sb = (long long)o->stride_batch, ss = (long long)o->stride_seq;
+    const long long reach = (long long)(H - 1) * (long long)o->stride_head + D - 1;
+    int n = 0;
+    for (int b = 0; b < p->batch; b++) {
+        const attn_region g = attn_region_of(p, lengths, b);
+        if (g.q_len == 0) continue;
+        out_rows e = {g.q_start, g.q_start + g.q_len - 1, b, g.q_start, g.q_len};
+        if (sb) {
+            e.lo = (long long)b * sb + (long long)g.q_start * ss;
+            e.hi = e.lo + (long long)(g.q_len - 1) * ss + reach;
+        }
+        r[n++] = e;
+    }
+    qsort(r, (size_t)n, sizeof *r, by_lo);
+    attn_status st = ATTN_SUCCESS;
+    for (int i = 0; i < n && st == ATTN_SUCCESS; i++)
+        for (int j = i + 1; j < n && r[j].lo <= r[i].hi; j++)
+            if (!sb || rows_meet(o, H, D, &r[i], &r[j])) {
+                const out_rows *x = r[i].b < r[j].b ? &r[i] : &r[j], *y = x == &r[i] ? &r[j] : &r[i];
+                st = INVALID(ctx, "out: with p->packed, the rows of sequences %d (q_start %d, "
+                             "q_len %d) and %d (q_start %d, q_len %d) share elements", x->b,
+                             x->start, x->len, y->b, y->start, y->len);
+                break;
+            }
+    free(r);
+    return st;
 }
 
 attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
@@ -194,7 +281,8 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
         (st = check_tensor(ctx, k, "k", p->batch, p->kv_heads, p->kv_len, D, elem, &khi)) ||
         (st = check_tensor(ctx, v, "v", p->batch, p->kv_heads, p->kv_len, D, elem, &vhi)) ||
         (st = check_tensor(ctx, out, "out", p->batch, p->q_heads, p->q_len, D, elem, &ohi)) ||
-        (st = attn_validate_writable(ctx, out->buffer, "out->buffer")))
+        (st = attn_validate_writable(ctx, out->buffer, "out->buffer")) ||
+        (st = check_out_rows(ctx, p, lengths, out)))
         return st;
     /* out may be q itself (each row is read before it is written), never K or V */
     if (p->q_heads == p->kv_heads && p->q_len == p->kv_len) {
@@ -222,10 +310,12 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
             return INVALID(ctx, "lse is not a valid cl_mem");
         if (owner != ctx->cl_ctx) return INVALID(ctx, "lse belongs to another cl_context than ctx's");
         if ((st = attn_validate_writable(ctx, lse, "lse")) != ATTN_SUCCESS) return st;
-        size_t need = (size_t)p->batch * p->q_heads * p->q_len * sizeof(float);
+        /* packed: [q_heads][q_len] by buffer row, the batch dropped */
+        const size_t need = (size_t)(p->packed ? 1 : p->batch) * p->q_heads * p->q_len * sizeof(float);
         if (bytes < need)
-            return INVALID(ctx, "lse holds %zu bytes; batch * q_heads * q_len floats need %zu",
-                           bytes, need);
+            return INVALID(ctx, "lse holds %zu bytes; %s floats need %zu", bytes,
+                           p->packed ? "q_heads * q_len (p->packed)" : "batch * q_heads * q_len",
+                           need);
         if (lse == out->buffer || lse == q->buffer || lse == k->buffer || lse == v->buffer)
             return INVALID(ctx, "lse must be a buffer of its own, not one of q, k, v or out");
     }

@@ -7,7 +7,10 @@
 
 /* ---- validation (validate.c) ---- */
 /* Checks every argument of attn_forward; on failure sets ctx's error naming
- * the argument and returns ATTN_ERROR_INVALID_ARGUMENT. */
+ * the argument and returns ATTN_ERROR_INVALID_ARGUMENT. q, k and v are read
+ * only and may share elements freely; the rows of out that are written (all
+ * of them, or each entry's own with p->packed) must not meet one another,
+ * k or v, nor q unless out is q with the same layout (in place). */
 attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
                                   const attn_tensor *q, const attn_tensor *k,
                                   const attn_tensor *v, const attn_tensor *out,
@@ -16,9 +19,11 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
 attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
                                   const attn_lengths *lengths);
 
-/* One tensor of shape [batch, heads, seq, dim] with elements of elem bytes:
- * a valid cl_mem of ctx's context, strides that do not overlap, large
- * enough; the highest element index it reaches in *hi. */
+/* One tensor attn reads, of shape [batch, heads, seq, dim] with elements of
+ * elem bytes: a valid cl_mem of ctx's context, one batch entry's elements
+ * distinct (batch entries may share them: stride_batch 0 for one prompt
+ * shared by the batch, or packed sequences), large enough; the highest
+ * element index it reaches in *hi. */
 attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const char *name,
                                  int batch, int heads, int seq, int dim, size_t elem, size_t *hi);
 

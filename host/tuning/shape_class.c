@@ -1,8 +1,9 @@
 /* shape_class.c -- the shape classes of the tuning database (length
- * buckets, equality, distance between classes) and attn_problem_flops, the
+ * buckets, variants, equality, distance between classes) and attn_problem_flops, the
  * one count of a forward's work that GFLOP/s figures divide by. */
 #include "tuning/shape_class.h"
 #include "core/context.h"
+#include "attention/variants.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -26,21 +27,47 @@ void attn_shape_class_of(const attn_problem *p, attn_shape_class *c)
     c->group = p->kv_heads > 0 ? p->q_heads / p->kv_heads : 1;
     c->q_bucket = attn_length_bucket(p->q_len);
     c->kv_bucket = attn_length_bucket(p->kv_len);
+    c->variants = attn_variant_flags(p);
 }
 
 void attn_shape_class_format(const attn_shape_class *c, char *buf, size_t size)
 {
     const char *t = attn_dtype_name(c->dtype);
-    snprintf(buf, size, "D%d %s %s g%d q%d kv%d%s", c->head_dim, t ? t : "?",
+    char v[96];
+    attn_variant_names(c->variants, v, sizeof v);
+    snprintf(buf, size, "D%d %s %s g%d q%d kv%d%s%s%s", c->head_dim, t ? t : "?",
              c->causal ? "causal" : "full", c->group, c->q_bucket, c->kv_bucket,
-             c->decode ? " decode" : "");
+             c->decode ? " decode" : "", v[0] ? " +" : "", v);
+}
+
+int attn_variant_flags_parse(const char *names, unsigned *flags, char *err, size_t errsize)
+{
+    *flags = 0;
+    for (const char *at = names; *at;) {
+        const size_t n = strcspn(at, ",");
+        unsigned bit = 0;
+        char name[32];
+        /* each bit's name as attn_variant_names spells it; "" past the last */
+        for (unsigned i = 0; i < 32 && !bit; i++) {
+            attn_variant_names(1u << i, name, sizeof name);
+            if (!name[0]) break;
+            if (strlen(name) == n && strncmp(name, at, n) == 0) bit = 1u << i;
+        }
+        if (!bit) {
+            snprintf(err, errsize, "unknown variant \"%.*s\"", (int)n, at);
+            return -1;
+        }
+        *flags |= bit;
+        at += n + (at[n] == ',');
+    }
+    return 0;
 }
 
 int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b)
 {
     return a->head_dim == b->head_dim && a->dtype == b->dtype && a->causal == b->causal &&
            a->group == b->group && a->q_bucket == b->q_bucket && a->kv_bucket == b->kv_bucket &&
-           a->decode == b->decode;
+           a->decode == b->decode && a->variants == b->variants;
 }
 
 /* |log2(a / b)| in half octaves */
@@ -52,7 +79,7 @@ static int octaves(int a, int b)
 int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class *b)
 {
     if (a->head_dim != b->head_dim || a->dtype != b->dtype || a->causal != b->causal ||
-        a->decode != b->decode)
+        a->decode != b->decode || a->variants != b->variants)
         return -1;
     if (a->group < 1 || b->group < 1 || a->q_bucket < 1 || b->q_bucket < 1 || a->kv_bucket < 1 ||
         b->kv_bucket < 1)
@@ -62,16 +89,22 @@ int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class 
 }
 
 /* Visible (query, key) pairs of a batch entry with ql queries and kl keys:
- * causal is bottom-right aligned, query i seeing keys 0..i + kl - ql. */
-static double visible_pairs(long long ql, long long kl, int causal)
+ * query i sits at key position pos = i + kl - ql (bottom-right) and sees
+ * keys max(0, pos - left) .. min(kl - 1, pos when causal, pos + right);
+ * left / right < 0: unlimited on that side. */
+static double visible_pairs(long long ql, long long kl, int causal, long long left,
+                            long long right)
 {
     if (ql <= 0 || kl <= 0) return 0;
-    if (!causal) return (double)ql * (double)kl;
+    if (!causal && left < 0 && right < 0) return (double)ql * (double)kl;
     double pairs = 0;
     for (long long i = 0; i < ql; i++) {
-        long long vis = i + kl - ql + 1;
-        if (vis > kl) vis = kl;
-        if (vis > 0) pairs += (double)vis;
+        const long long pos = i + kl - ql;
+        long long lo = left >= 0 ? pos - left : 0, hi = kl - 1;
+        if (lo < 0) lo = 0;
+        if (causal && pos < hi) hi = pos;
+        if (right >= 0 && pos + right < hi) hi = pos + right;
+        if (hi >= lo) pairs += (double)(hi - lo + 1);
     }
     return pairs;
 }
@@ -79,11 +112,13 @@ static double visible_pairs(long long ql, long long kl, int causal)
 double attn_problem_flops(const attn_problem *p, const attn_lengths *lengths)
 {
     if (!p || p->batch <= 0 || p->q_heads <= 0 || p->head_dim <= 0) return 0;
+    const long long left = p->use_window ? p->window_left : -1;
+    const long long right = p->use_window ? p->window_right : -1;
     double pairs = 0;
     for (int b = 0; b < p->batch; b++) {
         const int ql = lengths && lengths->q_len ? lengths->q_len[b] : p->q_len;
         const int kl = lengths && lengths->kv_len ? lengths->kv_len[b] : p->kv_len;
-        pairs += visible_pairs(ql, kl, p->causal);
+        pairs += visible_pairs(ql, kl, p->causal, left, right);
     }
     /* Q K^T and P V: a multiply and an add each per pair and head dim */
     return 4.0 * p->head_dim * pairs * p->q_heads;

@@ -1,7 +1,8 @@
 /* shape_class.h -- the shape classes the tuning database is keyed on:
  * which problems one tuned entry serves, and how far apart two classes are.
  * Shared by the database (tuning_db.c), the library's lookup
- * (tuning_lookup.c) and the tuner; depends on nothing but attn.h. */
+ * (tuning_lookup.c) and the tuner; depends on attn.h and the variant bits of
+ * attention/variants.h. */
 #ifndef ATTN_SHAPE_CLASS_H
 #define ATTN_SHAPE_CLASS_H
 
@@ -10,8 +11,8 @@
 #include <stddef.h>
 
 /* A tuning database entry serves every problem of its class: head dim,
- * storage type, causal and GQA group exactly; the query and key lengths by
- * power-of-two bucket (the nearest bucket serves unseen lengths). */
+ * storage type, causal, GQA group and variants exactly; the query and key
+ * lengths by power-of-two bucket (the nearest bucket serves unseen lengths). */
 typedef struct attn_shape_class {
     int head_dim;
     attn_dtype dtype;
@@ -20,17 +21,23 @@ typedef struct attn_shape_class {
     int q_bucket;  /* q_len rounded to the nearest power of two (in log scale) */
     int kv_bucket; /* kv_len likewise */
     int decode;    /* 1: attn_decode's class (kv_len = the cache's capacity); 0: attn_forward's */
+    unsigned variants; /* attn_variant_flags: the variants that change the kernel; 0 none */
 } attn_shape_class;
 
 /* The power of two nearest to n in log scale (1 for n <= 1). */
 int attn_length_bucket(int n);
 void attn_shape_class_of(const attn_problem *p, attn_shape_class *c);
-/* "D64 f32 causal g4 q2048 kv2048" (" decode" after a decode class) */
+/* "D64 f32 causal g4 q2048 kv2048" (" decode" after a decode class, then
+ * " +window,softcap" for the variants) */
 void attn_shape_class_format(const attn_shape_class *c, char *buf, size_t size);
 int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b);
-/* How far apart two classes of the same head dim, type and causality are:
- * octaves of group, q and kv bucket summed; -1 when they cannot substitute. */
+/* How far apart two classes of the same head dim, type, causality and
+ * variants are: octaves of group, q and kv bucket summed; -1 when they
+ * cannot substitute. */
 int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class *b);
+/* The variant bits of "window,softcap" (attn_variant_names' text; "" is
+ * none): 0, or -1 with the unknown name in err. */
+int attn_variant_flags_parse(const char *names, unsigned *flags, char *err, size_t errsize);
 
 /* attn_problem_flops (the work a class's GFLOP/s are counted by) is public:
  * attn.h. */

@@ -5,6 +5,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,49 @@ static int field_int(const char *value, int lo, int hi, int *out)
     return 0;
 }
 
+/* A positive finite float; 0 or -1. */
+static int field_float(const char *value, float *out)
+{
+    char *end;
+    errno = 0;
+    const float v = strtof(value, &end);
+    if (errno || end == value || *end || !(v > 0.0f) || isinf(v)) return -1;
+    *out = v;
+    return 0;
+}
+
+/* The variants a shape can name by value alone (those with host arrays or
+ * buffers -- sinks, a mask, packed lengths -- are not shapes):
+ * window=L or window=L/R (R -1 when absent: unlimited), softcap=C,
+ * alibi=MAX_BIAS. *known = 1 when key is one of them; 0, or -1 with why. */
+static int variant_field(const char *key, const char *value, attn_problem *p, char *err,
+                         size_t errsize, int *known)
+{
+    *known = 1;
+    if (strcmp(key, "window") == 0) {
+        char left[32];
+        const char *slash = strchr(value, '/');
+        snprintf(left, sizeof left, "%.*s", slash ? (int)(slash - value) : (int)strlen(value), value);
+        p->use_window = 1;
+        p->window_right = -1;
+        if (field_int(left, 0, 1 << 30, &p->window_left) == 0 &&
+            (!slash || field_int(slash + 1, -1, 1 << 30, &p->window_right) == 0))
+            return 0;
+        snprintf(err, errsize, "window=%s: expected L or L/R, keys back and ahead (0..2^30; R "
+                 "may be -1, unlimited)", value);
+        return -1;
+    }
+    float *dst = strcmp(key, "softcap") == 0 ? &p->softcap
+                 : strcmp(key, "alibi") == 0 ? &p->alibi_max_bias : NULL;
+    if (!dst) {
+        *known = 0;
+        return 0;
+    }
+    if (field_float(value, dst) == 0) return 0;
+    snprintf(err, errsize, "%s=%s: expected a positive number", key, value);
+    return -1;
+}
+
 /* One shape "hq=8:hkv=2:d=64:s=2048:f16"; 0, or -1 with why in err. */
 static int parse_one(char *item, attn_problem *p, char *err, size_t errsize)
 {
@@ -27,7 +71,7 @@ static int parse_one(char *item, attn_problem *p, char *err, size_t errsize)
     p->batch = 1;
     p->causal = 1;
     p->dtype = ATTN_F32;
-    int s = 0, sq = 0, skv = 0;
+    int s = 0, sq = 0, skv = 0, known = 0;
     char *save = NULL;
     for (char *f = strtok_r(item, ":", &save); f; f = strtok_r(NULL, ":", &save)) {
         char *eq = strchr(f, '=');
@@ -45,6 +89,8 @@ static int parse_one(char *item, attn_problem *p, char *err, size_t errsize)
         }
         *eq = 0;
         const char *key = f, *value = eq + 1;
+        if (variant_field(key, value, p, err, errsize, &known) != 0) return -1;
+        if (known) continue;
         int *dst = NULL, lo = 1, hi = INT_MAX;
         if (strcmp(key, "b") == 0) dst = &p->batch;
         else if (strcmp(key, "hq") == 0) dst = &p->q_heads, hi = 1 << 16;
@@ -54,7 +100,8 @@ static int parse_one(char *item, attn_problem *p, char *err, size_t errsize)
         else if (strcmp(key, "sq") == 0) dst = &sq;
         else if (strcmp(key, "skv") == 0) dst = &skv;
         else {
-            snprintf(err, errsize, "unknown field \"%s\" (b, hq, hkv, d, s, sq, skv)", key);
+            snprintf(err, errsize, "unknown field \"%s\" (b, hq, hkv, d, s, sq, skv, window, "
+                     "softcap, alibi)", key);
             return -1;
         }
         if (field_int(value, lo, hi, dst) != 0) {
@@ -217,12 +264,20 @@ int tune_shapes_design_decode(attn_problem **out)
 
 void tune_shape_format(const attn_problem *p, char *buf, size_t size)
 {
+    int n;
     if (p->q_len == p->kv_len)
-        snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d S=%d %s %s", p->batch, p->q_heads,
-                 p->kv_heads, p->head_dim, p->q_len, attn_dtype_name(p->dtype),
-                 p->causal ? "causal" : "full");
+        n = snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d S=%d %s %s", p->batch, p->q_heads,
+                     p->kv_heads, p->head_dim, p->q_len, attn_dtype_name(p->dtype),
+                     p->causal ? "causal" : "full");
     else
-        snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d Sq=%d Skv=%d %s %s", p->batch, p->q_heads,
-                 p->kv_heads, p->head_dim, p->q_len, p->kv_len, attn_dtype_name(p->dtype),
-                 p->causal ? "causal" : "full");
+        n = snprintf(buf, size, "B=%d Hq=%d Hkv=%d D=%d Sq=%d Skv=%d %s %s", p->batch,
+                     p->q_heads, p->kv_heads, p->head_dim, p->q_len, p->kv_len,
+                     attn_dtype_name(p->dtype), p->causal ? "causal" : "full");
+    size_t at = n > 0 && (size_t)n < size ? (size_t)n : size;
+    if (p->use_window && at < size)
+        at += (size_t)snprintf(buf + at, size - at, " window=%d/%d", p->window_left, p->window_right);
+    if (p->softcap > 0.0f && at < size)
+        at += (size_t)snprintf(buf + at, size - at, " softcap=%g", (double)p->softcap);
+    if (p->alibi_max_bias > 0.0f && at < size)
+        snprintf(buf + at, size - at, " alibi=%g", (double)p->alibi_max_bias);
 }

@@ -14,7 +14,9 @@
     "  heads, default hq), d=N (head dim), s=N (both lengths) or sq=N and skv=N,\n" \
     "  b=N (batch, default 1), and the words f32|f16|bf16 (default f32: a shape\n" \
     "  without one is tuned in f32 only; add :f16 or :bf16 to tune that type) and\n" \
-    "  causal|full (default causal). Shapes are separated by ',' or white space;\n" \
+    "  causal|full (default causal); variants: window=L or window=L/R (keys back\n" \
+    "  and ahead, R -1 unlimited), softcap=C, alibi=MAX_BIAS (each its own tuned\n" \
+    "  class). Shapes are separated by ',' or white space;\n" \
     "  in a file, '#' starts a comment. With --decode, sq=N is the new queries\n" \
     "  per step (1..64) and skv=N the cache's length (the class's). Examples:\n" \
     "    --shapes hq=32:hkv=8:d=128:s=4096,hq=8:hkv=2:d=64:s=1024:f16:full\n" \
@@ -36,7 +38,8 @@ int tune_shapes_design(attn_problem **out);
  * cache of 1024, 4096 and 16384 keys, causal, f32): attn-tune --decode. */
 int tune_shapes_design_decode(attn_problem **out);
 
-/* "B=1 Hq=8 Hkv=2 D=64 S=2048 f32 causal" */
+/* "B=1 Hq=8 Hkv=2 D=64 S=2048 f32 causal" (then " window=L/R softcap=C
+ * alibi=M" for the variants it has) */
 void tune_shape_format(const attn_problem *p, char *buf, size_t size);
 
 #endif /* ATTN_TUNE_SHAPES_H */

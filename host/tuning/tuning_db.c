@@ -6,6 +6,7 @@
 #include "core/config.h"
 #include "core/log.h"
 #include "tuning/tuning.h"
+#include "attention/variants.h"
 
 #include <cjson/cJSON.h>
 #include <dirent.h>
@@ -114,6 +115,11 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
         cJSON_AddNumberToObject(c, "q_bucket", e->cls.q_bucket);
         cJSON_AddNumberToObject(c, "kv_bucket", e->cls.kv_bucket);
         if (e->cls.decode) cJSON_AddBoolToObject(c, "decode", 1);
+        if (e->cls.variants) {
+            char v[96];
+            attn_variant_names(e->cls.variants, v, sizeof v);
+            cJSON_AddStringToObject(c, "variants", v);
+        }
         if (e->batch > 0) {
             cJSON *s = cJSON_AddObjectToObject(j, "shape");
             cJSON_AddNumberToObject(s, "batch", e->batch);

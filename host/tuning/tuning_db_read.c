@@ -212,6 +212,12 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
     if (decode && !cJSON_IsBool(decode))
         return bad(r, "\"%s\" must be true or false", "class.decode");
     e->cls.decode = cJSON_IsTrue(decode);
+    /* optional: the variants the entry was tuned with, "window,softcap"
+     * (absent: none, as every database before them) */
+    char variants[96] = "", why_v[64];
+    if (get_string(r, cls, "variants", variants, sizeof variants, 0)) return -1;
+    if (attn_variant_flags_parse(variants, &e->cls.variants, why_v, sizeof why_v) != 0)
+        return bad(r, "\"class.variants\": %s", why_v);
 
     if (get_string(r, j, "params", e->params, sizeof e->params, 1)) return -1;
     attn_params check = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,

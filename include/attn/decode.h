@@ -88,7 +88,8 @@ ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tens
  *  (ATTN_ERROR_INVALID_ARGUMENT naming both otherwise); p->q_heads is a
  *  multiple of kv_heads (GQA/MQA: no copies); p->q_len, 1..
  *  ATTN_DECODE_MAX_Q_LEN, is the padded number of new query rows; p->kv_len
- *  is not used (the cache's lengths are). q and out are [batch, q_heads,
+ *  is not used (the cache's lengths are); p->packed must be 0 (q_lens gives
+ *  each sequence's queries), and a mask spans [B][Hq][q_len][capacity]. q and out are [batch, q_heads,
  *  q_len, head_dim] (out may be q itself). Sequence b's queries are rows
  *  0..q_lens[b]-1 (q_lens NULL: q_len each; 0 allowed) and are its LAST
  *  q_lens[b] tokens, whose K/V must already be appended (the cache's last

@@ -21,6 +21,12 @@ extern "C" {
  *  written [B, Hq, Sq] as natural-log sum-exp of the scaled, masked logits.
  *  out->buffer and lse are written by kernels: one created CL_MEM_READ_ONLY
  *  is ATTN_ERROR_INVALID_ARGUMENT naming it (q, k and v may be read-only).
+ *  q, k and v are only read: they may share elements, across batch entries
+ *  too (stride_batch 0 for one prompt the whole batch attends to), though
+ *  one entry's elements must be distinct. The rows of out that are written
+ *  must not meet one another, k or v, nor q unless out is q with the same
+ *  layout (in place); with p->packed only each entry's own rows count, and
+ *  lse is [Hq][Sq] (>= Hq*Sq floats).
  *  done: NULL, or receives the completion event (caller releases it).
  *  All arguments are validated before anything is enqueued. */
 ATTN_API attn_status attn_forward(attn_context *ctx, const attn_problem *p,
@@ -52,8 +58,12 @@ ATTN_API void attn_tolerance(attn_dtype t, double *atol, double *rtol);
  *  batches and query heads. Only unmasked pairs count: with lengths, each
  *  sequence's q_len[b] x kv_len[b] (start offsets do not matter; a NULL
  *  array is the padded length); when causal, query i sees i + kv_len -
- *  q_len + 1 keys (bottom-right, clamped to 0..kv_len). Softmax, scaling
- *  and padding rows are not counted. A decode of q_len new rows against a
+ *  q_len + 1 keys (bottom-right, clamped to 0..kv_len); with use_window,
+ *  only keys inside the window count (pos - window_left .. pos +
+ *  window_right at query position pos = i + kv_len - q_len, a side of -1
+ *  unlimited), so a window's GFLOP/s count the pairs it computes. Softmax,
+ *  scaling, padding rows, the other variants and the additive mask's
+ *  -inf entries (data, not shape) are not counted. A decode of q_len new rows against a
  *  cache holding L tokens is p with kv_len = L (its q_lens as lengths->q_len,
  *  the cache's lengths as lengths->kv_len). lengths may be NULL (all full);
  *  its arrays hold p->batch ints.
