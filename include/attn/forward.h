@@ -16,9 +16,11 @@ extern "C" {
  *  kv_start+j) iff j < kv_len and, when causal, j <= i + (kv_len - q_len);
  *  p's variants (sliding window, softcap, sinks, ALiBi, additive mask,
  *  packed sequences: attn/core.h) refine that and the logits.
- *  Every row of `out` inside [0, q_len) is written; rows with no visible key
- *  get zeros (and -inf in lse). lse: NULL, or a cl_mem of >= B*Hq*Sq floats,
- *  written [B, Hq, Sq] as natural-log sum-exp of the scaled, masked logits.
+ *  Every row of `out` inside [0, q_len) is written (with p->packed, only
+ *  each entry's own rows); rows with no visible key get zeros (and -inf in
+ *  lse, or the sink with sinks). lse: NULL, or a cl_mem of >= B*Hq*Sq floats
+ *  (Hq*Sq with p->packed), written [B, Hq, Sq] ([Hq, Sq]) as natural-log
+ *  sum-exp of the scaled, masked logits.
  *  out->buffer and lse are written by kernels: one created CL_MEM_READ_ONLY
  *  is ATTN_ERROR_INVALID_ARGUMENT naming it (q, k and v may be read-only).
  *  q, k and v are only read: they may share elements, across batch entries
