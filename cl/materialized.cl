@@ -30,13 +30,11 @@ inline float hsum8(float8 v)
  * domain, MASKED where dropped); the plain passes then run over it with
  * scale 1. Without them the kernel is exactly the plain one. */
 #define ROW_VARIANTS (WINDOW || SOFTCAP || ALIBI || MASK)
-#if ROW_VARIANTS
-#define HIDDEN(j) ((j) < lo || (j) >= vis)
-#else
+#if !ROW_VARIANTS
 #define HIDDEN(j) ((j) >= vis)
-#endif
+#else
+#define HIDDEN(j) ((j) < lo || (j) >= vis)
 
-#if ROW_VARIANTS
 /* The pass that makes row i's logits final (head h of batch entry b): keys
  * [from, lo), the first vector's keys before the window, become MASKED;
  * keys [lo, vis) q.k * qscale through variant_logit (softcap, ALiBi, mask).
