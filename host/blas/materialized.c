@@ -23,7 +23,6 @@
 #define SOFTMAX_NARGS 10
 #define ROWS_OUT_NARGS 8
 
-
 /* Work-items per score row: a power of two within the device's limit. On
  * PoCL (CPU) one work-item per row, its float8 steps as SIMD code, measured
  * best: S = 4096, 8 heads, 1.1-1.5 G elements/s against 0.7-0.9 with 4 or 8
