@@ -3,19 +3,25 @@
  * batched GEMM (one offset per head), a kernel that scales, masks and
  * soft-maxes each row in fp32 (cl/materialized.cl), then O = P V likewise;
  * and, through the same steps, the softmax weights of one (batch entry,
- * head) for diagnostics. */
+ * head) for diagnostics. Every variant of attn_problem (window, softcap,
+ * sinks, ALiBi, mask, packed) applies in the row kernel. */
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/launch.h"
 #include "attention/validate.h"
 #include "attention/forward.h"
 #include "attention/check.h"
+#include "attention/variants.h"
 #include "blas/blas.h"
 
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
+/* attn_softmax_rows' and attn_rows_out's arguments before VARIANT_PARAMS */
+#define SOFTMAX_NARGS 10
+#define ROWS_OUT_NARGS 8
 
 /* Work-items per score row: a power of two within the device's limit. On
  * PoCL (CPU) one work-item per row, its float8 steps as SIMD code, measured
@@ -52,6 +58,22 @@ static attn_status fits(attn_context *ctx, double n, const char *what)
     return ATTN_SUCCESS;
 }
 
+/* The kernel `name` of materialized.cl built for p: its storage type and
+ * the variants it uses (common.cl + variants.cl + materialized.cl), with
+ * the variants' arguments va bound after its first nargs. */
+static attn_status mat_kernel(attn_context *ctx, const attn_problem *p, const char *name,
+                              int nargs, attn_variant_args *va, cl_kernel *out)
+{
+    char opts[256];
+    snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DSTORAGE=%d", (int)p->dtype);
+    attn_variant_options(p, opts, sizeof opts);
+    const char *sources[] = {"common.cl", "variants.cl", "materialized.cl"};
+    attn_status st = attn_kernel_build(ctx, sources, 3, opts, name, out);
+    if (st == ATTN_SUCCESS)
+        st = attn_kernel_set_args_at(ctx, *out, nargs, attn_variant_kargs(va), ATTN_VARIANT_NARGS);
+    return st;
+}
+
 /* Scores of query heads [h0, h0 + nh) of one batch entry (region r) into
  * `scores` ([nh, m, n] floats), then the softmax kernel over them. q_off
  * points at row q_start of query head h0, k_off at row kv_start of KV head
@@ -71,16 +93,18 @@ static attn_status scores_softmax(attn_context *ctx, const attn_problem *p, attn
                               q->stride_seq, q->stride_head, k->buffer, k_off, k->stride_seq,
                               k->stride_head, scores, 0, n, m * n, "scores = Q K^T");
     if (st != ATTN_SUCCESS || (st = attn_queue_order(ctx)) != ATTN_SUCCESS) return st;
-    const cl_int cm = r.q_len, cn = r.kv_len, causal = p->causal != 0, write_lse = lse != NULL;
-    const cl_int head0 = b * p->q_heads + h0, sq = p->q_len, q_start = r.q_start;
-    const cl_float s2 = attn_effective_scale(p) * 1.4426950408889634f; /* exp2 domain */
+    const cl_int4 len = {{r.q_start, r.q_len, r.kv_start, r.kv_len}};
+    const cl_int causal = p->causal != 0, write_lse = lse != NULL, cb = b, ch0 = h0;
+    const cl_int heads = p->q_heads, sq = p->q_len;
+    const cl_float qscale = attn_variant_qscale(p); /* exp2 domain, or / softcap */
     cl_mem lse_arg = lse ? lse : scores; /* never written when write_lse is 0 */
-    const attn_karg args[] = {ATTN_KARG(scores), ATTN_KARG(cm), ATTN_KARG(cn),
-                              ATTN_KARG(causal), ATTN_KARG(s2), ATTN_KARG(lse_arg),
-                              ATTN_KARG(write_lse), ATTN_KARG(head0), ATTN_KARG(sq),
-                              ATTN_KARG(q_start)};
+    const attn_karg args[SOFTMAX_NARGS] = {
+        ATTN_KARG(scores), ATTN_KARG(len), ATTN_KARG(causal), ATTN_KARG(qscale),
+        ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(cb), ATTN_KARG(ch0),
+        ATTN_KARG(heads), ATTN_KARG(sq)};
     const size_t global[2] = {wg * m, (size_t)nh}, local[2] = {wg, 1};
-    if ((st = attn_kernel_run(ctx, softmax, args, 10, 2, global, local)) != ATTN_SUCCESS) return st;
+    if ((st = attn_kernel_run(ctx, softmax, args, SOFTMAX_NARGS, 2, global, local)))
+        return st;
     return attn_queue_order(ctx);
 }
 
@@ -88,6 +112,17 @@ static attn_tensor contiguous(cl_mem buf, int heads, int seq, int dim)
 {
     attn_tensor t = {buf, 0, (size_t)heads * seq * dim, (size_t)seq * dim, (size_t)dim};
     return t;
+}
+
+/* The f32 copy of input t ([B, heads, seq, D]) in buf, as *view: one batch
+ * entry's worth when t's batch stride is 0 (packed sequences, a prompt
+ * shared by the batch), read by every entry through a batch stride of 0. */
+static attn_status widen(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, int B,
+                         int heads, int seq, int D, cl_mem buf, attn_tensor *view)
+{
+    *view = contiguous(buf, heads, seq, D);
+    if (t->stride_batch == 0) view->stride_batch = 0, B = 1;
+    return attn_device_gather_f32(ctx, dtype, t, B, heads, seq, D, buf);
 }
 
 static size_t at(const attn_tensor *t, int b, int h, int s)
@@ -129,6 +164,7 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
     if ((st = softmax_wg(ctx, &wg)) != ATTN_SUCCESS) return st;
     cl_kernel softmax = NULL, rows_out = NULL;
     cl_mem lens = NULL;
+    attn_variant_args va = {0};
     cl_int err;
     attn_scratch *mat = ctx->mat;
     const size_t fl = sizeof(float);
@@ -136,9 +172,7 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
         (wide && ((st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_Q], (size_t)B * Hq * Sq * D * fl)) ||
                   (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_K], (size_t)B * Hkv * Skv * D * fl)) ||
                   (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_V], (size_t)B * Hkv * Skv * D * fl)) ||
-                  (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_O], (size_t)B * Hq * Sq * D * fl)))) ||
-        (st = attn_kernel_get(ctx, "materialized.cl", p->dtype, "attn_softmax_rows", &softmax)) ||
-        (st = attn_kernel_get(ctx, "materialized.cl", p->dtype, "attn_rows_out", &rows_out)))
+                  (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_O], (size_t)B * Hq * Sq * D * fl)))))
         goto done;
     cl_int4 *hl = malloc(sizeof *hl * (size_t)B);
     if (!hl) {
@@ -157,18 +191,19 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
         st = attn_fail_cl(ctx, err, "clCreateBuffer (lengths)");
         goto done;
     }
+    if ((st = attn_variant_args_make(ctx, p, lens, &va)) ||
+        (st = mat_kernel(ctx, p, "attn_softmax_rows", SOFTMAX_NARGS, &va, &softmax)) ||
+        (st = mat_kernel(ctx, p, "attn_rows_out", ROWS_OUT_NARGS, &va, &rows_out)))
+        goto done;
 
     /* f32 views of the operands: the caller's tensors, or f32 copies. */
     attn_tensor fq = *q, fk = *k, fv = *v, fo = *out;
     if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS) goto done;
     if (wide) {
-        fq = contiguous(mat[ATTN_MAT_Q].mem, Hq, Sq, D);
-        fk = contiguous(mat[ATTN_MAT_K].mem, Hkv, Skv, D);
-        fv = contiguous(mat[ATTN_MAT_V].mem, Hkv, Skv, D);
         fo = contiguous(mat[ATTN_MAT_O].mem, Hq, Sq, D);
-        if ((st = attn_device_gather_f32(ctx, p->dtype, q, B, Hq, Sq, D, fq.buffer)) ||
-            (st = attn_device_gather_f32(ctx, p->dtype, k, B, Hkv, Skv, D, fk.buffer)) ||
-            (st = attn_device_gather_f32(ctx, p->dtype, v, B, Hkv, Skv, D, fv.buffer)) ||
+        if ((st = widen(ctx, p->dtype, q, B, Hq, Sq, D, mat[ATTN_MAT_Q].mem, &fq)) ||
+            (st = widen(ctx, p->dtype, k, B, Hkv, Skv, D, mat[ATTN_MAT_K].mem, &fk)) ||
+            (st = widen(ctx, p->dtype, v, B, Hkv, Skv, D, mat[ATTN_MAT_V].mem, &fv)) ||
             (st = attn_queue_order(ctx)))
             goto done;
     }
@@ -188,21 +223,25 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
             (st = attn_queue_order(ctx)))
             goto done;
     }
-    /* Rows no GEMM wrote get zeros and -inf; f16/bf16 results are narrowed. */
+    /* Rows no GEMM wrote get zeros and -inf (a live row with a sink: the
+     * sink; packed, other entries' rows are not touched); f16/bf16 results
+     * are narrowed. */
     const cl_ulong4 og = attn_tensor_geometry(out);
     const cl_int has_src = wide, write_lse = lse != NULL, dim = D;
     cl_mem src = wide ? fo.buffer : lens, lse_arg = lse ? lse : lens; /* unused when unset */
-    const attn_karg args[] = {ATTN_KARG(src), ATTN_KARG(has_src), ATTN_KARG(out->buffer),
-                              ATTN_KARG(og), ATTN_KARG(lens), ATTN_KARG(lse_arg),
-                              ATTN_KARG(write_lse), ATTN_KARG(dim)};
+    const attn_karg args[ROWS_OUT_NARGS] = {
+        ATTN_KARG(src), ATTN_KARG(has_src), ATTN_KARG(out->buffer), ATTN_KARG(og),
+        ATTN_KARG(lens), ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(dim)};
     const size_t global[3] = {(size_t)Sq, (size_t)Hq, (size_t)B};
-    if ((st = attn_kernel_run(ctx, rows_out, args, 8, 3, global, NULL)) != ATTN_SUCCESS) goto done;
+    if ((st = attn_kernel_run(ctx, rows_out, args, ROWS_OUT_NARGS, 3, global, NULL)))
+        goto done;
     err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, finished);
     if (err != CL_SUCCESS) st = attn_fail_cl(ctx, err, "clEnqueueMarkerWithWaitList");
 done:
     if (softmax) clReleaseKernel(softmax);
     if (rows_out) clReleaseKernel(rows_out);
     if (lens) clReleaseMemObject(lens); /* enqueued kernels keep it alive */
+    attn_variant_args_release(&va);
     return st;
 }
 
@@ -255,6 +294,7 @@ static attn_status weights(attn_context *ctx, const attn_problem *p, const attn_
     ATTN_CHECK(ctx, !host, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory for %zu x %zu weights",
                m, n);
     cl_kernel softmax = NULL;
+    attn_variant_args va = {0};
     attn_tensor fq = *q, fk = *k;
     size_t q_off = at(q, b, h, r.q_start), k_off = at(k, b, hk, r.kv_start);
     if (m && n) {
@@ -262,8 +302,8 @@ static attn_status weights(attn_context *ctx, const attn_problem *p, const attn_
         if ((st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_SCORES], m * n * sizeof(float))) ||
             (wide && ((st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_Q], m * D * sizeof(float))) ||
                       (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_K], n * D * sizeof(float))))) ||
-            (st = attn_kernel_get(ctx, "materialized.cl", p->dtype, "attn_softmax_rows",
-                                  &softmax)) ||
+            (st = attn_variant_args_make(ctx, p, mat[ATTN_MAT_SCORES].mem, &va)) ||
+            (st = mat_kernel(ctx, p, "attn_softmax_rows", SOFTMAX_NARGS, &va, &softmax)) ||
             (st = attn_queue_order(ctx)))
             goto done;
         if (wide) { /* just this head's content rows, widened */
@@ -293,6 +333,7 @@ static attn_status weights(attn_context *ctx, const attn_problem *p, const attn_
         memcpy(w + (r.q_start + i) * (size_t)p->kv_len + r.kv_start, host + i * n, n * sizeof *w);
 done:
     if (softmax) clReleaseKernel(softmax);
+    attn_variant_args_release(&va);
     free(host);
     return st;
 }

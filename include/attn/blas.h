@@ -35,6 +35,12 @@ ATTN_API int attn_has_clblast(void);
  *  broadcast to their query heads by offsets, never copied), a kernel that
  *  scales, masks and soft-maxes each row in fp32, then O = P V by GEMMs.
  *  A baseline for the tiled kernels and an independent check of them.
+ *  Every variant of attn_problem applies as in attn_forward (window,
+ *  softcap, sinks, ALiBi, mask, packed: lse is then [q_heads][q_len] and
+ *  only the entries' own rows of out are written); the scores are still
+ *  computed for all of an entry's keys, so a window or mask saves no GEMM
+ *  work here, and keys the window, causal rule or mask hide get weight
+ *  exactly zero (their V rows must be finite: 0 * NaN is NaN).
  *  It needs one device buffer of q_heads x q_len x kv_len floats (padded
  *  lengths) and, for f16/bf16, f32 copies of Q, K, V and O; when any would
  *  exceed CL_DEVICE_MAX_MEM_ALLOC_SIZE it returns ATTN_ERROR_UNSUPPORTED
@@ -50,8 +56,12 @@ ATTN_API attn_status attn_forward_materialized(attn_context *ctx, const attn_pro
  *  The softmax weights of one batch entry and query head, through the
  *  materialized path, for diagnostics: weights (host, q_len x kv_len
  *  floats, row-major, padded lengths) receives at [i][j] how much query row i
- *  took from key row j. Each visible row sums to one; masked keys, pad keys
- *  and pad rows are exactly zero. Blocking; the array is written only on
+ *  took from key row j, with every variant of p applied. Each visible row
+ *  sums to one -- or, with attention sinks, to less: the sink is in the
+ *  denominator, e^s_j / (sum_k e^s_k + e^sink_h), and takes the rest.
+ *  Masked keys (causal, window, mask), pad keys and pad rows are exactly
+ *  zero; so is a row with nothing visible. With p->packed, rows and keys
+ *  outside the entry's own are pad. Blocking; the array is written only on
  *  success. (Attention weights show how one head mixed values, not why a
  *  model predicted what it did.) */
 ATTN_API attn_status attn_attention_weights(attn_context *ctx, const attn_problem *p,
