@@ -43,6 +43,12 @@ static const int tl_qs[2] = {0, 4}, tl_ql[2] = {37, 29}, tl_ks[2] = {0, 1}, tl_k
 static const int ck_qs[2] = {0, 2}, ck_ql[2] = {21, 17}, ck_ks[2] = {0, 3}, ck_kl[2] = {21, 0};
 static const int mqa_kl[2] = {13, 70};
 static const int dc_kl[3] = {50, 20, 33}, dc_ql[3] = {3, 1, 0}, dc_kl2[3] = {40, 7, 12};
+/* the variants' lengths: packed sequences of 1, 7, 33 and 64 along one
+ * axis; a packed axis with rows no entry owns (3, 11 of q; 10, 11, 39 of kv) */
+static const int pk_s[4] = {0, 1, 8, 41}, pk_l[4] = {1, 7, 33, 64};
+static const int pg_qs[3] = {0, 4, 6}, pg_ql[3] = {3, 1, 5}, pg_ks[3] = {0, 12, 32},
+                 pg_kl[3] = {10, 20, 7};
+static const float alibi4[4] = {0.7f, 0.3f, 0.05f, 1.2f};
 /* the seed-failure rows' lengths */
 static const int mv_qs[3] = {0, 4, 0}, mv_ql[3] = {23, 19, 23}, mv_ks[3] = {0, 0, 6},
                  mv_kl[3] = {23, 15, 9};
@@ -256,6 +262,67 @@ const harness_case harness_cases[] = {
     {.group = "decode/table", .name = "decode GQA bf16 full, split", .families = HARNESS_BOTH,
      .params = "rows=4,splits=3", SHAPE(3, 8, 2, 64, 3, 40), .dtype = ATTN_BF16,
      LENS(NULL, dc_ql, NULL, dc_kl2), .poison_pads = 1, .lk = BSHD, .lv = BSHD_GAPPY, .seed = 4503},
+
+    /* ---- the variants, each alone (test_variants): a few shapes each, in
+     * both families, through attn_forward ---- */
+#define WIN(l, r) .window = 1, .window_left = (l), .window_right = (r)
+    {F("variants/window", "window 8/0 causal GQA padded"), SHAPE(2, 4, 2, 64, 37, 45), .causal = 1,
+     LENS(tl_qs, tl_ql, tl_ks, tl_kl), WIN(8, 0), .seed = 3001},
+    {F("variants/window", "window 5/3 non-causal MQA Sq7 Skv33"), SHAPE(1, 4, 1, 40, 7, 33),
+     WIN(5, 3), .seed = 3002},
+    {F("variants/window", "window -1/2 non-causal f16"), SHAPE(1, 2, 2, 64, 33, 33),
+     .dtype = ATTN_F16, WIN(-1, 2), .seed = 3003},
+    {F("variants/window", "window 0/0 (the diagonal only)"), SHAPE(1, 2, 1, 16, 21, 21),
+     WIN(0, 0), .seed = 3004},
+    {F("variants/window", "window 16/-1 causal S100"), SHAPE(1, 2, 1, 64, 100, 100), .causal = 1,
+     WIN(16, -1), .seed = 3005},
+    /* logits of a few tens: the cap bites */
+    {F("variants/softcap", "softcap 5 causal GQA padded"), SHAPE(2, 4, 2, 64, 37, 45), .causal = 1,
+     LENS(tl_qs, tl_ql, tl_ks, tl_kl), .softcap = 5.0f, .amp = 3.0f, .seed = 3101},
+    {F("variants/softcap", "softcap 1.5 non-causal MQA D40"), SHAPE(1, 4, 1, 40, 7, 33),
+     .softcap = 1.5f, .amp = 2.0f, .seed = 3102},
+    {F("variants/softcap", "softcap 30 bf16 scale 1"), SHAPE(1, 2, 2, 64, 33, 33), .causal = 1,
+     .dtype = ATTN_BF16, .scale = 1.0f, .softcap = 30.0f, .seed = 3103},
+    {F("variants/sinks", "sinks host causal GQA padded"), SHAPE(2, 4, 2, 64, 37, 45), .causal = 1,
+     LENS(tl_qs, tl_ql, tl_ks, tl_kl), .sinks = HARNESS_SINKS_HOST, .seed = 3201},
+    /* rows with no visible key: zeros, LSE = the sink */
+    {F("variants/sinks", "sinks buffer Sq33 > Skv7 causal"), SHAPE(1, 4, 2, 64, 33, 7),
+     .causal = 1, .sinks = HARNESS_SINKS_BUFFER, .seed = 3202},
+    {F("variants/sinks", "sinks host non-causal f16 D7"), SHAPE(1, 2, 1, 7, 9, 21),
+     .dtype = ATTN_F16, .sinks = HARNESS_SINKS_HOST, .seed = 3203},
+    {F("variants/alibi", "alibi max_bias 8 Hq8 causal"), SHAPE(1, 8, 2, 64, 37, 37), .causal = 1,
+     .alibi_max_bias = 8.0f, .seed = 3301},
+    {F("variants/alibi", "alibi max_bias 8 Hq6 non-causal padded"), SHAPE(2, 6, 3, 64, 37, 45),
+     LENS(tl_qs, tl_ql, tl_ks, tl_kl), .alibi_max_bias = 8.0f, .seed = 3302},
+    {F("variants/alibi", "alibi slopes Hq4 MQA Sq7 Skv33 f16"), SHAPE(1, 4, 1, 64, 7, 33),
+     .causal = 1, .dtype = ATTN_F16, .alibi_slopes = alibi4, .seed = 3303},
+    {F("variants/mask", "mask f32 random per head, padded, pads NaN"), SHAPE(2, 4, 2, 64, 37, 45),
+     LENS(tl_qs, tl_ql, tl_ks, tl_kl), .mask = HARNESS_MASK_RANDOM, .poison_pads = 1, .seed = 3401},
+    {F("variants/mask", "mask f16 random broadcast B and H, causal"), SHAPE(2, 4, 2, 64, 33, 33),
+     .causal = 1, .mask = HARNESS_MASK_RANDOM, .mask_dtype = ATTN_F16,
+     .mask_bcast = HARNESS_BCAST_BATCH | HARNESS_BCAST_HEAD, .seed = 3402},
+    {F("variants/mask", "mask f32 -FLT_MAX holes, broadcast H, MQA"), SHAPE(1, 4, 1, 40, 7, 33),
+     .mask = HARNESS_MASK_FINFO, .mask_bcast = HARNESS_BCAST_HEAD, .seed = 3403},
+    {F("variants/mask", "mask f16 one row for every query (padding mask)"), SHAPE(2, 2, 1, 64, 21, 40),
+     .mask = HARNESS_MASK_RANDOM, .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_Q, .seed = 3404},
+    {F("variants/packed", "packed 1, 7, 33, 64 causal GQA"), SHAPE(4, 4, 2, 64, 105, 105),
+     .causal = 1, LENS(pk_s, pk_l, pk_s, pk_l), .packed = 1, .poison_pads = 1, .seed = 3501},
+    {F("variants/packed", "packed Sq != Skv, unowned rows, non-causal"), SHAPE(3, 4, 1, 40, 12, 40),
+     LENS(pg_qs, pg_ql, pg_ks, pg_kl), .packed = 1, .poison_pads = 1, .seed = 3502},
+    {F("variants/packed", "packed bf16 BSHD causal"), SHAPE(3, 2, 2, 64, 12, 40), .dtype = ATTN_BF16,
+     .causal = 1, LENS(pg_qs, pg_ql, pg_ks, pg_kl), ALL_LAYOUTS(BSHD), .packed = 1,
+     .poison_pads = 1, .seed = 3503},
+
+    /* ---- the variants in decode through a KV cache, unsplit and split ---- */
+#define VDEC(name_, splits, ...)                                                                       {.group = "variants_decode/alone", .name = (name_), .families = HARNESS_BOTH, .params = splits,      SHAPE(3, 8, 2, 64, 3, 50), .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), .poison_pads = 1,         .seed = 3600, __VA_ARGS__}
+    VDEC("decode window 8, unsplit", "splits=1", WIN(8, 0)),
+    VDEC("decode window 8, split 3", "splits=3", WIN(8, 0)),
+    VDEC("decode sinks, unsplit", "splits=1", .sinks = HARNESS_SINKS_HOST),
+    VDEC("decode sinks buffer, split 3", "splits=3", .sinks = HARNESS_SINKS_BUFFER),
+    VDEC("decode softcap 4, split 3", "splits=3", .softcap = 4.0f, .amp = 3.0f),
+    VDEC("decode alibi, split 3", "splits=3", .alibi_max_bias = 8.0f),
+    VDEC("decode mask f16, unsplit", "splits=1", .mask = HARNESS_MASK_RANDOM, .mask_dtype = ATTN_F16),
+    VDEC("decode mask f32, split 3", "splits=3", .mask = HARNESS_MASK_RANDOM),
 
     /* ---- the seed's "Common implementation failures" (test_seed_failures):
      * each row's test runs it on data made so that the failure it names
