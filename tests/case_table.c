@@ -49,6 +49,10 @@ static const int pk_s[4] = {0, 1, 8, 41}, pk_l[4] = {1, 7, 33, 64};
 static const int pg_qs[3] = {0, 4, 6}, pg_ql[3] = {3, 1, 5}, pg_ks[3] = {0, 12, 32},
                  pg_kl[3] = {10, 20, 7};
 static const float alibi4[4] = {0.7f, 0.3f, 0.05f, 1.2f};
+/* decode: query row 2 of entries 0 and 1 masked whole (the mask's every
+ * fifth row; with sinks: zeros and LSE = the sink); entry 1's queries are
+ * its whole cache, entry 2 has pad rows */
+static const int dz_ql[3] = {3, 3, 1}, dz_kl[3] = {40, 3, 17};
 /* the seed-failure rows' lengths */
 static const int mv_qs[3] = {0, 4, 0}, mv_ql[3] = {23, 19, 23}, mv_ks[3] = {0, 0, 6},
                  mv_kl[3] = {23, 15, 9};
@@ -313,6 +317,70 @@ const harness_case harness_cases[] = {
      .causal = 1, LENS(pg_qs, pg_ql, pg_ks, pg_kl), ALL_LAYOUTS(BSHD), .packed = 1,
      .poison_pads = 1, .seed = 3503},
 
+    /* ---- the variants together, over the matrix (GQA/MQA, padding,
+     * Sq != Skv, rows with nothing visible, odd D, strides, the three
+     * storage types, in place) ---- */
+#define C(name_) F("variants/combos", name_)
+    /* Gemma 2: a window and the cap; Mistral-like window with GQA */
+    {C("window 12 + softcap 8, GQA padded f16"), SHAPE(2, 4, 2, 64, 37, 45), .dtype = ATTN_F16,
+     .causal = 1, LENS(tl_qs, tl_ql, tl_ks, tl_kl), WIN(12, 0), .softcap = 8.0f, .amp = 3.0f,
+     .seed = 3701},
+    /* gpt-oss: a window and the sinks */
+    {C("window 16 + sinks buffer, GQA 8:2 bf16 S100"), SHAPE(1, 8, 2, 64, 100, 100),
+     .dtype = ATTN_BF16, .causal = 1, WIN(16, 0), .sinks = HARNESS_SINKS_BUFFER, .seed = 3702},
+    /* every fifth row masked whole: zeros and LSE = the sink */
+    {C("mask + sinks, hidden rows, MQA D40"), SHAPE(2, 4, 1, 40, 21, 33), .causal = 1,
+     .mask = HARNESS_MASK_RANDOM, .sinks = HARNESS_SINKS_HOST, .seed = 3703},
+    {C("ALiBi + window 4/4 + mask f16 per batch, padding, pads NaN"), SHAPE(PB, 4, 2, 64, PS, PS),
+     PADDED, .alibi_max_bias = 8.0f, WIN(4, 4), .mask = HARNESS_MASK_RANDOM,
+     .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_HEAD, .poison_pads = 1, .seed = 3704},
+    {C("softcap + ALiBi + sinks, D7, Sq33 > Skv7"), SHAPE(1, 2, 1, 7, 33, 7), .causal = 1,
+     .softcap = 3.0f, .alibi_max_bias = 4.0f, .sinks = HARNESS_SINKS_HOST, .amp = 2.0f, .seed = 3705},
+    {C("all five, GQA padded, strided layouts"), SHAPE(2, 4, 2, 64, 26, 30), .causal = 1,
+     LENS(dt_qs, dt_ql, dt_ks, dt_kl), WIN(9, 0), .softcap = 6.0f, .sinks = HARNESS_SINKS_BUFFER,
+     .alibi_max_bias = 8.0f, .mask = HARNESS_MASK_FINFO, .lq = BHSD_OFF_PAD, .lk = BSHD_GAPPY,
+     .lv = BHSD_CACHE, .lo = BSHD_GAPPY, .amp = 2.0f, .seed = 3706},
+    {C("all five in place, no LSE, D96 f16"), SHAPE(1, 4, 2, 96, 21, 21), .dtype = ATTN_F16,
+     .causal = 1, .in_place = 1, .no_lse = 1, WIN(5, 0), .softcap = 10.0f,
+     .sinks = HARNESS_SINKS_HOST, .alibi_slopes = alibi4, .mask = HARNESS_MASK_RANDOM,
+     .mask_dtype = ATTN_F16, .seed = 3707},
+    {C("all five bf16 D256, odd offsets"), SHAPE(1, 2, 1, 256, 21, 21), .dtype = ATTN_BF16,
+     WIN(3, 6), .softcap = 20.0f, .sinks = HARNESS_SINKS_HOST, .alibi_max_bias = 2.0f,
+     .mask = HARNESS_MASK_RANDOM, .mask_bcast = HARNESS_BCAST_Q, ALL_LAYOUTS(ODD_OFFSETS),
+     .seed = 3708},
+    /* a long row of one query: the window keeps the last 64 of 257 keys */
+    {C("window 64 + softcap, Sq1 Skv257 MQA D80"), SHAPE(2, 4, 1, 80, 1, 257), .causal = 1,
+     WIN(64, 0), .softcap = 15.0f, .seed = 3709},
+    {C("window 100 + sinks, S1000"), SHAPE(1, 2, 1, 64, 1000, 1000), .causal = 1, WIN(100, 0),
+     .sinks = HARNESS_SINKS_HOST, .seed = 3710},
+    /* decode-shaped forward with a padded cache and a window on the left */
+    {C("window -1/0 + mask, Sq1 padded cache, non-causal"), SHAPE(3, 8, 2, 64, 1, 257),
+     LENS(dq1s, dq1l, dk1s, dk1l), WIN(-1, 0), .mask = HARNESS_MASK_RANDOM, .poison_pads = 1,
+     .seed = 3711},
+    /* tiles that do not divide the lengths, the window and mask's tile
+     * skipping at their edges (the mask pre-pass at these tile sizes too) */
+#define VTILES(fam, p, d)                                                                          {.group = "variants/tiles", .name = "window 7 + mask + sinks, odd tiles", .families = (fam),      .params = (p), SHAPE(2, 4, 2, d, 37, 45), .causal = 1, LENS(tl_qs, tl_ql, tl_ks, tl_kl),        WIN(7, 0), .mask = HARNESS_MASK_RANDOM, .sinks = HARNESS_SINKS_HOST, .seed = 3801}
+    VTILES(HARNESS_TILED, "rows=8,keys=16,wg=64,local_kv=0", 64),
+    VTILES(HARNESS_TILED, "rows=1,keys=32,wg=256,local_kv=1", 7),
+    VTILES(HARNESS_TILED, "rows=2,keys=4,wg=64,local_kv=1", 40),
+    VTILES(HARNESS_VECTOR, "rows=4,keys=16,vec=8", 40),
+    VTILES(HARNESS_VECTOR, "rows=3,keys=8,vec=4", 7),
+    /* packed with the other variants */
+#define P(name_) F("variants/packed_combos", name_), .packed = 1, .poison_pads = 1
+    {P("packed + window 8 + sinks, 1/7/33/64 f16"), SHAPE(4, 4, 2, 64, 105, 105), .dtype = ATTN_F16,
+     .causal = 1, LENS(pk_s, pk_l, pk_s, pk_l), WIN(8, 0), .sinks = HARNESS_SINKS_BUFFER,
+     .seed = 3901},
+    {P("packed + mask (one for the axis) + softcap, non-causal"), SHAPE(4, 2, 1, 64, 105, 105),
+     LENS(pk_s, pk_l, pk_s, pk_l), .mask = HARNESS_MASK_RANDOM,
+     .mask_bcast = HARNESS_BCAST_BATCH | HARNESS_BCAST_HEAD, .softcap = 4.0f, .amp = 2.0f,
+     .seed = 3902},
+    {P("packed + ALiBi, Sq != Skv, unowned rows, D7"), SHAPE(3, 4, 2, 7, 12, 40),
+     LENS(pg_qs, pg_ql, pg_ks, pg_kl), .alibi_slopes = alibi4, .causal = 1, .seed = 3903},
+    {P("packed in place, all five, bf16"), SHAPE(3, 4, 1, 64, 12, 40), .dtype = ATTN_BF16,
+     LENS(pg_qs, pg_ql, pg_ks, pg_kl), .in_place = 1, WIN(4, 2), .softcap = 5.0f,
+     .sinks = HARNESS_SINKS_HOST, .alibi_max_bias = 8.0f, .mask = HARNESS_MASK_RANDOM,
+     .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH, .seed = 3904},
+
     /* ---- the variants in decode through a KV cache, unsplit and split ---- */
 #define VDEC(name_, splits, ...)                                                                       {.group = "variants_decode/alone", .name = (name_), .families = HARNESS_BOTH, .params = splits,      SHAPE(3, 8, 2, 64, 3, 50), .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), .poison_pads = 1,         .seed = 3600, __VA_ARGS__}
     VDEC("decode window 8, unsplit", "splits=1", WIN(8, 0)),
@@ -323,6 +391,38 @@ const harness_case harness_cases[] = {
     VDEC("decode alibi, split 3", "splits=3", .alibi_max_bias = 8.0f),
     VDEC("decode mask f16, unsplit", "splits=1", .mask = HARNESS_MASK_RANDOM, .mask_dtype = ATTN_F16),
     VDEC("decode mask f32, split 3", "splits=3", .mask = HARNESS_MASK_RANDOM),
+
+#define VDC(name_, splits, ...)                                                                   \
+    {.group = "variants_decode/combos", .name = (name_), .families = HARNESS_BOTH,                 \
+     .params = splits, .poison_pads = 1, __VA_ARGS__}
+    /* gpt-oss: window and sinks, each way of splitting */
+    VDC("window 8 + sinks, GQA f16 BSHD, unsplit", "splits=1", SHAPE(3, 8, 2, 64, 3, 50),
+        .dtype = ATTN_F16, .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), WIN(8, 0),
+        .sinks = HARNESS_SINKS_HOST, .lq = BSHD_GAPPY, .lo = BSHD_GAPPY, .seed = 3951),
+    VDC("window 8 + sinks, GQA f16 BSHD, split 3", "splits=3", SHAPE(3, 8, 2, 64, 3, 50),
+        .dtype = ATTN_F16, .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), WIN(8, 0),
+        .sinks = HARNESS_SINKS_HOST, .lq = BSHD_GAPPY, .lo = BSHD_GAPPY, .seed = 3951),
+    VDC("window 8 + sinks buffer, MQA D40 bf16 in place, split 3", "splits=3",
+        SHAPE(2, 6, 1, 40, 2, 90), .dtype = ATTN_BF16, .causal = 1, LENS(NULL, NULL, NULL, mqa_kl),
+        WIN(8, 0), .sinks = HARNESS_SINKS_BUFFER, .in_place = 1, .seed = 3952),
+    /* row 2 of each sequence masked whole: zeros and LSE = the sink, also
+     * from the combine */
+    VDC("mask f16 broadcast + sinks + softcap, split 2", "splits=2", SHAPE(3, 8, 2, 64, 3, 50),
+        .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), .mask = HARNESS_MASK_RANDOM,
+        .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH | HARNESS_BCAST_HEAD,
+        .sinks = HARNESS_SINKS_HOST, .softcap = 5.0f, .amp = 2.0f, .seed = 3953),
+    VDC("hidden rows + sinks, unsplit", "splits=1", SHAPE(3, 4, 2, 64, 3, 40), .causal = 1,
+        LENS(NULL, dz_ql, NULL, dz_kl), .sinks = HARNESS_SINKS_HOST, .mask = HARNESS_MASK_RANDOM,
+        .seed = 3954),
+    VDC("hidden rows + sinks buffer + window, split 3", "splits=3", SHAPE(3, 4, 2, 64, 3, 40),
+        .causal = 1, LENS(NULL, dz_ql, NULL, dz_kl), .sinks = HARNESS_SINKS_BUFFER, WIN(5, 0),
+        .mask = HARNESS_MASK_RANDOM, .mask_dtype = ATTN_F16, .seed = 3954),
+    VDC("all five, BSHD K/V, split 3", "splits=3", SHAPE(3, 8, 2, 64, 3, 50), .causal = 1,
+        LENS(NULL, dc_ql, NULL, dc_kl), WIN(11, 0), .softcap = 6.0f, .sinks = HARNESS_SINKS_HOST,
+        .alibi_max_bias = 8.0f, .mask = HARNESS_MASK_FINFO, .lk = BSHD, .lv = BSHD_GAPPY,
+        .seed = 3955),
+    VDC("non-causal window 6/1 + ALiBi slopes, MQA, unsplit", "splits=1", SHAPE(2, 4, 1, 64, 3, 90),
+        LENS(NULL, NULL, NULL, mqa_kl), WIN(6, 1), .alibi_slopes = alibi4, .seed = 3956),
 
     /* ---- the seed's "Common implementation failures" (test_seed_failures):
      * each row's test runs it on data made so that the failure it names

@@ -451,6 +451,50 @@ int harness_case_run(const harness_case *c, harness_family f, harness_entry entr
     return bad;
 }
 
+/* Elements of got that differ from want: bit for bit (NaN matching NaN)
+ * when exact, else beyond atol + rtol |want| (infinities equal). */
+static int differ(const char *what, const float *got, const float *want, size_t n, int exact,
+                  double atol, double rtol, uint64_t seed)
+{
+    if (!exact) return harness_compare(what, got, want, n, atol, rtol, seed);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof got[i]) != 0 && !(isnan(got[i]) && isnan(want[i]))) {
+            if (!bad)
+                printf("\n  %s: [%zu] %.9g is not bit for bit %.9g\n", what, i, got[i], want[i]);
+            bad++;
+        }
+    if (bad) printf("  %s: %d of %zu elements differ\n", what, bad, n);
+    return bad;
+}
+
+int harness_case_same(const harness_case *a, const harness_case *b, harness_family f,
+                      harness_entry entry, const char *entry_name, int exact)
+{
+    float *oa = NULL, *la = NULL, *ob = NULL, *lb = NULL;
+    int bad = harness_case_run(a, f, entry, entry_name, &oa, &la);
+    bad += harness_case_run(b, f, entry, entry_name, &ob, &lb);
+    if (oa && ob) {
+        const size_t rows = (size_t)a->B * a->Hq * a->Sq;
+        double atol, rtol;
+        attn_tolerance(a->dtype, &atol, &rtol);
+        char what[256];
+        snprintf(what, sizeof what, "\"%s\" vs \"%s\" [%s, %s] O", b->name, a->name, entry_name,
+                 harness_family_name(f));
+        const uint64_t seed = harness_seed(a->seed);
+        int d = differ(what, ob, oa, rows * (size_t)a->D, exact, 2 * atol, 2 * rtol, seed);
+        if (!a->no_lse && !b->no_lse) {
+            snprintf(what, sizeof what, "\"%s\" vs \"%s\" [%s, %s] LSE", b->name, a->name,
+                     entry_name, harness_family_name(f));
+            d += differ(what, lb, la, rows, exact, 2 * atol, 2 * rtol, seed);
+        }
+        CU_ASSERT_EQUAL(d, 0);
+        bad += d;
+    }
+    free(oa), free(la), free(ob), free(lb);
+    return bad;
+}
+
 int harness_run_group_as(const char *group, harness_entry entry, const char *entry_name,
                          unsigned families, const char *params)
 {

@@ -222,6 +222,14 @@ int harness_case_exec(const harness_case *c, harness_family f, harness_entry ent
 int harness_case_run(const harness_case *c, harness_family f, harness_entry entry,
                      const char *entry_name, float **o_keep, float **lse_keep);
 
+/* a and b (the same shape, e.g. a case and its variant that must not
+ * change the answer) through entry under family f, each checked against
+ * the reference as harness_case_run does, then against each other: O and
+ * LSE bit for bit when exact, else within twice a's dtype tolerance.
+ * Returns the number of failed checks. */
+int harness_case_same(const harness_case *a, const harness_case *b, harness_family f,
+                      harness_entry entry, const char *entry_name, int exact);
+
 /* Every case of group, under each of its families (or under `families`
  * with tunables `params` for every case when families is not 0), through
  * entry. Fails the test when the group has no case. Returns the failures. */

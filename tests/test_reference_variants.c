@@ -40,11 +40,18 @@ static void expect_span(const float *out, const float *lse, int r, int lo, int h
 
 /* ---- sliding window ---- */
 
+/* One head, D = 1, not causal, a window of left and right. */
+static attn_problem windowed(int Sq, int Skv, int left, int right)
+{
+    attn_problem p = problem(1, 1, Sq, Skv, 0, 0.0f);
+    p.use_window = 1, p.window_left = left, p.window_right = right;
+    return p;
+}
+
 static void test_window_spans(void)
 {
     /* Sq = Skv = 6, left 2, right 1, not causal: row i sees i-2 .. i+1. */
-    attn_problem p = problem(1, 1, 6, 6, 0, 0.0f);
-    p.use_window = 1, p.window_left = 2, p.window_right = 1;
+    attn_problem p = windowed(6, 6, 2, 1);
     float out[NMAX], lse[NMAX];
     zero_logits(&p, NULL, out, lse);
     expect_span(out, lse, 0, 0, 1);
@@ -73,8 +80,7 @@ static void test_window_spans(void)
 static void test_window_bottom_right_and_lengths(void)
 {
     /* Sq = 2, Skv = 7: row i sits at key position i + 5; left 1, right 0. */
-    attn_problem p = problem(1, 1, 2, 7, 0, 0.0f);
-    p.use_window = 1, p.window_left = 1, p.window_right = 0;
+    attn_problem p = windowed(2, 7, 1, 0);
     float out[NMAX], lse[NMAX];
     zero_logits(&p, NULL, out, lse);
     expect_span(out, lse, 0, 4, 5);
@@ -90,8 +96,7 @@ static void test_window_bottom_right_and_lengths(void)
     CU_ASSERT_EQUAL(out[0], 0.0f); /* a pad row */
     CU_ASSERT_EQUAL(lse[0], -INFINITY);
     /* Sq > Skv with a window: row 0's position is -1, which sees nothing */
-    p = problem(1, 1, 3, 2, 0, 0.0f);
-    p.use_window = 1, p.window_left = 0, p.window_right = 0;
+    p = windowed(3, 2, 0, 0);
     zero_logits(&p, NULL, out, lse);
     CU_ASSERT_EQUAL(out[0], 0.0f);
     CU_ASSERT_EQUAL(lse[0], -INFINITY);
