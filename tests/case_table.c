@@ -5,7 +5,8 @@
  * padding with empty batch entries; Sq < Skv and Sq > Skv (rows with nothing
  * visible); lengths 1 to 1000; head dims 1 to 256; strided layouts; the
  * three storage types; custom and default scales; in place. Then the
- * seed-failure rows (test_seed_failures, each named after the failure it
+ * attention variants alone and together, in forward and decode
+ * (test_variants, test_variants_decode), the seed-failure rows (test_seed_failures, each named after the failure it
  * guards against) and the tiny rows Oclgrind runs (oclgrind_kernels). */
 #include "cases.h"
 
@@ -60,6 +61,7 @@ static const int lp_qs[2] = {10, 0}, lp_ql[2] = {19, 29}, lp_ks[2] = {8, 0}, lp_
 static const int kd_ks[1] = {9}, kd_kl[1] = {27};
 static const int og_qs[3] = {0, 4, 0}, og_ql[3] = {7, 6, 3};
 static const int og_ks[3] = {0, 5, 2}, og_kl[3] = {9, 7, 0}; /* entry 2: no keys at all */
+static const int ocp_s[2] = {0, 5}, ocp_l[2] = {5, 6}; /* Oclgrind's packed row */
 static const int zq_qs[2] = {0, 3}, zq_ql[2] = {9, 6}, zq_ks[2] = {0, 2}, zq_kl[2] = {9, 7};
 
 #define F(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_BOTH
@@ -507,6 +509,13 @@ const harness_case harness_cases[] = {
     {OCL("strided non-causal D5"), SHAPE(2, 2, 1, 5, 6, 11), .lq = {HARNESS_BSHD, 3, 2, 0},
      .lk = {HARNESS_BHSD, 1, 3, 4}, .lv = {HARNESS_BHSD, 1, 3, 4}, .lo = {HARNESS_BSHD, 7, 1, 0},
      .seed = 650},
+    /* the variants: a window's tile skipping, the cap and the sinks; a mask
+     * (its tile pre-pass) with ALiBi over two packed sequences */
+    {OCL("window 3 + softcap + sinks S13 D8 GQA"), SHAPE(1, 4, 2, 8, 13, 13), .causal = 1,
+     WIN(3, 0), .softcap = 4.0f, .sinks = HARNESS_SINKS_BUFFER, .seed = 660},
+    {OCL("mask f16 + ALiBi, packed 5 + 6, D4"), SHAPE(2, 2, 1, 4, 11, 11), .causal = 1,
+     LENS(ocp_s, ocp_l, ocp_s, ocp_l), .packed = 1, .mask = HARNESS_MASK_RANDOM,
+     .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH, .alibi_max_bias = 8.0f, .seed = 670},
 };
 
 const size_t harness_ncases = sizeof harness_cases / sizeof harness_cases[0];
