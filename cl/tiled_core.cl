@@ -113,6 +113,17 @@ inline int tile_span(tile_rows m, int2 win, int *lmin, int *hmin, int *lmax)
     return hmax;
 }
 
+/* Whether key j is in [lo, hi). Without a window lo is the tile's (or the
+ * split's) first key or below it, so only hi is compared. */
+inline int in_span(int j, int lo, int hi)
+{
+#if WINDOW
+    return j >= lo && j < hi;
+#else
+    return j < hi;
+#endif
+}
+
 /* The logit of query buffer row i of head h and key j from s = (Q
  * pre-scaled) . K: variants.cl's variant_logit (softcap, ALiBi, mask; the
  * mask only when add_mask: the tile's part of it is not all zero). */
@@ -192,7 +203,7 @@ inline __attribute__((always_inline)) void tiled_attend(
 #if LOCAL_KV
         for (int i = tid; i < BLOCK_KEYS * HEAD_DIM; i += WG_SIZE) {
             const int c = i / HEAD_DIM, d = i % HEAD_DIM;
-            const int in = c < nk && j0 + c >= lmin; /* a key some live row sees */
+            const int in = in_span(j0 + c, lmin, j0 + nk); /* a key some live row sees */
             tl->k[c * DS + d] = in ? LOAD(kv.k, (ulong)(j0 + c) * kv.kstride + d) : 0.0f;
             tl->v[c * DS + d] = in ? LOAD(kv.v, (ulong)(j0 + c) * kv.vstride + d) : 0.0f;
         }
@@ -203,15 +214,17 @@ inline __attribute__((always_inline)) void tiled_attend(
          * and head */
 #if ALIBI || MASK
         const int need_rows = 1;
-#else
+#elif WINDOW
         const int need_rows = j0 + BLOCK_KEYS > hmin || j0 < lmax;
+#else
+        const int need_rows = j0 + BLOCK_KEYS > hmin;
 #endif
         for (int i = tid; i < BLOCK_ROWS * BLOCK_KEYS; i += WG_SIZE) {
             const int r = i / BLOCK_KEYS, c = i % BLOCK_KEYS, j = j0 + c;
             lr = j0;
             const int hr = need_rows ? row_span(m, r, va.win, &qi, &qh, &lr) : hmax;
             float s = MASKED;
-            if (j < hr && j >= lr) {
+            if (in_span(j, lr, hr)) {
 #if LOCAL_KV
                 s = score(tl->q + r * DS, tl->k + c * DS);
 #else
@@ -235,7 +248,7 @@ inline __attribute__((always_inline)) void tiled_attend(
         /* only this row's keys: a key outside them has weight zero, but its
          * V row may hold inf or NaN (0 * inf = NaN) */
         const int nr = min(nk, my_hi - j0);
-        for (int c = max(my_lo - j0, 0); c < nr; c++) {
+        for (int c = WINDOW ? max(my_lo - j0, 0) : 0; c < nr; c++) {
             const float pc = pr[c];
 #if LOCAL_KV
             __local const float *vr = tl->v + c * DS;
