@@ -26,31 +26,33 @@ inline tile_rows decode_tile(int2 len, int t0, int group, int hk, int sq, int ca
 /* Global (HEAD_DIM, sq * q_heads, B). part_o is [row][split][DIM_PAD],
  * normalised per split; part_lse [row][split] in the log2 domain, EMPTY_LSE
  * for a split that saw no key (its O was not written). Row = (b * q_heads +
- * h) * sq + i. O = sum_s w_s O_s / sum_s w_s with w_s = exp2(lse_s - max). */
+ * h) * sq + i. O = sum_s w_s O_s / sum_s w_s with w_s = exp2(lse_s - max).
+ * The partials leave out the sink: it joins the denominator here, once, for
+ * a new query (i < lens[b].x): a row with no key then gets zeros and LSE =
+ * the sink; a pad row zeros and -inf. */
 __kernel void attn_decode_combine(__global const float *part_o, __global const float *part_lse,
                                   int nsplit, __global storage_t *o, ulong4 og, __global float *lse,
                                   int write_lse, int q_heads, int sq,
                                   __global const int2 *lens, VARIANT_PARAMS)
 {
+    VARIANTS(va);
     const int d = get_global_id(0), ih = get_global_id(1), b = get_global_id(2);
     const int i = ih % sq, h = ih / sq;
     const ulong row = ((ulong)b * q_heads + h) * sq + i;
     __global const float *pl = part_lse + row * nsplit;
     float m = EMPTY_LSE;
     for (int s = 0; s < nsplit; s++) m = max(m, pl[s]);
-    float out = 0.0f, row_lse = -INFINITY;
-    if (m > EMPTY_LSE) {
-        float wsum = 0.0f, acc = 0.0f;
-        for (int s = 0; s < nsplit; s++) {
-            const float ls = pl[s];
-            if (ls <= EMPTY_LSE) continue; /* its O was never written */
-            const float w = exp2(ls - m);
-            wsum += w;
-            acc = mad(w, part_o[(row * nsplit + s) * DIM_PAD + d], acc);
-        }
-        out = acc / wsum;
-        row_lse = (m + log2(wsum)) * LN2;
+    float wsum = 0.0f, acc = 0.0f;
+    for (int s = 0; s < nsplit; s++) {
+        const float ls = pl[s];
+        if (ls <= EMPTY_LSE) continue; /* its O was never written */
+        const float w = exp2(ls - m);
+        wsum += w;
+        acc = mad(w, part_o[(row * nsplit + s) * DIM_PAD + d], acc);
     }
+    /* the merged partials are one row's statistics: max m, denominator wsum */
+    float row_lse;
+    const float out = acc * finish_row(va, h, m, wsum, i < lens[b].x, &row_lse);
     STORE(o, row_index(og, b, h, i) + d, out);
-    if (write_lse && d == 0) lse[row] = row_lse;
+    if (write_lse && d == 0) lse[row] = row_lse * LN2;
 }

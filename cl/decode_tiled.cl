@@ -16,6 +16,7 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, __global const st
                        float qscale, int ntiles, VARIANT_PARAMS)
 {
     __local tiled_local tl;
+    VARIANTS(va);
     const int split = get_group_id(0);
     const int tile = get_global_id(1) % ntiles, hk = get_global_id(1) / ntiles;
     const int b = get_global_id(2);
@@ -23,5 +24,5 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, __global const st
     const ulong head = ((ulong)b * kv_heads + hk) * (ulong)head_rows * DIM_PAD;
     const kv_rows kv = {kc + head, vc + head, DIM_PAD, DIM_PAD};
     tiled_attend(&tl, m, b, q_heads, q, qg, qscale, kv, o, og, lse, write_lse, part_o, part_lse,
-                 nsplit, split);
+                 nsplit, split, va, 0);
 }

@@ -9,6 +9,7 @@ void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const stora
                     int kv_heads, int sq, int causal, float qscale, int nblk, VARIANT_PARAMS)
 {
     __local tiled_local tl;
+    VARIANTS(va);
     const int blk = nblk - 1 - (int)get_group_id(0); /* heaviest (last) rows first */
     const int h = get_global_id(1), b = get_global_id(2);
     const int hk = h / (q_heads / kv_heads);
@@ -16,5 +17,6 @@ void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const stora
     /* one head's rows, all keys; key j is buffer row kv_start + j */
     const tile_rows m = {len, blk * BLOCK_ROWS, 1, h, sq, causal, 0, INT_MAX};
     const kv_rows kv = {k + row_index(kg, b, hk, len.z), v + row_index(vg, b, hk, len.z), kg.s3, vg.s3};
-    tiled_attend(&tl, m, b, q_heads, q, qg, qscale, kv, o, og, lse, write_lse, NULL, NULL, 1, 0);
+    tiled_attend(&tl, m, b, q_heads, q, qg, qscale, kv, o, og, lse, write_lse, NULL, NULL, 1, 0,
+                 va, 1);
 }

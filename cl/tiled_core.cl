@@ -90,35 +90,86 @@ inline void softmax_row(__local tiled_local *tl, int row)
     tl->m[row] = m_new;
 }
 
+/* The tile's key range: [*lmin, return) covers every live row's keys
+ * [lo, hi) (row_span); *hmin is the nearest row end and *lmax the furthest
+ * row start: a tile inside [lmax, hmin) needs no per-row limits. Without a
+ * window, *lmin = *lmax = j_lo. */
+inline int tile_span(tile_rows m, int2 win, int *lmin, int *hmin, int *lmax)
+{
+    int i, h, hmax = m.j_lo;
+    *lmin = *hmin = INT_MAX;
+    *lmax = m.j_lo;
+    for (int r = 0; r < BLOCK_ROWS; r++) {
+        int lo;
+        const int hr = row_span(m, r, win, &i, &h, &lo);
+        if (hr > lo) {
+            hmax = max(hmax, hr);
+            *hmin = min(*hmin, hr);
+            *lmin = min(*lmin, lo);
+            *lmax = max(*lmax, lo);
+        }
+    }
+    *lmin = min(*lmin, hmax);
+    return hmax;
+}
+
+/* Whether key j is in [lo, hi). Without a window lo is the tile's (or the
+ * split's) first key or below it, so only hi is compared. */
+inline int in_span(int j, int lo, int hi)
+{
+#if WINDOW
+    return j >= lo && j < hi;
+#else
+    return j < hi;
+#endif
+}
+
+/* The logit of query buffer row i of head h and key j from s = (Q
+ * pre-scaled) . K: variants.cl's variant_logit (softcap, ALiBi, mask; the
+ * mask only when add_mask: the tile's part of it is not all zero). */
+inline float tile_logit(variants va, tile_rows m, int b, float s, int j, int i, int h,
+                        int add_mask)
+{
+#if SOFTCAP || ALIBI || MASK
+    ulong mrow = 0;
+#if MASK
+    mrow = mask_row(va, b, h, i);
+#endif
+    s = variant_logit(va, s, j, m.len.z + j, row_pos(i, m.len), row_slope(va, h), mrow, add_mask);
+#endif
+    return s;
+}
+
 /* The tile's attention over keys [m.j_lo, m.j_end) of kv (key j of content
- * order at row j). A row's result: unsplit (nsplit 1), O at row (b, h, i)
- * of o and, with write_lse, its natural-log LSE (-inf for an empty row);
- * split, a partial for attn_decode_combine (decode_common.cl): O
- * normalised over this split's keys at part_o[(lse_index * nsplit + split)
- * * DIM_PAD], its log2 LSE or EMPTY_LSE at part_lse[lse_index * nsplit +
- * split]. Always inlined: prefill's constant nsplit and j range drop the
- * split code. */
+ * order at row j), with the variants of va. A row's result: unsplit (nsplit
+ * 1), O at row (b, h, i) of o and, with write_lse, its natural-log LSE
+ * (finish_row: with the sink; -inf for an empty row); split, a partial for
+ * attn_decode_combine (decode_common.cl), without the sink: O normalised
+ * over this split's keys at part_o[(lse_index * nsplit + split) *
+ * DIM_PAD], its log2 LSE or EMPTY_LSE at part_lse[lse_index * nsplit +
+ * split]. mask_tiles: prefill, whose mask has a per-tile summary
+ * (mask_tiles.cl); decode reads its mask directly. Always inlined:
+ * prefill's constant nsplit, j range and mask_tiles drop the code they
+ * rule out. */
 inline __attribute__((always_inline)) void tiled_attend(
     __local tiled_local *tl, tile_rows m, int b, int q_heads, __global const storage_t *q,
     ulong4 qg, float qscale, kv_rows kv, __global storage_t *o, ulong4 og, __global float *lse,
-    int write_lse, __global float *part_o, __global float *part_lse, int nsplit, int split)
+    int write_lse, __global float *part_o, __global float *part_lse, int nsplit, int split,
+    variants va, int mask_tiles)
 {
     const int tid = get_local_id(0);
-    int qi, qh;
+    int qi = 0, qh = 0, lr;
 
-    /* the work-group's key range: up to its furthest live row's limit */
-    int hmax = m.j_lo, hmin = INT_MAX;
-    for (int r = 0; r < BLOCK_ROWS; r++) {
-        const int hr = row_keys(m, r, &qi, &qh);
-        if (hr > m.j_lo) {
-            hmax = max(hmax, hr);
-            hmin = min(hmin, hr);
-        }
-    }
+    /* the work-group's key range; it starts at a whole tile (j_lo is one:
+     * decode's chunk, prefill's 0), so that tiles outside every live row's
+     * keys are never visited and prefill's tiles are the mask summary's */
+    int lmin, hmin, lmax;
+    const int hmax = tile_span(m, va.win, &lmin, &hmin, &lmax);
+    const int jfirst = lmin / BLOCK_KEYS * BLOCK_KEYS;
 
     for (int i = tid; i < BLOCK_ROWS * HEAD_DIM; i += WG_SIZE) {
         const int r = i / HEAD_DIM, d = i % HEAD_DIM;
-        const int live = row_keys(m, r, &qi, &qh) > m.j_lo;
+        const int live = row_span(m, r, va.win, &qi, &qh, &lr) > lr;
         tl->q[r * DS + d] = live ? LOAD(q, row_index(qg, b, qh, qi) + d) * qscale : 0.0f;
     }
     if (tid < BLOCK_ROWS) {
@@ -126,9 +177,9 @@ inline __attribute__((always_inline)) void tiled_attend(
         tl->l[tid] = tl->lc[tid] = 0.0f;
     }
     const int row = tid / TPR, lane = tid % TPR;
-    int my_i, my_h;
-    /* this work-item's row: its keys end at my_hi */
-    const int my_hi = row_keys(m, row, &my_i, &my_h);
+    int my_i, my_h, my_lo;
+    /* this work-item's row: its keys [my_lo, my_hi) */
+    const int my_hi = row_span(m, row, va.win, &my_i, &my_h, &my_lo);
     /* O: summed plainly over FOLD_BLOCKS tiles (acc), each fold added to a
      * compensated total (tot - cmp) */
     float acc[DPT], tot[DPT], cmp[DPT];
@@ -137,29 +188,49 @@ inline __attribute__((always_inline)) void tiled_attend(
     /* the global fence orders the Q reads before any O write when out == q */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
-    for (int j0 = m.j_lo; j0 < hmax; j0 += BLOCK_KEYS) {
+    for (int j0 = jfirst; j0 < hmax; j0 += BLOCK_KEYS) {
+        int add_mask = 1;
+#if MASK
+        if (mask_tiles) { /* the same for the whole work-group: barriers stay uniform */
+            const int hm = va.mt.x > 1 ? m.h0 : 0;
+            const uchar kind = va.tiles[(((ulong)b * va.mt.x + hm) * va.mt.y +
+                                         m.t0 / BLOCK_ROWS) * va.mt.z + j0 / BLOCK_KEYS];
+            if (kind == MASK_TILE_MASKED) continue;
+            add_mask = kind == MASK_TILE_MIXED;
+        }
+#endif
         const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside the range */
 #if LOCAL_KV
         for (int i = tid; i < BLOCK_KEYS * HEAD_DIM; i += WG_SIZE) {
             const int c = i / HEAD_DIM, d = i % HEAD_DIM;
-            const int in = c < nk;
+            const int in = in_span(j0 + c, lmin, j0 + nk); /* a key some live row sees */
             tl->k[c * DS + d] = in ? LOAD(kv.k, (ulong)(j0 + c) * kv.kstride + d) : 0.0f;
             tl->v[c * DS + d] = in ? LOAD(kv.v, (ulong)(j0 + c) * kv.vstride + d) : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
-        /* only a tile reaching past some live row's limit needs the mask */
-        const int need_mask = j0 + BLOCK_KEYS > hmin;
+        /* only a tile reaching past some live row's end or before its start
+         * needs each row's limits; ALiBi and the mask need each row's query
+         * and head */
+#if ALIBI || MASK
+        const int need_rows = 1;
+#elif WINDOW
+        const int need_rows = j0 + BLOCK_KEYS > hmin || j0 < lmax;
+#else
+        const int need_rows = j0 + BLOCK_KEYS > hmin;
+#endif
         for (int i = tid; i < BLOCK_ROWS * BLOCK_KEYS; i += WG_SIZE) {
-            const int r = i / BLOCK_KEYS, c = i % BLOCK_KEYS;
-            const int hr = need_mask ? row_keys(m, r, &qi, &qh) : hmax;
+            const int r = i / BLOCK_KEYS, c = i % BLOCK_KEYS, j = j0 + c;
+            lr = j0;
+            const int hr = need_rows ? row_span(m, r, va.win, &qi, &qh, &lr) : hmax;
             float s = MASKED;
-            if (j0 + c < hr) {
+            if (in_span(j, lr, hr)) {
 #if LOCAL_KV
                 s = score(tl->q + r * DS, tl->k + c * DS);
 #else
-                s = score(tl->q + r * DS, kv.k + (ulong)(j0 + c) * kv.kstride);
+                s = score(tl->q + r * DS, kv.k + (ulong)j * kv.kstride);
 #endif
+                s = tile_logit(va, m, b, s, j, qi, qh, add_mask);
             }
             tl->s[i] = s;
         }
@@ -174,10 +245,10 @@ inline __attribute__((always_inline)) void tiled_attend(
                 cmp[t] *= alpha;
             }
         __local const float *pr = tl->s + row * BLOCK_KEYS;
-        /* only this row's visible keys: a masked key's weight is zero, but its
+        /* only this row's keys: a key outside them has weight zero, but its
          * V row may hold inf or NaN (0 * inf = NaN) */
         const int nr = min(nk, my_hi - j0);
-        for (int c = 0; c < nr; c++) {
+        for (int c = WINDOW ? max(my_lo - j0, 0) : 0; c < nr; c++) {
             const float pc = pr[c];
 #if LOCAL_KV
             __local const float *vr = tl->v + c * DS;
@@ -193,7 +264,7 @@ inline __attribute__((always_inline)) void tiled_attend(
             }
 #endif
         }
-        if (++nfold == FOLD_BLOCKS || j0 + BLOCK_KEYS >= hmax) {
+        if (++nfold == FOLD_BLOCKS) {
             nfold = 0;
             for (int t = 0; t < DPT; t++) {
                 kahan_add(&tot[t], &cmp[t], acc[t]);
@@ -202,21 +273,26 @@ inline __attribute__((always_inline)) void tiled_attend(
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* before the next tile overwrites s, k, v */
     }
+    for (int t = 0; t < DPT; t++) kahan_add(&tot[t], &cmp[t], acc[t]); /* the last fold */
 
     if (my_i >= m.sq) return; /* a row past the tile's queries */
-    const float l = my_hi > m.j_lo ? tl->l[row] - tl->lc[row] : 0.0f;
-    const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-    const ulong prow = lse_index(b, q_heads, m.sq, my_h, my_i);
+    const int query = my_i >= m.len.x && my_i < m.len.x + m.len.y; /* not a pad row */
+    const float l = my_hi > my_lo ? tl->l[row] - tl->lc[row] : 0.0f;
     if (nsplit == 1) {
+        float lse_l2;
+        const float inv = finish_row(va, my_h, tl->m[row], l, query, &lse_l2);
+        if (PACKED && !query) return; /* packed: another sequence's row */
         const ulong orow = row_index(og, b, my_h, my_i);
         for (int t = 0; t < DPT; t++) {
             const int d = lane + t * TPR;
             if (d < HEAD_DIM) STORE(o, orow + d, l > 0.0f ? (tot[t] - cmp[t]) * inv : 0.0f);
         }
-        if (write_lse && lane == 0) lse[prow] = l > 0.0f ? (tl->m[row] + log2(l)) * LN2 : -INFINITY;
+        if (write_lse && lane == 0)
+            lse[variant_lse_index(b, q_heads, m.sq, my_h, my_i)] = lse_l2 * LN2;
     } else {
 #ifdef DIM_PAD /* decode_common.cl: only decode splits */
-        const ulong pr = prow * nsplit + split;
+        const float inv = l > 0.0f ? 1.0f / l : 0.0f;
+        const ulong pr = lse_index(b, q_heads, m.sq, my_h, my_i) * nsplit + split;
         if (l > 0.0f)
             for (int t = 0; t < DPT; t++) {
                 const int d = lane + t * TPR;

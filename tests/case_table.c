@@ -5,7 +5,8 @@
  * padding with empty batch entries; Sq < Skv and Sq > Skv (rows with nothing
  * visible); lengths 1 to 1000; head dims 1 to 256; strided layouts; the
  * three storage types; custom and default scales; in place. Then the
- * seed-failure rows (test_seed_failures, each named after the failure it
+ * attention variants alone and together, in forward and decode
+ * (test_variants, test_variants_decode), the seed-failure rows (test_seed_failures, each named after the failure it
  * guards against) and the tiny rows Oclgrind runs (oclgrind_kernels). */
 #include "cases.h"
 
@@ -43,6 +44,16 @@ static const int tl_qs[2] = {0, 4}, tl_ql[2] = {37, 29}, tl_ks[2] = {0, 1}, tl_k
 static const int ck_qs[2] = {0, 2}, ck_ql[2] = {21, 17}, ck_ks[2] = {0, 3}, ck_kl[2] = {21, 0};
 static const int mqa_kl[2] = {13, 70};
 static const int dc_kl[3] = {50, 20, 33}, dc_ql[3] = {3, 1, 0}, dc_kl2[3] = {40, 7, 12};
+/* the variants' lengths: packed sequences of 1, 7, 33 and 64 along one
+ * axis; a packed axis with rows no entry owns (3, 11 of q; 10, 11, 39 of kv) */
+static const int pk_s[4] = {0, 1, 8, 41}, pk_l[4] = {1, 7, 33, 64};
+static const int pg_qs[3] = {0, 4, 6}, pg_ql[3] = {3, 1, 5}, pg_ks[3] = {0, 12, 32},
+                 pg_kl[3] = {10, 20, 7};
+static const float alibi4[4] = {0.7f, 0.3f, 0.05f, 1.2f};
+/* decode: query row 2 of entries 0 and 1 masked whole (the mask's every
+ * fifth row; with sinks: zeros and LSE = the sink); entry 1's queries are
+ * its whole cache, entry 2 has pad rows */
+static const int dz_ql[3] = {3, 3, 1}, dz_kl[3] = {40, 3, 17};
 /* the seed-failure rows' lengths */
 static const int mv_qs[3] = {0, 4, 0}, mv_ql[3] = {23, 19, 23}, mv_ks[3] = {0, 0, 6},
                  mv_kl[3] = {23, 15, 9};
@@ -50,6 +61,7 @@ static const int lp_qs[2] = {10, 0}, lp_ql[2] = {19, 29}, lp_ks[2] = {8, 0}, lp_
 static const int kd_ks[1] = {9}, kd_kl[1] = {27};
 static const int og_qs[3] = {0, 4, 0}, og_ql[3] = {7, 6, 3};
 static const int og_ks[3] = {0, 5, 2}, og_kl[3] = {9, 7, 0}; /* entry 2: no keys at all */
+static const int ocp_s[2] = {0, 5}, ocp_l[2] = {5, 6}; /* Oclgrind's packed row */
 static const int zq_qs[2] = {0, 3}, zq_ql[2] = {9, 6}, zq_ks[2] = {0, 2}, zq_kl[2] = {9, 7};
 
 #define F(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_BOTH
@@ -257,6 +269,163 @@ const harness_case harness_cases[] = {
      .params = "rows=4,splits=3", SHAPE(3, 8, 2, 64, 3, 40), .dtype = ATTN_BF16,
      LENS(NULL, dc_ql, NULL, dc_kl2), .poison_pads = 1, .lk = BSHD, .lv = BSHD_GAPPY, .seed = 4503},
 
+    /* ---- the variants, each alone (test_variants): a few shapes each, in
+     * both families, through attn_forward ---- */
+#define WIN(l, r) .window = 1, .window_left = (l), .window_right = (r)
+    {F("variants/window", "window 8/0 causal GQA padded"), SHAPE(2, 4, 2, 64, 37, 45), .causal = 1,
+     LENS(tl_qs, tl_ql, tl_ks, tl_kl), WIN(8, 0), .seed = 3001},
+    {F("variants/window", "window 5/3 non-causal MQA Sq7 Skv33"), SHAPE(1, 4, 1, 40, 7, 33),
+     WIN(5, 3), .seed = 3002},
+    {F("variants/window", "window -1/2 non-causal f16"), SHAPE(1, 2, 2, 64, 33, 33),
+     .dtype = ATTN_F16, WIN(-1, 2), .seed = 3003},
+    {F("variants/window", "window 0/0 (the diagonal only)"), SHAPE(1, 2, 1, 16, 21, 21),
+     WIN(0, 0), .seed = 3004},
+    {F("variants/window", "window 16/-1 causal S100"), SHAPE(1, 2, 1, 64, 100, 100), .causal = 1,
+     WIN(16, -1), .seed = 3005},
+    /* logits of a few tens: the cap bites */
+    {F("variants/softcap", "softcap 5 causal GQA padded"), SHAPE(2, 4, 2, 64, 37, 45), .causal = 1,
+     LENS(tl_qs, tl_ql, tl_ks, tl_kl), .softcap = 5.0f, .amp = 3.0f, .seed = 3101},
+    {F("variants/softcap", "softcap 1.5 non-causal MQA D40"), SHAPE(1, 4, 1, 40, 7, 33),
+     .softcap = 1.5f, .amp = 2.0f, .seed = 3102},
+    {F("variants/softcap", "softcap 30 bf16 scale 1"), SHAPE(1, 2, 2, 64, 33, 33), .causal = 1,
+     .dtype = ATTN_BF16, .scale = 1.0f, .softcap = 30.0f, .seed = 3103},
+    {F("variants/sinks", "sinks host causal GQA padded"), SHAPE(2, 4, 2, 64, 37, 45), .causal = 1,
+     LENS(tl_qs, tl_ql, tl_ks, tl_kl), .sinks = HARNESS_SINKS_HOST, .seed = 3201},
+    /* rows with no visible key: zeros, LSE = the sink */
+    {F("variants/sinks", "sinks buffer Sq33 > Skv7 causal"), SHAPE(1, 4, 2, 64, 33, 7),
+     .causal = 1, .sinks = HARNESS_SINKS_BUFFER, .seed = 3202},
+    {F("variants/sinks", "sinks host non-causal f16 D7"), SHAPE(1, 2, 1, 7, 9, 21),
+     .dtype = ATTN_F16, .sinks = HARNESS_SINKS_HOST, .seed = 3203},
+    {F("variants/alibi", "alibi max_bias 8 Hq8 causal"), SHAPE(1, 8, 2, 64, 37, 37), .causal = 1,
+     .alibi_max_bias = 8.0f, .seed = 3301},
+    {F("variants/alibi", "alibi max_bias 8 Hq6 non-causal padded"), SHAPE(2, 6, 3, 64, 37, 45),
+     LENS(tl_qs, tl_ql, tl_ks, tl_kl), .alibi_max_bias = 8.0f, .seed = 3302},
+    {F("variants/alibi", "alibi slopes Hq4 MQA Sq7 Skv33 f16"), SHAPE(1, 4, 1, 64, 7, 33),
+     .causal = 1, .dtype = ATTN_F16, .alibi_slopes = alibi4, .seed = 3303},
+    {F("variants/mask", "mask f32 random per head, padded, pads NaN"), SHAPE(2, 4, 2, 64, 37, 45),
+     LENS(tl_qs, tl_ql, tl_ks, tl_kl), .mask = HARNESS_MASK_RANDOM, .poison_pads = 1, .seed = 3401},
+    {F("variants/mask", "mask f16 random broadcast B and H, causal"), SHAPE(2, 4, 2, 64, 33, 33),
+     .causal = 1, .mask = HARNESS_MASK_RANDOM, .mask_dtype = ATTN_F16,
+     .mask_bcast = HARNESS_BCAST_BATCH | HARNESS_BCAST_HEAD, .seed = 3402},
+    {F("variants/mask", "mask f32 -FLT_MAX holes, broadcast H, MQA"), SHAPE(1, 4, 1, 40, 7, 33),
+     .mask = HARNESS_MASK_FINFO, .mask_bcast = HARNESS_BCAST_HEAD, .seed = 3403},
+    {F("variants/mask", "mask f16 one row for every query (padding mask)"), SHAPE(2, 2, 1, 64, 21, 40),
+     .mask = HARNESS_MASK_RANDOM, .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_Q, .seed = 3404},
+    {F("variants/packed", "packed 1, 7, 33, 64 causal GQA"), SHAPE(4, 4, 2, 64, 105, 105),
+     .causal = 1, LENS(pk_s, pk_l, pk_s, pk_l), .packed = 1, .poison_pads = 1, .seed = 3501},
+    {F("variants/packed", "packed Sq != Skv, unowned rows, non-causal"), SHAPE(3, 4, 1, 40, 12, 40),
+     LENS(pg_qs, pg_ql, pg_ks, pg_kl), .packed = 1, .poison_pads = 1, .seed = 3502},
+    {F("variants/packed", "packed bf16 BSHD causal"), SHAPE(3, 2, 2, 64, 12, 40), .dtype = ATTN_BF16,
+     .causal = 1, LENS(pg_qs, pg_ql, pg_ks, pg_kl), ALL_LAYOUTS(BSHD), .packed = 1,
+     .poison_pads = 1, .seed = 3503},
+
+    /* ---- the variants together, over the matrix (GQA/MQA, padding,
+     * Sq != Skv, rows with nothing visible, odd D, strides, the three
+     * storage types, in place) ---- */
+#define C(name_) F("variants/combos", name_)
+    /* Gemma 2: a window and the cap; Mistral-like window with GQA */
+    {C("window 12 + softcap 8, GQA padded f16"), SHAPE(2, 4, 2, 64, 37, 45), .dtype = ATTN_F16,
+     .causal = 1, LENS(tl_qs, tl_ql, tl_ks, tl_kl), WIN(12, 0), .softcap = 8.0f, .amp = 3.0f,
+     .seed = 3701},
+    /* gpt-oss: a window and the sinks */
+    {C("window 16 + sinks buffer, GQA 8:2 bf16 S100"), SHAPE(1, 8, 2, 64, 100, 100),
+     .dtype = ATTN_BF16, .causal = 1, WIN(16, 0), .sinks = HARNESS_SINKS_BUFFER, .seed = 3702},
+    /* every fifth row masked whole: zeros and LSE = the sink */
+    {C("mask + sinks, hidden rows, MQA D40"), SHAPE(2, 4, 1, 40, 21, 33), .causal = 1,
+     .mask = HARNESS_MASK_RANDOM, .sinks = HARNESS_SINKS_HOST, .seed = 3703},
+    {C("ALiBi + window 4/4 + mask f16 per batch, padding, pads NaN"), SHAPE(PB, 4, 2, 64, PS, PS),
+     PADDED, .alibi_max_bias = 8.0f, WIN(4, 4), .mask = HARNESS_MASK_RANDOM,
+     .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_HEAD, .poison_pads = 1, .seed = 3704},
+    {C("softcap + ALiBi + sinks, D7, Sq33 > Skv7"), SHAPE(1, 2, 1, 7, 33, 7), .causal = 1,
+     .softcap = 3.0f, .alibi_max_bias = 4.0f, .sinks = HARNESS_SINKS_HOST, .amp = 2.0f, .seed = 3705},
+    {C("all five, GQA padded, strided layouts"), SHAPE(2, 4, 2, 64, 26, 30), .causal = 1,
+     LENS(dt_qs, dt_ql, dt_ks, dt_kl), WIN(9, 0), .softcap = 6.0f, .sinks = HARNESS_SINKS_BUFFER,
+     .alibi_max_bias = 8.0f, .mask = HARNESS_MASK_FINFO, .lq = BHSD_OFF_PAD, .lk = BSHD_GAPPY,
+     .lv = BHSD_CACHE, .lo = BSHD_GAPPY, .amp = 2.0f, .seed = 3706},
+    {C("all five in place, no LSE, D96 f16"), SHAPE(1, 4, 2, 96, 21, 21), .dtype = ATTN_F16,
+     .causal = 1, .in_place = 1, .no_lse = 1, WIN(5, 0), .softcap = 10.0f,
+     .sinks = HARNESS_SINKS_HOST, .alibi_slopes = alibi4, .mask = HARNESS_MASK_RANDOM,
+     .mask_dtype = ATTN_F16, .seed = 3707},
+    {C("all five bf16 D256, odd offsets"), SHAPE(1, 2, 1, 256, 21, 21), .dtype = ATTN_BF16,
+     WIN(3, 6), .softcap = 20.0f, .sinks = HARNESS_SINKS_HOST, .alibi_max_bias = 2.0f,
+     .mask = HARNESS_MASK_RANDOM, .mask_bcast = HARNESS_BCAST_Q, ALL_LAYOUTS(ODD_OFFSETS),
+     .seed = 3708},
+    /* a long row of one query: the window keeps the last 64 of 257 keys */
+    {C("window 64 + softcap, Sq1 Skv257 MQA D80"), SHAPE(2, 4, 1, 80, 1, 257), .causal = 1,
+     WIN(64, 0), .softcap = 15.0f, .seed = 3709},
+    {C("window 100 + sinks, S1000"), SHAPE(1, 2, 1, 64, 1000, 1000), .causal = 1, WIN(100, 0),
+     .sinks = HARNESS_SINKS_HOST, .seed = 3710},
+    /* decode-shaped forward with a padded cache and a window on the left */
+    {C("window -1/0 + mask, Sq1 padded cache, non-causal"), SHAPE(3, 8, 2, 64, 1, 257),
+     LENS(dq1s, dq1l, dk1s, dk1l), WIN(-1, 0), .mask = HARNESS_MASK_RANDOM, .poison_pads = 1,
+     .seed = 3711},
+    /* tiles that do not divide the lengths, the window and mask's tile
+     * skipping at their edges (the mask pre-pass at these tile sizes too) */
+#define VTILES(fam, p, d)                                                                          {.group = "variants/tiles", .name = "window 7 + mask + sinks, odd tiles", .families = (fam),      .params = (p), SHAPE(2, 4, 2, d, 37, 45), .causal = 1, LENS(tl_qs, tl_ql, tl_ks, tl_kl),        WIN(7, 0), .mask = HARNESS_MASK_RANDOM, .sinks = HARNESS_SINKS_HOST, .seed = 3801}
+    VTILES(HARNESS_TILED, "rows=8,keys=16,wg=64,local_kv=0", 64),
+    VTILES(HARNESS_TILED, "rows=1,keys=32,wg=256,local_kv=1", 7),
+    VTILES(HARNESS_TILED, "rows=2,keys=4,wg=64,local_kv=1", 40),
+    VTILES(HARNESS_VECTOR, "rows=4,keys=16,vec=8", 40),
+    VTILES(HARNESS_VECTOR, "rows=3,keys=8,vec=4", 7),
+    /* packed with the other variants */
+#define P(name_) F("variants/packed_combos", name_), .packed = 1, .poison_pads = 1
+    {P("packed + window 8 + sinks, 1/7/33/64 f16"), SHAPE(4, 4, 2, 64, 105, 105), .dtype = ATTN_F16,
+     .causal = 1, LENS(pk_s, pk_l, pk_s, pk_l), WIN(8, 0), .sinks = HARNESS_SINKS_BUFFER,
+     .seed = 3901},
+    {P("packed + mask (one for the axis) + softcap, non-causal"), SHAPE(4, 2, 1, 64, 105, 105),
+     LENS(pk_s, pk_l, pk_s, pk_l), .mask = HARNESS_MASK_RANDOM,
+     .mask_bcast = HARNESS_BCAST_BATCH | HARNESS_BCAST_HEAD, .softcap = 4.0f, .amp = 2.0f,
+     .seed = 3902},
+    {P("packed + ALiBi, Sq != Skv, unowned rows, D7"), SHAPE(3, 4, 2, 7, 12, 40),
+     LENS(pg_qs, pg_ql, pg_ks, pg_kl), .alibi_slopes = alibi4, .causal = 1, .seed = 3903},
+    {P("packed in place, all five, bf16"), SHAPE(3, 4, 1, 64, 12, 40), .dtype = ATTN_BF16,
+     LENS(pg_qs, pg_ql, pg_ks, pg_kl), .in_place = 1, WIN(4, 2), .softcap = 5.0f,
+     .sinks = HARNESS_SINKS_HOST, .alibi_max_bias = 8.0f, .mask = HARNESS_MASK_RANDOM,
+     .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH, .seed = 3904},
+
+    /* ---- the variants in decode through a KV cache, unsplit and split ---- */
+#define VDEC(name_, splits, ...)                                                                       {.group = "variants_decode/alone", .name = (name_), .families = HARNESS_BOTH, .params = splits,      SHAPE(3, 8, 2, 64, 3, 50), .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), .poison_pads = 1,         .seed = 3600, __VA_ARGS__}
+    VDEC("decode window 8, unsplit", "splits=1", WIN(8, 0)),
+    VDEC("decode window 8, split 3", "splits=3", WIN(8, 0)),
+    VDEC("decode sinks, unsplit", "splits=1", .sinks = HARNESS_SINKS_HOST),
+    VDEC("decode sinks buffer, split 3", "splits=3", .sinks = HARNESS_SINKS_BUFFER),
+    VDEC("decode softcap 4, split 3", "splits=3", .softcap = 4.0f, .amp = 3.0f),
+    VDEC("decode alibi, split 3", "splits=3", .alibi_max_bias = 8.0f),
+    VDEC("decode mask f16, unsplit", "splits=1", .mask = HARNESS_MASK_RANDOM, .mask_dtype = ATTN_F16),
+    VDEC("decode mask f32, split 3", "splits=3", .mask = HARNESS_MASK_RANDOM),
+
+#define VDC(name_, splits, ...)                                                                   \
+    {.group = "variants_decode/combos", .name = (name_), .families = HARNESS_BOTH,                 \
+     .params = splits, .poison_pads = 1, __VA_ARGS__}
+    /* gpt-oss: window and sinks, each way of splitting */
+    VDC("window 8 + sinks, GQA f16 BSHD, unsplit", "splits=1", SHAPE(3, 8, 2, 64, 3, 50),
+        .dtype = ATTN_F16, .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), WIN(8, 0),
+        .sinks = HARNESS_SINKS_HOST, .lq = BSHD_GAPPY, .lo = BSHD_GAPPY, .seed = 3951),
+    VDC("window 8 + sinks, GQA f16 BSHD, split 3", "splits=3", SHAPE(3, 8, 2, 64, 3, 50),
+        .dtype = ATTN_F16, .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), WIN(8, 0),
+        .sinks = HARNESS_SINKS_HOST, .lq = BSHD_GAPPY, .lo = BSHD_GAPPY, .seed = 3951),
+    VDC("window 8 + sinks buffer, MQA D40 bf16 in place, split 3", "splits=3",
+        SHAPE(2, 6, 1, 40, 2, 90), .dtype = ATTN_BF16, .causal = 1, LENS(NULL, NULL, NULL, mqa_kl),
+        WIN(8, 0), .sinks = HARNESS_SINKS_BUFFER, .in_place = 1, .seed = 3952),
+    /* row 2 of each sequence masked whole: zeros and LSE = the sink, also
+     * from the combine */
+    VDC("mask f16 broadcast + sinks + softcap, split 2", "splits=2", SHAPE(3, 8, 2, 64, 3, 50),
+        .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), .mask = HARNESS_MASK_RANDOM,
+        .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH | HARNESS_BCAST_HEAD,
+        .sinks = HARNESS_SINKS_HOST, .softcap = 5.0f, .amp = 2.0f, .seed = 3953),
+    VDC("hidden rows + sinks, unsplit", "splits=1", SHAPE(3, 4, 2, 64, 3, 40), .causal = 1,
+        LENS(NULL, dz_ql, NULL, dz_kl), .sinks = HARNESS_SINKS_HOST, .mask = HARNESS_MASK_RANDOM,
+        .seed = 3954),
+    VDC("hidden rows + sinks buffer + window, split 3", "splits=3", SHAPE(3, 4, 2, 64, 3, 40),
+        .causal = 1, LENS(NULL, dz_ql, NULL, dz_kl), .sinks = HARNESS_SINKS_BUFFER, WIN(5, 0),
+        .mask = HARNESS_MASK_RANDOM, .mask_dtype = ATTN_F16, .seed = 3954),
+    VDC("all five, BSHD K/V, split 3", "splits=3", SHAPE(3, 8, 2, 64, 3, 50), .causal = 1,
+        LENS(NULL, dc_ql, NULL, dc_kl), WIN(11, 0), .softcap = 6.0f, .sinks = HARNESS_SINKS_HOST,
+        .alibi_max_bias = 8.0f, .mask = HARNESS_MASK_FINFO, .lk = BSHD, .lv = BSHD_GAPPY,
+        .seed = 3955),
+    VDC("non-causal window 6/1 + ALiBi slopes, MQA, unsplit", "splits=1", SHAPE(2, 4, 1, 64, 3, 90),
+        LENS(NULL, NULL, NULL, mqa_kl), WIN(6, 1), .alibi_slopes = alibi4, .seed = 3956),
+
     /* ---- the seed's "Common implementation failures" (test_seed_failures):
      * each row's test runs it on data made so that the failure it names
      * would fail it, under the library's choice and the tiled family ---- */
@@ -340,6 +509,13 @@ const harness_case harness_cases[] = {
     {OCL("strided non-causal D5"), SHAPE(2, 2, 1, 5, 6, 11), .lq = {HARNESS_BSHD, 3, 2, 0},
      .lk = {HARNESS_BHSD, 1, 3, 4}, .lv = {HARNESS_BHSD, 1, 3, 4}, .lo = {HARNESS_BSHD, 7, 1, 0},
      .seed = 650},
+    /* the variants: a window's tile skipping, the cap and the sinks; a mask
+     * (its tile pre-pass) with ALiBi over two packed sequences */
+    {OCL("window 3 + softcap + sinks S13 D8 GQA"), SHAPE(1, 4, 2, 8, 13, 13), .causal = 1,
+     WIN(3, 0), .softcap = 4.0f, .sinks = HARNESS_SINKS_BUFFER, .seed = 660},
+    {OCL("mask f16 + ALiBi, packed 5 + 6, D4"), SHAPE(2, 2, 1, 4, 11, 11), .causal = 1,
+     LENS(ocp_s, ocp_l, ocp_s, ocp_l), .packed = 1, .mask = HARNESS_MASK_RANDOM,
+     .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH, .alibi_max_bias = 8.0f, .seed = 670},
 };
 
 const size_t harness_ncases = sizeof harness_cases / sizeof harness_cases[0];

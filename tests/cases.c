@@ -78,7 +78,11 @@ attn_problem harness_case_problem(const harness_case *c)
 {
     const attn_problem p = {.batch = c->B, .q_heads = c->Hq, .kv_heads = c->Hkv, .head_dim = c->D,
                             .q_len = c->Sq, .kv_len = c->Skv, .dtype = c->dtype,
-                            .causal = c->causal, .scale = c->scale};
+                            .causal = c->causal, .scale = c->scale,
+                            .use_window = c->window, .window_left = c->window_left,
+                            .window_right = c->window_right, .softcap = c->softcap,
+                            .alibi_slopes = c->alibi_slopes, .alibi_max_bias = c->alibi_max_bias,
+                            .packed = c->packed};
     return p;
 }
 
@@ -92,7 +96,7 @@ harness_case harness_case_of(const char *name, const attn_problem *p, const attn
                              const harness_layout *lq, const harness_layout *lk,
                              const harness_layout *lv, const harness_layout *lo)
 {
-    static const harness_layout packed = {HARNESS_BHSD, 0, 0, 0};
+    static const harness_layout bhsd = {HARNESS_BHSD, 0, 0, 0};
     harness_case c;
     memset(&c, 0, sizeof c);
     c.name = name;
@@ -101,8 +105,12 @@ harness_case harness_case_of(const char *name, const attn_problem *p, const attn
     c.dtype = p->dtype, c.causal = p->causal, c.scale = p->scale;
     if (L)
         c.q_start = L->q_start, c.q_len = L->q_len, c.kv_start = L->kv_start, c.kv_len = L->kv_len;
-    c.lq = lq ? *lq : packed, c.lk = lk ? *lk : packed;
-    c.lv = lv ? *lv : packed, c.lo = lo ? *lo : packed;
+    c.lq = lq ? *lq : bhsd, c.lk = lk ? *lk : bhsd;
+    c.lv = lv ? *lv : bhsd, c.lo = lo ? *lo : bhsd;
+    c.window = p->use_window, c.window_left = p->window_left, c.window_right = p->window_right;
+    c.softcap = p->softcap, c.alibi_slopes = p->alibi_slopes, c.alibi_max_bias = p->alibi_max_bias;
+    c.packed = p->packed;
+    if (p->sinks) c.sinks = HARNESS_SINKS_HOST, c.sink_values = p->sinks;
     return c;
 }
 
@@ -206,11 +214,60 @@ static void describe(const harness_case *c, harness_family f, const char *entry_
            c->params ? c->params : "", c->B, c->Hq, c->Hkv, c->D, c->Sq, c->Skv,
            attn_dtype_name(c->dtype), c->causal, (double)c->scale, c->lq.order, c->lk.order,
            c->lv.order, c->lo.order, c->in_place, c->q_len || c->kv_len ? " padded" : "");
+    if (c->window || c->softcap > 0 || c->sinks || c->alibi_slopes || c->alibi_max_bias > 0 ||
+        c->mask || c->packed)
+        printf("  variants: window=%d(%d,%d) softcap=%g sinks=%d alibi=%s/%g mask=%d(%s, bcast %u) "
+               "packed=%d\n",
+               c->window, c->window_left, c->window_right, (double)c->softcap, (int)c->sinks,
+               c->alibi_slopes ? "slopes" : "-", (double)c->alibi_max_bias, (int)c->mask,
+               attn_dtype_name(c->mask_dtype), c->mask_bcast, c->packed);
 }
 
 static int padded(const harness_case *c)
 {
     return c->q_start || c->q_len || c->kv_start || c->kv_len;
+}
+
+/* Packed: whether buffer row r of the token axis (q_start / q_len, or the
+ * kv arrays) belongs to some batch entry. */
+static int row_in_entry(const harness_case *c, const int *start, const int *len, int S, int r)
+{
+    for (int b = 0; b < c->B; b++) {
+        const int lo = start ? start[b] : 0, n = len ? len[b] : S;
+        if (r >= lo && r < lo + n) return 1;
+    }
+    return 0;
+}
+
+/* Packed: the device's one token axis (O [Hq][Sq][D], LSE [Hq][Sq]) into
+ * the runner's BHSD [B] arrays as the reference lays them out: entry b's
+ * own rows from the device, zeros and -inf in its pad rows. Returns the
+ * rows of no entry the kernel wrote (they must stay NaN). */
+static int unpack_out(const harness_case *c, const float *o1, const float *l1, float *out,
+                      float *lse)
+{
+    const size_t D = (size_t)c->D, S = (size_t)c->Sq;
+    int bad = 0;
+    for (int h = 0; h < c->Hq; h++)
+        for (int r = 0; r < c->Sq; r++) {
+            const float *src = o1 + ((size_t)h * S + (size_t)r) * D;
+            if (row_in_entry(c, c->q_start, c->q_len, c->Sq, r)) continue;
+            for (size_t d = 0; d < D; d++) bad += !isnan(src[d]);
+            if (l1) bad += !isnan(l1[(size_t)h * S + (size_t)r]);
+        }
+    if (bad) printf("\n  packed: %d elements of rows no entry owns were written\n", bad);
+    for (int b = 0; b < c->B; b++) {
+        const int lo = c->q_start ? c->q_start[b] : 0, n = c->q_len ? c->q_len[b] : c->Sq;
+        for (int h = 0; h < c->Hq; h++)
+            for (int r = 0; r < c->Sq; r++) {
+                const size_t row = ((size_t)b * c->Hq + (size_t)h) * S + (size_t)r;
+                const size_t row1 = (size_t)h * S + (size_t)r;
+                const int own = r >= lo && r < lo + n;
+                for (size_t d = 0; d < D; d++) out[row * D + d] = own ? o1[row1 * D + d] : 0.0f;
+                if (lse && l1) lse[row] = own ? l1[row1] : -INFINITY;
+            }
+    }
+    return bad;
 }
 
 /* ---- running ---- */
@@ -220,21 +277,28 @@ int harness_case_exec(const harness_case *c, harness_family f, harness_entry ent
                       float *out, float *lse)
 {
     attn_context *ctx = harness_context();
-    const size_t nq = (size_t)c->B * c->Hq * c->Sq * c->D;
-    const size_t nkv = (size_t)c->B * c->Hkv * c->Skv * c->D;
-    const size_t nrows = (size_t)c->B * c->Hq * c->Sq;
-    const attn_problem p = harness_case_problem(c);
+    /* packed: one token axis on the device (batch entry 0 of the host arrays) */
+    const int Bd = c->packed ? 1 : c->B;
+    const size_t nq = (size_t)Bd * c->Hq * c->Sq * c->D;
+    const size_t nkv = (size_t)Bd * c->Hkv * c->Skv * c->D;
+    const size_t nrows = (size_t)Bd * c->Hq * c->Sq;
+    attn_problem p = harness_case_problem(c);
     const attn_lengths L = harness_case_lengths(c);
+    harness_variant_data vd;
+    harness_variant_data_make(c, ctx, &vd);
+    harness_variant_attach(c, &vd, 1, &p);
     attn_tensor tq, tk, tv, to;
-    cl_mem mq = harness_upload(ctx, c->dtype, q, c->B, c->Hq, c->Sq, c->D, &c->lq, &tq);
-    cl_mem mk = harness_upload(ctx, c->dtype, k, c->B, c->Hkv, c->Skv, c->D, &c->lk, &tk);
-    cl_mem mv = harness_upload(ctx, c->dtype, v, c->B, c->Hkv, c->Skv, c->D, &c->lv, &tv);
+    cl_mem mq = harness_upload(ctx, c->dtype, q, Bd, c->Hq, c->Sq, c->D, &c->lq, &tq);
+    cl_mem mk = harness_upload(ctx, c->dtype, k, Bd, c->Hkv, c->Skv, c->D, &c->lk, &tk);
+    cl_mem mv = harness_upload(ctx, c->dtype, v, Bd, c->Hkv, c->Skv, c->D, &c->lv, &tv);
     cl_mem mo = NULL;
     if (c->in_place) to = tq;
-    else mo = harness_alloc(ctx, c->dtype, c->B, c->Hq, c->Sq, c->D, &c->lo, &to);
+    else mo = harness_alloc(ctx, c->dtype, Bd, c->Hq, c->Sq, c->D, &c->lo, &to);
     cl_mem mlse = c->no_lse ? NULL : harness_float_buffer(ctx, nrows);
     CU_ASSERT_FATAL(mq && mk && mv && (c->in_place || mo) && (c->no_lse || mlse));
+    if (c->packed) tq.stride_batch = tk.stride_batch = tv.stride_batch = to.stride_batch = 0;
     float *back = harness_xalloc(nq > nkv ? nq : nkv);
+    float *o1 = c->packed ? harness_xalloc(nq) : out, *l1 = c->packed ? harness_xalloc(nrows) : lse;
     int bad = 0;
     g_runs++;
 
@@ -242,9 +306,11 @@ int harness_case_exec(const harness_case *c, harness_family f, harness_entry ent
     attn_status st = harness_use_family(ctx, f, c->params);
     if (st == ATTN_SUCCESS)
         st = entry(ctx, &p, &tq, &tk, &tv, &to, padded(c) ? &L : NULL, mlse, &done);
+    /* the message before resetting the parameters clears it */
+    if (st != ATTN_SUCCESS)
+        printf("\n  %s: %s: %s", entry_name, attn_status_name(st), attn_last_error(ctx));
     harness_use_params(ctx, NULL);
     if (st != ATTN_SUCCESS) {
-        printf("\n  %s: %s: %s", entry_name, attn_status_name(st), attn_last_error(ctx));
         CU_FAIL("the call failed");
         bad++;
         goto out;
@@ -257,18 +323,19 @@ int harness_case_exec(const harness_case *c, harness_family f, harness_entry ent
         CU_ASSERT_EQUAL(es, CL_COMPLETE);
         clReleaseEvent(done);
     }
-    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &to, c->B, c->Hq, c->Sq, c->D, out), 0);
-    if (lse && mlse) CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, mlse, lse, nrows), 0);
-    bad += harness_gaps_written(ctx, c->dtype, &to, c->B, c->Hq, c->Sq, c->D);
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &to, Bd, c->Hq, c->Sq, c->D, o1), 0);
+    if (lse && mlse) CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, mlse, l1, nrows), 0);
+    bad += harness_gaps_written(ctx, c->dtype, &to, Bd, c->Hq, c->Sq, c->D);
+    if (c->packed) bad += unpack_out(c, o1, lse && mlse ? l1 : NULL, out, lse);
     if (!c->in_place) {
-        CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tq, c->B, c->Hq, c->Sq, c->D, back),
+        CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tq, Bd, c->Hq, c->Sq, c->D, back),
                               0);
         bad += unchanged(back, q, nq, "Q");
     }
-    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tk, c->B, c->Hkv, c->Skv, c->D, back),
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tk, Bd, c->Hkv, c->Skv, c->D, back),
                           0);
     bad += unchanged(back, k, nkv, "K");
-    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tv, c->B, c->Hkv, c->Skv, c->D, back),
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, c->dtype, &tv, Bd, c->Hkv, c->Skv, c->D, back),
                           0);
     bad += unchanged(back, v, nkv, "V");
     CU_ASSERT_EQUAL(bad, 0);
@@ -279,6 +346,8 @@ out:
     clReleaseMemObject(mv);
     if (mo) clReleaseMemObject(mo);
     if (mlse) clReleaseMemObject(mlse);
+    harness_variant_data_release(&vd);
+    if (c->packed) free(o1), free(l1);
     free(back);
     return bad;
 }
@@ -317,6 +386,17 @@ int harness_check_reference(const char *what, const attn_problem *p, const attn_
     return bad;
 }
 
+/* Packed: NaN into the rows of the one token axis (x: [H][S][D]) that no
+ * batch entry owns. */
+static void poison_unowned(const harness_case *c, float *x, int H, int S, const int *start,
+                           const int *len)
+{
+    for (int h = 0; h < H; h++)
+        for (int r = 0; r < S; r++)
+            if (!row_in_entry(c, start, len, S, r))
+                for (int d = 0; d < c->D; d++) x[((size_t)h * S + r) * c->D + d] = NAN;
+}
+
 int harness_case_run(const harness_case *c, harness_family f, harness_entry entry,
                      const char *entry_name, float **o_keep, float **lse_keep)
 {
@@ -327,29 +407,91 @@ int harness_case_run(const harness_case *c, harness_family f, harness_entry entr
     float *q = harness_xalloc(nq), *k = harness_xalloc(nkv), *v = harness_xalloc(nkv);
     float *got = harness_xalloc(nq), *got_lse = harness_xalloc(nrows);
     const float amp = c->amp > 0 ? c->amp : 1.0f;
-    harness_fill_qkv(q, nq, k, v, nkv, seed, amp, -2.0f, 2.0f);
+    if (c->packed) { /* one token axis, copied into every batch entry */
+        harness_fill_qkv(q, nq / c->B, k, v, nkv / c->B, seed, amp, -2.0f, 2.0f);
+        if (c->poison_pads) {
+            poison_unowned(c, q, c->Hq, c->Sq, c->q_start, c->q_len);
+            poison_unowned(c, k, c->Hkv, c->Skv, c->kv_start, c->kv_len);
+            poison_unowned(c, v, c->Hkv, c->Skv, c->kv_start, c->kv_len);
+        }
+        for (int b = 1; b < c->B; b++) {
+            memcpy(q + nq / c->B * b, q, nq / c->B * sizeof *q);
+            memcpy(k + nkv / c->B * b, k, nkv / c->B * sizeof *k);
+            memcpy(v + nkv / c->B * b, v, nkv / c->B * sizeof *v);
+        }
+    } else {
+        harness_fill_qkv(q, nq, k, v, nkv, seed, amp, -2.0f, 2.0f);
+        if (c->poison_pads) {
+            harness_poison_pads(q, c->B, c->Hq, c->Sq, c->D, c->q_start, c->q_len);
+            harness_poison_pads(k, c->B, c->Hkv, c->Skv, c->D, c->kv_start, c->kv_len);
+            harness_poison_pads(v, c->B, c->Hkv, c->Skv, c->D, c->kv_start, c->kv_len);
+        }
+    }
     harness_round(c->dtype, q, nq);
     harness_round(c->dtype, k, nkv);
     harness_round(c->dtype, v, nkv);
-    if (c->poison_pads) {
-        harness_poison_pads(q, c->B, c->Hq, c->Sq, c->D, c->q_start, c->q_len);
-        harness_poison_pads(k, c->B, c->Hkv, c->Skv, c->D, c->kv_start, c->kv_len);
-        harness_poison_pads(v, c->B, c->Hkv, c->Skv, c->D, c->kv_start, c->kv_len);
-    }
     int bad = harness_case_exec(c, f, entry, entry_name, q, k, v, got, got_lse);
     if (!bad) {
-        const attn_problem p = harness_case_problem(c);
+        attn_problem p = harness_case_problem(c);
         const attn_lengths L = harness_case_lengths(c);
+        harness_variant_data vd;
+        harness_variant_data_make(c, NULL, &vd);
+        harness_variant_attach(c, &vd, 0, &p);
         char what[160];
         snprintf(what, sizeof what, "%s [%s, %s]", c->name, entry_name, harness_family_name(f));
         bad = harness_check_reference(what, &p, padded(c) ? &L : NULL, q, k, v, got,
                                       c->no_lse ? NULL : got_lse, seed);
+        harness_variant_data_release(&vd);
         if (bad) describe(c, f, entry_name);
         CU_ASSERT_EQUAL(bad, 0);
         if (o_keep) *o_keep = got, got = NULL;
         if (lse_keep) *lse_keep = got_lse, got_lse = NULL;
     }
     free(q), free(k), free(v), free(got), free(got_lse);
+    return bad;
+}
+
+/* Elements of got that differ from want: bit for bit (NaN matching NaN)
+ * when exact, else beyond atol + rtol |want| (infinities equal). */
+static int differ(const char *what, const float *got, const float *want, size_t n, int exact,
+                  double atol, double rtol, uint64_t seed)
+{
+    if (!exact) return harness_compare(what, got, want, n, atol, rtol, seed);
+    int bad = 0;
+    for (size_t i = 0; i < n; i++)
+        if (memcmp(&got[i], &want[i], sizeof got[i]) != 0 && !(isnan(got[i]) && isnan(want[i]))) {
+            if (!bad)
+                printf("\n  %s: [%zu] %.9g is not bit for bit %.9g\n", what, i, got[i], want[i]);
+            bad++;
+        }
+    if (bad) printf("  %s: %d of %zu elements differ\n", what, bad, n);
+    return bad;
+}
+
+int harness_case_same(const harness_case *a, const harness_case *b, harness_family f,
+                      harness_entry entry, const char *entry_name, int exact)
+{
+    float *oa = NULL, *la = NULL, *ob = NULL, *lb = NULL;
+    int bad = harness_case_run(a, f, entry, entry_name, &oa, &la);
+    bad += harness_case_run(b, f, entry, entry_name, &ob, &lb);
+    if (oa && ob) {
+        const size_t rows = (size_t)a->B * a->Hq * a->Sq;
+        double atol, rtol;
+        attn_tolerance(a->dtype, &atol, &rtol);
+        char what[256];
+        snprintf(what, sizeof what, "\"%s\" vs \"%s\" [%s, %s] O", b->name, a->name, entry_name,
+                 harness_family_name(f));
+        const uint64_t seed = harness_seed(a->seed);
+        int d = differ(what, ob, oa, rows * (size_t)a->D, exact, 2 * atol, 2 * rtol, seed);
+        if (!a->no_lse && !b->no_lse) {
+            snprintf(what, sizeof what, "\"%s\" vs \"%s\" [%s, %s] LSE", b->name, a->name,
+                     entry_name, harness_family_name(f));
+            d += differ(what, lb, la, rows, exact, 2 * atol, 2 * rtol, seed);
+        }
+        CU_ASSERT_EQUAL(d, 0);
+        bad += d;
+    }
+    free(oa), free(la), free(ob), free(lb);
     return bad;
 }
 

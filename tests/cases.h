@@ -69,6 +69,28 @@ attn_status harness_use_family(attn_context *ctx, harness_family f, const char *
 
 /* ---- one case ---- */
 
+/* How a case gives the sinks: none, p->sinks (host), p->sinks_buffer. */
+typedef enum harness_sinks { HARNESS_SINKS_NONE, HARNESS_SINKS_HOST, HARNESS_SINKS_BUFFER } harness_sinks;
+
+/* The content of a case's mask ([b][h][r][c] by buffer rows; elements of
+ * pad rows and keys are NaN when the case poisons pads):
+ *   RANDOM: normal(0, 1), ~30% -inf holes, every fifth query row all -inf;
+ *   FINFO:  RANDOM with -FLT_MAX for the holes (the "finfo.min" masks of
+ *           other libraries; f32 masks only);
+ *   CAUSAL: -inf where key j > query position i + kv_len - q_len of the
+ *           entry, 0 elsewhere (== causal);
+ *   ZEROS:  0 everywhere (== no mask). */
+typedef enum harness_mask_kind {
+    HARNESS_MASK_NONE,
+    HARNESS_MASK_RANDOM,
+    HARNESS_MASK_FINFO,
+    HARNESS_MASK_CAUSAL,
+    HARNESS_MASK_ZEROS,
+} harness_mask_kind;
+
+/* harness_case.mask_bcast: the mask dimensions given with stride 0. */
+enum { HARNESS_BCAST_BATCH = 1, HARNESS_BCAST_HEAD = 2, HARNESS_BCAST_Q = 4 };
+
 typedef struct harness_case {
     const char *group;  /* the suite test that runs it ("forward/padding") */
     const char *name;
@@ -85,6 +107,22 @@ typedef struct harness_case {
     int poison_pads; /* NaN in every input row outside the lengths */
     float amp;       /* Q and K are normal(0, amp); 0 means 1 */
     uint64_t seed;
+    /* ---- the variants (attn_problem's fields; zero = none) ---- */
+    int window, window_left, window_right; /* use_window and its sides */
+    float softcap;
+    harness_sinks sinks;      /* where the per-head sink logits are given */
+    const float *sink_values; /* Hq of them, or NULL: uniform in [0, 4) from seed + 3 */
+    const float *alibi_slopes;
+    float alibi_max_bias;
+    harness_mask_kind mask;   /* the additive mask's content */
+    attn_dtype mask_dtype;    /* ATTN_F32 (0) or ATTN_F16 */
+    unsigned mask_bcast;      /* HARNESS_BCAST_* bits: strides of 0 */
+    /* Packed: the batch entries' rows (the lengths) lie along one token axis
+     * of q_len / kv_len rows; Q, K, V, O have stride_batch 0 and LSE is
+     * [Hq][Sq]. The runner's host arrays keep the BHSD [B] shape with every
+     * batch entry a copy of the one axis; O rows of no entry must stay
+     * untouched (NaN). */
+    int packed;
 } harness_case;
 
 /* The shared table (case_table.c) and its length. */
@@ -106,12 +144,38 @@ const harness_case *harness_group_next(const char *group, const harness_case *af
         if (!((fams) & (unsigned)f)) {                                                   \
         } else
 
-/* c's problem and lengths (the lengths' arrays are c's own). */
+/* c's problem and lengths (the lengths' arrays are c's own). The problem
+ * has c's scalar variant fields (window, softcap, ALiBi, packed); the
+ * sinks and the mask, which need data, come from harness_variant_data. */
 attn_problem harness_case_problem(const harness_case *c);
 attn_lengths harness_case_lengths(const harness_case *c);
 
+/* The data of c's sinks and mask, a function of c alone (so the runner's
+ * call and its reference see the same values): host arrays, and with a
+ * context the device buffers. */
+typedef struct harness_variant_data {
+    float *sinks;       /* Hq floats, or NULL */
+    cl_mem sinks_buffer;
+    float *mask_host;   /* the mask as floats, in the mask's layout (NaN in its gaps) */
+    cl_mem mask_buffer; /* the same in c->mask_dtype */
+    attn_mask mask;     /* offset and strides (buffer, host filled in) */
+} harness_variant_data;
+
+/* Makes c's variant data (device buffers only when ctx is not NULL).
+ * Fails the current test fatally when it cannot. */
+void harness_variant_data_make(const harness_case *c, attn_context *ctx, harness_variant_data *vd);
+void harness_variant_data_release(harness_variant_data *vd);
+
+/* p with vd's sinks and mask: for the device call (device != 0: the sinks
+ * as c gives them, the mask buffer) or for attn_reference_forward (host
+ * arrays only). */
+void harness_variant_attach(const harness_case *c, const harness_variant_data *vd, int device,
+                            attn_problem *p);
+
 /* A case for problem p with lengths L (NULL = full) and layouts (NULL =
- * packed BHSD), for harness_case_exec on a test's own data. */
+ * contiguous BHSD), for harness_case_exec on a test's own data. p's window,
+ * softcap, ALiBi, packed flag and host sinks carry over; a mask does not
+ * (set the case's mask kind). */
 harness_case harness_case_of(const char *name, const attn_problem *p, const attn_lengths *L,
                              const harness_layout *lq, const harness_layout *lk,
                              const harness_layout *lv, const harness_layout *lo);
@@ -138,6 +202,10 @@ attn_status harness_decode_entry(attn_context *ctx, const attn_problem *p, const
 /* Runs c's problem on the host BHSD inputs q, k, v (laid out on the device
  * as c says, every gap NaN) through entry under family f and c->params.
  * Writes O and, when lse is not NULL and c->no_lse is 0, LSE (BHSD floats).
+ * c's sinks and mask are made (harness_variant_data) and passed. Packed, the
+ * device gets batch entry 0 of q, k, v as the one token axis, and out / lse
+ * receive each entry's own rows (zeros and -inf in its pad rows, as the
+ * reference writes them) after a check that rows of no entry stayed NaN.
  * Checks the completion event, that nothing outside O was written and that
  * the inputs are unchanged (CUnit assertions and messages naming the case).
  * Returns 0, or the number of failed checks (a failed call counts one, its
@@ -153,6 +221,14 @@ int harness_case_exec(const harness_case *c, harness_family f, harness_entry ent
  * they receive O and LSE (malloc'd) when the call succeeded. */
 int harness_case_run(const harness_case *c, harness_family f, harness_entry entry,
                      const char *entry_name, float **o_keep, float **lse_keep);
+
+/* a and b (the same shape, e.g. a case and its variant that must not
+ * change the answer) through entry under family f, each checked against
+ * the reference as harness_case_run does, then against each other: O and
+ * LSE bit for bit when exact, else within twice a's dtype tolerance.
+ * Returns the number of failed checks. */
+int harness_case_same(const harness_case *a, const harness_case *b, harness_family f,
+                      harness_entry entry, const char *entry_name, int exact);
 
 /* Every case of group, under each of its families (or under `families`
  * with tunables `params` for every case when families is not 0), through

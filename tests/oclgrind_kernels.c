@@ -10,7 +10,9 @@
  * (case_table.c), run by the shared runner (cases.c): lengths that end
  * mid-tile, Sq != Skv on the causal diagonal, left and right padding with an
  * empty batch entry, GQA and MQA, head dims that are not a multiple of 4,
- * strided layouts, all three dtypes. Oclgrind interprets every work-item,
+ * strided layouts, all three dtypes, and the attention variants (a window
+ * with softcap and sinks; an f16 mask with ALiBi over packed sequences).
+ * Oclgrind interprets every work-item,
  * so everything here stays tiny.
  *
  * Decode: a ragged cache (kv_append.cl), a block of new queries with a pad
