@@ -147,8 +147,9 @@ inline float row_slope(variants va, int h)
 inline float finish_row(variants va, int h, float m, float l, int live, float *lse_l2)
 {
 #if SINKS
-    if (live) {
-        const float sink = va.sinks[h] * LOG2E;
+    /* a -inf sink is no sink (and would make -inf - -inf below) */
+    const float sink = live ? va.sinks[h] * LOG2E : -INFINITY;
+    if (sink > -INFINITY) {
         const float mm = l > 0.0f ? max(m, sink) : sink;
         const float lt = (l > 0.0f ? l * exp2(m - mm) : 0.0f) + exp2(sink - mm);
         *lse_l2 = mm + log2(lt);
@@ -164,4 +165,13 @@ inline float finish_row(variants va, int h, float m, float l, int live, float *l
 inline ulong variant_lse_index(int b, int q_heads, int sq, int h, int i)
 {
     return lse_index(PACKED ? 0 : b, q_heads, sq, h, i);
+}
+
+/* Where the prefill mask summary (mask_tiles.cl) keeps the tile of row
+ * block qb (query buffer rows qb * BLOCK_ROWS ...) and key block kb of
+ * batch entry b, head h: [B][mt.x][mt.y][mt.z], one head when the mask
+ * broadcasts them (mt.x 1) */
+inline ulong mask_tile(variants va, int b, int h, int qb, int kb)
+{
+    return (((ulong)b * va.mt.x + (va.mt.x > 1 ? h : 0)) * va.mt.y + qb) * va.mt.z + kb;
 }
