@@ -127,7 +127,7 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
 #else
     const int jstart = rows.j_lo;
 #endif
-    for (int j0 = jstart; j0 < hmax; j0 += BLOCK_KEYS) {
+    FOR_KEY_BLOCKS(j0, jstart, hmax) {
 #if STORAGE == 0
         /* scores: each K row is read once (converted once) and serves every
          * row of the tile. f32 rows: a horizontal sum per (row, key); it
@@ -200,7 +200,7 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
             pv_block(acc, p, vrow, nk, j0, lo, hi, 1);
         else
             pv_block(acc, p, vrow, nk, j0, lo, hi, 0);
-        vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, j0 + BLOCK_KEYS >= hmax);
+        vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, LAST_KEY_BLOCK(j0, jstart, hmax));
     }
     vec_store(tot, cmp, ltot, lcmp, m, rows, hi, qi, qh, b, q_heads, o, og, lse, write_lse, part_o,
               part_lse, nsplit, split, va);

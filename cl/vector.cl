@@ -146,7 +146,7 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
 #else
     const int jstart = 0;
 #endif
-    for (int j0 = jstart; j0 < hmax; j0 += BLOCK_KEYS) {
+    FOR_KEY_BLOCKS(j0, jstart, hmax) {
 #if SOFTCAP || ALIBI || MASK
         int add_mask = 0;
 #endif
@@ -155,7 +155,7 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
          * skipped, all zero adds nothing */
         const uchar tile = va.tiles[mask_tile(va, b, h, blk, j0 / BLOCK_KEYS)];
         if (tile == MASK_TILE_MASKED) {
-            vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, j0 + BLOCK_KEYS >= hmax);
+            vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, LAST_KEY_BLOCK(j0, jstart, hmax));
             continue;
         }
         add_mask = tile == MASK_TILE_MIXED;
@@ -205,7 +205,7 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
             pv_block(acc, p, vrow, nk, lim, low, 1);
         else
             pv_block(acc, p, vrow, nk, lim, low, 0);
-        vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, j0 + BLOCK_KEYS >= hmax);
+        vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, LAST_KEY_BLOCK(j0, jstart, hmax));
     }
     vec_store(tot, cmp, ltot, lcmp, m, rows, hi, qi, qh, b, q_heads, o, og, lse, write_lse, NULL,
               NULL, 1, 0, va);

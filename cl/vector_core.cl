@@ -62,6 +62,21 @@ inline __attribute__((always_inline)) void vec_rows(tile_rows m, int2 win, int h
     if (*lmin == INT_MAX) *lmin = m.j_lo;
 }
 
+/* The walk over a tile's key blocks from jstart (a multiple of BLOCK_KEYS)
+ * to hmax: upward, or with ALiBi downward. ALiBi raises a row's logits
+ * toward its own position, the high keys: walked upward, the running max
+ * grew at nearly every block and rescaled every sum (+40% time, S=2048
+ * causal); from the top it meets the max first. */
+#if ALIBI
+#define FOR_KEY_BLOCKS(j0, jstart, hmax)                                                        \
+    for (int j0 = (hmax) > (jstart) ? ((hmax) - 1) / BLOCK_KEYS * BLOCK_KEYS : (jstart) - 1;     \
+         j0 >= (jstart); j0 -= BLOCK_KEYS)
+#define LAST_KEY_BLOCK(j0, jstart, hmax) ((j0) - BLOCK_KEYS < (jstart))
+#else
+#define FOR_KEY_BLOCKS(j0, jstart, hmax) for (int j0 = (jstart); j0 < (hmax); j0 += BLOCK_KEYS)
+#define LAST_KEY_BLOCK(j0, jstart, hmax) ((j0) + BLOCK_KEYS >= (hmax))
+#endif
+
 /* The running state of each row, in separate arrays the entry kernel
  * declares, as before the cores: with them PoCL makes the same hot loops
  * as before (compared instruction by instruction). O and the softmax
