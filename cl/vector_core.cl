@@ -118,7 +118,12 @@ inline __attribute__((always_inline)) void vec_logits(variants va, floatV s[NKV]
     for (int kv = 0; kv < NKV; kv++) {
         const int k0 = j0 + kv * VEC_WIDTH;
 #if SOFTCAP
-        s[kv] = (floatV)(va.cap) * tanh(s[kv]);
+        {
+            /* tanh through one exp2 of -2|s|, in (0, 1]: PoCL's own tanh
+             * spilled 2.5x as many vectors and cost 7% more (S=2048) */
+            const floatV e = exp2((floatV)(-2.0f * LOG2E) * fabs(s[kv]));
+            s[kv] = (floatV)(va.cap) * copysign(((floatV)(1.0f) - e) / ((floatV)(1.0f) + e), s[kv]);
+        }
 #endif
 #if ALIBI
         s[kv] = MULADD((floatV)(slope), convert_floatV((intV)(k0) + IOTA - pos), s[kv]);
