@@ -147,9 +147,8 @@ inline float row_slope(variants va, int h)
 inline float finish_row(variants va, int h, float m, float l, int live, float *lse_l2)
 {
 #if SINKS
-    /* a -inf sink is no sink (and would make -inf - -inf below) */
-    const float sink = live ? va.sinks[h] * LOG2E : -INFINITY;
-    if (sink > -INFINITY) {
+    if (live) {
+        const float sink = va.sinks[h] * LOG2E;
         const float mm = l > 0.0f ? max(m, sink) : sink;
         const float lt = (l > 0.0f ? l * exp2(m - mm) : 0.0f) + exp2(sink - mm);
         *lse_l2 = mm + log2(lt);
