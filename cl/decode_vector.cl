@@ -41,13 +41,14 @@ inline __attribute__((always_inline)) void dot_rows(floatV qv[BLOCK_ROWS][NCHUNK
 }
 
 /* acc += P V for one block of nk keys from vrow: rows past the furthest
- * limit may hold stale data (truncated tokens). With masked, a key past a
- * row's limit is skipped, not weighted by zero: its V may hold inf or NaN
+ * limit may hold stale data (truncated tokens). With masked, a key outside
+ * a row's [lo, hi) is skipped, not weighted by zero: its V may hold inf or NaN
  * (0 * inf = NaN). Without it every key of the block is visible to every
  * live row; a row that sees nothing here is never stored. */
 inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUNK],
                                                     float p[BLOCK_ROWS][BLOCK_KEYS],
                                                     __global const storage_t *vrow, int nk, int j0,
+                                                    const int lo[BLOCK_ROWS],
                                                     const int hi[BLOCK_ROWS], const int masked)
 {
     for (int r0 = 0; r0 < BLOCK_ROWS; r0 += PV_ROWS) {
@@ -63,7 +64,12 @@ inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUN
                 const floatV vv = LOADV(c, vr);
 #pragma unroll
                 for (int rr = 0; rr < PV_ROWS; rr++)
+#if WINDOW
+                    if (r0 + rr < BLOCK_ROWS &&
+                        (!masked || (j0 + kk < hi[r0 + rr] && j0 + kk >= lo[r0 + rr])))
+#else
                     if (r0 + rr < BLOCK_ROWS && (!masked || j0 + kk < hi[r0 + rr]))
+#endif
                         a[rr][c] = MULADD((floatV)(p[r0 + rr][kk]), vv, a[rr][c]);
             }
         }
@@ -89,13 +95,14 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
     const int split = get_global_id(0);
     const int tile = get_global_id(1) % ntiles, hk = get_global_id(1) / ntiles;
     const int b = get_global_id(2);
+    VARIANTS(va);
     const ulong head = ((ulong)b * kv_heads + hk) * (ulong)head_rows * DIM_PAD;
     __global const storage_t *kh = kc + head;
     __global const storage_t *vh = vc + head;
     const tile_rows rows = decode_tile(lens[b], tile * BLOCK_ROWS, q_heads / kv_heads, hk, sq,
                                        causal, split, chunk);
-    int hi[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS], hmax, hmin;
-    vec_rows(rows, hi, qi, qh, &hmax, &hmin);
+    int hi[BLOCK_ROWS], lo[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS], hmax, hmin, lmin, lmax;
+    vec_rows(rows, va.win, hi, lo, qi, qh, &hmax, &hmin, &lmin, &lmax);
 
     /* Q pre-multiplied by scale * log2(e), zero past HEAD_DIM like the cache */
     floatV qv[BLOCK_ROWS][NCHUNK];
@@ -114,7 +121,13 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
     vec_start(acc, tot, cmp, lsum, ltot, lcmp, m);
 
     int nfold = 0;
-    for (int j0 = rows.j_lo; j0 < hmax; j0 += BLOCK_KEYS) {
+#if WINDOW
+    /* blocks before every row's window are skipped, not masked */
+    const int jstart = lmin / BLOCK_KEYS * BLOCK_KEYS;
+#else
+    const int jstart = rows.j_lo;
+#endif
+    FOR_KEY_BLOCKS(j0, jstart, hmax) {
 #if STORAGE == 0
         /* scores: each K row is read once (converted once) and serves every
          * row of the tile. f32 rows: a horizontal sum per (row, key); it
@@ -161,24 +174,34 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
             }
         }
 #endif
-        /* only a block reaching past some live row's limit needs the mask */
+        /* only a block reaching past some live row's limit (or, with
+         * WINDOW, before its start) needs the mask */
+#if WINDOW
+        const int masked = j0 + BLOCK_KEYS > hmin || j0 < lmax;
+#else
         const int masked = j0 + BLOCK_KEYS > hmin;
+#endif
         float p[BLOCK_ROWS][BLOCK_KEYS];
 #pragma unroll
-        for (int r = 0; r < BLOCK_ROWS; r++)
+        for (int r = 0; r < BLOCK_ROWS; r++) {
+#if SOFTCAP || ALIBI || MASK
+            /* the mask is read as it is: row = new query, column = cache position */
+            vec_logits(va, s[r], rows, b, qi[r], qh[r], j0, lo[r], hi[r], 1);
+#endif
             vec_softmax_row(acc[r], tot[r], cmp[r], &lsum[r], &ltot[r], &lcmp[r], &m[r], s[r], p[r], j0,
-                            hi[r], masked);
+                            lo[r], hi[r], masked);
+        }
         /* O += P V over the keys inside the split's range only (pv_block) */
         const int nk = min(BLOCK_KEYS, hmax - j0);
         __global const storage_t *vrow = vh + (ulong)j0 * DIM_PAD;
         /* a constant last argument: blocks no live row's limit cuts keep the
          * plain loop (the per-key check cost 10% of an f32 step) */
         if (masked)
-            pv_block(acc, p, vrow, nk, j0, hi, 1);
+            pv_block(acc, p, vrow, nk, j0, lo, hi, 1);
         else
-            pv_block(acc, p, vrow, nk, j0, hi, 0);
-        vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, j0 + BLOCK_KEYS >= hmax);
+            pv_block(acc, p, vrow, nk, j0, lo, hi, 0);
+        vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, LAST_KEY_BLOCK(j0, jstart, hmax));
     }
     vec_store(tot, cmp, ltot, lcmp, m, rows, hi, qi, qh, b, q_heads, o, og, lse, write_lse, part_o,
-              part_lse, nsplit, split);
+              part_lse, nsplit, split, va);
 }

@@ -169,3 +169,12 @@ inline ulong variant_lse_index(int b, int q_heads, int sq, int h, int i)
 {
     return lse_index(PACKED ? 0 : b, q_heads, sq, h, i);
 }
+
+/* Where the prefill mask summary (mask_tiles.cl) keeps the tile of row
+ * block qb (query buffer rows qb * BLOCK_ROWS ...) and key block kb of
+ * batch entry b, head h: [B][mt.x][mt.y][mt.z], one head when the mask
+ * broadcasts them (mt.x 1) */
+inline ulong mask_tile(variants va, int b, int h, int qb, int kb)
+{
+    return (((ulong)b * va.mt.x + (va.mt.x > 1 ? h : 0)) * va.mt.y + qb) * va.mt.z + kb;
+}

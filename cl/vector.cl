@@ -37,14 +37,15 @@ void attn_pack_kv(__global const storage_t *k, ulong4 kg, __global const storage
 }
 
 /* acc[r] += sum over the block's keys kk < nk of p[r][kk] * V[kk]. With
- * masked, row r's keys end at lim[r] and a key past it is skipped, not
- * multiplied by its zero weight: a masked key's V row may hold inf or NaN,
- * and 0 * inf = NaN. Called with a constant `masked` and always inlined
+ * masked, row r's keys end at lim[r] (and, with WINDOW, start at low[r])
+ * and a key outside is skipped, not multiplied by its zero weight: a
+ * masked key's V row may hold inf or NaN, and 0 * inf = NaN. Called with a constant `masked` and always inlined
  * (PoCL kept it a function otherwise, with acc in memory: 5-7% slower), so
  * that the unmasked blocks (all but the diagonal and the tail) keep the
  * plain FMA loop. */
 inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUNK], float p[BLOCK_ROWS][BLOCK_KEYS],
-                     __global const float *vrow, int nk, const int *lim, int masked)
+                     __global const float *vrow, int nk, const int *lim, const int *low,
+                     int masked)
 {
 #if NCHUNK % 2 == 0
     /* two output chunks per pass: one broadcast of p feeds two FMAs, so the
@@ -58,7 +59,11 @@ inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUN
             const floatV v1 = vloadV(c + 1, vrow + (ulong)kk * HEAD_DIM_PAD);
 #pragma unroll
             for (int r = 0; r < BLOCK_ROWS; r++) {
+#if WINDOW
+                if (masked && (kk >= lim[r] || kk < low[r])) continue;
+#else
                 if (masked && kk >= lim[r]) continue;
+#endif
                 const floatV pr = (floatV)(p[r][kk]);
                 a0[r] = MULADD(pr, v0, a0[r]);
                 a1[r] = MULADD(pr, v1, a1[r]);
@@ -76,7 +81,12 @@ inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUN
             const floatV vv = vloadV(c, vrow + (ulong)kk * HEAD_DIM_PAD);
 #pragma unroll
             for (int r = 0; r < BLOCK_ROWS; r++)
-                if (!masked || kk < lim[r]) a[r] = MULADD((floatV)(p[r][kk]), vv, a[r]);
+#if WINDOW
+                if (!masked || (kk < lim[r] && kk >= low[r]))
+#else
+                if (!masked || kk < lim[r])
+#endif
+                    a[r] = MULADD((floatV)(p[r][kk]), vv, a[r]);
         }
 #pragma unroll
         for (int r = 0; r < BLOCK_ROWS; r++) acc[r][c] = a[r];
@@ -100,10 +110,11 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
     const ulong head = (ulong)(b * kv_heads + hk);
     __global const float *ktb = kt + head * HEAD_DIM_PAD * (ulong)skvp;
     __global const float *vpb = vp + head * (ulong)skvp * HEAD_DIM_PAD;
+    VARIANTS(va);
     /* one head's rows, all keys */
     const tile_rows rows = {lens[b], blk * BLOCK_ROWS, 1, h, sq, causal, 0, INT_MAX};
-    int hi[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS], hmax, hmin;
-    vec_rows(rows, hi, qi, qh, &hmax, &hmin);
+    int hi[BLOCK_ROWS], lo[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS], hmax, hmin, lmin, lmax;
+    vec_rows(rows, va.win, hi, lo, qi, qh, &hmax, &hmin, &lmin, &lmax);
 
     /* Q pre-multiplied by scale * log2(e); a score step broadcasts one
      * element of each row against a vector of keys. Rows are laid out
@@ -122,10 +133,33 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
     float m[BLOCK_ROWS];
     vec_start(acc, tot, cmp, lsum, ltot, lcmp, m);
 
-    int lim[BLOCK_ROWS]; /* row r's visible keys in the current block */
-    for (int r = 0; r < BLOCK_ROWS; r++) lim[r] = BLOCK_KEYS;
+    /* row r's visible keys in the current block: [low[r], lim[r]) */
+    int lim[BLOCK_ROWS], low[BLOCK_ROWS];
+    for (int r = 0; r < BLOCK_ROWS; r++) {
+        lim[r] = BLOCK_KEYS;
+        low[r] = 0;
+    }
     int nfold = 0;
-    for (int j0 = 0; j0 < hmax; j0 += BLOCK_KEYS) {
+#if WINDOW
+    /* blocks before every row's window are skipped, not masked */
+    const int jstart = lmin / BLOCK_KEYS * BLOCK_KEYS;
+#else
+    const int jstart = 0;
+#endif
+    FOR_KEY_BLOCKS(j0, jstart, hmax) {
+#if SOFTCAP || ALIBI || MASK
+        int add_mask = 0;
+#endif
+#if MASK
+        /* the mask's summary of this tile (mask_tiles.cl): all -inf is
+         * skipped, all zero adds nothing */
+        const uchar tile = va.tiles[mask_tile(va, b, h, blk, j0 / BLOCK_KEYS)];
+        if (tile == MASK_TILE_MASKED) {
+            vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, LAST_KEY_BLOCK(j0, jstart, hmax));
+            continue;
+        }
+        add_mask = tile == MASK_TILE_MIXED;
+#endif
         floatV s[BLOCK_ROWS][NKV];
 #pragma unroll
         for (int r = 0; r < BLOCK_ROWS; r++)
@@ -140,25 +174,39 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
                 for (int r = 0; r < BLOCK_ROWS; r++) s[r][kv] = MULADD((floatV)(qs[r][d]), kk, s[r][kv]);
             }
         }
-        /* only the diagonal or tail block needs the mask */
+        /* only the diagonal or tail block (or, with WINDOW, a block
+         * cutting some row's window start) needs the mask */
+#if WINDOW
+        const int masked = j0 + BLOCK_KEYS > hmin || j0 < lmax;
+#else
         const int masked = j0 + BLOCK_KEYS > hmin;
+#endif
         if (masked)
 #pragma unroll
-            for (int r = 0; r < BLOCK_ROWS; r++) lim[r] = hi[r] - j0;
+            for (int r = 0; r < BLOCK_ROWS; r++) {
+                lim[r] = hi[r] - j0;
+#if WINDOW
+                low[r] = lo[r] - j0;
+#endif
+            }
         float p[BLOCK_ROWS][BLOCK_KEYS];
 #pragma unroll
-        for (int r = 0; r < BLOCK_ROWS; r++)
+        for (int r = 0; r < BLOCK_ROWS; r++) {
+#if SOFTCAP || ALIBI || MASK
+            vec_logits(va, s[r], rows, b, qi[r], qh[r], j0, lo[r], hi[r], add_mask);
+#endif
             vec_softmax_row(acc[r], tot[r], cmp[r], &lsum[r], &ltot[r], &lcmp[r], &m[r], s[r], p[r], j0,
-                            hi[r], masked);
+                            lo[r], hi[r], masked);
+        }
         __global const float *vrow = vpb + (ulong)j0 * HEAD_DIM_PAD;
         const int nk = min(BLOCK_KEYS, hmax - j0);
         /* a constant last argument: the unmasked blocks keep the plain loop */
         if (masked)
-            pv_block(acc, p, vrow, nk, lim, 1);
+            pv_block(acc, p, vrow, nk, lim, low, 1);
         else
-            pv_block(acc, p, vrow, nk, lim, 0);
-        vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, j0 + BLOCK_KEYS >= hmax);
+            pv_block(acc, p, vrow, nk, lim, low, 0);
+        vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, LAST_KEY_BLOCK(j0, jstart, hmax));
     }
     vec_store(tot, cmp, ltot, lcmp, m, rows, hi, qi, qh, b, q_heads, o, og, lse, write_lse, NULL,
-              NULL, 1, 0);
+              NULL, 1, 0, va);
 }

@@ -29,24 +29,53 @@
 #error "VEC_WIDTH must divide BLOCK_KEYS"
 #endif
 
-/* The tile's rows: row r is query qi[r] of head qh[r] and sees keys up to
- * hi[r] (clamped to the split's end; a row with hi <= j_lo is empty here).
+/* The tile's rows: row r is query qi[r] of head qh[r] and sees keys [lo[r],
+ * hi[r]) (clamped to the split's range; a row with hi <= j_lo is empty here).
  * The tile's key range is [j_lo, hmax); blocks from hmin on cut some live
- * row. */
-inline __attribute__((always_inline)) void vec_rows(tile_rows m, int hi[BLOCK_ROWS],
-                                                    int qi[BLOCK_ROWS], int qh[BLOCK_ROWS],
-                                                    int *hmax, int *hmin)
+ * row's hi. With WINDOW (variants.cl's row_span) the keys start at the
+ * lowest live lo, lmin, and blocks below lmax cut some live row's lo; an
+ * empty row gets lo = hi = j_lo, as without it. */
+inline __attribute__((always_inline)) void vec_rows(tile_rows m, int2 win, int hi[BLOCK_ROWS],
+                                                    int lo[BLOCK_ROWS], int qi[BLOCK_ROWS],
+                                                    int qh[BLOCK_ROWS], int *hmax, int *hmin,
+                                                    int *lmin, int *lmax)
 {
     *hmax = m.j_lo;
     *hmin = INT_MAX;
+    *lmin = INT_MAX;
+    *lmax = m.j_lo;
     for (int r = 0; r < BLOCK_ROWS; r++) {
+#if WINDOW
+        hi[r] = row_span(m, r, win, &qi[r], &qh[r], &lo[r]);
+        if (hi[r] <= lo[r]) hi[r] = lo[r] = m.j_lo;
+#else
         hi[r] = row_keys(m, r, &qi[r], &qh[r]);
+        lo[r] = m.j_lo;
+#endif
         if (hi[r] > m.j_lo) {
             *hmax = max(*hmax, hi[r]);
             *hmin = min(*hmin, hi[r]);
+            *lmin = min(*lmin, lo[r]);
+            *lmax = max(*lmax, lo[r]);
         }
     }
+    if (*lmin == INT_MAX) *lmin = m.j_lo;
 }
+
+/* The walk over a tile's key blocks from jstart (a multiple of BLOCK_KEYS)
+ * to hmax: upward, or with ALiBi downward. ALiBi raises a row's logits
+ * toward its own position, the high keys: walked upward, the running max
+ * grew at nearly every block and rescaled every sum (+40% time, S=2048
+ * causal); from the top it meets the max first. */
+#if ALIBI
+#define FOR_KEY_BLOCKS(j0, jstart, hmax)                                                        \
+    for (int j0 = (hmax) > (jstart) ? ((hmax) - 1) / BLOCK_KEYS * BLOCK_KEYS : (jstart) - 1;     \
+         j0 >= (jstart); j0 -= BLOCK_KEYS)
+#define LAST_KEY_BLOCK(j0, jstart, hmax) ((j0) - BLOCK_KEYS < (jstart))
+#else
+#define FOR_KEY_BLOCKS(j0, jstart, hmax) for (int j0 = (jstart); j0 < (hmax); j0 += BLOCK_KEYS)
+#define LAST_KEY_BLOCK(j0, jstart, hmax) ((j0) + BLOCK_KEYS >= (hmax))
+#endif
 
 /* The running state of each row, in separate arrays the entry kernel
  * declares, as before the cores: with them PoCL makes the same hot loops
@@ -67,8 +96,60 @@ inline __attribute__((always_inline)) void vec_start(
     }
 }
 
+#if SOFTCAP || ALIBI || MASK
+/* variants.cl's variant_logit on one row's scores of the block at j0, a
+ * vector at a time: the row is buffer row qi of head qh and sees keys [lo,
+ * hi). The mask is read only inside them (never past kv_len) and only with
+ * add_mask (prefill skips it in a tile its summary says adds zeros); a key
+ * it hides, or brings below MAX_INIT, becomes MASKED. */
+inline __attribute__((always_inline)) void vec_logits(variants va, floatV s[NKV], tile_rows rows,
+                                                      int b, int qi, int qh, int j0, int lo,
+                                                      int hi, int add_mask)
+{
+#if ALIBI
+    const float slope = row_slope(va, qh);
+    const intV pos = (intV)(row_pos(qi, rows.len));
+#endif
+#if MASK
+    /* key j is mask column kv_start + j */
+    const ulong mrow = mask_row(va, b, qh, qi) + (ulong)rows.len.z * va.mk;
+#endif
+#pragma unroll
+    for (int kv = 0; kv < NKV; kv++) {
+        const int k0 = j0 + kv * VEC_WIDTH;
+#if SOFTCAP
+        {
+            /* tanh through one exp2 of -2|x|, in (0, 1]: PoCL's own tanh
+             * spilled 2.5x as many vectors and cost 7% more (S=2048). Below
+             * |x| = 1/8, where 1 - e loses digits (a cap of 1e6 lost 3% of
+             * every logit), its series to x^5 (next term < 2.6e-8 |x|). */
+            const floatV x = s[kv], x2 = x * x, e = exp2((floatV)(-2.0f * LOG2E) * fabs(x));
+            const floatV series = x * MULADD(x2, MULADD(x2, (floatV)(2.0f / 15.0f), (floatV)(-1.0f / 3.0f)), (floatV)(1.0f));
+            const floatV t = select(copysign(((floatV)(1.0f) - e) / ((floatV)(1.0f) + e), x), series,
+                                    fabs(x) < (floatV)(0.125f));
+            s[kv] = (floatV)(va.cap) * t;
+        }
+#endif
+#if ALIBI
+        s[kv] = MULADD((floatV)(slope), convert_floatV((intV)(k0) + IOTA - pos), s[kv]);
+#endif
+#if MASK
+        if (add_mask) {
+            float add[VEC_WIDTH];
+            for (int e = 0; e < VEC_WIDTH; e++) {
+                const int j = k0 + e;
+                add[e] = j >= lo && j < hi ? MASK_LOAD(va.mask, mrow + (ulong)j * va.mk) : 0.0f;
+            }
+            const floatV x = MULADD(vloadV(0, add), (floatV)(LOG2E), s[kv]);
+            s[kv] = select((floatV)(MASKED), x, x >= (floatV)(MAX_INIT));
+        }
+#endif
+    }
+}
+#endif
+
 /* One block's online-softmax step for one row: with masked, the scores of
- * keys past the row's limit hi become MASKED; then the row's running max
+ * keys past the row's limit hi (or, with WINDOW, before its lo) become MASKED; then the row's running max
  * grows to the block's, rescaling its sums, and p gets exp2(s - m). The
  * entries call it per row, in an unrolled loop of their own: one function
  * over the whole tile's arrays (or a wrapper looping over this one) made
@@ -76,13 +157,17 @@ inline __attribute__((always_inline)) void vec_start(
  * interleaved, call by call, against the kernel before the cores). */
 inline __attribute__((always_inline)) void vec_softmax_row(
     floatV acc[NCHUNK], floatV tot[NCHUNK], floatV cmp[NCHUNK], floatV *lsum, floatV *ltot,
-    floatV *lcmp, float *m, floatV s[NKV], float p[BLOCK_KEYS], int j0, int hi, int masked)
+    floatV *lcmp, float *m, floatV s[NKV], float p[BLOCK_KEYS], int j0, int lo, int hi, int masked)
 {
     if (masked) {
 #pragma unroll
         for (int kv = 0; kv < NKV; kv++) {
             const intV key = (intV)(j0 + kv * VEC_WIDTH) + IOTA;
+#if WINDOW
+            s[kv] = select(s[kv], (floatV)(MASKED), key >= (intV)(hi) || key < (intV)(lo));
+#else
             s[kv] = select(s[kv], (floatV)(MASKED), key >= (intV)(hi));
+#endif
         }
     }
     floatV bm = s[0];
@@ -131,28 +216,46 @@ inline __attribute__((always_inline)) void vec_fold(
 }
 
 /* Each row's result. Unsplit (nsplit 1): O at row (b, h, i) of o and,
- * with write_lse, its natural-log LSE (-inf for an empty row). Split: a
- * partial for attn_decode_combine (decode_common.cl), O normalised over
- * this split's keys at part_o[(lse_index * nsplit + split) * DIM_PAD], its
- * log2 LSE or EMPTY_LSE at part_lse[lse_index * nsplit + split]. */
+ * with write_lse, its natural-log LSE (-inf for an empty row), both with the
+ * head's sink under SINKS (variants.cl's finish_row). Split: a partial for
+ * attn_decode_combine (decode_common.cl, which adds the sink), O normalised
+ * over this split's keys at part_o[(lse_index * nsplit + split) * DIM_PAD],
+ * its log2 LSE or EMPTY_LSE at part_lse[lse_index * nsplit + split]. PACKED:
+ * no pad row is written (it is another sequence's), the LSE is [Hq][Sq]. */
 inline __attribute__((always_inline)) void vec_store(
     floatV tot[BLOCK_ROWS][NCHUNK], floatV cmp[BLOCK_ROWS][NCHUNK], floatV ltot[BLOCK_ROWS],
     floatV lcmp[BLOCK_ROWS], float m[BLOCK_ROWS], tile_rows rows, const int hi[BLOCK_ROWS],
     const int qi[BLOCK_ROWS], const int qh[BLOCK_ROWS], int b, int q_heads, __global storage_t *o,
     ulong4 og, __global float *lse, int write_lse, __global float *part_o, __global float *part_lse,
-    int nsplit, int split)
+    int nsplit, int split, variants va)
 {
     for (int r = 0; r < BLOCK_ROWS; r++) {
         if (qi[r] >= rows.sq) break;
+#if SINKS || PACKED
+        const int query = qi[r] >= rows.len.x && qi[r] < rows.len.x + rows.len.y; /* not a pad row */
+#endif
+#if PACKED
+        if (!query) continue;
+#endif
         const float l = hi[r] > rows.j_lo ? hsum_v(ltot[r] - lcmp[r]) : 0.0f;
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
-        const ulong prow = lse_index(b, q_heads, rows.sq, qh[r], qi[r]);
+        const ulong prow = variant_lse_index(b, q_heads, rows.sq, qh[r], qi[r]);
         if (nsplit == 1) {
             const ulong orow = row_index(og, b, qh[r], qi[r]);
+#if SINKS
+            float lse_l2;
+            const float f = finish_row(va, qh[r], m[r], l, query, &lse_l2);
+#else
+            const float f = inv;
+#endif
             /* an empty row stores zeros even if a masked V held inf or NaN */
             for (int c = 0; c < NCHUNK; c++)
-                store_chunk(o, orow, c, l > 0.0f ? (tot[r][c] - cmp[r][c]) * inv : (floatV)(0.0f));
+                store_chunk(o, orow, c, l > 0.0f ? (tot[r][c] - cmp[r][c]) * f : (floatV)(0.0f));
+#if SINKS
+            if (write_lse) lse[prow] = lse_l2 * LN2;
+#else
             if (write_lse) lse[prow] = l > 0.0f ? (m[r] + log2(l)) * LN2 : -INFINITY;
+#endif
         } else {
 #ifdef DIM_PAD /* decode_common.cl: only decode splits */
             const ulong pr = prow * nsplit + split;

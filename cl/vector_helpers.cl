@@ -14,6 +14,7 @@
 #define vstoreV CAT(vstore, VEC_WIDTH)
 #define uintV CAT(uint, VEC_WIDTH)
 #define ushortV CAT(ushort, VEC_WIDTH)
+#define convert_floatV CAT(convert_float, VEC_WIDTH)
 
 #if VEC_WIDTH == 16
 #define IOTA ((int16)(0, 1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15))
