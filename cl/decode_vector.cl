@@ -181,13 +181,16 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
 #else
         const int masked = j0 + BLOCK_KEYS > hmin;
 #endif
+#if SOFTCAP || ALIBI || MASK
+        /* all rows' logits before any row's softmax (vector.cl); the mask
+         * as it is: row = new query, column = cache position */
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++)
+            vec_logits(va, s[r], rows, b, qi[r], qh[r], j0, lo[r], hi[r], 1);
+#endif
         float p[BLOCK_ROWS][BLOCK_KEYS];
 #pragma unroll
         for (int r = 0; r < BLOCK_ROWS; r++) {
-#if SOFTCAP || ALIBI || MASK
-            /* the mask is read as it is: row = new query, column = cache position */
-            vec_logits(va, s[r], rows, b, qi[r], qh[r], j0, lo[r], hi[r], 1);
-#endif
             vec_softmax_row(acc[r], tot[r], cmp[r], &lsum[r], &ltot[r], &lcmp[r], &m[r], s[r], p[r], j0,
                             lo[r], hi[r], masked);
         }

@@ -189,12 +189,18 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
                 low[r] = lo[r] - j0;
 #endif
             }
+#if SOFTCAP || ALIBI || MASK
+        /* all rows' logits before any row's softmax: with each row's
+         * softmax between, its branch kept PoCL from overlapping the rows'
+         * chains, and the softcap cost 17% over plain causal, not 7%; a
+         * mask mixed in every tile 85%, not 45% (S=2048, CPU time) */
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++)
+            vec_logits(va, s[r], rows, b, qi[r], qh[r], j0, lo[r], hi[r], add_mask);
+#endif
         float p[BLOCK_ROWS][BLOCK_KEYS];
 #pragma unroll
         for (int r = 0; r < BLOCK_ROWS; r++) {
-#if SOFTCAP || ALIBI || MASK
-            vec_logits(va, s[r], rows, b, qi[r], qh[r], j0, lo[r], hi[r], add_mask);
-#endif
             vec_softmax_row(acc[r], tot[r], cmp[r], &lsum[r], &ltot[r], &lcmp[r], &m[r], s[r], p[r], j0,
                             lo[r], hi[r], masked);
         }

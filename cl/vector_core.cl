@@ -96,6 +96,10 @@ inline __attribute__((always_inline)) void vec_start(
     }
 }
 
+#if SOFTCAP
+SOFT_TANH(soft_tanh_v, floatV) /* variants.cl's tanh, a vector at a time */
+#endif
+
 #if SOFTCAP || ALIBI || MASK
 /* variants.cl's variant_logit on one row's scores of the block at j0, a
  * vector at a time: the row is buffer row qi of head qh and sees keys [lo,
@@ -118,17 +122,7 @@ inline __attribute__((always_inline)) void vec_logits(variants va, floatV s[NKV]
     for (int kv = 0; kv < NKV; kv++) {
         const int k0 = j0 + kv * VEC_WIDTH;
 #if SOFTCAP
-        {
-            /* tanh through one exp2 of -2|x|, in (0, 1]: PoCL's own tanh
-             * spilled 2.5x as many vectors and cost 7% more (S=2048). Below
-             * |x| = 1/8, where 1 - e loses digits (a cap of 1e6 lost 3% of
-             * every logit), its series to x^5 (next term < 2.6e-8 |x|). */
-            const floatV x = s[kv], x2 = x * x, e = exp2((floatV)(-2.0f * LOG2E) * fabs(x));
-            const floatV series = x * MULADD(x2, MULADD(x2, (floatV)(2.0f / 15.0f), (floatV)(-1.0f / 3.0f)), (floatV)(1.0f));
-            const floatV t = select(copysign(((floatV)(1.0f) - e) / ((floatV)(1.0f) + e), x), series,
-                                    fabs(x) < (floatV)(0.125f));
-            s[kv] = (floatV)(va.cap) * t;
-        }
+        s[kv] = (floatV)(va.cap) * soft_tanh_v(s[kv]);
 #endif
 #if ALIBI
         s[kv] = MULADD((floatV)(slope), convert_floatV((intV)(k0) + IOTA - pos), s[kv]);
