@@ -100,6 +100,12 @@ inline __attribute__((always_inline)) void vec_start(
 SOFT_TANH(soft_tanh_v, floatV) /* variants.cl's tanh, a vector at a time */
 #endif
 
+#if MASK == 2 /* VEC_WIDTH mask elements from p on */
+#define MASK_LOADV(p) CAT(vload_half, VEC_WIDTH)(0, (p))
+#elif MASK
+#define MASK_LOADV(p) vloadV(0, (p))
+#endif
+
 #if SOFTCAP || ALIBI || MASK
 /* variants.cl's variant_logit on one row's scores of the block at j0, a
  * vector at a time: the row is buffer row qi of head qh and sees keys [lo,
@@ -117,6 +123,9 @@ inline __attribute__((always_inline)) void vec_logits(variants va, floatV s[NKV]
 #if MASK
     /* key j is mask column kv_start + j */
     const ulong mrow = mask_row(va, b, qh, qi) + (ulong)rows.len.z * va.mk;
+    /* a block inside the row's keys, of a mask with key stride 1, is read
+     * a vector at a time (the gather below cost 2.5x as much) */
+    const int whole = va.mk == 1 && j0 >= lo && j0 + BLOCK_KEYS <= hi;
 #endif
 #pragma unroll
     for (int kv = 0; kv < NKV; kv++) {
@@ -129,12 +138,18 @@ inline __attribute__((always_inline)) void vec_logits(variants va, floatV s[NKV]
 #endif
 #if MASK
         if (add_mask) {
-            float add[VEC_WIDTH];
-            for (int e = 0; e < VEC_WIDTH; e++) {
-                const int j = k0 + e;
-                add[e] = j >= lo && j < hi ? MASK_LOAD(va.mask, mrow + (ulong)j * va.mk) : 0.0f;
+            floatV add;
+            if (whole) {
+                add = MASK_LOADV(va.mask + mrow + k0);
+            } else {
+                float g[VEC_WIDTH];
+                for (int e = 0; e < VEC_WIDTH; e++) {
+                    const int j = k0 + e;
+                    g[e] = j >= lo && j < hi ? MASK_LOAD(va.mask, mrow + (ulong)j * va.mk) : 0.0f;
+                }
+                add = vloadV(0, g);
             }
-            const floatV x = MULADD(vloadV(0, add), (floatV)(LOG2E), s[kv]);
+            const floatV x = MULADD(add, (floatV)(LOG2E), s[kv]);
             s[kv] = select((floatV)(MASKED), x, x >= (floatV)(MAX_INIT));
         }
 #endif
