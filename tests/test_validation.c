@@ -820,7 +820,10 @@ static void test_packed_layout(void)
     attn_tensor o = fx.out;
     o.stride_batch = 2 * D;
     const int qsa[B] = {0, 1}, qla[B] = {2, 3}, qsb[B] = {0, 0}, qlb[B] = {3, 2};
-    expect_packed(&fx, &p, &o, qsa, qla, lse, ATTN_SUCCESS, NULL);
+    expect_packed(&fx, &p, &o, qsa, qla, NULL, ATTN_SUCCESS, NULL);
+    /* ... but packed lse is [Hq][Sq] by buffer row: rows 1 of both meet */
+    expect_packed(&fx, &p, &o, qsa, qla, lse, ATTN_ERROR_INVALID_ARGUMENT,
+                  "batch entries 0 and 1 both have query rows at 1");
     expect_packed(&fx, &p, &o, qsb, qlb, lse, ATTN_ERROR_INVALID_ARGUMENT,
                   "out: with p->packed, the rows of sequences 0 (q_start 0, q_len 3) and 1");
     clReleaseMemObject(lse);
@@ -912,6 +915,32 @@ static void test_bad_variants(void)
     p.mask = (attn_mask){foreign, NULL, ATTN_F32, 0, HQ * plane, plane, SKV, 1};
     VREJECTS(&p, "belongs to another cl_context");
     VREJECTS(&p, "p->mask.buffer");
+    /* a softcap whose softcap * log2(e) overflows; slopes that overflow
+     * over the problem's positions */
+    p = fx.p;
+    p.softcap = 3e38f;
+    VREJECTS(&p, "p->softcap = 3e+38 is too large");
+    const float huge_slopes[HQ] = {0.5f, 1e38f, 0.125f, 0.0625f};
+    p = fx.p;
+    p.alibi_slopes = huge_slopes;
+    VREJECTS(&p, "p->alibi_slopes[1]");
+    /* buffers attn reads must not be those it writes */
+    cl_mem fused = sentinel_buffer(ctx, full * sizeof(float));
+    p = fx.p;
+    p.mask = (attn_mask){fused, NULL, ATTN_F32, 0, 0, 0, SKV, 1};
+    CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fused),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "not p->sinks_buffer or p->mask.buffer"));
+    p = fx.p;
+    p.sinks_buffer = fx.lse;
+    VREJECTS(&p, "not p->sinks_buffer or p->mask.buffer");
+    p = fx.p;
+    p.sinks_buffer = fx.out.buffer;
+    VREJECTS(&p, "p->sinks_buffer is out->buffer");
+    p = fx.p;
+    p.mask = (attn_mask){fx.out.buffer, NULL, ATTN_F32, 0, 0, 0, 0, 0};
+    VREJECTS(&p, "p->mask.buffer is out->buffer");
+    clReleaseMemObject(fused);
 #undef VREJECTS
     clReleaseMemObject(foreign);
     clReleaseContext(other);

@@ -58,6 +58,8 @@ static attn_status reference_check(const attn_problem *p, const attn_lengths *L)
     ATTN_CHECK(NULL, p->mask.buffer && !p->mask.host, ATTN_ERROR_INVALID_ARGUMENT,
                "p->mask.buffer is set but p->mask.host is NULL: the reference reads the mask "
                "from host memory");
+    ATTN_CHECK(NULL, p->alibi_slopes && p->alibi_max_bias > 0.0f, ATTN_ERROR_INVALID_ARGUMENT,
+               "p->alibi_slopes and p->alibi_max_bias are both set; give the slopes one way");
     ATTN_CHECK(NULL, !(p->alibi_max_bias >= 0.0f) || isinf(p->alibi_max_bias),
                ATTN_ERROR_INVALID_ARGUMENT, "p->alibi_max_bias = %g must be finite and >= 0",
                (double)p->alibi_max_bias);

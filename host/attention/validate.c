@@ -224,6 +224,41 @@ static int rows_meet(const attn_tensor *o, int heads, int dim, const out_rows *x
     return lattice_meets((long long)(x->b - y->b) * (long long)o->stride_batch, 3, st, lo, hi);
 }
 
+static int by_start(const void *a, const void *b)
+{
+    const int *x = a, *y = b;
+    return (x[0] > y[0]) - (x[0] < y[0]);
+}
+
+/* Packed lse is [q_heads][q_len] by buffer row, so the entries' query rows
+ * [q_start, q_start + q_len) must not meet, whatever out's strides do. */
+static attn_status check_packed_lse_rows(attn_context *ctx, const attn_problem *p,
+                                         const attn_lengths *lengths)
+{
+    int (*span)[3] = malloc(sizeof *span * (size_t)p->batch);
+    if (!span) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    int n = 0;
+    for (int b = 0; b < p->batch; b++) {
+        const attn_region r = attn_region_of(p, lengths, b);
+        if (r.q_len == 0) continue;
+        span[n][0] = r.q_start;
+        span[n][1] = r.q_start + r.q_len;
+        span[n++][2] = b;
+    }
+    qsort(span, (size_t)n, sizeof *span, by_start);
+    for (int i = 1; i < n; i++)
+        if (span[i][0] < span[i - 1][1]) {
+            const int a = span[i - 1][2], b = span[i][2], row = span[i][0];
+            free(span);
+            return INVALID(ctx, "lse: with p->packed it is [q_heads][q_len] by buffer row, but "
+                           "batch entries %d and %d both have query rows at %d (lengths->q_start "
+                           "and q_len): their LSE rows would meet",
+                           a < b ? a : b, a < b ? b : a, row);
+        }
+    free(span);
+    return ATTN_SUCCESS;
+}
+
 /* out's written rows must not meet one another: all rows [0, q_len) of
  * every entry, or with p->packed each entry's own [q_start, q_start +
  * q_len). Entries sorted by their first element; only those whose ranges
@@ -318,7 +353,17 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
                            need);
         if (lse == out->buffer || lse == q->buffer || lse == k->buffer || lse == v->buffer)
             return INVALID(ctx, "lse must be a buffer of its own, not one of q, k, v or out");
+        if (lse == p->sinks_buffer || lse == p->mask.buffer)
+            return INVALID(ctx, "lse must be a buffer of its own, not p->sinks_buffer or "
+                           "p->mask.buffer (attn reads those while it writes lse)");
+        if (p->packed && (st = check_packed_lse_rows(ctx, p, lengths)) != ATTN_SUCCESS) return st;
     }
+    if (p->sinks_buffer && p->sinks_buffer == out->buffer)
+        return INVALID(ctx, "p->sinks_buffer is out->buffer: attn reads the sinks while it "
+                       "writes out");
+    if (p->mask.buffer && p->mask.buffer == out->buffer)
+        return INVALID(ctx, "p->mask.buffer is out->buffer: attn reads the mask while it "
+                       "writes out");
     return ATTN_SUCCESS;
 }
 

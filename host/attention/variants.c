@@ -99,6 +99,9 @@ attn_status attn_validate_variants(attn_context *ctx, const attn_problem *p)
     if (p->softcap > 0.0f && !isfinite(attn_effective_scale(p) / p->softcap))
         return INVALID(ctx, "p->softcap = %g is too small: scale / softcap overflows a float",
                        (double)p->softcap);
+    if (!isfinite(p->softcap * LOG2E)) /* the kernels' cap is softcap * log2(e) */
+        return INVALID(ctx, "p->softcap = %g is too large: softcap * log2(e) overflows a float",
+                       (double)p->softcap);
     if (p->sinks && p->sinks_buffer)
         return INVALID(ctx, "p->sinks and p->sinks_buffer are both set; give the sinks one way");
     for (int h = 0; p->sinks && h < p->q_heads; h++)
@@ -116,9 +119,13 @@ attn_status attn_validate_variants(attn_context *ctx, const attn_problem *p)
     if (p->alibi_slopes && p->alibi_max_bias > 0.0f)
         return INVALID(ctx, "p->alibi_slopes and p->alibi_max_bias are both set; give the slopes "
                        "one way");
+    /* the kernels add slope * log2(e) * (j - pos), |j - pos| < q_len + kv_len, in float */
+    const float reach = (float)p->q_len + (float)p->kv_len;
     for (int h = 0; p->alibi_slopes && h < p->q_heads; h++)
-        if (!isfinite(p->alibi_slopes[h]))
-            return INVALID(ctx, "p->alibi_slopes[%d] is not finite", h);
+        if (!isfinite(p->alibi_slopes[h] * LOG2E * reach))
+            return INVALID(ctx, "p->alibi_slopes[%d] = %g is not finite or too large: slope * "
+                           "log2(e) * (q_len + kv_len) overflows a float", h,
+                           (double)p->alibi_slopes[h]);
     const attn_mask *m = &p->mask;
     if (!m->buffer) return ATTN_SUCCESS;
     if (m->dtype != ATTN_F32 && m->dtype != ATTN_F16)

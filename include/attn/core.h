@@ -132,7 +132,10 @@ typedef struct attn_tensor {
  * row and c the key's position in the cache). -inf masks the key; so does
  * any value that brings the logit below -FLT_MAX / 2 (in log2 units), as
  * the finfo.min masks of other libraries do. A zero-initialised attn_mask
- * is no mask. */
+ * is no mask. Keys the mask hides are weighted by zero where their tile is
+ * not hidden whole, so their V rows must be finite (0 * inf is NaN); keys
+ * outside the lengths, the causal limit and the window are never read.
+ * The mask must not be out's or lse's buffer. */
 typedef struct attn_mask {
     cl_mem buffer;        /* the device calls' mask (read only), or NULL: no mask */
     const float *host;    /* attn_reference_forward's mask: float, same offset and strides */
@@ -173,9 +176,9 @@ typedef struct attn_problem {
     const float *sinks;
     cl_mem sinks_buffer;
     /* ALiBi: s += slope_h * (j - p). Slopes from alibi_slopes (q_heads
-     * floats, host, read at the call) or, when that is NULL and
-     * alibi_max_bias > 0, from max_bias as llama.cpp and the ALiBi paper
-     * derive them (attn_alibi_slopes). */
+     * floats, host, read at the call) or from alibi_max_bias > 0 as
+     * llama.cpp and the ALiBi paper derive them (attn_alibi_slopes); giving
+     * both is ATTN_ERROR_INVALID_ARGUMENT. */
     const float *alibi_slopes;
     float alibi_max_bias;
     attn_mask mask;   /* an additive mask (see attn_mask); mask.buffer NULL = none */
