@@ -25,6 +25,6 @@ __kernel void attn_mask_tiles(__global const int4 *lens, VARIANT_PARAMS, __globa
             all_zero &= x == 0.0f;
         }
     }
-    tiles[((ulong)bh * va.mt.y + qb) * va.mt.z + kb] =
+    tiles[mask_tile(va, b, h, qb, kb)] =
         all_masked ? MASK_TILE_MASKED : all_zero ? MASK_TILE_ZERO : MASK_TILE_MIXED;
 }

@@ -192,9 +192,7 @@ inline __attribute__((always_inline)) void tiled_attend(
         int add_mask = 1;
 #if MASK
         if (mask_tiles) { /* the same for the whole work-group: barriers stay uniform */
-            const int hm = va.mt.x > 1 ? m.h0 : 0;
-            const uchar kind = va.tiles[(((ulong)b * va.mt.x + hm) * va.mt.y +
-                                         m.t0 / BLOCK_ROWS) * va.mt.z + j0 / BLOCK_KEYS];
+            const uchar kind = va.tiles[mask_tile(va, b, m.h0, m.t0 / BLOCK_ROWS, j0 / BLOCK_KEYS)];
             if (kind == MASK_TILE_MASKED) continue;
             add_mask = kind == MASK_TILE_MIXED;
         }
