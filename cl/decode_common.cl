@@ -10,16 +10,31 @@
  * MASKED in common.cl, and skipped by the combine */
 #define EMPTY_LSE (-FLT_MAX)
 
+/* The first key any new query of a sequence can see, where its splits
+ * start: 0, or with a window's left limit the first query's position minus
+ * it, rounded down to a whole block, so that the splits share out the keys
+ * the windows cover rather than the whole cache (host: decode.c's
+ * key_base, the same formula). len as decode_tile's. */
+inline int decode_key_base(int2 len, int2 win)
+{
+#if WINDOW
+    if (win.x >= 0) return max(len.y - len.x - win.x, 0) / BLOCK_KEYS * BLOCK_KEYS;
+#endif
+    return 0;
+}
+
 /* The rows of a decode tile (common.cl's tile_rows) starting at row t0:
  * (new query i, query head g of KV head hk's group) pairs, t = i * group +
- * g, so that one K/V load serves every query head of the group. lens[b] =
+ * g, so that one K/V load serves every query head of the group. len =
  * (new queries, keys in the cache including them): new query i sees the
- * keys up to its own. Split s covers keys [s * chunk, (s + 1) * chunk). */
-inline tile_rows decode_tile(int2 len, int t0, int group, int hk, int sq, int causal, int split,
-                             int chunk)
+ * keys up to its own. Split s covers keys [base + s * chunk, base + (s + 1)
+ * * chunk), base = decode_key_base. */
+inline tile_rows decode_tile(int2 len, int2 win, int t0, int group, int hk, int sq, int causal,
+                             int split, int chunk)
 {
-    const tile_rows m = {(int4)(0, len.x, 0, len.y), t0, group, hk * group, sq, causal,
-                         split * chunk, split * chunk + chunk};
+    const int j0 = decode_key_base(len, win) + split * chunk;
+    const tile_rows m = {(int4)(0, len.x, 0, len.y), t0, group, hk * group, sq, causal, j0,
+                         j0 + chunk};
     return m;
 }
 

@@ -5,8 +5,8 @@
  * (normalised O, log2 LSE) for attn_decode_combine. */
 
 /* Global (nsplit * WG_SIZE, kv_heads * ntiles, B), local (WG_SIZE, 1, 1).
- * The cache is [B][kv_heads][head_rows][DIM_PAD]; split s covers keys
- * [s * chunk, (s + 1) * chunk), chunk a multiple of BLOCK_KEYS. */
+ * The cache is [B][kv_heads][head_rows][DIM_PAD]; split s covers chunk
+ * keys from decode_key_base + s * chunk, chunk a multiple of BLOCK_KEYS. */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
 void attn_decode_tiled(__global const storage_t *q, ulong4 qg, __global const storage_t *kc,
                        __global const storage_t *vc, int head_rows, __global storage_t *o,
@@ -20,7 +20,8 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, __global const st
     const int split = get_group_id(0);
     const int tile = get_global_id(1) % ntiles, hk = get_global_id(1) / ntiles;
     const int b = get_global_id(2);
-    const tile_rows m = decode_tile(lens[b], tile * BLOCK_ROWS, q_heads / kv_heads, hk, sq, causal, split, chunk);
+    const tile_rows m = decode_tile(lens[b], va.win, tile * BLOCK_ROWS, q_heads / kv_heads, hk, sq,
+                                     causal, split, chunk);
     const ulong head = ((ulong)b * kv_heads + hk) * (ulong)head_rows * DIM_PAD;
     const kv_rows kv = {kc + head, vc + head, DIM_PAD, DIM_PAD};
     tiled_attend(&tl, m, b, q_heads, q, qg, qscale, kv, o, og, lse, write_lse, part_o, part_lse,

@@ -82,8 +82,8 @@ inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUN
 }
 
 /* Global (nsplit, kv_heads * ntiles, B), local (1, 1, 1). The cache is
- * [B][kv_heads][head_rows][DIM_PAD]; split s covers keys [s * chunk,
- * (s + 1) * chunk), chunk a multiple of BLOCK_KEYS. */
+ * [B][kv_heads][head_rows][DIM_PAD]; split s covers chunk keys from
+ * decode_key_base + s * chunk, chunk a multiple of BLOCK_KEYS. */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const storage_t *kc,
                         __global const storage_t *vc, int head_rows, __global storage_t *o,
@@ -99,8 +99,8 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const s
     const ulong head = ((ulong)b * kv_heads + hk) * (ulong)head_rows * DIM_PAD;
     __global const storage_t *kh = kc + head;
     __global const storage_t *vh = vc + head;
-    const tile_rows rows = decode_tile(lens[b], tile * BLOCK_ROWS, q_heads / kv_heads, hk, sq,
-                                       causal, split, chunk);
+    const tile_rows rows = decode_tile(lens[b], va.win, tile * BLOCK_ROWS, q_heads / kv_heads,
+                                       hk, sq, causal, split, chunk);
     int hi[BLOCK_ROWS], lo[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS], hmax, hmin, lmin, lmax;
     vec_rows(rows, va.win, hi, lo, qi, qh, &hmax, &hmin, &lmin, &lmax);
 

@@ -161,7 +161,7 @@ inline __attribute__((always_inline)) void tiled_attend(
     int qi = 0, qh = 0, lr;
 
     /* the work-group's key range; it starts at a whole tile (j_lo is one:
-     * decode's chunk, prefill's 0), so that tiles outside every live row's
+     * a decode split's start, prefill's 0), so that tiles outside every live row's
      * keys are never visited and prefill's tiles are the mask summary's */
     int lmin, hmin, lmax;
     const int hmax = tile_span(m, va.win, &lmin, &hmin, &lmax);

@@ -44,6 +44,9 @@ static const int tl_qs[2] = {0, 4}, tl_ql[2] = {37, 29}, tl_ks[2] = {0, 1}, tl_k
 static const int ck_qs[2] = {0, 2}, ck_ql[2] = {21, 17}, ck_ks[2] = {0, 3}, ck_kl[2] = {21, 0};
 static const int mqa_kl[2] = {13, 70};
 static const int dc_kl[3] = {50, 20, 33}, dc_ql[3] = {3, 1, 0}, dc_kl2[3] = {40, 7, 12};
+/* decode windows far from the cache's start: splits begin at each
+ * sequence's first windowed block (decode_key_base), not at key 0 */
+static const int dw_kl[3] = {300, 181, 97}, dw_ql[3] = {3, 1, 2};
 /* the variants' lengths: packed sequences of 1, 7, 33 and 64 along one
  * axis; a packed axis with rows no entry owns (3, 11 of q; 10, 11, 39 of kv) */
 static const int pk_s[4] = {0, 1, 8, 41}, pk_l[4] = {1, 7, 33, 64};
@@ -387,6 +390,13 @@ const harness_case harness_cases[] = {
 #define VDEC(name_, splits, ...)                                                                       {.group = "variants_decode/alone", .name = (name_), .families = HARNESS_BOTH, .params = splits,      SHAPE(3, 8, 2, 64, 3, 50), .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), .poison_pads = 1,         .seed = 3600, __VA_ARGS__}
     VDEC("decode window 8, unsplit", "splits=1", WIN(8, 0)),
     VDEC("decode window 8, split 3", "splits=3", WIN(8, 0)),
+    {.group = "variants_decode/alone", .name = "decode window 30 of 300, split 4, keys 16",
+     .families = HARNESS_BOTH, .params = "splits=4,keys=16", SHAPE(3, 8, 2, 64, 3, 300),
+     .causal = 1, LENS(NULL, dw_ql, NULL, dw_kl), .poison_pads = 1, WIN(30, 0), .seed = 3601},
+    {.group = "variants_decode/alone", .name = "decode window 30 right 5, non-causal, split 3",
+     .families = HARNESS_BOTH, .params = "splits=3", SHAPE(3, 4, 4, 40, 3, 300),
+     .dtype = ATTN_F16, LENS(NULL, dw_ql, NULL, dw_kl), .poison_pads = 1, WIN(30, 5),
+     .seed = 3602},
     VDEC("decode sinks, unsplit", "splits=1", .sinks = HARNESS_SINKS_HOST),
     VDEC("decode sinks buffer, split 3", "splits=3", .sinks = HARNESS_SINKS_BUFFER),
     VDEC("decode softcap 4, split 3", "splits=3", .softcap = 4.0f, .amp = 3.0f),

@@ -97,6 +97,14 @@ static attn_problem full_problem(const attn_kv_cache *c, const attn_problem *p)
     return f;
 }
 
+/* cl/decode_common.cl's decode_key_base: the first key of a sequence with
+ * len keys (q_len of them new) that a window of left limit `left` (-1:
+ * none) lets any new query see, rounded down to a block of bk keys */
+static int key_base(int len, int q_len, int left, int bk)
+{
+    return left < 0 || len - q_len - left <= 0 ? 0 : (len - q_len - left) / bk * bk;
+}
+
 static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const attn_problem *p,
                              const int *q_lens, decode_plan *dp)
 {
@@ -108,23 +116,25 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
     dp->pr = pr;
     dp->qlen = malloc(sizeof *dp->qlen * (size_t)c->batch);
     if (!dp->qlen) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
-    int max_len = 0;
+    /* the keys the splits share out: each sequence's from its key_base */
+    const int left = attn_variant_window_left(p), bk = pr.block_keys;
+    int max_span = 0;
     for (int b = 0; b < c->batch; b++) {
         dp->qlen[b] = q_lens ? q_lens[b] : p->q_len;
-        if (dp->qlen[b] > 0 && c->len[b] > max_len) max_len = c->len[b];
+        const int span = c->len[b] - key_base(c->len[b], dp->qlen[b], left, bk);
+        if (dp->qlen[b] > 0 && span > max_span) max_span = span;
     }
     const int rows_needed = p->q_heads / p->kv_heads * p->q_len;
     dp->ntiles = (rows_needed + pr.block_rows - 1) / pr.block_rows;
     const int items = c->batch * c->kv_heads * dp->ntiles;
     const size_t key_bytes = 2 * (size_t)c->head_dim * attn_dtype_size(c->dtype);
     int want = pr.kv_splits > 0 ? pr.kv_splits
-                                : attn_decode_auto_splits(&dev, items, max_len, key_bytes);
-    const int bk = pr.block_keys;
-    int chunk = (max_len + want - 1) / want;
+                                : attn_decode_auto_splits(&dev, items, max_span, key_bytes);
+    int chunk = (max_span + want - 1) / want;
     chunk = (chunk + bk - 1) / bk * bk;
     if (chunk < bk) chunk = bk;
     dp->chunk = chunk;
-    dp->nsplit = max_len > 0 ? (max_len + chunk - 1) / chunk : 1;
+    dp->nsplit = max_span > 0 ? (max_span + chunk - 1) / chunk : 1;
     return ATTN_SUCCESS;
 }
 

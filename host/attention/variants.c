@@ -158,6 +158,15 @@ float attn_variant_qscale(const attn_problem *p)
     return p->softcap > 0.0f ? scale / p->softcap : scale * LOG2E;
 }
 
+/* A window limit as the kernels take it: -1 = unlimited, which a limit
+ * past WINDOW_CLAMP also is (no sequence is that long) */
+static int window_limit(int w) { return w < 0 || w > WINDOW_CLAMP ? -1 : w; }
+
+int attn_variant_window_left(const attn_problem *p)
+{
+    return p->use_window ? window_limit(p->window_left) : -1;
+}
+
 static attn_status upload(attn_context *ctx, const float *host, int n, const char *what, cl_mem *out)
 {
     cl_int err;
@@ -170,10 +179,8 @@ attn_status attn_variant_args_make(attn_context *ctx, const attn_problem *p, cl_
                                    attn_variant_args *va)
 {
     memset(va, 0, sizeof *va);
-    const int left = p->window_left < 0 || p->window_left > WINDOW_CLAMP ? -1 : p->window_left;
-    const int right = p->window_right < 0 || p->window_right > WINDOW_CLAMP ? -1 : p->window_right;
-    va->win.s[0] = left;
-    va->win.s[1] = right;
+    va->win.s[0] = window_limit(p->window_left);
+    va->win.s[1] = window_limit(p->window_right);
     va->cap = p->softcap > 0.0f ? p->softcap * LOG2E : 0.0f;
     va->sinks = va->slopes = va->mask = va->tiles = placeholder;
     attn_status st = ATTN_SUCCESS;

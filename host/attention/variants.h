@@ -39,6 +39,10 @@ void attn_variant_options(const attn_problem *p, char *buf, size_t size);
  * then computes softcap * log2(e) * tanh(q.k)). */
 float attn_variant_qscale(const attn_problem *p);
 
+/* The window's left limit as the kernels see it (var_win.x): -1 when p
+ * has no window or it is unlimited on the left. */
+int attn_variant_window_left(const attn_problem *p);
+
 /* The values of cl/variants.cl's VARIANT_PARAMS for one call. Host arrays
  * (sinks, slopes) are uploaded into small buffers this struct owns; unused
  * pointers are bound to `placeholder` (never read). */
