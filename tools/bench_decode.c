@@ -69,6 +69,15 @@ static void splits_word(const dconf *c, char *buf, size_t size)
     else snprintf(buf, size, "auto");
 }
 
+/* The keys a step reads per sequence: the whole prefix, or with a
+ * window's left limit L only the last q_len + L keys (the rows' windows) */
+static double keys_read(const dshape *s, const bench_variant *v)
+{
+    const int left = v && v->use_window ? v->window_left : -1;
+    return left < 0 || (double)s->q_len + left >= s->kv_len ? s->kv_len
+                                                             : (double)s->q_len + left;
+}
+
 /* The row of one configuration: text or CSV on stdout, and a JSON object
  * into results in every format (attn-bench reads the spread from it). */
 static void print_row(const bench_decode_config *cfg, const dshape *s, const dconf *c,
@@ -77,7 +86,7 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     const attn_dtype dtype = cfg->dtypes[c->type];
     const int ratios = cfg->ndtypes > 1;
     const double esize = (double)attn_dtype_size(dtype);
-    const double bytes = 2.0 * s->batch * s->kv_heads * (double)s->kv_len * s->head_dim * esize;
+    const double bytes = 2.0 * s->batch * s->kv_heads * keys_read(s, cfg->variant) * s->head_dim * esize;
     const attn_problem p = {.batch = s->batch, .q_heads = s->q_heads, .kv_heads = s->kv_heads,
                             .head_dim = s->head_dim, .q_len = s->q_len, .kv_len = s->kv_len,
                             .dtype = dtype, .causal = 1, .scale = 0.0f}; /* q_len new rows,
@@ -411,8 +420,8 @@ int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak,
     const size_t nshapes = cfg->batch > 0 ? 1 : sizeof decode_set / sizeof decode_set[0];
 
     if (cfg->format == 0) {
-        printf("decode: K/V GB/s = K and V bytes of the prefix read once / median time; "
-               "configurations\ncompared interleaved with copy-bandwidth runs "
+        printf("decode: K/V GB/s = K and V bytes of the prefix (of a window's keys) read once / "
+               "median time;\nconfigurations compared interleaved with copy-bandwidth runs "
                "(attn_device_copy_gbps)%s\n", cfg->ndtypes > 1 ? "; ratio = median time / the "
                "first type's with the same splits" : "");
         printf("%-36s %-5s %-6s %-7s %-9s %5s %9s %9s %9s %6s %9s %7s %8s%s  %-9s %s\n", "shape",
