@@ -883,7 +883,7 @@ static void test_bad_variants(void)
     cl_mem mask = sentinel_buffer(ctx, full * sizeof(float));
     cl_mem mask_short = sentinel_buffer(ctx, (full - 1) * sizeof(float));
     p = fx.p;
-    p.mask = (attn_mask){mask, NULL, ATTN_F32, 0, HQ * plane, plane, SKV, 1};
+    p.mask = (attn_mask){mask, NULL, ATTN_F32, 0, HQ * plane, plane, SKV, 1, 0};
     CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse),
                     ATTN_SUCCESS);
     p.mask.dtype = ATTN_F16; /* half the bytes: fine */
@@ -912,7 +912,7 @@ static void test_bad_variants(void)
     cl_mem foreign = clCreateBuffer(other, CL_MEM_READ_WRITE, full * sizeof(float), NULL, &err);
     CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
     p = fx.p;
-    p.mask = (attn_mask){foreign, NULL, ATTN_F32, 0, HQ * plane, plane, SKV, 1};
+    p.mask = (attn_mask){foreign, NULL, ATTN_F32, 0, HQ * plane, plane, SKV, 1, 0};
     VREJECTS(&p, "belongs to another cl_context");
     VREJECTS(&p, "p->mask.buffer");
     /* a softcap whose softcap * log2(e) overflows; slopes that overflow
@@ -927,7 +927,7 @@ static void test_bad_variants(void)
     /* buffers attn reads must not be those it writes */
     cl_mem fused = sentinel_buffer(ctx, full * sizeof(float));
     p = fx.p;
-    p.mask = (attn_mask){fused, NULL, ATTN_F32, 0, 0, 0, SKV, 1};
+    p.mask = (attn_mask){fused, NULL, ATTN_F32, 0, 0, 0, SKV, 1, 0};
     CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fused),
                     ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "not p->sinks_buffer or p->mask.buffer"));
@@ -938,7 +938,7 @@ static void test_bad_variants(void)
     p.sinks_buffer = fx.out.buffer;
     VREJECTS(&p, "p->sinks_buffer is out->buffer");
     p = fx.p;
-    p.mask = (attn_mask){fx.out.buffer, NULL, ATTN_F32, 0, 0, 0, 0, 0};
+    p.mask = (attn_mask){fx.out.buffer, NULL, ATTN_F32, 0, 0, 0, 0, 0, 0};
     VREJECTS(&p, "p->mask.buffer is out->buffer");
     clReleaseMemObject(fused);
 #undef VREJECTS
@@ -1006,7 +1006,7 @@ static void test_decode_variants(void)
     CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &k, &k, 1, NULL, NULL), ATTN_SUCCESS);
     const size_t n = (size_t)B * HQ * CAP;
     cl_mem mask = sentinel_buffer(ctx, (n - 1) * sizeof(float));
-    p.mask = (attn_mask){mask, NULL, ATTN_F32, 0, HQ * CAP, CAP, CAP, 1};
+    p.mask = (attn_mask){mask, NULL, ATTN_F32, 0, HQ * CAP, CAP, CAP, 1, 0};
     CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &q, &out, NULL, NULL, NULL),
                     ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "p->mask.buffer ([2][4][1][16]"));
@@ -1107,7 +1107,7 @@ static void test_check_mask_and_sinks(void)
     cl_mem bzero = upload_bytes(ctx, zero_sinks, sizeof zero_sinks);
 
     attn_problem p = base_problem(ATTN_F32);
-    p.mask = (attn_mask){mask, NULL, ATTN_F16, MASK_OFFSET, 0, 0, SKV, 1};
+    p.mask = (attn_mask){mask, NULL, ATTN_F16, MASK_OFFSET, 0, 0, SKV, 1, 0};
     p.sinks_buffer = bsinks;
     /* the expected result, from host copies */
     attn_problem hp = p;

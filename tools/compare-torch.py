@@ -45,7 +45,7 @@ class Mask(C.Structure):  # attn_mask
     _fields_ = [("buffer", C.c_void_p), ("host", C.POINTER(C.c_float)), ("dtype", C.c_int),
                 ("offset", C.c_size_t), ("stride_batch", C.c_size_t),
                 ("stride_head", C.c_size_t), ("stride_q", C.c_size_t),
-                ("stride_kv", C.c_size_t)]
+                ("stride_kv", C.c_size_t), ("version", C.c_ulong)]
 
 
 class Problem(C.Structure):  # attn_problem, in include/attn/core.h's order

@@ -54,11 +54,8 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
     cl_int4 *hl = malloc(sizeof *hl * (size_t)p->batch);
     if (!hl) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
     for (int b = 0; b < p->batch; b++) {
-        const attn_lengths *L = lengths;
-        hl[b].s[0] = L && L->q_start ? L->q_start[b] : 0;
-        hl[b].s[1] = L && L->q_len ? L->q_len[b] : p->q_len;
-        hl[b].s[2] = L && L->kv_start ? L->kv_start[b] : 0;
-        hl[b].s[3] = L && L->kv_len ? L->kv_len[b] : p->kv_len;
+        const attn_region r = attn_region_of(p, lengths, b);
+        hl[b] = (cl_int4){{r.q_start, r.q_len, r.kv_start, r.kv_len}};
     }
     lens = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                           sizeof *hl * (size_t)p->batch, hl, &err);
@@ -81,8 +78,8 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
         (st = attn_kernel_create(ctx, prog, attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL),
                                  &main_k)) ||
         (st = attn_variant_args_make(ctx, p, lens, &va)) ||
-        (st = attn_variant_mask_tiles(ctx, p, prog, lens, pr->block_rows, pr->block_keys, &va,
-                                      &before[1])))
+        (st = attn_variant_mask_tiles(ctx, p, prog, lengths, lens, pr->block_rows,
+                                      pr->block_keys, &va, &before[1])))
         goto done;
     if (pr->family == ATTN_FAMILY_VECTOR) {
         const cl_int skvp = (p->kv_len + pr->block_keys - 1) / pr->block_keys * pr->block_keys;

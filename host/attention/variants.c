@@ -6,6 +6,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "attention/forward.h"
+#include "attention/mask_cache.h"
 #include "attention/validate.h"
 
 #include <math.h>
@@ -228,11 +229,16 @@ void attn_variant_args_release(attn_variant_args *va)
 }
 
 attn_status attn_variant_mask_tiles(attn_context *ctx, const attn_problem *p, cl_program program,
-                                    cl_mem lens, int block_rows, int block_keys,
-                                    attn_variant_args *va, cl_event *done)
+                                    const attn_lengths *lengths, cl_mem lens, int block_rows,
+                                    int block_keys, attn_variant_args *va, cl_event *done)
 {
     *done = NULL;
     if (!p->mask.buffer) return ATTN_SUCCESS;
+    cl_mem kept = attn_mask_cache_find(ctx, p, lengths, block_rows, block_keys, &va->mt);
+    if (kept) {
+        va->tiles = kept;
+        return ATTN_SUCCESS;
+    }
     const int heads = p->mask.stride_head ? p->q_heads : 1;
     const int nqb = (p->q_len + block_rows - 1) / block_rows;
     const int nkb = (p->kv_len + block_keys - 1) / block_keys;
@@ -253,6 +259,12 @@ attn_status attn_variant_mask_tiles(attn_context *ctx, const attn_problem *p, cl
     st = attn_kernel_set_args(ctx, k, args, 2 + ATTN_VARIANT_NARGS);
     if (st == ATTN_SUCCESS) st = attn_kernel_enqueue(ctx, k, 3, global, NULL, 0, NULL, done);
     clReleaseKernel(k);
-    if (st == ATTN_SUCCESS) va->tiles = ctx->mask_tiles.mem;
-    return st;
+    if (st != ATTN_SUCCESS) return st;
+    va->tiles = ctx->mask_tiles.mem;
+    /* a mask with a version keeps its summary: the scratch becomes the
+     * cache entry's, and the next call without one makes a new scratch */
+    if (p->mask.version && attn_mask_cache_put(ctx, p, lengths, block_rows, block_keys, va->mt,
+                                               ctx->mask_tiles.mem, ctx->mask_tiles.bytes))
+        ctx->mask_tiles = (attn_scratch){NULL, 0};
+    return ATTN_SUCCESS;
 }

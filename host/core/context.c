@@ -7,6 +7,7 @@
 #include "core/log.h"
 #include "core/text.h"
 #include "tuning/tuning.h"
+#include "attention/mask_cache.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -242,6 +243,7 @@ void attn_context_release(attn_context *ctx)
     }
     attn_tuning_release(ctx);
     attn_config_release(ctx);
+    attn_mask_cache_release(ctx);
     attn_scratch *scratch[] = {&ctx->kt, &ctx->vp, &ctx->mask_tiles};
     for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
         if (scratch[i]->mem) clReleaseMemObject(scratch[i]->mem);

@@ -2,6 +2,7 @@
  * buffers grown on demand and kept for reuse): how much, and giving it back. */
 #include "core/context.h"
 #include "core/errors.h"
+#include "attention/mask_cache.h"
 
 /* Every scratch buffer of the context; a new one belongs in this list. */
 static int scratch_list(attn_context *ctx, attn_scratch **list, int max)
@@ -26,6 +27,7 @@ attn_status attn_context_workspace_bytes(attn_context *ctx, size_t *bytes)
         int n = scratch_list(ctx, list, 16);
         *bytes = 0;
         for (int i = 0; i < n; i++) *bytes += list[i]->mem ? list[i]->bytes : 0;
+        *bytes += attn_mask_cache_bytes(ctx);
     }
     attn_call_end(ctx);
     return st;
@@ -43,6 +45,7 @@ attn_status attn_context_release_workspace(attn_context *ctx)
         list[i]->mem = NULL;
         list[i]->bytes = 0;
     }
+    attn_mask_cache_release(ctx);
     attn_call_end(ctx);
     return ATTN_SUCCESS;
 }

@@ -142,6 +142,15 @@ typedef struct attn_mask {
     attn_dtype dtype;     /* of buffer: ATTN_F32 or ATTN_F16 */
     size_t offset;        /* elements from the start to element [0][0][0][0] */
     size_t stride_batch, stride_head, stride_q, stride_kv; /* elements; 0 broadcasts */
+    /* 0: the contents may change from call to call. Nonzero: a promise that
+     * the buffer holds the same contents in every call made with this
+     * buffer and this version, so that attn_forward keeps what its pre-pass
+     * learns of the mask (which tiles it hides whole) and skips that pass
+     * when the mask comes back. Count it up when you write new contents.
+     * The context keeps a few such masks and a reference to their buffers
+     * (clRetainMemObject) until attn_context_release_workspace or
+     * attn_context_release. */
+    unsigned long version;
 } attn_mask;
 
 typedef struct attn_problem {

@@ -1,0 +1,37 @@
+/* mask_cache.h -- the per-tile summaries (cl/mask_tiles.cl) of the masks a
+ * caller promised not to change (attn_mask.version != 0), kept in the
+ * context so that a mask that comes back skips the pre-pass. A summary is
+ * found again only by everything it depends on: the buffer, the version,
+ * the mask's dtype, offset and strides, the problem's extent and lengths,
+ * and the tile sizes. */
+#ifndef ATTN_ATTENTION_MASK_CACHE_H
+#define ATTN_ATTENTION_MASK_CACHE_H
+
+#include "attn.h"
+
+/* The summaries a context keeps at most: the least recently used goes. */
+#define ATTN_MASK_CACHE_ENTRIES 4
+
+/* The summary of p's mask (with these lengths and tiles) if the context
+ * holds it: its buffer (owned by the context) and va's summary shape (mt)
+ * in *mt; NULL when p's mask has version 0 or was not seen. */
+cl_mem attn_mask_cache_find(attn_context *ctx, const attn_problem *p, const attn_lengths *lengths,
+                            int block_rows, int block_keys, cl_int4 *mt);
+
+/* Keeps `tiles` (the context takes this reference; bytes for
+ * attn_context_workspace_bytes) as the summary of p's mask, in the entry
+ * of the same buffer (another version of it is stale), else the least
+ * recently used. The mask's buffer is retained while the entry lives, so
+ * that its handle cannot be reused by a new buffer that the summary would
+ * not describe. Returns 0, the caller still owning tiles, when host memory
+ * ran out: the summary is then just not kept. */
+int attn_mask_cache_put(attn_context *ctx, const attn_problem *p, const attn_lengths *lengths,
+                        int block_rows, int block_keys, cl_int4 mt, cl_mem tiles, size_t bytes);
+
+/* Device bytes of the kept summaries, and dropping them all (with the
+ * references to the masks' buffers): attn_context_release_workspace and
+ * attn_context_release. */
+size_t attn_mask_cache_bytes(const attn_context *ctx);
+void attn_mask_cache_release(attn_context *ctx);
+
+#endif /* ATTN_ATTENTION_MASK_CACHE_H */

@@ -1,0 +1,251 @@
+/* test_mask_cache.c -- attn_mask.version: a mask with a version keeps its
+ * tile summary in the context (host/attention/mask_cache.c) and skips the
+ * pre-pass when it comes back, in both kernel families:
+ *   a versioned mask gives the answer of version 0, bit for bit, call after call;
+ *   the summary is really kept: contents rewritten under the same version
+ *     are not seen where the summary skips (the caller broke the promise),
+ *     and a new version sees them;
+ *   the summary is found only by everything it depends on: other lengths
+ *     with the same buffer and version are summarised afresh;
+ *   the context holds a reference to each kept mask's buffer, at most
+ *     ATTN_MASK_CACHE_ENTRIES of them, and attn_context_release_workspace
+ *     gives them back.
+ * Tiles are forced to 8 rows x 16 keys, so that the masks below hide whole
+ * key tiles (keys 32..63) and leave others all zero. */
+#define _POSIX_C_SOURCE 200809L
+#include "cases.h"
+#include "attention/mask_cache.h"
+
+#include <math.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { B = 2, HQ = 4, HKV = 2, D = 32, S = 64, HIDE_FROM = 32 };
+static const char *const families[] = {"family=vector,rows=8,keys=16",
+                                       "family=tiled,rows=8,keys=16"};
+
+typedef struct fixture {
+    attn_context *ctx;
+    float *q, *k, *v, *ref, *got;
+    attn_tensor tq, tk, tv, to;
+    cl_mem mask;
+} fixture;
+
+static size_t elems(int h) { return (size_t)B * h * S * D; }
+
+static void set_up(fixture *f)
+{
+    memset(f, 0, sizeof *f);
+    f->ctx = harness_context();
+    f->q = malloc(elems(HQ) * sizeof(float)), f->ref = malloc(elems(HQ) * sizeof(float));
+    f->got = malloc(elems(HQ) * sizeof(float));
+    f->k = malloc(elems(HKV) * sizeof(float)), f->v = malloc(elems(HKV) * sizeof(float));
+    CU_ASSERT_FATAL(f->q && f->ref && f->got && f->k && f->v);
+    harness_fill_uniform(f->q, elems(HQ), 71, -2.0f, 2.0f);
+    harness_fill_uniform(f->k, elems(HKV), 72, -2.0f, 2.0f);
+    harness_fill_uniform(f->v, elems(HKV), 73, -1.0f, 1.0f);
+    CU_ASSERT_FATAL(harness_upload(f->ctx, ATTN_F32, f->q, B, HQ, S, D, NULL, &f->tq) != NULL);
+    CU_ASSERT_FATAL(harness_upload(f->ctx, ATTN_F32, f->k, B, HKV, S, D, NULL, &f->tk) != NULL);
+    CU_ASSERT_FATAL(harness_upload(f->ctx, ATTN_F32, f->v, B, HKV, S, D, NULL, &f->tv) != NULL);
+    CU_ASSERT_FATAL(harness_alloc(f->ctx, ATTN_F32, B, HQ, S, D, NULL, &f->to) != NULL);
+    f->mask = harness_float_buffer(f->ctx, (size_t)S * S);
+    CU_ASSERT_FATAL(f->mask != NULL);
+}
+
+static void tear_down(fixture *f)
+{
+    attn_context_release_workspace(f->ctx); /* the cache's references */
+    cl_mem m[] = {f->tq.buffer, f->tk.buffer, f->tv.buffer, f->to.buffer, f->mask};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++)
+        if (m[i]) clReleaseMemObject(m[i]);
+    free(f->q), free(f->k), free(f->v), free(f->ref), free(f->got);
+}
+
+/* An [S][S] mask broadcast over batch and heads: 0, except -inf at keys
+ * >= HIDE_FROM in rows < hide_rows. */
+static void write_mask(fixture *f, float *host, int hide_rows)
+{
+    for (int r = 0; r < S; r++)
+        for (int c = 0; c < S; c++) host[r * S + c] = r < hide_rows && c >= HIDE_FROM ? -INFINITY : 0.0f;
+    CU_ASSERT_FATAL(clEnqueueWriteBuffer(attn_context_queue(f->ctx), f->mask, CL_TRUE, 0,
+                                         sizeof(float) * S * S, host, 0, NULL, NULL) == CL_SUCCESS);
+}
+
+static attn_problem problem(fixture *f, const float *host, unsigned long version)
+{
+    attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = S,
+                      .kv_len = S, .dtype = ATTN_F32};
+    p.mask = (attn_mask){f->mask, host, ATTN_F32, 0, 0, 0, S, 1, version};
+    return p;
+}
+
+/* attn_forward of p into f->got; 0 or the failure */
+static int run(fixture *f, const attn_problem *p, const attn_lengths *L)
+{
+    attn_status st = attn_forward(f->ctx, p, &f->tq, &f->tk, &f->tv, &f->to, L, NULL, NULL);
+    if (st != ATTN_SUCCESS) {
+        printf("\n  attn_forward: %s\n", attn_last_error(f->ctx));
+        return -1;
+    }
+    return harness_download(f->ctx, ATTN_F32, &f->to, B, HQ, S, D, f->got);
+}
+
+/* violations of f->got against the reference of p with mask `host` */
+static int against(fixture *f, const attn_problem *p, const float *host, const attn_lengths *L,
+                   const char *what)
+{
+    attn_problem r = *p;
+    r.mask.host = host;
+    CU_ASSERT_FATAL(attn_reference_forward(&r, f->q, f->k, f->v, f->ref, L, NULL) == ATTN_SUCCESS);
+    double atol, rtol;
+    attn_tolerance(ATTN_F32, &atol, &rtol);
+    if (L) /* only the entries' own rows count: the others are made equal */
+        for (int b = 0; b < B; b++)
+            for (int h = 0; h < HQ; h++)
+                for (int i = 0; i < S; i++)
+                    if (i < L->q_start[b] || i >= L->q_start[b] + L->q_len[b]) {
+                        const size_t o = (((size_t)b * HQ + h) * S + i) * D;
+                        memcpy(f->got + o, f->ref + o, D * sizeof(float));
+                    }
+    return harness_compare(what, f->got, f->ref, elems(HQ), atol, rtol, 71);
+}
+
+static cl_uint references(cl_mem m)
+{
+    cl_uint n = 0;
+    clGetMemObjectInfo(m, CL_MEM_REFERENCE_COUNT, sizeof n, &n, NULL);
+    return n;
+}
+
+static void test_versioned_equals_fresh(void)
+{
+    fixture f;
+    set_up(&f);
+    float *host = malloc(sizeof(float) * S * S), *fresh = malloc(elems(HQ) * sizeof(float));
+    CU_ASSERT_FATAL(host && fresh);
+    write_mask(&f, host, 40);
+    for (int fam = 0; fam < 2; fam++) {
+        CU_ASSERT_FATAL(attn_context_set_params(f.ctx, families[fam]) == ATTN_SUCCESS);
+        attn_problem p = problem(&f, host, 0);
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, host, NULL, families[fam]) == 0);
+        memcpy(fresh, f.got, elems(HQ) * sizeof(float));
+        p.mask.version = 7;
+        for (int call = 0; call < 3; call++) { /* makes the summary, then finds it */
+            CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+            CU_ASSERT(memcmp(fresh, f.got, elems(HQ) * sizeof(float)) == 0);
+        }
+        attn_context_release_workspace(f.ctx);
+    }
+    attn_context_set_params(f.ctx, NULL);
+    free(host), free(fresh);
+    tear_down(&f);
+}
+
+static void test_summary_is_kept_until_the_version_changes(void)
+{
+    fixture f;
+    set_up(&f);
+    float *hidden = malloc(sizeof(float) * S * S), *open = malloc(sizeof(float) * S * S);
+    CU_ASSERT_FATAL(hidden && open);
+    for (int fam = 0; fam < 2; fam++) {
+        CU_ASSERT_FATAL(attn_context_set_params(f.ctx, families[fam]) == ATTN_SUCCESS);
+        write_mask(&f, hidden, S); /* keys 32..63 hidden from every row: whole tiles */
+        attn_problem p = problem(&f, hidden, 1);
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, hidden, NULL, "version 1") == 0);
+        /* the promise broken: new contents, the same version: the kept
+         * summary still skips keys 32..63, so the old answer comes back */
+        write_mask(&f, open, 0);
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, hidden, NULL, "version 1, rewritten") == 0);
+        printf("\n  (a mismatch against the new contents is expected here:)");
+        CU_ASSERT(against(&f, &p, open, NULL, "version 1 against its new contents") > 0);
+        p.mask.version = 2;
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, open, NULL, "version 2") == 0);
+    }
+    attn_context_set_params(f.ctx, NULL);
+    free(hidden), free(open);
+    tear_down(&f);
+}
+
+/* Rows < 36 hide keys 32..63. Summarised first for queries 36..63 only,
+ * the row tile 32..39 is all zero; for all queries it is mixed (rows
+ * 32..35 hide keys): a summary found by buffer and version alone would
+ * let those rows see the hidden keys. */
+static void test_other_lengths_are_summarised_afresh(void)
+{
+    fixture f;
+    set_up(&f);
+    float *host = malloc(sizeof(float) * S * S);
+    CU_ASSERT_FATAL(host != NULL);
+    write_mask(&f, host, 36);
+    static const int late_start[B] = {36, 36}, late_len[B] = {S - 36, S - 36};
+    static const int all_start[B] = {0, 0}, all_len[B] = {S, S};
+    const attn_lengths late = {late_start, late_len, NULL, NULL};
+    const attn_lengths all = {all_start, all_len, NULL, NULL};
+    for (int fam = 0; fam < 2; fam++) {
+        CU_ASSERT_FATAL(attn_context_set_params(f.ctx, families[fam]) == ATTN_SUCCESS);
+        attn_problem p = problem(&f, host, 3);
+        CU_ASSERT_FATAL(run(&f, &p, &late) == 0);
+        CU_ASSERT(against(&f, &p, host, &late, "queries 36..63") == 0);
+        CU_ASSERT_FATAL(run(&f, &p, &all) == 0);
+        CU_ASSERT(against(&f, &p, host, &all, "then every query") == 0);
+        attn_context_release_workspace(f.ctx);
+    }
+    attn_context_set_params(f.ctx, NULL);
+    free(host);
+    tear_down(&f);
+}
+
+static void test_references_bounded_and_released(void)
+{
+    fixture f;
+    set_up(&f);
+    enum { N = ATTN_MASK_CACHE_ENTRIES + 1 };
+    float *host = malloc(sizeof(float) * S * S);
+    CU_ASSERT_FATAL(host != NULL);
+    write_mask(&f, host, 20);
+    cl_mem masks[N];
+    for (int i = 0; i < N; i++) {
+        masks[i] = harness_float_buffer(f.ctx, (size_t)S * S);
+        CU_ASSERT_FATAL(masks[i] != NULL);
+        CU_ASSERT_FATAL(clEnqueueCopyBuffer(attn_context_queue(f.ctx), f.mask, masks[i], 0, 0,
+                                            sizeof(float) * S * S, 0, NULL, NULL) == CL_SUCCESS);
+    }
+    const cl_uint alone = references(masks[0]);
+    for (int i = 0; i < N; i++) {
+        attn_problem p = problem(&f, host, 1);
+        p.mask.buffer = masks[i];
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, host, NULL, "one of several masks") == 0);
+        CU_ASSERT(references(masks[i]) == alone + 1); /* kept */
+    }
+    /* the least recently used went, with its reference; the rest stay */
+    CU_ASSERT(references(masks[0]) == alone);
+    for (int i = 1; i < N; i++) CU_ASSERT(references(masks[i]) == alone + 1);
+    size_t held = 0;
+    CU_ASSERT(attn_context_workspace_bytes(f.ctx, &held) == ATTN_SUCCESS);
+    CU_ASSERT(held > 0);
+    CU_ASSERT(attn_context_release_workspace(f.ctx) == ATTN_SUCCESS);
+    for (int i = 0; i < N; i++) CU_ASSERT(references(masks[i]) == alone);
+    CU_ASSERT(attn_context_workspace_bytes(f.ctx, &held) == ATTN_SUCCESS);
+    CU_ASSERT(held == 0);
+    for (int i = 0; i < N; i++) clReleaseMemObject(masks[i]);
+    free(host);
+    tear_down(&f);
+}
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_versioned_equals_fresh),
+    HARNESS_TEST(test_summary_is_kept_until_the_version_changes),
+    HARNESS_TEST(test_other_lengths_are_summarised_afresh),
+    HARNESS_TEST(test_references_bounded_and_released),
+    HARNESS_END,
+};
+
+static void register_tests(void) { harness_add_suite("mask_cache", tests); }
+
+int main(void) { return harness_run("test_mask_cache", register_tests); }
