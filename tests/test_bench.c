@@ -336,6 +336,7 @@ static void test_variant_refusals(void)
         {{"--mask", "upper", NULL}, "--mask wants causal, zeros, prefix-lm or random-block"},
         {{"--mask", "zeros", "--mask-dtype", "bf16", NULL}, "--mask-dtype wants f32 or f16"},
         {{"--mask-dtype", "f16", NULL}, "--mask-dtype needs --mask"},
+        {{"--mask-fresh", NULL}, "--mask-fresh needs --mask"},
         {{"--packed", "10,0", NULL}, "--packed wants up to"},
         {{"--packed", "10,20", "--batch", "2", NULL}, "--packed sets the batch"},
         {{"--packed", "10,20", "--seq", "64", NULL}, "--packed sets the lengths"},
@@ -369,7 +370,7 @@ static void test_mask_pairs(void)
     const double causal = attn_problem_flops(&p, NULL);
     for (int r = 0; r < SQ; r++)
         for (int c = 0; c < SKV; c++) mask[r * SKV + c] = c > r + SKV - SQ ? -INFINITY : 0.0f;
-    const attn_mask m = {NULL, mask, ATTN_F32, 0, 0, 0, SKV, 1};
+    const attn_mask m = {NULL, mask, ATTN_F32, 0, 0, 0, SKV, 1, 0};
     p.mask = m;
     p.causal = 0;
     CU_ASSERT_DOUBLE_EQUAL(bench_variant_flops(&p, NULL), causal, 0.5);
@@ -416,7 +417,7 @@ static void test_threaded_reference(void)
     attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = S,
                       .kv_len = S, .causal = 1, .use_window = 1, .window_left = 6,
                       .window_right = -1, .softcap = 3, .sinks = sinks, .alibi_max_bias = 8};
-    const attn_mask m = {NULL, mask, ATTN_F32, 3, (size_t)HQ * S * S - 3, (size_t)S * S, S, 1};
+    const attn_mask m = {NULL, mask, ATTN_F32, 3, (size_t)HQ * S * S - 3, (size_t)S * S, S, 1, 0};
     p.mask = m;
     memset(a, 0, nq * 4), memset(b, 0, nq * 4);
     CU_ASSERT_EQUAL(tool_reference(&p, &L, q, k, v, a), ATTN_SUCCESS);
@@ -461,7 +462,7 @@ static void test_variants_run(void)
 {
     static const char *const rows[] = {
         "plain", "window=16,0", "softcap=50", "sinks=per-head", "alibi=8", "mask=causal/f32",
-        "mask=causal/f16", "mask=zeros/f32", "mask=random-block/f32", "mask=prefix-lm/f16",
+        "mask=causal/f32/fresh", "mask=causal/f16", "mask=zeros/f32", "mask=random-block/f32", "mask=prefix-lm/f16",
         "padded=3", "packed=3"};
     const int nrows = (int)(sizeof rows / sizeof rows[0]);
     const char *text_args[] = {"--variants", "--seq", "64", "--head-dim", "16", "--q-heads",
@@ -487,17 +488,17 @@ static void test_variants_run(void)
     cJSON *root = cJSON_Parse(out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(root);
     const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results"), *r;
-    /* costs: 10 rows, window: 2, packed: 2 */
-    CU_ASSERT_EQUAL(cJSON_GetArraySize(results), 14);
+    /* costs: 11 rows, window: 2, packed: 2 */
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(results), 15);
     int k = 0;
     cJSON_ArrayForEach(r, results)
     {
         const cJSON *g = cJSON_GetObjectItemCaseSensitive(r, "variants_group");
         CU_ASSERT(cJSON_IsString(g));
         CU_ASSERT(cJSON_IsObject(cJSON_GetObjectItemCaseSensitive(r, "variant")));
-        const double ratio = number(r, k < 10 ? "gflops_vs_base" : "speed_vs_base");
+        const double ratio = number(r, k < 11 ? "gflops_vs_base" : "speed_vs_base");
         CU_ASSERT(ratio > 0);
-        if (k == 0 || k == 10 || k == 12) CU_ASSERT_DOUBLE_EQUAL(ratio, 1.0, 1e-12);
+        if (k == 0 || k == 11 || k == 13) CU_ASSERT_DOUBLE_EQUAL(ratio, 1.0, 1e-12);
         k++;
     }
     cJSON_Delete(root);

@@ -18,7 +18,7 @@ typedef enum bench_opt {
     OPT_DEVICE, OPT_BATCH, OPT_QHEADS, OPT_KVHEADS, OPT_HEADDIM, OPT_SEQ, OPT_QLEN, OPT_KVLEN,
     OPT_CAUSAL, OPT_NOCAUSAL, OPT_DTYPE, OPT_REPS, OPT_FORMAT, OPT_CHECK, OPT_NOCHECK,
     OPT_DECODE, OPT_SPLITS, OPT_MATERIALIZED, OPT_WINDOW, OPT_SOFTCAP, OPT_SINKS, OPT_ALIBI,
-    OPT_MASK, OPT_MASKTYPE, OPT_PACKED, OPT_VARIANTS, OPT_HELP, OPT_VERSION, OPT_COUNT
+    OPT_MASK, OPT_MASKTYPE, OPT_MASKFRESH, OPT_PACKED, OPT_VARIANTS, OPT_HELP, OPT_VERSION, OPT_COUNT
 } bench_opt;
 
 const bench_option_spec bench_option_specs[OPT_COUNT] = {
@@ -66,6 +66,9 @@ const bench_option_spec bench_option_specs[OPT_COUNT] = {
                   "causal; use --no-causal), random-block (64x64 blocks\n"
                   "-inf with probability 1/2)"},
     [OPT_MASKTYPE] = {"mask-dtype", "f32|f16", "the mask's storage type (default f32)"},
+    [OPT_MASKFRESH] = {"mask-fresh", NULL, "the mask with version 0: its tile pre-pass runs\n"
+                       "every call (default version 1, a mask that never changes:\n"
+                       "the first call's summary is kept)"},
     [OPT_PACKED] = {"packed", "LIST", "a batch of sequences of these lengths (e.g.\n"
                     "100,1000,3000,4096) packed on one token axis and the\n"
                     "same padded to the longest, timed interleaved: a row\n"
@@ -215,13 +218,14 @@ int bench_parse_dtypes(const char *list, attn_dtype *dtypes, int max)
 }
 
 /* The variant options against the modes: -1 (said why) when they clash. */
-static int check_variant_use(const bench_options *o, int mask_dtype_given)
+static int check_variant_use(const bench_options *o, int mask_dtype_given, int fresh_given)
 {
     const bench_variant *v = &o->variant;
     bench_variant others = *v;
     others.npacked = 0;
     const char *why = NULL;
     if (mask_dtype_given && !v->mask) why = "--mask-dtype needs --mask";
+    else if (fresh_given && !v->mask) why = "--mask-fresh needs --mask";
     else if (o->compare && bench_variant_any(v))
         why = "--compare-materialized takes no variant option (--window ... --packed)";
     else if (o->decode && v->npacked) why = "--packed applies to prefill (attn_decode refuses "
@@ -250,7 +254,7 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
         longopts[i].val = 256 + i;
     }
     memset(&longopts[OPT_COUNT], 0, sizeof longopts[OPT_COUNT]);
-    int c, bad = 0, splits[BENCH_MAX_SPLITS], mask_dtype_given = 0;
+    int c, bad = 0, splits[BENCH_MAX_SPLITS], mask_dtype_given = 0, fresh_given = 0;
     while ((c = getopt_long(argc, argv, "", longopts, NULL)) != -1) {
         if (c < 256 || c >= 256 + OPT_COUNT) { /* getopt_long has said what is wrong */
             bad = -1;
@@ -335,6 +339,9 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
             }
             mask_dtype_given = 1;
             break;
+        case OPT_MASKFRESH:
+            o->variant.mask_fresh = fresh_given = 1;
+            break;
         case OPT_PACKED: {
             int n = bench_parse_packed(optarg, o->variant.packed, BENCH_MAX_PACKED);
             if (n < 0) {
@@ -378,7 +385,7 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
         fprintf(stderr, "attn-bench: --compare-materialized takes one --dtype\n");
         bad = -1;
     }
-    if (!bad) bad = check_variant_use(o, mask_dtype_given);
+    if (!bad) bad = check_variant_use(o, mask_dtype_given, fresh_given);
     if (bad) {
         fprintf(stderr, "Try 'attn-bench --help'.\n");
         return 2;

@@ -97,7 +97,8 @@ void bench_variant_text(const bench_variant *v, char *buf, size_t size)
     if (v->sinks == BENCH_SINKS_VALUE) ADD("%ssinks=%g", n ? " " : "", (double)v->sink_value);
     if (v->alibi_max_bias > 0) ADD("%salibi=%g", n ? " " : "", (double)v->alibi_max_bias);
     if (v->mask)
-        ADD("%smask=%s/%s", n ? " " : "", mask_names[v->mask], attn_dtype_name(v->mask_dtype));
+        ADD("%smask=%s/%s%s", n ? " " : "", mask_names[v->mask], attn_dtype_name(v->mask_dtype),
+            v->mask_fresh ? "/fresh" : "");
     if (v->npacked) ADD("%s%s=%d", n ? " " : "", v->padded ? "padded" : "packed", v->npacked);
 #undef ADD
 }
@@ -120,9 +121,11 @@ void bench_variant_json(cJSON *row, const bench_variant *v)
     if (v->mask) {
         cJSON_AddStringToObject(j, "mask", mask_names[v->mask]);
         cJSON_AddStringToObject(j, "mask_dtype", attn_dtype_name(v->mask_dtype));
+        cJSON_AddNumberToObject(j, "mask_version", v->mask_fresh ? 0 : 1);
     } else {
         cJSON_AddNullToObject(j, "mask");
         cJSON_AddNullToObject(j, "mask_dtype");
+        cJSON_AddNullToObject(j, "mask_version");
     }
     if (v->npacked) {
         cJSON_AddStringToObject(j, "layout", v->padded ? "padded" : "packed");
@@ -192,7 +195,9 @@ static attn_status make_mask(attn_context *ctx, const bench_variant *v, attn_pro
         d->mask_buffer = NULL;
         goto done;
     }
-    const attn_mask m = {d->mask_buffer, d->mask, v->mask_dtype, 0, 0, 0, skv, 1};
+    /* the bench never changes a mask's contents: version 1 promises so */
+    const attn_mask m = {d->mask_buffer, d->mask, v->mask_dtype, 0, 0, 0, skv, 1,
+                         v->mask_fresh ? 0UL : 1UL};
     p->mask = m;
     st = ATTN_SUCCESS;
 done:

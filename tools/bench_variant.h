@@ -33,6 +33,7 @@ typedef struct bench_variant {
     float alibi_max_bias;                      /* 0 = off */
     bench_mask_kind mask;
     attn_dtype mask_dtype;                     /* ATTN_F32 or ATTN_F16 */
+    int mask_fresh; /* the mask's version 0: its summary made every call (default 1: kept) */
     int npacked, packed[BENCH_MAX_PACKED];     /* sequence lengths; 0 = one padded shape */
     int padded; /* with npacked: the same sequences padded to the longest, not packed */
 } bench_variant;
@@ -46,7 +47,7 @@ const char *bench_mask_name(bench_mask_kind k); /* "causal", "zeros", "prefix-lm
 
 /* Nonzero when v changes anything. */
 int bench_variant_any(const bench_variant *v);
-/* "window=4096,0 softcap=50 sinks=per-head alibi=8 mask=causal/f16 packed=4"
+/* "window=4096,0 softcap=50 sinks=per-head alibi=8 mask=causal/f16[/fresh] packed=4"
  * ("padded=4" for the padded layout), "" for none. */
 void bench_variant_text(const bench_variant *v, char *buf, size_t size);
 /* The JSON "variant" object of a row (null fields for what is off). */

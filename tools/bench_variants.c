@@ -93,15 +93,17 @@ static int group_costs(attn_context *ctx, const prefill_shape *s, attn_dtype t,
     g[n++].c.variant.sinks = BENCH_SINKS_PER_HEAD;
     g[n] = (group_row){config(s, t, 1), 0.95};
     g[n++].c.variant.alibi_max_bias = 8;
-    /* masks: causal as a mask in both types (the flag off), zeros and
-     * random blocks over causal, prefix-LM without the flag */
-    const struct { bench_mask_kind k; attn_dtype mt; int causal; } masks[] = {
-        {BENCH_MASK_CAUSAL, ATTN_F32, 0}, {BENCH_MASK_CAUSAL, ATTN_F16, 0},
-        {BENCH_MASK_ZEROS, ATTN_F32, 1}, {BENCH_MASK_RANDOM_BLOCK, ATTN_F32, 1},
-        {BENCH_MASK_PREFIX_LM, ATTN_F16, 0}};
+    /* masks: causal as a mask in both types (the flag off), f32 also with
+     * version 0 (its pre-pass every call), zeros and random blocks over
+     * causal, prefix-LM without the flag */
+    const struct { bench_mask_kind k; attn_dtype mt; int causal, fresh; } masks[] = {
+        {BENCH_MASK_CAUSAL, ATTN_F32, 0, 0}, {BENCH_MASK_CAUSAL, ATTN_F32, 0, 1},
+        {BENCH_MASK_CAUSAL, ATTN_F16, 0, 0}, {BENCH_MASK_ZEROS, ATTN_F32, 1, 0},
+        {BENCH_MASK_RANDOM_BLOCK, ATTN_F32, 1, 0}, {BENCH_MASK_PREFIX_LM, ATTN_F16, 0, 0}};
     for (size_t i = 0; i < sizeof masks / sizeof masks[0]; i++) {
         g[n] = (group_row){config(s, t, masks[i].causal), 0.95};
         g[n].c.variant.mask = masks[i].k;
+        g[n].c.variant.mask_fresh = masks[i].fresh;
         g[n++].c.variant.mask_dtype = masks[i].mt;
     }
     prefill_row rows[MAX_GROUP];
