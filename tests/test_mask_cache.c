@@ -5,8 +5,9 @@
  *   the summary is really kept: contents rewritten under the same version
  *     are not seen where the summary skips (the caller broke the promise),
  *     and a new version sees them;
- *   the summary is found only by everything it depends on: other lengths
- *     with the same buffer and version are summarised afresh;
+ *   the summary is found only by everything it depends on: other lengths,
+ *     another offset or other tile rows with the same buffer and version
+ *     are summarised afresh;
  *   the context holds a reference to each kept mask's buffer, at most
  *     ATTN_MASK_CACHE_ENTRIES of them, and attn_context_release_workspace
  *     gives them back.
@@ -200,6 +201,47 @@ static void test_other_lengths_are_summarised_afresh(void)
     tear_down(&f);
 }
 
+/* One buffer and version, two layouts: a plane of zeros at offset 0 and
+ * keys 32..63 hidden at offset S * S; then the tile rows changed (8 to
+ * 16) under a mask whose row tile 32..47 is mixed. Each call must get its
+ * own summary. */
+static void test_other_layouts_are_summarised_afresh(void)
+{
+    fixture f;
+    set_up(&f);
+    float *planes = malloc(2 * sizeof(float) * S * S), *host = malloc(sizeof(float) * S * S);
+    CU_ASSERT_FATAL(planes != NULL && host != NULL);
+    for (int i = 0; i < S * S; i++) planes[i] = 0.0f, planes[S * S + i] = i % S >= HIDE_FROM ? -INFINITY : 0.0f;
+    cl_int err;
+    cl_mem two = clCreateBuffer(attn_context_cl_context(f.ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                2 * sizeof(float) * S * S, planes, &err);
+    CU_ASSERT_FATAL(err == CL_SUCCESS);
+    write_mask(&f, host, 36);
+    static const char *const rows16[] = {"family=vector,rows=16,keys=16",
+                                         "family=tiled,rows=16,keys=16"};
+    for (int fam = 0; fam < 2; fam++) {
+        CU_ASSERT_FATAL(attn_context_set_params(f.ctx, families[fam]) == ATTN_SUCCESS);
+        attn_problem p = problem(&f, planes, 5); /* the host copy: the same offset */
+        p.mask.buffer = two, p.mask.offset = (size_t)S * S;
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, planes, NULL, "offset S * S") == 0);
+        p.mask.offset = 0;
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, planes, NULL, "then offset 0") == 0);
+        attn_problem q = problem(&f, host, 6);
+        CU_ASSERT_FATAL(run(&f, &q, NULL) == 0);
+        CU_ASSERT(against(&f, &q, host, NULL, "rows 8") == 0);
+        CU_ASSERT_FATAL(attn_context_set_params(f.ctx, rows16[fam]) == ATTN_SUCCESS);
+        CU_ASSERT_FATAL(run(&f, &q, NULL) == 0);
+        CU_ASSERT(against(&f, &q, host, NULL, "then rows 16") == 0);
+        attn_context_release_workspace(f.ctx);
+    }
+    attn_context_set_params(f.ctx, NULL);
+    clReleaseMemObject(two);
+    free(planes), free(host);
+    tear_down(&f);
+}
+
 static void test_references_bounded_and_released(void)
 {
     fixture f;
@@ -248,6 +290,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_versioned_equals_fresh),
     HARNESS_TEST(test_summary_is_kept_until_the_version_changes),
     HARNESS_TEST(test_other_lengths_are_summarised_afresh),
+    HARNESS_TEST(test_other_layouts_are_summarised_afresh),
     HARNESS_TEST(test_references_bounded_and_released),
     HARNESS_END,
 };

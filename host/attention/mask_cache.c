@@ -1,5 +1,5 @@
 /* mask_cache.c -- the context's summaries of unchanging masks
- * (mask_cache.h). Four entries, found by a key of every input the summary
+ * (mask_cache.h). A few entries, found by a key of every input the summary
  * depends on; a linear search, as there are so few. */
 #include "attention/mask_cache.h"
 #include "core/context.h"
@@ -8,14 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* What a summary depends on besides the per-entry lengths. Built with
- * memset first, so that memcmp compares no padding bytes. */
+/* What a summary depends on besides the per-entry lengths, in arrays
+ * without padding between their elements, compared member by member */
 typedef struct mask_key {
     cl_mem buffer;
     unsigned long version;
-    attn_dtype dtype;
-    size_t offset, stride_batch, stride_head, stride_q, stride_kv;
-    int batch, q_heads, q_len, kv_len, block_rows, block_keys;
+    size_t layout[5]; /* offset, stride_batch, stride_head, stride_q, stride_kv */
+    int shape[7];     /* dtype, batch, q_heads, q_len, kv_len, block_rows, block_keys */
 } mask_key;
 
 typedef struct mask_entry {
@@ -34,15 +33,19 @@ struct attn_mask_cache {
 
 static mask_key make_key(const attn_problem *p, int block_rows, int block_keys)
 {
-    mask_key k;
-    memset(&k, 0, sizeof k);
-    k.buffer = p->mask.buffer, k.version = p->mask.version, k.dtype = p->mask.dtype;
-    k.offset = p->mask.offset, k.stride_batch = p->mask.stride_batch;
-    k.stride_head = p->mask.stride_head, k.stride_q = p->mask.stride_q;
-    k.stride_kv = p->mask.stride_kv;
-    k.batch = p->batch, k.q_heads = p->q_heads, k.q_len = p->q_len, k.kv_len = p->kv_len;
-    k.block_rows = block_rows, k.block_keys = block_keys;
+    const attn_mask *m = &p->mask;
+    const mask_key k = {m->buffer, m->version,
+                        {m->offset, m->stride_batch, m->stride_head, m->stride_q, m->stride_kv},
+                        {(int)m->dtype, p->batch, p->q_heads, p->q_len, p->kv_len, block_rows,
+                         block_keys}};
     return k;
+}
+
+static int key_equal(const mask_key *a, const mask_key *b)
+{
+    return a->buffer == b->buffer && a->version == b->version &&
+           !memcmp(a->layout, b->layout, sizeof a->layout) &&
+           !memcmp(a->shape, b->shape, sizeof a->shape);
 }
 
 static int lengths_equal(const attn_problem *p, const attn_lengths *L, const attn_region *r)
@@ -70,7 +73,7 @@ cl_mem attn_mask_cache_find(attn_context *ctx, const attn_problem *p, const attn
     const mask_key k = make_key(p, block_rows, block_keys);
     for (int i = 0; i < ATTN_MASK_CACHE_ENTRIES; i++) {
         mask_entry *e = &c->e[i];
-        if (e->tiles && !memcmp(&e->key, &k, sizeof k) && lengths_equal(p, lengths, e->lens)) {
+        if (e->tiles && key_equal(&e->key, &k) && lengths_equal(p, lengths, e->lens)) {
             e->used = ++c->clock;
             *mt = e->mt;
             return e->tiles;
@@ -79,20 +82,21 @@ cl_mem attn_mask_cache_find(attn_context *ctx, const attn_problem *p, const attn
     return NULL;
 }
 
-int attn_mask_cache_put(attn_context *ctx, const attn_problem *p,
-                        const attn_lengths *lengths, int block_rows, int block_keys, cl_int4 mt,
-                        cl_mem tiles, size_t bytes)
+int attn_mask_cache_put(attn_context *ctx, const attn_problem *p, const attn_lengths *lengths,
+                        int block_rows, int block_keys, cl_int4 mt, attn_scratch *scratch)
 {
     if (!ctx->mask_cache && !(ctx->mask_cache = calloc(1, sizeof *ctx->mask_cache))) return 0;
     struct attn_mask_cache *c = ctx->mask_cache;
     attn_region *lens = malloc(sizeof *lens * (size_t)p->batch);
     if (!lens) return 0;
     for (int b = 0; b < p->batch; b++) lens[b] = attn_region_of(p, lengths, b);
-    /* one entry per buffer (under another version it is stale), else an
+    /* the entry of this buffer under another version (stale), else an
      * empty slot, else the least recently used */
     mask_entry *slot = NULL;
     for (int i = 0; i < ATTN_MASK_CACHE_ENTRIES && !slot; i++)
-        if (c->e[i].tiles && c->e[i].key.buffer == p->mask.buffer) slot = &c->e[i];
+        if (c->e[i].tiles && c->e[i].key.buffer == p->mask.buffer &&
+            c->e[i].key.version != p->mask.version)
+            slot = &c->e[i];
     for (int i = 0; i < ATTN_MASK_CACHE_ENTRIES && !slot; i++)
         if (!c->e[i].tiles) slot = &c->e[i];
     if (!slot) {
@@ -100,11 +104,15 @@ int attn_mask_cache_put(attn_context *ctx, const attn_problem *p,
         for (int i = 1; i < ATTN_MASK_CACHE_ENTRIES; i++)
             if (c->e[i].used < slot->used) slot = &c->e[i];
     }
+    /* the scratch and the evicted summary's buffer change places */
+    const attn_scratch evicted = {slot->tiles, slot->bytes};
+    slot->tiles = NULL;
     drop(slot);
     slot->key = make_key(p, block_rows, block_keys);
     clRetainMemObject(slot->key.buffer);
-    slot->lens = lens, slot->tiles = tiles, slot->bytes = bytes, slot->mt = mt;
+    slot->lens = lens, slot->tiles = scratch->mem, slot->bytes = scratch->bytes, slot->mt = mt;
     slot->used = ++c->clock;
+    *scratch = evicted;
     return 1;
 }
 

@@ -8,9 +8,12 @@
 #define ATTN_ATTENTION_MASK_CACHE_H
 
 #include "attn.h"
+#include "core/context.h"
 
-/* The summaries a context keeps at most: the least recently used goes. */
-#define ATTN_MASK_CACHE_ENTRIES 4
+/* The summaries a context keeps at most: the least recently used goes.
+ * Each is small (a byte per tile); the masks' buffers they keep alive are
+ * the caller's. */
+#define ATTN_MASK_CACHE_ENTRIES 8
 
 /* The summary of p's mask (with these lengths and tiles) if the context
  * holds it: its buffer (owned by the context) and va's summary shape (mt)
@@ -18,15 +21,16 @@
 cl_mem attn_mask_cache_find(attn_context *ctx, const attn_problem *p, const attn_lengths *lengths,
                             int block_rows, int block_keys, cl_int4 *mt);
 
-/* Keeps `tiles` (the context takes this reference; bytes for
- * attn_context_workspace_bytes) as the summary of p's mask, in the entry
- * of the same buffer (another version of it is stale), else the least
- * recently used. The mask's buffer is retained while the entry lives, so
- * that its handle cannot be reused by a new buffer that the summary would
- * not describe. Returns 0, the caller still owning tiles, when host memory
- * ran out: the summary is then just not kept. */
+/* Keeps the summary in *scratch (the context's summary scratch, which it
+ * was just written into) as p's mask's, in the entry of the same buffer
+ * under another version (stale), else an empty or the least recently used
+ * one; *scratch receives the evicted entry's buffer (or nothing) to write
+ * the next summary into. The mask's buffer is retained while the entry
+ * lives, so that its handle cannot be reused by a new buffer that the
+ * summary would not describe. Returns 0, changing nothing, when host
+ * memory ran out: the summary is then just not kept. */
 int attn_mask_cache_put(attn_context *ctx, const attn_problem *p, const attn_lengths *lengths,
-                        int block_rows, int block_keys, cl_int4 mt, cl_mem tiles, size_t bytes);
+                        int block_rows, int block_keys, cl_int4 mt, attn_scratch *scratch);
 
 /* Device bytes of the kept summaries, and dropping them all (with the
  * references to the masks' buffers): attn_context_release_workspace and

@@ -262,9 +262,8 @@ attn_status attn_variant_mask_tiles(attn_context *ctx, const attn_problem *p, cl
     if (st != ATTN_SUCCESS) return st;
     va->tiles = ctx->mask_tiles.mem;
     /* a mask with a version keeps its summary: the scratch becomes the
-     * cache entry's, and the next call without one makes a new scratch */
-    if (p->mask.version && attn_mask_cache_put(ctx, p, lengths, block_rows, block_keys, va->mt,
-                                               ctx->mask_tiles.mem, ctx->mask_tiles.bytes))
-        ctx->mask_tiles = (attn_scratch){NULL, 0};
+     * cache entry's, and an evicted summary's buffer the scratch */
+    if (p->mask.version)
+        attn_mask_cache_put(ctx, p, lengths, block_rows, block_keys, va->mt, &ctx->mask_tiles);
     return ATTN_SUCCESS;
 }

@@ -147,7 +147,7 @@ typedef struct attn_mask {
      * buffer and this version, so that attn_forward keeps what its pre-pass
      * learns of the mask (which tiles it hides whole) and skips that pass
      * when the mask comes back. Count it up when you write new contents.
-     * The context keeps a few such masks and a reference to their buffers
+     * The context keeps eight such masks and a reference to their buffers
      * (clRetainMemObject) until attn_context_release_workspace or
      * attn_context_release. */
     unsigned long version;
@@ -215,10 +215,13 @@ typedef struct attn_lengths {
 
 /*! attn_context_workspace_bytes() : device bytes the context holds in
  *  scratch buffers (grown on demand by attn_forward and the materialized
- *  path, kept for reuse). */
+ *  path, kept for reuse) and in the tile summaries of masks with a version
+ *  (attn_mask.version). */
 ATTN_API attn_status attn_context_workspace_bytes(attn_context *ctx, size_t *bytes);
-/*! attn_context_release_workspace() : gives those buffers back (commands
- *  in flight keep what they use); the next call grows them again. */
+/*! attn_context_release_workspace() : gives those buffers back, drops the
+ *  mask summaries and the references the context holds to those masks'
+ *  buffers (commands in flight keep what they use); the next call grows
+ *  them again. */
 ATTN_API attn_status attn_context_release_workspace(attn_context *ctx);
 
 #ifdef __cplusplus
