@@ -47,6 +47,9 @@ static const int dc_kl[3] = {50, 20, 33}, dc_ql[3] = {3, 1, 0}, dc_kl2[3] = {40,
 /* decode windows far from the cache's start: splits begin at each
  * sequence's first windowed block (decode_key_base), not at key 0 */
 static const int dw_kl[3] = {300, 181, 97}, dw_ql[3] = {3, 1, 2};
+/* ... and the longest span not the longest cache's: a cache shorter than
+ * the window (span 20), spans 44 and 49 (keys 16: the last sets the chunk) */
+static const int dw_kl2[3] = {300, 20, 97}, dw_ql2[3] = {2, 5, 5};
 /* the variants' lengths: packed sequences of 1, 7, 33 and 64 along one
  * axis; a packed axis with rows no entry owns (3, 11 of q; 10, 11, 39 of kv) */
 static const int pk_s[4] = {0, 1, 8, 41}, pk_l[4] = {1, 7, 33, 64};
@@ -397,6 +400,9 @@ const harness_case harness_cases[] = {
      .families = HARNESS_BOTH, .params = "splits=3", SHAPE(3, 4, 4, 40, 3, 300),
      .dtype = ATTN_F16, LENS(NULL, dw_ql, NULL, dw_kl), .poison_pads = 1, WIN(30, 5),
      .seed = 3602},
+    {.group = "variants_decode/alone", .name = "decode window 30, spans 44/20/49, split 4, keys 16",
+     .families = HARNESS_BOTH, .params = "splits=4,keys=16", SHAPE(3, 4, 2, 64, 5, 300),
+     .causal = 1, LENS(NULL, dw_ql2, NULL, dw_kl2), .poison_pads = 1, WIN(30, 0), .seed = 3603},
     VDEC("decode sinks, unsplit", "splits=1", .sinks = HARNESS_SINKS_HOST),
     VDEC("decode sinks buffer, split 3", "splits=3", .sinks = HARNESS_SINKS_BUFFER),
     VDEC("decode softcap 4, split 3", "splits=3", .softcap = 4.0f, .amp = 3.0f),
