@@ -1,5 +1,5 @@
 /* fuzz_kv_cache.c -- the KV cache API (attn_kv_cache_create, _append,
- * _lengths, _truncate, _reset, _tensors and attn_decode) driven by a
+ * _append_rows, _lengths, _truncate, _reset, _tensors and attn_decode) driven by a
  * sequence of operations decoded from the input, against small real
  * buffers on the shared fuzz context.
  *
@@ -7,7 +7,8 @@
  * ATTN_ERROR_INVALID_ARGUMENT with a message and no cache; valid ones are
  * only tried when the cache is small (a few KiB), and must succeed. Then up
  * to 12 operations: appends of fuzzed blocks (block_len, counts negative or
- * past the capacity) from small source tensors with fuzzed strides and
+ * past the capacity, starts of attn_kv_cache_append_rows negative or past
+ * the block) from small source tensors with fuzzed strides and
  * offsets, truncates and resets of fuzzed sequences and lengths, and
  * decodes of a small problem (consistent with the cache or not; only for
  * head dims 4 and 8 and capacity <= 40, so kernels stay cheap and few).
@@ -160,27 +161,40 @@ static int src_index(cl_mem b)
 static void op_append(model *m, fuzz_reader *r)
 {
     const int block = fuzz_int(r, -1, 12);
-    int *counts = NULL;
-    if (fuzz_u8(r) & 1) {
+    /* bit 0: counts given; bit 1: starts given; bit 2: append_rows even
+     * without starts */
+    const uint8_t arrays = fuzz_u8(r);
+    int *counts = NULL, *starts = NULL;
+    if (arrays & 1) {
         counts = malloc(sizeof *counts * (size_t)m->batch);
         if (!counts) fuzz_fail("out of memory");
         for (int b = 0; b < m->batch; b++) counts[b] = fuzz_int(r, -1, 12);
+    }
+    if (arrays & 2) {
+        starts = malloc(sizeof *starts * (size_t)m->batch);
+        if (!starts) fuzz_fail("out of memory");
+        for (int b = 0; b < m->batch; b++) starts[b] = fuzz_int(r, -2, 12);
     }
     attn_tensor tk, tv;
     const attn_tensor *k = read_src_tensor(r, m, block, &tk);
     const attn_tensor *v = fuzz_u8(r) % 8 == 0 ? k : read_src_tensor(r, m, block, &tv);
     const int want_event = fuzz_u8(r) & 1;
 
-    /* what the model says: counts and capacity decide; the tensors matter
-     * only when some sequence takes rows */
+    /* what the model says: starts, counts and capacity decide; the tensors
+     * matter only when some sequence takes rows */
     int sizes_ok = block >= 0 && block <= (1 << 30), most = 0;
     for (int b = 0; sizes_ok && b < m->batch; b++) {
-        const int n = counts ? counts[b] : block;
-        if (n < 0 || n > block || n > m->capacity - m->len[b]) sizes_ok = 0;
+        const int n = counts ? counts[b] : block, s = starts ? starts[b] : 0;
+        if (n < 0 || n > block || s < 0 || s > block - n || n > m->capacity - m->len[b])
+            sizes_ok = 0;
         else if (n > most) most = n;
     }
     cl_event done = (cl_event)1;
-    attn_status st = attn_kv_cache_append(m->cache, k, v, block, counts, want_event ? &done : NULL);
+    attn_status st =
+        starts || (arrays & 4)
+            ? attn_kv_cache_append_rows(m->cache, k, v, block, starts, counts,
+                                        want_event ? &done : NULL)
+            : attn_kv_cache_append(m->cache, k, v, block, counts, want_event ? &done : NULL);
     if (!sizes_ok || most == 0) {
         expect(m, st, sizes_ok, "append");
     } else if (st != ATTN_SUCCESS) {
@@ -212,7 +226,7 @@ static void op_append(model *m, fuzz_reader *r)
     } else if (want_event && done != NULL) {
         fuzz_fail("a rejected append left an event");
     }
-    free(counts);
+    free(counts), free(starts);
     check_lengths(m, "append");
 }
 

@@ -15,7 +15,8 @@
  * Oclgrind interprets every work-item,
  * so everything here stays tiny.
  *
- * Decode: a ragged cache (kv_append.cl), a block of new queries with a pad
+ * Decode: a ragged cache (kv_append.cl, the second append taking each
+ * sequence's rows from its own start), a block of new queries with a pad
  * row, each decode kernel unsplit and split (decode_*.cl and the combine).
  *
  * The stage runs twice (tools/check-oclgrind.sh). The first pass, on the
@@ -149,23 +150,11 @@ static void decode_set(const char *family, int splits)
     cl_mem mo = harness_alloc(ctx, ATTN_F32, B, HQ, NEW, DD, NULL, &to);
     cl_mem ml = harness_float_buffer(ctx, rows);
     CU_ASSERT_FATAL(mk && mv && mq && mo && ml);
-    /* the prompts, then this step's tokens (rows prompt[b].. of K and V) */
+    /* the prompts, then this step's tokens: rows prompt[b].. of the same K
+     * and V (kv_append.cl's per-sequence start) */
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tk, &tv, CAP, prompt, NULL), ATTN_SUCCESS);
-    float *bk = harness_xalloc((size_t)B * HKV * NEW * DD),
-          *bv = harness_xalloc((size_t)B * HKV * NEW * DD);
-    for (int b = 0; b < B; b++)
-        for (int h = 0; h < HKV; h++)
-            for (int r = 0; r < NEW; r++) {
-                const size_t dst = (((size_t)b * HKV + h) * NEW + r) * DD;
-                const size_t src = (((size_t)b * HKV + h) * CAP + prompt[b] + r) * DD;
-                memcpy(bk + dst, k + src, DD * sizeof(float));
-                memcpy(bv + dst, v + src, DD * sizeof(float));
-            }
-    attn_tensor sk, sv;
-    cl_mem mbk = harness_upload(ctx, ATTN_F32, bk, B, HKV, NEW, DD, NULL, &sk);
-    cl_mem mbv = harness_upload(ctx, ATTN_F32, bv, B, HKV, NEW, DD, NULL, &sv);
-    CU_ASSERT_FATAL(mbk && mbv);
-    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &sk, &sv, NEW, q_lens, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append_rows(cache, &tk, &tv, CAP, prompt, q_lens, NULL),
+                          ATTN_SUCCESS);
     char params[96];
     snprintf(params, sizeof params, "family=%s,rows=4,splits=%d", family, splits);
     attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = DD, .q_len = NEW,
@@ -189,10 +178,8 @@ static void decode_set(const char *family, int splits)
     CU_ASSERT_EQUAL(bad, 0);
     attn_kv_cache_release(cache);
     clReleaseMemObject(mk), clReleaseMemObject(mv), clReleaseMemObject(mq);
-    clReleaseMemObject(mo), clReleaseMemObject(ml), clReleaseMemObject(mbk);
-    clReleaseMemObject(mbv);
-    free(k), free(v), free(q), free(got), free(got_lse), free(bk);
-    free(bv);
+    clReleaseMemObject(mo), clReleaseMemObject(ml);
+    free(k), free(v), free(q), free(got), free(got_lse);
 }
 
 static void test_decode_vector(void)

@@ -4,9 +4,11 @@
  * speculative block, its truncation and a re-append; every step equal to
  * the matching rows of one uncached attn_forward over the whole sequence
  * and to the CPU reference, for each storage type), split-KV results equal
- * to the unsplit ones, empty sequences, and every refusal: capacity
- * overflow, truncation below zero, mismatched heads, head dim or dtype, a
- * decode after a failed append.
+ * to the unsplit ones, empty sequences, appends from any rows
+ * (attn_kv_cache_append_rows: a left-padded and a packed prompt batch in
+ * one call), and every refusal: capacity overflow, rows outside the block,
+ * truncation below zero, mismatched heads, head dim or dtype, a decode
+ * after a failed append.
  *
  * Build cost: one decode program per (family, dtype) at D=64 (splits are a
  * run-time argument) and two at D=40, the forward programs for the
@@ -110,11 +112,13 @@ static void world_results(attn_context *ctx, world *w, attn_dtype dt, harness_fa
 
 /* ---- the cache, driven from a world ---- */
 
-/* Appends positions cur[b]..cur[b]+counts[b]-1 of w's K/V, as a block of
- * block_len rows whose unused rows are NaN, laid out in `layout`. */
-static void append_from(attn_context *ctx, attn_kv_cache *cache, const world *w, attn_dtype dt,
-                        const int *cur, int block_len, const int *counts,
-                        const harness_layout *layout)
+/* Appends positions cur[b]..cur[b]+counts[b]-1 of w's K/V, as rows
+ * starts[b].. of a block of block_len rows whose other rows are NaN, laid
+ * out in `layout`: through attn_kv_cache_append_rows, or with starts NULL
+ * (rows 0..) through attn_kv_cache_append. */
+static void append_rows_from(attn_context *ctx, attn_kv_cache *cache, const world *w,
+                             attn_dtype dt, const int *cur, int block_len, const int *starts,
+                             const int *counts, const harness_layout *layout)
 {
     size_t n = (size_t)B * HKV * block_len * D;
     float *bk = harness_xalloc(n), *bv = harness_xalloc(n);
@@ -122,23 +126,31 @@ static void append_from(attn_context *ctx, attn_kv_cache *cache, const world *w,
     for (int b = 0; b < B; b++)
         for (int h = 0; h < HKV; h++)
             for (int r = 0; r < counts[b]; r++) {
-                memcpy(bk + kidx(block_len, b, h, r), w->k + kidx(w->N, b, h, cur[b] + r),
-                       D * sizeof(float));
-                memcpy(bv + kidx(block_len, b, h, r), w->v + kidx(w->N, b, h, cur[b] + r),
-                       D * sizeof(float));
+                const size_t at = kidx(block_len, b, h, (starts ? starts[b] : 0) + r);
+                memcpy(bk + at, w->k + kidx(w->N, b, h, cur[b] + r), D * sizeof(float));
+                memcpy(bv + at, w->v + kidx(w->N, b, h, cur[b] + r), D * sizeof(float));
             }
     attn_tensor tk, tv;
     cl_mem mk = harness_upload(ctx, dt, bk, B, HKV, block_len, D, layout, &tk);
     cl_mem mv = harness_upload(ctx, dt, bv, B, HKV, block_len, D, layout, &tv);
     CU_ASSERT_FATAL(mk && mv);
     cl_event ev = NULL;
-    attn_status st = attn_kv_cache_append(cache, &tk, &tv, block_len, counts, &ev);
+    attn_status st =
+        starts ? attn_kv_cache_append_rows(cache, &tk, &tv, block_len, starts, counts, &ev)
+               : attn_kv_cache_append(cache, &tk, &tv, block_len, counts, &ev);
     if (st != ATTN_SUCCESS) printf("\n  append: %s\n", attn_last_error(ctx));
     CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
     CU_ASSERT_PTR_NOT_NULL(ev);
     if (ev) clReleaseEvent(ev);
     clReleaseMemObject(mk), clReleaseMemObject(mv);
     free(bk), free(bv);
+}
+
+static void append_from(attn_context *ctx, attn_kv_cache *cache, const world *w, attn_dtype dt,
+                        const int *cur, int block_len, const int *counts,
+                        const harness_layout *layout)
+{
+    append_rows_from(ctx, cache, w, dt, cur, block_len, NULL, counts, layout);
 }
 
 /* Decodes q_len new rows per sequence (q_lens[b] of them real: the last
@@ -759,6 +771,246 @@ static void test_decode_after_failed_append(void)
     free(kv), free(qh);
 }
 
+/* ---- appends from any rows (attn_kv_cache_append_rows) ---- */
+
+/* A left-padded prompt batch (sequence b in the last prompt[b] of P rows,
+ * NaN above them) into the cache in ONE call; then the whole prompt decoded
+ * at once and T tokens one at a time, each step equal to the reference and
+ * to one uncached attn_forward over the whole sequences. */
+static void left_padded(attn_context *ctx, harness_family fam, attn_dtype dt,
+                        const harness_layout *layout, const char *lname)
+{
+    enum { P = 9, T = 2 };
+    const int prompt[B] = {5, 1, 9}, zero[B] = {0, 0, 0}, ones[B] = {1, 1, 1};
+    const uint64_t seed = harness_seed(4400 + 10 * (uint64_t)dt + (uint64_t)layout->order);
+    world w;
+    world_alloc(&w, P + T);
+    for (int b = 0; b < B; b++) w.len[b] = prompt[b] + T;
+    fill_world_inputs(&w, dt, seed);
+    world_results(ctx, &w, dt, fam, seed);
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, B, HKV, D, P + T, dt, &cache), ATTN_SUCCESS);
+    int starts[B], lens[B];
+    for (int b = 0; b < B; b++) starts[b] = P - prompt[b];
+    append_rows_from(ctx, cache, &w, dt, zero, P, starts, prompt, layout);
+    CU_ASSERT_EQUAL(attn_kv_cache_lengths(cache, lens), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(memcmp(lens, prompt, sizeof lens), 0);
+    char what[160];
+    use_params(fam, 4, 0);
+    snprintf(what, sizeof what, "%s %s %s left-padded prompt, all its rows",
+             harness_family_name(fam), attn_dtype_name(dt), lname);
+    decode_check(ctx, cache, &w, dt, P, prompt, what, seed, 0);
+    for (int t = 0; t < T; t++) {
+        int cur[B];
+        attn_kv_cache_lengths(cache, cur);
+        append_from(ctx, cache, &w, dt, cur, 1, ones, layout);
+        snprintf(what, sizeof what, "%s %s %s left-padded prompt, step %d",
+                 harness_family_name(fam), attn_dtype_name(dt), lname, t);
+        decode_check(ctx, cache, &w, dt, 1, ones, what, seed, 0);
+    }
+    attn_kv_cache_release(cache);
+    world_free(&w);
+    harness_use_params(ctx, NULL);
+}
+
+static void test_append_left_padded(void)
+{
+    attn_context *ctx = harness_context();
+    const harness_layout layouts[2] = {{HARNESS_BHSD, 5, 3, 0}, {HARNESS_BSHD, 7, 2, 0}};
+    const char *names[2] = {"BHSD", "BSHD"};
+    /* the families take turns: each meets every dtype and both layouts */
+    for (int t = 0; t < NDT; t++)
+        for (int l = 0; l < 2; l++)
+            left_padded(ctx, families[(t + l) % NFAM], dtypes[t], &layouts[l], names[l]);
+}
+
+/* Every byte of the cache's K and V buffers, padding included, after its
+ * lengths (n: the count). */
+static unsigned char *cache_bytes(attn_context *ctx, const attn_kv_cache *cache, size_t *n)
+{
+    attn_tensor tk, tv;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_tensors(cache, &tk, &tv), ATTN_SUCCESS);
+    size_t bytes = 0;
+    CU_ASSERT_EQUAL_FATAL(clGetMemObjectInfo(tk.buffer, CL_MEM_SIZE, sizeof bytes, &bytes, NULL),
+                          CL_SUCCESS);
+    int lens[B];
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_lengths(cache, lens), ATTN_SUCCESS);
+    unsigned char *all = malloc(sizeof lens + 2 * bytes);
+    CU_ASSERT_FATAL(all != NULL);
+    memcpy(all, lens, sizeof lens);
+    const cl_mem bufs[2] = {tk.buffer, tv.buffer};
+    for (int i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL_FATAL(clEnqueueReadBuffer(attn_context_queue(ctx), bufs[i], CL_TRUE, 0,
+                                                  bytes, all + sizeof lens + i * bytes, 0, NULL,
+                                                  NULL),
+                              CL_SUCCESS);
+    *n = sizeof lens + 2 * bytes;
+    return all;
+}
+
+/* Whether caches a and b hold the same lengths and bytes. */
+static int same_cache(attn_context *ctx, const attn_kv_cache *a, const attn_kv_cache *b,
+                      const char *what)
+{
+    size_t na, nb;
+    unsigned char *x = cache_bytes(ctx, a, &na), *y = cache_bytes(ctx, b, &nb);
+    const int same = na == nb && memcmp(x, y, na) == 0;
+    if (!same) printf("\n  %s: the caches differ\n", what);
+    free(x), free(y);
+    return same;
+}
+
+/* A packed prompt (the sequences along one token axis of a BSHD tensor with
+ * stride_batch 0, sequence b from row starts[b]) appended in one call holds
+ * each sequence's rows at its positions 0.., bit for bit what one
+ * attn_kv_cache_append per sequence with a moved offset leaves; and
+ * attn_kv_cache_append is attn_kv_cache_append_rows with starts NULL (or
+ * all 0), bit for bit. */
+static void test_append_rows_packed(void)
+{
+    attn_context *ctx = harness_context();
+    enum { TOTAL = 15, CAP = 12 };
+    const int starts[B] = {0, 5, 6}, counts[B] = {5, 1, 9};
+    const int zeros[B] = {0, 0, 0}, more[B] = {2, 0, 1};
+    const harness_layout packed = {HARNESS_BSHD, 3, 1, 0};
+    const size_t n = (size_t)HKV * TOTAL * D;
+    float *hk = harness_xalloc(n), *hv = harness_xalloc(n);
+    float *got = harness_xalloc((size_t)B * HKV * CAP * D);
+    for (int t = 0; t < NDT; t++) {
+        const attn_dtype dt = dtypes[t];
+        const uint64_t seed = harness_seed(4500 + (uint64_t)t);
+        harness_fill_normal(hk, n, seed, 0.0f, 1.0f);
+        harness_fill_normal(hv, n, seed + 1, 0.5f, 2.0f);
+        harness_round(dt, hk, n);
+        harness_round(dt, hv, n);
+        attn_tensor tk, tv;
+        cl_mem mk = harness_upload(ctx, dt, hk, 1, HKV, TOTAL, D, &packed, &tk);
+        cl_mem mv = harness_upload(ctx, dt, hv, 1, HKV, TOTAL, D, &packed, &tv);
+        CU_ASSERT_FATAL(mk && mv);
+        tk.stride_batch = tv.stride_batch = 0; /* every sequence reads the one axis */
+        attn_kv_cache *c[4] = {NULL, NULL, NULL, NULL};
+        for (int i = 0; i < 4; i++)
+            CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, B, HKV, D, CAP, dt, &c[i]),
+                                  ATTN_SUCCESS);
+        /* c[0]: one call; c[1]: one append per sequence */
+        cl_event ev = NULL;
+        attn_status st = attn_kv_cache_append_rows(c[0], &tk, &tv, TOTAL, starts, counts, &ev);
+        if (st != ATTN_SUCCESS) printf("\n  append_rows: %s\n", attn_last_error(ctx));
+        CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+        CU_ASSERT_PTR_NOT_NULL(ev);
+        if (ev) clReleaseEvent(ev);
+        for (int b = 0; b < B; b++) {
+            int only[B] = {0, 0, 0};
+            only[b] = counts[b];
+            attn_tensor sk = tk, sv = tv;
+            sk.offset += (size_t)starts[b] * tk.stride_seq;
+            sv.offset += (size_t)starts[b] * tv.stride_seq;
+            CU_ASSERT_EQUAL(attn_kv_cache_append(c[1], &sk, &sv, counts[b], only, NULL),
+                            ATTN_SUCCESS);
+        }
+        CU_ASSERT(same_cache(ctx, c[0], c[1], "packed: one call vs one per sequence"));
+        /* and the contents are the packed rows, at positions 0.. */
+        attn_tensor ck, cv;
+        CU_ASSERT_EQUAL(attn_kv_cache_tensors(c[0], &ck, &cv), ATTN_SUCCESS);
+        const attn_tensor *ct[2] = {&ck, &cv};
+        const float *src[2] = {hk, hv};
+        int wrong = 0;
+        for (int i = 0; i < 2; i++) {
+            CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, ct[i], B, HKV, CAP, D, got), 0);
+            for (int b = 0; b < B; b++)
+                for (int h = 0; h < HKV; h++)
+                    wrong += memcmp(got + kidx(CAP, b, h, 0), src[i] + kidx(TOTAL, 0, h, starts[b]),
+                                    (size_t)counts[b] * D * sizeof(float)) != 0;
+        }
+        if (wrong) printf("\n  packed %s: %d sequences' rows are not the packed rows\n",
+                          attn_dtype_name(dt), wrong);
+        CU_ASSERT_EQUAL(wrong, 0);
+
+        /* c[2] the old call, c[3] the new one with starts NULL, then all 0 */
+        attn_tensor bk = tk, bv = tv;
+        bk.stride_batch = bv.stride_batch = 0;
+        CU_ASSERT_EQUAL(attn_kv_cache_append(c[2], &bk, &bv, 9, counts, NULL), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(attn_kv_cache_append_rows(c[3], &bk, &bv, 9, NULL, counts, NULL),
+                        ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(attn_kv_cache_append(c[2], &bk, &bv, 2, more, NULL), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(attn_kv_cache_append_rows(c[3], &bk, &bv, 2, zeros, more, NULL),
+                        ATTN_SUCCESS);
+        CU_ASSERT(same_cache(ctx, c[2], c[3], "append vs append_rows with starts NULL / 0"));
+        for (int i = 0; i < 4; i++) attn_kv_cache_release(c[i]);
+        clReleaseMemObject(mk), clReleaseMemObject(mv);
+    }
+    free(hk), free(hv), free(got);
+}
+
+/* Rows outside the block, a start below zero, counts past the capacity:
+ * refused naming the sequence and the argument, nothing enqueued or
+ * changed, and attn_decode refuses the cache until an append succeeds. */
+static void test_append_rows_refusals(void)
+{
+    attn_context *ctx = harness_context();
+    enum { CAP = 5, DD = 16, QH = 2, BL = 4 };
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, B, 1, DD, CAP, ATTN_F32, &cache),
+                          ATTN_SUCCESS);
+    float *blk = harness_xalloc((size_t)B * BL * DD), *qh = harness_xalloc((size_t)B * QH * DD);
+    for (int i = 0; i < B * BL * DD; i++) blk[i] = (float)(i % 11) / 11.0f;
+    for (int i = 0; i < B * QH * DD; i++) qh[i] = 0.25f;
+    attn_tensor tk, tq, to;
+    cl_mem mk = harness_upload(ctx, ATTN_F32, blk, B, 1, BL, DD, NULL, &tk);
+    cl_mem mq = harness_upload(ctx, ATTN_F32, qh, B, QH, 1, DD, NULL, &tq);
+    cl_mem mo = harness_alloc(ctx, ATTN_F32, B, QH, 1, DD, NULL, &to);
+    CU_ASSERT_FATAL(mk && mq && mo);
+    const attn_problem p = {.batch = B, .q_heads = QH, .kv_heads = 1, .head_dim = DD, .q_len = 1,
+                            .kv_len = 1, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
+    harness_use_params(ctx, NULL);
+    const int two[B] = {2, 2, 2};
+    CU_ASSERT_EQUAL(attn_kv_cache_append_rows(cache, &tk, &tk, BL, two, two, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL), ATTN_SUCCESS);
+    size_t n0;
+    unsigned char *before = cache_bytes(ctx, cache, &n0);
+    static const struct {
+        int starts[B], counts[B], null_counts;
+        const char *seq, *arg;
+    } cases[] = {
+        {{0, -1, 0}, {1, 1, 1}, 0, "sequence 1", "starts[1] = -1"},
+        {{0, 0, 2}, {1, 1, 3}, 0, "sequence 2", "starts[2] + counts[2] = 2 + 3"},
+        {{0, 5, 0}, {1, 0, 1}, 0, "sequence 1", "starts[1] + counts[1] = 5 + 0"},
+        {{0, 1, 0}, {0}, 1, "sequence 1", "counts is NULL"},
+        {{0, 0, 0}, {1, 4, 1}, 0, "sequence 1", "capacity"},
+    };
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        cl_event ev = (cl_event)1;
+        attn_status st = attn_kv_cache_append_rows(cache, &tk, &tk, BL, cases[i].starts,
+                                                   cases[i].null_counts ? NULL : cases[i].counts,
+                                                   &ev);
+        CU_ASSERT_EQUAL(st, ATTN_ERROR_INVALID_ARGUMENT);
+        CU_ASSERT_PTR_NULL(ev);
+        CU_ASSERT(says(ctx, "attn_kv_cache_append_rows: "));
+        CU_ASSERT(says(ctx, cases[i].seq));
+        CU_ASSERT(says(ctx, cases[i].arg));
+        /* nothing changed, and the step's keys are missing */
+        size_t n1;
+        unsigned char *after = cache_bytes(ctx, cache, &n1);
+        CU_ASSERT(n1 == n0 && memcmp(before, after, n0) == 0);
+        free(after);
+        CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL),
+                        ATTN_ERROR_INVALID_ARGUMENT);
+        CU_ASSERT(says(ctx, "this step's keys"));
+        CU_ASSERT(says(ctx, cases[i].arg)); /* the append's reason, repeated */
+    }
+    /* a good append lifts the refusal */
+    const int s1[B] = {3, 0, 1}, one[B] = {1, 1, 1};
+    CU_ASSERT_EQUAL(attn_kv_cache_append_rows(cache, &tk, &tk, BL, s1, one, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL), ATTN_SUCCESS);
+    int lens[B];
+    attn_kv_cache_lengths(cache, lens);
+    CU_ASSERT(lens[0] == 3 && lens[1] == 3 && lens[2] == 3);
+    clFinish(attn_context_queue(ctx));
+    clReleaseMemObject(mk), clReleaseMemObject(mq), clReleaseMemObject(mo);
+    attn_kv_cache_release(cache);
+    free(blk), free(qh), free(before);
+}
+
 static void test_mismatches(void)
 {
     attn_context *ctx = harness_context();
@@ -913,6 +1165,9 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_case_table),
     HARNESS_TEST(test_capacity_and_positions),
     HARNESS_TEST(test_decode_after_failed_append),
+    HARNESS_TEST(test_append_left_padded),
+    HARNESS_TEST(test_append_rows_packed),
+    HARNESS_TEST(test_append_rows_refusals),
     HARNESS_TEST(test_mismatches),
     HARNESS_TEST(test_check_mode_and_defaults),
     HARNESS_END

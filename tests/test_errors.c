@@ -106,6 +106,8 @@ static void test_messages_name_the_function(void)
     attn_kv_cache *c2 = NULL;
     FAILS(ctx, attn_kv_cache_create(ctx, 0, HKV, D, 4, ATTN_F32, &c2),
           ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_create", "batch");
+    FAILS(ctx, attn_kv_cache_append_rows(f.cache, &f.k, &f.v, S, (int[B]){-1}, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_append_rows", "starts[0]");
     FAILS(ctx, attn_kv_cache_append(f.cache, &f.k, &f.v, -1, NULL, NULL),
           ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_append", "block_len");
     FAILS(ctx, attn_decode(ctx, f.cache, &f.p, &f.q, &f.out, NULL, NULL, NULL),
@@ -184,6 +186,8 @@ static void test_messages_name_the_function(void)
           ATTN_ERROR_INVALID_ARGUMENT, "attn_decode", "cache is NULL");
     FAILS(NULL, attn_kv_cache_append(NULL, &f.k, &f.v, 1, NULL, NULL),
           ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_append", "cache is NULL");
+    FAILS(NULL, attn_kv_cache_append_rows(NULL, &f.k, &f.v, 1, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_append_rows", "cache is NULL");
     FAILS(NULL, attn_kv_cache_tensors(NULL, &f.k, NULL), ATTN_ERROR_INVALID_ARGUMENT,
           "attn_kv_cache_tensors", "cache is NULL");
     FAILS(NULL, attn_layer_forward(NULL, 1, 4, f.mem[3], 0, f.mem[3], 0, NULL, NULL, NULL),

@@ -40,9 +40,10 @@ static attn_status check_args(attn_context *ctx, const attn_kv_cache *c, const a
     ATTN_CHECK(ctx, !p, ATTN_ERROR_INVALID_ARGUMENT, "p (the problem) is NULL");
     /* the step's keys never arrived: a decode now would answer for the previous token */
     if (need_keys && c->append_failure[0])
-        return INVALID(ctx, "the cache's last attn_kv_cache_append failed, so it does not hold "
-                       "this step's keys and values; append them (successfully) first. That "
-                       "append said: %s", c->append_failure);
+        return INVALID(ctx, "the cache's last append (attn_kv_cache_append or "
+                       "attn_kv_cache_append_rows) failed, so it does not hold this step's keys "
+                       "and values; append them (successfully) first. That append said: %s",
+                       c->append_failure);
     if (p->packed)
         return INVALID(ctx, "p->packed is set, but a decode's queries are [batch][q_heads][q_len] "
                        "and each sequence's keys are in its own cache rows: clear p->packed "

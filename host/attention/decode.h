@@ -30,9 +30,10 @@ struct attn_kv_cache {
     int rows;    /* rows per head (>= capacity) */
     cl_mem k, v;
     int *len;    /* host copy of each sequence's length: the one truth */
-    /* The message of the last attn_kv_cache_append when it failed, "" after
-     * one that succeeded. A decode after a failed append would attend for
-     * the previous step's token, so attn_decode refuses while it is set. */
+    /* The message of the last append (attn_kv_cache_append or
+     * attn_kv_cache_append_rows) when it failed, "" after one that
+     * succeeded. A decode after a failed append would attend for the
+     * previous step's token, so attn_decode refuses while it is set. */
     char append_failure[ATTN_ERROR_MAX];
     /* split-KV partial results, grown on demand: O [row][split][dim_pad]
      * normalised, and log2-domain LSE [row][split] */

@@ -1,6 +1,7 @@
 /* kv_cache.c -- the KV cache object: device K/V in the plain layout, the
  * host's record of each sequence's length (the one truth about positions),
- * ragged appends through cl/kv_append.cl, truncation and reset. */
+ * ragged appends from any rows of a block through cl/kv_append.cl,
+ * truncation and reset. */
 #define _POSIX_C_SOURCE 200809L
 #include "attention/decode.h"
 #include "core/context.h"
@@ -113,26 +114,47 @@ void attn_kv_cache_release(attn_kv_cache *c)
     free(c);
 }
 
+/* Sequence b's rows of the block: (first cache row, rows, first block row). */
+static cl_int4 append_rows_of(const attn_kv_cache *c, int b, int block_len, const int *starts,
+                              const int *counts)
+{
+    return (cl_int4){{c->len[b], counts ? counts[b] : block_len, starts ? starts[b] : 0, 0}};
+}
+
 static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const attn_tensor *v,
-                                 int block_len, const int *counts, cl_event *done)
+                                 int block_len, const int *starts, const int *counts,
+                                 cl_event *done)
 {
     attn_context *ctx = c->ctx;
     attn_status st;
     if (done) *done = NULL;
     ATTN_CHECK(ctx, block_len < 0 || block_len > (1 << 30), ATTN_ERROR_INVALID_ARGUMENT,
                "block_len = %d is outside 0..2^30", block_len);
-    /* every sequence first: nothing is written unless all fit */
+    /* every sequence first: nothing is written unless all fit; the rows
+     * of the block before the capacity, the likelier mistake */
     int most = 0;
     for (int b = 0; b < c->batch; b++) {
-        const int n = counts ? counts[b] : block_len;
+        const cl_int4 r = append_rows_of(c, b, block_len, starts, counts);
+        const int n = r.s[1], s = r.s[2];
         if (n < 0 || n > block_len)
-            return INVALID(ctx, "counts[%d] = %d is outside 0..block_len (%d)", b, n, block_len);
+            return INVALID(ctx, "sequence %d: counts[%d] = %d is outside 0..block_len (%d)", b,
+                           b, n, block_len);
+        if (s < 0) return INVALID(ctx, "sequence %d: starts[%d] = %d is below zero", b, b, s);
+        if (s > block_len - n)
+            return INVALID(ctx, "sequence %d: its rows starts[%d] + counts[%d] = %d + %d pass "
+                           "block_len %d%s; nothing was appended", b, b, b, s, n, block_len,
+                           counts ? "" : " (counts is NULL: block_len rows each)");
+        if (n > most) most = n;
+    }
+    for (int b = 0; b < c->batch; b++) {
+        const int n = append_rows_of(c, b, block_len, starts, counts).s[1];
         if (n > c->capacity - c->len[b])
             return INVALID(ctx, "sequence %d: appending %d token%s to its %d would pass the "
                            "cache's capacity %d; nothing was appended", b, n, n == 1 ? "" : "s",
                            c->len[b], c->capacity);
-        if (n > most) most = n;
     }
+    /* the whole block lies in the buffers, so each sequence's rows (inside
+     * it, checked above) do too; stride_batch 0 (a packed axis) is allowed */
     if (most > 0) {
         const int D = c->head_dim;
         size_t hi;
@@ -147,24 +169,18 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
     }
 
     cl_int err;
-    cl_int2 *pos = malloc(sizeof *pos * (size_t)c->batch);
-    if (!pos) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
-    for (int b = 0; b < c->batch; b++) {
-        pos[b].s[0] = c->len[b];
-        pos[b].s[1] = counts ? counts[b] : block_len;
+    if (most == 0) { /* nothing to copy; still hand back an event if asked */
+        if (done && (err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, done)) != CL_SUCCESS)
+            return attn_fail_cl(ctx, err, "clEnqueueMarkerWithWaitList");
+        return ATTN_SUCCESS;
     }
-    cl_mem posbuf = NULL;
+    cl_int4 *pos = malloc(sizeof *pos * (size_t)c->batch);
+    if (!pos) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int b = 0; b < c->batch; b++) pos[b] = append_rows_of(c, b, block_len, starts, counts);
     cl_kernel kern = NULL;
     cl_event ev = NULL;
-    if (most == 0) { /* nothing to copy; still hand back an event if asked */
-        st = ATTN_SUCCESS;
-        if (done && (err = clEnqueueMarkerWithWaitList(ctx->queue, 0, NULL, done)) != CL_SUCCESS)
-            st = attn_fail_cl(ctx, err, "clEnqueueMarkerWithWaitList");
-        free(pos);
-        return st;
-    }
-    posbuf = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                            sizeof *pos * (size_t)c->batch, pos, &err);
+    cl_mem posbuf = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                   sizeof *pos * (size_t)c->batch, pos, &err);
     free(pos);
     if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateBuffer (append positions)");
 
@@ -188,7 +204,8 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
         (st = attn_queue_order(ctx)) != ATTN_SUCCESS)
         goto done;
     /* enqueued: only now do the lengths move */
-    for (int b = 0; b < c->batch; b++) c->len[b] += counts ? counts[b] : block_len;
+    for (int b = 0; b < c->batch; b++)
+        c->len[b] += append_rows_of(c, b, block_len, starts, counts).s[1];
     if (done) {
         *done = ev;
         ev = NULL;
@@ -200,17 +217,32 @@ done:
     return st;
 }
 
-attn_status attn_kv_cache_append(attn_kv_cache *c, const attn_tensor *k, const attn_tensor *v,
-                                 int block_len, const int *counts, cl_event *done)
+/* Both public appends: fn names the one called, in its messages. */
+static attn_status append_call(attn_kv_cache *c, const char *fn, const attn_tensor *k,
+                               const attn_tensor *v, int block_len, const int *starts,
+                               const int *counts, cl_event *done)
 {
-    if (!c) return attn_fail_null(__func__, "cache");
+    if (!c) return attn_fail_null(fn, "cache");
     attn_context *ctx = c->ctx;
-    attn_call_begin(ctx, __func__);
-    attn_status st = append_locked(c, k, v, block_len, counts, done);
+    attn_call_begin(ctx, fn);
+    attn_status st = append_locked(c, k, v, block_len, starts, counts, done);
     if (st == ATTN_SUCCESS) c->append_failure[0] = 0;
     else snprintf(c->append_failure, sizeof c->append_failure, "%s", ctx->error);
     attn_call_end(ctx);
     return st;
+}
+
+attn_status attn_kv_cache_append_rows(attn_kv_cache *c, const attn_tensor *k,
+                                      const attn_tensor *v, int block_len, const int *starts,
+                                      const int *counts, cl_event *done)
+{
+    return append_call(c, __func__, k, v, block_len, starts, counts, done);
+}
+
+attn_status attn_kv_cache_append(attn_kv_cache *c, const attn_tensor *k, const attn_tensor *v,
+                                 int block_len, const int *counts, cl_event *done)
+{
+    return append_call(c, __func__, k, v, block_len, NULL, counts, done);
 }
 
 attn_status attn_kv_cache_lengths(const attn_kv_cache *c, int *lengths)

@@ -55,6 +55,28 @@ ATTN_API attn_status attn_kv_cache_append(attn_kv_cache *cache, const attn_tenso
                                           const attn_tensor *v, int block_len,
                                           const int *counts, cl_event *done);
 
+/*! attn_kv_cache_append_rows() :
+ *  attn_kv_cache_append from any rows of the block: sequence b takes rows
+ *  starts[b]..starts[b]+counts[b]-1 of its block (starts[b] is to the
+ *  block what attn_lengths' kv_start[b] is to attn_forward's k and v;
+ *  starts NULL: 0 each, which is attn_kv_cache_append) and stores them at
+ *  its positions len[b]..len[b]+counts[b]-1. One call takes a left-padded
+ *  prompt batch (starts[b] = block_len - counts[b]) or a packed one: k and
+ *  v may have stride_batch 0 (all sequences along one token axis of
+ *  block_len rows, as with p->packed), and then sequence b's rows are rows
+ *  starts[b].. of that one axis. Each starts[b] + counts[b] must fit in
+ *  block_len (counts NULL: block_len each, so every start must be 0):
+ *  otherwise ATTN_ERROR_INVALID_ARGUMENT naming the sequence and the
+ *  argument, nothing is enqueued and no sequence changes. k and v are
+ *  [batch, kv_heads, block_len, head_dim] as for attn_kv_cache_append and
+ *  must lie inside their buffers; only the rows taken are read. Everything
+ *  else is attn_kv_cache_append's: the capacity check, and a failed append
+ *  leaves attn_decode refusing the cache until an append succeeds. */
+ATTN_API attn_status attn_kv_cache_append_rows(attn_kv_cache *cache, const attn_tensor *k,
+                                               const attn_tensor *v, int block_len,
+                                               const int *starts, const int *counts,
+                                               cl_event *done);
+
 /*! attn_kv_cache_lengths() : copies each sequence's current length (tokens
  *  appended and not truncated) into lengths[0..batch-1]. */
 ATTN_API attn_status attn_kv_cache_lengths(const attn_kv_cache *cache, int *lengths);
@@ -93,7 +115,7 @@ ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tens
  *  q_len, head_dim] (out may be q itself). Sequence b's queries are rows
  *  0..q_lens[b]-1 (q_lens NULL: q_len each; 0 allowed) and are its LAST
  *  q_lens[b] tokens, whose K/V must already be appended (the cache's last
- *  attn_kv_cache_append must have succeeded: after a failed one, decode is
+ *  append, by attn_kv_cache_append or _rows, must have succeeded: after a failed one, decode is
  *  ATTN_ERROR_INVALID_ARGUMENT repeating the append's message, until an
  *  append succeeds; it would otherwise attend for the previous token): with L tokens in
  *  the cache, query row i is token L - q_lens[b] + i and sees keys
