@@ -106,9 +106,11 @@ inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUN
 #endif
 }
 
-/* Main kernel. Global (nblk, Hq, B), local (1, 1, 1). Row blocks are taken
- * last first: under the causal mask the last rows see the most keys, and
- * starting the heaviest work first balances the cores. */
+/* Main kernel. Global (nblk, Hq, B), local (1, 1, 1): nblk row blocks of
+ * the whole axis, or with PACKED as many as the longest entry's rows touch
+ * (forward.c). Row blocks are taken last first: under the causal mask the
+ * last rows see the most keys, and starting the heaviest work first
+ * balances the cores. */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const float *kt,
                      __global const float *vp, __global storage_t *o, ulong4 og,
@@ -116,7 +118,12 @@ void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const floa
                      int kv_heads, int sq, __global const ulong *kv_blocks, int causal,
                      float qscale, int nblk, VARIANT_PARAMS)
 {
+#if PACKED
+    /* nblk row blocks from the one holding the entry's q_start */
+    const int blk = lens[get_global_id(2)].x / BLOCK_ROWS + nblk - 1 - (int)get_global_id(0);
+#else
     const int blk = nblk - 1 - (int)get_global_id(0);
+#endif
     const int h = get_global_id(1), b = get_global_id(2);
     const int hk = h / (q_heads / kv_heads);
     const ulong start = kv_head_start(kv_blocks, b, hk, kv_heads) * HEAD_DIM_PAD;
