@@ -83,6 +83,23 @@ inline int row_keys(tile_rows m, int r, int *i, int *h)
     return *i < m.sq ? min(visible_keys(*i, m.len, m.causal), m.j_end) : 0;
 }
 
+/* The batch entry whose part of a per-entry table holds item t: the last
+ * b < n with first[b * stride] <= t, where first[b * stride] is where
+ * entry b's items start (ascending; entry b holds [first[b * stride],
+ * first[(b + 1) * stride]), the last one up to the table's end). A grid
+ * over every entry's own items (the vector family's K/V blocks, a mask's
+ * tiles) finds its entry with it in log2(n) steps. */
+inline int entry_of(__global const ulong *first, int stride, int n, ulong t)
+{
+    int lo = 0, hi = n - 1;
+    while (lo < hi) {
+        const int mid = (lo + hi + 1) / 2;
+        if (first[(ulong)mid * stride] <= t) lo = mid;
+        else hi = mid - 1;
+    }
+    return lo;
+}
+
 /* Where row (b, h, i)'s LSE goes: lse[(b * q_heads + h) * sq + i] */
 inline ulong lse_index(int b, int q_heads, int sq, int h, int i)
 {

@@ -3,17 +3,28 @@
  * the main kernel walks, saying whether the mask leaves the tile all -inf
  * (the main kernel skips it, so that a mask costs the visible pairs, as the
  * causal limit does), all zero (nothing to add) or neither. Joined after
- * the family's core, whose BLOCK_ROWS and BLOCK_KEYS it uses. */
+ * the family's core, whose BLOCK_ROWS and BLOCK_KEYS it uses; only a
+ * problem with a mask has it. */
 
-/* Global (key blocks, row blocks, B * heads), heads = var_mt.x (1 when the
- * mask's head stride is 0). Rows are buffer rows, keys content indices of
- * batch entry b (key j is mask column kv_start + j); only rows inside the
- * entry's queries and keys inside kv_len are read. */
+#if MASK
+
+/* Global (the tiles of every batch entry: the summary past its table),
+ * work-item t the summary's tile t past the table (variants.cl's
+ * mask_tile). var_tiles is the table alone, which the work-items also copy
+ * to the summary's start for the main kernel. Rows are buffer rows, keys
+ * content indices of batch entry b (key j is mask column kv_start + j);
+ * only rows inside the entry's queries and keys inside kv_len are read. */
 __kernel void attn_mask_tiles(__global const int4 *lens, VARIANT_PARAMS, __global uchar *tiles)
 {
     VARIANTS(va);
-    const int kb = get_global_id(0), qb = get_global_id(1);
-    const int bh = get_global_id(2), b = bh / va.mt.x, h = bh % va.mt.x;
+    __global const ulong *table = (__global const ulong *)va.tiles;
+    for (ulong c = get_global_id(0); c < 4 * (ulong)va.mt.y; c += get_global_size(0))
+        ((__global ulong *)tiles)[c] = table[c];
+    const ulong t = (ulong)va.mt.y * 4 * sizeof(ulong) + get_global_id(0);
+    const int b = entry_of(table, 4, va.mt.y, t);
+    const ulong4 e = vload4(b, table);
+    const ulong i = t - e.s0; /* [head][row block][key block] of the entry's */
+    const int h = (int)(i / e.s3), qb = (int)e.s1 + (int)(i % e.s3 / e.s2), kb = (int)(i % e.s2);
     const int4 len = lens[b];
     int all_masked = 1, all_zero = 1;
     for (int r = qb * BLOCK_ROWS; r < qb * BLOCK_ROWS + BLOCK_ROWS; r++) {
@@ -28,3 +39,4 @@ __kernel void attn_mask_tiles(__global const int4 *lens, VARIANT_PARAMS, __globa
     tiles[mask_tile(va, b, h, qb, kb)] =
         all_masked ? MASK_TILE_MASKED : all_zero ? MASK_TILE_ZERO : MASK_TILE_MIXED;
 }
+#endif /* MASK */

@@ -149,12 +149,13 @@ __kernel void attn_softmax_rows(__global float *scores, int4 len, int causal, fl
 
 /* Finishes O after the GEMMs. A row is live when it lies in its batch
  * entry's [q_start, q_start + q_len), covered when live and kv_len > 0: the
- * P V GEMM wrote it (into src, contiguous f32 [B, heads, sq, dim], when
- * has_src; into o itself otherwise). Covered rows are copied from src when
- * has_src; every other row gets zeros in O and in LSE -inf (a live row with
- * a sink: the sink). Packed sequences: rows that are not live belong to
+ * P V GEMM wrote it (into src, contiguous f32 [src_batches, heads, sq, dim],
+ * when src_batches > 0: one per entry, or one axis for every entry when
+ * src_batches is 1; into o itself otherwise). Covered rows are copied from
+ * src; every other row gets zeros in O and in LSE -inf (a live row with a
+ * sink: the sink). Packed sequences: rows that are not live belong to
  * another entry and are left alone. Global (sq, heads, B). */
-__kernel void attn_rows_out(__global const float *src, int has_src, __global storage_t *o,
+__kernel void attn_rows_out(__global const float *src, int src_batches, __global storage_t *o,
                             ulong4 og, __global const int4 *lens, __global float *lse,
                             int write_lse, int dim, VARIANT_PARAMS)
 {
@@ -170,8 +171,8 @@ __kernel void attn_rows_out(__global const float *src, int has_src, __global sto
         float lse_l2;
         finish_row(va, h, MAX_INIT, 0.0f, live, &lse_l2);
         if (write_lse) lse[variant_lse_index(b, heads, sq, h, s)] = lse_l2 * LN2;
-    } else if (has_src) {
-        const ulong from = (((ulong)b * heads + h) * sq + s) * dim;
+    } else if (src_batches > 0) {
+        const ulong from = (((ulong)(src_batches > 1 ? b : 0) * heads + h) * sq + s) * dim;
         for (int d = 0; d < dim; d++) STORE(o, orow + d, src[from + d]);
     }
 }

@@ -1,7 +1,9 @@
 /* tiled.cl -- the GPU-style prefill kernel: a work-group owns BLOCK_ROWS
  * query rows of one (batch, head) and all their keys (tiled_core.cl). */
 
-/* Global (nblk * WG_SIZE, Hq, B), local (WG_SIZE, 1, 1). */
+/* Global (nblk * WG_SIZE, Hq, B), local (WG_SIZE, 1, 1): nblk row blocks of
+ * the whole axis, or with PACKED as many as the longest entry's rows touch
+ * (forward.c). */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
 void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const storage_t *k, ulong4 kg,
                     __global const storage_t *v, ulong4 vg, __global storage_t *o, ulong4 og,
@@ -10,7 +12,13 @@ void attn_fwd_tiled(__global const storage_t *q, ulong4 qg, __global const stora
 {
     __local tiled_local tl;
     VARIANTS(va);
+#if PACKED
+    /* heaviest (last) rows first, nblk of them from the row block holding
+     * the entry's q_start */
+    const int blk = lens[get_global_id(2)].x / BLOCK_ROWS + nblk - 1 - (int)get_group_id(0);
+#else
     const int blk = nblk - 1 - (int)get_group_id(0); /* heaviest (last) rows first */
+#endif
     const int h = get_global_id(1), b = get_global_id(2);
     const int hk = h / (q_heads / kv_heads);
     const int4 len = lens[b];

@@ -74,8 +74,8 @@ typedef struct {
     __global const mask_t *mask;  /* attn_mask: element (offset, batch, head, q) strides in mg */
     ulong4 mg;
     ulong mk;                     /* the mask's key stride */
-    /* prefill: the mask's per-tile summary (mask_tiles.cl), [B][mt.x][mt.y][mt.z]:
-     * heads (1 when the mask broadcasts them), row blocks, key blocks */
+    /* prefill: the mask's per-tile summary (mask_tiles.cl, mask_tile); mt.x
+     * its heads (1 when the mask broadcasts them), mt.y its batch entries */
     __global const uchar *tiles;
     int4 mt;
 } variants;
@@ -193,11 +193,19 @@ inline ulong variant_lse_index(int b, int q_heads, int sq, int h, int i)
     return lse_index(PACKED ? 0 : b, q_heads, sq, h, i);
 }
 
+#if MASK
 /* Where the prefill mask summary (mask_tiles.cl) keeps the tile of row
  * block qb (query buffer rows qb * BLOCK_ROWS ...) and key block kb of
- * batch entry b, head h: [B][mt.x][mt.y][mt.z], one head when the mask
- * broadcasts them (mt.x 1) */
+ * batch entry b, head h. The summary starts with a table of one ulong4 per
+ * entry (variants.c): where its tiles start, its first row block (the one
+ * holding q_start), its key blocks (ceil(kv_len / BLOCK_KEYS)) and its
+ * tiles per head; its tiles follow as [head][row block][key block], one
+ * head when the mask broadcasts them (mt.x 1). Each entry has only the
+ * tiles of its own rows and keys: packed sequences along one token axis
+ * would otherwise take B times the axis squared. */
 inline ulong mask_tile(variants va, int b, int h, int qb, int kb)
 {
-    return (((ulong)b * va.mt.x + (va.mt.x > 1 ? h : 0)) * va.mt.y + qb) * va.mt.z + kb;
+    const ulong4 e = vload4(b, (__global const ulong *)va.tiles);
+    return e.s0 + (va.mt.x > 1 ? h : 0) * e.s3 + (ulong)(qb - (int)e.s1) * e.s2 + kb;
 }
+#endif

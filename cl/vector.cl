@@ -5,24 +5,36 @@
  * reached 6-19%). A pre-pass packs K transposed per key block and V
  * padded, in fp32 and content order, so the main loop needs no bounds. */
 
-/* Pre-pass: K -> kt[b][hk][j / BLOCK_KEYS][d][j % BLOCK_KEYS] (each key
+/* Where the packed K and V of (batch entry b, KV head hk) start, in keys:
+ * entry b has kv_blocks[b + 1] - kv_blocks[b] = ceil(kv_len / BLOCK_KEYS)
+ * key blocks (prefix sums, forward.c), one KV head's after another, from
+ * block kv_blocks[b] * kv_heads. Sized by each entry's own keys, not the
+ * whole axis: B packed sequences along one token axis would otherwise take
+ * B times the axis. */
+inline ulong kv_head_start(__global const ulong *kv_blocks, int b, int hk, int kv_heads)
+{
+    const ulong first = kv_blocks[b], n = kv_blocks[b + 1] - first;
+    return (first * kv_heads + hk * n) * BLOCK_KEYS;
+}
+
+/* Pre-pass: K -> kt[head][j / BLOCK_KEYS][d][j % BLOCK_KEYS] (each key
  * block transposed and contiguous: a [D][S] layout put every d of a block
  * 4*S bytes apart, all in one L1 set, and ran 15-25% slower) and V ->
- * vp[b][hk][j][d], fp32, in content order (key j is buffer row kv_start +
- * j), zero past kv_len and past D.
- * Global (ceil(Skvp / BLOCK_KEYS), Hkv, B), one work-item per key block. */
+ * vp[head][j][d], head from kv_head_start, fp32, in content order (key j
+ * is buffer row kv_start + j), zero past kv_len and past D.
+ * Global (every entry's key blocks: kv_blocks[entries], Hkv), one
+ * work-item per key block. */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void attn_pack_kv(__global const storage_t *k, ulong4 kg, __global const storage_t *v, ulong4 vg,
                   __global const int4 *lens, __global float *kt, __global float *vp, int kv_heads,
-                  int skvp)
+                  __global const ulong *kv_blocks, int entries)
 {
-    const int jb = get_global_id(0), hk = get_global_id(1), b = get_global_id(2);
+    const ulong g = get_global_id(0);
+    const int hk = get_global_id(1), b = entry_of(kv_blocks, 1, entries, g);
     const int4 len = lens[b];
-    const int j0 = jb * BLOCK_KEYS;
-    if (j0 >= len.w) return; /* the main kernel never reads past kv_len's block */
-    const ulong head = (ulong)(b * kv_heads + hk);
-    __global float *ktb = kt + head * HEAD_DIM_PAD * (ulong)skvp;
-    __global float *vpb = vp + head * (ulong)skvp * HEAD_DIM_PAD;
+    const int j0 = (int)(g - kv_blocks[b]) * BLOCK_KEYS;
+    const ulong start = kv_head_start(kv_blocks, b, hk, kv_heads) * HEAD_DIM_PAD;
+    __global float *ktb = kt + start, *vpb = vp + start;
     for (int c = 0; c < BLOCK_KEYS; c++) {
         const int j = j0 + c;
         const int valid = j < len.w;
@@ -94,22 +106,28 @@ inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUN
 #endif
 }
 
-/* Main kernel. Global (nblk, Hq, B), local (1, 1, 1). Row blocks are taken
- * last first: under the causal mask the last rows see the most keys, and
- * starting the heaviest work first balances the cores. */
+/* Main kernel. Global (nblk, Hq, B), local (1, 1, 1): nblk row blocks of
+ * the whole axis, or with PACKED as many as the longest entry's rows touch
+ * (forward.c). Row blocks are taken last first: under the causal mask the
+ * last rows see the most keys, and starting the heaviest work first
+ * balances the cores. */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void attn_fwd_vector(__global const storage_t *q, ulong4 qg, __global const float *kt,
                      __global const float *vp, __global storage_t *o, ulong4 og,
                      __global float *lse, int write_lse, __global const int4 *lens, int q_heads,
-                     int kv_heads, int sq, int skvp, int causal, float qscale, int nblk,
-                     VARIANT_PARAMS)
+                     int kv_heads, int sq, __global const ulong *kv_blocks, int causal,
+                     float qscale, int nblk, VARIANT_PARAMS)
 {
+#if PACKED
+    /* nblk row blocks from the one holding the entry's q_start */
+    const int blk = lens[get_global_id(2)].x / BLOCK_ROWS + nblk - 1 - (int)get_global_id(0);
+#else
     const int blk = nblk - 1 - (int)get_global_id(0);
+#endif
     const int h = get_global_id(1), b = get_global_id(2);
     const int hk = h / (q_heads / kv_heads);
-    const ulong head = (ulong)(b * kv_heads + hk);
-    __global const float *ktb = kt + head * HEAD_DIM_PAD * (ulong)skvp;
-    __global const float *vpb = vp + head * (ulong)skvp * HEAD_DIM_PAD;
+    const ulong start = kv_head_start(kv_blocks, b, hk, kv_heads) * HEAD_DIM_PAD;
+    __global const float *ktb = kt + start, *vpb = vp + start;
     VARIANTS(va);
     /* one head's rows, all keys */
     const tile_rows rows = {lens[b], blk * BLOCK_ROWS, 1, h, sq, causal, 0, INT_MAX};

@@ -55,6 +55,12 @@ static const int dw_kl2[3] = {300, 20, 97}, dw_ql2[3] = {2, 5, 5};
 static const int pk_s[4] = {0, 1, 8, 41}, pk_l[4] = {1, 7, 33, 64};
 static const int pg_qs[3] = {0, 4, 6}, pg_ql[3] = {3, 1, 5}, pg_ks[3] = {0, 12, 32},
                  pg_kl[3] = {10, 20, 7};
+/* nine short packed entries of uneven lengths, gaps between some (rows no
+ * entry owns): each entry's own K/V blocks and mask tiles, not the axis' */
+static const int p9_qs[9] = {0, 6, 23, 26, 66, 75, 111, 113, 178},
+                 p9_ql[9] = {5, 17, 1, 40, 9, 33, 2, 64, 12};
+static const int p9_ks[9] = {2, 11, 29, 59, 102, 103, 153, 165, 229},
+                 p9_kl[9] = {9, 17, 30, 40, 1, 50, 7, 64, 20};
 static const float alibi4[4] = {0.7f, 0.3f, 0.05f, 1.2f};
 /* decode: query row 2 of entries 0 and 1 masked whole (the mask's every
  * fifth row; with sinks: zeros and LSE = the sink); entry 1's queries are
@@ -388,6 +394,10 @@ const harness_case harness_cases[] = {
      LENS(pg_qs, pg_ql, pg_ks, pg_kl), .in_place = 1, WIN(4, 2), .softcap = 5.0f,
      .sinks = HARNESS_SINKS_HOST, .alibi_max_bias = 8.0f, .mask = HARNESS_MASK_RANDOM,
      .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH, .seed = 3904},
+
+    {P("packed 9 uneven entries + mask per head + window 16, D40"), SHAPE(9, 4, 2, 40, 191, 250),
+     .causal = 1, LENS(p9_qs, p9_ql, p9_ks, p9_kl), WIN(16, 0), .mask = HARNESS_MASK_RANDOM,
+     .mask_bcast = HARNESS_BCAST_BATCH, .seed = 3905},
 
     /* ---- the variants in decode through a KV cache, unsplit and split ---- */
 #define VDEC(name_, splits, ...)                                                                       {.group = "variants_decode/alone", .name = (name_), .families = HARNESS_BOTH, .params = splits,      SHAPE(3, 8, 2, 64, 3, 50), .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), .poison_pads = 1,         .seed = 3600, __VA_ARGS__}

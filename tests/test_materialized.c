@@ -745,6 +745,9 @@ static const vcase vcases[] = {
      .seed = 1716},
     {"packed (batch stride 0)", ATTN_F32, 3, 2, 2, 8, 40, 40, 0, PACKED_LENS,
      .packed = VPACK_SHARED, .seed = 1717},
+    /* the f32 copy of O is one token axis for every entry's rows */
+    {"packed (a copy per entry), bf16", ATTN_BF16, 3, 2, 1, 16, 40, 40, 1, PACKED_LENS,
+     .packed = VPACK_COPIES, .seed = 1718},
 };
 
 /* Under each work-group size of test_softmax_work_groups: the rewriting

@@ -36,6 +36,54 @@ static attn_status get_kernel(attn_context *ctx, const attn_params *pr, const at
     return st;
 }
 
+/* Row blocks in the prefill grid's first dimension: the whole query
+ * axis', or packed, the most that one entry's rows touch, counted from the
+ * block holding its q_start (cl/vector.cl, cl/tiled.cl): B entries packed
+ * along one axis would otherwise launch B times the axis' work-groups, all
+ * but one entry's worth with nothing to do (32 sequences of 128 on PoCL:
+ * 2.1 times the padded layout's time in the tiled family, now 1.0). */
+static int row_blocks(const attn_problem *p, const attn_lengths *lengths, int block_rows)
+{
+    if (!p->packed) return (p->q_len + block_rows - 1) / block_rows;
+    int most = 1; /* a grid of none is not allowed: one work-group finds nothing to do */
+    for (int b = 0; b < p->batch; b++) {
+        const attn_region r = attn_region_of(p, lengths, b);
+        if (r.q_len > 0) {
+            const int n = (r.q_start + r.q_len - 1) / block_rows - r.q_start / block_rows + 1;
+            most = n > most ? n : most;
+        }
+    }
+    return most;
+}
+
+/* The vector family's packed K/V room per batch entry (cl/vector.cl's
+ * kv_head_start): entry b's key blocks are [table[b], table[b + 1]),
+ * ceil(kv_len / block_keys) of them, so that the scratch follows the keys
+ * the entries have, not B times the whole axis. A buffer made per call,
+ * like lens; *total = table[B]. */
+static attn_status kv_block_table(attn_context *ctx, const attn_problem *p,
+                                  const attn_lengths *lengths, int block_keys, cl_mem *out,
+                                  size_t *total)
+{
+    cl_ulong *table = malloc(sizeof *table * ((size_t)p->batch + 1));
+    if (!table) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    table[0] = 0;
+    for (int b = 0; b < p->batch; b++) {
+        const attn_region r = attn_region_of(p, lengths, b);
+        table[b + 1] = table[b] + ((cl_ulong)r.kv_len + block_keys - 1) / block_keys;
+    }
+    *total = (size_t)table[p->batch];
+    cl_int err;
+    *out = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                          sizeof *table * ((size_t)p->batch + 1), table, &err);
+    free(table);
+    if (err != CL_SUCCESS) {
+        *out = NULL;
+        return attn_fail_cl(ctx, err, "clCreateBuffer (key blocks)");
+    }
+    return ATTN_SUCCESS;
+}
+
 static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_problem *p,
                            const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
                            const attn_tensor *o, const attn_lengths *lengths, cl_mem lse,
@@ -44,7 +92,7 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
     attn_status st;
     cl_int err;
     cl_kernel main_k = NULL, pack_k = NULL;
-    cl_mem lens = NULL;
+    cl_mem lens = NULL, kv_blocks = NULL;
     cl_event before[2] = {NULL, NULL}, finished = NULL; /* the pre-passes: K/V packing, mask tiles */
     attn_variant_args va;
     memset(&va, 0, sizeof va);
@@ -68,7 +116,7 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
     cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */
     const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
     const cl_float qscale = attn_variant_qscale(p);
-    const cl_int nblk = (p->q_len + pr->block_rows - 1) / pr->block_rows;
+    const cl_int nblk = row_blocks(p, lengths, pr->block_rows);
     cl_program prog = NULL;
 
     /* An out-of-order queue would let these kernels overtake the writes of
@@ -82,30 +130,35 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
                                       pr->block_keys, &va, &before[1])))
         goto done;
     if (pr->family == ATTN_FAMILY_VECTOR) {
-        const cl_int skvp = (p->kv_len + pr->block_keys - 1) / pr->block_keys * pr->block_keys;
+        size_t blocks = 0, bytes;
+        if ((st = kv_block_table(ctx, p, lengths, pr->block_keys, &kv_blocks, &blocks)))
+            goto done;
         const size_t dpad = (size_t)attn_params_padded_dim(pr, p->head_dim);
-        const size_t bytes = (size_t)p->batch * p->kv_heads * dpad * (size_t)skvp * sizeof(float);
+        /* an overflow asks for more than any device allows: refused below */
+        const size_t per_block = (size_t)p->kv_heads * dpad * pr->block_keys * sizeof(float);
+        if (__builtin_mul_overflow(per_block, blocks, &bytes)) bytes = SIZE_MAX;
         if ((st = attn_scratch_reserve(ctx, &ctx->kt, bytes)) != ATTN_SUCCESS ||
             (st = attn_scratch_reserve(ctx, &ctx->vp, bytes)) != ATTN_SUCCESS ||
             (st = attn_kernel_create(ctx, prog, "attn_pack_kv", &pack_k)) != ATTN_SUCCESS)
             goto done;
+        const cl_int entries = p->batch;
         const attn_karg pack_args[] = {
             ATTN_KARG(k->buffer), ATTN_KARG(kg), ATTN_KARG(v->buffer), ATTN_KARG(vg),
             ATTN_KARG(lens), ATTN_KARG(ctx->kt.mem), ATTN_KARG(ctx->vp.mem), ATTN_KARG(hkv),
-            ATTN_KARG(skvp)};
+            ATTN_KARG(kv_blocks), ATTN_KARG(entries)};
         const attn_karg main_args[] = {
             ATTN_KARG(q->buffer), ATTN_KARG(qg), ATTN_KARG(ctx->kt.mem), ATTN_KARG(ctx->vp.mem),
             ATTN_KARG(o->buffer), ATTN_KARG(og), ATTN_KARG(lse_arg), ATTN_KARG(write_lse),
-            ATTN_KARG(lens), ATTN_KARG(hq), ATTN_KARG(hkv), ATTN_KARG(sq), ATTN_KARG(skvp),
+            ATTN_KARG(lens), ATTN_KARG(hq), ATTN_KARG(hkv), ATTN_KARG(sq), ATTN_KARG(kv_blocks),
             ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(nblk)};
         if ((st = attn_kernel_set_args(ctx, pack_k, pack_args, ATTN_NARGS(pack_args))) ||
             (st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))) ||
             (st = attn_kernel_set_args_at(ctx, main_k, ATTN_NARGS(main_args),
                                           attn_variant_kargs(&va), ATTN_VARIANT_NARGS)))
             goto done;
-        const size_t pg[3] = {(size_t)skvp / (size_t)pr->block_keys, (size_t)hkv, (size_t)p->batch};
-        const size_t one[3] = {1, 1, 1};
-        if ((st = attn_kernel_enqueue(ctx, pack_k, 3, pg, one, 0, NULL, &before[0])) != ATTN_SUCCESS)
+        /* every entry's own key blocks (none when no entry has keys) */
+        const size_t pg[2] = {blocks, (size_t)hkv}, one[2] = {1, 1};
+        if (blocks && (st = attn_kernel_enqueue(ctx, pack_k, 2, pg, one, 0, NULL, &before[0])))
             goto done;
     } else {
         const attn_karg main_args[] = {
@@ -118,7 +171,8 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
                                           attn_variant_kargs(&va), ATTN_VARIANT_NARGS)))
             goto done;
     }
-    /* global (nblk * work-group, Hq, B): a work-group per block of rows */
+    /* global (nblk * work-group, Hq, B): a work-group per block of rows
+     * (row_blocks) */
     const size_t wg = attn_params_work_group(pr);
     const size_t gl[3] = {(size_t)nblk * wg, (size_t)hq, (size_t)p->batch};
     const size_t lo[3] = {wg, 1, 1};
@@ -136,7 +190,8 @@ done:
     attn_variant_args_release(&va);
     if (main_k) clReleaseKernel(main_k);
     if (pack_k) clReleaseKernel(pack_k);
-    if (lens) clReleaseMemObject(lens); /* enqueued kernels keep it alive */
+    if (lens) clReleaseMemObject(lens); /* enqueued kernels keep them alive */
+    if (kv_blocks) clReleaseMemObject(kv_blocks);
     return st;
 }
 

@@ -230,14 +230,11 @@ static int by_start(const void *a, const void *b)
     return (x[0] > y[0]) - (x[0] < y[0]);
 }
 
-/* Packed lse is [q_heads][q_len] by buffer row, so the entries' query rows
- * [q_start, q_start + q_len) must not meet, whatever out's strides do. */
-static attn_status check_packed_lse_rows(attn_context *ctx, const attn_problem *p,
-                                         const attn_lengths *lengths)
+int attn_packed_rows_meet(const attn_problem *p, const attn_lengths *lengths, int meet[3])
 {
     int (*span)[3] = malloc(sizeof *span * (size_t)p->batch);
-    if (!span) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
-    int n = 0;
+    if (!span) return -1;
+    int n = 0, found = 0;
     for (int b = 0; b < p->batch; b++) {
         const attn_region r = attn_region_of(p, lengths, b);
         if (r.q_len == 0) continue;
@@ -246,16 +243,30 @@ static attn_status check_packed_lse_rows(attn_context *ctx, const attn_problem *
         span[n++][2] = b;
     }
     qsort(span, (size_t)n, sizeof *span, by_start);
-    for (int i = 1; i < n; i++)
+    for (int i = 1; i < n && !found; i++)
         if (span[i][0] < span[i - 1][1]) {
-            const int a = span[i - 1][2], b = span[i][2], row = span[i][0];
-            free(span);
-            return INVALID(ctx, "lse: with p->packed it is [q_heads][q_len] by buffer row, but "
-                           "batch entries %d and %d both have query rows at %d (lengths->q_start "
-                           "and q_len): their LSE rows would meet",
-                           a < b ? a : b, a < b ? b : a, row);
+            const int a = span[i - 1][2], b = span[i][2];
+            meet[0] = a < b ? a : b;
+            meet[1] = a < b ? b : a;
+            meet[2] = span[i][0];
+            found = 1;
         }
     free(span);
+    return found;
+}
+
+/* Packed lse is [q_heads][q_len] by buffer row, so the entries' query rows
+ * [q_start, q_start + q_len) must not meet, whatever out's strides do. */
+static attn_status check_packed_lse_rows(attn_context *ctx, const attn_problem *p,
+                                         const attn_lengths *lengths)
+{
+    int meet[3];
+    const int found = attn_packed_rows_meet(p, lengths, meet);
+    if (found < 0) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    if (found)
+        return INVALID(ctx, "lse: with p->packed it is [q_heads][q_len] by buffer row, but "
+                       "batch entries %d and %d both have query rows at %d (lengths->q_start "
+                       "and q_len): their LSE rows would meet", meet[0], meet[1], meet[2]);
     return ATTN_SUCCESS;
 }
 

@@ -49,4 +49,9 @@ static inline attn_region attn_region_of(const attn_problem *p, const attn_lengt
     return r;
 }
 
+/* Whether two batch entries' query rows [q_start, q_start + q_len) meet:
+ * 1 (meet = the lower entry, the higher, the first row they share), 0 when
+ * none do, -1 out of host memory. */
+int attn_packed_rows_meet(const attn_problem *p, const attn_lengths *lengths, int meet[3]);
+
 #endif /* ATTN_ATTENTION_VALIDATE_H */

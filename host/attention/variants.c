@@ -228,6 +228,56 @@ void attn_variant_args_release(attn_variant_args *va)
     memset(va->owned, 0, sizeof va->owned);
 }
 
+/* The summary's table (cl/variants.cl's mask_tile): per batch entry where
+ * its tiles start (bytes, past the table), its first row block, key blocks
+ * and tiles per head; only the blocks its own query rows and keys touch.
+ * Returns the summary's size in bytes. */
+static size_t mask_tile_table(const attn_problem *p, const attn_lengths *lengths, int heads,
+                              int block_rows, int block_keys, cl_ulong4 *table)
+{
+    size_t at = sizeof *table * (size_t)p->batch;
+    for (int b = 0; b < p->batch; b++) {
+        const attn_region r = attn_region_of(p, lengths, b);
+        const int first = r.q_start / block_rows;
+        const int last = (r.q_start + r.q_len - 1) / block_rows;
+        const size_t rows = r.q_len ? (size_t)(last - first + 1) : 0;
+        const size_t keys = ((size_t)r.kv_len + block_keys - 1) / block_keys;
+        const cl_ulong4 e = {{at, (cl_ulong)first, keys, rows * keys}};
+        table[b] = e;
+        at += (size_t)heads * rows * keys;
+    }
+    return at;
+}
+
+/* Runs attn_mask_tiles into the context's summary scratch (of `bytes`,
+ * `table` at its start: the kernel copies it there from a buffer of its
+ * own, which is also its var_tiles, where mask_tile reads the table). A
+ * kernel's copy and not clEnqueueCopyBuffer: after a host-side copy into
+ * the scratch, Oclgrind 21.10's --uninitialized took the tiles the kernel
+ * then wrote for undefined. */
+static attn_status summarise(attn_context *ctx, cl_program program, cl_mem lens,
+                             attn_variant_args *va, const cl_ulong4 *table, size_t table_bytes,
+                             size_t bytes, cl_event *done)
+{
+    cl_int err;
+    cl_kernel k = NULL;
+    cl_mem from = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, table_bytes,
+                                 (void *)table, &err);
+    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateBuffer (mask tile table)");
+    va->tiles = from;
+    attn_karg args[2 + ATTN_VARIANT_NARGS];
+    args[0] = (attn_karg)ATTN_KARG(lens);
+    memcpy(args + 1, attn_variant_kargs(va), sizeof(attn_karg) * ATTN_VARIANT_NARGS);
+    args[1 + ATTN_VARIANT_NARGS] = (attn_karg)ATTN_KARG(ctx->mask_tiles.mem);
+    const size_t global[1] = {bytes - table_bytes};
+    attn_status st = attn_kernel_create(ctx, program, "attn_mask_tiles", &k);
+    if (st == ATTN_SUCCESS) st = attn_kernel_set_args(ctx, k, args, 2 + ATTN_VARIANT_NARGS);
+    if (st == ATTN_SUCCESS) st = attn_kernel_enqueue(ctx, k, 1, global, NULL, 0, NULL, done);
+    if (k) clReleaseKernel(k);
+    clReleaseMemObject(from); /* the enqueued kernel keeps it alive */
+    return st;
+}
+
 attn_status attn_variant_mask_tiles(attn_context *ctx, const attn_problem *p, cl_program program,
                                     const attn_lengths *lengths, cl_mem lens, int block_rows,
                                     int block_keys, attn_variant_args *va, cl_event *done)
@@ -240,26 +290,18 @@ attn_status attn_variant_mask_tiles(attn_context *ctx, const attn_problem *p, cl
         return ATTN_SUCCESS;
     }
     const int heads = p->mask.stride_head ? p->q_heads : 1;
-    const int nqb = (p->q_len + block_rows - 1) / block_rows;
-    const int nkb = (p->kv_len + block_keys - 1) / block_keys;
-    const size_t bytes = (size_t)p->batch * heads * (size_t)nqb * (size_t)nkb;
-    attn_status st = attn_scratch_reserve(ctx, &ctx->mask_tiles, bytes);
-    if (st) return st;
+    const size_t table_bytes = sizeof(cl_ulong4) * (size_t)p->batch;
+    cl_ulong4 *table = malloc(table_bytes);
+    if (!table) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    const size_t bytes = mask_tile_table(p, lengths, heads, block_rows, block_keys, table);
     va->mt.s[0] = heads;
-    va->mt.s[1] = nqb;
-    va->mt.s[2] = nkb;
-    cl_kernel k = NULL;
-    if ((st = attn_kernel_create(ctx, program, "attn_mask_tiles", &k))) return st;
-    /* the summary is this kernel's output, not yet its input (var_tiles) */
-    attn_karg args[2 + ATTN_VARIANT_NARGS];
-    args[0] = (attn_karg)ATTN_KARG(lens);
-    memcpy(args + 1, attn_variant_kargs(va), sizeof(attn_karg) * ATTN_VARIANT_NARGS);
-    args[1 + ATTN_VARIANT_NARGS] = (attn_karg)ATTN_KARG(ctx->mask_tiles.mem);
-    const size_t global[3] = {(size_t)nkb, (size_t)nqb, (size_t)p->batch * heads};
-    st = attn_kernel_set_args(ctx, k, args, 2 + ATTN_VARIANT_NARGS);
-    if (st == ATTN_SUCCESS) st = attn_kernel_enqueue(ctx, k, 3, global, NULL, 0, NULL, done);
-    clReleaseKernel(k);
-    if (st != ATTN_SUCCESS) return st;
+    va->mt.s[1] = p->batch;
+    attn_status st = attn_scratch_reserve(ctx, &ctx->mask_tiles, bytes);
+    /* no tile (no entry has both rows and keys): nothing is read */
+    if (st == ATTN_SUCCESS && bytes > table_bytes)
+        st = summarise(ctx, program, lens, va, table, table_bytes, bytes, done);
+    free(table);
+    if (st) return st;
     va->tiles = ctx->mask_tiles.mem;
     /* a mask with a version keeps its summary: the scratch becomes the
      * cache entry's, and an evicted summary's buffer the scratch */

@@ -67,11 +67,12 @@ void attn_variant_args_release(attn_variant_args *va);
 
 /* Prefill with a mask: runs attn_mask_tiles (cl/mask_tiles.cl) from
  * `program`'s kernels over the family's tiles (block_rows x block_keys)
- * into the context's scratch, and points va at the summary; a mask with a
- * version finds its summary in the context's mask cache (mask_cache.h)
- * or leaves it there. Nothing when p has no mask. lengths and lens (its
- * device copy) as the call's. *done receives the event the main kernel
- * must wait for (or NULL). */
+ * into the context's scratch, and points va at the summary: each batch
+ * entry's own row and key blocks, after a table of where they are
+ * (cl/variants.cl's mask_tile); a mask with a version finds its summary in
+ * the context's mask cache (mask_cache.h) or leaves it there. Nothing when
+ * p has no mask. lengths and lens (its device copy) as the call's. *done
+ * receives the event the main kernel must wait for (or NULL). */
 attn_status attn_variant_mask_tiles(attn_context *ctx, const attn_problem *p, cl_program program,
                                     const attn_lengths *lengths, cl_mem lens, int block_rows,
                                     int block_keys, attn_variant_args *va, cl_event *done);

@@ -125,6 +125,18 @@ static attn_status widen(attn_context *ctx, attn_dtype dtype, const attn_tensor 
     return attn_device_gather_f32(ctx, dtype, t, B, heads, seq, D, buf);
 }
 
+/* How many batch entries' worth the f32 copy of O holds: one axis for
+ * packed sequences whose query rows never meet (each entry writes only its
+ * own rows, as widen's inputs of batch stride 0 are read), else one per
+ * entry; -1 out of host memory. */
+static int o_copies(const attn_problem *p, const attn_lengths *lengths)
+{
+    int meet[3];
+    if (!p->packed) return p->batch;
+    const int found = attn_packed_rows_meet(p, lengths, meet);
+    return found < 0 ? -1 : found ? p->batch : 1;
+}
+
 static size_t at(const attn_tensor *t, int b, int h, int s)
 {
     return t->offset + (size_t)b * t->stride_batch + (size_t)h * t->stride_head +
@@ -139,21 +151,29 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
     const int B = p->batch, Hq = p->q_heads, Hkv = p->kv_heads, D = p->head_dim;
     const int Sq = p->q_len, Skv = p->kv_len, wide = p->dtype != ATTN_F32;
     attn_status st;
+    /* the f32 copies' batch entries: an input of batch stride 0 is copied
+     * once (widen), O once for packed rows that never meet */
+    const int qn = q->stride_batch ? B : 1, kn = k->stride_batch ? B : 1;
+    const int vn = v->stride_batch ? B : 1, on = wide ? o_copies(p, lengths) : B;
+    ATTN_CHECK(ctx, on < 0, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
     /* Every refusal before any work: the scores of one batch entry (all its
      * query heads, padded lengths) and, for f16/bf16, the f32 copies. */
     if ((st = fits(ctx, (double)Hq * Sq * Skv, "the scores of one batch entry (q_heads x "
                    "q_len x kv_len floats; attn_forward needs no such buffer)")) != ATTN_SUCCESS)
         return st;
-    if (wide && ((st = fits(ctx, (double)B * Hq * Sq * D, "f32 copies of Q and O")) ||
-                 (st = fits(ctx, (double)B * Hkv * Skv * D, "f32 copies of K and V"))))
+    const double qo = (double)(qn > on ? qn : on) * Hq * Sq * D;
+    const double kv = (double)(kn > vn ? kn : vn) * Hkv * Skv * D;
+    if (wide && ((st = fits(ctx, qo, "f32 copies of Q and O")) ||
+                 (st = fits(ctx, kv, "f32 copies of K and V"))))
         return st;
     /* CLBlast indexes with int: what its GEMMs read and write must fit. */
-    const struct { const attn_tensor *t; int h, s; const char *name; } ops[] = {
-        {q, Hq, Sq, "q"}, {k, Hkv, Skv, "k"}, {v, Hkv, Skv, "v"}, {out, Hq, Sq, "out"}};
+    const struct { const attn_tensor *t; int n, h, s; const char *name; } ops[] = {
+        {q, qn, Hq, Sq, "q"}, {k, kn, Hkv, Skv, "k"}, {v, vn, Hkv, Skv, "v"},
+        {out, on, Hq, Sq, "out"}};
     double last = (double)Hq * Sq * Skv;
     const char *which = "the scores";
     for (int i = 0; i < 4; i++) {
-        const double e = wide ? (double)B * ops[i].h * ops[i].s * D /* the f32 copy */
+        const double e = wide ? (double)ops[i].n * ops[i].h * ops[i].s * D /* the f32 copy */
                               : (double)at(ops[i].t, B - 1, ops[i].h - 1, ops[i].s - 1) + D;
         if (e > last) last = e, which = ops[i].name;
     }
@@ -169,10 +189,10 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
     attn_scratch *mat = ctx->mat;
     const size_t fl = sizeof(float);
     if ((st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_SCORES], (size_t)Hq * Sq * Skv * fl)) ||
-        (wide && ((st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_Q], (size_t)B * Hq * Sq * D * fl)) ||
-                  (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_K], (size_t)B * Hkv * Skv * D * fl)) ||
-                  (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_V], (size_t)B * Hkv * Skv * D * fl)) ||
-                  (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_O], (size_t)B * Hq * Sq * D * fl)))))
+        (wide && ((st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_Q], qn * (size_t)Hq * Sq * D * fl)) ||
+                  (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_K], kn * (size_t)Hkv * Skv * D * fl)) ||
+                  (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_V], vn * (size_t)Hkv * Skv * D * fl)) ||
+                  (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_O], on * (size_t)Hq * Sq * D * fl)))))
         goto done;
     cl_int4 *hl = malloc(sizeof *hl * (size_t)B);
     if (!hl) {
@@ -201,6 +221,7 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
     if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS) goto done;
     if (wide) {
         fo = contiguous(mat[ATTN_MAT_O].mem, Hq, Sq, D);
+        if (on == 1) fo.stride_batch = 0; /* packed: every entry's rows on one axis */
         if ((st = widen(ctx, p->dtype, q, B, Hq, Sq, D, mat[ATTN_MAT_Q].mem, &fq)) ||
             (st = widen(ctx, p->dtype, k, B, Hkv, Skv, D, mat[ATTN_MAT_K].mem, &fk)) ||
             (st = widen(ctx, p->dtype, v, B, Hkv, Skv, D, mat[ATTN_MAT_V].mem, &fv)) ||
@@ -227,10 +248,10 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
      * sink; packed, other entries' rows are not touched); f16/bf16 results
      * are narrowed. */
     const cl_ulong4 og = attn_tensor_geometry(out);
-    const cl_int has_src = wide, write_lse = lse != NULL, dim = D;
+    const cl_int src_batches = wide ? on : 0, write_lse = lse != NULL, dim = D;
     cl_mem src = wide ? fo.buffer : lens, lse_arg = lse ? lse : lens; /* unused when unset */
     const attn_karg args[ROWS_OUT_NARGS] = {
-        ATTN_KARG(src), ATTN_KARG(has_src), ATTN_KARG(out->buffer), ATTN_KARG(og),
+        ATTN_KARG(src), ATTN_KARG(src_batches), ATTN_KARG(out->buffer), ATTN_KARG(og),
         ATTN_KARG(lens), ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(dim)};
     const size_t global[3] = {(size_t)Sq, (size_t)Hq, (size_t)B};
     if ((st = attn_kernel_run(ctx, rows_out, args, ROWS_OUT_NARGS, 3, global, NULL)))
