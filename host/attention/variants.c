@@ -231,7 +231,8 @@ void attn_variant_args_release(attn_variant_args *va)
 /* The summary's table (cl/variants.cl's mask_tile): per batch entry where
  * its tiles start (bytes, past the table), its first row block, key blocks
  * and tiles per head; only the blocks its own query rows and keys touch.
- * Returns the summary's size in bytes. */
+ * Returns the summary's size in bytes, SIZE_MAX when that overflows (which
+ * attn_scratch_reserve then refuses). */
 static size_t mask_tile_table(const attn_problem *p, const attn_lengths *lengths, int heads,
                               int block_rows, int block_keys, cl_ulong4 *table)
 {
@@ -244,7 +245,10 @@ static size_t mask_tile_table(const attn_problem *p, const attn_lengths *lengths
         const size_t keys = ((size_t)r.kv_len + block_keys - 1) / block_keys;
         const cl_ulong4 e = {{at, (cl_ulong)first, keys, rows * keys}};
         table[b] = e;
-        at += (size_t)heads * rows * keys;
+        size_t tiles;
+        if (__builtin_mul_overflow(rows * keys, (size_t)heads, &tiles) ||
+            __builtin_add_overflow(at, tiles, &at))
+            return SIZE_MAX;
     }
     return at;
 }
@@ -275,6 +279,7 @@ static attn_status summarise(attn_context *ctx, cl_program program, cl_mem lens,
     if (st == ATTN_SUCCESS) st = attn_kernel_enqueue(ctx, k, 1, global, NULL, 0, NULL, done);
     if (k) clReleaseKernel(k);
     clReleaseMemObject(from); /* the enqueued kernel keeps it alive */
+    if (st) va->tiles = NULL;   /* not left pointing at the released table */
     return st;
 }
 
@@ -296,12 +301,12 @@ attn_status attn_variant_mask_tiles(attn_context *ctx, const attn_problem *p, cl
     const size_t bytes = mask_tile_table(p, lengths, heads, block_rows, block_keys, table);
     va->mt.s[0] = heads;
     va->mt.s[1] = p->batch;
-    attn_status st = attn_scratch_reserve(ctx, &ctx->mask_tiles, bytes);
-    /* no tile (no entry has both rows and keys): nothing is read */
-    if (st == ATTN_SUCCESS && bytes > table_bytes)
+    /* no tile (no entry has both rows and keys): nothing is read or kept */
+    attn_status st = ATTN_SUCCESS;
+    if (bytes > table_bytes && (st = attn_scratch_reserve(ctx, &ctx->mask_tiles, bytes)) == ATTN_SUCCESS)
         st = summarise(ctx, program, lens, va, table, table_bytes, bytes, done);
     free(table);
-    if (st) return st;
+    if (st || bytes <= table_bytes) return st;
     va->tiles = ctx->mask_tiles.mem;
     /* a mask with a version keeps its summary: the scratch becomes the
      * cache entry's, and an evicted summary's buffer the scratch */
