@@ -41,12 +41,6 @@ typedef struct {
     float m[BLOCK_ROWS], l[BLOCK_ROWS], lc[BLOCK_ROWS], a[BLOCK_ROWS];
 } tiled_local;
 
-/* K or V rows of one KV head: row j at p + j * stride, D contiguous */
-typedef struct {
-    __global const storage_t *k, *v;
-    ulong kstride, vstride;
-} kv_rows;
-
 /* q . k over HEAD_DIM, q from __local; k from __local (LOCAL_KV) or global */
 #if LOCAL_KV
 inline float score(__local const float *qr, __local const float *kr)
@@ -90,56 +84,6 @@ inline void softmax_row(__local tiled_local *tl, int row)
     tl->m[row] = m_new;
 }
 
-/* The tile's key range: [*lmin, return) covers every live row's keys
- * [lo, hi) (row_span); *hmin is the nearest row end and *lmax the furthest
- * row start: a tile inside [lmax, hmin) needs no per-row limits. Without a
- * window, *lmin = *lmax = j_lo. */
-inline int tile_span(tile_rows m, int2 win, int *lmin, int *hmin, int *lmax)
-{
-    int i, h, hmax = m.j_lo;
-    *lmin = *hmin = INT_MAX;
-    *lmax = m.j_lo;
-    for (int r = 0; r < BLOCK_ROWS; r++) {
-        int lo;
-        const int hr = row_span(m, r, win, &i, &h, &lo);
-        if (hr > lo) {
-            hmax = max(hmax, hr);
-            *hmin = min(*hmin, hr);
-            *lmin = min(*lmin, lo);
-            *lmax = max(*lmax, lo);
-        }
-    }
-    *lmin = min(*lmin, hmax);
-    return hmax;
-}
-
-/* Whether key j is in [lo, hi). Without a window lo is the tile's (or the
- * split's) first key or below it, so only hi is compared. */
-inline int in_span(int j, int lo, int hi)
-{
-#if WINDOW
-    return j >= lo && j < hi;
-#else
-    return j < hi;
-#endif
-}
-
-/* The logit of query buffer row i of head h and key j from s = (Q
- * pre-scaled) . K: variants.cl's variant_logit (softcap, ALiBi, mask; the
- * mask only when add_mask: the tile's part of it is not all zero). */
-inline float tile_logit(variants va, tile_rows m, int b, float s, int j, int i, int h,
-                        int add_mask)
-{
-#if SOFTCAP || ALIBI || MASK
-    ulong mrow = 0;
-#if MASK
-    mrow = mask_row(va, b, h, i);
-#endif
-    s = variant_logit(va, s, j, m.len.z + j, row_pos(i, m.len), row_slope(va, h), mrow, add_mask);
-#endif
-    return s;
-}
-
 /* The tile's attention over keys [m.j_lo, m.j_end) of kv (key j of content
  * order at row j), with the variants of va. A row's result: unsplit (nsplit
  * 1), O at row (b, h, i) of o and, with write_lse, its natural-log LSE
@@ -164,7 +108,7 @@ inline __attribute__((always_inline)) void tiled_attend(
      * a decode split's start, prefill's 0), so that tiles outside every live row's
      * keys are never visited and prefill's tiles are the mask summary's */
     int lmin, hmin, lmax;
-    const int hmax = tile_span(m, va.win, &lmin, &hmin, &lmax);
+    const int hmax = tile_span(m, va.win, BLOCK_ROWS, &lmin, &hmin, &lmax);
     const int jfirst = lmin / BLOCK_KEYS * BLOCK_KEYS;
 
     for (int i = tid; i < BLOCK_ROWS * HEAD_DIM; i += WG_SIZE) {

@@ -637,7 +637,7 @@ static void test_lookup_tiers(void)
     CU_ASSERT_EQUAL_FATAL(attn_kernel_source_hash(ctx, ATTN_FAMILY_VECTOR, hv), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_kernel_source_hash(ctx, ATTN_FAMILY_TILED, ht), ATTN_SUCCESS);
     CU_ASSERT_STRING_NOT_EQUAL(hv, ht);
-    const char *hashes[2] = {ht, hv};
+    const char *hashes[ATTN_FAMILY_COUNT] = {ht, hv, NULL};
 
     /* classes told apart by group: g1 exact, g2 another driver, g4 stale
      * sources, g8 another device only */

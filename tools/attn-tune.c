@@ -143,8 +143,10 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_FAMILY:
             if (strcmp(optarg, "tiled") == 0) o->families = 1u << ATTN_FAMILY_TILED;
             else if (strcmp(optarg, "vector") == 0) o->families = 1u << ATTN_FAMILY_VECTOR;
+            else if (strcmp(optarg, "flash") == 0) o->families = 1u << ATTN_FAMILY_FLASH;
             else {
-                fprintf(stderr, "attn-tune: --family wants tiled or vector, not '%s'\n", optarg);
+                fprintf(stderr, "attn-tune: --family wants tiled, vector or flash, not '%s'\n",
+                        optarg);
                 bad = 1;
             }
             break;
@@ -209,7 +211,7 @@ static int db_error(attn_status st, const char *msg)
 
 /* Lists one database file; returns 0, or -1 when it cannot be read. */
 static int show_file(const char *label, const char *path, const attn_device_identity *here,
-                     char hash[ATTN_ENTRY_COUNT][2][17])
+                     char hash[ATTN_ENTRY_COUNT][ATTN_FAMILY_COUNT][17])
 {
     attn_tuning_db db;
     attn_tuning_db_init(&db);
@@ -232,7 +234,8 @@ static int show_file(const char *label, const char *path, const attn_device_iden
             const attn_tuning_entry *one;
             attn_tuning_db single = {(attn_tuning_entry *)e, 1, 1};
             const int entry = e->cls.decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL;
-            const char *hashes[2] = {hash[entry][0], hash[entry][1]};
+            const char *hashes[ATTN_FAMILY_COUNT];
+            for (int f = 0; f < ATTN_FAMILY_COUNT; f++) hashes[f] = hash[entry][f];
             attn_tuning_tier t = attn_tuning_db_lookup(&single, here, hashes, &e->cls, &one);
             mark = t == ATTN_TIER_EXACT ? " [this device]" : t == ATTN_TIER_STALE ? " [stale: re-tune]" : "";
         }
@@ -258,12 +261,12 @@ static int cmd_show(const options *o)
      * can be opened; the listing does not depend on it */
     attn_context *ctx = NULL;
     attn_device_identity id, *here = NULL;
-    char hashes[ATTN_ENTRY_COUNT][2][17] = {{"", ""}, {"", ""}}; /* per entry point, family */
+    char hashes[ATTN_ENTRY_COUNT][ATTN_FAMILY_COUNT][17] = {{""}}; /* per entry point, family */
     if (attn_context_create(o->device, &ctx) == ATTN_SUCCESS) {
         attn_device_identity_of(ctx, &id);
         here = &id;
         for (int e = 0; e < ATTN_ENTRY_COUNT; e++)
-            for (int f = 0; f < 2; f++) attn_entry_source_hash(ctx, e, f, hashes[e][f]);
+            for (int f = 0; f < ATTN_FAMILY_COUNT; f++) attn_entry_source_hash(ctx, e, f, hashes[e][f]);
     }
     /* both are listed; either unreadable fails the command, as --help says */
     int bad = show_file("user database", user, here, hashes) != 0;

@@ -10,6 +10,7 @@
 #include "attention/check.h"
 #include "attention/plan.h"
 #include "attention/variants.h"
+#include "kernels/kernel_desc.h"
 #include "tuning/tuning.h"
 
 #include <math.h>
@@ -240,8 +241,7 @@ attn_status attn_prepare(attn_context *ctx, const attn_problem *p, attn_plan_inf
     if (kern) clReleaseKernel(kern);
     if (st == ATTN_SUCCESS && info) {
         memset(info, 0, sizeof *info);
-        snprintf(info->family, sizeof info->family, "%s",
-                 pr.family == ATTN_FAMILY_VECTOR ? "vector" : "tiled");
+        snprintf(info->family, sizeof info->family, "%s", attn_family_desc_of(pr.family)->name);
         attn_params_format(&pr, info->params, sizeof info->params);
         snprintf(info->source, sizeof info->source, "%s", source);
         info->local_bytes = attn_params_local_bytes(&pr, p);

@@ -3,6 +3,7 @@
  * result cached per shape class so that a call does no parsing and no
  * database search after the first of its class. */
 #include "attention/decode.h"
+#include "kernels/kernel_desc.h"
 #include "tuning/tuning.h"
 #include "core/context.h"
 #include "core/errors.h"
@@ -67,6 +68,20 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
         attn_log(ATTN_LOG_INFO, "%s applied to %s: %s,splits=%d", ctx->override_from,
                  entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc, pr.kv_splits);
         *source = "override";
+    }
+    if (!attn_family_kernel(pr.family, entry)) {
+        /* a prefill-only family (flash) forced or tuned for decode: the
+         * device's own choice, so that one override can serve a model's
+         * prefill and decode */
+        const char *fam = attn_family_desc_of(pr.family)->name;
+        const int splits = pr.kv_splits; /* the override's, if it names them */
+        pr = attn_plan_heuristic(entry, &dev, p);
+        pr.kv_splits = splits;
+        attn_params_format(&pr, desc, sizeof desc);
+        attn_log(ATTN_LOG_INFO, "the family %s has no %s kernel: %s uses %s", fam,
+                 entry == ATTN_ENTRY_DECODE ? "decode" : "forward",
+                 entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc);
+        *source = "heuristic";
     }
     if (!attn_params_legal(&pr, &dev, p, err, sizeof err)) {
         attn_params_format(&pr, desc, sizeof desc);

@@ -46,22 +46,19 @@ static size_t private_bytes(const attn_params *pr, const attn_problem *p, int en
     return 3 * dpt * 4;                                       /* acc, tot, cmp [DPT] floats */
 }
 
-static void no_derived(const attn_params *pr, const attn_problem *p, char *buf, size_t n)
-{
-    (void)pr, (void)p;
-    if (n) buf[0] = 0;
-}
-
 /* Shrinking: first the key tile, then direct K/V reads, then rows. */
 const attn_family_desc attn_desc_tiled = {
     ATTN_FAMILY_TILED, "tiled", tunables, (int)(sizeof tunables / sizeof tunables[0]),
     constraints, (int)(sizeof constraints / sizeof constraints[0]),
-    offsetof(attn_params, wg_size), local_bytes, private_bytes, no_derived,
-    {{"attn_fwd_tiled", {"common.cl", "variants.cl", "tiled_core.cl", "tiled.cl", "mask_tiles.cl"}, 5,
+    offsetof(attn_params, wg_size), local_bytes, private_bytes, NULL,
+    {{"attn_fwd_tiled", {"common.cl", "variants.cl", "tile.cl", "tiled_core.cl", "tiled.cl", "mask_tiles.cl"}, 6,
       {{offsetof(attn_params, block_keys), 16}, {offsetof(attn_params, local_kv), 0},
        {offsetof(attn_params, block_rows), 1}}, 3},
      {"attn_decode_tiled",
-      {"common.cl", "variants.cl", "decode_common.cl", "tiled_core.cl", "decode_tiled.cl"}, 5,
+      {"common.cl", "variants.cl", "decode_common.cl", "tile.cl", "tiled_core.cl",
+       "decode_tiled.cl"},
+      6,
       {{offsetof(attn_params, block_keys), 8}, {offsetof(attn_params, local_kv), 0},
        {offsetof(attn_params, block_rows), 1}}, 3}},
+    NULL,
 };

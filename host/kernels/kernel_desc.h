@@ -67,12 +67,15 @@ typedef struct attn_family_desc {
      * hold (ATTN_PRIVATE_BUDGET_GPU). p gives the head dim and the storage
      * type (decode's score scratch depends on it). */
     size_t (*private_bytes)(const attn_params *pr, const attn_problem *p, int entry);
-    /* -D macros derived from the tunables ("" when none); appended */
+    /* -D macros derived from the tunables, or NULL for none; appended */
     void (*derived_options)(const attn_params *pr, const attn_problem *p, char *buf, size_t n);
-    attn_entry_desc entry[ATTN_ENTRY_COUNT];
+    attn_entry_desc entry[ATTN_ENTRY_COUNT]; /* an entry without a kernel: none */
+    /* the work-group size when it is derived from several tunables, or
+     * NULL: the field at wg_offset (or 1) */
+    size_t (*work_group)(const attn_params *pr);
 } attn_family_desc;
 
-extern const attn_family_desc attn_desc_tiled, attn_desc_vector;
+extern const attn_family_desc attn_desc_tiled, attn_desc_vector, attn_desc_flash;
 
 /* The descriptor of family f, or NULL. */
 const attn_family_desc *attn_family_desc_of(int family);

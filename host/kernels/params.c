@@ -15,15 +15,17 @@
 /* The tunables every family shares: which family, and decode's splits (a
  * kernel argument, not a macro). */
 static const attn_tunable_desc common_tunables[] = {
-    {"family", NULL, offsetof(attn_params, family), 0, 1, 0, 0, 0, {0},
-     "kernel family: tiled (GPU-style) or vector (CPU-style), or its number"},
+    {"family", NULL, offsetof(attn_params, family), 0, ATTN_FAMILY_COUNT - 1, 0, 0, 0, {0},
+     "kernel family: tiled (GPU-style), vector (CPU-style) or flash (GPU prefill, unmeasured), "
+     "or its number"},
     {"splits", NULL, offsetof(attn_params, kv_splits), 0, 256, 0, 0, 8, {0, 1, 2, 4, 8, 16, 32, 64},
      "decode: chunks each sequence's keys are split into, run in parallel and combined by "
      "their LSEs (flash-decoding); 0 = chosen from compute units and prefix length"},
 };
 #define NCOMMON ((int)(sizeof common_tunables / sizeof common_tunables[0]))
 
-const attn_family_desc *const attn_family_descs[] = {&attn_desc_tiled, &attn_desc_vector};
+const attn_family_desc *const attn_family_descs[] = {&attn_desc_tiled, &attn_desc_vector,
+                                                     &attn_desc_flash};
 const int attn_family_desc_count = (int)(sizeof attn_family_descs / sizeof attn_family_descs[0]);
 
 const attn_family_desc *attn_family_desc_of(int family)
@@ -109,6 +111,11 @@ int attn_params_legal(const attn_params *pr, const attn_device_limits *dev,
     if (dev && f->wg_offset != (size_t)-1 && (size_t)attn_desc_get(pr, f->wg_offset) > dev->max_wg) {
         snprintf(err, errsize, "%s=%d exceeds the device's max work-group size %zu",
                  name_at(f, f->wg_offset), attn_desc_get(pr, f->wg_offset), dev->max_wg);
+        return 0;
+    }
+    if (f->work_group && dev && f->work_group(pr) > dev->max_wg) {
+        snprintf(err, errsize, "%zu work-items a work-group exceed the device's max %zu",
+                 f->work_group(pr), dev->max_wg);
         return 0;
     }
     const size_t local = attn_params_local_bytes(pr, p);
@@ -242,7 +249,7 @@ static int parse_pass(char *buf, attn_params *out, int apply, char *err, size_t 
         }
         if (t->offset == offsetof(attn_params, family)) {
             if ((out->family = family_value(value)) < 0) {
-                snprintf(err, errsize, "family=%s: expected tiled or vector", value);
+                snprintf(err, errsize, "family=%s: expected tiled, vector or flash", value);
                 return -1;
             }
             f = attn_family_desc_of(out->family);
@@ -305,6 +312,7 @@ const char *attn_family_kernel(int family, int entry)
 size_t attn_params_work_group(const attn_params *pr)
 {
     const attn_family_desc *f = attn_family_desc_of(pr->family);
+    if (f->work_group) return f->work_group(pr);
     return f->wg_offset == (size_t)-1 ? 1 : (size_t)attn_desc_get(pr, f->wg_offset);
 }
 
@@ -321,6 +329,6 @@ void attn_params_options(const attn_params *pr, const attn_problem *p, char *buf
     for (int i = 0; i < f->ntunables && n < size; i++)
         n += (size_t)snprintf(buf + n, size - n, " -D%s=%d", f->tunables[i].macro,
                               attn_desc_get(pr, f->tunables[i].offset));
-    if (n < size) f->derived_options(pr, p, buf + n, size - n);
+    if (n < size && f->derived_options) f->derived_options(pr, p, buf + n, size - n);
     attn_variant_options(p, buf, size);
 }

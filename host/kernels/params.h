@@ -9,7 +9,10 @@
 
 typedef enum attn_family {
     ATTN_FAMILY_TILED = 0, /* GPU-style: a work-group of many work-items, cl/tiled.cl */
-    ATTN_FAMILY_VECTOR = 1 /* CPU-style: one work-item per work-group, cl/vector.cl */
+    ATTN_FAMILY_VECTOR = 1, /* CPU-style: one work-item per work-group, cl/vector.cl */
+    ATTN_FAMILY_FLASH = 2,  /* GPU prefill with register micro-tiles, cl/flash.cl; only when
+                             * forced or tuned (unmeasured on GPUs: desc_flash.c) */
+    ATTN_FAMILY_COUNT = 3
 } attn_family;
 
 typedef struct attn_params {
@@ -20,6 +23,8 @@ typedef struct attn_params {
     int local_kv;   /* tiled: 1 = stage K/V tiles in __local, 0 = read global directly */
     int vec_width;  /* vector: float vector width, 8 or 16 */
     int kv_splits;  /* decode: KV chunks run in parallel and combined; 0 = automatic */
+    int tile_m;     /* flash: query rows of a work-item's micro-tile */
+    int tile_n;     /* flash: keys of a work-item's micro-tile */
 } attn_params;
 
 /* Device facts the heuristic and the legality check need. */
@@ -75,7 +80,8 @@ void attn_params_options(const attn_params *params, const attn_problem *p, char 
 /* The cl/ files an entry point's program joins, in order; returns how
  * many. The tuner hashes the same list to spot stale entries. */
 int attn_family_sources(int family, int entry, const char *const **names);
-/* The kernel of an entry point ("attn_fwd_tiled"). */
+/* The kernel of an entry point ("attn_fwd_tiled"), or NULL when the family
+ * has none for it (flash has no decode kernel). */
 const char *attn_family_kernel(int family, int entry);
 
 /* Bytes of __local memory the family's kernels declare for p (0 for none). */

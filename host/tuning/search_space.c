@@ -71,6 +71,7 @@ int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_p
     for (int fi = 0; fi < attn_family_desc_count; fi++) {
         const attn_family_desc *f = attn_family_descs[fi];
         if (families && !(families & (1u << f->family))) continue;
+        if (!f->entry[entry].kernel) continue; /* no such kernel (flash's decode) */
         const int na = attn_search_axes(f->family, entry, ax, ATTN_SEARCH_MAX_AXES);
         int idx[ATTN_SEARCH_MAX_AXES] = {0};
         for (;;) {

@@ -35,8 +35,8 @@ typedef struct search {
     int *queue, qlen, qcap;
     int best;           /* index of the fastest valid candidate, -1 */
     double best_verify; /* its verification time */
-    double fam_best[2]; /* each family's fastest median, 0 = none */
-    int fam_count[2];
+    double fam_best[ATTN_FAMILY_COUNT]; /* each family's fastest median, 0 = none */
+    int fam_count[ATTN_FAMILY_COUNT];
     uint64_t rng;
     double t0, per_cand; /* start, average seconds per measured candidate */
     int measured;
@@ -121,7 +121,7 @@ static attn_status measure(search *s, int i, int planned)
     c->state = 2;
     s->measured++;
     s->per_cand += (attn_now_s() - t - s->per_cand) / s->measured; /* running mean */
-    int f = c->pr.family & 1;
+    int f = c->pr.family;
     /* abandoned on the verification shape: as much slower as it was there */
     double est = c->r.median_ms;
     if (c->r.status == ATTN_CAND_SLOW && est <= 0 && s->best >= 0 && s->best_verify > 0)
@@ -146,8 +146,8 @@ static attn_status measure(search *s, int i, int planned)
 static int family_pruned(const search *s, int f)
 {
     int probes = s->o->level >= ATTN_TUNE_LEVEL_FULL ? 3 : 1;
-    if (s->best < 0 || s->fam_count[f & 1] < probes) return 0;
-    return s->fam_best[f & 1] > FAMILY_PRUNE * s->c[s->best].r.median_ms;
+    if (s->best < 0 || s->fam_count[f] < probes) return 0;
+    return s->fam_best[f] > FAMILY_PRUNE * s->c[s->best].r.median_ms;
 }
 
 static int random_unvisited(search *s)

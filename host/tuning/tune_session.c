@@ -31,7 +31,7 @@ typedef struct session {
     attn_status first; /* the first failure's status */
     int stop;          /* the database cannot be written: nothing more could be saved */
     attn_device_identity id;
-    char hash[2][17];
+    char hash[ATTN_FAMILY_COUNT][17];
     job *jobs;
     int njobs;
     double deadline;
@@ -79,7 +79,8 @@ static void test_delay(double class_t0)
 static void make_jobs(session *s, const attn_tuning_db *db)
 {
     const attn_tune_run_opts *o = s->o;
-    const char *hashes[2] = {s->hash[0], s->hash[1]};
+    const char *hashes[ATTN_FAMILY_COUNT];
+    for (int f = 0; f < ATTN_FAMILY_COUNT; f++) hashes[f] = s->hash[f];
     for (int i = 0; i < o->nshapes; i++) {
         attn_shape_class c;
         attn_shape_class_of(&o->shapes[i], &c);
@@ -128,7 +129,7 @@ static void make_entry(const session *s, const job *jb, const attn_search_result
 {
     memset(e, 0, sizeof *e);
     e->device = s->id;
-    snprintf(e->kernel_hash, sizeof e->kernel_hash, "%s", s->hash[res->best.family & 1]);
+    snprintf(e->kernel_hash, sizeof e->kernel_hash, "%s", s->hash[res->best.family]);
     snprintf(e->tool_version, sizeof e->tool_version, "%s", attn_version_string());
     utc_now(e->date, sizeof e->date);
     e->cls = jb->cls;
@@ -385,7 +386,7 @@ attn_status attn_tune_run(attn_context *ctx, const attn_tune_run_opts *opts,
         return s.first;
     }
     attn_device_identity_of(ctx, &s.id);
-    for (int f = 0; f < 2; f++)
+    for (int f = 0; f < ATTN_FAMILY_COUNT; f++)
         if ((st = attn_entry_source_hash(ctx, opts->entry, f, s.hash[f])) != ATTN_SUCCESS) {
             fprintf(stderr, "attn-tune: %s\n", attn_last_error(ctx));
             failed(&s, st);

@@ -136,14 +136,14 @@ typedef enum attn_tuning_tier {
  * the current source hash of family f (NULL: any hash counts as current).
  * Returns the tier; *out the entry (NULL for ATTN_TIER_NONE). */
 attn_tuning_tier attn_tuning_db_lookup(const attn_tuning_db *db, const attn_device_identity *id,
-                                       const char *const hashes[2], const attn_shape_class *c,
+                                       const char *const hashes[ATTN_FAMILY_COUNT], const attn_shape_class *c,
                                        const attn_tuning_entry **out);
 
 /* Whether the database already holds a current (exact-tier, same class
  * exactly, level >= level) entry for c: the tuner skips such classes. */
 const attn_tuning_entry *attn_tuning_db_find_current(const attn_tuning_db *db,
                                                      const attn_device_identity *id,
-                                                     const char *const hashes[2],
+                                                     const char *const hashes[ATTN_FAMILY_COUNT],
                                                      const attn_shape_class *c, int level);
 
 /* Library side: what the planner (plan.c) asks. Loads the context's user

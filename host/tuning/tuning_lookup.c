@@ -37,17 +37,17 @@ static int entry_family(const attn_tuning_entry *e)
 }
 
 static attn_tuning_tier entry_tier(const attn_tuning_entry *e, const attn_device_identity *id,
-                                   const char *const hashes[2])
+                                   const char *const hashes[ATTN_FAMILY_COUNT])
 {
     if (!attn_device_same(&e->device, id)) return ATTN_TIER_NONE;
     int f = entry_family(e);
-    if (f < 0 || f > 1) return ATTN_TIER_NONE;
+    if (f < 0 || f >= ATTN_FAMILY_COUNT) return ATTN_TIER_NONE;
     int current = !hashes || !hashes[f] || strcmp(hashes[f], e->kernel_hash) == 0;
     return attn_device_exact(&e->device, id) && current ? ATTN_TIER_EXACT : ATTN_TIER_STALE;
 }
 
 attn_tuning_tier attn_tuning_db_lookup(const attn_tuning_db *db, const attn_device_identity *id,
-                                       const char *const hashes[2], const attn_shape_class *c,
+                                       const char *const hashes[ATTN_FAMILY_COUNT], const attn_shape_class *c,
                                        const attn_tuning_entry **out)
 {
     attn_tuning_tier best_tier = ATTN_TIER_NONE;
@@ -70,7 +70,7 @@ attn_tuning_tier attn_tuning_db_lookup(const attn_tuning_db *db, const attn_devi
 
 const attn_tuning_entry *attn_tuning_db_find_current(const attn_tuning_db *db,
                                                      const attn_device_identity *id,
-                                                     const char *const hashes[2],
+                                                     const char *const hashes[ATTN_FAMILY_COUNT],
                                                      const attn_shape_class *c, int level)
 {
     for (size_t i = 0; i < db->count; i++) {
@@ -89,7 +89,7 @@ const attn_tuning_entry *attn_tuning_db_find_current(const attn_tuning_db *db,
 struct attn_tuning_state {
     int loaded;
     attn_tuning_db user, sys; /* only this device's entries (any driver) */
-    char hash[ATTN_ENTRY_COUNT][2][17]; /* per entry point and family */
+    char hash[ATTN_ENTRY_COUNT][ATTN_FAMILY_COUNT][17]; /* per entry point and family */
     int forced;
     attn_params force;
     attn_shape_class warned[MAX_WARNED]; /* classes already warned about (stale) */
@@ -175,7 +175,7 @@ static void load(attn_context *ctx, struct attn_tuning_state *s)
     char saved[ATTN_ERROR_MAX];
     memcpy(saved, ctx->error, sizeof saved);
     for (int e = 0; e < ATTN_ENTRY_COUNT; e++)
-        for (int f = 0; f < 2; f++)
+        for (int f = 0; f < ATTN_FAMILY_COUNT; f++)
             attn_entry_source_hash(ctx, e, f, s->hash[e][f]); /* "" on failure: stale */
     memcpy(ctx->error, saved, sizeof saved); /* the build reports that failure itself */
 }
@@ -197,7 +197,8 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
 
     const attn_device_identity *id = &s->id;
     const int entry = c->decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL;
-    const char *hashes[2] = {s->hash[entry][0], s->hash[entry][1]};
+    const char *hashes[ATTN_FAMILY_COUNT];
+    for (int f = 0; f < ATTN_FAMILY_COUNT; f++) hashes[f] = s->hash[entry][f];
     const attn_tuning_entry *eu, *es, *e;
     attn_tuning_tier tu = attn_tuning_db_lookup(&s->user, id, hashes, c, &eu);
     attn_tuning_tier ts = attn_tuning_db_lookup(&s->sys, id, hashes, c, &es);

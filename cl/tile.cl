@@ -1,0 +1,60 @@
+/* tile.cl -- what the work-group families (tiled_core.cl, flash.cl) share
+ * about a tile of query rows: where its K/V rows are, the key range its
+ * live rows see, and a score's variants. Joined after variants.cl (and
+ * decode_common.cl). */
+
+/* K or V rows of one KV head: row j at p + j * stride, D contiguous */
+typedef struct {
+    __global const storage_t *k, *v;
+    ulong kstride, vstride;
+} kv_rows;
+
+/* The key range of a tile's nrows rows: [*lmin, return) covers every
+ * live row's keys [lo, hi) (row_span); *hmin is the nearest row end and *lmax the furthest
+ * row start: a tile inside [lmax, hmin) needs no per-row limits. Without a
+ * window, *lmin = *lmax = j_lo. */
+inline int tile_span(tile_rows m, int2 win, int nrows, int *lmin, int *hmin, int *lmax)
+{
+    int i, h, hmax = m.j_lo;
+    *lmin = *hmin = INT_MAX;
+    *lmax = m.j_lo;
+    for (int r = 0; r < nrows; r++) {
+        int lo;
+        const int hr = row_span(m, r, win, &i, &h, &lo);
+        if (hr > lo) {
+            hmax = max(hmax, hr);
+            *hmin = min(*hmin, hr);
+            *lmin = min(*lmin, lo);
+            *lmax = max(*lmax, lo);
+        }
+    }
+    *lmin = min(*lmin, hmax);
+    return hmax;
+}
+
+/* Whether key j is in [lo, hi). Without a window lo is the tile's (or the
+ * split's) first key or below it, so only hi is compared. */
+inline int in_span(int j, int lo, int hi)
+{
+#if WINDOW
+    return j >= lo && j < hi;
+#else
+    return j < hi;
+#endif
+}
+
+/* The logit of query buffer row i of head h and key j from s = (Q
+ * pre-scaled) . K: variants.cl's variant_logit (softcap, ALiBi, mask; the
+ * mask only when add_mask: the tile's part of it is not all zero). */
+inline float tile_logit(variants va, tile_rows m, int b, float s, int j, int i, int h,
+                        int add_mask)
+{
+#if SOFTCAP || ALIBI || MASK
+    ulong mrow = 0;
+#if MASK
+    mrow = mask_row(va, b, h, i);
+#endif
+    s = variant_logit(va, s, j, m.len.z + j, row_pos(i, m.len), row_slope(va, h), mrow, add_mask);
+#endif
+    return s;
+}
