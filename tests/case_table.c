@@ -76,8 +76,9 @@ static const int og_ks[3] = {0, 5, 2}, og_kl[3] = {9, 7, 0}; /* entry 2: no keys
 static const int ocp_s[2] = {0, 5}, ocp_l[2] = {5, 6}; /* Oclgrind's packed row */
 static const int zq_qs[2] = {0, 3}, zq_ql[2] = {9, 6}, zq_ks[2] = {0, 2}, zq_kl[2] = {9, 7};
 
-#define F(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_BOTH
-#define SEED(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_AUTO | HARNESS_TILED
+#define F(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_FORWARD
+#define SEED(group_, name_)                                                                     \
+    .group = (group_), .name = (name_), .families = HARNESS_AUTO | HARNESS_TILED | HARNESS_FLASH
 #define M(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_AUTO, .poison_pads = 1
 /* every head dim in the 16-bit types, one small case each */
 #define SWEEP(t, d, seed_)                                                                     \
@@ -203,6 +204,8 @@ const harness_case harness_cases[] = {
     ODD_TILES(HARNESS_TILED, "rows=2,keys=4,wg=64,local_kv=1", 40),  /* wg > rows * keys */
     ODD_TILES(HARNESS_VECTOR, "rows=4,keys=16,vec=8", 40),
     ODD_TILES(HARNESS_VECTOR, "rows=3,keys=8,vec=4", 7),
+    ODD_TILES(HARNESS_FLASH, "rows=8,keys=16,tm=2,tn=4", 7),   /* columns past D in a float4 */
+    ODD_TILES(HARNESS_FLASH, "rows=16,keys=8,tm=1,tn=1", 40),  /* two float4 of O a work-item */
 
     /* ---- forward: the library's own choice; check mode ---- */
     {.group = "forward/default_params", .name = "default params", .families = HARNESS_AUTO,
@@ -379,6 +382,9 @@ const harness_case harness_cases[] = {
     VTILES(HARNESS_TILED, "rows=2,keys=4,wg=64,local_kv=1", 40),
     VTILES(HARNESS_VECTOR, "rows=4,keys=16,vec=8", 40),
     VTILES(HARNESS_VECTOR, "rows=3,keys=8,vec=4", 7),
+    VTILES(HARNESS_FLASH, "rows=8,keys=16,tm=2,tn=4", 64),
+    VTILES(HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1", 7),
+    VTILES(HARNESS_FLASH, "rows=64,keys=32,tm=8,tn=4", 40),
     /* packed with the other variants */
 #define P(name_) F("variants/packed_combos", name_), .packed = 1, .poison_pads = 1
     {P("packed + window 8 + sinks, 1/7/33/64 f16"), SHAPE(4, 4, 2, 64, 105, 105), .dtype = ATTN_F16,

@@ -38,7 +38,10 @@ void harness_fill_qkv(float *q, size_t nq, float *k, float *v, size_t nkv, uint6
 
 const char *harness_family_name(harness_family f)
 {
-    return f == HARNESS_TILED ? "tiled" : f == HARNESS_VECTOR ? "vector" : "auto";
+    return f == HARNESS_TILED    ? "tiled"
+           : f == HARNESS_VECTOR ? "vector"
+           : f == HARNESS_FLASH  ? "flash"
+                                 : "auto";
 }
 
 attn_status harness_use_params(attn_context *ctx, const char *text)

@@ -6,7 +6,7 @@
  *
  * Families: vector (attn_pack_kv + attn_fwd_vector) at small and default
  * tiles; tiled with K/V read from global (local_kv=0) and staged in __local
- * (local_kv=1). Shapes: the "oclgrind/tiny" rows of the shared case table
+ * (local_kv=1); flash (attn_fwd_flash) at three micro-tile shapes. Shapes: the "oclgrind/tiny" rows of the shared case table
  * (case_table.c), run by the shared runner (cases.c): lengths that end
  * mid-tile, Sq != Skv on the causal diagonal, left and right padding with an
  * empty batch entry, GQA and MQA, head dims that are not a multiple of 4,
@@ -100,6 +100,12 @@ static void test_tiled_global_kv(void) { run_set(HARNESS_TILED, "rows=4,keys=8,w
 static void test_tiled_local_kv(void) { run_set(HARNESS_TILED, "rows=4,keys=8,wg=16,local_kv=1"); }
 /* the GPU heuristic's choice */
 static void test_tiled_default(void) { run_set(HARNESS_TILED, "rows=16,keys=32,wg=128,local_kv=1"); }
+/* flash: 2 x 2 micro-tiles on 8 x 8 tiles (16 work-items); odd 3 x 1 ones
+ * on 4 keys; and 64 work-items sharing 16-row tiles (several float4 of O
+ * each at D 40, fewer than one at D 7) */
+static void test_flash_small(void) { run_set(HARNESS_FLASH, "rows=8,keys=8,tm=2,tn=2"); }
+static void test_flash_odd(void) { run_set(HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1"); }
+static void test_flash_wide(void) { run_set(HARNESS_FLASH, "rows=16,keys=16,tm=1,tn=4"); }
 
 /* Decode on a ragged cache: sequence lengths 13 and 3 after two appends,
  * then 2 new queries for sequence 0 and 1 (a pad row) for sequence 1,
@@ -211,6 +217,9 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_tiled_global_kv),
     HARNESS_TEST(test_tiled_local_kv),
     HARNESS_TEST(test_tiled_default),
+    HARNESS_TEST(test_flash_small),
+    HARNESS_TEST(test_flash_odd),
+    HARNESS_TEST(test_flash_wide),
     HARNESS_TEST(test_decode_vector),
     HARNESS_TEST(test_decode_tiled),
     HARNESS_TEST(test_peak),

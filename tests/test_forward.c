@@ -24,9 +24,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* The two families with the library's default tile parameters otherwise. */
-static const harness_family families[] = {HARNESS_VECTOR, HARNESS_TILED};
-#define NFAM 2
+/* The families with a forward kernel, each with the library's default
+ * tile parameters otherwise. */
+static const harness_family families[] = {HARNESS_VECTOR, HARNESS_TILED, HARNESS_FLASH};
+#define NFAM 3
 
 static void run_group(const char *group) { harness_run_group(group, attn_forward, "attn_forward"); }
 
@@ -109,6 +110,9 @@ static void test_tile_params(void)
         {HARNESS_VECTOR, "rows=3,keys=8,vec=4"},
         {HARNESS_VECTOR, "rows=16,keys=64,vec=16"},
         {HARNESS_VECTOR, "rows=7,keys=16,vec=16"},
+        {HARNESS_FLASH, "rows=64,keys=32,tm=4,tn=2"}, /* 256 work-items */
+        {HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1"},  /* odd micro-tiles, 4 keys */
+        {HARNESS_FLASH, "rows=16,keys=64,tm=8,tn=8"}, /* 16 work-items, 8 x 8 */
     };
     /* lengths that are not multiples of any tile, a padded batch, GQA */
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)

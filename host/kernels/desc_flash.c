@@ -72,14 +72,17 @@ static size_t private_bytes(const attn_params *pr, const attn_problem *p, int en
     return floats * 4;
 }
 
-/* Shrinking: first the key tile, then the rows (each halving keeps the
- * micro-tile and halves the work-group and the __local tiles). */
+/* Shrinking: first the rows down to 16, then the key tile, then the rows
+ * again; each halving keeps the micro-tile and halves the work-group and
+ * __local tiles. Rows first: fewer keys would leave fewer column groups
+ * and more of O on each work-item (D 128 at keys=8 is 1.5 KiB of O). */
 const attn_family_desc attn_desc_flash = {
     ATTN_FAMILY_FLASH, "flash", tunables, (int)(sizeof tunables / sizeof tunables[0]),
     constraints, (int)(sizeof constraints / sizeof constraints[0]),
     (size_t)-1, local_bytes, private_bytes, NULL,
     {{"attn_fwd_flash", {"common.cl", "variants.cl", "tile.cl", "flash.cl", "mask_tiles.cl"}, 5,
-      {{offsetof(attn_params, block_keys), 8}, {offsetof(attn_params, block_rows), 8}}, 2},
+      {{offsetof(attn_params, block_rows), 16}, {offsetof(attn_params, block_keys), 8},
+       {offsetof(attn_params, block_rows), 8}}, 3},
      {NULL, {NULL}, 0, {{0, 0}}, 0}},
     work_group,
 };
