@@ -101,21 +101,16 @@ inline __attribute__((always_inline)) void flash_pv(
 }
 
 /* Global (nblk * FLASH_WG, Hq, B), local (FLASH_WG, 1, 1); the arguments
- * are attn_fwd_tiled's. */
+ * are attn_fwd_tiled's (tile.cl). */
 __kernel __attribute__((reqd_work_group_size(FLASH_WG, 1, 1)))
-void attn_fwd_flash(__global const storage_t *q, ulong4 qg, __global const storage_t *k, ulong4 kg,
-                    __global const storage_t *v, ulong4 vg, __global storage_t *o, ulong4 og,
-                    __global float *lse, int write_lse, __global const int4 *lens, int q_heads,
-                    int kv_heads, int sq, int causal, float qscale, int nblk, VARIANT_PARAMS)
+void attn_fwd_flash(FWD_TILE_PARAMS)
 {
     __local flash_local tl;
     VARIANTS(va);
-    const int blk = nblk - 1 - (int)get_group_id(0); /* heaviest (last) rows first */
-    const int h = get_global_id(1), b = get_global_id(2);
-    const int hk = h / (q_heads / kv_heads);
-    const int4 len = lens[b];
-    const tile_rows m = {len, blk * BLOCK_ROWS, 1, h, sq, causal, 0, INT_MAX};
-    const kv_rows kv = {k + row_index(kg, b, hk, len.z), v + row_index(vg, b, hk, len.z), kg.s3, vg.s3};
+    kv_rows kv;
+    const tile_rows m =
+        fwd_tile(lens, BLOCK_ROWS, nblk, q_heads, kv_heads, sq, causal, k, kg, v, vg, &kv);
+    const int b = get_global_id(2);
     const int tid = get_local_id(0), rg = tid / CG, cg = tid % CG;
 
     int lmin, hmin, lmax;

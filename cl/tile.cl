@@ -9,6 +9,39 @@ typedef struct {
     ulong kstride, vstride;
 } kv_rows;
 
+/* The arguments of the work-group families' prefill kernels (tiled.cl,
+ * flash.cl); global (nblk * work-group, Hq, B). */
+#define FWD_TILE_PARAMS                                                                         \
+    __global const storage_t *q, ulong4 qg, __global const storage_t *k, ulong4 kg,              \
+        __global const storage_t *v, ulong4 vg, __global storage_t *o, ulong4 og,               \
+        __global float *lse, int write_lse, __global const int4 *lens, int q_heads,              \
+        int kv_heads, int sq, int causal, float qscale, int nblk, VARIANT_PARAMS
+
+/* A prefill work-group's tile (FWD_TILE_PARAMS' geometry): nrows rows of
+ * one head, the row block nblk - 1 - group (the heaviest, last rows first;
+ * with PACKED counted from the block holding the entry's q_start), all
+ * their keys; *kv the rows of its KV head, key j at buffer row
+ * kv_start + j. */
+inline tile_rows fwd_tile(__global const int4 *lens, int nrows, int nblk, int q_heads,
+                          int kv_heads, int sq, int causal, __global const storage_t *k, ulong4 kg,
+                          __global const storage_t *v, ulong4 vg, kv_rows *kv)
+{
+    const int h = get_global_id(1), b = get_global_id(2);
+#if PACKED
+    const int blk = lens[b].x / nrows + nblk - 1 - (int)get_group_id(0);
+#else
+    const int blk = nblk - 1 - (int)get_group_id(0);
+#endif
+    const int hk = h / (q_heads / kv_heads);
+    const int4 len = lens[b];
+    kv->k = k + row_index(kg, b, hk, len.z);
+    kv->v = v + row_index(vg, b, hk, len.z);
+    kv->kstride = kg.s3;
+    kv->vstride = vg.s3;
+    const tile_rows m = {len, blk * nrows, 1, h, sq, causal, 0, INT_MAX};
+    return m;
+}
+
 /* The key range of a tile's nrows rows: [*lmin, return) covers every
  * live row's keys [lo, hi) (row_span); *hmin is the nearest row end and *lmax the furthest
  * row start: a tile inside [lmax, hmin) needs no per-row limits. Without a

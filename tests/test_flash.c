@@ -6,25 +6,21 @@
  * reports, and decode, which has no flash kernel, keeping the device's own
  * plan when flash is forced. Its results are checked in the forward
  * matrices (test_forward, test_variants*, test_seed_failures). */
-#include "harness.h"
+#include "cases.h"
 #include "kernels/params.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-/* B = 1, causal f32, q_len = kv_len = s */
-static attn_problem problem(int D, int s)
-{
-    const attn_problem p = {.batch = 1, .q_heads = 2, .kv_heads = 1, .head_dim = D, .q_len = s,
-                            .kv_len = s, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
-    return p;
-}
+/* B = 1, Hq 2, Hkv 1, causal f32, q_len = kv_len = s */
+static attn_problem problem(int D, int s) { return harness_problem(1, 2, 1, D, s, s, 1); }
 
-static attn_context *own_context(void)
+/* The shared context; each test clears its override when it ends. */
+static attn_context *context(void)
 {
-    attn_context *ctx = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     return ctx;
 }
 
@@ -43,7 +39,7 @@ static void refused(attn_context *ctx, const char *text, int D, const char *says
 
 static void test_flash_params_refused(void)
 {
-    attn_context *ctx = own_context();
+    attn_context *ctx = context();
     /* out of range: refused when set */
     const char *bad[] = {"family=flash,tm=9", "family=flash,rows=129", "family=flash,keys=48",
                          "family=flash,tn=0"};
@@ -57,7 +53,7 @@ static void test_flash_params_refused(void)
     refused(ctx, "family=flash,rows=32,keys=8,tm=4,tn=3", 64, "keys=8 is not a multiple of tn=3");
     /* 128 x 128 work-items: beyond any device's work-group */
     refused(ctx, "family=flash,rows=128,keys=128,tm=1,tn=1", 64, "work-items a work-group exceed");
-    attn_context_release(ctx);
+    harness_use_params(ctx, NULL);
 }
 
 /* The legality check and the shrink loop against the H200's limits (48
@@ -97,7 +93,7 @@ static void test_flash_gpu_limits(void)
 
 static void test_flash_plan(void)
 {
-    attn_context *ctx = own_context();
+    attn_context *ctx = context();
     attn_problem p = problem(32, 40);
     attn_plan_info h, o;
     CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &h), ATTN_SUCCESS);
@@ -114,7 +110,7 @@ static void test_flash_plan(void)
     /* acc, tot, cmp 4 x 1 float4; s 4 x 2; a, kk 6 float4; vv 1 float4;
      * 10 row values x 4 rows: 124 floats */
     CU_ASSERT_EQUAL(o.private_bytes, 4u * (48 + 8 + 24 + 4 + 40));
-    attn_context_release(ctx);
+    harness_use_params(ctx, NULL);
 }
 
 /* Decode has no flash kernel: forced, it keeps the device's plan.
@@ -122,7 +118,7 @@ static void test_flash_plan(void)
  * family=flash forced (seed/kv_cache_decode). */
 static void test_flash_decode_keeps_its_plan(void)
 {
-    attn_context *ctx = own_context();
+    attn_context *ctx = context();
     attn_kv_cache *cache = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 1, 1, 32, 64, ATTN_F32, &cache), ATTN_SUCCESS);
     attn_problem p = problem(32, 64);
@@ -135,7 +131,7 @@ static void test_flash_decode_keeps_its_plan(void)
     CU_ASSERT_STRING_EQUAL(forced.source, "heuristic");
     printf("\n  decode under family=flash: %s", forced.params);
     attn_kv_cache_release(cache);
-    attn_context_release(ctx);
+    harness_use_params(ctx, NULL);
 }
 
 static const harness_test tests[] = {
