@@ -76,7 +76,8 @@ ATTN_API double attn_problem_flops(const attn_problem *p, const attn_lengths *le
 /* Which kernel family runs a problem, where its parameters came from and
  * the memory its main kernel declares. */
 typedef struct attn_plan_info {
-    char family[16];      /* "tiled" (GPU-style) or "vector" (CPU-style) */
+    char family[16];      /* "tiled" (GPU-style), "vector" (CPU-style) or "flash"
+                           * (GPU prefill, only when forced or tuned) */
     char params[160];     /* the tunables, "name=value,..." */
     char source[16];      /* "tuned", "stale", "heuristic" or "override" */
     size_t local_bytes;   /* __local memory per work-group (0 for none) */
