@@ -68,12 +68,14 @@ static void run_set(harness_family f, const char *params)
      * scratch is made once, larger than any case needs, before the first
      * kernel: Oclgrind 21.10 keeps the shadow of a released buffer, so a
      * scratch re-created larger under a reused buffer id would read as
-     * uninitialised past the old size. */
+     * uninitialised past the old size. The mask summary's scratch too: the
+     * flash sets' 12 x 4 tiles need more of it than the sets before. */
     const char *uninit = getenv("ATTN_OCLGRIND_UNINITIALIZED");
     const int tracked = uninit && *uninit == '1';
     if (tracked)
         CU_ASSERT_FATAL(attn_scratch_reserve(ctx, &ctx->kt, 1 << 20) == ATTN_SUCCESS &&
-                        attn_scratch_reserve(ctx, &ctx->vp, 1 << 20) == ATTN_SUCCESS);
+                        attn_scratch_reserve(ctx, &ctx->vp, 1 << 20) == ATTN_SUCCESS &&
+                        attn_scratch_reserve(ctx, &ctx->mask_tiles, 1 << 16) == ATTN_SUCCESS);
     const int vector = f == HARNESS_VECTOR && !tracked;
     int runs = 0;
     for (const harness_case *t = harness_group_next("oclgrind/tiny", NULL); t;
