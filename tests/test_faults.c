@@ -554,8 +554,9 @@ static void test_kernel_dir_faults(void)
     harness_temp_dir(kdir, sizeof kdir, "kdir");
     attn_context *c = new_context(cache);
     CU_ASSERT_PTR_NOT_NULL_FATAL(c);
-    static const char *names[] = {"common.cl", "tiled_core.cl",  "tiled.cl",         "vector.cl",
-                                  "peak.cl",   "vector_core.cl", "vector_helpers.cl", "variants.cl",
+    static const char *names[] = {"common.cl",      "tile.cl",           "tiled_core.cl",
+                                  "tiled.cl",       "vector.cl",         "peak.cl",
+                                  "vector_core.cl", "vector_helpers.cl", "variants.cl",
                                   "mask_tiles.cl"};
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         char *text = attn_kernel_source(c, names[i]);
