@@ -85,31 +85,37 @@ static attn_status kv_block_table(attn_context *ctx, const attn_problem *p,
     return ATTN_SUCCESS;
 }
 
-static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_problem *p,
-                           const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
-                           const attn_tensor *o, const attn_lengths *lengths, cl_mem lse,
-                           cl_event *finished_out)
+attn_status attn_lengths_buffer(attn_context *ctx, const attn_problem *p,
+                                const attn_lengths *lengths, cl_mem *out)
 {
-    attn_status st;
-    cl_int err;
-    cl_kernel main_k = NULL, pack_k = NULL;
-    cl_mem lens = NULL, kv_blocks = NULL;
-    cl_event before[2] = {NULL, NULL}, finished = NULL; /* the pre-passes: K/V packing, mask tiles */
-    attn_variant_args va;
-    memset(&va, 0, sizeof va);
-
-    /* per-batch (q_start, q_len, kv_start, kv_len): a small buffer made per
-     * call from a host copy, so the caller's arrays need not outlive it */
     cl_int4 *hl = malloc(sizeof *hl * (size_t)p->batch);
     if (!hl) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
     for (int b = 0; b < p->batch; b++) {
         const attn_region r = attn_region_of(p, lengths, b);
         hl[b] = (cl_int4){{r.q_start, r.q_len, r.kv_start, r.kv_len}};
     }
-    lens = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+    cl_int err;
+    *out = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                           sizeof *hl * (size_t)p->batch, hl, &err);
     free(hl);
-    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateBuffer (lengths)");
+    if (err == CL_SUCCESS) return ATTN_SUCCESS;
+    *out = NULL;
+    return attn_fail_cl(ctx, err, "clCreateBuffer (lengths)");
+}
+
+static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_problem *p,
+                           const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                           const attn_tensor *o, const attn_lengths *lengths, cl_mem lse,
+                           cl_event *finished_out)
+{
+    attn_status st;
+    cl_kernel main_k = NULL, pack_k = NULL;
+    cl_mem lens = NULL, kv_blocks = NULL;
+    cl_event before[2] = {NULL, NULL}, finished = NULL; /* the pre-passes: K/V packing, mask tiles */
+    attn_variant_args va;
+    memset(&va, 0, sizeof va);
+
+    if ((st = attn_lengths_buffer(ctx, p, lengths, &lens)) != ATTN_SUCCESS) return st;
 
     const cl_ulong4 qg = attn_tensor_geometry(q), kg = attn_tensor_geometry(k),
                     vg = attn_tensor_geometry(v), og = attn_tensor_geometry(o);

@@ -16,4 +16,10 @@ attn_status attn_forward_locked(attn_context *ctx, const attn_problem *p, const 
 /* The softmax scale p asks for: p->scale, or 1/sqrt(head_dim) when 0 (dtype.c). */
 float attn_effective_scale(const attn_problem *p);
 
+/* The kernels' `lens`: per batch entry (q_start, q_len, kv_start, kv_len)
+ * as int4, resolved from lengths (attn_region_of), in a small read-only
+ * buffer made per call, so that the caller's arrays need not outlive it. */
+attn_status attn_lengths_buffer(attn_context *ctx, const attn_problem *p,
+                                const attn_lengths *lengths, cl_mem *out);
+
 #endif /* ATTN_ATTENTION_FORWARD_H */

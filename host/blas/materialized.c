@@ -194,23 +194,7 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
                   (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_V], vn * (size_t)Hkv * Skv * D * fl)) ||
                   (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_O], on * (size_t)Hq * Sq * D * fl)))))
         goto done;
-    cl_int4 *hl = malloc(sizeof *hl * (size_t)B);
-    if (!hl) {
-        st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
-        goto done;
-    }
-    for (int b = 0; b < B; b++) {
-        const attn_region r = attn_region_of(p, lengths, b);
-        hl[b].s[0] = r.q_start, hl[b].s[1] = r.q_len, hl[b].s[2] = r.kv_start, hl[b].s[3] = r.kv_len;
-    }
-    lens = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
-                          sizeof *hl * (size_t)B, hl, &err);
-    free(hl);
-    if (err != CL_SUCCESS) {
-        lens = NULL;
-        st = attn_fail_cl(ctx, err, "clCreateBuffer (lengths)");
-        goto done;
-    }
+    if ((st = attn_lengths_buffer(ctx, p, lengths, &lens)) != ATTN_SUCCESS) goto done;
     if ((st = attn_variant_args_make(ctx, p, lens, &va)) ||
         (st = mat_kernel(ctx, p, "attn_softmax_rows", SOFTMAX_NARGS, &va, &softmax)) ||
         (st = mat_kernel(ctx, p, "attn_rows_out", ROWS_OUT_NARGS, &va, &rows_out)))
