@@ -6,6 +6,18 @@
 #ifndef DIM_PAD
 #define DIM_PAD (((HEAD_DIM) + 15) / 16 * 16) /* the cache's row stride (host: ATTN_KV_DIM_ALIGN) */
 #endif
+/* The cache's arguments of both decode kernels, in decode.c's order. kc,
+ * vc: K and V as pages [page][kv_heads][page_rows][DIM_PAD] (host:
+ * decode.h's struct attn_kv_cache); contiguous, page b is sequence b and
+ * page_rows = head_rows. pages: with PAGE_ROWS defined (a paged cache,
+ * PAGE_ROWS = its block size), the block table [B][max_pages]; otherwise
+ * unused. kscale, vscale: with KV_INT8, one float per cache row,
+ * [page][kv_heads][page_rows]; otherwise unused. */
+#define KV_CACHE_PARAMS                                                                         \
+    __global const storage_t *kc, __global const storage_t *vc, int head_rows,                   \
+        __global const int *pages, int max_pages, __global const float *kscale,                  \
+        __global const float *vscale
+
 /* log2-domain LSE of a partial that saw no key: finite on purpose, as
  * MASKED in common.cl, and skipped by the combine */
 #define EMPTY_LSE (-FLT_MAX)

@@ -85,8 +85,7 @@ inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUN
  * [B][kv_heads][head_rows][DIM_PAD]; split s covers chunk keys from
  * decode_key_base + s * chunk, chunk a multiple of BLOCK_KEYS. */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
-void attn_decode_vector(__global const storage_t *q, ulong4 qg, __global const storage_t *kc,
-                        __global const storage_t *vc, int head_rows, __global storage_t *o,
+void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS, __global storage_t *o,
                         ulong4 og, __global float *lse, int write_lse, __global float *part_o,
                         __global float *part_lse, int nsplit, int chunk,
                         __global const int2 *lens, int q_heads, int kv_heads, int sq, int causal,

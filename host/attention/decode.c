@@ -195,6 +195,10 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
     const cl_ulong4 qg = attn_tensor_geometry(q), og = attn_tensor_geometry(o);
     const cl_int write_lse = lse != NULL;
     cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */
+    /* KV_CACHE_PARAMS (decode_common.cl): unused buffers get lens */
+    cl_mem pages = lens, kscale = c->k_scale ? c->k_scale : lens;
+    cl_mem vscale = c->v_scale ? c->v_scale : lens;
+    const cl_int max_pages = c->max_pages;
     const cl_int head_rows = c->rows, nsplit = dp->nsplit, chunk = dp->chunk;
     const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
     const cl_int ntiles = dp->ntiles;
@@ -202,7 +206,8 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
     if ((st = attn_variant_args_make(ctx, p, lens, &va))) goto done;
     const attn_karg main_args[] = {
         ATTN_KARG(q->buffer), ATTN_KARG(qg), ATTN_KARG(c->k), ATTN_KARG(c->v),
-        ATTN_KARG(head_rows), ATTN_KARG(o->buffer), ATTN_KARG(og), ATTN_KARG(lse_arg),
+        ATTN_KARG(head_rows), ATTN_KARG(pages), ATTN_KARG(max_pages), ATTN_KARG(kscale),
+        ATTN_KARG(vscale), ATTN_KARG(o->buffer), ATTN_KARG(og), ATTN_KARG(lse_arg),
         ATTN_KARG(write_lse), ATTN_KARG(part_o), ATTN_KARG(part_lse), ATTN_KARG(nsplit),
         ATTN_KARG(chunk), ATTN_KARG(lens), ATTN_KARG(hq), ATTN_KARG(hkv), ATTN_KARG(sq),
         ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(ntiles)};

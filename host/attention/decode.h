@@ -20,16 +20,39 @@ static inline int attn_kv_dim_pad(int head_dim)
  * when that would make the head stride a multiple of 1024 rows). */
 #define ATTN_KV_ROW_ALIGN 128
 
-/* The plain layout [batch][kv_heads][rows][dim_pad]: what decode reads
- * directly (never re-packed per step) and what attn_forward can take. */
+/* Where a token's K/V row lives: the cache's K (and V) is an array of
+ * pages [page][kv_heads][page_rows][dim_pad], and token j of sequence b,
+ * head hk, is row j % page_rows of page table[b * max_pages + j /
+ * page_rows]. Paged, page_rows is the desc's block_size and pages come from
+ * the pool (kv_pool.c). Contiguous is the same formula with one page per
+ * sequence: page b, page_rows = rows, max_pages 1 (the plain layout
+ * [batch][kv_heads][rows][dim_pad], which decode reads directly, never
+ * re-packed per step, and attn_forward can take).
+ * Quantized (ATTN_KV_INT8), K and V hold int8 and k_scale / v_scale one
+ * float per row, [page][kv_heads][page_rows]. */
 struct attn_kv_cache {
     attn_context *ctx;
     int batch, kv_heads, head_dim, capacity;
-    attn_dtype dtype;
-    int dim_pad; /* elements per row */
-    int rows;    /* rows per head (>= capacity) */
+    attn_dtype dtype;         /* of appended K/V, decode's q and out */
+    attn_kv_storage storage;
+    int dim_pad;   /* elements per row */
+    int rows;      /* contiguous: rows per head (>= capacity) */
+    int paged;     /* 0: contiguous */
+    int page_rows; /* rows per page: block_size paged, rows contiguous */
+    int num_pages; /* pages in K (and V) */
+    int max_pages; /* table entries per sequence: ceil(capacity / page_rows) */
     cl_mem k, v;
-    int *len;    /* host copy of each sequence's length: the one truth */
+    cl_mem k_scale, v_scale; /* ATTN_KV_INT8 only, else NULL */
+    int *len;      /* host copy of each sequence's length: the one truth */
+    unsigned char *taken; /* per slot: taken by seq_add or seq_fork */
+    /* paged only (NULL contiguous): the host table [batch][max_pages]
+     * (entries past a sequence's pages are 0), each page's reference
+     * count (0 = free), and the device copy of the table, re-made from the
+     * host table when table_dirty (kv_pool.c: attn_kv_pool_table) */
+    int *table, *refs;
+    int free_pages;
+    cl_mem table_mem;
+    int table_dirty;
     /* The message of the last append (attn_kv_cache_append or
      * attn_kv_cache_append_rows) when it failed, "" after one that
      * succeeded. A decode after a failed append would attend for the

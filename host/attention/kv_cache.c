@@ -54,7 +54,7 @@ static attn_status create_locked(attn_context *ctx, int batch, int kv_heads, int
     }
     *c = (attn_kv_cache){.ctx = ctx, .batch = batch, .kv_heads = kv_heads, .head_dim = head_dim,
                          .capacity = capacity, .dtype = dtype, .dim_pad = dim_pad, .rows = rows,
-                         .len = len};
+                         .page_rows = rows, .num_pages = batch, .max_pages = 1, .len = len};
     attn_status st = ATTN_SUCCESS;
     cl_int err;
     c->k = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);

@@ -34,6 +34,54 @@ ATTN_API attn_status attn_kv_cache_create(attn_context *ctx, int batch, int kv_h
                                           int head_dim, int capacity, attn_dtype dtype,
                                           attn_kv_cache **out);
 
+/* How a cache stores K and V. */
+typedef enum attn_kv_storage {
+    ATTN_KV_AS_DTYPE = 0, /* in the cache's dtype, as appended */
+    /* int8, one fp32 scale per (token, KV head): x ~ scale * q, scale =
+     * max|x| / 127 over the token's head_dim elements, q = round(x / scale).
+     * Quantized at append, dequantized inside the decode kernels; about 1/4
+     * (vs f32) or 1/2 (vs f16) of the bytes. Its own tolerance: DESIGN.md. */
+    ATTN_KV_INT8 = 1
+} attn_kv_storage;
+
+/* Everything that decides a cache's shape and memory. Zero-initialise it,
+ * then set what you need; the zero of each optional field is the simple
+ * case (contiguous, stored as dtype). */
+typedef struct attn_kv_cache_desc {
+    int batch;        /* sequences (slots 0..batch-1) */
+    int kv_heads;     /* KV heads */
+    int head_dim;     /* 1..256 */
+    int capacity;     /* most tokens one sequence may hold */
+    attn_dtype dtype; /* of appended K/V and of decode's q and out */
+    /* 0: contiguous, [batch][kv_heads][capacity][head_dim] (every sequence
+     * reserves the capacity). Otherwise paged: tokens per block, a power
+     * of two from 16 to 256; sequences take blocks from a shared pool as
+     * they grow, and forks share them. */
+    int block_size;
+    /* Paged: blocks in the pool, each holding block_size tokens of every KV
+     * head (0: batch * ceil(capacity / block_size), enough for every
+     * sequence at capacity). Must be 0 when contiguous. */
+    int num_blocks;
+    attn_kv_storage storage;
+} attn_kv_cache_desc;
+
+/*! attn_kv_cache_create_desc() :
+ *  attn_kv_cache_create for any attn_kv_cache_desc: contiguous or paged,
+ *  stored as dtype or quantized. attn_kv_cache_create(ctx, B, H, D, C, t,
+ *  out) is this with {B, H, D, C, t} and the rest zero.
+ *  @return as attn_kv_cache_create; ATTN_ERROR_INVALID_ARGUMENT names the
+ *  bad field of desc. */
+ATTN_API attn_status attn_kv_cache_create_desc(attn_context *ctx, const attn_kv_cache_desc *desc,
+                                               attn_kv_cache **out);
+
+/*! attn_kv_cache_bytes() :
+ *  The device memory a cache of this desc takes (K, V, scales and block
+ *  table), without creating it: the seed's exercise 5, so that an engine
+ *  can size its pool. For a paged desc with num_blocks 0 it is the size at
+ *  the default pool. ATTN_ERROR_INVALID_ARGUMENT naming a bad field (the
+ *  same checks as creation, except the device's limits). */
+ATTN_API attn_status attn_kv_cache_bytes(const attn_kv_cache_desc *desc, size_t *bytes);
+
 /*! attn_kv_cache_release() : frees the cache's device buffers; accepts NULL. */
 ATTN_API void attn_kv_cache_release(attn_kv_cache *cache);
 
@@ -91,6 +139,43 @@ ATTN_API attn_status attn_kv_cache_truncate(attn_kv_cache *cache, int seq, int l
 /*! attn_kv_cache_reset() : empties sequence `seq`, or every sequence when
  *  seq is -1. */
 ATTN_API attn_status attn_kv_cache_reset(attn_kv_cache *cache, int seq);
+
+/* ---- Sequences ------------------------------------------------------
+ * Slots 0..batch-1 are the sequences; every call taking `seq` works on any
+ * slot. seq_add and seq_remove are a server's bookkeeping on top: a slot
+ * is free when it is empty and not taken by seq_add or seq_fork. */
+
+/*! attn_kv_cache_seq_add() : takes the lowest free slot (empty, not taken)
+ *  and writes it to *seq. No free slot: ATTN_ERROR_OUT_OF_MEMORY. */
+ATTN_API attn_status attn_kv_cache_seq_add(attn_kv_cache *cache, int *seq);
+
+/*! attn_kv_cache_seq_remove() : empties sequence `seq` (its blocks go back
+ *  to the pool once no other sequence shares them) and frees the slot. */
+ATTN_API attn_status attn_kv_cache_seq_remove(attn_kv_cache *cache, int seq);
+
+/*! attn_kv_cache_seq_fork() :
+ *  Makes sequence `dst` (empty) a copy of sequence `src`: the same length
+ *  and K/V, and dst's slot is taken. Paged, dst shares src's blocks
+ *  (reference-counted, nothing copied); the first append to either into a
+ *  shared, partly filled block copies that one block first (copy on
+ *  write). Contiguous, src's rows are copied (enqueued). Beam search,
+ *  parallel sampling, a shared system prompt. dst == src, dst not empty,
+ *  or src's last append failed: ATTN_ERROR_INVALID_ARGUMENT. */
+ATTN_API attn_status attn_kv_cache_seq_fork(attn_kv_cache *cache, int src, int dst);
+
+/*! attn_kv_cache_read() :
+ *  Copies tokens first..first+count-1 of sequence `seq` into host arrays k
+ *  and v (either may be NULL), each [kv_heads][count][head_dim] elements of
+ *  the cache's dtype (int8 storage: dequantized, then rounded to dtype).
+ *  Blocking: waits for what is enqueued before it. Tokens outside
+ *  0..length-1: ATTN_ERROR_INVALID_ARGUMENT. For inspection and tests. */
+ATTN_API attn_status attn_kv_cache_read(attn_kv_cache *cache, int seq, int first, int count,
+                                        void *k, void *v);
+
+/*! attn_kv_cache_pool() : a paged cache's blocks: *total in the pool, *free
+ *  held by no sequence (either may be NULL). A contiguous cache reports
+ *  one block per sequence, none free. */
+ATTN_API attn_status attn_kv_cache_pool(const attn_kv_cache *cache, int *free, int *total);
 
 /*! attn_kv_cache_tensors() : the cache's K and V in the plain layout, as
  *  attn_tensors of shape [batch, kv_heads, capacity, head_dim] (the row
