@@ -15,10 +15,27 @@ static inline int attn_kv_dim_pad(int head_dim)
 {
     return (head_dim + ATTN_KV_DIM_ALIGN - 1) / ATTN_KV_DIM_ALIGN * ATTN_KV_DIM_ALIGN;
 }
-/* Rows per head: the capacity rounded up to the largest BLOCK_KEYS (128),
- * so a kernel's last key block never reads past the buffer (plus one block
- * when that would make the head stride a multiple of 1024 rows). */
+/* Contiguous: rows per head are the capacity rounded up to the largest
+ * BLOCK_KEYS (128), so a kernel's last key block never reads past the
+ * buffer (plus one block when that would make the head stride a multiple
+ * of 1024 rows; kv_layout.c). */
 #define ATTN_KV_ROW_ALIGN 128
+
+/* A paged cache's block sizes (tokens per page), powers of two. */
+#define ATTN_KV_MIN_BLOCK 16
+#define ATTN_KV_MAX_BLOCK 256
+
+/* A cache's geometry and bytes from its desc (kv_layout.c). */
+typedef struct attn_kv_layout {
+    int dim_pad, rows; /* rows: contiguous only (0 paged) */
+    int page_rows, num_pages, max_pages;
+    size_t elem;        /* bytes per K/V element: 1 for int8 */
+    size_t kv_bytes;    /* of K (and of V) */
+    size_t scale_bytes; /* of k_scale (and v_scale); 0 unless int8 */
+    size_t table_bytes, total_bytes;
+} attn_kv_layout;
+/* Checks every field of d (messages name it) and computes its layout. */
+attn_status attn_kv_layout_of(attn_context *ctx, const attn_kv_cache_desc *d, attn_kv_layout *l);
 
 /* Where a token's K/V row lives: the cache's K (and V) is an array of
  * pages [page][kv_heads][page_rows][dim_pad], and token j of sequence b,
@@ -53,6 +70,7 @@ struct attn_kv_cache {
     int free_pages;
     cl_mem table_mem;
     int table_dirty;
+    int *free_list; /* paged: the free pages (free_pages of them), a stack */
     /* The message of the last append (attn_kv_cache_append or
      * attn_kv_cache_append_rows) when it failed, "" after one that
      * succeeded. A decode after a failed append would attend for the
@@ -62,6 +80,32 @@ struct attn_kv_cache {
      * normalised, and log2-domain LSE [row][split] */
     attn_scratch part_o, part_lse;
 };
+
+/* ---- the pages (kv_pool.c) ----
+ * Paged caches only, unless said. Host bookkeeping; device copies (copy on
+ * write) are enqueued on the context's queue, in order with appends and
+ * decodes. */
+attn_status attn_kv_pool_create(attn_kv_cache *c); /* table, refs, free list; all free */
+void attn_kv_pool_free(attn_kv_cache *c);
+/* Pages of sequence b holding its len[b] tokens. */
+int attn_kv_pool_pages_of(const attn_kv_cache *c, int b);
+/* Gives every sequence b with counts[b] > 0 the pages for counts[b] more
+ * tokens (counts NULL: n each), copying a shared, partly filled last page
+ * first (copy on write). All or nothing: ATTN_ERROR_OUT_OF_MEMORY naming
+ * the first sequence the pool cannot serve, and nothing changes. */
+attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n);
+/* Undoes attn_kv_pool_grow's new pages (same counts, n) when the append
+ * fails after it, before the lengths move (a page copied on write stays
+ * the sequence's own copy). */
+void attn_kv_pool_ungrow(attn_kv_cache *c, const int *counts, int n);
+/* Sequence b keeps the pages for `length` tokens; the rest are released. */
+void attn_kv_pool_shrink(attn_kv_cache *c, int b, int length);
+/* dst (no pages) shares src's pages. */
+void attn_kv_pool_share(attn_kv_cache *c, int src, int dst);
+/* The device table for kernels, [batch][max_pages] ints: re-made from the
+ * host table when it changed. Contiguous: the table of one page per
+ * sequence made at creation. */
+attn_status attn_kv_pool_table(attn_kv_cache *c, cl_mem *table);
 
 /* Built-in decode parameters for this device and problem (q_len, heads):
  * the family by device type; rows = the KV group's query heads x new

@@ -15,80 +15,77 @@
 
 #define INVALID(ctx, ...) ATTN_FAIL((ctx), ATTN_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
-static attn_status create_locked(attn_context *ctx, int batch, int kv_heads, int head_dim,
-                                 int capacity, attn_dtype dtype, attn_kv_cache **out)
+/* A zero-filled device buffer of n bytes (0: none), or *m left NULL. */
+static attn_status zeroed_buffer(attn_context *ctx, size_t n, const char *what, cl_mem *m)
+{
+    if (n == 0) return ATTN_SUCCESS;
+    ATTN_CHECK(ctx, n > ctx->max_alloc, ATTN_ERROR_OUT_OF_MEMORY,
+               "the cache's %s needs %zu bytes; the device allows %llu per buffer", what, n,
+               (unsigned long long)ctx->max_alloc);
+    cl_int err;
+    *m = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, n, NULL, &err);
+    if (err != CL_SUCCESS)
+        return err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
+                       err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE
+                   ? ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "clCreateBuffer of %zu bytes for "
+                               "the cache's %s failed: %s", n, what, attn_cl_error_name(err))
+                   : attn_fail_cl(ctx, err, "clCreateBuffer (KV cache)");
+    /* Zero: the row padding past head_dim must read as 0 in the decode
+     * kernels' whole-vector loads, and rows never appended stay finite.
+     * Blocking, so the cache is ready when create returns. */
+    const unsigned char zero = 0;
+    cl_event filled = NULL;
+    err = clEnqueueFillBuffer(ctx->queue, *m, &zero, 1, 0, n, 0, NULL, &filled);
+    if (err == CL_SUCCESS) err = clWaitForEvents(1, &filled);
+    if (filled) clReleaseEvent(filled);
+    return err == CL_SUCCESS ? ATTN_SUCCESS
+                             : attn_fail_cl(ctx, err, "clEnqueueFillBuffer (KV cache)");
+}
+
+static attn_status create_locked(attn_context *ctx, const attn_kv_cache_desc *d,
+                                 attn_kv_cache **out)
 {
     ATTN_CHECK(ctx, !out, ATTN_ERROR_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
-    ATTN_CHECK(ctx, batch <= 0, ATTN_ERROR_INVALID_ARGUMENT, "batch = %d must be positive", batch);
-    ATTN_CHECK(ctx, kv_heads <= 0, ATTN_ERROR_INVALID_ARGUMENT,
-               "kv_heads = %d must be positive", kv_heads);
-    ATTN_CHECK(ctx, head_dim <= 0 || head_dim > 256, ATTN_ERROR_INVALID_ARGUMENT,
-               "head_dim = %d is outside 1..256", head_dim);
-    ATTN_CHECK(ctx, capacity <= 0 || capacity > (1 << 30), ATTN_ERROR_INVALID_ARGUMENT,
-               "capacity = %d is outside 1..2^30", capacity);
-    ATTN_CHECK(ctx, (unsigned)dtype > ATTN_BF16, ATTN_ERROR_INVALID_ARGUMENT,
-               "dtype = %d is not an attn_dtype", (int)dtype);
-
-    const int dim_pad = attn_kv_dim_pad(head_dim);
-    int rows = (capacity + ATTN_KV_ROW_ALIGN - 1) / ATTN_KV_ROW_ALIGN * ATTN_KV_ROW_ALIGN;
-    /* Keep the heads' stride off large powers of two: the work-items stream
-     * different heads at once, and 8 MiB-aligned streams (kv 16384) ran
-     * 3-6% slower than with one spare block per head, measured on PoCL. */
-    if (rows % (8 * ATTN_KV_ROW_ALIGN) == 0) rows += ATTN_KV_ROW_ALIGN;
-    size_t bytes = attn_dtype_size(dtype);
-    const size_t factors[] = {(size_t)batch, (size_t)kv_heads, (size_t)rows, (size_t)dim_pad};
-    for (size_t i = 0; i < sizeof factors / sizeof factors[0]; i++)
-        ATTN_CHECK(ctx, __builtin_mul_overflow(bytes, factors[i], &bytes),
-                   ATTN_ERROR_INVALID_ARGUMENT, "batch * kv_heads * capacity * head_dim overflows");
-    ATTN_CHECK(ctx, bytes > ctx->max_alloc, ATTN_ERROR_OUT_OF_MEMORY,
-               "the cache's K (and V) need %zu bytes each; the device allows %llu per buffer",
-               bytes, (unsigned long long)ctx->max_alloc);
+    attn_kv_layout l;
+    attn_status st = attn_kv_layout_of(ctx, d, &l);
+    if (st != ATTN_SUCCESS) return st;
 
     attn_kv_cache *c = calloc(1, sizeof *c);
-    int *len = calloc((size_t)batch, sizeof *len);
-    if (!c || !len) {
+    int *len = calloc((size_t)d->batch, sizeof *len);
+    unsigned char *taken = calloc((size_t)d->batch, 1);
+    if (!c || !len || !taken) {
         free(c);
         free(len);
+        free(taken);
         return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
     }
-    *c = (attn_kv_cache){.ctx = ctx, .batch = batch, .kv_heads = kv_heads, .head_dim = head_dim,
-                         .capacity = capacity, .dtype = dtype, .dim_pad = dim_pad, .rows = rows,
-                         .page_rows = rows, .num_pages = batch, .max_pages = 1, .len = len};
-    attn_status st = ATTN_SUCCESS;
-    cl_int err;
-    c->k = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (err == CL_SUCCESS) c->v = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE, bytes, NULL, &err);
-    if (err != CL_SUCCESS) {
-        st = err == CL_MEM_OBJECT_ALLOCATION_FAILURE || err == CL_OUT_OF_RESOURCES ||
-                     err == CL_OUT_OF_HOST_MEMORY || err == CL_INVALID_BUFFER_SIZE
-                 ? ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "clCreateBuffer of %zu bytes for the "
-                             "KV cache failed: %s", bytes, attn_cl_error_name(err))
-                 : attn_fail_cl(ctx, err, "clCreateBuffer (KV cache)");
-        goto fail;
-    }
-    /* Zero everything: the row padding past head_dim must read as 0 in the
-     * decode kernels' whole-vector loads, and rows never appended stay
-     * finite. Blocking, so the cache is ready when create returns. */
-    const unsigned char zero = 0;
-    cl_event filled[2] = {NULL, NULL};
-    err = clEnqueueFillBuffer(ctx->queue, c->k, &zero, 1, 0, bytes, 0, NULL, &filled[0]);
-    if (err == CL_SUCCESS)
-        err = clEnqueueFillBuffer(ctx->queue, c->v, &zero, 1, 0, bytes, 0, NULL, &filled[1]);
-    if (err == CL_SUCCESS) err = clWaitForEvents(2, filled);
-    for (int i = 0; i < 2; i++)
-        if (filled[i]) clReleaseEvent(filled[i]);
-    if (err != CL_SUCCESS) {
-        st = attn_fail_cl(ctx, err, "clEnqueueFillBuffer (KV cache)");
-        goto fail;
+    *c = (attn_kv_cache){.ctx = ctx, .batch = d->batch, .kv_heads = d->kv_heads,
+                         .head_dim = d->head_dim, .capacity = d->capacity, .dtype = d->dtype,
+                         .storage = d->storage, .dim_pad = l.dim_pad, .rows = l.rows,
+                         .paged = d->block_size > 0, .page_rows = l.page_rows,
+                         .num_pages = l.num_pages, .max_pages = l.max_pages, .len = len,
+                         .taken = taken};
+    if ((st = zeroed_buffer(ctx, l.kv_bytes, "K", &c->k)) != ATTN_SUCCESS ||
+        (st = zeroed_buffer(ctx, l.kv_bytes, "V", &c->v)) != ATTN_SUCCESS ||
+        (st = zeroed_buffer(ctx, l.scale_bytes, "K scales", &c->k_scale)) != ATTN_SUCCESS ||
+        (st = zeroed_buffer(ctx, l.scale_bytes, "V scales", &c->v_scale)) != ATTN_SUCCESS ||
+        (st = attn_kv_pool_create(c)) != ATTN_SUCCESS) {
+        attn_kv_cache_release(c);
+        return st;
     }
     *out = c;
     return ATTN_SUCCESS;
-fail:
-    if (c->k) clReleaseMemObject(c->k);
-    if (c->v) clReleaseMemObject(c->v);
-    free(c->len);
-    free(c);
+}
+
+attn_status attn_kv_cache_create_desc(attn_context *ctx, const attn_kv_cache_desc *desc,
+                                      attn_kv_cache **out)
+{
+    if (out) *out = NULL;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
+    attn_status st = create_locked(ctx, desc, out);
+    attn_call_end(ctx);
     return st;
 }
 
@@ -98,7 +95,9 @@ attn_status attn_kv_cache_create(attn_context *ctx, int batch, int kv_heads, int
     if (out) *out = NULL;
     if (!ctx) return attn_fail_null(__func__, "ctx");
     attn_call_begin(ctx, __func__);
-    attn_status st = create_locked(ctx, batch, kv_heads, head_dim, capacity, dtype, out);
+    const attn_kv_cache_desc d = {.batch = batch, .kv_heads = kv_heads, .head_dim = head_dim,
+                                  .capacity = capacity, .dtype = dtype};
+    attn_status st = create_locked(ctx, &d, out);
     attn_call_end(ctx);
     return st;
 }
@@ -107,10 +106,12 @@ void attn_kv_cache_release(attn_kv_cache *c)
 {
     if (!c) return;
     /* OpenCL keeps the buffers alive until enqueued commands finish */
-    cl_mem mems[] = {c->k, c->v, c->part_o.mem, c->part_lse.mem};
+    cl_mem mems[] = {c->k, c->v, c->k_scale, c->v_scale, c->part_o.mem, c->part_lse.mem};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i]) clReleaseMemObject(mems[i]);
+    attn_kv_pool_free(c);
     free(c->len);
+    free(c->taken);
     free(c);
 }
 
@@ -179,6 +180,7 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
     for (int b = 0; b < c->batch; b++) pos[b] = append_rows_of(c, b, block_len, starts, counts);
     cl_kernel kern = NULL;
     cl_event ev = NULL;
+    int grown = 0;
     cl_mem posbuf = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
                                    sizeof *pos * (size_t)c->batch, pos, &err);
     free(pos);
@@ -189,12 +191,19 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
     const char *sources[] = {"kv_append.cl"};
     if ((st = attn_kernel_build(ctx, sources, 1, opts, "attn_kv_append", &kern)) != ATTN_SUCCESS)
         goto done;
+    /* the pages last: a refusal (the pool exhausted) changes nothing */
+    if ((st = attn_kv_pool_grow(c, counts, block_len)) != ATTN_SUCCESS) goto done;
+    grown = 1;
+    cl_mem table;
+    if ((st = attn_kv_pool_table(c, &table)) != ATTN_SUCCESS) goto done;
     const cl_ulong4 kg = attn_tensor_geometry(k), vg = attn_tensor_geometry(v);
-    const cl_int D = c->head_dim, DP = c->dim_pad, rows = c->rows, hkv = c->kv_heads;
-    const attn_karg args[] = {ATTN_KARG(k->buffer), ATTN_KARG(kg),  ATTN_KARG(v->buffer),
-                              ATTN_KARG(vg),        ATTN_KARG(c->k), ATTN_KARG(c->v),
-                              ATTN_KARG(posbuf),    ATTN_KARG(D),    ATTN_KARG(DP),
-                              ATTN_KARG(rows),      ATTN_KARG(hkv)};
+    const cl_int D = c->head_dim, DP = c->dim_pad, prow = c->page_rows, hkv = c->kv_heads;
+    const cl_int maxp = c->max_pages;
+    const attn_karg args[] = {ATTN_KARG(k->buffer), ATTN_KARG(kg),    ATTN_KARG(v->buffer),
+                              ATTN_KARG(vg),        ATTN_KARG(c->k),  ATTN_KARG(c->v),
+                              ATTN_KARG(posbuf),    ATTN_KARG(table), ATTN_KARG(maxp),
+                              ATTN_KARG(D),         ATTN_KARG(DP),    ATTN_KARG(prow),
+                              ATTN_KARG(hkv)};
     if ((st = attn_kernel_set_args(ctx, kern, args, ATTN_NARGS(args))) != ATTN_SUCCESS) goto done;
     /* an out-of-order queue could run the copy before the caller's writes
      * of k and v, or after a decode that should see it */
@@ -203,6 +212,7 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
         (st = attn_kernel_enqueue(ctx, kern, 3, global, NULL, 0, NULL, &ev)) != ATTN_SUCCESS ||
         (st = attn_queue_order(ctx)) != ATTN_SUCCESS)
         goto done;
+    grown = 0; /* enqueued: the pages stay */
     /* enqueued: only now do the lengths move */
     for (int b = 0; b < c->batch; b++)
         c->len[b] += append_rows_of(c, b, block_len, starts, counts).s[1];
@@ -211,6 +221,7 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
         ev = NULL;
     }
 done:
+    if (grown) attn_kv_pool_ungrow(c, counts, block_len);
     if (ev) clReleaseEvent(ev);
     if (kern) clReleaseKernel(kern);
     clReleaseMemObject(posbuf); /* the enqueued kernel keeps it alive */
@@ -270,8 +281,10 @@ attn_status attn_kv_cache_truncate(attn_kv_cache *c, int seq, int length)
     else if (length > c->len[seq])
         st = INVALID(ctx, "sequence %d holds %d token%s; truncating to %d would grow it "
                      "(append instead)", seq, c->len[seq], c->len[seq] == 1 ? "" : "s", length);
-    else
+    else {
+        attn_kv_pool_shrink(c, seq, length);
         c->len[seq] = length;
+    }
     attn_call_end(ctx);
     return st;
 }
@@ -282,10 +295,13 @@ attn_status attn_kv_cache_reset(attn_kv_cache *c, int seq)
     attn_context *ctx = c->ctx;
     attn_call_begin(ctx, __func__);
     attn_status st = ATTN_SUCCESS;
-    if (seq == -1) memset(c->len, 0, sizeof *c->len * (size_t)c->batch);
-    else if (seq < 0 || seq >= c->batch)
+    if (seq < -1 || seq >= c->batch)
         st = INVALID(ctx, "seq = %d is outside 0..%d (or -1 for all)", seq, c->batch - 1);
-    else c->len[seq] = 0;
+    else
+        for (int b = seq < 0 ? 0 : seq; b < (seq < 0 ? c->batch : seq + 1); b++) {
+            attn_kv_pool_shrink(c, b, 0);
+            c->len[b] = 0;
+        }
     attn_call_end(ctx);
     return st;
 }
@@ -293,6 +309,14 @@ attn_status attn_kv_cache_reset(attn_kv_cache *c, int seq)
 attn_status attn_kv_cache_tensors(const attn_kv_cache *c, attn_tensor *k, attn_tensor *v)
 {
     if (!c) return attn_fail_null(__func__, "cache");
+    if (c->paged || c->storage != ATTN_KV_AS_DTYPE) {
+        attn_call_begin(c->ctx, __func__);
+        attn_status st = INVALID(c->ctx, "the cache is %s, so its K and V are not plain "
+                                 "tensors; read them with attn_kv_cache_read",
+                                 c->paged ? "paged" : "quantized");
+        attn_call_end(c->ctx);
+        return st;
+    }
     const size_t row = (size_t)c->dim_pad, head = row * (size_t)c->rows;
     const attn_tensor t = {c->k, 0, head * (size_t)c->kv_heads, head, row};
     if (k) *k = t;

@@ -172,10 +172,11 @@ ATTN_API attn_status attn_kv_cache_seq_fork(attn_kv_cache *cache, int src, int d
 ATTN_API attn_status attn_kv_cache_read(attn_kv_cache *cache, int seq, int first, int count,
                                         void *k, void *v);
 
-/*! attn_kv_cache_pool() : a paged cache's blocks: *total in the pool, *free
+/*! attn_kv_cache_pool() : a paged cache's blocks: *total in the pool, *free_blocks
  *  held by no sequence (either may be NULL). A contiguous cache reports
  *  one block per sequence, none free. */
-ATTN_API attn_status attn_kv_cache_pool(const attn_kv_cache *cache, int *free, int *total);
+ATTN_API attn_status attn_kv_cache_pool(const attn_kv_cache *cache, int *free_blocks,
+                                        int *total);
 
 /*! attn_kv_cache_tensors() : the cache's K and V in the plain layout, as
  *  attn_tensors of shape [batch, kv_heads, capacity, head_dim] (the row

@@ -1,0 +1,222 @@
+/* kv_pool.c -- a paged cache's pages: the block table of each sequence, a
+ * reference count per page (forks share pages), the free list, copy on
+ * write of a shared partly filled page, and the device copy of the table
+ * the kernels read. The host table is the truth; the device copy is re-made
+ * from it (a new buffer, so kernels already enqueued keep the table they
+ * were given). */
+#define _POSIX_C_SOURCE 200809L
+#include "attention/decode.h"
+#include "core/errors.h"
+#include "core/launch.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+attn_status attn_kv_pool_create(attn_kv_cache *c)
+{
+    attn_context *ctx = c->ctx;
+    const size_t entries = (size_t)c->batch * (size_t)c->max_pages;
+    if (!c->paged) { /* one page per sequence: page b, made once */
+        int *t = malloc(sizeof *t * (size_t)c->batch);
+        if (!t) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+        for (int b = 0; b < c->batch; b++) t[b] = b;
+        cl_int err;
+        c->table_mem = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                      sizeof *t * (size_t)c->batch, t, &err);
+        free(t);
+        return err == CL_SUCCESS ? ATTN_SUCCESS
+                                 : attn_fail_cl(ctx, err, "clCreateBuffer (KV cache table)");
+    }
+    c->table = calloc(entries, sizeof *c->table);
+    c->refs = calloc((size_t)c->num_pages, sizeof *c->refs);
+    c->free_list = malloc(sizeof *c->free_list * (size_t)c->num_pages);
+    if (!c->table || !c->refs || !c->free_list)
+        return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory for the block "
+                         "table of %zu entries and %d blocks", entries, c->num_pages);
+    /* popped from the end: page 0 first */
+    for (int i = 0; i < c->num_pages; i++) c->free_list[i] = c->num_pages - 1 - i;
+    c->free_pages = c->num_pages;
+    c->table_dirty = 1;
+    return ATTN_SUCCESS;
+}
+
+void attn_kv_pool_free(attn_kv_cache *c)
+{
+    if (c->table_mem) clReleaseMemObject(c->table_mem);
+    free(c->table);
+    free(c->refs);
+    free(c->free_list);
+}
+
+int attn_kv_pool_pages_of(const attn_kv_cache *c, int b)
+{
+    return (c->len[b] + c->page_rows - 1) / c->page_rows;
+}
+
+static int *entry(attn_kv_cache *c, int b, int i) { return &c->table[(size_t)b * c->max_pages + i]; }
+
+static int take_page(attn_kv_cache *c)
+{
+    const int p = c->free_list[--c->free_pages];
+    c->refs[p] = 1;
+    return p;
+}
+
+static void drop_page(attn_kv_cache *c, int p)
+{
+    if (--c->refs[p] == 0) c->free_list[c->free_pages++] = p;
+}
+
+/* Table entries from..to-1 of sequence b go back (to the pool unless
+ * shared). */
+static void release_pages(attn_kv_cache *c, int b, int from, int to)
+{
+    for (int i = from; i < to; i++) {
+        drop_page(c, *entry(c, b, i));
+        *entry(c, b, i) = 0;
+        c->table_dirty = 1;
+    }
+}
+
+/* Undoes the new pages of a grow by `add` tokens before the length moved. */
+static void release_new(attn_kv_cache *c, int b, int add)
+{
+    if (add > 0)
+        release_pages(c, b, attn_kv_pool_pages_of(c, b),
+                      (c->len[b] + add + c->page_rows - 1) / c->page_rows);
+}
+
+/* Pages sequence b needs for n more tokens; *cow: its last page is shared
+ * and partly filled, so the append's first rows would write into a page
+ * another sequence reads. */
+static int pages_needed(const attn_kv_cache *c, int b, int n, int *cow)
+{
+    const int have = attn_kv_pool_pages_of(c, b);
+    const int len = c->len[b], need = (len + n + c->page_rows - 1) / c->page_rows;
+    *cow = n > 0 && len % c->page_rows != 0 &&
+           c->refs[c->table[(size_t)b * c->max_pages + have - 1]] > 1;
+    return need - have + *cow;
+}
+
+/* Enqueues the copy of page `from` into page `to` in buf (unit bytes per
+ * page row). */
+static attn_status copy_page(attn_kv_cache *c, cl_mem buf, size_t row_bytes, int from, int to)
+{
+    const size_t page = row_bytes * (size_t)c->kv_heads * (size_t)c->page_rows;
+    cl_int err = clEnqueueCopyBuffer(c->ctx->queue, buf, buf, page * (size_t)from,
+                                     page * (size_t)to, page, 0, NULL, NULL);
+    return err == CL_SUCCESS ? ATTN_SUCCESS
+                             : attn_fail_cl(c->ctx, err, "clEnqueueCopyBuffer (copy on write)");
+}
+
+static attn_status copy_on_write(attn_kv_cache *c, int from, int to)
+{
+    const size_t row = (size_t)c->dim_pad * (c->storage == ATTN_KV_INT8
+                                                 ? 1 : attn_dtype_size(c->dtype));
+    attn_status st;
+    if ((st = attn_queue_order(c->ctx)) != ATTN_SUCCESS ||
+        (st = copy_page(c, c->k, row, from, to)) != ATTN_SUCCESS ||
+        (st = copy_page(c, c->v, row, from, to)) != ATTN_SUCCESS)
+        return st;
+    if (c->k_scale &&
+        ((st = copy_page(c, c->k_scale, sizeof(float), from, to)) != ATTN_SUCCESS ||
+         (st = copy_page(c, c->v_scale, sizeof(float), from, to)) != ATTN_SUCCESS))
+        return st;
+    return attn_queue_order(c->ctx);
+}
+
+attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n)
+{
+    if (!c->paged) return ATTN_SUCCESS;
+    attn_context *ctx = c->ctx;
+    /* every sequence first: all or nothing (a count of copies on write that
+     * a sibling's copy makes unneeded is conservative) */
+    int want = 0;
+    for (int b = 0; b < c->batch; b++) {
+        int cow;
+        const int add = counts ? counts[b] : n, need = pages_needed(c, b, add, &cow);
+        if (need > c->free_pages - want)
+            return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
+                             "sequence %d: appending %d token%s to its %d needs %d more block%s "
+                             "of %d tokens%s, but the pool has %d free of %d (after the "
+                             "sequences before it); nothing was appended", b, add,
+                             add == 1 ? "" : "s", c->len[b], need, need == 1 ? "" : "s",
+                             c->page_rows, cow ? " (one to copy its shared last block)" : "",
+                             c->free_pages - want, c->num_pages);
+        want += need;
+    }
+    /* the host table first, each copy on write remembered (from, to) */
+    int *cow_pages = malloc(sizeof *cow_pages * 2 * (size_t)c->batch);
+    if (!cow_pages) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int b = 0; b < c->batch; b++) {
+        const int add = counts ? counts[b] : n, have = attn_kv_pool_pages_of(c, b);
+        int cow;
+        const int extra = add > 0 ? pages_needed(c, b, add, &cow) : (cow = 0);
+        cow_pages[2 * b] = -1;
+        if (cow) {
+            const int shared = *entry(c, b, have - 1), own = take_page(c);
+            cow_pages[2 * b] = shared;
+            cow_pages[2 * b + 1] = own;
+            drop_page(c, shared); /* still held by another sequence */
+            *entry(c, b, have - 1) = own;
+        }
+        for (int i = 0; i < extra - cow; i++) *entry(c, b, have + i) = take_page(c);
+        if (extra) c->table_dirty = 1;
+    }
+    attn_status st = ATTN_SUCCESS;
+    for (int b = 0; b < c->batch && st == ATTN_SUCCESS; b++)
+        if (cow_pages[2 * b] >= 0) st = copy_on_write(c, cow_pages[2 * b], cow_pages[2 * b + 1]);
+    if (st != ATTN_SUCCESS) /* undo: the lengths never moved */
+        for (int b = 0; b < c->batch; b++) {
+            release_new(c, b, counts ? counts[b] : n);
+            if (cow_pages[2 * b] < 0) continue;
+            int *e = entry(c, b, attn_kv_pool_pages_of(c, b) - 1);
+            c->refs[cow_pages[2 * b]]++;
+            drop_page(c, *e);
+            *e = cow_pages[2 * b];
+        }
+    free(cow_pages);
+    return st;
+}
+
+void attn_kv_pool_shrink(attn_kv_cache *c, int b, int length)
+{
+    if (c->paged)
+        release_pages(c, b, (length + c->page_rows - 1) / c->page_rows,
+                      attn_kv_pool_pages_of(c, b));
+}
+
+void attn_kv_pool_ungrow(attn_kv_cache *c, const int *counts, int n)
+{
+    if (c->paged)
+        for (int b = 0; b < c->batch; b++) release_new(c, b, counts ? counts[b] : n);
+}
+
+void attn_kv_pool_share(attn_kv_cache *c, int src, int dst)
+{
+    if (!c->paged) return;
+    const int n = attn_kv_pool_pages_of(c, src);
+    for (int i = 0; i < n; i++) {
+        const int p = *entry(c, src, i);
+        c->refs[p]++;
+        *entry(c, dst, i) = p;
+    }
+    c->table_dirty = 1;
+}
+
+attn_status attn_kv_pool_table(attn_kv_cache *c, cl_mem *table)
+{
+    if (c->paged && c->table_dirty) {
+        cl_int err;
+        cl_mem m = clCreateBuffer(c->ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                  sizeof *c->table * (size_t)c->batch * (size_t)c->max_pages,
+                                  c->table, &err);
+        if (err != CL_SUCCESS) return attn_fail_cl(c->ctx, err, "clCreateBuffer (block table)");
+        /* kernels enqueued with the old one keep it alive */
+        if (c->table_mem) clReleaseMemObject(c->table_mem);
+        c->table_mem = m;
+        c->table_dirty = 0;
+    }
+    *table = c->table_mem;
+    return ATTN_SUCCESS;
+}
