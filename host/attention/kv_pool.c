@@ -88,14 +88,22 @@ static void release_new(attn_kv_cache *c, int b, int add)
 
 /* Pages sequence b needs for n more tokens; *cow: its last page is shared
  * and partly filled, so the append's first rows would write into a page
- * another sequence reads. */
-static int pages_needed(const attn_kv_cache *c, int b, int n, int *cow)
+ * another sequence reads. `released` of that page's references are
+ * already planned to go (siblings' copies earlier in the same append). */
+static int pages_needed(const attn_kv_cache *c, int b, int n, int released, int *cow)
 {
     const int have = attn_kv_pool_pages_of(c, b);
     const int len = c->len[b], need = (len + n + c->page_rows - 1) / c->page_rows;
     *cow = n > 0 && len % c->page_rows != 0 &&
-           c->refs[c->table[(size_t)b * c->max_pages + have - 1]] > 1;
+           c->refs[c->table[(size_t)b * c->max_pages + have - 1]] - released > 1;
     return need - have + *cow;
+}
+
+/* Sequence b's last page, or -1 when it has none. */
+static int last_page(const attn_kv_cache *c, int b)
+{
+    const int have = attn_kv_pool_pages_of(c, b);
+    return have ? c->table[(size_t)b * c->max_pages + have - 1] : -1;
 }
 
 /* Enqueues the copy of page `from` into page `to` in buf (unit bytes per
@@ -129,13 +137,19 @@ attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n)
 {
     if (!c->paged) return ATTN_SUCCESS;
     attn_context *ctx = c->ctx;
-    /* every sequence first: all or nothing (a count of copies on write that
-     * a sibling's copy makes unneeded is conservative) */
+    /* every sequence first: all or nothing. cow_pages[2b]: the shared page
+     * sequence b will copy (-1: none), [2b + 1] the copy */
+    int *cow_pages = malloc(sizeof *cow_pages * 2 * (size_t)c->batch);
+    if (!cow_pages) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
     int want = 0;
     for (int b = 0; b < c->batch; b++) {
-        int cow;
-        const int add = counts ? counts[b] : n, need = pages_needed(c, b, add, &cow);
-        if (need > c->free_pages - want)
+        const int add = counts ? counts[b] : n, last = last_page(c, b);
+        int cow, released = 0;
+        for (int i = 0; i < b && last >= 0; i++) released += cow_pages[2 * i] == last;
+        const int need = pages_needed(c, b, add, released, &cow);
+        cow_pages[2 * b] = cow ? last : -1;
+        if (need > c->free_pages - want) {
+            free(cow_pages);
             return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
                              "sequence %d: appending %d token%s to its %d needs %d more block%s "
                              "of %d tokens%s, but the pool has %d free of %d (after the "
@@ -143,19 +157,16 @@ attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n)
                              add == 1 ? "" : "s", c->len[b], need, need == 1 ? "" : "s",
                              c->page_rows, cow ? " (one to copy its shared last block)" : "",
                              c->free_pages - want, c->num_pages);
+        }
         want += need;
     }
-    /* the host table first, each copy on write remembered (from, to) */
-    int *cow_pages = malloc(sizeof *cow_pages * 2 * (size_t)c->batch);
-    if (!cow_pages) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    /* then the host table (refs now drop as planned: pages_needed agrees) */
     for (int b = 0; b < c->batch; b++) {
         const int add = counts ? counts[b] : n, have = attn_kv_pool_pages_of(c, b);
         int cow;
-        const int extra = add > 0 ? pages_needed(c, b, add, &cow) : (cow = 0);
-        cow_pages[2 * b] = -1;
+        const int extra = add > 0 ? pages_needed(c, b, add, 0, &cow) : (cow = 0);
         if (cow) {
             const int shared = *entry(c, b, have - 1), own = take_page(c);
-            cow_pages[2 * b] = shared;
             cow_pages[2 * b + 1] = own;
             drop_page(c, shared); /* still held by another sequence */
             *entry(c, b, have - 1) = own;
