@@ -63,9 +63,10 @@ struct attn_kv_cache {
     int *len;      /* host copy of each sequence's length: the one truth */
     unsigned char *taken; /* per slot: taken by seq_add or seq_fork */
     /* paged only (NULL contiguous): the host table [batch][max_pages]
-     * (entries past a sequence's pages are 0), each page's reference
-     * count (0 = free), and the device copy of the table, re-made from the
-     * host table when table_dirty (kv_pool.c: attn_kv_pool_table) */
+     * (entries past a sequence's pages are 0) and each page's reference
+     * count (0 = free). table_mem: the device table, re-made from the host
+     * table when table_dirty (kv_pool.c: attn_kv_pool_table); contiguous,
+     * the table {0, 1, .., batch-1} made at creation */
     int *table, *refs;
     int free_pages;
     cl_mem table_mem;

@@ -95,7 +95,10 @@ ATTN_API void attn_kv_cache_release(attn_kv_cache *cache);
  *  its length grows by counts[b].
  *  All sequences are checked before anything is enqueued: one that would
  *  pass the capacity is ATTN_ERROR_INVALID_ARGUMENT naming it, and no
- *  sequence changes. A failed append (for any reason) leaves the cache
+ *  sequence changes; so is a paged cache's pool that cannot give every
+ *  sequence its new blocks (ATTN_ERROR_OUT_OF_MEMORY naming the first
+ *  sequence it cannot serve). Paged, a sequence sharing a partly filled
+ *  last block with a fork gets its own copy of that block first. A failed append (for any reason) leaves the cache
  *  without this step's keys, so attn_decode refuses the cache until an
  *  append succeeds (truncate and reset do not lift that).
  *  done: NULL, or receives the completion event. */
@@ -132,12 +135,14 @@ ATTN_API attn_status attn_kv_cache_lengths(const attn_kv_cache *cache, int *leng
 /*! attn_kv_cache_truncate() : shortens sequence `seq` to `length` tokens,
  *  0 <= length <= its current length (e.g. to drop rejected speculative
  *  tokens); the next append writes at position `length`. Enqueues nothing.
+ *  Paged, the blocks past the new length go back to the pool (unless a
+ *  fork still shares them).
  *  A length below zero or above the current one is
  *  ATTN_ERROR_INVALID_ARGUMENT and changes nothing. */
 ATTN_API attn_status attn_kv_cache_truncate(attn_kv_cache *cache, int seq, int length);
 
 /*! attn_kv_cache_reset() : empties sequence `seq`, or every sequence when
- *  seq is -1. */
+ *  seq is -1 (their blocks go back to the pool; slots stay taken). */
 ATTN_API attn_status attn_kv_cache_reset(attn_kv_cache *cache, int seq);
 
 /* ---- Sequences ------------------------------------------------------
@@ -180,7 +185,9 @@ ATTN_API attn_status attn_kv_cache_pool(const attn_kv_cache *cache, int *free_bl
 
 /*! attn_kv_cache_tensors() : the cache's K and V in the plain layout, as
  *  attn_tensors of shape [batch, kv_heads, capacity, head_dim] (the row
- *  stride may exceed head_dim). They can be read by the caller or passed to
+ *  stride may exceed head_dim). Only a contiguous cache stored as its
+ *  dtype has them: paged or int8, ATTN_ERROR_INVALID_ARGUMENT (use
+ *  attn_kv_cache_read). They can be read by the caller or passed to
  *  attn_forward with p->kv_len = capacity and lengths->kv_len = the
  *  sequences' lengths. Either pointer may be NULL. */
 ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tensor *k,
