@@ -6,6 +6,17 @@
 #ifndef DIM_PAD
 #define DIM_PAD (((HEAD_DIM) + 15) / 16 * 16) /* the cache's row stride (host: ATTN_KV_DIM_ALIGN) */
 #endif
+/* The cache's element type and its load as a float: with KV_INT8 int8
+ * rows (each times its row's scale, kscale / vscale below), otherwise the
+ * problem's storage type. Queries and outputs stay storage_t. */
+#ifdef KV_INT8
+typedef char cache_t;
+#define KV_LOAD(p, i) convert_float((p)[i])
+#else
+typedef storage_t cache_t;
+#define KV_LOAD(p, i) LOAD(p, i)
+#endif
+
 /* The cache's arguments of both decode kernels, in decode.c's order. kc,
  * vc: K and V as pages [page][kv_heads][page_rows][DIM_PAD] (host:
  * decode.h's struct attn_kv_cache); contiguous, page b is sequence b and
@@ -14,7 +25,7 @@
  * unused. kscale, vscale: with KV_INT8, one float per cache row,
  * [page][kv_heads][page_rows]; otherwise unused. */
 #define KV_CACHE_PARAMS                                                                         \
-    __global const storage_t *kc, __global const storage_t *vc, int head_rows,                   \
+    __global const cache_t *kc, __global const cache_t *vc, int head_rows,                       \
         __global const int *pages, int max_pages, __global const float *kscale,                  \
         __global const float *vscale
 

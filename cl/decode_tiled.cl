@@ -5,7 +5,8 @@
  * (normalised O, log2 LSE) for attn_decode_combine. */
 
 /* Global (nsplit * WG_SIZE, kv_heads * ntiles, B), local (WG_SIZE, 1, 1).
- * The cache is [B][kv_heads][head_rows][DIM_PAD]; split s covers chunk
+ * The cache is [B][kv_heads][head_rows][DIM_PAD] (KV_INT8: int8 rows, and
+ * their scales [B][kv_heads][head_rows]); split s covers chunk
  * keys from decode_key_base + s * chunk, chunk a multiple of BLOCK_KEYS. */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
 void attn_decode_tiled(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS, __global storage_t *o,
@@ -21,8 +22,13 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS, 
     const int b = get_global_id(2);
     const tile_rows m = decode_tile(lens[b], va.win, tile * BLOCK_ROWS, q_heads / kv_heads, hk, sq,
                                      causal, split, chunk);
-    const ulong head = ((ulong)b * kv_heads + hk) * (ulong)head_rows * DIM_PAD;
-    const kv_rows kv = {kc + head, vc + head, DIM_PAD, DIM_PAD};
+    const ulong row0 = ((ulong)b * kv_heads + hk) * (ulong)head_rows; /* the head's first row */
+#ifdef KV_INT8
+    const kv_rows kv = {kc + row0 * DIM_PAD, vc + row0 * DIM_PAD, DIM_PAD, DIM_PAD, kscale + row0,
+                        vscale + row0};
+#else
+    const kv_rows kv = {kc + row0 * DIM_PAD, vc + row0 * DIM_PAD, DIM_PAD, DIM_PAD};
+#endif
     tiled_attend(&tl, m, b, q_heads, q, qg, qscale, kv, o, og, lse, write_lse, part_o, part_lse,
                  nsplit, split, va, 0);
 }

@@ -14,18 +14,26 @@
  * one chunk) made the reads stride across rows: 2.3x slower, measured. */
 #define PV_ROWS (NCHUNK >= 16 ? 1 : 16 / NCHUNK)
 
-/* vector c of a cache row, as floats (vloadV: vector_helpers.cl) */
-#if STORAGE == 0
+/* vector c of a cache row, as floats (vloadV: vector_helpers.cl); int8
+ * still to be scaled (KV_INT8: the key's scale on its score, the value's
+ * on its weight p) */
+#ifdef KV_INT8
+#define LOADV(c, p) convert_floatV(CAT(vload, VEC_WIDTH)((c), (p)))
+#define PV_WEIGHT(p, vsc, kk) ((p) * (vsc)[kk])
+#elif STORAGE == 0
 #define LOADV(c, p) vloadV((c), (p))
 #elif STORAGE == 1
 #define LOADV(c, p) CAT(vload_half, VEC_WIDTH)((c), (p))
 #else
 #define LOADV(c, p) CAT(as_float, VEC_WIDTH)(CAT(convert_uint, VEC_WIDTH)(vloadV((c), (p))) << 16)
 #endif
+#ifndef PV_WEIGHT
+#define PV_WEIGHT(p, vsc, kk) (p)
+#endif
 
 
 /* a[r] = the partial sums (a vector) of Q row r times one cache row */
-inline __attribute__((always_inline)) void dot_rows(floatV qv[BLOCK_ROWS][NCHUNK], __global const storage_t *krow,
+inline __attribute__((always_inline)) void dot_rows(floatV qv[BLOCK_ROWS][NCHUNK], __global const cache_t *krow,
                      floatV a[BLOCK_ROWS])
 {
     floatV kvec[NCHUNK];
@@ -40,14 +48,16 @@ inline __attribute__((always_inline)) void dot_rows(floatV qv[BLOCK_ROWS][NCHUNK
     }
 }
 
-/* acc += P V for one block of nk keys from vrow: rows past the furthest
+/* acc += P V for one block of nk keys from vrow (KV_INT8: their scales
+ * from vsc, folded into p; otherwise vsc is unused): rows past the furthest
  * limit may hold stale data (truncated tokens). With masked, a key outside
  * a row's [lo, hi) is skipped, not weighted by zero: its V may hold inf or NaN
  * (0 * inf = NaN). Without it every key of the block is visible to every
  * live row; a row that sees nothing here is never stored. */
 inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUNK],
                                                     float p[BLOCK_ROWS][BLOCK_KEYS],
-                                                    __global const storage_t *vrow, int nk, int j0,
+                                                    __global const cache_t *vrow,
+                                                    __global const float *vsc, int nk, int j0,
                                                     const int lo[BLOCK_ROWS],
                                                     const int hi[BLOCK_ROWS], const int masked)
 {
@@ -58,7 +68,7 @@ inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUN
 #pragma unroll
             for (int c = 0; c < NCHUNK; c++) a[rr][c] = r0 + rr < BLOCK_ROWS ? acc[r0 + rr][c] : (floatV)(0.0f);
         for (int kk = 0; kk < nk; kk++) {
-            __global const storage_t *vr = vrow + (ulong)kk * DIM_PAD;
+            __global const cache_t *vr = vrow + (ulong)kk * DIM_PAD;
 #pragma unroll
             for (int c = 0; c < NCHUNK; c++) {
                 const floatV vv = LOADV(c, vr);
@@ -70,7 +80,8 @@ inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUN
 #else
                     if (r0 + rr < BLOCK_ROWS && (!masked || j0 + kk < hi[r0 + rr]))
 #endif
-                        a[rr][c] = MULADD((floatV)(p[r0 + rr][kk]), vv, a[rr][c]);
+                        a[rr][c] = MULADD((floatV)(PV_WEIGHT(p[r0 + rr][kk], vsc, kk)), vv,
+                                          a[rr][c]);
             }
         }
 #pragma unroll
@@ -82,7 +93,8 @@ inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUN
 }
 
 /* Global (nsplit, kv_heads * ntiles, B), local (1, 1, 1). The cache is
- * [B][kv_heads][head_rows][DIM_PAD]; split s covers chunk keys from
+ * [B][kv_heads][head_rows][DIM_PAD] (KV_INT8: int8 rows, and their scales
+ * [B][kv_heads][head_rows]); split s covers chunk keys from
  * decode_key_base + s * chunk, chunk a multiple of BLOCK_KEYS. */
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS, __global storage_t *o,
@@ -95,9 +107,10 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
     const int tile = get_global_id(1) % ntiles, hk = get_global_id(1) / ntiles;
     const int b = get_global_id(2);
     VARIANTS(va);
-    const ulong head = ((ulong)b * kv_heads + hk) * (ulong)head_rows * DIM_PAD;
-    __global const storage_t *kh = kc + head;
-    __global const storage_t *vh = vc + head;
+    const ulong row0 = ((ulong)b * kv_heads + hk) * (ulong)head_rows; /* the head's first row */
+    __global const cache_t *kh = kc + row0 * DIM_PAD;
+    __global const cache_t *vh = vc + row0 * DIM_PAD;
+    __global const float *ksc = kscale + row0, *vsc = vscale + row0; /* KV_INT8 only */
     const tile_rows rows = decode_tile(lens[b], va.win, tile * BLOCK_ROWS, q_heads / kv_heads,
                                        hk, sq, causal, split, chunk);
     int hi[BLOCK_ROWS], lo[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS], hmax, hmin, lmin, lmax;
@@ -127,7 +140,7 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
     const int jstart = rows.j_lo;
 #endif
     FOR_KEY_BLOCKS(j0, jstart, hmax) {
-#if STORAGE == 0
+#if STORAGE == 0 && !defined(KV_INT8)
         /* scores: each K row is read once (converted once) and serves every
          * row of the tile. f32 rows: a horizontal sum per (row, key); it
          * measured as fast as a transpose-reduce of 16 keys' partial sums,
@@ -146,7 +159,7 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
             for (int r = 0; r < BLOCK_ROWS; r++) s[r][kv] = vloadV(0, sums[r]);
         }
 #else
-        /* half-size rows: each (row, key) leaves a vector of partial sums;
+        /* half-size (or int8) rows: each (row, key) leaves a vector of partial sums;
          * fold_pair (vector_helpers.cl) reduces a block of VEC_WIDTH keys'
          * vectors to one vector of their sums in log2(VEC_WIDTH) levels. The
          * horizontal sum per (row, key), stored to a float array and read
@@ -154,9 +167,14 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
          * bandwidth where f32 reached 72%). */
         floatV s[BLOCK_ROWS][NKV];
         for (int kv = 0; kv < NKV; kv++) {
+#ifdef KV_INT8
+            const floatV ks = vloadV(0, ksc + j0 + kv * VEC_WIDTH); /* the keys' scales */
+#else
+            const floatV ks = (floatV)(1.0f);
+#endif
             floatV w[BLOCK_ROWS][VEC_WIDTH / 2];
             for (int kk = 0; kk < VEC_WIDTH; kk += 2) {
-                __global const storage_t *krow = kh + (ulong)(j0 + kv * VEC_WIDTH + kk) * DIM_PAD;
+                __global const cache_t *krow = kh + (ulong)(j0 + kv * VEC_WIDTH + kk) * DIM_PAD;
                 floatV a0[BLOCK_ROWS], a1[BLOCK_ROWS];
                 dot_rows(qv, krow, a0);
                 dot_rows(qv, krow + DIM_PAD, a1);
@@ -169,7 +187,7 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
                 for (int n = VEC_WIDTH / 2; n > 1; n /= 2)
 #pragma unroll
                     for (int i = 0; i < n / 2; i++) w[r][i] = fold_pair(w[r][2 * i], w[r][2 * i + 1]);
-                s[r][kv] = w[r][0];
+                s[r][kv] = w[r][0] * ks;
             }
         }
 #endif
@@ -195,13 +213,13 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
         }
         /* O += P V over the keys inside the split's range only (pv_block) */
         const int nk = min(BLOCK_KEYS, hmax - j0);
-        __global const storage_t *vrow = vh + (ulong)j0 * DIM_PAD;
+        __global const cache_t *vrow = vh + (ulong)j0 * DIM_PAD;
         /* a constant last argument: blocks no live row's limit cuts keep the
          * plain loop (the per-key check cost 10% of an f32 step) */
         if (masked)
-            pv_block(acc, p, vrow, nk, j0, lo, hi, 1);
+            pv_block(acc, p, vrow, vsc + j0, nk, j0, lo, hi, 1);
         else
-            pv_block(acc, p, vrow, nk, j0, lo, hi, 0);
+            pv_block(acc, p, vrow, vsc + j0, nk, j0, lo, hi, 0);
         vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, LAST_KEY_BLOCK(j0, jstart, hmax));
     }
     vec_store(tot, cmp, ltot, lcmp, m, rows, hi, qi, qh, b, q_heads, o, og, lse, write_lse, part_o,

@@ -3,11 +3,31 @@
  * live rows see, and a score's variants. Joined after variants.cl (and
  * decode_common.cl). */
 
-/* K or V rows of one KV head: row j at p + j * stride, D contiguous */
+/* The element type of K/V rows and its load as a float: decode_common.cl
+ * sets them for the cache (int8 with KV_INT8); prefill reads storage_t. */
+#ifndef KV_LOAD
+typedef storage_t cache_t;
+#define KV_LOAD(p, i) LOAD(p, i)
+#endif
+
+/* K or V rows of one KV head: row j at p + j * stride, D contiguous; with
+ * KV_INT8 (decode only) row j's scale at kscale[j] (vscale[j]) */
 typedef struct {
-    __global const storage_t *k, *v;
+    __global const cache_t *k, *v;
     ulong kstride, vstride;
+#ifdef KV_INT8
+    __global const float *kscale, *vscale;
+#endif
 } kv_rows;
+/* x (from K, or V, row j of kv) times the row's scale; x itself unless
+ * KV_INT8, so that prefill's code stays as it was */
+#ifdef KV_INT8
+#define K_SCALED(x, kv, j) ((x) * (kv).kscale[j])
+#define V_SCALED(x, kv, j) ((x) * (kv).vscale[j])
+#else
+#define K_SCALED(x, kv, j) (x)
+#define V_SCALED(x, kv, j) (x)
+#endif
 
 /* The arguments of the work-group families' prefill kernels (tiled.cl,
  * flash.cl); global (nblk * work-group, Hq, B). */

@@ -51,10 +51,10 @@ inline float score(__local const float *qr, __local const float *kr)
     return acc;
 }
 #else
-inline float score(__local const float *qr, __global const storage_t *kr)
+inline float score(__local const float *qr, __global const cache_t *kr)
 {
     float acc = 0.0f;
-    for (int d = 0; d < HEAD_DIM; d++) acc = mad(qr[d], LOAD(kr, d), acc);
+    for (int d = 0; d < HEAD_DIM; d++) acc = mad(qr[d], KV_LOAD(kr, d), acc);
     return acc;
 }
 #endif
@@ -146,8 +146,11 @@ inline __attribute__((always_inline)) void tiled_attend(
         for (int i = tid; i < BLOCK_KEYS * HEAD_DIM; i += WG_SIZE) {
             const int c = i / HEAD_DIM, d = i % HEAD_DIM;
             const int in = in_span(j0 + c, lmin, j0 + nk); /* a key some live row sees */
-            tl->k[c * DS + d] = in ? LOAD(kv.k, (ulong)(j0 + c) * kv.kstride + d) : 0.0f;
-            tl->v[c * DS + d] = in ? LOAD(kv.v, (ulong)(j0 + c) * kv.vstride + d) : 0.0f;
+            /* KV_INT8: dequantized here, once per element */
+            tl->k[c * DS + d] =
+                in ? K_SCALED(KV_LOAD(kv.k, (ulong)(j0 + c) * kv.kstride + d), kv, j0 + c) : 0.0f;
+            tl->v[c * DS + d] =
+                in ? V_SCALED(KV_LOAD(kv.v, (ulong)(j0 + c) * kv.vstride + d), kv, j0 + c) : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
@@ -170,7 +173,7 @@ inline __attribute__((always_inline)) void tiled_attend(
 #if LOCAL_KV
                 s = score(tl->q + r * DS, tl->k + c * DS);
 #else
-                s = score(tl->q + r * DS, kv.k + (ulong)j * kv.kstride);
+                s = K_SCALED(score(tl->q + r * DS, kv.k + (ulong)j * kv.kstride), kv, j);
 #endif
                 s = tile_logit(va, m, b, s, j, qi, qh, add_mask);
             }
@@ -191,18 +194,19 @@ inline __attribute__((always_inline)) void tiled_attend(
          * V row may hold inf or NaN (0 * inf = NaN) */
         const int nr = min(nk, my_hi - j0);
         for (int c = WINDOW ? max(my_lo - j0, 0) : 0; c < nr; c++) {
-            const float pc = pr[c];
 #if LOCAL_KV
+            const float pc = pr[c];
             __local const float *vr = tl->v + c * DS;
             for (int t = 0; t < DPT; t++) {
                 const int d = lane + t * TPR;
                 if (d < HEAD_DIM) acc[t] = mad(pc, vr[d], acc[t]);
             }
 #else
-            __global const storage_t *vr = kv.v + (ulong)(j0 + c) * kv.vstride;
+            const float pc = V_SCALED(pr[c], kv, j0 + c); /* KV_INT8: V's scale in P */
+            __global const cache_t *vr = kv.v + (ulong)(j0 + c) * kv.vstride;
             for (int t = 0; t < DPT; t++) {
                 const int d = lane + t * TPR;
-                if (d < HEAD_DIM) acc[t] = mad(pc, LOAD(vr, d), acc[t]);
+                if (d < HEAD_DIM) acc[t] = mad(pc, KV_LOAD(vr, d), acc[t]);
             }
 #endif
         }

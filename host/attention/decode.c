@@ -128,7 +128,7 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
     const int rows_needed = p->q_heads / p->kv_heads * p->q_len;
     dp->ntiles = (rows_needed + pr.block_rows - 1) / pr.block_rows;
     const int items = c->batch * c->kv_heads * dp->ntiles;
-    const size_t key_bytes = 2 * (size_t)c->head_dim * attn_dtype_size(c->dtype);
+    const size_t key_bytes = 2 * attn_kv_row_bytes(c);
     int want = pr.kv_splits > 0 ? pr.kv_splits
                                 : attn_decode_auto_splits(&dev, items, max_span, key_bytes);
     int chunk = (max_span + want - 1) / want;
@@ -145,7 +145,8 @@ static attn_status get_kernels(attn_context *ctx, const decode_plan *dp, const a
     char opts[720];
     attn_params_options(&dp->pr, p, opts, sizeof opts - 32);
     size_t n = strlen(opts);
-    snprintf(opts + n, sizeof opts - n, " -DDIM_PAD=%d", c->dim_pad);
+    snprintf(opts + n, sizeof opts - n, " -DDIM_PAD=%d%s", c->dim_pad,
+             c->storage == ATTN_KV_INT8 ? " -DKV_INT8" : "");
     const char *const *sources;
     const int nsources = attn_family_sources(dp->pr.family, ATTN_ENTRY_DECODE, &sources);
     cl_program prog;

@@ -108,6 +108,14 @@ void attn_kv_pool_share(attn_kv_cache *c, int src, int dst);
  * sequence made at creation. */
 attn_status attn_kv_pool_table(attn_kv_cache *c, cl_mem *table);
 
+/* Bytes of one token's K (or V) row as a decode reads it: head_dim
+ * elements of the dtype, or int8 bytes and the row's fp32 scale. */
+static inline size_t attn_kv_row_bytes(const struct attn_kv_cache *c)
+{
+    return c->storage == ATTN_KV_INT8 ? (size_t)c->head_dim + sizeof(float)
+                                      : (size_t)c->head_dim * attn_dtype_size(c->dtype);
+}
+
 /* Built-in decode parameters for this device and problem (q_len, heads):
  * the family by device type; rows = the KV group's query heads x new
  * queries, rounded up to a power of two and capped; splits 0 (automatic). */
