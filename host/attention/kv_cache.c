@@ -122,6 +122,22 @@ static cl_int4 append_rows_of(const attn_kv_cache *c, int b, int block_len, cons
     return (cl_int4){{c->len[b], counts ? counts[b] : block_len, starts ? starts[b] : 0, 0}};
 }
 
+/* The append kernel's options for an int8 cache (cl/kv_append.cl's
+ * quantize_row): the block's type, and correctly rounded division where
+ * the device offers it (OpenCL's default allows 2.5 ulp), so that the
+ * device's quotients round as the host's attn_kv_quantize_row. */
+static void append_int8_options(attn_context *ctx, const attn_kv_cache *c, char *opts,
+                                size_t size)
+{
+    cl_device_fp_config fp = 0;
+    if (clGetDeviceInfo(ctx->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) != CL_SUCCESS)
+        fp = 0;
+    const size_t n = strlen(opts);
+    snprintf(opts + n, size - n, " -DKV_INT8 -DSTORAGE=%d%s", (int)c->dtype,
+             fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT ? " -cl-fp32-correctly-rounded-divide-sqrt"
+                                                       : "");
+}
+
 static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const attn_tensor *v,
                                  int block_len, const int *starts, const int *counts,
                                  cl_event *done)
@@ -186,8 +202,9 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
     free(pos);
     if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clCreateBuffer (append positions)");
 
-    char opts[64];
+    char opts[128];
     snprintf(opts, sizeof opts, "-cl-std=CL1.2 -DELEM_BYTES=%d", (int)attn_dtype_size(c->dtype));
+    if (c->storage == ATTN_KV_INT8) append_int8_options(ctx, c, opts, sizeof opts);
     const char *sources[] = {"kv_append.cl"};
     if ((st = attn_kernel_build(ctx, sources, 1, opts, "attn_kv_append", &kern)) != ATTN_SUCCESS)
         goto done;
@@ -199,11 +216,12 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
     const cl_ulong4 kg = attn_tensor_geometry(k), vg = attn_tensor_geometry(v);
     const cl_int D = c->head_dim, DP = c->dim_pad, prow = c->page_rows, hkv = c->kv_heads;
     const cl_int maxp = c->max_pages;
+    cl_mem ksc = c->k_scale ? c->k_scale : posbuf, vsc = c->v_scale ? c->v_scale : posbuf;
     const attn_karg args[] = {ATTN_KARG(k->buffer), ATTN_KARG(kg),    ATTN_KARG(v->buffer),
                               ATTN_KARG(vg),        ATTN_KARG(c->k),  ATTN_KARG(c->v),
                               ATTN_KARG(posbuf),    ATTN_KARG(table), ATTN_KARG(maxp),
                               ATTN_KARG(D),         ATTN_KARG(DP),    ATTN_KARG(prow),
-                              ATTN_KARG(hkv)};
+                              ATTN_KARG(hkv),       ATTN_KARG(ksc),   ATTN_KARG(vsc)};
     if ((st = attn_kernel_set_args(ctx, kern, args, ATTN_NARGS(args))) != ATTN_SUCCESS) goto done;
     /* an out-of-order queue could run the copy before the caller's writes
      * of k and v, or after a decode that should see it */
