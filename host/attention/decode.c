@@ -265,14 +265,18 @@ attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_prob
     attn_tensor ck, cv;
     attn_problem full;
     attn_status st = check_args(ctx, cache, p, q_lens, 1);
+    /* K and V as tensors, unless paged or int8 (validation then leaves them out) */
+    const int plain = st == ATTN_SUCCESS && !cache->paged && cache->storage == ATTN_KV_AS_DTYPE;
     if (st == ATTN_SUCCESS) {
-        attn_kv_cache_tensors(cache, &ck, &cv);
+        if (plain) attn_kv_cache_tensors(cache, &ck, &cv);
         full = full_problem(cache, p);
-        st = attn_validate_forward(ctx, &full, q, &ck, &cv, out, NULL, lse);
+        st = attn_validate_forward(ctx, &full, q, plain ? &ck : NULL, plain ? &cv : NULL, out,
+                                   NULL, lse);
     }
     if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, q_lens, &dp);
     /* check mode reads the inputs first: out may be q */
-    if (st == ATTN_SUCCESS && ctx->check) st = attn_check_read_inputs(ctx, &full, q, &ck, &cv, &inputs);
+    if (st == ATTN_SUCCESS && ctx->check && plain)
+        st = attn_check_read_inputs(ctx, &full, q, &ck, &cv, &inputs);
     if (st == ATTN_SUCCESS) st = enqueue(ctx, cache, &dp, p, q, out, lse, &finished);
     if (st == ATTN_SUCCESS && inputs) {
         /* the same problem for attn_forward: each sequence's queries are its

@@ -324,14 +324,16 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
     size_t elem = attn_dtype_size(p->dtype), qhi, khi, vhi, ohi;
     int D = p->head_dim;
     if ((st = check_tensor(ctx, q, "q", p->batch, p->q_heads, p->q_len, D, elem, &qhi)) ||
-        (st = check_tensor(ctx, k, "k", p->batch, p->kv_heads, p->kv_len, D, elem, &khi)) ||
-        (st = check_tensor(ctx, v, "v", p->batch, p->kv_heads, p->kv_len, D, elem, &vhi)) ||
+        (k && (st = check_tensor(ctx, k, "k", p->batch, p->kv_heads, p->kv_len, D, elem, &khi))) ||
+        (v && (st = check_tensor(ctx, v, "v", p->batch, p->kv_heads, p->kv_len, D, elem, &vhi))) ||
         (st = check_tensor(ctx, out, "out", p->batch, p->q_heads, p->q_len, D, elem, &ohi)) ||
         (st = attn_validate_writable(ctx, out->buffer, "out->buffer")) ||
         (st = check_out_rows(ctx, p, lengths, out)))
         return st;
     /* out may be q itself (each row is read before it is written), never K or V */
-    if (p->q_heads == p->kv_heads && p->q_len == p->kv_len) {
+    if (!k || !v) {
+        /* a cache's own K/V (decode): buffers the caller never sees */
+    } else if (p->q_heads == p->kv_heads && p->q_len == p->kv_len) {
         if (tensors_meet(out, ohi, k, khi, p->q_heads, p->q_len, D, p->batch))
             return INVALID(ctx, "out overlaps k in the same buffer");
         if (tensors_meet(out, ohi, v, vhi, p->q_heads, p->q_len, D, p->batch))
@@ -362,7 +364,8 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
             return INVALID(ctx, "lse holds %zu bytes; %s floats need %zu", bytes,
                            p->packed ? "q_heads * q_len (p->packed)" : "batch * q_heads * q_len",
                            need);
-        if (lse == out->buffer || lse == q->buffer || lse == k->buffer || lse == v->buffer)
+        if (lse == out->buffer || lse == q->buffer || (k && lse == k->buffer) ||
+            (v && lse == v->buffer))
             return INVALID(ctx, "lse must be a buffer of its own, not one of q, k, v or out");
         if (lse == p->sinks_buffer || lse == p->mask.buffer)
             return INVALID(ctx, "lse must be a buffer of its own, not p->sinks_buffer or "

@@ -10,7 +10,9 @@
  * the argument and returns ATTN_ERROR_INVALID_ARGUMENT. q, k and v are read
  * only and may share elements freely; the rows of out that are written (all
  * of them, or each entry's own with p->packed) must not meet one another,
- * k or v, nor q unless out is q with the same layout (in place). */
+ * k or v, nor q unless out is q with the same layout (in place). k and v
+ * both NULL: a KV cache's own buffers that are not plain tensors (paged or
+ * int8, which the caller cannot name), left unchecked. */
 attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
                                   const attn_tensor *q, const attn_tensor *k,
                                   const attn_tensor *v, const attn_tensor *out,
