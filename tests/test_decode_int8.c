@@ -3,7 +3,7 @@
  * to the dtype), and attn_decode over int8 caches in both kernel families
  * and every dtype: equal to the CPU reference over the dequantized K/V
  * within the DESIGN tolerance, and to the reference over the unquantized
- * K/V within int8's own tolerance (attn_kv_int8_tolerance). Cases: GQA and
+ * K/V within int8's own tolerance (attn_kv_tolerance). Cases: GQA and
  * MQA, an odd head dim, ragged and left-padded appends in two steps, splits
  * automatic and forced, a speculative block of new queries, an all-zero row
  * (scale 0), rows of large magnitude, and a paged cache.
@@ -210,7 +210,7 @@ static void run_case(const int8_case *c, harness_family fam, attn_dtype dt, uint
         snprintf(what, sizeof what, "%s %s D%d int8 decode vs reference over unquantized K/V",
                  harness_family_name(fam), attn_dtype_name(dt), D);
         CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, ref, &L, NULL), ATTN_SUCCESS);
-        attn_kv_int8_tolerance(dt, &atol, &rtol);
+        attn_kv_tolerance(ATTN_KV_INT8, dt, &atol, &rtol);
         CU_ASSERT_EQUAL(harness_compare(what, got, ref, nq, atol, rtol, seed), 0);
     }
     harness_use_params(ctx, NULL);
@@ -264,14 +264,16 @@ static void test_quantize_row(void)
     CU_ASSERT(isnan(attn_kv_dequantize(q[0], s)));
 }
 
-/* int8's tolerance adds to the dtype's, never below it */
+/* int8's tolerance adds to the dtype's; a cache as dtype keeps the dtype's */
 static void test_tolerance_order(void)
 {
     for (int t = 0; t < NDT; t++) {
         double a, r, a8, r8;
         attn_tolerance(dtypes[t], &a, &r);
-        attn_kv_int8_tolerance(dtypes[t], &a8, &r8);
+        attn_kv_tolerance(ATTN_KV_INT8, dtypes[t], &a8, &r8);
         CU_ASSERT(a8 > a && r8 > r);
+        attn_kv_tolerance(ATTN_KV_AS_DTYPE, dtypes[t], &a8, &r8);
+        CU_ASSERT(a8 == a && r8 == r);
     }
 }
 

@@ -1,6 +1,6 @@
 /* kv_quant.h -- the int8 KV cache format on the host (kv_quant.c): one row
- * quantized exactly as cl/kv_append.cl quantizes it, and int8 decode's own
- * tolerance against the fp32 reference. Internal, like internal.h. */
+ * quantized exactly as cl/kv_append.cl quantizes it (int8's tolerance is
+ * public: attn_kv_tolerance). Internal, like internal.h. */
 #ifndef ATTN_ATTENTION_KV_QUANT_H
 #define ATTN_ATTENTION_KV_QUANT_H
 
@@ -24,10 +24,5 @@ static inline float attn_kv_dequantize(signed char q, float scale)
 {
     return (float)q * scale;
 }
-
-/* int8 K/V's own tolerance: |out - ref| <= atol + rtol * |ref|, out the
- * decode of an int8 cache, ref the CPU reference over the unquantized K/V
- * (dtype: the cache's; its own rounding adds to the int8 error). */
-void attn_kv_int8_tolerance(attn_dtype t, double *atol, double *rtol);
 
 #endif /* ATTN_ATTENTION_KV_QUANT_H */

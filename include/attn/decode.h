@@ -40,9 +40,18 @@ typedef enum attn_kv_storage {
     /* int8, one fp32 scale per (token, KV head): x ~ scale * q, scale =
      * max|x| / 127 over the token's head_dim elements, q = round(x / scale).
      * Quantized at append, dequantized inside the decode kernels; about 1/4
-     * (vs f32) or 1/2 (vs f16) of the bytes. Its own tolerance: DESIGN.md. */
+     * (vs f32) or 1/2 (vs f16) of the bytes. Its own tolerance:
+     * attn_kv_tolerance. */
     ATTN_KV_INT8 = 1
 } attn_kv_storage;
+
+/*! attn_kv_tolerance() : how close attn_decode over a cache of storage s
+ *  and dtype t comes to attn_reference_forward over the K/V as appended:
+ *  |out - ref| <= atol + rtol * |ref|. ATTN_KV_AS_DTYPE: attn_tolerance(t).
+ *  ATTN_KV_INT8: that plus int8's rounding, 5e-2 and 2e-2 (measured for
+ *  values of unit scale and logits of deviation about 1; the error grows
+ *  with the values' magnitude and with sharper attention). */
+ATTN_API void attn_kv_tolerance(attn_kv_storage s, attn_dtype t, double *atol, double *rtol);
 
 /* Everything that decides a cache's shape and memory. Zero-initialise it,
  * then set what you need; the zero of each optional field is the simple
