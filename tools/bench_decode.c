@@ -16,7 +16,8 @@
 #define TARGET_MS 2000.0 /* all configurations' calibrated reps add up to about this */
 #define MIN_REPS 5
 #define MAX_REPS 1000
-#define MAX_CONF (BENCH_MAX_DTYPES * BENCH_MAX_SPLITS)
+#define MAX_TYPES (2 * BENCH_MAX_DTYPES) /* each dtype, and with --kv-int8 over int8 */
+#define MAX_CONF (MAX_TYPES * BENCH_MAX_SPLITS)
 /* the reference's work bound (attn_problem_flops of a shape): ~4e9 flops is
  * a few seconds on one host core, less on several */
 #define CHECK_FLOPS 4e9
@@ -30,9 +31,28 @@ typedef struct dshape {
 static const dshape decode_set[] = {
     {4, 32, 8, 128, 1, 1024}, {4, 32, 8, 128, 1, 4096}, {4, 32, 8, 128, 1, 16384}};
 
+/* The cache types: type t is dtype t % ndtypes, over an int8 cache from
+ * ndtypes on (--kv-int8). */
+static int ntypes(const bench_decode_config *cfg) { return cfg->ndtypes * (cfg->kv_int8 ? 2 : 1); }
+static attn_dtype type_dtype(const bench_decode_config *cfg, int t)
+{
+    return cfg->dtypes[t % cfg->ndtypes];
+}
+static attn_kv_storage type_storage(const bench_decode_config *cfg, int t)
+{
+    return t >= cfg->ndtypes ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE;
+}
+/* "f16", or "f16+int8" (queries and outputs f16, K/V int8) */
+static const char *type_name(const bench_decode_config *cfg, int t, char *buf, size_t size)
+{
+    snprintf(buf, size, "%s%s", attn_dtype_name(type_dtype(cfg, t)),
+             type_storage(cfg, t) == ATTN_KV_INT8 ? "+int8" : "");
+    return buf;
+}
+
 typedef struct dconf {
     int splits;          /* requested; 0 = the heuristic ("auto") */
-    int type;            /* index into the config's dtypes */
+    int type;            /* a cache type (type_dtype, type_storage) */
     attn_plan_info plan; /* params end with the splits actually launched */
     double *times;
     double median_ms, min_ms;
@@ -83,10 +103,11 @@ static double keys_read(const dshape *s, const bench_variant *v)
 static void print_row(const bench_decode_config *cfg, const dshape *s, const dconf *c,
                       double flops, double peak, double copy_gbps, int reps, cJSON *results)
 {
-    const attn_dtype dtype = cfg->dtypes[c->type];
-    const int ratios = cfg->ndtypes > 1;
-    const double esize = (double)attn_dtype_size(dtype);
-    const double bytes = 2.0 * s->batch * s->kv_heads * keys_read(s, cfg->variant) * s->head_dim * esize;
+    const attn_dtype dtype = type_dtype(cfg, c->type);
+    const int int8 = type_storage(cfg, c->type) == ATTN_KV_INT8, ratios = ntypes(cfg) > 1;
+    /* a key's K or V row: D elements, or D int8 and the row's fp32 scale */
+    const double row = int8 ? s->head_dim + 4.0 : (double)s->head_dim * attn_dtype_size(dtype);
+    const double bytes = 2.0 * s->batch * s->kv_heads * keys_read(s, cfg->variant) * row;
     const attn_problem p = {.batch = s->batch, .q_heads = s->q_heads, .kv_heads = s->kv_heads,
                             .head_dim = s->head_dim, .q_len = s->q_len, .kv_len = s->kv_len,
                             .dtype = dtype, .causal = 1, .scale = 0.0f}; /* q_len new rows,
@@ -95,22 +116,22 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     const double gflops = c->median_ms > 0 ? flops / (c->median_ms * 1e6) : 0;
     const double frac = copy_gbps > 0 ? kv_gbps / copy_gbps : 0;
     const double iqr = attn_time_spread_iqr(&c->spread);
-    char sh[288], sp[16];
+    char sh[288], sp[16], tn[16];
     shape_text(s, cfg->variant, sh, sizeof sh);
     splits_word(c, sp, sizeof sp);
+    type_name(cfg, c->type, tn, sizeof tn);
     if (cfg->format == 0) {
         char err[32] = "-", check[48], ratio[16] = "";
         if (c->checked) snprintf(err, sizeof err, "%.2e", c->chk.max_error);
         tool_check_text(c->checked, &c->chk, check, sizeof check);
         if (ratios) snprintf(ratio, sizeof ratio, " %6.3f", c->ratio);
-        printf("%-36s %-5s %-6s %-7s %-9s %5d %9.3f %9.3f %9.3f %5.1f%% %9.1f %6.1f%% %8.1f%s  "
-               "%-9s %s  [%s]\n", sh, attn_dtype_name(dtype), sp, c->plan.family, c->plan.source,
+        printf("%-36s %-8s %-6s %-7s %-9s %5d %9.3f %9.3f %9.3f %5.1f%% %9.1f %6.1f%% %8.1f%s  "
+               "%-9s %s  [%s]\n", sh, tn, sp, c->plan.family, c->plan.source,
                reps, c->median_ms, c->spread.min_ms, c->spread.max_ms, 100 * iqr, kv_gbps,
                100.0 * frac, gflops, ratio, err, check, c->plan.params);
     } else if (cfg->format == 1) {
         printf("%d,%d,%d,%d,%d,%d,%s,1,%s,\"%s\",%s,%s,%d,%.4f,%.4f,%.3f,", s->batch, s->q_heads,
-               s->kv_heads, s->head_dim, s->q_len, s->kv_len, attn_dtype_name(dtype),
-               c->plan.family, c->plan.params, c->plan.source, sp, reps, c->median_ms, c->min_ms,
+               s->kv_heads, s->head_dim, s->q_len, s->kv_len, tn, c->plan.family, c->plan.params, c->plan.source, sp, reps, c->median_ms, c->min_ms,
                gflops);
         if (peak > 0) printf("%.3f,%.4f,", peak, gflops / peak);
         else printf(",,");
@@ -125,6 +146,7 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     cJSON *j = cJSON_CreateObject();
     tool_json_problem(j, &p);
     cJSON_AddStringToObject(j, "mode", "decode");
+    cJSON_AddStringToObject(j, "kv_storage", int8 ? "int8" : "dtype");
     tool_json_plan(j, &c->plan);
     cJSON_AddStringToObject(j, "splits_requested", sp);
     tool_json_times(j, reps, &c->spread, c->ratio, flops, peak);
@@ -143,11 +165,12 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     fflush(stdout);
 }
 
-/* One storage type of one shape: the inputs (the same values in every
- * type, rounded through it so the reference sees what the device sees),
- * the filled cache, the query and output buffers. */
+/* One cache type of one shape: the inputs (the same values in every
+ * type, rounded through its dtype so the reference sees what the device
+ * reads; an int8 cache is checked at int8's tolerance), the filled cache, the query and output buffers. */
 typedef struct dtype_res {
     attn_dtype dtype;
+    attn_kv_storage storage;
     attn_problem p;
     size_t esize;
     float *hq, *hk, *hv;
@@ -169,10 +192,12 @@ static void dtype_res_free(dtype_res *r)
 }
 
 static attn_status dtype_res_setup(attn_context *ctx, const dshape *s, attn_dtype t,
-                                   const bench_variant *v, dtype_res *r, const char **step)
+                                   attn_kv_storage storage, const bench_variant *v, dtype_res *r,
+                                   const char **step)
 {
     memset(r, 0, sizeof *r);
     r->dtype = t;
+    r->storage = storage;
     const attn_problem p = {.batch = s->batch, .q_heads = s->q_heads, .kv_heads = s->kv_heads,
                             .head_dim = s->head_dim, .q_len = s->q_len, .kv_len = s->kv_len,
                             .dtype = t, .causal = 1, .scale = 0.0f};
@@ -203,10 +228,11 @@ static attn_status dtype_res_setup(attn_context *ctx, const dshape *s, attn_dtyp
     const attn_tensor tk = tool_bhsd(dev[1], s->kv_heads, s->kv_len, s->head_dim);
     const attn_tensor tv = tool_bhsd(dev[2], s->kv_heads, s->kv_len, s->head_dim);
     /* the cache, filled with the whole prefix in one append */
-    *step = "attn_kv_cache_create";
-    if ((st = attn_kv_cache_create(ctx, s->batch, s->kv_heads, s->head_dim, s->kv_len, t,
-                                   &r->cache)) != ATTN_SUCCESS)
-        goto done;
+    *step = "attn_kv_cache_create_desc";
+    const attn_kv_cache_desc desc = {.batch = s->batch, .kv_heads = s->kv_heads,
+                                     .head_dim = s->head_dim, .capacity = s->kv_len,
+                                     .dtype = t, .storage = storage};
+    if ((st = attn_kv_cache_create_desc(ctx, &desc, &r->cache)) != ATTN_SUCCESS) goto done;
     *step = "attn_kv_cache_append";
     if ((st = attn_kv_cache_append(r->cache, &tk, &tv, s->kv_len, NULL, NULL)) != ATTN_SUCCESS)
         goto done;
@@ -275,7 +301,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     const char *base = getenv("ATTN_PARAMS"); /* the context's own override, read at creation */
     const size_t D = (size_t)s->head_dim;
     const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;
-    dtype_res res[BENCH_MAX_DTYPES];
+    dtype_res res[MAX_TYPES];
     memset(res, 0, sizeof res);
     double *times[MAX_CONF];
     float *ho = malloc(nq * sizeof *ho), *ref = NULL;
@@ -286,9 +312,10 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         st = ATTN_ERROR_OUT_OF_MEMORY;
         goto done;
     }
-    for (int t = 0; t < cfg->ndtypes; t++) {
+    for (int t = 0; t < ntypes(cfg); t++) {
         bad_type = t;
-        st = dtype_res_setup(ctx, s, cfg->dtypes[t], cfg->variant, &res[t], &step);
+        st = dtype_res_setup(ctx, s, type_dtype(cfg, t), type_storage(cfg, t), cfg->variant,
+                             &res[t], &step);
         if (st != ATTN_SUCCESS) goto done;
     }
 
@@ -332,7 +359,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         confs[c].median_ms = confs[c].spread.median_ms;
     }
     for (int c = 0; c < nconf; c++) { /* the first type's with the same splits */
-        const dconf *base_c = &confs[c % (nconf / cfg->ndtypes)];
+        const dconf *base_c = &confs[c % (nconf / ntypes(cfg))];
         confs[c].ratio = base_c->median_ms > 0 ? confs[c].median_ms / base_c->median_ms : 0;
     }
 
@@ -359,7 +386,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
             }
             attn_convert_to_f32(r->dtype, r->stage, ho, nq);
             confs[c].checked = 1;
-            tool_check_output(r->dtype, ho, ref, nq, &confs[c].chk);
+            tool_check_output(r->storage, r->dtype, ho, ref, nq, &confs[c].chk);
         }
     }
     failed = 0;
@@ -370,9 +397,10 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         print_row(cfg, s, &confs[c], bench_variant_flops(&res[0].p, NULL), peak, copy.median_ms,
                   reps, results);
         if (confs[c].checked && !confs[c].chk.passed) {
+            char tn[16];
             fprintf(stderr, "attn-bench: CHECK FAILED: decode %s %s splits %d: max error %.3e "
                     "is %.3g times the tolerance; %zu outputs NaN or inf\n", sh,
-                    attn_dtype_name(cfg->dtypes[confs[c].type]), confs[c].splits,
+                    type_name(cfg, confs[c].type, tn, sizeof tn), confs[c].splits,
                     confs[c].chk.max_error, confs[c].chk.max_ratio, confs[c].chk.nonfinite);
             failed = 1;
         }
@@ -380,8 +408,8 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
 done:
     if (st != ATTN_SUCCESS) {
         const int lib = strncmp(step, "attn_", 5) == 0 && strcmp(step, "attn_reference_forward");
-        char what[320];
-        snprintf(what, sizeof what, "%s %s", sh, attn_dtype_name(cfg->dtypes[bad_type]));
+        char what[320], tn[16];
+        snprintf(what, sizeof what, "%s %s", sh, type_name(cfg, bad_type, tn, sizeof tn));
         add_error(errors, what, step, st, lib ? attn_last_error(ctx) : "(no detail)");
         failed = 1;
     }
@@ -390,7 +418,7 @@ done:
         free(confs[c].times);
         confs[c].times = NULL;
     }
-    for (int t = 0; t < cfg->ndtypes; t++) dtype_res_free(&res[t]);
+    for (int t = 0; t < ntypes(cfg); t++) dtype_res_free(&res[t]);
     free(ho), free(ref);
     return failed;
 }
@@ -408,7 +436,7 @@ int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak,
     }
     /* type-major: configuration c is type c / nsplits with splits[c % nsplits] */
     dconf confs[MAX_CONF];
-    const int nconf = nsplits * cfg->ndtypes;
+    const int nconf = nsplits * ntypes(cfg);
     for (int c = 0; c < nconf; c++) {
         memset(&confs[c], 0, sizeof confs[c]);
         confs[c].type = c / nsplits;
@@ -422,11 +450,11 @@ int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak,
     if (cfg->format == 0) {
         printf("decode: K/V GB/s = K and V bytes of the prefix (of a window's keys) read once / "
                "median time;\nconfigurations compared interleaved with copy-bandwidth runs "
-               "(attn_device_copy_gbps)%s\n", cfg->ndtypes > 1 ? "; ratio = median time / the "
+               "(attn_device_copy_gbps)%s\n", ntypes(cfg) > 1 ? "; ratio = median time / the "
                "first type's with the same splits" : "");
-        printf("%-36s %-5s %-6s %-7s %-9s %5s %9s %9s %9s %6s %9s %7s %8s%s  %-9s %s\n", "shape",
+        printf("%-36s %-8s %-6s %-7s %-9s %5s %9s %9s %9s %6s %9s %7s %8s%s  %-9s %s\n", "shape",
                "dtype", "splits", "family", "source", "reps", "median ms", "min ms", "max ms",
-               "IQR", "K/V GB/s", "of copy", "GFLOP/s", cfg->ndtypes > 1 ? "  ratio" : "",
+               "IQR", "K/V GB/s", "of copy", "GFLOP/s", ntypes(cfg) > 1 ? "  ratio" : "",
                "max error", "check");
     } else if (cfg->format == 1) {
         printf("batch,q_heads,kv_heads,head_dim,q_len,kv_len,dtype,causal,family,params,"

@@ -21,6 +21,7 @@ typedef struct bench_decode_config {
     const bench_variant *variant; /* NULL or applied to every run (not packed) */
     /* one shape instead of the DESIGN set when batch > 0 */
     int batch, q_heads, kv_heads, head_dim, q_len, kv_len;
+    int kv_int8; /* each dtype also over an int8 cache (after all the dtypes') */
 } bench_decode_config;
 
 /* Runs the decode benchmark; rows go to stdout (text, csv) and into

@@ -17,7 +17,7 @@
 typedef enum bench_opt {
     OPT_DEVICE, OPT_BATCH, OPT_QHEADS, OPT_KVHEADS, OPT_HEADDIM, OPT_SEQ, OPT_QLEN, OPT_KVLEN,
     OPT_CAUSAL, OPT_NOCAUSAL, OPT_DTYPE, OPT_REPS, OPT_FORMAT, OPT_CHECK, OPT_NOCHECK,
-    OPT_DECODE, OPT_SPLITS, OPT_MATERIALIZED, OPT_WINDOW, OPT_SOFTCAP, OPT_SINKS, OPT_ALIBI,
+    OPT_DECODE, OPT_SPLITS, OPT_KVINT8, OPT_MATERIALIZED, OPT_WINDOW, OPT_SOFTCAP, OPT_SINKS, OPT_ALIBI,
     OPT_MASK, OPT_MASKTYPE, OPT_MASKFRESH, OPT_PACKED, OPT_VARIANTS, OPT_HELP, OPT_VERSION, OPT_COUNT
 } bench_opt;
 
@@ -49,6 +49,8 @@ const bench_option_spec bench_option_specs[OPT_COUNT] = {
                     "and its fraction of the copy bandwidth"},
     [OPT_SPLITS] = {"splits", "LIST", "decode: KV splits to compare, interleaved, e.g.\n"
                     "auto,1,2,4,8 (default auto: the heuristic)"},
+    [OPT_KVINT8] = {"kv-int8", NULL, "decode: each --dtype also over an int8 cache\n"
+                    "(ATTN_KV_INT8), timed interleaved with the others"},
     [OPT_MATERIALIZED] = {"compare-materialized", NULL,
                           "time attn_forward_materialized (CLBlast GEMMs around an\n"
                           "S x S buffer) interleaved with attn_forward: speed ratio,\n"
@@ -304,6 +306,7 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
                 bad = -1;
             }
             break;
+        case OPT_KVINT8: o->kv_int8 = 1; break;
         case OPT_MATERIALIZED: o->compare = 1; break;
         case OPT_WINDOW:
             if (bench_parse_window(optarg, &o->variant) < 0) {
@@ -377,8 +380,9 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
         fprintf(stderr, "attn-bench: --decode and --compare-materialized are separate runs\n");
         bad = -1;
     }
-    if (!bad && o->splits && !o->decode) {
-        fprintf(stderr, "attn-bench: --splits applies to --decode only\n");
+    if (!bad && (o->splits || o->kv_int8) && !o->decode) {
+        fprintf(stderr, "attn-bench: --%s applies to --decode only\n",
+                o->splits ? "splits" : "kv-int8");
         bad = -1;
     }
     if (!bad && o->compare && o->ndtypes > 1) {

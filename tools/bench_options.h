@@ -28,6 +28,7 @@ typedef struct bench_options {
     int check;
     int decode;         /* --decode: bench_decode.c */
     const char *splits; /* --splits LIST (decode) */
+    int kv_int8;        /* --kv-int8 (decode): each dtype also over an int8 cache */
     int compare;        /* --compare-materialized (bench_compare.c) */
     bench_variant variant; /* --window, --softcap, --sinks, --alibi, --mask, --packed */
     int variants;       /* --variants: each variant against plain causal (bench_variants.c) */

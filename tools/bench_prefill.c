@@ -140,7 +140,7 @@ static attn_status run_check(attn_context *ctx, prefill_run *d, const char **wha
                         ref);
     if (st == ATTN_SUCCESS) {
         r->checked = 1;
-        tool_check_output(r->dtype, d->ho, ref, d->nq, &r->chk);
+        tool_check_output(ATTN_KV_AS_DTYPE, r->dtype, d->ho, ref, d->nq, &r->chk);
     }
     free(ref);
     return st;

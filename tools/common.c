@@ -204,10 +204,11 @@ attn_status tool_reference(const attn_problem *p, const attn_lengths *lengths, c
     return j.status;
 }
 
-void tool_check_output(attn_dtype t, const float *got, const float *ref, size_t n, tool_check *c)
+void tool_check_output(attn_kv_storage s, attn_dtype t, const float *got, const float *ref,
+                       size_t n, tool_check *c)
 {
     double atol, rtol, sum = 0;
-    attn_tolerance(t, &atol, &rtol);
+    attn_kv_tolerance(s, t, &atol, &rtol);
     c->passed = 1;
     c->max_error = c->max_ratio = c->mean_error = 0;
     c->nonfinite = 0;

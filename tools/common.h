@@ -71,15 +71,16 @@ int tool_host_threads(void);
 attn_status tool_reference(const attn_problem *p, const attn_lengths *lengths, const float *q,
                            const float *k, const float *v, float *out);
 
-/* An output against the reference, at the DESIGN tolerance of its type. */
+/* An output against the reference, at the DESIGN tolerance of its type
+ * (a decode over an int8 cache: int8's, attn_kv_tolerance). */
 typedef struct tool_check {
     int passed;                              /* every output within tolerance and finite */
     double max_error, max_ratio, mean_error; /* over the finite outputs */
     size_t nonfinite;                        /* NaN or inf outputs: each a failure */
 } tool_check;
 
-void tool_check_output(attn_dtype t, const float *got, const float *ref, size_t n,
-                       tool_check *c);
+void tool_check_output(attn_kv_storage s, attn_dtype t, const float *got, const float *ref,
+                       size_t n, tool_check *c);
 /* "skipped" (checked 0), "passed" or "failed": the CSV's and JSON's word. */
 const char *tool_check_word(int checked, const tool_check *c);
 /* The text table's: "skipped", "ok (0.12 of tol)", "FAILED (3 NaN/inf)". */
