@@ -37,6 +37,7 @@ typedef struct {
         __global float *lse, int write_lse, __global const int4 *lens, int q_heads,              \
         int kv_heads, int sq, int causal, float qscale, int nblk, VARIANT_PARAMS
 
+#ifndef KV_INT8 /* prefill's K/V are storage_t; an int8 build is a decode */
 /* A prefill work-group's tile (FWD_TILE_PARAMS' geometry): nrows rows of
  * one head, the row block nblk - 1 - group (the heaviest, last rows first;
  * with PACKED counted from the block holding the entry's q_start), all
@@ -61,6 +62,7 @@ inline tile_rows fwd_tile(__global const int4 *lens, int nrows, int nblk, int q_
     const tile_rows m = {len, blk * nrows, 1, h, sq, causal, 0, INT_MAX};
     return m;
 }
+#endif
 
 /* The key range of a tile's nrows rows: [*lmin, return) covers every
  * live row's keys [lo, hi) (row_span); *hmin is the nearest row end and *lmax the furthest
