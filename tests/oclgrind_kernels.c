@@ -17,7 +17,10 @@
  *
  * Decode: a ragged cache (kv_append.cl, the second append taking each
  * sequence's rows from its own start), a block of new queries with a pad
- * row, each decode kernel unsplit and split (decode_*.cl and the combine).
+ * row, each decode kernel unsplit and split (decode_*.cl and the combine);
+ * and the same over an int8 cache (ATTN_KV_INT8: the quantizing append,
+ * both kernels' int8 builds, the tiled one with K/V staged and read from
+ * global), against the reference over the dequantized K/V.
  *
  * The stage runs twice (tools/check-oclgrind.sh). The first pass, on the
  * optimised kernels, also runs the vector family with its scratch (packed
@@ -32,6 +35,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
 #include "core/context.h" /* the vector family's scratch buffers, to poison or reserve them */
+#include "attention/decode.h"   /* the cache's buffers, to zero them in one piece */
+#include "attention/kv_quant.h" /* the int8 reference: attn_kv_quantize_row */
 
 #include <math.h>
 #include <stdio.h>
@@ -109,10 +114,21 @@ static void test_flash_small(void) { run_set(HARNESS_FLASH, "rows=8,keys=8,tm=2,
 static void test_flash_odd(void) { run_set(HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1"); }
 static void test_flash_wide(void) { run_set(HARNESS_FLASH, "rows=16,keys=16,tm=1,tn=4"); }
 
+/* row (n floats) as an int8 cache holds it: quantized and dequantized */
+static void quant_dequant_row(float *row, int n)
+{
+    signed char q[256];
+    float scale;
+    attn_kv_quantize_row(row, n, q, &scale);
+    for (int d = 0; d < n; d++) row[d] = attn_kv_dequantize(q[d], scale);
+}
+
 /* Decode on a ragged cache: sequence lengths 13 and 3 after two appends,
  * then 2 new queries for sequence 0 and 1 (a pad row) for sequence 1,
- * against the reference over the whole sequences (bottom-right causal). */
-static void decode_set(const char *family, int splits)
+ * against the reference over the whole sequences (bottom-right causal).
+ * extra: more parameters ("local_kv=0"), or "". int8: an int8 cache,
+ * against the reference over K/V quantized and dequantized on the host. */
+static void decode_set(const char *family, int splits, const char *extra, int int8)
 {
     enum { B = 2, HQ = 4, HKV = 2, DD = 6, CAP = 20, NEW = 2 };
     static const int prompt[B] = {11, 2}, q_lens[B] = {NEW, 1};
@@ -130,17 +146,17 @@ static void decode_set(const char *family, int splits)
     for (int b = 0; b < B; b++) len[b] = prompt[b] + q_lens[b];
 
     attn_kv_cache *cache = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, B, HKV, DD, CAP, ATTN_F32, &cache),
-                          ATTN_SUCCESS);
+    const attn_kv_cache_desc desc = {.batch = B, .kv_heads = HKV, .head_dim = DD, .capacity = CAP,
+                                     .dtype = ATTN_F32,
+                                     .storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE};
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
     const char *uninit = getenv("ATTN_OCLGRIND_UNINITIALIZED");
     if (uninit && *uninit == '1') {
         /* The cache is zeroed at creation by clEnqueueFillBuffer, which
          * Oclgrind 21.10's shadow memory records pattern by pattern, as a
          * buffer of one pattern's size: write the same zeros in one piece. */
-        attn_tensor ck, cv;
-        CU_ASSERT_EQUAL_FATAL(attn_kv_cache_tensors(cache, &ck, &cv), ATTN_SUCCESS);
-        cl_mem bufs[2] = {ck.buffer, cv.buffer};
-        for (int i = 0; i < 2; i++) {
+        cl_mem bufs[4] = {cache->k, cache->v, cache->k_scale, cache->v_scale};
+        for (int i = 0; i < (int8 ? 4 : 2); i++) {
             size_t bytes = 0;
             clGetMemObjectInfo(bufs[i], CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
             void *zeros = calloc(bytes, 1);
@@ -164,7 +180,8 @@ static void decode_set(const char *family, int splits)
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append_rows(cache, &tk, &tv, CAP, prompt, q_lens, NULL),
                           ATTN_SUCCESS);
     char params[96];
-    snprintf(params, sizeof params, "family=%s,rows=4,splits=%d", family, splits);
+    snprintf(params, sizeof params, "family=%s,rows=4,splits=%d%s%s", family, splits,
+             *extra ? "," : "", extra);
     attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = DD, .q_len = NEW,
                       .kv_len = 0, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     attn_status st = harness_use_params(ctx, params);
@@ -180,9 +197,15 @@ static void decode_set(const char *family, int splits)
         attn_lengths L = {NULL, q_lens, NULL, len};
         CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &to, B, HQ, NEW, DD, got), 0);
         CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, got_lse, rows), 0);
+        if (int8) /* what the cache holds: each row quantized, as floats */
+            for (size_t r = 0; r < nk / DD; r++) {
+                quant_dequant_row(k + r * DD, DD);
+                quant_dequant_row(v + r * DD, DD);
+            }
         bad += harness_check_reference("decode", &rp, &L, q, k, v, got, got_lse, seed);
     }
-    printf("\n  %-24s %-46s %s\n", "decode ragged D6", params, bad ? "FAILED" : "ok");
+    printf("\n  %-24s %-46s %s\n", int8 ? "decode ragged D6 int8" : "decode ragged D6", params,
+           bad ? "FAILED" : "ok");
     CU_ASSERT_EQUAL(bad, 0);
     attn_kv_cache_release(cache);
     clReleaseMemObject(mk), clReleaseMemObject(mv), clReleaseMemObject(mq);
@@ -192,13 +215,19 @@ static void decode_set(const char *family, int splits)
 
 static void test_decode_vector(void)
 {
-    decode_set("vector", 1);
-    decode_set("vector", 2);
+    decode_set("vector", 1, "", 0);
+    decode_set("vector", 2, "", 0);
 }
 static void test_decode_tiled(void)
 {
-    decode_set("tiled", 1);
-    decode_set("tiled", 2);
+    decode_set("tiled", 1, "", 0);
+    decode_set("tiled", 2, "", 0);
+}
+static void test_decode_int8(void)
+{
+    decode_set("vector", 2, "", 1);
+    decode_set("tiled", 1, "", 1);
+    decode_set("tiled", 2, "local_kv=0", 1);
 }
 
 /* The peak-measuring kernel (cl/peak.cl) too. */
@@ -224,6 +253,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_flash_wide),
     HARNESS_TEST(test_decode_vector),
     HARNESS_TEST(test_decode_tiled),
+    HARNESS_TEST(test_decode_int8),
     HARNESS_TEST(test_peak),
     HARNESS_END,
 };

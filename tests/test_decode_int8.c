@@ -129,7 +129,8 @@ static void check_read_back(attn_kv_cache *cache, const int8_case *c, attn_dtype
 /* One scenario under one family and dtype: cache, read-back, and unless
  * paged the decode (the decode kernels read through the block table in
  * another branch of issue 14: test_paged decodes once that has merged). */
-static void run_case(const int8_case *c, harness_family fam, attn_dtype dt, uint64_t seed)
+static void run_case(const int8_case *c, harness_family fam, const char *extra, attn_dtype dt,
+                     uint64_t seed)
 {
     attn_context *ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
@@ -187,9 +188,9 @@ static void run_case(const int8_case *c, harness_family fam, attn_dtype dt, uint
     cl_mem mo = harness_alloc(ctx, dt, B, HQ, c->q_len, D, NULL, &to);
     cl_mem ml = harness_float_buffer(ctx, (size_t)B * HQ * c->q_len);
     CU_ASSERT_FATAL(mq && mo && ml);
-    char extra[32];
-    snprintf(extra, sizeof extra, "splits=%d", c->splits);
-    CU_ASSERT_EQUAL_FATAL(harness_use_family(ctx, fam, extra), ATTN_SUCCESS);
+    char params[64];
+    snprintf(params, sizeof params, "splits=%d%s%s", c->splits, *extra ? "," : "", extra);
+    CU_ASSERT_EQUAL_FATAL(harness_use_family(ctx, fam, params), ATTN_SUCCESS);
     st = attn_decode(ctx, cache, &p, &tq, &to, q_lens, ml, NULL);
     if (st != ATTN_SUCCESS) printf("\n  attn_decode: %s\n", attn_last_error(ctx));
     CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
@@ -199,16 +200,16 @@ static void run_case(const int8_case *c, harness_family fam, attn_dtype dt, uint
     char what[160];
     double atol, rtol;
     const attn_lengths L = {NULL, q_lens, NULL, c->lens};
-    snprintf(what, sizeof what, "%s %s D%d int8 decode vs reference over dequantized K/V",
-             harness_family_name(fam), attn_dtype_name(dt), D);
+    snprintf(what, sizeof what, "%s %s %s D%d int8 decode vs reference over dequantized K/V",
+             harness_family_name(fam), params, attn_dtype_name(dt), D);
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, kdq, vdq, ref, &L, ref_lse), ATTN_SUCCESS);
     attn_tolerance(dt, &atol, &rtol);
     CU_ASSERT_EQUAL(harness_compare(what, got, ref, nq, atol, rtol, seed), 0);
     CU_ASSERT_EQUAL(harness_compare("LSE", lse, ref_lse, (size_t)B * HQ * c->q_len, atol, rtol,
                                     seed), 0);
     if (c->k_mag == 1.0f && c->v_mag == 1.0f) {
-        snprintf(what, sizeof what, "%s %s D%d int8 decode vs reference over unquantized K/V",
-                 harness_family_name(fam), attn_dtype_name(dt), D);
+        snprintf(what, sizeof what, "%s %s %s D%d int8 decode vs reference over unquantized "
+                 "K/V", harness_family_name(fam), params, attn_dtype_name(dt), D);
         CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, ref, &L, NULL), ATTN_SUCCESS);
         attn_kv_tolerance(ATTN_KV_INT8, dt, &atol, &rtol);
         CU_ASSERT_EQUAL(harness_compare(what, got, ref, nq, atol, rtol, seed), 0);
@@ -228,7 +229,7 @@ static void run_all(const int8_case *c, uint64_t dflt_seed)
 {
     const uint64_t seed = harness_seed(dflt_seed);
     for (int f = 0; f < 2; f++)
-        for (int t = 0; t < NDT; t++) run_case(c, families[f], dtypes[t], seed);
+        for (int t = 0; t < NDT; t++) run_case(c, families[f], "", dtypes[t], seed);
 }
 
 /* ---- the host quantizer ---- */
@@ -293,6 +294,15 @@ static void test_gqa_split_block(void)
     run_all(&c, 0x18a2);
 }
 
+/* the tiled kernel reading K/V from global: the scales on the score and
+ * on p, not on staged K/V */
+static void test_tiled_global_kv(void)
+{
+    const int8_case c = {3, 8, 2, 64, {200, 5, 130}, 4, 0, 0, 3, 1.0f, 1.0f};
+    for (int t = 0; t < 2; t++)
+        run_case(&c, HARNESS_TILED, "local_kv=0", dtypes[t], harness_seed(0x18a6));
+}
+
 /* MQA, an odd head dim (row padding 19 -> 32), left-padded appends */
 static void test_mqa_odd_dim_left_padded(void)
 {
@@ -321,6 +331,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_tolerance_order),
     HARNESS_TEST(test_gqa_ragged),
     HARNESS_TEST(test_gqa_split_block),
+    HARNESS_TEST(test_tiled_global_kv),
     HARNESS_TEST(test_mqa_odd_dim_left_padded),
     HARNESS_TEST(test_large_rows),
     HARNESS_TEST(test_paged),
