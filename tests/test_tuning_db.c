@@ -349,6 +349,53 @@ static void test_problem_flops(void)
     CU_ASSERT_EQUAL(attn_problem_flops(&none, NULL), 0);
 }
 
+/* A decode over an int8 cache has its own class: it never takes a plain
+ * decode's entry (nor the reverse), and the database keeps it as
+ * "kv_int8": true, refused in a prefill class. */
+static void test_int8_decode_class(void)
+{
+    attn_problem p = problem(128, 32, 8, 16384);
+    p.q_len = 1;
+    attn_tuning_entry plain = entry(&fake_dev, "0123456789abcdef", &p, "family=vector,rows=4");
+    plain.cls.decode = 1;
+    attn_tuning_entry q8 = plain;
+    q8.cls.kv_int8 = 1;
+    CU_ASSERT(!attn_shape_class_equal(&plain.cls, &q8.cls));
+    CU_ASSERT_EQUAL(attn_shape_class_distance(&plain.cls, &q8.cls), -1);
+    char buf[128];
+    attn_shape_class_format(&q8.cls, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "D128 f32 causal g4 q1 kv16384 decode int8");
+
+    attn_tuning_db db, back;
+    attn_tuning_db_init(&db);
+    attn_tuning_db_init(&back);
+    CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &plain), 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_put(&db, &q8), 0);
+    CU_ASSERT_EQUAL(db.count, 2); /* two classes, not one replaced */
+    char *text = attn_tuning_db_print(&db);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"kv_int8\""));
+    char err[1024] = "";
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 2);
+    CU_ASSERT(entries_equal(&back.entries[0], &plain));
+    CU_ASSERT(entries_equal(&back.entries[1], &q8));
+    attn_tuning_db_free(&back);
+    /* kv_int8 without decode: an error naming the field */
+    char *bad = strstr(text, "\"decode\"");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+    bad = strstr(bad + 1, "\"decode\""); /* the int8 entry's */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
+    memcpy(bad + 1, "dekode", 6); /* an unknown key: decode is absent */
+    CU_ASSERT_NOT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                        ATTN_SUCCESS);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "class.kv_int8"));
+    free(text);
+    attn_tuning_db_free(&back);
+    attn_tuning_db_free(&db);
+}
+
 static void test_round_trip(void)
 {
     fresh_dir();
@@ -879,6 +926,7 @@ static void test_update_cleans_up(void)
 
 static const harness_test tests[] = {
     HARNESS_TEST(test_round_trip),
+    HARNESS_TEST(test_int8_decode_class),
     HARNESS_TEST(test_concurrent_writers), /* forks: before any OpenCL thread exists */
     HARNESS_TEST(test_update_cleans_up),    /* forks too */
     HARNESS_TEST(test_corrupt_files),

@@ -112,7 +112,7 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
     const attn_device_limits dev = attn_context_limits(ctx);
     const attn_problem full = full_problem(c, p); /* the class: kv by the cache's capacity */
     attn_params pr;
-    attn_status st = attn_plan(ctx, ATTN_ENTRY_DECODE, &full, &pr, &dp->source);
+    attn_status st = attn_plan_decode(ctx, &full, c->storage, &pr, &dp->source);
     if (st != ATTN_SUCCESS) return st;
     dp->pr = pr;
     dp->qlen = malloc(sizeof *dp->qlen * (size_t)c->batch);

@@ -95,8 +95,9 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
     return ATTN_SUCCESS;
 }
 
-attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_params *out,
-                      const char **source)
+/* attn_plan, with kv_int8 for a decode over an int8 cache */
+static attn_status plan_of(attn_context *ctx, int entry, const attn_problem *p, int kv_int8,
+                           attn_params *out, const char **source)
 {
     const attn_device_limits dev = attn_context_limits(ctx);
     char err[256];
@@ -109,6 +110,7 @@ attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_
     attn_shape_class cls;
     attn_shape_class_of(p, &cls);
     cls.decode = entry == ATTN_ENTRY_DECODE;
+    cls.kv_int8 = kv_int8;
     const int q_len = cls.decode ? p->q_len : 0;
     if (!ctx->plans) ctx->plans = calloc(1, sizeof *ctx->plans);
     struct attn_plan_cache *c = ctx->plans;
@@ -131,4 +133,16 @@ attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_
     e->pr = *out;
     e->source = *source;
     return ATTN_SUCCESS;
+}
+
+attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_params *out,
+                      const char **source)
+{
+    return plan_of(ctx, entry, p, 0, out, source);
+}
+
+attn_status attn_plan_decode(attn_context *ctx, const attn_problem *p, attn_kv_storage storage,
+                             attn_params *out, const char **source)
+{
+    return plan_of(ctx, ATTN_ENTRY_DECODE, p, storage == ATTN_KV_INT8, out, source);
 }

@@ -14,6 +14,10 @@
  * "stale" or "override". Caller holds ctx->lock. */
 attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_params *out,
                       const char **source);
+/* attn_plan for a decode over a cache of this storage: an int8 cache has
+ * kernels, and so a shape class, of its own. */
+attn_status attn_plan_decode(attn_context *ctx, const attn_problem *p, attn_kv_storage storage,
+                             attn_params *out, const char **source);
 /* The device heuristic alone for entry point `entry` (ATTN_ENTRY_*): where
  * a plan starts, and the tuner's default. */
 attn_params attn_plan_heuristic(int entry, const attn_device_limits *dev, const attn_problem *p);

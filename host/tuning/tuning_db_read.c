@@ -212,6 +212,12 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
     if (decode && !cJSON_IsBool(decode))
         return bad(r, "\"%s\" must be true or false", "class.decode");
     e->cls.decode = cJSON_IsTrue(decode);
+    /* optional: a decode over an int8 cache (absent: K/V as the dtype) */
+    const cJSON *kv_int8 = cJSON_GetObjectItemCaseSensitive(cls, "kv_int8");
+    if (kv_int8 && (!cJSON_IsBool(kv_int8) || !e->cls.decode))
+        return bad(r, "\"%s\" must be true or false, and only in a decode class",
+                   "class.kv_int8");
+    e->cls.kv_int8 = cJSON_IsTrue(kv_int8);
     /* optional: the variants the entry was tuned with, "window,softcap"
      * (absent: none, as every database before them) */
     char variants[96] = "", why_v[64];
