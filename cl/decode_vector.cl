@@ -16,19 +16,17 @@
 
 /* vector c of a cache row, as floats (vloadV: vector_helpers.cl); int8
  * still to be scaled (KV_INT8: the key's scale on its score, the value's
- * on its weight p) */
+ * on its weight p). int8 rows are read as aligned vectors (a row starts
+ * at a multiple of DIM_PAD bytes, DIM_PAD a multiple of 16): PoCL 3.1
+ * compiled vload16 of chars into eight 16-bit inserts. */
 #ifdef KV_INT8
-#define LOADV(c, p) convert_floatV(CAT(vload, VEC_WIDTH)((c), (p)))
-#define PV_WEIGHT(p, vsc, kk) ((p) * (vsc)[kk])
+#define LOADV(c, p) convert_floatV(((__global const CAT(char, VEC_WIDTH) *)(p))[c])
 #elif STORAGE == 0
 #define LOADV(c, p) vloadV((c), (p))
 #elif STORAGE == 1
 #define LOADV(c, p) CAT(vload_half, VEC_WIDTH)((c), (p))
 #else
 #define LOADV(c, p) CAT(as_float, VEC_WIDTH)(CAT(convert_uint, VEC_WIDTH)(vloadV((c), (p))) << 16)
-#endif
-#ifndef PV_WEIGHT
-#define PV_WEIGHT(p, vsc, kk) (p)
 #endif
 
 
@@ -48,16 +46,14 @@ inline __attribute__((always_inline)) void dot_rows(floatV qv[BLOCK_ROWS][NCHUNK
     }
 }
 
-/* acc += P V for one block of nk keys from vrow (KV_INT8: their scales
- * from vsc, folded into p; otherwise vsc is unused): rows past the furthest
+/* acc += P V for one block of nk keys from vrow: rows past the furthest
  * limit may hold stale data (truncated tokens). With masked, a key outside
  * a row's [lo, hi) is skipped, not weighted by zero: its V may hold inf or NaN
  * (0 * inf = NaN). Without it every key of the block is visible to every
  * live row; a row that sees nothing here is never stored. */
 inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUNK],
                                                     float p[BLOCK_ROWS][BLOCK_KEYS],
-                                                    __global const cache_t *vrow,
-                                                    __global const float *vsc, int nk, int j0,
+                                                    __global const cache_t *vrow, int nk, int j0,
                                                     const int lo[BLOCK_ROWS],
                                                     const int hi[BLOCK_ROWS], const int masked)
 {
@@ -80,8 +76,7 @@ inline __attribute__((always_inline)) void pv_block(floatV acc[BLOCK_ROWS][NCHUN
 #else
                     if (r0 + rr < BLOCK_ROWS && (!masked || j0 + kk < hi[r0 + rr]))
 #endif
-                        a[rr][c] = MULADD((floatV)(PV_WEIGHT(p[r0 + rr][kk], vsc, kk)), vv,
-                                          a[rr][c]);
+                        a[rr][c] = MULADD((floatV)(p[r0 + rr][kk]), vv, a[rr][c]);
             }
         }
 #pragma unroll
@@ -211,15 +206,24 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
             vec_softmax_row(acc[r], tot[r], cmp[r], &lsum[r], &ltot[r], &lcmp[r], &m[r], s[r], p[r], j0,
                             lo[r], hi[r], masked);
         }
+#ifdef KV_INT8
+        /* each value's scale into its weight, a vector of keys at a time (a
+         * key a row does not see is skipped in pv_block, whatever its p) */
+#pragma unroll
+        for (int r = 0; r < BLOCK_ROWS; r++)
+#pragma unroll
+            for (int kv = 0; kv < NKV; kv++)
+                vstoreV(vloadV(kv, p[r]) * vloadV(kv, vsc + j0), kv, p[r]);
+#endif
         /* O += P V over the keys inside the split's range only (pv_block) */
         const int nk = min(BLOCK_KEYS, hmax - j0);
         __global const cache_t *vrow = vh + (ulong)j0 * DIM_PAD;
         /* a constant last argument: blocks no live row's limit cuts keep the
          * plain loop (the per-key check cost 10% of an f32 step) */
         if (masked)
-            pv_block(acc, p, vrow, vsc + j0, nk, j0, lo, hi, 1);
+            pv_block(acc, p, vrow, nk, j0, lo, hi, 1);
         else
-            pv_block(acc, p, vrow, vsc + j0, nk, j0, lo, hi, 0);
+            pv_block(acc, p, vrow, nk, j0, lo, hi, 0);
         vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, LAST_KEY_BLOCK(j0, jstart, hmax));
     }
     vec_store(tot, cmp, ltot, lcmp, m, rows, hi, qi, qh, b, q_heads, o, og, lse, write_lse, part_o,
