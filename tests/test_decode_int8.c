@@ -303,11 +303,17 @@ static void test_tiled_global_kv(void)
         run_case(&c, HARNESS_TILED, "local_kv=0", dtypes[t], harness_seed(0x18a6));
 }
 
-/* MQA, an odd head dim (row padding 19 -> 32), left-padded appends */
+/* MQA, an odd head dim (row padding 19 -> 32), left-padded appends; in
+ * check mode, which has no plain K/V to compare an int8 decode with but
+ * must not refuse or break it */
 static void test_mqa_odd_dim_left_padded(void)
 {
     const int8_case c = {2, 4, 1, 19, {50, 9}, 3, 0, 1, 2, 1.0f, 1.0f};
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
     run_all(&c, 0x18a3);
+    attn_context_set_check(ctx, 0);
 }
 
 /* rows of large magnitude beside unit ones, and the zero row: each row's

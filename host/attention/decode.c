@@ -7,6 +7,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/launch.h"
+#include "core/log.h"
 #include "core/program.h"
 #include "attention/validate.h"
 #include "attention/forward.h"
@@ -270,13 +271,16 @@ attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_prob
     if (st == ATTN_SUCCESS) {
         if (plain) attn_kv_cache_tensors(cache, &ck, &cv);
         full = full_problem(cache, p);
-        st = attn_validate_forward(ctx, &full, q, plain ? &ck : NULL, plain ? &cv : NULL, out,
-                                   NULL, lse);
+        st = plain ? attn_validate_forward(ctx, &full, q, &ck, &cv, out, NULL, lse)
+                   : attn_validate_decode_own_kv(ctx, &full, q, out, lse);
     }
     if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, q_lens, &dp);
     /* check mode reads the inputs first: out may be q */
     if (st == ATTN_SUCCESS && ctx->check && plain)
         st = attn_check_read_inputs(ctx, &full, q, &ck, &cv, &inputs);
+    else if (st == ATTN_SUCCESS && ctx->check) /* no tensors to read K/V from (yet) */
+        attn_log(ATTN_LOG_INFO, "check mode: attn_decode over a %s cache is not compared with "
+                 "the reference", cache->paged ? "paged" : "int8");
     if (st == ATTN_SUCCESS) st = enqueue(ctx, cache, &dp, p, q, out, lse, &finished);
     if (st == ATTN_SUCCESS && inputs) {
         /* the same problem for attn_forward: each sequence's queries are its

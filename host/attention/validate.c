@@ -314,24 +314,28 @@ static attn_status check_out_rows(attn_context *ctx, const attn_problem *p,
     return st;
 }
 
-attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
-                                  const attn_tensor *q, const attn_tensor *k,
-                                  const attn_tensor *v, const attn_tensor *out,
-                                  const attn_lengths *lengths, cl_mem lse)
+/* attn_validate_forward; with own_kv, k and v are NULL: a cache's own
+ * buffers, unchecked (attn_validate_decode_own_kv) */
+static attn_status validate_forward(attn_context *ctx, const attn_problem *p,
+                                    const attn_tensor *q, const attn_tensor *k,
+                                    const attn_tensor *v, const attn_tensor *out,
+                                    const attn_lengths *lengths, cl_mem lse, int own_kv)
 {
     attn_status st = attn_validate_problem(ctx, p, lengths);
     if (st != ATTN_SUCCESS) return st;
-    size_t elem = attn_dtype_size(p->dtype), qhi, khi, vhi, ohi;
+    size_t elem = attn_dtype_size(p->dtype), qhi = 0, khi = 0, vhi = 0, ohi = 0;
     int D = p->head_dim;
     if ((st = check_tensor(ctx, q, "q", p->batch, p->q_heads, p->q_len, D, elem, &qhi)) ||
-        (k && (st = check_tensor(ctx, k, "k", p->batch, p->kv_heads, p->kv_len, D, elem, &khi))) ||
-        (v && (st = check_tensor(ctx, v, "v", p->batch, p->kv_heads, p->kv_len, D, elem, &vhi))) ||
+        (!own_kv && (st = check_tensor(ctx, k, "k", p->batch, p->kv_heads, p->kv_len, D, elem,
+                                       &khi))) ||
+        (!own_kv && (st = check_tensor(ctx, v, "v", p->batch, p->kv_heads, p->kv_len, D, elem,
+                                       &vhi))) ||
         (st = check_tensor(ctx, out, "out", p->batch, p->q_heads, p->q_len, D, elem, &ohi)) ||
         (st = attn_validate_writable(ctx, out->buffer, "out->buffer")) ||
         (st = check_out_rows(ctx, p, lengths, out)))
         return st;
     /* out may be q itself (each row is read before it is written), never K or V */
-    if (!k || !v) {
+    if (own_kv) {
         /* a cache's own K/V (decode): buffers the caller never sees */
     } else if (p->q_heads == p->kv_heads && p->q_len == p->kv_len) {
         if (tensors_meet(out, ohi, k, khi, p->q_heads, p->q_len, D, p->batch))
@@ -364,8 +368,8 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
             return INVALID(ctx, "lse holds %zu bytes; %s floats need %zu", bytes,
                            p->packed ? "q_heads * q_len (p->packed)" : "batch * q_heads * q_len",
                            need);
-        if (lse == out->buffer || lse == q->buffer || (k && lse == k->buffer) ||
-            (v && lse == v->buffer))
+        if (lse == out->buffer || lse == q->buffer || (!own_kv && lse == k->buffer) ||
+            (!own_kv && lse == v->buffer))
             return INVALID(ctx, "lse must be a buffer of its own, not one of q, k, v or out");
         if (lse == p->sinks_buffer || lse == p->mask.buffer)
             return INVALID(ctx, "lse must be a buffer of its own, not p->sinks_buffer or "
@@ -379,6 +383,20 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
         return INVALID(ctx, "p->mask.buffer is out->buffer: attn reads the mask while it "
                        "writes out");
     return ATTN_SUCCESS;
+}
+
+attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
+                                  const attn_tensor *q, const attn_tensor *k,
+                                  const attn_tensor *v, const attn_tensor *out,
+                                  const attn_lengths *lengths, cl_mem lse)
+{
+    return validate_forward(ctx, p, q, k, v, out, lengths, lse, 0);
+}
+
+attn_status attn_validate_decode_own_kv(attn_context *ctx, const attn_problem *p,
+                                        const attn_tensor *q, const attn_tensor *out, cl_mem lse)
+{
+    return validate_forward(ctx, p, q, NULL, NULL, out, NULL, lse, 1);
 }
 
 attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const char *name,

@@ -10,13 +10,16 @@
  * the argument and returns ATTN_ERROR_INVALID_ARGUMENT. q, k and v are read
  * only and may share elements freely; the rows of out that are written (all
  * of them, or each entry's own with p->packed) must not meet one another,
- * k or v, nor q unless out is q with the same layout (in place). k and v
- * both NULL: a KV cache's own buffers that are not plain tensors (paged or
- * int8, which the caller cannot name), left unchecked. */
+ * k or v, nor q unless out is q with the same layout (in place). */
 attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
                                   const attn_tensor *q, const attn_tensor *k,
                                   const attn_tensor *v, const attn_tensor *out,
                                   const attn_lengths *lengths, cl_mem lse);
+/* The same for a decode whose K and V are a cache's own buffers that are
+ * not plain tensors (paged or int8; the caller cannot name them): q, out
+ * and lse only. */
+attn_status attn_validate_decode_own_kv(attn_context *ctx, const attn_problem *p,
+                                        const attn_tensor *q, const attn_tensor *out, cl_mem lse);
 /* The problem alone (shapes, dtype, scale, lengths). */
 attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
                                   const attn_lengths *lengths);

@@ -229,7 +229,9 @@ ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tens
  *  tolerance. Long prefixes are split into chunks that run in parallel and
  *  are combined with their LSEs; the number of splits comes from the
  *  device's compute units and the longest prefix (an override's splits=N,
- *  attn_context_set_params, replaces it). Check mode verifies decode like attn_forward.
+ *  attn_context_set_params, replaces it). Check mode verifies decode like attn_forward
+ *  (over a contiguous cache stored as its dtype; it logs that it cannot over a
+ *  paged or int8 one).
  *  done: NULL, or receives the completion event. */
 ATTN_API attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
                                  const attn_tensor *q, const attn_tensor *out, const int *q_lens,
