@@ -7,6 +7,7 @@
  * reference. Uses only attn.h, OpenCL and cJSON. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_decode.h"
+#include "bench_decode_cache.h"
 #include "common.h"
 
 #include <stdio.h>
@@ -23,36 +24,14 @@
 #define CHECK_FLOPS 4e9
 #define COPY_SAMPLES 5 /* copy-bandwidth measurements per shape, interleaved */
 
-typedef struct dshape {
-    int batch, q_heads, kv_heads, head_dim, q_len, kv_len;
-} dshape;
 
 /* DESIGN "Benchmark shapes", decode. */
 static const dshape decode_set[] = {
     {4, 32, 8, 128, 1, 1024}, {4, 32, 8, 128, 1, 4096}, {4, 32, 8, 128, 1, 16384}};
 
-/* The cache types: type t is dtype t % ndtypes, over an int8 cache from
- * ndtypes on (--kv-int8). */
-static int ntypes(const bench_decode_config *cfg) { return cfg->ndtypes * (cfg->kv_int8 ? 2 : 1); }
-static attn_dtype type_dtype(const bench_decode_config *cfg, int t)
-{
-    return cfg->dtypes[t % cfg->ndtypes];
-}
-static attn_kv_storage type_storage(const bench_decode_config *cfg, int t)
-{
-    return t >= cfg->ndtypes ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE;
-}
-/* "f16", or "f16+int8" (queries and outputs f16, K/V int8) */
-static const char *type_name(const bench_decode_config *cfg, int t, char *buf, size_t size)
-{
-    snprintf(buf, size, "%s%s", attn_dtype_name(type_dtype(cfg, t)),
-             type_storage(cfg, t) == ATTN_KV_INT8 ? "+int8" : "");
-    return buf;
-}
-
 typedef struct dconf {
     int splits;          /* requested; 0 = the heuristic ("auto") */
-    int type;            /* a cache type (type_dtype, type_storage) */
+    int type;            /* a cache type (bench_decode.h) */
     attn_plan_info plan; /* params end with the splits actually launched */
     double *times;
     double median_ms, min_ms;
@@ -103,8 +82,9 @@ static double keys_read(const dshape *s, const bench_variant *v)
 static void print_row(const bench_decode_config *cfg, const dshape *s, const dconf *c,
                       double flops, double peak, double copy_gbps, int reps, cJSON *results)
 {
-    const attn_dtype dtype = type_dtype(cfg, c->type);
-    const int int8 = type_storage(cfg, c->type) == ATTN_KV_INT8, ratios = ntypes(cfg) > 1;
+    const attn_dtype dtype = bench_decode_dtype(cfg, c->type);
+    const int int8 = bench_decode_storage(cfg, c->type) == ATTN_KV_INT8;
+    const int ratios = bench_decode_ntypes(cfg) > 1;
     /* a key's K or V row: D elements, or D int8 and the row's fp32 scale */
     const double row = int8 ? s->head_dim + 4.0 : (double)s->head_dim * attn_dtype_size(dtype);
     const double bytes = 2.0 * s->batch * s->kv_heads * keys_read(s, cfg->variant) * row;
@@ -119,7 +99,7 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     char sh[288], sp[16], tn[16];
     shape_text(s, cfg->variant, sh, sizeof sh);
     splits_word(c, sp, sizeof sp);
-    type_name(cfg, c->type, tn, sizeof tn);
+    bench_decode_type_name(cfg, c->type, tn, sizeof tn);
     if (cfg->format == 0) {
         char err[32] = "-", check[48], ratio[16] = "";
         if (c->checked) snprintf(err, sizeof err, "%.2e", c->chk.max_error);
@@ -131,8 +111,8 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
                100.0 * frac, gflops, ratio, err, check, c->plan.params);
     } else if (cfg->format == 1) {
         printf("%d,%d,%d,%d,%d,%d,%s,1,%s,\"%s\",%s,%s,%d,%.4f,%.4f,%.3f,", s->batch, s->q_heads,
-               s->kv_heads, s->head_dim, s->q_len, s->kv_len, tn, c->plan.family, c->plan.params, c->plan.source, sp, reps, c->median_ms, c->min_ms,
-               gflops);
+               s->kv_heads, s->head_dim, s->q_len, s->kv_len, tn, c->plan.family, c->plan.params,
+               c->plan.source, sp, reps, c->median_ms, c->min_ms, gflops);
         if (peak > 0) printf("%.3f,%.4f,", peak, gflops / peak);
         else printf(",,");
         printf("%.3f,%.3f,%.4f,", kv_gbps, copy_gbps, frac);
@@ -163,84 +143,6 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     if (cfg->variant) bench_variant_json(j, cfg->variant);
     cJSON_AddItemToArray(results, j);
     fflush(stdout);
-}
-
-/* One cache type of one shape: the inputs (the same values in every
- * type, rounded through its dtype so the reference sees what the device
- * reads; an int8 cache is checked at int8's tolerance), the filled cache, the query and output buffers. */
-typedef struct dtype_res {
-    attn_dtype dtype;
-    attn_kv_storage storage;
-    attn_problem p;
-    size_t esize;
-    float *hq, *hk, *hv;
-    void *stage;
-    cl_mem bq, bo;
-    attn_tensor tq, to;
-    attn_kv_cache *cache;
-    bench_variant_data vd; /* the variant's sinks and mask ([q_len][capacity]) */
-} dtype_res;
-
-static void dtype_res_free(dtype_res *r)
-{
-    attn_kv_cache_release(r->cache);
-    if (r->bq) clReleaseMemObject(r->bq);
-    if (r->bo) clReleaseMemObject(r->bo);
-    free(r->hq), free(r->hk), free(r->hv), free(r->stage);
-    bench_variant_data_free(&r->vd);
-    memset(r, 0, sizeof *r);
-}
-
-static attn_status dtype_res_setup(attn_context *ctx, const dshape *s, attn_dtype t,
-                                   attn_kv_storage storage, const bench_variant *v, dtype_res *r,
-                                   const char **step)
-{
-    memset(r, 0, sizeof *r);
-    r->dtype = t;
-    r->storage = storage;
-    const attn_problem p = {.batch = s->batch, .q_heads = s->q_heads, .kv_heads = s->kv_heads,
-                            .head_dim = s->head_dim, .q_len = s->q_len, .kv_len = s->kv_len,
-                            .dtype = t, .causal = 1, .scale = 0.0f};
-    r->p = p;
-    attn_status st;
-    if (v && (st = bench_variant_apply(ctx, v, &r->p, &r->vd, step)) != ATTN_SUCCESS) return st;
-    const size_t D = (size_t)s->head_dim;
-    const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;
-    const size_t nkv = (size_t)s->batch * s->kv_heads * s->kv_len * D;
-    r->esize = attn_dtype_size(t);
-    r->hq = malloc(nq * sizeof *r->hq), r->hk = malloc(nkv * sizeof *r->hk);
-    r->hv = malloc(nkv * sizeof *r->hv), r->stage = malloc(nkv * r->esize);
-    *step = "host allocation";
-    if (!r->hq || !r->hk || !r->hv || !r->stage) return ATTN_ERROR_OUT_OF_MEMORY;
-    uint64_t rng = TOOL_SEED;
-    float *host[3] = {r->hq, r->hk, r->hv};
-    size_t count[3] = {nq, nkv, nkv};
-    cl_mem dev[3] = {NULL, NULL, NULL};
-    for (int i = 0; i < 3; i++)
-        if ((st = tool_random_input(ctx, t, count[i], &rng, -1, 1, CL_MEM_READ_WRITE, host[i],
-                                    &dev[i], step)) != ATTN_SUCCESS)
-            goto done;
-    if ((st = tool_output_buffer(ctx, nq * r->esize, &r->bo, step)) != ATTN_SUCCESS) goto done;
-    r->bq = dev[0];
-    dev[0] = NULL;
-    r->tq = tool_bhsd(r->bq, s->q_heads, s->q_len, s->head_dim);
-    r->to = tool_bhsd(r->bo, s->q_heads, s->q_len, s->head_dim);
-    const attn_tensor tk = tool_bhsd(dev[1], s->kv_heads, s->kv_len, s->head_dim);
-    const attn_tensor tv = tool_bhsd(dev[2], s->kv_heads, s->kv_len, s->head_dim);
-    /* the cache, filled with the whole prefix in one append */
-    *step = "attn_kv_cache_create_desc";
-    const attn_kv_cache_desc desc = {.batch = s->batch, .kv_heads = s->kv_heads,
-                                     .head_dim = s->head_dim, .capacity = s->kv_len,
-                                     .dtype = t, .storage = storage};
-    if ((st = attn_kv_cache_create_desc(ctx, &desc, &r->cache)) != ATTN_SUCCESS) goto done;
-    *step = "attn_kv_cache_append";
-    if ((st = attn_kv_cache_append(r->cache, &tk, &tv, s->kv_len, NULL, NULL)) != ATTN_SUCCESS)
-        goto done;
-    clFinish(attn_context_queue(ctx));
-done:
-    for (int i = 0; i < 3; i++)
-        if (dev[i]) clReleaseMemObject(dev[i]);
-    return st;
 }
 
 /* The override for configuration c: the caller's own (ATTN_PARAMS, base),
@@ -312,10 +214,10 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         st = ATTN_ERROR_OUT_OF_MEMORY;
         goto done;
     }
-    for (int t = 0; t < ntypes(cfg); t++) {
+    for (int t = 0; t < bench_decode_ntypes(cfg); t++) {
         bad_type = t;
-        st = dtype_res_setup(ctx, s, type_dtype(cfg, t), type_storage(cfg, t), cfg->variant,
-                             &res[t], &step);
+        st = dtype_res_setup(ctx, s, bench_decode_dtype(cfg, t), bench_decode_storage(cfg, t),
+                             cfg->variant, &res[t], &step);
         if (st != ATTN_SUCCESS) goto done;
     }
 
@@ -359,7 +261,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         confs[c].median_ms = confs[c].spread.median_ms;
     }
     for (int c = 0; c < nconf; c++) { /* the first type's with the same splits */
-        const dconf *base_c = &confs[c % (nconf / ntypes(cfg))];
+        const dconf *base_c = &confs[c % (nconf / bench_decode_ntypes(cfg))];
         confs[c].ratio = base_c->median_ms > 0 ? confs[c].median_ms / base_c->median_ms : 0;
     }
 
@@ -400,7 +302,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
             char tn[16];
             fprintf(stderr, "attn-bench: CHECK FAILED: decode %s %s splits %d: max error %.3e "
                     "is %.3g times the tolerance; %zu outputs NaN or inf\n", sh,
-                    type_name(cfg, confs[c].type, tn, sizeof tn), confs[c].splits,
+                    bench_decode_type_name(cfg, confs[c].type, tn, sizeof tn), confs[c].splits,
                     confs[c].chk.max_error, confs[c].chk.max_ratio, confs[c].chk.nonfinite);
             failed = 1;
         }
@@ -409,7 +311,8 @@ done:
     if (st != ATTN_SUCCESS) {
         const int lib = strncmp(step, "attn_", 5) == 0 && strcmp(step, "attn_reference_forward");
         char what[320], tn[16];
-        snprintf(what, sizeof what, "%s %s", sh, type_name(cfg, bad_type, tn, sizeof tn));
+        snprintf(what, sizeof what, "%s %s", sh,
+                 bench_decode_type_name(cfg, bad_type, tn, sizeof tn));
         add_error(errors, what, step, st, lib ? attn_last_error(ctx) : "(no detail)");
         failed = 1;
     }
@@ -418,7 +321,7 @@ done:
         free(confs[c].times);
         confs[c].times = NULL;
     }
-    for (int t = 0; t < ntypes(cfg); t++) dtype_res_free(&res[t]);
+    for (int t = 0; t < bench_decode_ntypes(cfg); t++) dtype_res_free(&res[t]);
     free(ho), free(ref);
     return failed;
 }
@@ -436,7 +339,7 @@ int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak,
     }
     /* type-major: configuration c is type c / nsplits with splits[c % nsplits] */
     dconf confs[MAX_CONF];
-    const int nconf = nsplits * ntypes(cfg);
+    const int nconf = nsplits * bench_decode_ntypes(cfg);
     for (int c = 0; c < nconf; c++) {
         memset(&confs[c], 0, sizeof confs[c]);
         confs[c].type = c / nsplits;
@@ -450,11 +353,13 @@ int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak,
     if (cfg->format == 0) {
         printf("decode: K/V GB/s = K and V bytes of the prefix (of a window's keys) read once / "
                "median time;\nconfigurations compared interleaved with copy-bandwidth runs "
-               "(attn_device_copy_gbps)%s\n", ntypes(cfg) > 1 ? "; ratio = median time / the "
-               "first type's with the same splits" : "");
+               "(attn_device_copy_gbps)%s\n", bench_decode_ntypes(cfg) > 1
+                                                   ? "; ratio = median time / the first type's "
+                                                     "with the same splits" : "");
         printf("%-36s %-8s %-6s %-7s %-9s %5s %9s %9s %9s %6s %9s %7s %8s%s  %-9s %s\n", "shape",
                "dtype", "splits", "family", "source", "reps", "median ms", "min ms", "max ms",
-               "IQR", "K/V GB/s", "of copy", "GFLOP/s", ntypes(cfg) > 1 ? "  ratio" : "",
+               "IQR", "K/V GB/s", "of copy", "GFLOP/s",
+               bench_decode_ntypes(cfg) > 1 ? "  ratio" : "",
                "max error", "check");
     } else if (cfg->format == 1) {
         printf("batch,q_heads,kv_heads,head_dim,q_len,kv_len,dtype,causal,family,params,"

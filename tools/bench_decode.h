@@ -10,6 +10,7 @@
 #include "bench_options.h"
 
 #include <cjson/cJSON.h>
+#include <stdio.h>
 
 typedef struct bench_decode_config {
     int format;         /* 0 text, 1 csv, 2 json (attn-bench's out_format order) */
@@ -23,6 +24,29 @@ typedef struct bench_decode_config {
     int batch, q_heads, kv_heads, head_dim, q_len, kv_len;
     int kv_int8; /* each dtype also over an int8 cache (after all the dtypes') */
 } bench_decode_config;
+
+/* The configuration's cache types: type t is dtype t % ndtypes, over an
+ * int8 cache from ndtypes on (kv_int8). */
+static inline int bench_decode_ntypes(const bench_decode_config *cfg)
+{
+    return cfg->ndtypes * (cfg->kv_int8 ? 2 : 1);
+}
+static inline attn_dtype bench_decode_dtype(const bench_decode_config *cfg, int t)
+{
+    return cfg->dtypes[t % cfg->ndtypes];
+}
+static inline attn_kv_storage bench_decode_storage(const bench_decode_config *cfg, int t)
+{
+    return t >= cfg->ndtypes ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE;
+}
+/* "f16", or "f16+int8" (queries and outputs f16, K/V int8) */
+static inline const char *bench_decode_type_name(const bench_decode_config *cfg, int t, char *buf,
+                                                 size_t size)
+{
+    snprintf(buf, size, "%s%s", attn_dtype_name(bench_decode_dtype(cfg, t)),
+             bench_decode_storage(cfg, t) == ATTN_KV_INT8 ? "+int8" : "");
+    return buf;
+}
 
 /* Runs the decode benchmark; rows go to stdout (text, csv) and into
  * results (every format: attn-bench reads their spread), failures to

@@ -130,8 +130,8 @@ static void append_int8_options(attn_context *ctx, const attn_kv_cache *c, char 
                                 size_t size)
 {
     cl_device_fp_config fp = 0;
-    if (clGetDeviceInfo(ctx->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL) != CL_SUCCESS)
-        fp = 0;
+    if (clGetDeviceInfo(ctx->device, CL_DEVICE_SINGLE_FP_CONFIG, sizeof fp, &fp, NULL))
+        fp = 0; /* unknown: OpenCL's default division */
     const size_t n = strlen(opts);
     snprintf(opts + n, size - n, " -DKV_INT8 -DSTORAGE=%d%s", (int)c->dtype,
              fp & CL_FP_CORRECTLY_ROUNDED_DIVIDE_SQRT ? " -cl-fp32-correctly-rounded-divide-sqrt"
