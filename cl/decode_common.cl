@@ -18,6 +18,28 @@
         __global const int *pages, int max_pages, __global const float *kscale,                  \
         __global const float *vscale
 
+/* The cache row (element index / DIM_PAD; int8 scales are indexed by it)
+ * of token j of sequence b, KV head hk, the one place that knows the
+ * layout: paged (PAGE_ROWS), row j % PAGE_ROWS of page pages[b * max_pages
+ * + j / PAGE_ROWS]; contiguous, row j of page b, a page being head_rows
+ * rows. The host keeps PAGE_ROWS a multiple of BLOCK_KEYS (decode.c), and
+ * every key block starts at a multiple of BLOCK_KEYS, so the rows of a
+ * block are the consecutive rows from its first: the kernels look a page up
+ * once per key block. */
+inline ulong cache_row(__global const int *pages, int max_pages, int head_rows, int kv_heads,
+                       int b, int hk, int j)
+{
+#ifdef PAGE_ROWS
+#if PAGE_ROWS % BLOCK_KEYS
+#error "PAGE_ROWS must be a multiple of BLOCK_KEYS"
+#endif
+    const int page = pages[b * max_pages + j / PAGE_ROWS];
+    return ((ulong)page * kv_heads + hk) * PAGE_ROWS + j % PAGE_ROWS;
+#else
+    return ((ulong)b * kv_heads + hk) * (ulong)head_rows + j;
+#endif
+}
+
 /* log2-domain LSE of a partial that saw no key: finite on purpose, as
  * MASKED in common.cl, and skipped by the combine */
 #define EMPTY_LSE (-FLT_MAX)

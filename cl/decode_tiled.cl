@@ -5,8 +5,9 @@
  * (normalised O, log2 LSE) for attn_decode_combine. */
 
 /* Global (nsplit * WG_SIZE, kv_heads * ntiles, B), local (WG_SIZE, 1, 1).
- * The cache is [B][kv_heads][head_rows][DIM_PAD]; split s covers chunk
- * keys from decode_key_base + s * chunk, chunk a multiple of BLOCK_KEYS. */
+ * The cache: KV_CACHE_PARAMS, a tile's rows found by cache_row (through
+ * tile.cl's kv_tile); split s covers chunk keys from decode_key_base + s *
+ * chunk, chunk a multiple of BLOCK_KEYS. */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
 void attn_decode_tiled(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS, __global storage_t *o,
                        ulong4 og, __global float *lse, int write_lse, __global float *part_o,
@@ -21,8 +22,12 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS, 
     const int b = get_global_id(2);
     const tile_rows m = decode_tile(lens[b], va.win, tile * BLOCK_ROWS, q_heads / kv_heads, hk, sq,
                                      causal, split, chunk);
-    const ulong head = ((ulong)b * kv_heads + hk) * (ulong)head_rows * DIM_PAD;
+#ifdef PAGE_ROWS /* rows found per tile */
+    const kv_rows kv = {kc, vc, DIM_PAD, DIM_PAD, pages, max_pages, kv_heads, b, hk};
+#else /* the head's rows: one run from its row 0 */
+    const ulong head = cache_row(pages, max_pages, head_rows, kv_heads, b, hk, 0) * DIM_PAD;
     const kv_rows kv = {kc + head, vc + head, DIM_PAD, DIM_PAD};
+#endif
     tiled_attend(&tl, m, b, q_heads, q, qg, qscale, kv, o, og, lse, write_lse, part_o, part_lse,
                  nsplit, split, va, 0);
 }

@@ -3,11 +3,34 @@
  * live rows see, and a score's variants. Joined after variants.cl (and
  * decode_common.cl). */
 
-/* K or V rows of one KV head: row j at p + j * stride, D contiguous */
+/* K or V rows of one KV head: row j at p + j * stride, D contiguous. A
+ * paged decode (PAGE_ROWS, decode_common.cl) has no such run of rows: k
+ * and v are the whole cache and the rest names whose rows these are, for
+ * kv_tile. */
 typedef struct {
     __global const storage_t *k, *v;
     ulong kstride, vstride;
+#ifdef PAGE_ROWS
+    __global const int *pages;
+    int max_pages, kv_heads, b, hk;
+#endif
 } kv_rows;
+
+/* The rows of the tile of keys from j0, a multiple of BLOCK_KEYS: key j0 +
+ * c at row c. Paged, the tile lies inside one page (cache_row), looked up
+ * here once per tile. */
+inline kv_rows kv_tile(kv_rows kv, int j0)
+{
+#ifdef PAGE_ROWS
+    const ulong r = cache_row(kv.pages, kv.max_pages, PAGE_ROWS, kv.kv_heads, kv.b, kv.hk, j0);
+    kv.k += r * kv.kstride;
+    kv.v += r * kv.vstride;
+#else
+    kv.k += (ulong)j0 * kv.kstride;
+    kv.v += (ulong)j0 * kv.vstride;
+#endif
+    return kv;
+}
 
 /* The arguments of the work-group families' prefill kernels (tiled.cl,
  * flash.cl); global (nblk * work-group, Hq, B). */

@@ -85,8 +85,9 @@ inline void softmax_row(__local tiled_local *tl, int row)
 }
 
 /* The tile's attention over keys [m.j_lo, m.j_end) of kv (key j of content
- * order at row j), with the variants of va. A row's result: unsplit (nsplit
- * 1), O at row (b, h, i) of o and, with write_lse, its natural-log LSE
+ * order at row j; tile.cl's kv_tile finds each tile's rows), with the
+ * variants of va. A row's result: unsplit (nsplit 1), O at row (b, h, i)
+ * of o and, with write_lse, its natural-log LSE
  * (finish_row: with the sink; -inf for an empty row); split, a partial for
  * attn_decode_combine (decode_common.cl), without the sink: O normalised
  * over this split's keys at part_o[(lse_index * nsplit + split) *
@@ -142,12 +143,13 @@ inline __attribute__((always_inline)) void tiled_attend(
         }
 #endif
         const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside the range */
+        const kv_rows t = kv_tile(kv, j0);          /* key j0 + c at row c */
 #if LOCAL_KV
         for (int i = tid; i < BLOCK_KEYS * HEAD_DIM; i += WG_SIZE) {
             const int c = i / HEAD_DIM, d = i % HEAD_DIM;
             const int in = in_span(j0 + c, lmin, j0 + nk); /* a key some live row sees */
-            tl->k[c * DS + d] = in ? LOAD(kv.k, (ulong)(j0 + c) * kv.kstride + d) : 0.0f;
-            tl->v[c * DS + d] = in ? LOAD(kv.v, (ulong)(j0 + c) * kv.vstride + d) : 0.0f;
+            tl->k[c * DS + d] = in ? LOAD(t.k, (ulong)c * t.kstride + d) : 0.0f;
+            tl->v[c * DS + d] = in ? LOAD(t.v, (ulong)c * t.vstride + d) : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
@@ -170,7 +172,7 @@ inline __attribute__((always_inline)) void tiled_attend(
 #if LOCAL_KV
                 s = score(tl->q + r * DS, tl->k + c * DS);
 #else
-                s = score(tl->q + r * DS, kv.k + (ulong)j * kv.kstride);
+                s = score(tl->q + r * DS, t.k + (ulong)c * t.kstride);
 #endif
                 s = tile_logit(va, m, b, s, j, qi, qh, add_mask);
             }
@@ -199,7 +201,7 @@ inline __attribute__((always_inline)) void tiled_attend(
                 if (d < HEAD_DIM) acc[t] = mad(pc, vr[d], acc[t]);
             }
 #else
-            __global const storage_t *vr = kv.v + (ulong)(j0 + c) * kv.vstride;
+            __global const storage_t *vr = t.v + (ulong)c * t.vstride;
             for (int t = 0; t < DPT; t++) {
                 const int d = lane + t * TPR;
                 if (d < HEAD_DIM) acc[t] = mad(pc, LOAD(vr, d), acc[t]);

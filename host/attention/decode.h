@@ -108,6 +108,11 @@ void attn_kv_pool_share(attn_kv_cache *c, int src, int dst);
  * sequence made at creation. */
 attn_status attn_kv_pool_table(attn_kv_cache *c, cl_mem *table);
 
+/* attn_kv_cache_read with ctx's lock already held (kv_sequences.c): check
+ * mode's read of a cache without plain tensors inside attn_decode. */
+attn_status attn_kv_read_locked(attn_kv_cache *c, int seq, int first, int count, void *k,
+                                void *v);
+
 /* Built-in decode parameters for this device and problem (q_len, heads):
  * the family by device type; rows = the KV group's query heads x new
  * queries, rounded up to a power of two and capped; splits 0 (automatic). */
