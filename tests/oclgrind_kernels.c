@@ -17,7 +17,8 @@
  *
  * Decode: a ragged cache (kv_append.cl, the second append taking each
  * sequence's rows from its own start), a block of new queries with a pad
- * row, each decode kernel unsplit and split (decode_*.cl and the combine).
+ * row, each decode kernel unsplit and split (decode_*.cl and the combine),
+ * and split over a paged cache of 16-token blocks (a sequence in two).
  *
  * The stage runs twice (tools/check-oclgrind.sh). The first pass, on the
  * optimised kernels, also runs the vector family with its scratch (packed
@@ -32,6 +33,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
 #include "core/context.h" /* the vector family's scratch buffers, to poison or reserve them */
+#include "attention/decode.h" /* the KV cache's buffers, to write them whole */
 
 #include <math.h>
 #include <stdio.h>
@@ -109,13 +111,14 @@ static void test_flash_small(void) { run_set(HARNESS_FLASH, "rows=8,keys=8,tm=2,
 static void test_flash_odd(void) { run_set(HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1"); }
 static void test_flash_wide(void) { run_set(HARNESS_FLASH, "rows=16,keys=16,tm=1,tn=4"); }
 
-/* Decode on a ragged cache: sequence lengths 13 and 3 after two appends,
- * then 2 new queries for sequence 0 and 1 (a pad row) for sequence 1,
- * against the reference over the whole sequences (bottom-right causal). */
-static void decode_set(const char *family, int splits)
+/* Decode on a ragged cache (block 0: contiguous, else paged with blocks of
+ * that many tokens): sequence lengths 19 and 3 after two appends, then 2
+ * new queries for sequence 0 and 1 (a pad row) for sequence 1, against the
+ * reference over the whole sequences (bottom-right causal). */
+static void decode_set(const char *family, int splits, int block)
 {
-    enum { B = 2, HQ = 4, HKV = 2, DD = 6, CAP = 20, NEW = 2 };
-    static const int prompt[B] = {11, 2}, q_lens[B] = {NEW, 1};
+    enum { B = 2, HQ = 4, HKV = 2, DD = 6, CAP = 24, NEW = 2 };
+    static const int prompt[B] = {17, 2}, q_lens[B] = {NEW, 1};
     attn_context *ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     const uint64_t seed = harness_seed(700);
@@ -130,17 +133,25 @@ static void decode_set(const char *family, int splits)
     for (int b = 0; b < B; b++) len[b] = prompt[b] + q_lens[b];
 
     attn_kv_cache *cache = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, B, HKV, DD, CAP, ATTN_F32, &cache),
-                          ATTN_SUCCESS);
+    const attn_kv_cache_desc desc = {.batch = B, .kv_heads = HKV, .head_dim = DD,
+                                     .capacity = CAP, .dtype = ATTN_F32, .block_size = block};
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
     const char *uninit = getenv("ATTN_OCLGRIND_UNINITIALIZED");
     if (uninit && *uninit == '1') {
         /* The cache is zeroed at creation by clEnqueueFillBuffer, which
          * Oclgrind 21.10's shadow memory records pattern by pattern, as a
          * buffer of one pattern's size: write the same zeros in one piece. */
-        attn_tensor ck, cv;
-        CU_ASSERT_EQUAL_FATAL(attn_kv_cache_tensors(cache, &ck, &cv), ATTN_SUCCESS);
-        cl_mem bufs[2] = {ck.buffer, cv.buffer};
-        for (int i = 0; i < 2; i++) {
+        /* The split partials too, reserved here for every split (B * HQ
+         * * NEW rows of up to 2 splits of DIM_PAD 16, with room): made
+         * inside attn_decode, a buffer can inherit Oclgrind's stale shadow
+         * of a freed one (each set alone is clean), as the mask summary's
+         * scratch above. */
+        CU_ASSERT_EQUAL_FATAL(attn_scratch_reserve(ctx, &cache->part_o, 64 * 16 * sizeof(float)),
+                              ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(attn_scratch_reserve(ctx, &cache->part_lse, 64 * sizeof(float)),
+                              ATTN_SUCCESS);
+        cl_mem bufs[4] = {cache->k, cache->v, cache->part_o.mem, cache->part_lse.mem};
+        for (int i = 0; i < 4; i++) {
             size_t bytes = 0;
             clGetMemObjectInfo(bufs[i], CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
             void *zeros = calloc(bytes, 1);
@@ -164,7 +175,8 @@ static void decode_set(const char *family, int splits)
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append_rows(cache, &tk, &tv, CAP, prompt, q_lens, NULL),
                           ATTN_SUCCESS);
     char params[96];
-    snprintf(params, sizeof params, "family=%s,rows=4,splits=%d", family, splits);
+    /* 16 keys a block: 19 keys in 2 splits (with 32, one) */
+    snprintf(params, sizeof params, "family=%s,rows=4,keys=16,splits=%d", family, splits);
     attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = DD, .q_len = NEW,
                       .kv_len = 0, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     attn_status st = harness_use_params(ctx, params);
@@ -182,7 +194,8 @@ static void decode_set(const char *family, int splits)
         CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, got_lse, rows), 0);
         bad += harness_check_reference("decode", &rp, &L, q, k, v, got, got_lse, seed);
     }
-    printf("\n  %-24s %-46s %s\n", "decode ragged D6", params, bad ? "FAILED" : "ok");
+    printf("\n  %-24s %-46s %s\n", block ? "decode paged 16 D6" : "decode ragged D6", params,
+           bad ? "FAILED" : "ok");
     CU_ASSERT_EQUAL(bad, 0);
     attn_kv_cache_release(cache);
     clReleaseMemObject(mk), clReleaseMemObject(mv), clReleaseMemObject(mq);
@@ -192,13 +205,15 @@ static void decode_set(const char *family, int splits)
 
 static void test_decode_vector(void)
 {
-    decode_set("vector", 1);
-    decode_set("vector", 2);
+    decode_set("vector", 1, 0);
+    decode_set("vector", 2, 0);
+    decode_set("vector", 2, 16);
 }
 static void test_decode_tiled(void)
 {
-    decode_set("tiled", 1);
-    decode_set("tiled", 2);
+    decode_set("tiled", 1, 0);
+    decode_set("tiled", 2, 0);
+    decode_set("tiled", 2, 16);
 }
 
 /* The peak-measuring kernel (cl/peak.cl) too. */
