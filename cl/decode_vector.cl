@@ -1,8 +1,9 @@
 /* decode_vector.cl -- the CPU-style decode kernel: one work-item streams one
  * split of one KV head's cache rows (read as they are, contiguous or paged:
  * nothing is re-packed per step) for BLOCK_ROWS query rows of that head's
- * group, with explicit float vectors (vector_core.cl). Unsplit it writes O and LSE;
- * split, a partial (normalised O, log2 LSE) for attn_decode_combine. */
+ * group, with explicit float vectors (vector_core.cl). Unsplit it writes O
+ * and LSE; split, a partial (normalised O, log2 LSE) for
+ * attn_decode_combine. */
 
 #if DIM_PAD % VEC_WIDTH
 #error "VEC_WIDTH must divide DIM_PAD"
@@ -96,6 +97,11 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
     const int tile = get_global_id(1) % ntiles, hk = get_global_id(1) / ntiles;
     const int b = get_global_id(2);
     VARIANTS(va);
+#ifndef PAGE_ROWS /* contiguous: the head's rows, one run from its row 0 */
+    const ulong head = cache_row(pages, max_pages, head_rows, kv_heads, b, hk, 0) * DIM_PAD;
+    __global const storage_t *kh = kc + head;
+    __global const storage_t *vh = vc + head;
+#endif
     const tile_rows rows = decode_tile(lens[b], va.win, tile * BLOCK_ROWS, q_heads / kv_heads,
                                        hk, sq, causal, split, chunk);
     int hi[BLOCK_ROWS], lo[BLOCK_ROWS], qi[BLOCK_ROWS], qh[BLOCK_ROWS], hmax, hmin, lmin, lmax;
@@ -125,9 +131,15 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
     const int jstart = rows.j_lo;
 #endif
     FOR_KEY_BLOCKS(j0, jstart, hmax) {
-        /* the block's K and V rows: consecutive from its first (cache_row) */
+        /* key j0 + c at row jb + c of kh and vh: paged, the block's rows
+         * (consecutive in its page, cache_row); contiguous, the head's */
+#ifdef PAGE_ROWS
         const ulong blk = cache_row(pages, max_pages, head_rows, kv_heads, b, hk, j0) * DIM_PAD;
-        __global const storage_t *kb = kc + blk, *vb = vc + blk;
+        __global const storage_t *kh = kc + blk, *vh = vc + blk;
+        const int jb = 0;
+#else
+        const int jb = j0;
+#endif
 #if STORAGE == 0
         /* scores: each K row is read once (converted once) and serves every
          * row of the tile. f32 rows: a horizontal sum per (row, key); it
@@ -139,7 +151,7 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
             float sums[BLOCK_ROWS][VEC_WIDTH];
             for (int kk = 0; kk < VEC_WIDTH; kk++) {
                 floatV a[BLOCK_ROWS];
-                dot_rows(qv, kb + (ulong)(kv * VEC_WIDTH + kk) * DIM_PAD, a);
+                dot_rows(qv, kh + (ulong)(jb + kv * VEC_WIDTH + kk) * DIM_PAD, a);
 #pragma unroll
                 for (int r = 0; r < BLOCK_ROWS; r++) sums[r][kk] = hsum_v(a[r]);
             }
@@ -157,7 +169,7 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
         for (int kv = 0; kv < NKV; kv++) {
             floatV w[BLOCK_ROWS][VEC_WIDTH / 2];
             for (int kk = 0; kk < VEC_WIDTH; kk += 2) {
-                __global const storage_t *krow = kb + (ulong)(kv * VEC_WIDTH + kk) * DIM_PAD;
+                __global const storage_t *krow = kh + (ulong)(jb + kv * VEC_WIDTH + kk) * DIM_PAD;
                 floatV a0[BLOCK_ROWS], a1[BLOCK_ROWS];
                 dot_rows(qv, krow, a0);
                 dot_rows(qv, krow + DIM_PAD, a1);
@@ -196,12 +208,13 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
         }
         /* O += P V over the keys inside the split's range only (pv_block) */
         const int nk = min(BLOCK_KEYS, hmax - j0);
+        __global const storage_t *vrow = vh + (ulong)jb * DIM_PAD;
         /* a constant last argument: blocks no live row's limit cuts keep the
          * plain loop (the per-key check cost 10% of an f32 step) */
         if (masked)
-            pv_block(acc, p, vb, nk, j0, lo, hi, 1);
+            pv_block(acc, p, vrow, nk, j0, lo, hi, 1);
         else
-            pv_block(acc, p, vb, nk, j0, lo, hi, 0);
+            pv_block(acc, p, vrow, nk, j0, lo, hi, 0);
         vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, LAST_KEY_BLOCK(j0, jstart, hmax));
     }
     vec_store(tot, cmp, ltot, lcmp, m, rows, hi, qi, qh, b, q_heads, o, og, lse, write_lse, part_o,

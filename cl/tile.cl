@@ -17,17 +17,19 @@ typedef struct {
 } kv_rows;
 
 /* The rows of the tile of keys from j0, a multiple of BLOCK_KEYS: key j0 +
- * c at row c. Paged, the tile lies inside one page (cache_row), looked up
- * here once per tile. */
-inline kv_rows kv_tile(kv_rows kv, int j0)
+ * c at row *jb + c of the result. Paged, the tile lies inside one page
+ * (cache_row), looked up here once per tile: its first row, *jb = 0.
+ * Otherwise kv itself and *jb = j0, so that prefill and the contiguous
+ * decode compile as they did before pages. */
+inline kv_rows kv_tile(kv_rows kv, int j0, int *jb)
 {
 #ifdef PAGE_ROWS
     const ulong r = cache_row(kv.pages, kv.max_pages, PAGE_ROWS, kv.kv_heads, kv.b, kv.hk, j0);
     kv.k += r * kv.kstride;
     kv.v += r * kv.vstride;
+    *jb = 0;
 #else
-    kv.k += (ulong)j0 * kv.kstride;
-    kv.v += (ulong)j0 * kv.vstride;
+    *jb = j0;
 #endif
     return kv;
 }

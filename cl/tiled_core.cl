@@ -143,13 +143,14 @@ inline __attribute__((always_inline)) void tiled_attend(
         }
 #endif
         const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside the range */
-        const kv_rows t = kv_tile(kv, j0);          /* key j0 + c at row c */
+        int jb;
+        const kv_rows t = kv_tile(kv, j0, &jb); /* key j0 + c at row jb + c */
 #if LOCAL_KV
         for (int i = tid; i < BLOCK_KEYS * HEAD_DIM; i += WG_SIZE) {
             const int c = i / HEAD_DIM, d = i % HEAD_DIM;
             const int in = in_span(j0 + c, lmin, j0 + nk); /* a key some live row sees */
-            tl->k[c * DS + d] = in ? LOAD(t.k, (ulong)c * t.kstride + d) : 0.0f;
-            tl->v[c * DS + d] = in ? LOAD(t.v, (ulong)c * t.vstride + d) : 0.0f;
+            tl->k[c * DS + d] = in ? LOAD(t.k, (ulong)(jb + c) * t.kstride + d) : 0.0f;
+            tl->v[c * DS + d] = in ? LOAD(t.v, (ulong)(jb + c) * t.vstride + d) : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
@@ -172,7 +173,7 @@ inline __attribute__((always_inline)) void tiled_attend(
 #if LOCAL_KV
                 s = score(tl->q + r * DS, tl->k + c * DS);
 #else
-                s = score(tl->q + r * DS, t.k + (ulong)c * t.kstride);
+                s = score(tl->q + r * DS, t.k + (ulong)(jb + c) * t.kstride);
 #endif
                 s = tile_logit(va, m, b, s, j, qi, qh, add_mask);
             }
@@ -201,7 +202,7 @@ inline __attribute__((always_inline)) void tiled_attend(
                 if (d < HEAD_DIM) acc[t] = mad(pc, vr[d], acc[t]);
             }
 #else
-            __global const storage_t *vr = t.v + (ulong)c * t.vstride;
+            __global const storage_t *vr = t.v + (ulong)(jb + c) * t.vstride;
             for (int t = 0; t < DPT; t++) {
                 const int d = lane + t * TPR;
                 if (d < HEAD_DIM) acc[t] = mad(pc, LOAD(vr, d), acc[t]);
