@@ -23,7 +23,7 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS, 
     const tile_rows m = decode_tile(lens[b], va.win, tile * BLOCK_ROWS, q_heads / kv_heads, hk, sq,
                                      causal, split, chunk);
 #ifdef PAGE_ROWS /* rows found per tile */
-    const kv_rows kv = {kc, vc, DIM_PAD, DIM_PAD, pages, max_pages, kv_heads, b, hk};
+    const kv_rows kv = {kc, vc, DIM_PAD, DIM_PAD, pages, max_pages, head_rows, kv_heads, b, hk};
 #else /* the head's rows: one run from its row 0 */
     const ulong head = cache_row(pages, max_pages, head_rows, kv_heads, b, hk, 0) * DIM_PAD;
     const kv_rows kv = {kc + head, vc + head, DIM_PAD, DIM_PAD};

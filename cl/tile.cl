@@ -12,7 +12,7 @@ typedef struct {
     ulong kstride, vstride;
 #ifdef PAGE_ROWS
     __global const int *pages;
-    int max_pages, kv_heads, b, hk;
+    int max_pages, head_rows, kv_heads, b, hk;
 #endif
 } kv_rows;
 
@@ -24,7 +24,7 @@ typedef struct {
 inline kv_rows kv_tile(kv_rows kv, int j0, int *jb)
 {
 #ifdef PAGE_ROWS
-    const ulong r = cache_row(kv.pages, kv.max_pages, PAGE_ROWS, kv.kv_heads, kv.b, kv.hk, j0);
+    const ulong r = cache_row(kv.pages, kv.max_pages, kv.head_rows, kv.kv_heads, kv.b, kv.hk, j0);
     kv.k += r * kv.kstride;
     kv.v += r * kv.vstride;
     *jb = 0;

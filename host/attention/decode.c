@@ -15,6 +15,7 @@
 #include "attention/plan.h"
 #include "attention/variants.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -216,7 +217,15 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
     if ((st = attn_kv_pool_table(c, &pages))) goto done;
     cl_mem vscale = c->v_scale ? c->v_scale : lens;
     const cl_int max_pages = c->max_pages;
-    const cl_int head_rows = c->rows, nsplit = dp->nsplit, chunk = dp->chunk;
+    /* the kernels' head_rows is an int: a pool of more rows per head than
+     * that (over 32 GiB of K per head) is not decoded */
+    if (attn_kv_head_stride(c) > INT_MAX) {
+        st = ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "the cache holds %zu rows per KV head (%d "
+                       "blocks of %d); decode takes at most %d", attn_kv_head_stride(c),
+                       c->num_pages, c->page_rows, INT_MAX);
+        goto done;
+    }
+    const cl_int head_rows = (cl_int)attn_kv_head_stride(c), nsplit = dp->nsplit, chunk = dp->chunk;
     const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
     const cl_int ntiles = dp->ntiles;
     const cl_float qscale = attn_variant_qscale(p);

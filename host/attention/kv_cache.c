@@ -197,13 +197,14 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
     cl_mem table;
     if ((st = attn_kv_pool_table(c, &table)) != ATTN_SUCCESS) goto done;
     const cl_ulong4 kg = attn_tensor_geometry(k), vg = attn_tensor_geometry(v);
-    const cl_int D = c->head_dim, DP = c->dim_pad, prow = c->page_rows, hkv = c->kv_heads;
+    const cl_int D = c->head_dim, DP = c->dim_pad, prow = c->page_rows;
     const cl_int maxp = c->max_pages;
+    const cl_ulong pstride = attn_kv_page_stride(c), hstride = attn_kv_head_stride(c);
     const attn_karg args[] = {ATTN_KARG(k->buffer), ATTN_KARG(kg),    ATTN_KARG(v->buffer),
                               ATTN_KARG(vg),        ATTN_KARG(c->k),  ATTN_KARG(c->v),
                               ATTN_KARG(posbuf),    ATTN_KARG(table), ATTN_KARG(maxp),
                               ATTN_KARG(D),         ATTN_KARG(DP),    ATTN_KARG(prow),
-                              ATTN_KARG(hkv)};
+                              ATTN_KARG(pstride), ATTN_KARG(hstride)};
     if ((st = attn_kernel_set_args(ctx, kern, args, ATTN_NARGS(args))) != ATTN_SUCCESS) goto done;
     /* an out-of-order queue could run the copy before the caller's writes
      * of k and v, or after a decode that should see it */

@@ -120,8 +120,8 @@ attn_status attn_kv_cache_seq_fork(attn_kv_cache *c, int src, int dst)
 static attn_status read_rows(attn_kv_cache *c, cl_mem buf, size_t unit, size_t keep, int page,
                              int at, int n, int out_row, int count, void *out)
 {
-    const size_t slice = unit * (size_t)c->page_rows;
-    const size_t from[3] = {0, (size_t)at, (size_t)page * c->kv_heads};
+    const size_t slice = unit * attn_kv_head_stride(c); /* a head's rows to the next's */
+    const size_t from[3] = {0, (size_t)page * attn_kv_page_stride(c) + (size_t)at, 0};
     const size_t to[3] = {0, (size_t)out_row, 0};
     const size_t region[3] = {keep, (size_t)n, (size_t)c->kv_heads};
     cl_int err = clEnqueueReadBufferRect(c->ctx->queue, buf, CL_TRUE, from, to, region, unit,
