@@ -54,18 +54,33 @@ attn_status dtype_res_setup(attn_context *ctx, const dshape *s, attn_dtype t,
     r->to = tool_bhsd(r->bo, s->q_heads, s->q_len, s->head_dim);
     const attn_tensor tk = tool_bhsd(dev[1], s->kv_heads, s->kv_len, s->head_dim);
     const attn_tensor tv = tool_bhsd(dev[2], s->kv_heads, s->kv_len, s->head_dim);
-    /* each cache, filled with the whole prefix in one append */
-    for (int i = 0; i < nblocks; i++) {
+    /* each cache filled with the whole prefix: contiguous in one append;
+     * paged a block at a time in every sequence, as generation grows them,
+     * so that each sequence's blocks lie between the others' (one append
+     * would give each sequence consecutive blocks, the best case) */
+    int *starts = malloc(sizeof *starts * (size_t)s->batch);
+    int *counts = malloc(sizeof *counts * (size_t)s->batch);
+    *step = "host allocation";
+    if (!starts || !counts) st = ATTN_ERROR_OUT_OF_MEMORY;
+    for (int i = 0; i < nblocks && st == ATTN_SUCCESS; i++) {
         const attn_kv_cache_desc d = {.batch = s->batch, .kv_heads = s->kv_heads,
                                       .head_dim = s->head_dim, .capacity = s->kv_len,
                                       .dtype = t, .block_size = blocks[i]};
         *step = "attn_kv_cache_create_desc";
-        if ((st = attn_kv_cache_create_desc(ctx, &d, &r->caches[i])) != ATTN_SUCCESS) goto done;
-        *step = "attn_kv_cache_append";
-        if ((st = attn_kv_cache_append(r->caches[i], &tk, &tv, s->kv_len, NULL, NULL)) !=
-            ATTN_SUCCESS)
-            goto done;
+        if ((st = attn_kv_cache_create_desc(ctx, &d, &r->caches[i])) != ATTN_SUCCESS) break;
+        *step = "attn_kv_cache_append_rows";
+        const int step_rows = blocks[i] ? blocks[i] : s->kv_len;
+        for (int t0 = 0; t0 < s->kv_len && st == ATTN_SUCCESS; t0 += step_rows) {
+            for (int b = 0; b < s->batch; b++) {
+                starts[b] = t0;
+                counts[b] = s->kv_len - t0 < step_rows ? s->kv_len - t0 : step_rows;
+            }
+            st = attn_kv_cache_append_rows(r->caches[i], &tk, &tv, s->kv_len, starts, counts,
+                                           NULL);
+        }
     }
+    free(starts), free(counts);
+    if (st != ATTN_SUCCESS) goto done;
     clFinish(attn_context_queue(ctx));
 done:
     for (int i = 0; i < 3; i++)

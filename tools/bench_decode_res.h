@@ -27,8 +27,9 @@ typedef struct dtype_res {
 
 /* Makes r for shape s in type t with variant v (NULL: none): caches of
  * blocks[0..nblocks-1] (0: contiguous), each filled with the whole prefix
- * in one append. On failure *step names what failed; dtype_res_free
- * cleans up either way. */
+ * (paged, a block of every sequence at a time: their blocks interleave).
+ * On failure *step names what failed; dtype_res_free cleans up either
+ * way. */
 attn_status dtype_res_setup(attn_context *ctx, const dshape *s, attn_dtype t,
                             const bench_variant *v, const int *blocks, int nblocks, dtype_res *r,
                             const char **step);
