@@ -7,7 +7,7 @@
  * a block boundary and new tokens there, a sequence removed and its blocks
  * reused by a new one -- with splits forced and automatic; long sequences
  * over many blocks, split and unsplit; the shared case table (GQA, MQA, a
- * head dim of 40, a window, sinks) through paged caches; the keys per
+ * head dim of 40, a window, sinks, ALiBi) through paged caches; the keys per
  * block clamped to the page; check mode; and q/out/lse refused with the
  * contiguous cache's messages.
  *
@@ -219,7 +219,8 @@ static void test_case_table_paged(void)
     static const char *const variants[] = {
         "decode window 30 of 300, split 4, keys 16",
         "decode window 30 right 5, non-causal, split 3",
-        "window 8 + sinks buffer, MQA D40 bf16 in place, split 3"};
+        "window 8 + sinks buffer, MQA D40 bf16 in place, split 3",
+        "decode alibi, split 3" /* the vector kernel walks its blocks downward */};
     for (int k = 0; k < NBLK; k++) {
         harness_decode_blocks(blocks[k]);
         harness_run_group("decode/mqa_odd_dim", harness_decode_entry, "attn_decode");
