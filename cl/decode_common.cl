@@ -18,16 +18,40 @@ typedef storage_t cache_t;
 #endif
 
 /* The cache's arguments of both decode kernels, in decode.c's order. kc,
- * vc: K and V as pages [page][kv_heads][page_rows][DIM_PAD] (host:
- * decode.h's struct attn_kv_cache); contiguous, page b is sequence b and
- * page_rows = head_rows. pages: with PAGE_ROWS defined (a paged cache,
- * PAGE_ROWS = its block size), the block table [B][max_pages]; otherwise
- * unused. kscale, vscale: with KV_INT8, one float per cache row,
- * [page][kv_heads][page_rows]; otherwise unused. */
+ * vc: K and V, found by cache_row below: rows of DIM_PAD elements, each
+ * head's in runs of head_rows rows (contiguous, per sequence and head;
+ * paged, per head, all pages). pages: with PAGE_ROWS defined (a paged
+ * cache, PAGE_ROWS = its block size), the block table [B][max_pages];
+ * otherwise unused. kscale, vscale: with KV_INT8, one float per cache row,
+ * indexed as the rows; otherwise unused. */
 #define KV_CACHE_PARAMS                                                                         \
     __global const cache_t *kc, __global const cache_t *vc, int head_rows,                       \
         __global const int *pages, int max_pages, __global const float *kscale,                  \
         __global const float *vscale
+
+/* The cache row (element index / DIM_PAD; int8 scales are indexed by it)
+ * of token j of sequence b, KV head hk, the one place in cl/ that knows the
+ * layout (host: decode.h's struct attn_kv_cache): paged (PAGE_ROWS), row j
+ * % PAGE_ROWS of page pages[b * max_pages + j / PAGE_ROWS] in head hk's run
+ * of head_rows rows (every page's); contiguous, row j of sequence b's
+ * head_rows rows of head hk. The host keeps PAGE_ROWS a multiple of
+ * BLOCK_KEYS (decode.c), and
+ * every key block starts at a multiple of BLOCK_KEYS, so the rows of a
+ * block are the consecutive rows from its first: the kernels look a page up
+ * once per key block. */
+inline ulong cache_row(__global const int *pages, int max_pages, int head_rows, int kv_heads,
+                       int b, int hk, int j)
+{
+#ifdef PAGE_ROWS
+#if PAGE_ROWS % BLOCK_KEYS
+#error "PAGE_ROWS must be a multiple of BLOCK_KEYS"
+#endif
+    const int page = pages[b * max_pages + j / PAGE_ROWS];
+    return (ulong)hk * (ulong)head_rows + (ulong)page * PAGE_ROWS + j % PAGE_ROWS;
+#else
+    return ((ulong)b * kv_heads + hk) * (ulong)head_rows + j;
+#endif
+}
 
 /* log2-domain LSE of a partial that saw no key: finite on purpose, as
  * MASKED in common.cl, and skipped by the combine */

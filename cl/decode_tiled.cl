@@ -5,9 +5,10 @@
  * (normalised O, log2 LSE) for attn_decode_combine. */
 
 /* Global (nsplit * WG_SIZE, kv_heads * ntiles, B), local (WG_SIZE, 1, 1).
- * The cache is [B][kv_heads][head_rows][DIM_PAD] (KV_INT8: int8 rows, and
- * their scales [B][kv_heads][head_rows]); split s covers chunk
- * keys from decode_key_base + s * chunk, chunk a multiple of BLOCK_KEYS. */
+ * The cache: KV_CACHE_PARAMS (KV_INT8: int8 rows and one scale per row),
+ * a tile's rows found by cache_row (through tile.cl's kv_tile); split s
+ * covers chunk keys from decode_key_base + s * chunk, chunk a multiple of
+ * BLOCK_KEYS. */
 __kernel __attribute__((reqd_work_group_size(WG_SIZE, 1, 1)))
 void attn_decode_tiled(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS, __global storage_t *o,
                        ulong4 og, __global float *lse, int write_lse, __global float *part_o,
@@ -22,12 +23,20 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS, 
     const int b = get_global_id(2);
     const tile_rows m = decode_tile(lens[b], va.win, tile * BLOCK_ROWS, q_heads / kv_heads, hk, sq,
                                      causal, split, chunk);
-    const ulong row0 = ((ulong)b * kv_heads + hk) * (ulong)head_rows; /* the head's first row */
+#ifdef PAGE_ROWS /* rows found per tile */
+    const kv_rows kv = {.k = kc, .v = vc, .kstride = DIM_PAD, .vstride = DIM_PAD,
 #ifdef KV_INT8
-    const kv_rows kv = {kc + row0 * DIM_PAD, vc + row0 * DIM_PAD, DIM_PAD, DIM_PAD, kscale + row0,
-                        vscale + row0};
-#else
-    const kv_rows kv = {kc + row0 * DIM_PAD, vc + row0 * DIM_PAD, DIM_PAD, DIM_PAD};
+                        .kscale = kscale, .vscale = vscale,
+#endif
+                        .pages = pages, .max_pages = max_pages, .head_rows = head_rows,
+                        .kv_heads = kv_heads, .b = b, .hk = hk};
+#else /* the head's rows: one run from its row 0 */
+    const ulong row0 = cache_row(pages, max_pages, head_rows, kv_heads, b, hk, 0);
+    const kv_rows kv = {.k = kc + row0 * DIM_PAD, .v = vc + row0 * DIM_PAD, .kstride = DIM_PAD,
+#ifdef KV_INT8
+                        .kscale = kscale + row0, .vscale = vscale + row0,
+#endif
+                        .vstride = DIM_PAD};
 #endif
     tiled_attend(&tl, m, b, q_heads, q, qg, qscale, kv, o, og, lse, write_lse, part_o, part_lse,
                  nsplit, split, va, 0);

@@ -62,16 +62,17 @@ typedef elem_t cache_t;
 /* Global (largest count, kv_heads, batch). kg, vg: the block's geometry
  * (offset, stride_batch, stride_head, stride_seq) in elements; stride_batch
  * may be 0 (sequences packed along one axis). pos[b]: (first cache row,
- * rows to copy, first block row, unused). The cache is pages
- * [page][kv_heads][page_rows][dim_pad]; token t of sequence b is row
- * t % page_rows of page pages[b * max_pages + t / page_rows] (host:
- * decode.h's struct attn_kv_cache; contiguous, page b). ksc, vsc: with
- * KV_INT8 the rows' scales, one float per cache row; otherwise unused. */
+ * rows to copy, first block row, unused). Token t of sequence b is row
+ * t % page_rows of page pages[b * max_pages + t / page_rows] (contiguous,
+ * page b), and row r of page p, head hk, is cache row p * page_stride +
+ * hk * head_stride + r (host: decode.h's struct attn_kv_cache). ksc, vsc:
+ * with KV_INT8 the rows' scales, one float per cache row; otherwise
+ * unused. */
 __kernel void attn_kv_append(__global const elem_t *k, ulong4 kg, __global const elem_t *v,
                              ulong4 vg, __global cache_t *kc, __global cache_t *vc,
                              __global const int4 *pos, __global const int *pages, int max_pages,
-                             int head_dim, int dim_pad, int page_rows, int kv_heads,
-                             __global float *ksc, __global float *vsc)
+                             int head_dim, int dim_pad, int page_rows, ulong page_stride,
+                             ulong head_stride, __global float *ksc, __global float *vsc)
 {
     const int r = get_global_id(0), hk = get_global_id(1), b = get_global_id(2);
     const int4 pc = pos[b];
@@ -80,8 +81,8 @@ __kernel void attn_kv_append(__global const elem_t *k, ulong4 kg, __global const
     const ulong ks = kg.s0 + (ulong)b * kg.s1 + (ulong)hk * kg.s2 + row * kg.s3;
     const ulong vs = vg.s0 + (ulong)b * vg.s1 + (ulong)hk * vg.s2 + row * vg.s3;
     const int t = pc.x + r, page = pages[b * max_pages + t / page_rows];
-    const ulong dst = (((ulong)page * kv_heads + hk) * (ulong)page_rows + (ulong)(t % page_rows)) *
-                      (ulong)dim_pad;
+    const ulong dst = ((ulong)page * page_stride + (ulong)hk * head_stride +
+                       (ulong)(t % page_rows)) * (ulong)dim_pad;
 #ifdef KV_INT8
     quantize_row(k + ks, head_dim, kc + dst, ksc + dst / dim_pad);
     quantize_row(v + vs, head_dim, vc + dst, vsc + dst / dim_pad);

@@ -11,12 +11,19 @@ typedef storage_t cache_t;
 #endif
 
 /* K or V rows of one KV head: row j at p + j * stride, D contiguous; with
- * KV_INT8 (decode only) row j's scale at kscale[j] (vscale[j]) */
+ * KV_INT8 (decode only) row j's scale at kscale[j] (vscale[j]). A paged
+ * decode (PAGE_ROWS, decode_common.cl) has no such run of rows: k and v
+ * (and the scales) are the whole cache and the rest names whose rows these
+ * are, for kv_tile. */
 typedef struct {
     __global const cache_t *k, *v;
     ulong kstride, vstride;
 #ifdef KV_INT8
     __global const float *kscale, *vscale;
+#endif
+#ifdef PAGE_ROWS
+    __global const int *pages;
+    int max_pages, head_rows, kv_heads, b, hk;
 #endif
 } kv_rows;
 /* x (from K, or V, row j of kv) times the row's scale; x itself unless
@@ -28,6 +35,28 @@ typedef struct {
 #define K_SCALED(x, kv, j) (x)
 #define V_SCALED(x, kv, j) (x)
 #endif
+
+/* The rows of the tile of keys from j0, a multiple of BLOCK_KEYS: key j0 +
+ * c at row *jb + c of the result. Paged, the tile lies inside one page
+ * (cache_row), looked up here once per tile: its first row, *jb = 0.
+ * Otherwise kv itself and *jb = j0, so that prefill and the contiguous
+ * decode compile as they did before pages. */
+inline kv_rows kv_tile(kv_rows kv, int j0, int *jb)
+{
+#ifdef PAGE_ROWS
+    const ulong r = cache_row(kv.pages, kv.max_pages, kv.head_rows, kv.kv_heads, kv.b, kv.hk, j0);
+    kv.k += r * kv.kstride;
+    kv.v += r * kv.vstride;
+#ifdef KV_INT8
+    kv.kscale += r;
+    kv.vscale += r;
+#endif
+    *jb = 0;
+#else
+    *jb = j0;
+#endif
+    return kv;
+}
 
 /* The arguments of the work-group families' prefill kernels (tiled.cl,
  * flash.cl); global (nblk * work-group, Hq, B). */

@@ -85,8 +85,9 @@ inline void softmax_row(__local tiled_local *tl, int row)
 }
 
 /* The tile's attention over keys [m.j_lo, m.j_end) of kv (key j of content
- * order at row j), with the variants of va. A row's result: unsplit (nsplit
- * 1), O at row (b, h, i) of o and, with write_lse, its natural-log LSE
+ * order at row j; tile.cl's kv_tile finds each tile's rows), with the
+ * variants of va. A row's result: unsplit (nsplit 1), O at row (b, h, i)
+ * of o and, with write_lse, its natural-log LSE
  * (finish_row: with the sink; -inf for an empty row); split, a partial for
  * attn_decode_combine (decode_common.cl), without the sink: O normalised
  * over this split's keys at part_o[(lse_index * nsplit + split) *
@@ -142,15 +143,17 @@ inline __attribute__((always_inline)) void tiled_attend(
         }
 #endif
         const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside the range */
+        int jb;
+        const kv_rows t = kv_tile(kv, j0, &jb); /* key j0 + c at row jb + c */
 #if LOCAL_KV
         for (int i = tid; i < BLOCK_KEYS * HEAD_DIM; i += WG_SIZE) {
             const int c = i / HEAD_DIM, d = i % HEAD_DIM;
             const int in = in_span(j0 + c, lmin, j0 + nk); /* a key some live row sees */
             /* KV_INT8: dequantized here, once per element */
             tl->k[c * DS + d] =
-                in ? K_SCALED(KV_LOAD(kv.k, (ulong)(j0 + c) * kv.kstride + d), kv, j0 + c) : 0.0f;
+                in ? K_SCALED(KV_LOAD(t.k, (ulong)(jb + c) * t.kstride + d), t, jb + c) : 0.0f;
             tl->v[c * DS + d] =
-                in ? V_SCALED(KV_LOAD(kv.v, (ulong)(j0 + c) * kv.vstride + d), kv, j0 + c) : 0.0f;
+                in ? V_SCALED(KV_LOAD(t.v, (ulong)(jb + c) * t.vstride + d), t, jb + c) : 0.0f;
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
@@ -173,7 +176,7 @@ inline __attribute__((always_inline)) void tiled_attend(
 #if LOCAL_KV
                 s = score(tl->q + r * DS, tl->k + c * DS);
 #else
-                s = K_SCALED(score(tl->q + r * DS, kv.k + (ulong)j * kv.kstride), kv, j);
+                s = K_SCALED(score(tl->q + r * DS, t.k + (ulong)(jb + c) * t.kstride), t, jb + c);
 #endif
                 s = tile_logit(va, m, b, s, j, qi, qh, add_mask);
             }
@@ -202,8 +205,8 @@ inline __attribute__((always_inline)) void tiled_attend(
                 if (d < HEAD_DIM) acc[t] = mad(pc, vr[d], acc[t]);
             }
 #else
-            const float pc = V_SCALED(pr[c], kv, j0 + c); /* KV_INT8: V's scale in P */
-            __global const cache_t *vr = kv.v + (ulong)(j0 + c) * kv.vstride;
+            const float pc = V_SCALED(pr[c], t, jb + c); /* KV_INT8: V's scale in P */
+            __global const cache_t *vr = t.v + (ulong)(jb + c) * t.vstride;
             for (int t = 0; t < DPT; t++) {
                 const int d = lane + t * TPR;
                 if (d < HEAD_DIM) acc[t] = mad(pc, KV_LOAD(vr, d), acc[t]);

@@ -126,6 +126,10 @@ static int any_nonzero(const int *x, int n)
     return 0;
 }
 
+static int decode_block_size; /* harness_decode_blocks */
+
+void harness_decode_blocks(int block_size) { decode_block_size = block_size; }
+
 attn_status harness_decode_entry(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
                                  const attn_tensor *k, const attn_tensor *v,
                                  const attn_tensor *out, const attn_lengths *L, cl_mem lse,
@@ -136,8 +140,13 @@ attn_status harness_decode_entry(attn_context *ctx, const attn_problem *p, const
         return ATTN_ERROR_UNSUPPORTED;
     }
     attn_kv_cache *cache = NULL;
-    attn_status st = attn_kv_cache_create(ctx, p->batch, p->kv_heads, p->head_dim, p->kv_len,
-                                          p->dtype, &cache);
+    const attn_kv_cache_desc desc = {.batch = p->batch, .kv_heads = p->kv_heads,
+                                     .head_dim = p->head_dim, .capacity = p->kv_len,
+                                     .dtype = p->dtype, .block_size = decode_block_size};
+    attn_status st = decode_block_size
+                         ? attn_kv_cache_create_desc(ctx, &desc, &cache)
+                         : attn_kv_cache_create(ctx, p->batch, p->kv_heads, p->head_dim,
+                                                p->kv_len, p->dtype, &cache);
     if (st == ATTN_SUCCESS)
         st = attn_kv_cache_append(cache, k, v, p->kv_len, L ? L->kv_len : NULL, NULL);
     if (st == ATTN_SUCCESS) {

@@ -200,6 +200,9 @@ attn_status harness_decode_entry(attn_context *ctx, const attn_problem *p, const
                                  const attn_tensor *k, const attn_tensor *v,
                                  const attn_tensor *out, const attn_lengths *L, cl_mem lse,
                                  cl_event *done);
+/* The caches harness_decode_entry makes from now on: contiguous (0, the
+ * default) or paged with blocks of block_size tokens (the default pool). */
+void harness_decode_blocks(int block_size);
 
 /* ---- the runner ---- */
 

@@ -17,10 +17,12 @@
  *
  * Decode: a ragged cache (kv_append.cl, the second append taking each
  * sequence's rows from its own start), a block of new queries with a pad
- * row, each decode kernel unsplit and split (decode_*.cl and the combine);
- * and the same over an int8 cache (ATTN_KV_INT8: the quantizing append,
- * both kernels' int8 builds, the tiled one with K/V staged and read from
- * global), against the reference over the dequantized K/V.
+ * row, each decode kernel unsplit and split (decode_*.cl and the combine),
+ * and split over a paged cache of 16-token blocks (a sequence in two); and
+ * the same over an int8 cache (ATTN_KV_INT8: the quantizing append, both
+ * kernels' int8 builds, the tiled one with K/V staged and read from
+ * global; contiguous and paged), against the reference over the
+ * dequantized K/V.
  *
  * The stage runs twice (tools/check-oclgrind.sh). The first pass, on the
  * optimised kernels, also runs the vector family with its scratch (packed
@@ -35,7 +37,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
 #include "core/context.h" /* the vector family's scratch buffers, to poison or reserve them */
-#include "attention/decode.h"   /* the cache's buffers, to zero them in one piece */
+#include "attention/decode.h"   /* the cache's buffers, to write them whole */
 #include "attention/kv_quant.h" /* the int8 reference: attn_kv_quantize_row */
 
 #include <math.h>
@@ -123,15 +125,16 @@ static void quant_dequant_row(float *row, int n)
     for (int d = 0; d < n; d++) row[d] = attn_kv_dequantize(q[d], scale);
 }
 
-/* Decode on a ragged cache: sequence lengths 13 and 3 after two appends,
- * then 2 new queries for sequence 0 and 1 (a pad row) for sequence 1,
- * against the reference over the whole sequences (bottom-right causal).
- * extra: more parameters ("local_kv=0"), or "". int8: an int8 cache,
- * against the reference over K/V quantized and dequantized on the host. */
-static void decode_set(const char *family, int splits, const char *extra, int int8)
+/* Decode on a ragged cache (block 0: contiguous, else paged with blocks of
+ * that many tokens): sequence lengths 19 and 3 after two appends, then 2
+ * new queries for sequence 0 and 1 (a pad row) for sequence 1, against the
+ * reference over the whole sequences (bottom-right causal). extra: more
+ * parameters ("local_kv=0"), or "". int8: an int8 cache, against the
+ * reference over K/V quantized and dequantized on the host. */
+static void decode_set(const char *family, int splits, int block, const char *extra, int int8)
 {
-    enum { B = 2, HQ = 4, HKV = 2, DD = 6, CAP = 20, NEW = 2 };
-    static const int prompt[B] = {11, 2}, q_lens[B] = {NEW, 1};
+    enum { B = 2, HQ = 4, HKV = 2, DD = 6, CAP = 24, NEW = 2 };
+    static const int prompt[B] = {17, 2}, q_lens[B] = {NEW, 1};
     attn_context *ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     const uint64_t seed = harness_seed(700);
@@ -147,7 +150,7 @@ static void decode_set(const char *family, int splits, const char *extra, int in
 
     attn_kv_cache *cache = NULL;
     const attn_kv_cache_desc desc = {.batch = B, .kv_heads = HKV, .head_dim = DD, .capacity = CAP,
-                                     .dtype = ATTN_F32,
+                                     .dtype = ATTN_F32, .block_size = block,
                                      .storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE};
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
     const char *uninit = getenv("ATTN_OCLGRIND_UNINITIALIZED");
@@ -155,8 +158,18 @@ static void decode_set(const char *family, int splits, const char *extra, int in
         /* The cache is zeroed at creation by clEnqueueFillBuffer, which
          * Oclgrind 21.10's shadow memory records pattern by pattern, as a
          * buffer of one pattern's size: write the same zeros in one piece. */
-        cl_mem bufs[4] = {cache->k, cache->v, cache->k_scale, cache->v_scale};
-        for (int i = 0; i < (int8 ? 4 : 2); i++) {
+        /* The split partials too, reserved here for every split (B * HQ
+         * * NEW rows of up to 2 splits of DIM_PAD 16, with room): made
+         * inside attn_decode, a buffer can inherit Oclgrind's stale shadow
+         * of a freed one (each set alone is clean), as the mask summary's
+         * scratch above. */
+        CU_ASSERT_EQUAL_FATAL(attn_scratch_reserve(ctx, &cache->part_o, 64 * 16 * sizeof(float)),
+                              ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(attn_scratch_reserve(ctx, &cache->part_lse, 64 * sizeof(float)),
+                              ATTN_SUCCESS);
+        cl_mem bufs[6] = {cache->k, cache->v, cache->part_o.mem, cache->part_lse.mem,
+                          cache->k_scale, cache->v_scale};
+        for (int i = 0; i < (int8 ? 6 : 4); i++) {
             size_t bytes = 0;
             clGetMemObjectInfo(bufs[i], CL_MEM_SIZE, sizeof bytes, &bytes, NULL);
             void *zeros = calloc(bytes, 1);
@@ -179,8 +192,9 @@ static void decode_set(const char *family, int splits, const char *extra, int in
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tk, &tv, CAP, prompt, NULL), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append_rows(cache, &tk, &tv, CAP, prompt, q_lens, NULL),
                           ATTN_SUCCESS);
-    char params[96];
-    snprintf(params, sizeof params, "family=%s,rows=4,splits=%d%s%s", family, splits,
+    char params[96], name[32];
+    /* 16 keys a block: 19 keys in 2 splits (with 32, one) */
+    snprintf(params, sizeof params, "family=%s,rows=4,keys=16,splits=%d%s%s", family, splits,
              *extra ? "," : "", extra);
     attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = DD, .q_len = NEW,
                       .kv_len = 0, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
@@ -204,8 +218,9 @@ static void decode_set(const char *family, int splits, const char *extra, int in
             }
         bad += harness_check_reference("decode", &rp, &L, q, k, v, got, got_lse, seed);
     }
-    printf("\n  %-24s %-46s %s\n", int8 ? "decode ragged D6 int8" : "decode ragged D6", params,
-           bad ? "FAILED" : "ok");
+    snprintf(name, sizeof name, "decode %s D6%s", block ? "paged 16" : "ragged",
+             int8 ? " int8" : "");
+    printf("\n  %-24s %-46s %s\n", name, params, bad ? "FAILED" : "ok");
     CU_ASSERT_EQUAL(bad, 0);
     attn_kv_cache_release(cache);
     clReleaseMemObject(mk), clReleaseMemObject(mv), clReleaseMemObject(mq);
@@ -215,19 +230,23 @@ static void decode_set(const char *family, int splits, const char *extra, int in
 
 static void test_decode_vector(void)
 {
-    decode_set("vector", 1, "", 0);
-    decode_set("vector", 2, "", 0);
+    decode_set("vector", 1, 0, "", 0);
+    decode_set("vector", 2, 0, "", 0);
+    decode_set("vector", 2, 16, "", 0);
 }
 static void test_decode_tiled(void)
 {
-    decode_set("tiled", 1, "", 0);
-    decode_set("tiled", 2, "", 0);
+    decode_set("tiled", 1, 0, "", 0);
+    decode_set("tiled", 2, 0, "", 0);
+    decode_set("tiled", 2, 16, "", 0);
 }
 static void test_decode_int8(void)
 {
-    decode_set("vector", 2, "", 1);
-    decode_set("tiled", 1, "", 1);
-    decode_set("tiled", 2, "local_kv=0", 1);
+    decode_set("vector", 2, 0, "", 1);
+    decode_set("tiled", 1, 0, "", 1);
+    decode_set("tiled", 2, 0, "local_kv=0", 1);
+    decode_set("vector", 2, 16, "", 1);
+    decode_set("tiled", 2, 16, "", 1);
 }
 
 /* The peak-measuring kernel (cl/peak.cl) too. */

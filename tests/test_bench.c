@@ -108,6 +108,7 @@ static void test_parser_accepts_table(void)
         snprintf(opt, sizeof opt, "--%s", s->name);
         if (strcmp(s->name, "dtype") == 0) snprintf(arg, sizeof arg, "f32,f16");
         else if (strcmp(s->name, "splits") == 0) snprintf(arg, sizeof arg, "auto,2");
+        else if (strcmp(s->name, "block-size") == 0) snprintf(arg, sizeof arg, "0,16");
         else if (strcmp(s->name, "window") == 0) snprintf(arg, sizeof arg, "4,-1");
         else if (strcmp(s->name, "sinks") == 0) snprintf(arg, sizeof arg, "per-head");
         else if (strcmp(s->name, "mask") == 0) snprintf(arg, sizeof arg, "prefix-lm");
@@ -231,6 +232,35 @@ static void test_spread_and_types_decode(void)
     check_run_json(args, 4, 2);
 }
 
+/* --block-size: a row per cache and splits, block-major within a type,
+ * each with its block size and its ratio to the first cache's row of the
+ * same splits. */
+static void test_decode_blocks(void)
+{
+    const char *args[] = {"--decode", "--batch", "1", "--q-heads", "2", "--kv-len", "64",
+                          "--head-dim", "16", "--block-size", "0,16", "--splits", "auto,2",
+                          "--reps", "5", "--format", "json", NULL};
+    check_run_json(args, 4, 1);
+    char *out = NULL, *err = NULL;
+    CU_ASSERT_EQUAL_FATAL(run_bench(args, &out, &err), 0);
+    cJSON *root = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results"), *r;
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(results), 4);
+    double md[4];
+    int k = 0;
+    cJSON_ArrayForEach(r, results)
+    {
+        md[k] = number(r, "median_ms");
+        CU_ASSERT_EQUAL(number(r, "block_size"), k < 2 ? 0 : 16);
+        CU_ASSERT_DOUBLE_EQUAL(number(r, "time_ratio_to_first_block"), md[k] / md[k % 2], 1e-6);
+        k++;
+    }
+    cJSON_Delete(root);
+    free(out);
+    free(err);
+}
+
 /* --compare-materialized: both paths' spread, in order, in each row. */
 static void test_spread_compare(void)
 {
@@ -341,6 +371,9 @@ static void test_variant_refusals(void)
         {{"--packed", "10,20", "--batch", "2", NULL}, "--packed sets the batch"},
         {{"--packed", "10,20", "--seq", "64", NULL}, "--packed sets the lengths"},
         {{"--decode", "--packed", "4,5", NULL}, "--packed applies to prefill"},
+        {{"--decode", "--block-size", "0,24", NULL}, "--block-size wants up to"},
+        {{"--decode", "--block-size", "512", NULL}, "--block-size wants up to"},
+        {{"--block-size", "16", NULL}, "--block-size applies to --decode only"},
         {{"--compare-materialized", "--sinks", "1", NULL}, "--compare-materialized takes no variant"},
         {{"--variants", "--decode", NULL}, "--variants is a prefill run of its own"},
         {{"--variants", "--dtype", "f32,f16", NULL}, "--variants takes one --dtype"},
@@ -512,6 +545,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_spread),
     HARNESS_TEST(test_spread_and_types_prefill),
     HARNESS_TEST(test_spread_and_types_decode),
+    HARNESS_TEST(test_decode_blocks),
     HARNESS_TEST(test_spread_compare),
     HARNESS_TEST(test_variant_syntax),
     HARNESS_TEST(test_variant_refusals),

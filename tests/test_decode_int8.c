@@ -178,7 +178,6 @@ static void run_case(const int8_case *c, harness_family fam, const char *extra, 
     }
     append_part(ctx, cache, c, dt, k, v, N, first, count);
     check_read_back(cache, c, dt, kdq, vdq, N, seed);
-    if (c->block_size) goto done;
 
     /* the decode's queries: rows 0..q_lens[b]-1 of q, the rest ignored */
     const attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D,
@@ -216,7 +215,6 @@ static void run_case(const int8_case *c, harness_family fam, const char *extra, 
     }
     harness_use_params(ctx, NULL);
     clReleaseMemObject(mq), clReleaseMemObject(mo), clReleaseMemObject(ml);
-done:
     attn_kv_cache_release(cache);
     free(k), free(v), free(kdq), free(vdq), free(q), free(got), free(ref), free(lse),
         free(ref_lse);

@@ -130,7 +130,8 @@ int main(int argc, char **argv)
     cJSON *warnings = cJSON_CreateArray();
     if (o.decode) {
         bench_decode_config dc = {(int)o.format, {ATTN_F32}, o.ndtypes, o.reps, o.check,
-                                  o.splits, &o.variant, 0, 0, 0, 0, 0, 0, o.kv_int8};
+                                  o.splits, o.blocks, &o.variant, 0, 0, 0, 0, 0, 0,
+                                  o.kv_int8};
         memcpy(dc.dtypes, o.dtypes, sizeof o.dtypes);
         if (have_custom) {
             dc.batch = custom.batch, dc.q_heads = custom.q_heads, dc.kv_heads = custom.kv_heads;

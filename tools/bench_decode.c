@@ -1,7 +1,9 @@
-/* bench_decode.c -- attn-bench --decode: fills a KV cache per shape and
- * storage type, times attn_decode with each requested number of KV splits
- * (ATTN_PARAMS splits=N, or the heuristic) in each type, all interleaved so
- * that their ratios come from one run, and reports the K/V bytes read per
+/* bench_decode.c -- attn-bench --decode: fills a KV cache per shape,
+ * cache type (dtype, stored as it or int8) and block size (contiguous or
+ * paged), times attn_decode with
+ * each requested number of KV splits (ATTN_PARAMS splits=N, or the
+ * heuristic) in each type and cache, all interleaved so that their ratios
+ * come from one run, and reports the K/V bytes read per
  * second against the device's copy bandwidth measured in the same run, with
  * each time's spread. Checks each configuration's output against the CPU
  * reference. Uses only attn.h, OpenCL and cJSON. */
@@ -18,12 +20,11 @@
 #define MIN_REPS 5
 #define MAX_REPS 1000
 #define MAX_TYPES (2 * BENCH_MAX_DTYPES) /* each dtype, and with --kv-int8 over int8 */
-#define MAX_CONF (MAX_TYPES * BENCH_MAX_SPLITS)
+#define MAX_CONF (MAX_TYPES * BENCH_MAX_BLOCKS * BENCH_MAX_SPLITS)
 /* the reference's work bound (attn_problem_flops of a shape): ~4e9 flops is
  * a few seconds on one host core, less on several */
 #define CHECK_FLOPS 4e9
 #define COPY_SAMPLES 5 /* copy-bandwidth measurements per shape, interleaved */
-
 
 /* DESIGN "Benchmark shapes", decode. */
 static const dshape decode_set[] = {
@@ -32,11 +33,14 @@ static const dshape decode_set[] = {
 typedef struct dconf {
     int splits;          /* requested; 0 = the heuristic ("auto") */
     int type;            /* a cache type (bench_decode.h) */
+    int block;           /* index into the caches compared (run_shape's blocks) */
+    int block_size;      /* that cache's: 0 contiguous, else paged */
     attn_plan_info plan; /* params end with the splits actually launched */
     double *times;
     double median_ms, min_ms;
     attn_time_spread spread;
-    double ratio;        /* median / the first type's with the same splits */
+    double ratio;        /* median / the first type's with the same block and splits */
+    double block_ratio;  /* median / the same type's first block's with the same splits */
     int checked;
     tool_check chk;      /* when checked */
 } dconf;
@@ -80,7 +84,8 @@ static double keys_read(const dshape *s, const bench_variant *v)
 /* The row of one configuration: text or CSV on stdout, and a JSON object
  * into results in every format (attn-bench reads the spread from it). */
 static void print_row(const bench_decode_config *cfg, const dshape *s, const dconf *c,
-                      double flops, double peak, double copy_gbps, int reps, cJSON *results)
+                      int nblocks, double flops, double peak, double copy_gbps, int reps,
+                      cJSON *results)
 {
     const attn_dtype dtype = bench_decode_dtype(cfg, c->type);
     const int int8 = bench_decode_storage(cfg, c->type) == ATTN_KV_INT8;
@@ -101,14 +106,15 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     splits_word(c, sp, sizeof sp);
     bench_decode_type_name(cfg, c->type, tn, sizeof tn);
     if (cfg->format == 0) {
-        char err[32] = "-", check[48], ratio[16] = "";
+        char err[32] = "-", check[48], ratio[16] = "", bratio[16] = "";
         if (c->checked) snprintf(err, sizeof err, "%.2e", c->chk.max_error);
         tool_check_text(c->checked, &c->chk, check, sizeof check);
         if (ratios) snprintf(ratio, sizeof ratio, " %6.3f", c->ratio);
-        printf("%-36s %-8s %-6s %-7s %-9s %5d %9.3f %9.3f %9.3f %5.1f%% %9.1f %6.1f%% %8.1f%s  "
-               "%-9s %s  [%s]\n", sh, tn, sp, c->plan.family, c->plan.source,
-               reps, c->median_ms, c->spread.min_ms, c->spread.max_ms, 100 * iqr, kv_gbps,
-               100.0 * frac, gflops, ratio, err, check, c->plan.params);
+        if (nblocks > 1) snprintf(bratio, sizeof bratio, " %6.3f", c->block_ratio);
+        printf("%-36s %-8s %5d %-6s %-7s %-9s %5d %9.3f %9.3f %9.3f %5.1f%% %9.1f %6.1f%% %8.1f"
+               "%s%s  %-9s %s  [%s]\n", sh, tn, c->block_size, sp, c->plan.family,
+               c->plan.source, reps, c->median_ms, c->spread.min_ms, c->spread.max_ms, 100 * iqr,
+               kv_gbps, 100.0 * frac, gflops, ratio, bratio, err, check, c->plan.params);
     } else if (cfg->format == 1) {
         printf("%d,%d,%d,%d,%d,%d,%s,1,%s,\"%s\",%s,%s,%d,%.4f,%.4f,%.3f,", s->batch, s->q_heads,
                s->kv_heads, s->head_dim, s->q_len, s->kv_len, tn, c->plan.family, c->plan.params,
@@ -119,9 +125,10 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
         if (c->checked)
             printf("%.3e,%.4g,%zu,", c->chk.max_error, c->chk.max_ratio, c->chk.nonfinite);
         else printf(",,,");
-        printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f\n", tool_check_word(c->checked, &c->chk),
-               c->spread.q1_ms, c->spread.q3_ms,
-               c->spread.max_ms, iqr, c->ratio);
+        printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f,%d,", tool_check_word(c->checked, &c->chk),
+               c->spread.q1_ms, c->spread.q3_ms, c->spread.max_ms, iqr, c->ratio, c->block_size);
+        if (nblocks > 1) printf("%.4f\n", c->block_ratio);
+        else printf("\n");
     }
     cJSON *j = cJSON_CreateObject();
     tool_json_problem(j, &p);
@@ -129,7 +136,9 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     cJSON_AddStringToObject(j, "kv_storage", int8 ? "int8" : "dtype");
     tool_json_plan(j, &c->plan);
     cJSON_AddStringToObject(j, "splits_requested", sp);
+    cJSON_AddNumberToObject(j, "block_size", c->block_size);
     tool_json_times(j, reps, &c->spread, c->ratio, flops, peak);
+    if (nblocks > 1) cJSON_AddNumberToObject(j, "time_ratio_to_first_block", c->block_ratio);
     cJSON_AddNumberToObject(j, "kv_bytes", bytes);
     cJSON_AddNumberToObject(j, "kv_gbps", kv_gbps);
     if (copy_gbps > 0) {
@@ -172,7 +181,8 @@ static attn_status run_decode(void *arg, int c)
     decode_runs *d = arg;
     const dtype_res *r = &d->res[d->confs[c].type];
     d->step = "attn_decode";
-    return attn_decode(d->ctx, r->cache, &r->p, &r->tq, &r->to, NULL, NULL, NULL);
+    return attn_decode(d->ctx, r->caches[d->confs[c].block], &r->p, &r->tq, &r->to, NULL, NULL,
+                       NULL);
 }
 
 static attn_status select_run(void *arg, int c)
@@ -192,9 +202,11 @@ static attn_status copy_sample(void *arg, int rep)
     return st;
 }
 
-/* Returns 0 when every configuration ran and passed its check. */
+/* Returns 0 when every configuration ran and passed its check. blocks:
+ * the caches compared (0 contiguous, else a block size). */
 static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const dshape *s,
-                     dconf *confs, int nconf, double peak, cJSON *results, cJSON *errors)
+                     const int *blocks, int nblocks, dconf *confs, int nconf, double peak,
+                     cJSON *results, cJSON *errors)
 {
     double copies[COPY_SAMPLES];
     int ncopies = 0;
@@ -217,7 +229,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     for (int t = 0; t < bench_decode_ntypes(cfg); t++) {
         bad_type = t;
         st = dtype_res_setup(ctx, s, bench_decode_dtype(cfg, t), bench_decode_storage(cfg, t),
-                             cfg->variant, &res[t], &step);
+                             cfg->variant, blocks, nblocks, &res[t], &step);
         if (st != ATTN_SUCCESS) goto done;
     }
 
@@ -229,7 +241,8 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         step = "attn_context_set_params";
         if ((st = select_conf(ctx, base, &confs[c])) != ATTN_SUCCESS) goto done;
         step = "attn_decode_prepare";
-        if ((st = attn_decode_prepare(ctx, r->cache, &r->p, &confs[c].plan)) != ATTN_SUCCESS)
+        if ((st = attn_decode_prepare(ctx, r->caches[confs[c].block], &r->p, &confs[c].plan)) !=
+            ATTN_SUCCESS)
             goto done;
         step = "attn_decode";
         if ((st = tool_timed(ctx, run_decode, &dr, c, &ms)) != ATTN_SUCCESS ||
@@ -260,9 +273,14 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         confs[c].min_ms = confs[c].spread.min_ms;
         confs[c].median_ms = confs[c].spread.median_ms;
     }
-    for (int c = 0; c < nconf; c++) { /* the first type's with the same splits */
-        const dconf *base_c = &confs[c % (nconf / bench_decode_ntypes(cfg))];
-        confs[c].ratio = base_c->median_ms > 0 ? confs[c].median_ms / base_c->median_ms : 0;
+    /* c = (type * nblocks + block) * nsplits + split: the first type's with
+     * the same block and splits, and the same type's first block's */
+    const int per_type = nconf / bench_decode_ntypes(cfg), nsplits = per_type / nblocks;
+    for (int c = 0; c < nconf; c++) {
+        const double by_type = confs[c % per_type].median_ms;
+        const double by_block = confs[c / per_type * per_type + c % nsplits].median_ms;
+        confs[c].ratio = by_type > 0 ? confs[c].median_ms / by_type : 0;
+        confs[c].block_ratio = by_block > 0 ? confs[c].median_ms / by_block : 0;
     }
 
     /* the check: each configuration's output against its type's reference */
@@ -296,14 +314,15 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         printf("%-36s copy bandwidth %.1f GB/s (median of %d, %.1f..%.1f; read + written)\n", sh,
                copy.median_ms, ncopies, copy.min_ms, copy.max_ms);
     for (int c = 0; c < nconf; c++) {
-        print_row(cfg, s, &confs[c], bench_variant_flops(&res[0].p, NULL), peak, copy.median_ms,
-                  reps, results);
+        print_row(cfg, s, &confs[c], nblocks, bench_variant_flops(&res[0].p, NULL), peak,
+                  copy.median_ms, reps, results);
         if (confs[c].checked && !confs[c].chk.passed) {
             char tn[16];
-            fprintf(stderr, "attn-bench: CHECK FAILED: decode %s %s splits %d: max error %.3e "
-                    "is %.3g times the tolerance; %zu outputs NaN or inf\n", sh,
-                    bench_decode_type_name(cfg, confs[c].type, tn, sizeof tn), confs[c].splits,
-                    confs[c].chk.max_error, confs[c].chk.max_ratio, confs[c].chk.nonfinite);
+            fprintf(stderr, "attn-bench: CHECK FAILED: decode %s %s block %d splits %d: max "
+                    "error %.3e is %.3g times the tolerance; %zu outputs NaN or inf\n", sh,
+                    bench_decode_type_name(cfg, confs[c].type, tn, sizeof tn),
+                    confs[c].block_size, confs[c].splits, confs[c].chk.max_error,
+                    confs[c].chk.max_ratio, confs[c].chk.nonfinite);
             failed = 1;
         }
     }
@@ -329,20 +348,25 @@ done:
 int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak,
                  cJSON *results, cJSON *errors)
 {
-    int splits[BENCH_MAX_SPLITS];
+    int splits[BENCH_MAX_SPLITS], blocks[BENCH_MAX_BLOCKS];
     const int nsplits = bench_parse_splits(cfg->splits ? cfg->splits : "auto", splits,
                                            BENCH_MAX_SPLITS);
-    if (nsplits < 0 || cfg->ndtypes < 1 || cfg->ndtypes > BENCH_MAX_DTYPES) {
-        fprintf(stderr, "attn-bench: --splits wants up to %d comma-separated values, each "
-                "\"auto\" or 1..256, not '%s'\n", BENCH_MAX_SPLITS, cfg->splits);
+    const int nblocks = bench_parse_blocks(cfg->blocks ? cfg->blocks : "0", blocks,
+                                           BENCH_MAX_BLOCKS);
+    if (nsplits < 0 || nblocks < 0 || cfg->ndtypes < 1 || cfg->ndtypes > BENCH_MAX_DTYPES) {
+        fprintf(stderr, "attn-bench: bad --splits '%s' or --block-size '%s' (attn-bench --help)\n",
+                cfg->splits ? cfg->splits : "", cfg->blocks ? cfg->blocks : "");
         return 2;
     }
-    /* type-major: configuration c is type c / nsplits with splits[c % nsplits] */
+    /* type-major, then block: configuration c is type c / (nblocks * nsplits),
+     * block c / nsplits % nblocks, splits[c % nsplits] */
     dconf confs[MAX_CONF];
-    const int nconf = nsplits * bench_decode_ntypes(cfg);
+    const int nconf = nsplits * nblocks * bench_decode_ntypes(cfg);
     for (int c = 0; c < nconf; c++) {
         memset(&confs[c], 0, sizeof confs[c]);
-        confs[c].type = c / nsplits;
+        confs[c].type = c / (nsplits * nblocks);
+        confs[c].block = c / nsplits % nblocks;
+        confs[c].block_size = blocks[confs[c].block];
         confs[c].splits = splits[c % nsplits];
     }
     dshape one = {cfg->batch, cfg->q_heads, cfg->kv_heads, cfg->head_dim, cfg->q_len,
@@ -353,23 +377,26 @@ int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak,
     if (cfg->format == 0) {
         printf("decode: K/V GB/s = K and V bytes of the prefix (of a window's keys) read once / "
                "median time;\nconfigurations compared interleaved with copy-bandwidth runs "
-               "(attn_device_copy_gbps)%s\n", bench_decode_ntypes(cfg) > 1
-                                                   ? "; ratio = median time / the first type's "
-                                                     "with the same splits" : "");
-        printf("%-36s %-8s %-6s %-7s %-9s %5s %9s %9s %9s %6s %9s %7s %8s%s  %-9s %s\n", "shape",
-               "dtype", "splits", "family", "source", "reps", "median ms", "min ms", "max ms",
-               "IQR", "K/V GB/s", "of copy", "GFLOP/s",
-               bench_decode_ntypes(cfg) > 1 ? "  ratio" : "",
+               "(attn_device_copy_gbps); block: the cache's block size (0 contiguous)%s%s\n",
+               bench_decode_ntypes(cfg) > 1 ? "; ratio = median time / the first type's with the "
+               "same block and splits" : "", nblocks > 1 ? "; blk ratio = median time / the first "
+               "block's with the same type and splits" : "");
+        printf("%-36s %-8s %5s %-6s %-7s %-9s %5s %9s %9s %9s %6s %9s %7s %8s%s%s  %-9s %s\n",
+               "shape", "dtype", "block", "splits", "family", "source", "reps", "median ms",
+               "min ms", "max ms", "IQR", "K/V GB/s", "of copy", "GFLOP/s",
+               bench_decode_ntypes(cfg) > 1 ? "  ratio" : "", nblocks > 1 ? " blk ratio" : "",
                "max error", "check");
     } else if (cfg->format == 1) {
         printf("batch,q_heads,kv_heads,head_dim,q_len,kv_len,dtype,causal,family,params,"
                "params_source,splits_requested,reps,median_ms,min_ms,gflops,peak_gflops,"
                "peak_fraction,kv_gbps,copy_gbps,bandwidth_fraction,max_error,max_error_ratio,"
-               "nonfinite,check,q1_ms,q3_ms,max_ms,iqr_fraction,time_ratio_to_first_dtype\n");
+               "nonfinite,check,q1_ms,q3_ms,max_ms,iqr_fraction,time_ratio_to_first_dtype,"
+               "block_size,time_ratio_to_first_block\n");
     }
     fflush(stdout);
     int failed = 0;
     for (size_t i = 0; i < nshapes; i++)
-        failed |= run_shape(ctx, cfg, &shapes[i], confs, nconf, peak, results, errors);
+        failed |= run_shape(ctx, cfg, &shapes[i], blocks, nblocks, confs, nconf, peak, results,
+                            errors);
     return failed;
 }

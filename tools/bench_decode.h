@@ -1,8 +1,8 @@
 /* bench_decode.h -- attn-bench's decode benchmark (--decode): the DESIGN
  * decode set or one shape, timed through attn_decode against a filled KV
- * cache in each requested storage type with each requested number of KV
- * splits, all interleaved, reporting K/V GB/s against the copy bandwidth
- * measured in the same run. */
+ * cache (contiguous or paged, each block size requested) in each requested
+ * storage type with each requested number of KV splits, all interleaved,
+ * reporting K/V GB/s against the copy bandwidth measured in the same run. */
 #ifndef ATTN_BENCH_DECODE_H
 #define ATTN_BENCH_DECODE_H
 
@@ -19,6 +19,7 @@ typedef struct bench_decode_config {
     int reps;           /* 0 = calibrate */
     int check;          /* compare every configuration's output with the reference */
     const char *splits; /* "auto,1,2,4,8": the splits to compare, "auto" = the heuristic */
+    const char *blocks; /* "0,16,64": the caches to compare, 0 = contiguous (NULL: "0") */
     const bench_variant *variant; /* NULL or applied to every run (not packed) */
     /* one shape instead of the DESIGN set when batch > 0 */
     int batch, q_heads, kv_heads, head_dim, q_len, kv_len;

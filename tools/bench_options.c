@@ -17,8 +17,9 @@
 typedef enum bench_opt {
     OPT_DEVICE, OPT_BATCH, OPT_QHEADS, OPT_KVHEADS, OPT_HEADDIM, OPT_SEQ, OPT_QLEN, OPT_KVLEN,
     OPT_CAUSAL, OPT_NOCAUSAL, OPT_DTYPE, OPT_REPS, OPT_FORMAT, OPT_CHECK, OPT_NOCHECK,
-    OPT_DECODE, OPT_SPLITS, OPT_KVINT8, OPT_MATERIALIZED, OPT_WINDOW, OPT_SOFTCAP, OPT_SINKS, OPT_ALIBI,
-    OPT_MASK, OPT_MASKTYPE, OPT_MASKFRESH, OPT_PACKED, OPT_VARIANTS, OPT_HELP, OPT_VERSION, OPT_COUNT
+    OPT_DECODE, OPT_SPLITS, OPT_KVINT8, OPT_BLOCKS, OPT_MATERIALIZED, OPT_WINDOW, OPT_SOFTCAP,
+    OPT_SINKS, OPT_ALIBI, OPT_MASK, OPT_MASKTYPE, OPT_MASKFRESH, OPT_PACKED, OPT_VARIANTS, OPT_HELP,
+    OPT_VERSION, OPT_COUNT
 } bench_opt;
 
 const bench_option_spec bench_option_specs[OPT_COUNT] = {
@@ -50,7 +51,12 @@ const bench_option_spec bench_option_specs[OPT_COUNT] = {
     [OPT_SPLITS] = {"splits", "LIST", "decode: KV splits to compare, interleaved, e.g.\n"
                     "auto,1,2,4,8 (default auto: the heuristic)"},
     [OPT_KVINT8] = {"kv-int8", NULL, "decode: each --dtype also over an int8 cache\n"
-                    "(ATTN_KV_INT8), timed interleaved with the others"},
+                    "(ATTN_KV_INT8), of each --block-size, timed interleaved\n"
+                    "with the others"},
+    [OPT_BLOCKS] = {"block-size", "LIST", "decode: KV caches to compare, interleaved: 0 for\n"
+                    "contiguous, else a paged cache's block size (16..256,\n"
+                    "a power of two), e.g. 0,16,64,256 (default 0); rows add\n"
+                    "their median time's ratio to the first cache's"},
     [OPT_MATERIALIZED] = {"compare-materialized", NULL,
                           "time attn_forward_materialized (CLBlast GEMMs around an\n"
                           "S x S buffer) interleaved with attn_forward: speed ratio,\n"
@@ -194,6 +200,14 @@ int bench_parse_splits(const char *list, int *splits, int max)
     return parse_int_list(list, 1, 256, "auto", splits, max);
 }
 
+int bench_parse_blocks(const char *list, int *blocks, int max)
+{
+    const int n = parse_int_list(list, 0, 256, NULL, blocks, max);
+    for (int i = 0; i < n; i++)
+        if (blocks[i] && (blocks[i] < 16 || (blocks[i] & (blocks[i] - 1)))) return -1;
+    return n;
+}
+
 int bench_parse_packed(const char *list, int *lens, int max)
 {
     return parse_int_list(list, 1, 1 << 20, NULL, lens, max);
@@ -307,6 +321,15 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
             }
             break;
         case OPT_KVINT8: o->kv_int8 = 1; break;
+        case OPT_BLOCKS:
+            o->blocks = optarg;
+            if (bench_parse_blocks(optarg, splits, BENCH_MAX_BLOCKS) < 0) {
+                fprintf(stderr, "attn-bench: --block-size wants up to %d comma-separated values, "
+                        "each 0 (contiguous) or a power of two in 16..256, not '%s'\n",
+                        BENCH_MAX_BLOCKS, optarg);
+                bad = -1;
+            }
+            break;
         case OPT_MATERIALIZED: o->compare = 1; break;
         case OPT_WINDOW:
             if (bench_parse_window(optarg, &o->variant) < 0) {
@@ -380,9 +403,9 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
         fprintf(stderr, "attn-bench: --decode and --compare-materialized are separate runs\n");
         bad = -1;
     }
-    if (!bad && (o->splits || o->kv_int8) && !o->decode) {
+    if (!bad && (o->splits || o->kv_int8 || o->blocks) && !o->decode) {
         fprintf(stderr, "attn-bench: --%s applies to --decode only\n",
-                o->splits ? "splits" : "kv-int8");
+                o->splits ? "splits" : o->kv_int8 ? "kv-int8" : "block-size");
         bad = -1;
     }
     if (!bad && o->compare && o->ndtypes > 1) {

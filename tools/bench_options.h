@@ -14,6 +14,7 @@
 #define BENCH_MAX_REPS 1000 /* ... and at most */
 #define BENCH_MAX_DTYPES 3  /* --dtype f32,f16,bf16 */
 #define BENCH_MAX_SPLITS 16 /* --splits: values in one list */
+#define BENCH_MAX_BLOCKS 4  /* --block-size: values in one list */
 
 typedef enum { BENCH_TEXT, BENCH_CSV, BENCH_JSON } bench_format;
 
@@ -29,6 +30,7 @@ typedef struct bench_options {
     int decode;         /* --decode: bench_decode.c */
     const char *splits; /* --splits LIST (decode) */
     int kv_int8;        /* --kv-int8 (decode): each dtype also over an int8 cache */
+    const char *blocks; /* --block-size LIST (decode) */
     int compare;        /* --compare-materialized (bench_compare.c) */
     bench_variant variant; /* --window, --softcap, --sinks, --alibi, --mask, --packed */
     int variants;       /* --variants: each variant against plain causal (bench_variants.c) */
@@ -56,6 +58,9 @@ int bench_options_parse(int argc, char **argv, bench_options *o);
 /* --splits LIST: up to BENCH_MAX_SPLITS values, each "auto" (stored as 0)
  * or 1..256, comma-separated. Returns the count, or -1 when list is not one. */
 int bench_parse_splits(const char *list, int *splits, int max);
+/* --block-size LIST: up to max values, each 0 or a power of two in
+ * 16..256, comma-separated. Returns the count, or -1. */
+int bench_parse_blocks(const char *list, int *blocks, int max);
 /* --packed LIST: up to max lengths, each 1..2^20, comma-separated. Returns
  * the count, or -1. */
 int bench_parse_packed(const char *list, int *lens, int max);

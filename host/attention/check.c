@@ -58,6 +58,12 @@ attn_status attn_tensor_download(attn_context *ctx, const attn_tensor *t, attn_d
     return st;
 }
 
+void attn_check_kv(attn_check_inputs *in, float **k, float **v)
+{
+    *k = in->k;
+    *v = in->v;
+}
+
 void attn_check_free(attn_check_inputs *in)
 {
     if (!in) return;
@@ -101,8 +107,8 @@ attn_status attn_check_read_inputs(attn_context *ctx, const attn_problem *p,
     attn_check_inputs *in = calloc(1, sizeof *in);
     if (in) {
         in->q = malloc(nq * sizeof(float));
-        in->k = malloc(nk * sizeof(float));
-        in->v = malloc(nk * sizeof(float));
+        in->k = k ? malloc(nk * sizeof(float)) : calloc(nk, sizeof(float));
+        in->v = v ? malloc(nk * sizeof(float)) : calloc(nk, sizeof(float));
     }
     if (!in || !in->q || !in->k || !in->v) {
         attn_check_free(in);
@@ -110,8 +116,8 @@ attn_status attn_check_read_inputs(attn_context *ctx, const attn_problem *p,
     }
     attn_status st;
     if ((st = attn_tensor_download(ctx, q, p->dtype, p->batch, p->q_heads, p->q_len, p->head_dim, in->q)) ||
-        (st = attn_tensor_download(ctx, k, p->dtype, p->batch, p->kv_heads, p->kv_len, p->head_dim, in->k)) ||
-        (st = attn_tensor_download(ctx, v, p->dtype, p->batch, p->kv_heads, p->kv_len, p->head_dim, in->v)) ||
+        (k && (st = attn_tensor_download(ctx, k, p->dtype, p->batch, p->kv_heads, p->kv_len, p->head_dim, in->k))) ||
+        (v && (st = attn_tensor_download(ctx, v, p->dtype, p->batch, p->kv_heads, p->kv_len, p->head_dim, in->v))) ||
         (st = read_variants(ctx, p, in))) {
         attn_check_free(in);
         return st;

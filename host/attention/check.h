@@ -8,10 +8,13 @@
 /* ---- check mode (check.c) ---- */
 /* Host copies of a forward's inputs, contiguous BHSD float. */
 typedef struct attn_check_inputs attn_check_inputs;
-/* Reads q, k, v back (blocking) before the kernels run: out may be q. */
+/* Reads q, k, v back (blocking) before the kernels run: out may be q. k
+ * or v NULL: left zero, for the caller to fill (attn_check_kv). */
 attn_status attn_check_read_inputs(attn_context *ctx, const attn_problem *p,
                                    const attn_tensor *q, const attn_tensor *k,
                                    const attn_tensor *v, attn_check_inputs **out);
+/* The host K and V of in, [batch][kv_heads][kv_len][head_dim] floats. */
+void attn_check_kv(attn_check_inputs *in, float **k, float **v);
 /* Waits for the result, recomputes it with the reference and compares at
  * the dtype's tolerance: ATTN_ERROR_MISMATCH naming the worst element. */
 attn_status attn_check_compare(attn_context *ctx, const attn_problem *p,

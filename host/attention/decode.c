@@ -15,6 +15,7 @@
 #include "attention/plan.h"
 #include "attention/variants.h"
 
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -115,6 +116,19 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
     attn_params pr;
     attn_status st = attn_plan_decode(ctx, &full, c->storage, &pr, &dp->source);
     if (st != ATTN_SUCCESS) return st;
+    /* Paged: a key block must lie inside one page (cl/decode_common.cl's
+     * cache_row looks a page up once per block), so the keys per block are
+     * clamped here, after the plan, to the page size (both powers of two,
+     * so they then divide it). The planner's class (tuned entries, the
+     * override) does not know the page: a paged cache takes the contiguous
+     * class's parameters and this clamp, which only shrinks the block (a
+     * smaller one is always legal: less __local and private memory, still a
+     * multiple of the vector width, which is at most the smallest page). */
+    if (c->paged && pr.block_keys > c->page_rows) {
+        attn_log(ATTN_LOG_DEBUG, "decode: keys=%d clamped to the cache's block size %d",
+                 pr.block_keys, c->page_rows);
+        pr.block_keys = c->page_rows;
+    }
     dp->pr = pr;
     dp->qlen = malloc(sizeof *dp->qlen * (size_t)c->batch);
     if (!dp->qlen) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
@@ -144,10 +158,11 @@ static attn_status get_kernels(attn_context *ctx, const decode_plan *dp, const a
                                const attn_kv_cache *c, cl_kernel *main_k, cl_kernel *combine_k)
 {
     char opts[720];
-    attn_params_options(&dp->pr, p, opts, sizeof opts - 32);
+    attn_params_options(&dp->pr, p, opts, sizeof opts - 64); /* room for the cache's -D */
     size_t n = strlen(opts);
-    snprintf(opts + n, sizeof opts - n, " -DDIM_PAD=%d%s", c->dim_pad,
-             c->storage == ATTN_KV_INT8 ? " -DKV_INT8" : "");
+    n += (size_t)snprintf(opts + n, sizeof opts - n, " -DDIM_PAD=%d%s", c->dim_pad,
+                          c->storage == ATTN_KV_INT8 ? " -DKV_INT8" : "");
+    if (c->paged) snprintf(opts + n, sizeof opts - n, " -DPAGE_ROWS=%d", c->page_rows);
     const char *const *sources;
     const int nsources = attn_family_sources(dp->pr.family, ATTN_ENTRY_DECODE, &sources);
     cl_program prog;
@@ -197,11 +212,21 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
     const cl_ulong4 qg = attn_tensor_geometry(q), og = attn_tensor_geometry(o);
     const cl_int write_lse = lse != NULL;
     cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */
-    /* KV_CACHE_PARAMS (decode_common.cl): unused buffers get lens */
-    cl_mem pages = lens, kscale = c->k_scale ? c->k_scale : lens;
+    /* KV_CACHE_PARAMS (decode_common.cl): the block table (contiguous, one
+     * page per sequence, unread); unused scale buffers get lens */
+    cl_mem pages = NULL, kscale = c->k_scale ? c->k_scale : lens;
+    if ((st = attn_kv_pool_table(c, &pages))) goto done;
     cl_mem vscale = c->v_scale ? c->v_scale : lens;
     const cl_int max_pages = c->max_pages;
-    const cl_int head_rows = c->rows, nsplit = dp->nsplit, chunk = dp->chunk;
+    /* the kernels' head_rows is an int: a pool of more rows per head than
+     * that (over 32 GiB of K per head) is not decoded */
+    if (attn_kv_head_stride(c) > INT_MAX) {
+        st = ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "the cache holds %zu rows per KV head (%d "
+                       "blocks of %d); decode takes at most %d", attn_kv_head_stride(c),
+                       c->num_pages, c->page_rows, INT_MAX);
+        goto done;
+    }
+    const cl_int head_rows = (cl_int)attn_kv_head_stride(c), nsplit = dp->nsplit, chunk = dp->chunk;
     const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
     const cl_int ntiles = dp->ntiles;
     const cl_float qscale = attn_variant_qscale(p);
@@ -253,6 +278,63 @@ done:
     return st;
 }
 
+/* Whether the cache's K and V are plain tensors (attn_kv_cache_tensors
+ * gives them): contiguous and stored as the dtype. */
+static int plain_tensors(const attn_kv_cache *c)
+{
+    return !c->paged && c->storage == ATTN_KV_AS_DTYPE;
+}
+
+/* q, out and lse checked as attn_forward over the cache's tensors checks
+ * them (the same messages). A cache without plain tensors passes none: its
+ * K and V are buffers of its own, which no caller holds, so they cannot
+ * meet q, out or lse. */
+static attn_status validate_io(attn_context *ctx, const attn_kv_cache *c, const attn_problem *full,
+                               const attn_tensor *q, const attn_tensor *out, cl_mem lse)
+{
+    if (!plain_tensors(c)) return attn_validate_io(ctx, full, q, out, lse);
+    attn_tensor ck, cv;
+    attn_kv_cache_tensors(c, &ck, &cv);
+    return attn_validate_forward(ctx, full, q, &ck, &cv, out, NULL, lse);
+}
+
+/* Check mode's inputs, read before the kernels run (out may be q): q, and
+ * the cache's K and V as the reference's [batch][kv_heads][capacity]
+ * rows, from its tensors or, without plain tensors, sequence by sequence
+ * (attn_kv_read_locked; rows past a sequence's length stay zero, unread). */
+static attn_status read_check_inputs(attn_context *ctx, attn_kv_cache *c, const attn_problem *full,
+                                     const attn_tensor *q, attn_check_inputs **inputs)
+{
+    attn_tensor ck, cv;
+    const int plain = plain_tensors(c);
+    if (plain) attn_kv_cache_tensors(c, &ck, &cv);
+    attn_status st = attn_check_read_inputs(ctx, full, q, plain ? &ck : NULL,
+                                            plain ? &cv : NULL, inputs);
+    if (st != ATTN_SUCCESS || plain) return st;
+    const size_t D = (size_t)c->head_dim, cap = (size_t)c->capacity;
+    float *hk, *hv;
+    attn_check_kv(*inputs, &hk, &hv);
+    unsigned char *raw = malloc(2 * (size_t)c->kv_heads * cap * D * attn_dtype_size(c->dtype));
+    if (!raw) st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "check mode: out of host memory");
+    for (int b = 0; st == ATTN_SUCCESS && b < c->batch; b++) {
+        const size_t n = (size_t)c->len[b] * D, half = (size_t)c->kv_heads * n;
+        unsigned char *rv = raw + half * attn_dtype_size(c->dtype);
+        st = attn_kv_read_locked(c, b, 0, c->len[b], raw, rv);
+        for (int h = 0; st == ATTN_SUCCESS && h < c->kv_heads; h++) {
+            const size_t at = ((size_t)b * c->kv_heads + h) * cap * D;
+            const size_t from = (size_t)h * n * attn_dtype_size(c->dtype);
+            if ((st = attn_convert_to_f32(c->dtype, raw + from, hk + at, n)) == ATTN_SUCCESS)
+                st = attn_convert_to_f32(c->dtype, rv + from, hv + at, n);
+        }
+    }
+    free(raw);
+    if (st != ATTN_SUCCESS) {
+        attn_check_free(*inputs);
+        *inputs = NULL;
+    }
+    return st;
+}
+
 attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
                         const attn_tensor *q, const attn_tensor *out, const int *q_lens,
                         cl_mem lse, cl_event *done)
@@ -263,24 +345,14 @@ attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_prob
     decode_plan dp = {0};
     attn_check_inputs *inputs = NULL;
     cl_event finished = NULL;
-    attn_tensor ck, cv;
     attn_problem full;
     attn_status st = check_args(ctx, cache, p, q_lens, 1);
-    /* K and V as tensors, unless paged or int8 (validation then leaves them out) */
-    const int plain = st == ATTN_SUCCESS && !cache->paged && cache->storage == ATTN_KV_AS_DTYPE;
     if (st == ATTN_SUCCESS) {
-        if (plain) attn_kv_cache_tensors(cache, &ck, &cv);
         full = full_problem(cache, p);
-        st = plain ? attn_validate_forward(ctx, &full, q, &ck, &cv, out, NULL, lse)
-                   : attn_validate_decode_own_kv(ctx, &full, q, out, lse);
+        st = validate_io(ctx, cache, &full, q, out, lse);
     }
     if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, q_lens, &dp);
-    /* check mode reads the inputs first: out may be q */
-    if (st == ATTN_SUCCESS && ctx->check && plain)
-        st = attn_check_read_inputs(ctx, &full, q, &ck, &cv, &inputs);
-    else if (st == ATTN_SUCCESS && ctx->check) /* no tensors to read K/V from (yet) */
-        attn_log(ATTN_LOG_INFO, "check mode: attn_decode over a %s cache is not compared with "
-                 "the reference", cache->paged ? "paged" : "int8");
+    if (st == ATTN_SUCCESS && ctx->check) st = read_check_inputs(ctx, cache, &full, q, &inputs);
     if (st == ATTN_SUCCESS) st = enqueue(ctx, cache, &dp, p, q, out, lse, &finished);
     if (st == ATTN_SUCCESS && inputs) {
         /* the same problem for attn_forward: each sequence's queries are its

@@ -34,19 +34,27 @@ typedef struct attn_kv_layout {
     size_t scale_bytes; /* of k_scale (and v_scale); 0 unless int8 */
     size_t table_bytes, total_bytes;
 } attn_kv_layout;
-/* Checks every field of d (messages name it) and computes its layout. */
-attn_status attn_kv_layout_of(attn_context *ctx, const attn_kv_cache_desc *d, attn_kv_layout *l);
+/* Checks every field of d (messages name it as f, then the field: "desc->"
+ * or "") and computes its layout. */
+attn_status attn_kv_layout_of(attn_context *ctx, const attn_kv_cache_desc *d, const char *f,
+                              attn_kv_layout *l);
 
-/* Where a token's K/V row lives: the cache's K (and V) is an array of
- * pages [page][kv_heads][page_rows][dim_pad], and token j of sequence b,
- * head hk, is row j % page_rows of page table[b * max_pages + j /
- * page_rows]. Paged, page_rows is the desc's block_size and pages come from
- * the pool (kv_pool.c). Contiguous is the same formula with one page per
- * sequence: page b, page_rows = rows, max_pages 1 (the plain layout
+/* Where a token's K/V row lives: token j of sequence b, head hk, is row j %
+ * page_rows of page table[b * max_pages + j / page_rows], and row r of
+ * page p, head hk, is cache row p * attn_kv_page_stride + hk *
+ * attn_kv_head_stride + r (dim_pad elements each). Paged, page_rows is the
+ * desc's block_size, pages come from the pool (kv_pool.c), and K (and V) is
+ * [kv_heads][num_pages][page_rows][dim_pad]: a head's rows of every page
+ * form one run, so a sequence whose pages are in order streams like a
+ * contiguous one. (Pages of all heads, [page][kv_heads][page_rows], put
+ * the other heads' rows between a head's pages: paged decode ran 1.4x
+ * (blocks of 64) to 1.9x (16) slower than contiguous on PoCL, against
+ * 0.9-1.0x head-major.) Contiguous is one page per sequence: page b,
+ * page_rows = rows, max_pages 1, pages of all heads (the plain layout
  * [batch][kv_heads][rows][dim_pad], which decode reads directly, never
  * re-packed per step, and attn_forward can take).
  * Quantized (ATTN_KV_INT8), K and V hold int8 and k_scale / v_scale one
- * float per row, [page][kv_heads][page_rows]. */
+ * float per cache row, in the same layout. */
 struct attn_kv_cache {
     attn_context *ctx;
     int batch, kv_heads, head_dim, capacity;
@@ -82,6 +90,17 @@ struct attn_kv_cache {
     attn_scratch part_o, part_lse;
 };
 
+/* Cache rows from one page to the next, and from one head to the next
+ * (decode.h's layout above; cl/decode_common.cl's cache_row). */
+static inline size_t attn_kv_page_stride(const attn_kv_cache *c)
+{
+    return (size_t)c->page_rows * (c->paged ? 1 : (size_t)c->kv_heads);
+}
+static inline size_t attn_kv_head_stride(const attn_kv_cache *c)
+{
+    return (size_t)c->page_rows * (c->paged ? (size_t)c->num_pages : 1);
+}
+
 /* ---- the pages (kv_pool.c) ----
  * Paged caches only, unless said. Host bookkeeping; device copies (copy on
  * write) are enqueued on the context's queue, in order with appends and
@@ -115,6 +134,10 @@ static inline size_t attn_kv_row_bytes(const struct attn_kv_cache *c)
     return c->storage == ATTN_KV_INT8 ? (size_t)c->head_dim + sizeof(float)
                                       : (size_t)c->head_dim * attn_dtype_size(c->dtype);
 }
+/* attn_kv_cache_read with ctx's lock already held (kv_sequences.c): check
+ * mode's read of a cache without plain tensors inside attn_decode. */
+attn_status attn_kv_read_locked(attn_kv_cache *c, int seq, int first, int count, void *k,
+                                void *v);
 
 /* Built-in decode parameters for this device and problem (q_len, heads):
  * the family by device type; rows = the KV group's query heads x new

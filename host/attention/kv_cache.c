@@ -42,13 +42,15 @@ static attn_status zeroed_buffer(attn_context *ctx, size_t n, const char *what, 
                              : attn_fail_cl(ctx, err, "clEnqueueFillBuffer (KV cache)");
 }
 
+/* name: how messages name d's fields ("desc->", or "" for the arguments
+ * of attn_kv_cache_create) */
 static attn_status create_locked(attn_context *ctx, const attn_kv_cache_desc *d,
-                                 attn_kv_cache **out)
+                                 const char *name, attn_kv_cache **out)
 {
     ATTN_CHECK(ctx, !out, ATTN_ERROR_INVALID_ARGUMENT, "out is NULL");
     *out = NULL;
     attn_kv_layout l;
-    attn_status st = attn_kv_layout_of(ctx, d, &l);
+    attn_status st = attn_kv_layout_of(ctx, d, name, &l);
     if (st != ATTN_SUCCESS) return st;
 
     attn_kv_cache *c = calloc(1, sizeof *c);
@@ -84,7 +86,7 @@ attn_status attn_kv_cache_create_desc(attn_context *ctx, const attn_kv_cache_des
     if (out) *out = NULL;
     if (!ctx) return attn_fail_null(__func__, "ctx");
     attn_call_begin(ctx, __func__);
-    attn_status st = create_locked(ctx, desc, out);
+    attn_status st = create_locked(ctx, desc, "desc->", out);
     attn_call_end(ctx);
     return st;
 }
@@ -97,7 +99,7 @@ attn_status attn_kv_cache_create(attn_context *ctx, int batch, int kv_heads, int
     attn_call_begin(ctx, __func__);
     const attn_kv_cache_desc d = {.batch = batch, .kv_heads = kv_heads, .head_dim = head_dim,
                                   .capacity = capacity, .dtype = dtype};
-    attn_status st = create_locked(ctx, &d, out);
+    attn_status st = create_locked(ctx, &d, "", out);
     attn_call_end(ctx);
     return st;
 }
@@ -214,26 +216,29 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
     cl_mem table;
     if ((st = attn_kv_pool_table(c, &table)) != ATTN_SUCCESS) goto done;
     const cl_ulong4 kg = attn_tensor_geometry(k), vg = attn_tensor_geometry(v);
-    const cl_int D = c->head_dim, DP = c->dim_pad, prow = c->page_rows, hkv = c->kv_heads;
+    const cl_int D = c->head_dim, DP = c->dim_pad, prow = c->page_rows;
     const cl_int maxp = c->max_pages;
     cl_mem ksc = c->k_scale ? c->k_scale : posbuf, vsc = c->v_scale ? c->v_scale : posbuf;
+    const cl_ulong pstride = attn_kv_page_stride(c), hstride = attn_kv_head_stride(c);
     const attn_karg args[] = {ATTN_KARG(k->buffer), ATTN_KARG(kg),    ATTN_KARG(v->buffer),
                               ATTN_KARG(vg),        ATTN_KARG(c->k),  ATTN_KARG(c->v),
                               ATTN_KARG(posbuf),    ATTN_KARG(table), ATTN_KARG(maxp),
                               ATTN_KARG(D),         ATTN_KARG(DP),    ATTN_KARG(prow),
-                              ATTN_KARG(hkv),       ATTN_KARG(ksc),   ATTN_KARG(vsc)};
+                              ATTN_KARG(pstride),   ATTN_KARG(hstride), ATTN_KARG(ksc),
+                              ATTN_KARG(vsc)};
     if ((st = attn_kernel_set_args(ctx, kern, args, ATTN_NARGS(args))) != ATTN_SUCCESS) goto done;
     /* an out-of-order queue could run the copy before the caller's writes
      * of k and v, or after a decode that should see it */
     const size_t global[3] = {(size_t)most, (size_t)c->kv_heads, (size_t)c->batch};
     if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS ||
-        (st = attn_kernel_enqueue(ctx, kern, 3, global, NULL, 0, NULL, &ev)) != ATTN_SUCCESS ||
-        (st = attn_queue_order(ctx)) != ATTN_SUCCESS)
+        (st = attn_kernel_enqueue(ctx, kern, 3, global, NULL, 0, NULL, &ev)) != ATTN_SUCCESS)
         goto done;
-    grown = 0; /* enqueued: the pages stay */
-    /* enqueued: only now do the lengths move */
+    /* enqueued: the pages stay and only now do the lengths move (even if
+     * the ordering below fails: the copy will run) */
+    grown = 0;
     for (int b = 0; b < c->batch; b++)
         c->len[b] += append_rows_of(c, b, block_len, starts, counts).s[1];
+    if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS) goto done;
     if (done) {
         *done = ev;
         ev = NULL;

@@ -19,26 +19,27 @@ static attn_status mul_bytes(attn_context *ctx, const size_t f[5], size_t *out, 
     return ATTN_SUCCESS;
 }
 
-attn_status attn_kv_layout_of(attn_context *ctx, const attn_kv_cache_desc *d, attn_kv_layout *l)
+attn_status attn_kv_layout_of(attn_context *ctx, const attn_kv_cache_desc *d, const char *f,
+                              attn_kv_layout *l)
 {
     ATTN_CHECK(ctx, !d, ATTN_ERROR_INVALID_ARGUMENT, "desc is NULL");
-    if (d->batch <= 0) return INVALID(ctx, "desc->batch = %d must be positive", d->batch);
+    if (d->batch <= 0) return INVALID(ctx, "%sbatch = %d must be positive", f, d->batch);
     if (d->kv_heads <= 0)
-        return INVALID(ctx, "desc->kv_heads = %d must be positive", d->kv_heads);
+        return INVALID(ctx, "%skv_heads = %d must be positive", f, d->kv_heads);
     if (d->head_dim <= 0 || d->head_dim > 256)
-        return INVALID(ctx, "desc->head_dim = %d is outside 1..256", d->head_dim);
+        return INVALID(ctx, "%shead_dim = %d is outside 1..256", f, d->head_dim);
     if (d->capacity <= 0 || d->capacity > (1 << 30))
-        return INVALID(ctx, "desc->capacity = %d is outside 1..2^30", d->capacity);
+        return INVALID(ctx, "%scapacity = %d is outside 1..2^30", f, d->capacity);
     if ((unsigned)d->dtype > ATTN_BF16)
-        return INVALID(ctx, "desc->dtype = %d is not an attn_dtype", (int)d->dtype);
+        return INVALID(ctx, "%sdtype = %d is not an attn_dtype", f, (int)d->dtype);
     if ((unsigned)d->storage > ATTN_KV_INT8)
-        return INVALID(ctx, "desc->storage = %d is not an attn_kv_storage", (int)d->storage);
+        return INVALID(ctx, "%sstorage = %d is not an attn_kv_storage", f, (int)d->storage);
     const int bs = d->block_size;
     if (bs != 0 && (bs < ATTN_KV_MIN_BLOCK || bs > ATTN_KV_MAX_BLOCK || (bs & (bs - 1))))
-        return INVALID(ctx, "desc->block_size = %d is neither 0 (contiguous) nor a power of two "
-                       "from %d to %d", bs, ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK);
+        return INVALID(ctx, "%sblock_size = %d is neither 0 (contiguous) nor a power of two "
+                       "from %d to %d", f, bs, ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK);
     if (d->num_blocks < 0 || (bs == 0 && d->num_blocks != 0))
-        return INVALID(ctx, "desc->num_blocks = %d must be %s", d->num_blocks,
+        return INVALID(ctx, "%snum_blocks = %d must be %s", f, d->num_blocks,
                        bs ? "0 (enough for every sequence) or positive"
                           : "0 for a contiguous cache (desc->block_size 0)");
 
@@ -56,10 +57,12 @@ attn_status attn_kv_layout_of(attn_context *ctx, const attn_kv_cache_desc *d, at
     } else {
         o.page_rows = bs;
         o.max_pages = (d->capacity + bs - 1) / bs;
+        /* the kernels index the table [batch][max_pages] with an int */
         long long all = (long long)d->batch * o.max_pages;
-        if (d->num_blocks == 0 && all > (1 << 30))
-            return INVALID(ctx, "desc->batch * ceil(capacity / block_size) = %lld blocks "
-                           "(num_blocks 0) is over 2^30: give num_blocks", all);
+        if (all > (1 << 30))
+            return INVALID(ctx, "%sbatch * ceil(capacity / block_size) = %lld block-table "
+                           "entries is over 2^30: fewer sequences, a smaller capacity or larger "
+                           "blocks", f, all);
         o.num_pages = d->num_blocks ? d->num_blocks : (int)all;
     }
     o.elem = d->storage == ATTN_KV_INT8 ? 1 : attn_dtype_size(d->dtype);
@@ -92,7 +95,7 @@ attn_status attn_kv_cache_bytes(const attn_kv_cache_desc *desc, size_t *bytes)
     if (!bytes) return attn_fail_null(__func__, "bytes");
     *bytes = 0;
     attn_kv_layout l;
-    attn_status st = attn_kv_layout_of(NULL, desc, &l);
+    attn_status st = attn_kv_layout_of(NULL, desc, "desc->", &l);
     if (st == ATTN_SUCCESS) *bytes = l.total_bytes;
     return st;
 }

@@ -106,13 +106,17 @@ static int last_page(const attn_kv_cache *c, int b)
     return have ? c->table[(size_t)b * c->max_pages + have - 1] : -1;
 }
 
-/* Enqueues the copy of page `from` into page `to` in buf (unit bytes per
- * page row). */
+/* Enqueues the copy of page `from` into page `to` in buf (row_bytes per
+ * cache row): each head's rows of the page are a run of their own
+ * (decode.h's layout), one copy each. */
 static attn_status copy_page(attn_kv_cache *c, cl_mem buf, size_t row_bytes, int from, int to)
 {
-    const size_t page = row_bytes * (size_t)c->kv_heads * (size_t)c->page_rows;
-    cl_int err = clEnqueueCopyBuffer(c->ctx->queue, buf, buf, page * (size_t)from,
-                                     page * (size_t)to, page, 0, NULL, NULL);
+    const size_t run = row_bytes * (size_t)c->page_rows, page = row_bytes * attn_kv_page_stride(c);
+    const size_t head = row_bytes * attn_kv_head_stride(c);
+    cl_int err = CL_SUCCESS;
+    for (int hk = 0; hk < c->kv_heads && err == CL_SUCCESS; hk++)
+        err = clEnqueueCopyBuffer(c->ctx->queue, buf, buf, page * (size_t)from + head * hk,
+                                  page * (size_t)to + head * hk, run, 0, NULL, NULL);
     return err == CL_SUCCESS ? ATTN_SUCCESS
                              : attn_fail_cl(c->ctx, err, "clEnqueueCopyBuffer (copy on write)");
 }

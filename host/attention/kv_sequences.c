@@ -120,8 +120,8 @@ attn_status attn_kv_cache_seq_fork(attn_kv_cache *c, int src, int dst)
 static attn_status read_rows(attn_kv_cache *c, cl_mem buf, size_t unit, size_t keep, int page,
                              int at, int n, int out_row, int count, void *out)
 {
-    const size_t slice = unit * (size_t)c->page_rows;
-    const size_t from[3] = {0, (size_t)at, (size_t)page * c->kv_heads};
+    const size_t slice = unit * attn_kv_head_stride(c); /* a head's rows to the next's */
+    const size_t from[3] = {0, (size_t)page * attn_kv_page_stride(c) + (size_t)at, 0};
     const size_t to[3] = {0, (size_t)out_row, 0};
     const size_t region[3] = {keep, (size_t)n, (size_t)c->kv_heads};
     cl_int err = clEnqueueReadBufferRect(c->ctx->queue, buf, CL_TRUE, from, to, region, unit,
@@ -170,12 +170,10 @@ static attn_status read_one(attn_kv_cache *c, cl_mem buf, cl_mem scales, int seq
     return st;
 }
 
-attn_status attn_kv_cache_read(attn_kv_cache *c, int seq, int first, int count, void *k,
-                               void *v)
+attn_status attn_kv_read_locked(attn_kv_cache *c, int seq, int first, int count, void *k,
+                                void *v)
 {
-    if (!c) return attn_fail_null(__func__, "cache");
     attn_context *ctx = c->ctx;
-    attn_call_begin(ctx, __func__);
     attn_status st = check_seq(c, seq, "seq");
     if (st == ATTN_SUCCESS && (first < 0 || count < 0 || first > c->len[seq] - count))
         st = INVALID(ctx, "tokens first = %d, count = %d are outside sequence %d's 0..%d", first,
@@ -185,7 +183,16 @@ attn_status attn_kv_cache_read(attn_kv_cache *c, int seq, int first, int count, 
         st = read_one(c, c->k, c->k_scale, seq, first, count, k);
     if (st == ATTN_SUCCESS && count > 0 && v)
         st = read_one(c, c->v, c->v_scale, seq, first, count, v);
-    attn_call_end(ctx);
+    return st;
+}
+
+attn_status attn_kv_cache_read(attn_kv_cache *c, int seq, int first, int count, void *k,
+                               void *v)
+{
+    if (!c) return attn_fail_null(__func__, "cache");
+    attn_call_begin(c->ctx, __func__);
+    const attn_status st = attn_kv_read_locked(c, seq, first, count, k, v);
+    attn_call_end(c->ctx);
     return st;
 }
 

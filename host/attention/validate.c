@@ -314,35 +314,29 @@ static attn_status check_out_rows(attn_context *ctx, const attn_problem *p,
     return st;
 }
 
-/* attn_validate_forward; with own_kv, k and v are NULL: a cache's own
- * buffers, unchecked (attn_validate_decode_own_kv) */
-static attn_status validate_forward(attn_context *ctx, const attn_problem *p,
-                                    const attn_tensor *q, const attn_tensor *k,
-                                    const attn_tensor *v, const attn_tensor *out,
-                                    const attn_lengths *lengths, cl_mem lse, int own_kv)
+/* attn_validate_forward, or with kv 0 attn_validate_io (k and v unused) */
+static attn_status validate(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
+                            const attn_tensor *k, const attn_tensor *v, const attn_tensor *out,
+                            const attn_lengths *lengths, cl_mem lse, int kv)
 {
     attn_status st = attn_validate_problem(ctx, p, lengths);
     if (st != ATTN_SUCCESS) return st;
     size_t elem = attn_dtype_size(p->dtype), qhi = 0, khi = 0, vhi = 0, ohi = 0;
     int D = p->head_dim;
     if ((st = check_tensor(ctx, q, "q", p->batch, p->q_heads, p->q_len, D, elem, &qhi)) ||
-        (!own_kv && (st = check_tensor(ctx, k, "k", p->batch, p->kv_heads, p->kv_len, D, elem,
-                                       &khi))) ||
-        (!own_kv && (st = check_tensor(ctx, v, "v", p->batch, p->kv_heads, p->kv_len, D, elem,
-                                       &vhi))) ||
+        (kv && (st = check_tensor(ctx, k, "k", p->batch, p->kv_heads, p->kv_len, D, elem, &khi))) ||
+        (kv && (st = check_tensor(ctx, v, "v", p->batch, p->kv_heads, p->kv_len, D, elem, &vhi))) ||
         (st = check_tensor(ctx, out, "out", p->batch, p->q_heads, p->q_len, D, elem, &ohi)) ||
         (st = attn_validate_writable(ctx, out->buffer, "out->buffer")) ||
         (st = check_out_rows(ctx, p, lengths, out)))
         return st;
     /* out may be q itself (each row is read before it is written), never K or V */
-    if (own_kv) {
-        /* a cache's own K/V (decode): buffers the caller never sees */
-    } else if (p->q_heads == p->kv_heads && p->q_len == p->kv_len) {
+    if (kv && p->q_heads == p->kv_heads && p->q_len == p->kv_len) {
         if (tensors_meet(out, ohi, k, khi, p->q_heads, p->q_len, D, p->batch))
             return INVALID(ctx, "out overlaps k in the same buffer");
         if (tensors_meet(out, ohi, v, vhi, p->q_heads, p->q_len, D, p->batch))
             return INVALID(ctx, "out overlaps v in the same buffer");
-    } else { /* shapes differ: element ranges */
+    } else if (kv) { /* shapes differ: element ranges */
         if (k->buffer == out->buffer && k->offset <= ohi && out->offset <= khi)
             return INVALID(ctx, "out overlaps k in the same buffer");
         if (v->buffer == out->buffer && v->offset <= ohi && out->offset <= vhi)
@@ -368,8 +362,7 @@ static attn_status validate_forward(attn_context *ctx, const attn_problem *p,
             return INVALID(ctx, "lse holds %zu bytes; %s floats need %zu", bytes,
                            p->packed ? "q_heads * q_len (p->packed)" : "batch * q_heads * q_len",
                            need);
-        if (lse == out->buffer || lse == q->buffer || (!own_kv && lse == k->buffer) ||
-            (!own_kv && lse == v->buffer))
+        if (lse == out->buffer || lse == q->buffer || (kv && (lse == k->buffer || lse == v->buffer)))
             return INVALID(ctx, "lse must be a buffer of its own, not one of q, k, v or out");
         if (lse == p->sinks_buffer || lse == p->mask.buffer)
             return INVALID(ctx, "lse must be a buffer of its own, not p->sinks_buffer or "
@@ -390,13 +383,13 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
                                   const attn_tensor *v, const attn_tensor *out,
                                   const attn_lengths *lengths, cl_mem lse)
 {
-    return validate_forward(ctx, p, q, k, v, out, lengths, lse, 0);
+    return validate(ctx, p, q, k, v, out, lengths, lse, 1);
 }
 
-attn_status attn_validate_decode_own_kv(attn_context *ctx, const attn_problem *p,
-                                        const attn_tensor *q, const attn_tensor *out, cl_mem lse)
+attn_status attn_validate_io(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
+                             const attn_tensor *out, cl_mem lse)
 {
-    return validate_forward(ctx, p, q, NULL, NULL, out, NULL, lse, 1);
+    return validate(ctx, p, q, NULL, NULL, out, NULL, lse, 0);
 }
 
 attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const char *name,

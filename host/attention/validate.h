@@ -15,11 +15,12 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
                                   const attn_tensor *q, const attn_tensor *k,
                                   const attn_tensor *v, const attn_tensor *out,
                                   const attn_lengths *lengths, cl_mem lse);
-/* The same for a decode whose K and V are a cache's own buffers that are
- * not plain tensors (paged or int8; the caller cannot name them): q, out
- * and lse only. */
-attn_status attn_validate_decode_own_kv(attn_context *ctx, const attn_problem *p,
-                                        const attn_tensor *q, const attn_tensor *out, cl_mem lse);
+/* attn_validate_forward's checks of q, out and lse alone (the same
+ * messages), for K and V that are no caller's tensors: a KV cache's own
+ * buffers without plain tensors (decode.c), which q, out and lse cannot
+ * meet. */
+attn_status attn_validate_io(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
+                             const attn_tensor *out, cl_mem lse);
 /* The problem alone (shapes, dtype, scale, lengths). */
 attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
                                   const attn_lengths *lengths);

@@ -174,7 +174,8 @@ ATTN_API attn_status attn_kv_cache_seq_remove(attn_kv_cache *cache, int seq);
  *  shared, partly filled block copies that one block first (copy on
  *  write). Contiguous, src's rows are copied (enqueued). Beam search,
  *  parallel sampling, a shared system prompt. dst == src, dst not empty,
- *  or src's last append failed: ATTN_ERROR_INVALID_ARGUMENT. */
+ *  or the cache's last append failed (src may lack its last keys):
+ *  ATTN_ERROR_INVALID_ARGUMENT. */
 ATTN_API attn_status attn_kv_cache_seq_fork(attn_kv_cache *cache, int src, int dst);
 
 /*! attn_kv_cache_read() :
