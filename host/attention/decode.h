@@ -118,6 +118,14 @@ attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n);
  * fails after it, before the lengths move (a page copied on write stays
  * the sequence's own copy). */
 void attn_kv_pool_ungrow(attn_kv_cache *c, const int *counts, int n);
+/* copy(c, buf, unit, from, to): enqueues a copy inside buf, unit bytes per
+ * cache row (a page's rows, or a contiguous sequence's). */
+typedef attn_status (*attn_kv_copy_fn)(attn_kv_cache *c, cl_mem buf, size_t unit, int from,
+                                       int to);
+/* copy over K and V (unit: a row's bytes) and, int8, both scale buffers
+ * (unit: a float), ordered after what is enqueued and before what follows
+ * (copy on write, a contiguous fork). Any cache. */
+attn_status attn_kv_copy_buffers(attn_kv_cache *c, attn_kv_copy_fn copy, int from, int to);
 /* Sequence b keeps the pages for `length` tokens; the rest are released. */
 void attn_kv_pool_shrink(attn_kv_cache *c, int b, int length);
 /* dst (no pages) shares src's pages. */

@@ -121,18 +121,17 @@ static attn_status copy_page(attn_kv_cache *c, cl_mem buf, size_t row_bytes, int
                              : attn_fail_cl(c->ctx, err, "clEnqueueCopyBuffer (copy on write)");
 }
 
-static attn_status copy_on_write(attn_kv_cache *c, int from, int to)
+attn_status attn_kv_copy_buffers(attn_kv_cache *c, attn_kv_copy_fn copy, int from, int to)
 {
     const size_t row = (size_t)c->dim_pad * (c->storage == ATTN_KV_INT8
                                                  ? 1 : attn_dtype_size(c->dtype));
     attn_status st;
     if ((st = attn_queue_order(c->ctx)) != ATTN_SUCCESS ||
-        (st = copy_page(c, c->k, row, from, to)) != ATTN_SUCCESS ||
-        (st = copy_page(c, c->v, row, from, to)) != ATTN_SUCCESS)
+        (st = copy(c, c->k, row, from, to)) != ATTN_SUCCESS ||
+        (st = copy(c, c->v, row, from, to)) != ATTN_SUCCESS)
         return st;
-    if (c->k_scale &&
-        ((st = copy_page(c, c->k_scale, sizeof(float), from, to)) != ATTN_SUCCESS ||
-         (st = copy_page(c, c->v_scale, sizeof(float), from, to)) != ATTN_SUCCESS))
+    if (c->k_scale && ((st = copy(c, c->k_scale, sizeof(float), from, to)) != ATTN_SUCCESS ||
+                       (st = copy(c, c->v_scale, sizeof(float), from, to)) != ATTN_SUCCESS))
         return st;
     return attn_queue_order(c->ctx);
 }
@@ -180,7 +179,7 @@ attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n)
     }
     attn_status st = ATTN_SUCCESS;
     for (int b = 0; b < c->batch && st == ATTN_SUCCESS; b++)
-        if (cow_pages[2 * b] >= 0) st = copy_on_write(c, cow_pages[2 * b], cow_pages[2 * b + 1]);
+        if (cow_pages[2 * b] >= 0) st = attn_kv_copy_buffers(c, copy_page, cow_pages[2 * b], cow_pages[2 * b + 1]);
     if (st != ATTN_SUCCESS) /* undo: the lengths never moved */
         for (int b = 0; b < c->batch; b++) {
             release_new(c, b, counts ? counts[b] : n);

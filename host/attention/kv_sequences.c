@@ -87,17 +87,7 @@ static attn_status fork_locked(attn_kv_cache *c, int src, int dst)
                        "append them (successfully) first. That append said: %s",
                        c->append_failure);
     if (!c->paged && c->len[src] > 0) {
-        const size_t row = (size_t)c->dim_pad * (c->storage == ATTN_KV_INT8
-                                                     ? 1 : attn_dtype_size(c->dtype));
-        if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS ||
-            (st = copy_rows(c, c->k, row, src, dst)) != ATTN_SUCCESS ||
-            (st = copy_rows(c, c->v, row, src, dst)) != ATTN_SUCCESS)
-            return st;
-        if (c->k_scale &&
-            ((st = copy_rows(c, c->k_scale, sizeof(float), src, dst)) != ATTN_SUCCESS ||
-             (st = copy_rows(c, c->v_scale, sizeof(float), src, dst)) != ATTN_SUCCESS))
-            return st;
-        if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS) return st;
+        if ((st = attn_kv_copy_buffers(c, copy_rows, src, dst)) != ATTN_SUCCESS) return st;
     }
     attn_kv_pool_share(c, src, dst);
     c->len[dst] = c->len[src];
