@@ -79,7 +79,6 @@ struct attn_kv_cache {
     int free_pages;
     cl_mem table_mem;
     int table_dirty;
-    int *free_list; /* paged: the free pages (free_pages of them), a stack */
     /* The message of the last append (attn_kv_cache_append or
      * attn_kv_cache_append_rows) when it failed, "" after one that
      * succeeded. A decode after a failed append would attend for the
@@ -105,7 +104,7 @@ static inline size_t attn_kv_head_stride(const attn_kv_cache *c)
  * Paged caches only, unless said. Host bookkeeping; device copies (copy on
  * write) are enqueued on the context's queue, in order with appends and
  * decodes. */
-attn_status attn_kv_pool_create(attn_kv_cache *c); /* table, refs, free list; all free */
+attn_status attn_kv_pool_create(attn_kv_cache *c); /* table and refs; all pages free */
 void attn_kv_pool_free(attn_kv_cache *c);
 /* Pages of sequence b holding its len[b] tokens. */
 int attn_kv_pool_pages_of(const attn_kv_cache *c, int b);

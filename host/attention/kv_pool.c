@@ -1,9 +1,10 @@
 /* kv_pool.c -- a paged cache's pages: the block table of each sequence, a
- * reference count per page (forks share pages), the free list, copy on
- * write of a shared partly filled page, and the device copy of the table
- * the kernels read. The host table is the truth; the device copy is re-made
- * from it (a new buffer, so kernels already enqueued keep the table they
- * were given). */
+ * reference count per page (forks share pages; 0 is free), where a new
+ * page comes from (a sequence's pages kept in order where they can be),
+ * copy on write of a shared partly filled page, and the device copy of the
+ * table the kernels read. The host table is the truth; the device copy is
+ * re-made from it (a new buffer, so kernels already enqueued keep the table
+ * they were given). */
 #define _POSIX_C_SOURCE 200809L
 #include "attention/decode.h"
 #include "core/errors.h"
@@ -29,12 +30,9 @@ attn_status attn_kv_pool_create(attn_kv_cache *c)
     }
     c->table = calloc(entries, sizeof *c->table);
     c->refs = calloc((size_t)c->num_pages, sizeof *c->refs);
-    c->free_list = malloc(sizeof *c->free_list * (size_t)c->num_pages);
-    if (!c->table || !c->refs || !c->free_list)
+    if (!c->table || !c->refs)
         return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory for the block "
                          "table of %zu entries and %d blocks", entries, c->num_pages);
-    /* popped from the end: page 0 first */
-    for (int i = 0; i < c->num_pages; i++) c->free_list[i] = c->num_pages - 1 - i;
     c->free_pages = c->num_pages;
     c->table_dirty = 1;
     return ATTN_SUCCESS;
@@ -45,7 +43,6 @@ void attn_kv_pool_free(attn_kv_cache *c)
     if (c->table_mem) clReleaseMemObject(c->table_mem);
     free(c->table);
     free(c->refs);
-    free(c->free_list);
 }
 
 int attn_kv_pool_pages_of(const attn_kv_cache *c, int b)
@@ -55,16 +52,39 @@ int attn_kv_pool_pages_of(const attn_kv_cache *c, int b)
 
 static int *entry(attn_kv_cache *c, int b, int i) { return &c->table[(size_t)b * c->max_pages + i]; }
 
-static int take_page(attn_kv_cache *c)
+/* A free page for a sequence whose pages so far end with page `after`
+ * (-1: it has none): after + 1 when free, so that a sequence's pages run
+ * in order and decode streams them like a contiguous cache; otherwise the
+ * middle of the largest run of free pages (its start when the run begins
+ * the pool), leaving room on both sides for the sequences already growing.
+ * Sequences growing together from one pool otherwise interleave their
+ * pages, and paged decode with blocks of 16 took 1.6x contiguous's time on
+ * PoCL against 0.92x for pages in order. */
+static int take_page(attn_kv_cache *c, int after)
 {
-    const int p = c->free_list[--c->free_pages];
+    int p = after + 1;
+    if (after < 0 || p >= c->num_pages || c->refs[p] != 0) {
+        int best = 0, best_len = 0;
+        for (int i = 0; i < c->num_pages;) {
+            if (c->refs[i]) {
+                i++;
+                continue;
+            }
+            int j = i;
+            while (j < c->num_pages && c->refs[j] == 0) j++;
+            if (j - i > best_len) best = i, best_len = j - i;
+            i = j;
+        }
+        p = best == 0 ? 0 : best + best_len / 2;
+    }
     c->refs[p] = 1;
+    c->free_pages--;
     return p;
 }
 
 static void drop_page(attn_kv_cache *c, int p)
 {
-    if (--c->refs[p] == 0) c->free_list[c->free_pages++] = p;
+    if (--c->refs[p] == 0) c->free_pages++;
 }
 
 /* Table entries from..to-1 of sequence b go back (to the pool unless
@@ -169,12 +189,14 @@ attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n)
         int cow;
         const int extra = add > 0 ? pages_needed(c, b, add, 0, &cow) : (cow = 0);
         if (cow) {
-            const int shared = *entry(c, b, have - 1), own = take_page(c);
+            const int shared = *entry(c, b, have - 1);
+            const int own = take_page(c, have > 1 ? *entry(c, b, have - 2) : -1);
             cow_pages[2 * b + 1] = own;
             drop_page(c, shared); /* still held by another sequence */
             *entry(c, b, have - 1) = own;
         }
-        for (int i = 0; i < extra - cow; i++) *entry(c, b, have + i) = take_page(c);
+        for (int i = 0; i < extra - cow; i++)
+            *entry(c, b, have + i) = take_page(c, have + i > 0 ? *entry(c, b, have + i - 1) : -1);
         if (extra) c->table_dirty = 1;
     }
     attn_status st = ATTN_SUCCESS;
