@@ -4,6 +4,7 @@
  * counts. */
 #define _POSIX_C_SOURCE 200809L
 #include "attention/decode.h"
+#include "attention/kv_quant.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/launch.h"
@@ -151,7 +152,7 @@ static attn_status read_one(attn_kv_cache *c, cl_mem buf, cl_mem scales, int seq
         t += n_run;
     }
     if (st == ATTN_SUCCESS && int8) {
-        for (size_t i = 0; i < n; i++) f[i] = (float)q[i] * s[i / D];
+        for (size_t i = 0; i < n; i++) f[i] = attn_kv_dequantize(q[i], s[i / D]);
         st = attn_convert_from_f32(c->dtype, f, out, n);
     }
     free(q);
