@@ -3,7 +3,7 @@
  * file and line for the tuner, one warning and the heuristic for the
  * library); the lookup tiers (exact, other driver, stale kernel sources,
  * other device, nearest bucket, system-wide file) as attn_prepare reports
- * them; concurrent writers losing nothing; and attn_problem_flops, the
+ * them; decode classes per cache kind (int8, a paged cache's block size); concurrent writers losing nothing; and attn_problem_flops, the
  * work the entries' GFLOP/s are counted by. */
 #define _XOPEN_SOURCE 700 /* dup2, mkdir, nftw */
 #include "harness.h"
@@ -393,6 +393,120 @@ static void test_int8_decode_class(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "class.kv_int8"));
     free(text);
     attn_tuning_db_free(&back);
+    attn_tuning_db_free(&db);
+}
+
+/* The number of times needle occurs in text. */
+static int occurrences(const char *text, const char *needle)
+{
+    int n = 0;
+    for (const char *at = strstr(text, needle); at; at = strstr(at + 1, needle)) n++;
+    return n;
+}
+
+/* A decode over a paged cache has its own class per block size: the
+ * database keeps it as "kv_block": N (a contiguous class writes nothing, so
+ * a file written before paged classes reads as contiguous), lookup never
+ * crosses block sizes or contiguous and paged, and a bad block size is an
+ * error naming the field. */
+static void test_paged_decode_class(void)
+{
+    attn_problem p = problem(128, 32, 8, 4096);
+    p.q_len = 1;
+    attn_tuning_entry plain = entry(&fake_dev, "0123456789abcdef", &p, "family=vector,rows=4");
+    attn_decode_class_of(&p, 0, 0, &plain.cls);
+    attn_tuning_entry b16 = plain, b64 = plain, q16 = plain;
+    attn_decode_class_of(&p, 16, 0, &b16.cls);
+    attn_decode_class_of(&p, 64, 0, &b64.cls);
+    attn_decode_class_of(&p, 16, 1, &q16.cls);
+    snprintf(b16.params, sizeof b16.params, "family=vector,rows=4,keys=16");
+    snprintf(b64.params, sizeof b64.params, "family=vector,rows=4,keys=64");
+    snprintf(q16.params, sizeof q16.params, "family=vector,rows=2,keys=16");
+    const attn_tuning_entry *all[4] = {&plain, &b16, &b64, &q16};
+    for (int i = 0; i < 4; i++)
+        for (int j = 0; j < 4; j++) {
+            CU_ASSERT_EQUAL(attn_shape_class_equal(&all[i]->cls, &all[j]->cls), i == j);
+            CU_ASSERT_EQUAL(attn_shape_class_distance(&all[i]->cls, &all[j]->cls) >= 0, i == j);
+        }
+    char buf[128];
+    attn_shape_class_format(&q16.cls, buf, sizeof buf);
+    CU_ASSERT_STRING_EQUAL(buf, "D128 f32 causal g4 q1 kv4096 decode int8 block16");
+
+    /* written and read back: the block size kept, none on the contiguous one */
+    attn_tuning_db db, back;
+    attn_tuning_db_init(&db);
+    attn_tuning_db_init(&back);
+    for (int i = 0; i < 4; i++) CU_ASSERT_EQUAL(attn_tuning_db_put(&db, all[i]), 0);
+    CU_ASSERT_EQUAL(db.count, 4);
+    char *text = attn_tuning_db_print(&db);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_EQUAL(occurrences(text, "\"kv_block\":\t16"), 2);
+    CU_ASSERT_EQUAL(occurrences(text, "\"kv_block\":\t64"), 1);
+    char err[1024] = "";
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 4);
+    for (int i = 0; i < 4; i++) CU_ASSERT(entries_equal(&back.entries[i], all[i]));
+    CU_ASSERT(back.entries[1].cls.kv_block == 16 && back.entries[2].cls.kv_block == 64);
+
+    /* lookup: each class finds its own entry, a block size without one none */
+    const attn_tuning_entry *got = NULL;
+    for (int i = 0; i < 4; i++) {
+        CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &all[i]->cls, &got),
+                        ATTN_TIER_EXACT);
+        CU_ASSERT(got && strcmp(got->params, all[i]->params) == 0);
+    }
+    attn_shape_class b32;
+    attn_decode_class_of(&p, 32, 0, &b32);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &b32, &got), ATTN_TIER_NONE);
+    attn_tuning_db_free(&back);
+
+    /* a file written before paged classes (no "kv_block"): contiguous */
+    attn_tuning_db old;
+    attn_tuning_db_init(&old);
+    CU_ASSERT_EQUAL(attn_tuning_db_put(&old, &plain), 0);
+    char *old_text = attn_tuning_db_print(&old);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(old_text);
+    CU_ASSERT_PTR_NULL(strstr(old_text, "kv_block"));
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(old_text, strlen(old_text), "old", &back, err,
+                                         sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 1);
+    CU_ASSERT_EQUAL(back.entries[0].cls.kv_block, 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &plain.cls, &got),
+                    ATTN_TIER_EXACT);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &b16.cls, &got),
+                    ATTN_TIER_NONE);
+    attn_tuning_db_free(&back);
+    free(old_text);
+    attn_tuning_db_free(&old);
+
+    /* refused: not a power of two, out of range, in a prefill class (the
+     * b64 entry's "decode" key misspelt: decode is absent) */
+    char *b64_at = strstr(text, "\"kv_block\":\t64"), *decode_at = NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b64_at);
+    for (char *at = strstr(text, "\"decode\""); at && at < b64_at; at = strstr(at + 1, "\"decode\""))
+        decode_at = at;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(decode_at);
+    static const struct { const char *to, *why; } bad[] = {
+        {"\"kv_block\":\t48", "class.kv_block"},
+        {"\"kv_block\":\t512", "\"kv_block\" must be an integer in 16..256"},
+        {"\"dekode\"", "class.kv_block"},
+    };
+    for (int i = 0; i < 3; i++) {
+        char *at = i < 2 ? b64_at : decode_at;
+        const size_t len = strlen(i < 2 ? "\"kv_block\":\t64" : "\"decode\"");
+        const size_t n = strlen(text) + 8;
+        char *doctored = malloc(n);
+        snprintf(doctored, n, "%.*s%s%s", (int)(at - text), text, bad[i].to, at + len);
+        err[0] = 0;
+        CU_ASSERT_EQUAL(attn_tuning_db_parse(doctored, strlen(doctored), "mem", &back, err,
+                                             sizeof err), ATTN_ERROR_TUNING_DB);
+        if (!strstr(err, bad[i].why)) printf("\n  case %d: %s", i, err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i].why));
+        attn_tuning_db_free(&back);
+        free(doctored);
+    }
+    free(text);
     attn_tuning_db_free(&db);
 }
 
@@ -927,6 +1041,7 @@ static void test_update_cleans_up(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_round_trip),
     HARNESS_TEST(test_int8_decode_class),
+    HARNESS_TEST(test_paged_decode_class),
     HARNESS_TEST(test_concurrent_writers), /* forks: before any OpenCL thread exists */
     HARNESS_TEST(test_update_cleans_up),    /* forks too */
     HARNESS_TEST(test_corrupt_files),

@@ -114,21 +114,10 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
     const attn_device_limits dev = attn_context_limits(ctx);
     const attn_problem full = full_problem(c, p); /* the class: kv by the cache's capacity */
     attn_params pr;
-    attn_status st = attn_plan_decode(ctx, &full, c->storage, &pr, &dp->source);
+    /* the class is the cache's kind too: keys per block fit a page */
+    attn_status st = attn_plan_decode(ctx, &full, c->paged ? c->page_rows : 0, c->storage, &pr,
+                                      &dp->source);
     if (st != ATTN_SUCCESS) return st;
-    /* Paged: a key block must lie inside one page (cl/decode_common.cl's
-     * cache_row looks a page up once per block), so the keys per block are
-     * clamped here, after the plan, to the page size (both powers of two,
-     * so they then divide it). The planner's class (tuned entries, the
-     * override) does not know the page: a paged cache takes the contiguous
-     * class's parameters and this clamp, which only shrinks the block (a
-     * smaller one is always legal: less __local and private memory, still a
-     * multiple of the vector width, which is at most the smallest page). */
-    if (c->paged && pr.block_keys > c->page_rows) {
-        attn_log(ATTN_LOG_DEBUG, "decode: keys=%d clamped to the cache's block size %d",
-                 pr.block_keys, c->page_rows);
-        pr.block_keys = c->page_rows;
-    }
     dp->pr = pr;
     dp->qlen = malloc(sizeof *dp->qlen * (size_t)c->batch);
     if (!dp->qlen) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");

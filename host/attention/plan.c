@@ -46,6 +46,15 @@ attn_params attn_plan_heuristic(int entry, const attn_device_limits *dev, const 
                                       : attn_params_heuristic(dev, p);
 }
 
+void attn_plan_fit_page(attn_params *pr, int page_rows)
+{
+    if (page_rows > 0 && pr->block_keys > page_rows) {
+        attn_log(ATTN_LOG_DEBUG, "decode: keys=%d clamped to the cache's block size %d",
+                 pr->block_keys, page_rows);
+        pr->block_keys = page_rows;
+    }
+}
+
 /* The uncached plan. */
 static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
                             const attn_shape_class *cls, attn_params *out, const char **source)
@@ -83,6 +92,7 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
                  entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc);
         *source = "heuristic";
     }
+    attn_plan_fit_page(&pr, cls->kv_block);
     if (!attn_params_legal(&pr, &dev, p, err, sizeof err)) {
         attn_params_format(&pr, desc, sizeof desc);
         if (text)
@@ -95,40 +105,37 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
     return ATTN_SUCCESS;
 }
 
-/* attn_plan, with kv_int8 for a decode over an int8 cache */
-static attn_status plan_of(attn_context *ctx, int entry, const attn_problem *p, int kv_int8,
-                           attn_params *out, const char **source)
+/* attn_plan of class cls (a decode class names its cache's kind) */
+static attn_status plan_of(attn_context *ctx, int entry, const attn_problem *p,
+                           const attn_shape_class *cls, attn_params *out, const char **source)
 {
     const attn_device_limits dev = attn_context_limits(ctx);
     char err[256];
     if (attn_tuning_forced(ctx, out)) { /* the tuner's candidate: never cached */
         *source = "override";
+        attn_plan_fit_page(out, cls->kv_block);
         if (attn_params_legal(out, &dev, p, err, sizeof err)) return ATTN_SUCCESS;
         return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "the tuner's parameters are not "
                          "usable here: %s", err);
     }
-    attn_shape_class cls;
-    attn_shape_class_of(p, &cls);
-    cls.decode = entry == ATTN_ENTRY_DECODE;
-    cls.kv_int8 = kv_int8;
-    const int q_len = cls.decode ? p->q_len : 0;
+    const int q_len = cls->decode ? p->q_len : 0;
     if (!ctx->plans) ctx->plans = calloc(1, sizeof *ctx->plans);
     struct attn_plan_cache *c = ctx->plans;
     for (int i = 0; c && i < c->n; i++) {
         const plan_entry *e = &c->e[i];
-        if (e->entry == entry && e->q_len == q_len && attn_shape_class_equal(&e->cls, &cls)) {
+        if (e->entry == entry && e->q_len == q_len && attn_shape_class_equal(&e->cls, cls)) {
             *out = e->pr;
             *source = e->source;
             return ATTN_SUCCESS;
         }
     }
-    attn_status st = plan_new(ctx, entry, p, &cls, out, source);
+    attn_status st = plan_new(ctx, entry, p, cls, out, source);
     if (st != ATTN_SUCCESS || !c) return st; /* failures are not cached: they say why each time */
     plan_entry *e = &c->e[c->next];
     c->next = (c->next + 1) % PLAN_CACHE;
     if (c->n < PLAN_CACHE) c->n++;
     e->entry = entry;
-    e->cls = cls;
+    e->cls = *cls;
     e->q_len = q_len;
     e->pr = *out;
     e->source = *source;
@@ -138,11 +145,16 @@ static attn_status plan_of(attn_context *ctx, int entry, const attn_problem *p, 
 attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_params *out,
                       const char **source)
 {
-    return plan_of(ctx, entry, p, 0, out, source);
+    attn_shape_class cls;
+    if (entry == ATTN_ENTRY_DECODE) attn_decode_class_of(p, 0, 0, &cls);
+    else attn_shape_class_of(p, &cls);
+    return plan_of(ctx, entry, p, &cls, out, source);
 }
 
-attn_status attn_plan_decode(attn_context *ctx, const attn_problem *p, attn_kv_storage storage,
-                             attn_params *out, const char **source)
+attn_status attn_plan_decode(attn_context *ctx, const attn_problem *p, int page_rows,
+                             attn_kv_storage storage, attn_params *out, const char **source)
 {
-    return plan_of(ctx, ATTN_ENTRY_DECODE, p, storage == ATTN_KV_INT8, out, source);
+    attn_shape_class cls;
+    attn_decode_class_of(p, page_rows, storage == ATTN_KV_INT8, &cls);
+    return plan_of(ctx, ATTN_ENTRY_DECODE, p, &cls, out, source);
 }

@@ -14,10 +14,21 @@
  * "stale" or "override". Caller holds ctx->lock. */
 attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_params *out,
                       const char **source);
-/* attn_plan for a decode over a cache of this storage: an int8 cache has
- * kernels, and so a shape class, of its own. */
-attn_status attn_plan_decode(attn_context *ctx, const attn_problem *p, attn_kv_storage storage,
-                             attn_params *out, const char **source);
+/* attn_plan for a decode over a cache of blocks of page_rows tokens (0:
+ * contiguous) and this storage: each kind is a shape class of its own (an
+ * int8 cache has its own kernels; a paged one bounds the keys per block).
+ * The result fits the cache (attn_plan_fit_page). */
+attn_status attn_plan_decode(attn_context *ctx, const attn_problem *p, int page_rows,
+                             attn_kv_storage storage, attn_params *out, const char **source);
+/* Paged (page_rows > 0): a key block must lie inside one page
+ * (cl/decode_common.cl's cache_row looks a page up once per block), so keys
+ * per block above the page size are clamped to it, with a debug log (both
+ * powers of two, so they then divide it; a smaller block is always legal:
+ * less __local and private memory, still a multiple of the vector width,
+ * which is at most the smallest page). The heuristic and an override may
+ * need it; a tuned entry of a paged class never does (the tuner searches
+ * only keys that fit). */
+void attn_plan_fit_page(attn_params *pr, int page_rows);
 /* The device heuristic alone for entry point `entry` (ATTN_ENTRY_*): where
  * a plan starts, and the tuner's default. */
 attn_params attn_plan_heuristic(int entry, const attn_device_limits *dev, const attn_problem *p);

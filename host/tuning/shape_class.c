@@ -30,14 +30,24 @@ void attn_shape_class_of(const attn_problem *p, attn_shape_class *c)
     c->variants = attn_variant_flags(p);
 }
 
+void attn_decode_class_of(const attn_problem *p, int page_rows, int kv_int8,
+                          attn_shape_class *c)
+{
+    attn_shape_class_of(p, c);
+    c->decode = 1;
+    c->kv_int8 = kv_int8 != 0;
+    c->kv_block = page_rows > 0 ? page_rows : 0;
+}
+
 void attn_shape_class_format(const attn_shape_class *c, char *buf, size_t size)
 {
     const char *t = attn_dtype_name(c->dtype);
-    char v[96];
+    char v[96], block[24] = "";
     attn_variant_names(c->variants, v, sizeof v);
-    snprintf(buf, size, "D%d %s %s g%d q%d kv%d%s%s%s%s", c->head_dim, t ? t : "?",
+    if (c->kv_block) snprintf(block, sizeof block, " block%d", c->kv_block);
+    snprintf(buf, size, "D%d %s %s g%d q%d kv%d%s%s%s%s%s", c->head_dim, t ? t : "?",
              c->causal ? "causal" : "full", c->group, c->q_bucket, c->kv_bucket,
-             c->decode ? " decode" : "", c->kv_int8 ? " int8" : "", v[0] ? " +" : "", v);
+             c->decode ? " decode" : "", c->kv_int8 ? " int8" : "", block, v[0] ? " +" : "", v);
 }
 
 int attn_variant_flags_parse(const char *names, unsigned *flags, char *err, size_t errsize)
@@ -67,7 +77,8 @@ int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b)
 {
     return a->head_dim == b->head_dim && a->dtype == b->dtype && a->causal == b->causal &&
            a->group == b->group && a->q_bucket == b->q_bucket && a->kv_bucket == b->kv_bucket &&
-           a->decode == b->decode && a->kv_int8 == b->kv_int8 && a->variants == b->variants;
+           a->decode == b->decode && a->kv_int8 == b->kv_int8 && a->kv_block == b->kv_block &&
+           a->variants == b->variants;
 }
 
 /* |log2(a / b)| in half octaves */
@@ -79,8 +90,9 @@ static int octaves(int a, int b)
 int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class *b)
 {
     if (a->head_dim != b->head_dim || a->dtype != b->dtype || a->causal != b->causal ||
-        a->decode != b->decode || a->kv_int8 != b->kv_int8 || a->variants != b->variants)
-        return -1;
+        a->decode != b->decode || a->kv_int8 != b->kv_int8 || a->kv_block != b->kv_block ||
+        a->variants != b->variants)
+        return -1; /* a paged class's keys fit its block: no other block's (or contiguous) */
     if (a->group < 1 || b->group < 1 || a->q_bucket < 1 || b->q_bucket < 1 || a->kv_bucket < 1 ||
         b->kv_bucket < 1)
         return -1;

@@ -22,19 +22,28 @@ typedef struct attn_shape_class {
     int kv_bucket; /* kv_len likewise */
     int decode;    /* 1: attn_decode's class (kv_len = the cache's capacity); 0: attn_forward's */
     int kv_int8;   /* decode over an int8 cache (ATTN_KV_INT8): its own kernels */
+    /* decode over a paged cache: its block size exactly (0: contiguous).
+     * Exact, not bucketed: there are only five (16..256), the keys per
+     * block must not exceed it (an entry of block 64 with keys=64 is no
+     * entry for block 32), and decode's speed differs between them. */
+    int kv_block;
     unsigned variants; /* attn_variant_flags: the variants that change the kernel; 0 none */
 } attn_shape_class;
 
 /* The power of two nearest to n in log scale (1 for n <= 1). */
 int attn_length_bucket(int n);
 void attn_shape_class_of(const attn_problem *p, attn_shape_class *c);
+/* The class of attn_decode of p (kv_len: the cache's capacity) over a cache
+ * of blocks of page_rows tokens (0: contiguous), int8 or not. */
+void attn_decode_class_of(const attn_problem *p, int page_rows, int kv_int8,
+                          attn_shape_class *c);
 /* "D64 f32 causal g4 q2048 kv2048" (" decode" after a decode class, " int8"
- * after one over an int8 cache, then
- * " +window,softcap" for the variants) */
+ * after one over an int8 cache, " block16" after one over a paged cache of
+ * blocks of 16, then " +window,softcap" for the variants) */
 void attn_shape_class_format(const attn_shape_class *c, char *buf, size_t size);
 int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b);
-/* How far apart two classes of the same head dim, type, causality and
- * variants are: octaves of group, q and kv bucket summed; -1 when they
+/* How far apart two classes of the same head dim, type, causality,
+ * variants and (decode) cache kind are: octaves of group, q and kv bucket summed; -1 when they
  * cannot substitute. */
 int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class *b);
 /* The variant bits of "window,softcap" (attn_variant_names' text; "" is

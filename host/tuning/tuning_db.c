@@ -116,6 +116,7 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
         cJSON_AddNumberToObject(c, "kv_bucket", e->cls.kv_bucket);
         if (e->cls.decode) cJSON_AddBoolToObject(c, "decode", 1);
         if (e->cls.kv_int8) cJSON_AddBoolToObject(c, "kv_int8", 1);
+        if (e->cls.kv_block) cJSON_AddNumberToObject(c, "kv_block", e->cls.kv_block);
         if (e->cls.variants) {
             char v[96];
             attn_variant_names(e->cls.variants, v, sizeof v);

@@ -2,6 +2,7 @@
  * field by field, an error naming the file, line, entry and field (the
  * format is in tuning.h; writing, locking and merging are tuning_db.c). */
 #define _DEFAULT_SOURCE /* fileno */
+#include "attention/decode.h" /* ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK */
 #include "core/log.h"
 #include "tuning/tuning.h"
 
@@ -218,6 +219,14 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
         return bad(r, "\"%s\" must be true or false, and only in a decode class",
                    "class.kv_int8");
     e->cls.kv_int8 = cJSON_IsTrue(kv_int8);
+    /* optional: a decode over a paged cache, its block size (absent: a
+     * contiguous cache, as every database before paged classes) */
+    if (cJSON_GetObjectItemCaseSensitive(cls, "kv_block") &&
+        get_int(r, cls, "kv_block", &e->cls.kv_block, ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK, 1))
+        return -1;
+    if (e->cls.kv_block && (!e->cls.decode || (e->cls.kv_block & (e->cls.kv_block - 1))))
+        return bad(r, "\"%s\" must be a power of two, and only in a decode class",
+                   "class.kv_block");
     /* optional: the variants the entry was tuned with, "window,softcap"
      * (absent: none, as every database before them) */
     char variants[96] = "", why_v[64];
