@@ -5,12 +5,14 @@
  * type; a real attn-tune killed with SIGKILL mid-run leaves a valid database
  * and the next run resumes; the run's budget holds; the tool's database
  * commands and failures; the session (attn_tune_run) called directly, for
- * prefill and for decode; attn-tune --decode --compare. */
+ * prefill and for decode; attn-tune --decode --compare; decode over paged
+ * and int8 caches (their own classes, search spaces and entries). */
 #define _XOPEN_SOURCE 700 /* nftw, kill, mkdir */
 #include "harness.h"
 #include "core/program.h"
 #include "tuning/tune_session.h"
 #include "tuning/tuning.h"
+#include "attention/plan.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -125,7 +127,7 @@ static void test_wrong_candidates_rejected(void)
 
     attn_problem p = problem(16, 2, 1, 64, ATTN_F32, 1);
     attn_tune_bench *b = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &p, &b), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &p, NULL, &b), ATTN_SUCCESS);
     attn_measure_opts mo = {.target_ms = 50, .min_reps = 3, .max_reps = 10};
     struct {
         attn_params pr;
@@ -192,7 +194,7 @@ static void test_correct_candidates_pass(void)
     attn_measure_opts mo = {.target_ms = 20, .min_reps = 3, .max_reps = 5};
     for (int i = 0; i < 2; i++) {
         attn_tune_bench *b = NULL;
-        CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &ps[i], &b), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &ps[i], NULL, &b), ATTN_SUCCESS);
         attn_params pr = vector_params(8, 32, 16);
         attn_candidate_result r;
         CU_ASSERT_EQUAL(attn_tune_measure(b, &pr, &mo, &r), ATTN_SUCCESS);
@@ -413,7 +415,7 @@ static void test_session(void)
                                    problem(16, 4, 2, 30, ATTN_F32, 1),
                                    problem(16, 4, 2, 64, ATTN_F32, 1)};
     attn_tune_run_opts o = {db, shapes, 3, ATTN_TUNE_LEVEL_QUICK, 120, 0, 2,
-                            1u << ATTN_FAMILY_VECTOR, 7, 0, 1, ATTN_ENTRY_PREFILL};
+                            1u << ATTN_FAMILY_VECTOR, 7, 0, 1, ATTN_ENTRY_PREFILL, {0, ATTN_KV_AS_DTYPE}};
     attn_tune_run_result r;
     CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
     CU_ASSERT(r.classes == 2 && r.to_tune == 2 && r.tuned == 2 && r.failed == 0 &&
@@ -472,7 +474,7 @@ static void test_decode_space(void)
     attn_problem p = problem(16, 4, 2, 256, ATTN_F32, 1);
     p.q_len = 1;
     attn_tune_bench *b = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_DECODE, &p, &b), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_DECODE, &p, NULL, &b), ATTN_SUCCESS);
     attn_device_limits dev;
     attn_tune_bench_limits(b, &dev);
     /* either family, split or not, verifies through attn_decode */
@@ -495,8 +497,8 @@ static void test_decode_space(void)
     const attn_params base = attn_params_defaults(ATTN_FAMILY_VECTOR);
     attn_params *pre = NULL, *dec = NULL;
     const unsigned vec = 1u << ATTN_FAMILY_VECTOR;
-    const int np = attn_search_enumerate(&dev, ATTN_ENTRY_PREFILL, &p, &base, vec, &pre);
-    const int nd = attn_search_enumerate(&dev, ATTN_ENTRY_DECODE, &p, &base, vec, &dec);
+    const int np = attn_search_enumerate(&dev, ATTN_ENTRY_PREFILL, &p, 0, &base, vec, &pre);
+    const int nd = attn_search_enumerate(&dev, ATTN_ENTRY_DECODE, &p, 0, &base, vec, &dec);
     CU_ASSERT(np > 0 && nd > np);
     int seen[65] = {0};
     for (int i = 0; i < np; i++) CU_ASSERT_EQUAL(pre[i].kv_splits, base.kv_splits);
@@ -514,7 +516,7 @@ static void test_decode_space(void)
     free(dec);
     /* a decode shape beyond ATTN_DECODE_MAX_Q_LEN is refused by name */
     p.q_len = ATTN_DECODE_MAX_Q_LEN + 1;
-    CU_ASSERT_EQUAL(attn_tune_bench_create(ctx, ATTN_ENTRY_DECODE, &p, &b), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_EQUAL(attn_tune_bench_create(ctx, ATTN_ENTRY_DECODE, &p, NULL, &b), ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "ATTN_DECODE_MAX_Q_LEN"));
 }
 
@@ -529,7 +531,7 @@ static void test_session_decode(void)
     attn_problem shape = problem(16, 4, 2, 64, ATTN_F32, 1);
     shape.q_len = 1; /* one new query against a cache of 64 */
     attn_tune_run_opts o = {db, &shape, 1, ATTN_TUNE_LEVEL_QUICK, 120, 0, 2,
-                            1u << ATTN_FAMILY_VECTOR, 7, 0, 1, ATTN_ENTRY_PREFILL};
+                            1u << ATTN_FAMILY_VECTOR, 7, 0, 1, ATTN_ENTRY_PREFILL, {0, ATTN_KV_AS_DTYPE}};
     attn_tune_run_result r;
     CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS); /* the prefill entry */
     CU_ASSERT(r.tuned == 1 && r.failed == 0);
@@ -580,6 +582,136 @@ static void test_session_decode(void)
     remove_dir();
 }
 
+/* A decode bench over a paged cache: its default is the heuristic with
+ * the keys per block fitted to the block, its search space holds only keys
+ * that fit (the others would be clamped into duplicates), a caller's
+ * candidate with more keys is refused by name, and one that fits verifies
+ * through attn_decode over the paged cache; an int8 bench verifies at
+ * int8's tolerance. */
+static void test_decode_cache_kinds_space(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_problem p = problem(16, 4, 2, 256, ATTN_F32, 1);
+    p.q_len = 1;
+    const attn_tune_cache paged = {16, ATTN_KV_AS_DTYPE}, int8 = {0, ATTN_KV_INT8};
+    attn_tune_bench *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_DECODE, &p, &paged, &b),
+                          ATTN_SUCCESS);
+    attn_device_limits dev;
+    attn_tune_bench_limits(b, &dev);
+    attn_shape_class cls;
+    attn_tune_bench_class(b, &cls);
+    CU_ASSERT(cls.decode == 1 && cls.kv_block == 16 && cls.kv_int8 == 0);
+    const attn_params heur = attn_plan_heuristic(ATTN_ENTRY_DECODE, &dev, &p);
+    const attn_params dflt = attn_tune_bench_default(b);
+    CU_ASSERT(heur.block_keys > 16); /* else the fitting below proves nothing */
+    CU_ASSERT_EQUAL(dflt.block_keys, 16);
+    attn_params *list = NULL;
+    const int n16 = attn_search_enumerate(&dev, ATTN_ENTRY_DECODE, &p, 16, &dflt, 0, &list);
+    CU_ASSERT(n16 > 0);
+    for (int i = 0; i < n16; i++) CU_ASSERT(list[i].block_keys <= 16);
+    free(list);
+    const int n0 = attn_search_enumerate(&dev, ATTN_ENTRY_DECODE, &p, 0, &dflt, 0, &list);
+    int wider = 0;
+    for (int i = 0; i < n0; i++) wider += list[i].block_keys > 16;
+    CU_ASSERT(n0 > n16 && wider > 0);
+    free(list);
+    attn_params nb[16];
+    const int nn = attn_search_neighbours(&dev, ATTN_ENTRY_DECODE, &p, 16, &dflt, nb, 16);
+    CU_ASSERT(nn > 0);
+    for (int i = 0; i < nn; i++) CU_ASSERT(nb[i].block_keys <= 16);
+    const attn_measure_opts mo = {1.0, 1, 2, 0, 0, 0, 0};
+    attn_candidate_result r;
+    CU_ASSERT_EQUAL(attn_tune_measure(b, &heur, &mo, &r), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(r.status, ATTN_CAND_DEVICE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.why, "exceed the cache's block size 16"));
+    CU_ASSERT_EQUAL(attn_tune_measure(b, &dflt, &mo, &r), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(r.status, ATTN_CAND_OK);
+    if (r.status != ATTN_CAND_OK) printf("\n  paged: %s", r.why);
+    attn_tune_bench_free(b);
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_DECODE, &p, &int8, &b),
+                          ATTN_SUCCESS);
+    attn_tune_bench_class(b, &cls);
+    CU_ASSERT(cls.decode == 1 && cls.kv_block == 0 && cls.kv_int8 == 1);
+    CU_ASSERT_EQUAL(attn_tune_measure(b, &heur, &mo, &r), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(r.status, ATTN_CAND_OK);
+    if (r.status != ATTN_CAND_OK) printf("\n  int8: %s", r.why);
+    attn_tune_bench_free(b);
+}
+
+/* Where attn_decode_prepare's plan for a cache of this kind comes from, on
+ * a context reading database db. */
+static void expect_source(const char *db, int block, attn_kv_storage storage, const char *want,
+                          const char *params)
+{
+    attn_context *own = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &own), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_context_set_tuning_db(own, db, ""), ATTN_SUCCESS);
+    const attn_kv_cache_desc d = {.batch = 1, .kv_heads = 2, .head_dim = 16, .capacity = 64,
+                                  .dtype = ATTN_F32, .block_size = block, .storage = storage};
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(own, &d, &cache), ATTN_SUCCESS);
+    attn_problem p = problem(16, 4, 2, 64, ATTN_F32, 1);
+    p.q_len = 1;
+    attn_plan_info info;
+    CU_ASSERT_EQUAL(attn_decode_prepare(own, cache, &p, &info), ATTN_SUCCESS);
+    if (strcmp(info.source, want) != 0)
+        printf("\n  block %d storage %d: %s, wanted %s", block, (int)storage, info.source, want);
+    CU_ASSERT_STRING_EQUAL(info.source, want);
+    /* a tuned plan is the entry's parameters, then the splits launched */
+    const char *sp = params ? strstr(params, ",splits=") : NULL;
+    if (sp) CU_ASSERT(strncmp(info.params, params, (size_t)(sp - params) + 8) == 0);
+    attn_kv_cache_release(cache);
+    attn_context_release(own);
+}
+
+/* attn_tune_run over a paged cache (blocks of 16) and over an int8 one:
+ * each class's entry (its keys within the block) is what attn_decode plans
+ * for a cache of that kind, and no other kind's: contiguous, blocks of 32,
+ * int8 paged and plain caches keep the heuristic. */
+static void test_session_decode_cache_kinds(void)
+{
+    char db[300];
+    attn_context *ctx = session_start(db, sizeof db, "kinds.json");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_problem shape = problem(16, 4, 2, 64, ATTN_F32, 1);
+    shape.q_len = 1;
+    attn_tune_run_opts o = {db, &shape, 1, ATTN_TUNE_LEVEL_QUICK, 120, 0, 2,
+                            1u << ATTN_FAMILY_VECTOR, 7, 0, 1, ATTN_ENTRY_DECODE,
+                            {16, ATTN_KV_AS_DTYPE}};
+    attn_tune_run_result r;
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
+    CU_ASSERT(r.classes == 1 && r.tuned == 1 && r.failed == 0);
+    o.kv.block_size = 0;
+    o.kv.storage = ATTN_KV_INT8;
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
+    CU_ASSERT(r.classes == 1 && r.to_tune == 1 && r.tuned == 1 && r.failed == 0);
+    /* a cache's kind is for decode only */
+    o.entry = ATTN_ENTRY_PREFILL;
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_ERROR_INVALID_ARGUMENT);
+    attn_tuning_db d;
+    attn_tuning_db_init(&d);
+    char err[1024];
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_load(db, &d, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(d.count, 2);
+    const attn_tuning_entry *paged = d.entries[0].cls.kv_block ? &d.entries[0] : &d.entries[1];
+    const attn_tuning_entry *int8 = paged == &d.entries[0] ? &d.entries[1] : &d.entries[0];
+    CU_ASSERT(paged->cls.decode && paged->cls.kv_block == 16 && !paged->cls.kv_int8);
+    CU_ASSERT(int8->cls.decode && int8->cls.kv_block == 0 && int8->cls.kv_int8);
+    attn_params pr = attn_params_defaults(ATTN_FAMILY_VECTOR);
+    CU_ASSERT_EQUAL(attn_params_parse(paged->params, &pr, err, sizeof err), 0);
+    CU_ASSERT(pr.block_keys <= 16);
+    printf("\n  paged entry %s, int8 entry %s", paged->params, int8->params);
+    expect_source(db, 16, ATTN_KV_AS_DTYPE, "tuned", paged->params);
+    expect_source(db, 0, ATTN_KV_AS_DTYPE, "heuristic", NULL);
+    expect_source(db, 32, ATTN_KV_AS_DTYPE, "heuristic", NULL);
+    expect_source(db, 0, ATTN_KV_INT8, "tuned", int8->params);
+    expect_source(db, 16, ATTN_KV_INT8, "heuristic", NULL);
+    attn_tuning_db_free(&d);
+    remove_dir();
+}
+
 static void test_tool_commands(void)
 {
     fresh_dir();
@@ -598,6 +730,8 @@ static void test_tool_commands(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "--shapes FILE|LIST"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "hq=32:hkv=8:d=128:s=4096"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "--decode"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "--block-size N"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "--kv-int8"));
     free(text);
     const char *usage[][3] = {{"--budget", "soon", NULL}, {"--shapes", "hq=8:d=64", NULL},
                               {"--shapes", "hq=8:hkv=3:d=64:s=64", NULL}, {"--frobnicate", NULL, NULL},
@@ -708,6 +842,59 @@ static void test_compare_decode(void)
     remove_dir();
 }
 
+/* attn-tune --decode --block-size 16 --kv-int8: the smallest tuning of a
+ * small class over an int8 cache of blocks of 16, listed by --show as that
+ * class, and --compare timing it over such a cache as tuned; the options
+ * refused without --decode or with a block size that is none. */
+static void test_tool_cache_kinds(void)
+{
+    fresh_dir();
+    char db[512], out[512], env_db[600];
+    path_in(db, sizeof db, "tuning.json");
+    path_in(out, sizeof out, "out.txt");
+    snprintf(env_db, sizeof env_db, "ATTN_TUNING_DB=%s", db);
+    const char *const env[] = {env_db, NULL};
+    const char *usage[][4] = {{"--kv-int8", NULL}, {"--decode", "--block-size", "24", NULL},
+                              {"--block-size", "16", NULL}};
+    const char *why[] = {"--kv-int8 goes with --decode", "--block-size wants 0 (contiguous)",
+                         "--block-size goes with --decode"};
+    for (int i = 0; i < 3; i++) {
+        CU_ASSERT_EQUAL(run_tool(usage[i], env, out, 1), 2);
+        char *text = harness_read_file(out, NULL);
+        CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, why[i]) : NULL);
+        free(text);
+    }
+    const char *shape = "b=1:hq=2:hkv=1:d=16:sq=1:skv=64";
+    const char *tune[] = {"--decode", "--block-size", "16", "--kv-int8", "--shapes", shape,
+                          "--max-candidates", "1", "--quiet", NULL};
+    CU_ASSERT_EQUAL_FATAL(run_tool(tune, env, out, 1), 0);
+    const char *show[] = {"--show", NULL};
+    CU_ASSERT_EQUAL(run_tool(show, env, out, 1), 0);
+    char *text = harness_read_file(out, NULL);
+    CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "D16 f32 causal g2 q1 kv64 decode int8 block16")
+                                : NULL);
+    free(text);
+    const char *cmp[] = {"--decode", "--block-size", "16", "--kv-int8", "--compare", "--shapes",
+                         shape, NULL};
+    CU_ASSERT_EQUAL(run_tool(cmp, env, out, 1), 0);
+    text = harness_read_file(out, NULL);
+    printf("\n  %s", text ? text : "(no output)");
+    const char *row = text ? strstr(text, "Sq=1 Skv=64 f32 causal int8 block16") : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    CU_ASSERT_PTR_NOT_NULL(strstr(row, " tuned "));
+    CU_ASSERT_PTR_NOT_NULL(strstr(row, "keys=16"));
+    free(text);
+    /* the same shape over a contiguous cache has no entry */
+    const char *cmp_plain[] = {"--decode", "--compare", "--shapes", shape, NULL};
+    CU_ASSERT_EQUAL(run_tool(cmp_plain, env, out, 1), 0);
+    text = harness_read_file(out, NULL);
+    row = text ? strstr(text, "Sq=1 Skv=64 f32 causal") : NULL;
+    CU_ASSERT_PTR_NOT_NULL_FATAL(row);
+    CU_ASSERT_PTR_NOT_NULL(strstr(row, " heuristic "));
+    free(text);
+    remove_dir();
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_tool_commands),
     HARNESS_TEST(test_wrong_candidates_rejected),
@@ -719,6 +906,9 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_decode_space),
     HARNESS_TEST(test_session_decode),
     HARNESS_TEST(test_compare_decode),
+    HARNESS_TEST(test_decode_cache_kinds_space),
+    HARNESS_TEST(test_session_decode_cache_kinds),
+    HARNESS_TEST(test_tool_cache_kinds),
     HARNESS_END
 };
 

@@ -8,6 +8,7 @@
 #include "tune_compare.h"
 #include "tuning/tune_session.h"
 #include "tuning/tune_shapes.h"
+#include "attention/decode.h" /* ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK */
 #include "core/text.h"
 
 #include <errno.h>
@@ -26,6 +27,7 @@ typedef struct options {
     int max_candidates;
     unsigned families;
     unsigned long long seed;
+    attn_tune_cache kv; /* --block-size, --kv-int8 */
 } options;
 
 /* ---- command line ---- */
@@ -55,6 +57,11 @@ static void usage(FILE *f)
         "                        (default shapes: the DESIGN decode set, B=4 Hq=32\n"
         "                        Hkv=8 D=128 sq=1 skv=1024,4096,16384, causal, f32);\n"
         "                        the decode search adds the KV splits\n"
+        "  --block-size N        with --decode: over a paged cache of blocks of N tokens\n"
+        "                        (a power of two in %d..%d; 0, the default: contiguous),\n"
+        "                        a class of its own (keys per block searched up to N)\n"
+        "  --kv-int8             with --decode: over an int8 cache (ATTN_KV_INT8), a\n"
+        "                        class of its own, verified at int8's tolerance\n"
         "  --budget SECONDS      the whole run's time, start-up included, shared among\n"
         "                        the classes still to tune (default %.0f; with --quick\n"
         "                        %.0f); a class is not started when too little is left\n"
@@ -83,13 +90,14 @@ static void usage(FILE *f)
         "$ATTN_SYSTEM_TUNING_DB, else /usr/share/attn/tuning.json.\n"
         "Exit status: 0 ok, 1 a failure (a corrupt database: ATTN_ERROR_TUNING_DB with\n"
         "the file and line), 2 bad usage.\n",
-        QUICK_BUDGET_S, TUNE_SHAPES_SYNTAX, FULL_BUDGET_S, QUICK_BUDGET_S);
+        QUICK_BUDGET_S, TUNE_SHAPES_SYNTAX, ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK, FULL_BUDGET_S,
+        QUICK_BUDGET_S);
 }
 
 enum {
     OPT_DEVICE = 256, OPT_QUICK, OPT_SHAPES, OPT_BUDGET, OPT_MAXCAND, OPT_FAMILY, OPT_FORCE,
     OPT_SEED, OPT_QUIET, OPT_SHOW, OPT_EXPORT, OPT_IMPORT, OPT_FORGET, OPT_COMPARE, OPT_HELP,
-    OPT_VERSION, OPT_DECODE
+    OPT_VERSION, OPT_DECODE, OPT_BLOCK_SIZE, OPT_KV_INT8
 };
 
 static int parse_args(int argc, char **argv, options *o)
@@ -110,6 +118,8 @@ static int parse_args(int argc, char **argv, options *o)
         {"forget", required_argument, NULL, OPT_FORGET},
         {"compare", no_argument, NULL, OPT_COMPARE},
         {"decode", no_argument, NULL, OPT_DECODE},
+        {"block-size", required_argument, NULL, OPT_BLOCK_SIZE},
+        {"kv-int8", no_argument, NULL, OPT_KV_INT8},
         {"help", no_argument, NULL, OPT_HELP},
         {"version", no_argument, NULL, OPT_VERSION},
         {NULL, 0, NULL, 0},
@@ -122,6 +132,19 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_QUICK: o->quick = 1; break;
         case OPT_SHAPES: o->shapes = optarg; break;
         case OPT_DECODE: o->decode = 1; break;
+        case OPT_KV_INT8: o->kv.storage = ATTN_KV_INT8; break;
+        case OPT_BLOCK_SIZE: {
+            errno = 0;
+            const long v = strtol(optarg, &end, 10);
+            if (errno || end == optarg || *end ||
+                (v != 0 && (v < ATTN_KV_MIN_BLOCK || v > ATTN_KV_MAX_BLOCK || (v & (v - 1))))) {
+                fprintf(stderr, "attn-tune: --block-size wants 0 (contiguous) or a power of two "
+                        "in %d..%d, not '%s'\n", ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK, optarg);
+                bad = 1;
+            }
+            o->kv.block_size = (int)v;
+            break;
+        }
         case OPT_BUDGET:
             errno = 0;
             o->budget_s = strtod(optarg, &end);
@@ -182,6 +205,11 @@ static int parse_args(int argc, char **argv, options *o)
     int commands = o->show + !!o->export_file + !!o->import_file + !!o->forget + o->compare;
     if (!bad && commands > 1) {
         fprintf(stderr, "attn-tune: give one of --show, --export, --import, --forget, --compare\n");
+        bad = 1;
+    }
+    if (!bad && (o->kv.block_size || o->kv.storage) && !o->decode) {
+        fprintf(stderr, "attn-tune: --%s goes with --decode (a KV cache's kind)\n",
+                o->kv.block_size ? "block-size" : "kv-int8");
         bad = 1;
     }
     if (!bad && o->decode && commands - o->compare) {
@@ -381,7 +409,7 @@ static int cmd_tune(options *o)
         path, shapes, nshapes, o->quick ? ATTN_TUNE_LEVEL_QUICK : ATTN_TUNE_LEVEL_FULL,
         o->budget_s > 0 ? o->budget_s : o->quick ? QUICK_BUDGET_S : FULL_BUDGET_S, run_t0,
         o->max_candidates, o->families, o->seed, o->force, o->quiet,
-        o->decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL};
+        o->decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL, o->kv};
     attn_tune_run_result res;
     st = attn_tune_run(ctx, &ro, &res);
     attn_context_release(ctx);
@@ -400,6 +428,7 @@ int main(int argc, char **argv)
     if (o.import_file) return cmd_import(&o);
     if (o.forget) return cmd_forget(&o);
     if (o.compare)
-        return tune_compare(o.device, o.shapes, o.decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL);
+        return tune_compare(o.device, o.shapes, o.decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL,
+                            &o.kv);
     return cmd_tune(&o);
 }

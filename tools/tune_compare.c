@@ -1,17 +1,18 @@
 /* tune_compare.c -- attn-tune --compare (and --decode --compare): for each
  * shape, the library's choice (tuned, stale or heuristic) and the built-in
  * default timed interleaved through the tuner's bench (attn_forward, or
- * attn_decode on a full cache), with the fp32 peak measured between rounds,
+ * attn_decode on a full cache of the chosen kind: contiguous or paged, as
+ * the dtype or int8), with the fp32 peak measured between rounds,
  * so that a tuned entry's gain is seen on this machine now. */
 #include "tune_compare.h"
-#include "attention/plan.h"
 #include "tuning/tune_shapes.h"
 #include "tuning/tuning.h"
 
 #include <stdio.h>
 #include <stdlib.h>
+#include <string.h>
 
-int tune_compare(const char *device, const char *shapes_arg, int entry)
+int tune_compare(const char *device, const char *shapes_arg, int entry, const attn_tune_cache *kv)
 {
     char err[1024];
     attn_problem *shapes = NULL;
@@ -45,21 +46,24 @@ int tune_compare(const char *device, const char *shapes_arg, int entry)
     int failed = 0;
     for (int i = 0; i < nshapes && !failed; i++) {
         const attn_problem *p = &shapes[i];
-        char shape[128];
+        char shape[160];
         tune_shape_format(p, shape, sizeof shape);
+        if (decode && kv && kv->storage == ATTN_KV_INT8)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " int8");
+        if (decode && kv && kv->block_size)
+            snprintf(shape + strlen(shape), sizeof shape - strlen(shape), " block%d",
+                     kv->block_size);
         attn_plan_info info;
         attn_tune_bench *b = NULL;
         attn_params cands[2];
-        if ((st = attn_tune_bench_create(ctx, entry, p, &b)) != ATTN_SUCCESS ||
+        if ((st = attn_tune_bench_create(ctx, entry, p, decode ? kv : NULL, &b)) != ATTN_SUCCESS ||
             (st = attn_tune_bench_plan(b, &info, &cands[0])) != ATTN_SUCCESS) {
             fprintf(stderr, "attn-tune: %s: %s: %s\n", shape, attn_status_name(st), attn_last_error(ctx));
             attn_tune_bench_free(b);
             failed = 1;
             break;
         }
-        attn_device_limits dev;
-        attn_tune_bench_limits(b, &dev);
-        cands[1] = attn_plan_heuristic(entry, &dev, p);
+        cands[1] = attn_tune_bench_default(b);
         /* rounds for about 4 s of forwards, 5 to 41 */
         double one[2] = {0, 0};
         if (!failed) st = attn_tune_retime(b, cands, 2, 1, 1, one, NULL);

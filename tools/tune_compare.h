@@ -4,13 +4,16 @@
 #ifndef ATTN_TUNE_COMPARE_H
 #define ATTN_TUNE_COMPARE_H
 
+#include "tuning/tuning.h"
+
 #define EXIT_USAGE 2 /* attn-tune's exit status after bad usage */
 
 /* device: a selector as attn_context_create takes; shapes_arg: --shapes
  * (NULL: the DESIGN prefill set, or decode set); entry: ATTN_ENTRY_PREFILL
- * or ATTN_ENTRY_DECODE (--decode: each shape timed through attn_decode).
+ * or ATTN_ENTRY_DECODE (--decode: each shape timed through attn_decode over
+ * a cache of kind kv; NULL: contiguous, as the dtype).
  * Prints a row per shape; returns the exit status (0, 1 after a failure,
  * 2 for bad shapes). */
-int tune_compare(const char *device, const char *shapes_arg, int entry);
+int tune_compare(const char *device, const char *shapes_arg, int entry, const attn_tune_cache *kv);
 
 #endif /* ATTN_TUNE_COMPARE_H */

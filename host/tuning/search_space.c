@@ -45,16 +45,19 @@ static int redundant_splits(const attn_params *c, const attn_problem *p)
     return c->kv_splits > 1 && (long)c->kv_splits * c->block_keys > p->kv_len;
 }
 
-/* Whether c is a candidate: legal here, and not a duplicate launch. */
+/* Whether c is a candidate: legal here, its keys per block within a paged
+ * cache's block (page_rows > 0), and not a duplicate launch. */
 static int searchable(const attn_params *c, const attn_device_limits *dev,
-                      const attn_problem *p)
+                      const attn_problem *p, int page_rows)
 {
     char err[256];
-    return !redundant_splits(c, p) && attn_params_legal(c, dev, p, err, sizeof err);
+    return !redundant_splits(c, p) && (page_rows <= 0 || c->block_keys <= page_rows) &&
+           attn_params_legal(c, dev, p, err, sizeof err);
 }
 
 int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_problem *p,
-                          const attn_params *base, unsigned families, attn_params **out)
+                          int page_rows, const attn_params *base, unsigned families,
+                          attn_params **out)
 {
     size_t cap = 0;
     const attn_tunable_desc *ax[ATTN_SEARCH_MAX_AXES];
@@ -79,7 +82,7 @@ int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_p
             c.family = f->family;
             for (int a = 0; a < na; a++)
                 *attn_desc_field(&c, ax[a]->offset) = ax[a]->search[idx[a]];
-            if (searchable(&c, dev, p)) list[count++] = c;
+            if (searchable(&c, dev, p, page_rows)) list[count++] = c;
             int a = 0; /* the next combination, like an odometer */
             while (a < na && ++idx[a] == ax[a]->nsearch) idx[a++] = 0;
             if (a == na) break;
@@ -90,7 +93,7 @@ int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_p
 }
 
 int attn_search_neighbours(const attn_device_limits *dev, int entry, const attn_problem *p,
-                           const attn_params *c, attn_params *out, int max)
+                           int page_rows, const attn_params *c, attn_params *out, int max)
 {
     const attn_tunable_desc *axes[ATTN_SEARCH_MAX_AXES];
     const int na = attn_search_axes(c->family, entry, axes, ATTN_SEARCH_MAX_AXES);
@@ -103,7 +106,7 @@ int attn_search_neighbours(const attn_device_limits *dev, int entry, const attn_
             if (j < 0 || j >= ax->nsearch || n >= max) continue;
             attn_params nb = *c;
             *attn_desc_field(&nb, ax->offset) = ax->search[j];
-            if (searchable(&nb, dev, p)) out[n++] = nb;
+            if (searchable(&nb, dev, p, page_rows)) out[n++] = nb;
         }
     }
     return n;

@@ -15,6 +15,7 @@ enum { ATTN_TUNE_VB = 4, ATTN_TUNE_VSQ = 67, ATTN_TUNE_VSKV = 131 };
 struct attn_tune_bench {
     attn_context *ctx;
     int entry; /* ATTN_ENTRY_*: what is timed, attn_forward or attn_decode */
+    attn_tune_cache kv; /* decode: the caches' kind (zero for prefill) */
     /* timing */
     attn_problem tp;
     attn_tensor tq, tk, tv, to;

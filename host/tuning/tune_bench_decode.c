@@ -1,8 +1,10 @@
 /* tune_bench_decode.c -- the decode side of the tuner's workbench: the
  * timing cache filled to the class's length (the decode class's kv is the
- * cache's capacity) and a small verification cache of ragged prefixes, so
+ * cache's capacity) and a small verification cache of ragged prefixes, both
+ * of the class's cache kind (contiguous or paged, as the dtype or int8), so
  * that a decode candidate is verified and timed through attn_decode itself;
- * and the library's plan for the bench's class, which needs that cache. */
+ * the bench's class and default; and the library's plan for the bench's
+ * class, which needs that cache. */
 #include "tuning/tune_bench.h"
 #include "attention/plan.h"
 #include "core/errors.h"
@@ -29,12 +31,17 @@ attn_status attn_tune_decode_shape(attn_tune_bench *b)
     return ATTN_SUCCESS;
 }
 
-/* A cache like p's holding k and v (block_len rows, counts per sequence). */
-static attn_status fill(attn_context *ctx, const attn_problem *p, attn_tensor *k, attn_tensor *v,
-                        const int *counts, attn_kv_cache **out)
+/* A cache like p's, of kind kv, holding k and v (block_len rows, counts per
+ * sequence; paged, each sequence's blocks in order, as the pool gives a
+ * growing sequence its next block). */
+static attn_status fill(attn_context *ctx, const attn_problem *p, const attn_tune_cache *kv,
+                        attn_tensor *k, attn_tensor *v, const int *counts, attn_kv_cache **out)
 {
-    attn_status st = attn_kv_cache_create(ctx, p->batch, p->kv_heads, p->head_dim, p->kv_len,
-                                          p->dtype, out);
+    const attn_kv_cache_desc d = {.batch = p->batch, .kv_heads = p->kv_heads,
+                                  .head_dim = p->head_dim, .capacity = p->kv_len,
+                                  .dtype = p->dtype, .block_size = kv->block_size,
+                                  .storage = kv->storage};
+    attn_status st = attn_kv_cache_create_desc(ctx, &d, out);
     if (st == ATTN_SUCCESS) st = attn_kv_cache_append(*out, k, v, p->kv_len, counts, NULL);
     if (st == ATTN_SUCCESS) {
         const cl_int err = clFinish(ctx->queue);
@@ -48,9 +55,26 @@ static attn_status fill(attn_context *ctx, const attn_problem *p, attn_tensor *k
 
 attn_status attn_tune_decode_fill(attn_tune_bench *b)
 {
-    attn_status st = fill(b->ctx, &b->tp, &b->tk, &b->tv, NULL, &b->tcache);
+    attn_status st = fill(b->ctx, &b->tp, &b->kv, &b->tk, &b->tv, NULL, &b->tcache);
     if (st != ATTN_SUCCESS) return st;
-    return fill(b->ctx, &b->vp, &b->vk, &b->vv, dec_kv_len, &b->vcache);
+    return fill(b->ctx, &b->vp, &b->kv, &b->vk, &b->vv, dec_kv_len, &b->vcache);
+}
+
+void attn_tune_bench_class(const attn_tune_bench *b, attn_shape_class *c)
+{
+    if (b->entry == ATTN_ENTRY_DECODE)
+        attn_decode_class_of(&b->tp, b->kv.block_size, b->kv.storage == ATTN_KV_INT8, c);
+    else
+        attn_shape_class_of(&b->tp, c);
+}
+
+attn_params attn_tune_bench_default(const attn_tune_bench *b)
+{
+    attn_device_limits dev;
+    attn_tune_bench_limits(b, &dev);
+    attn_params pr = attn_plan_heuristic(b->entry, &dev, &b->tp);
+    if (b->entry == ATTN_ENTRY_DECODE) attn_plan_fit_page(&pr, b->kv.block_size);
+    return pr;
 }
 
 attn_status attn_tune_bench_plan(attn_tune_bench *b, attn_plan_info *info, attn_params *planned)
@@ -60,10 +84,12 @@ attn_status attn_tune_bench_plan(attn_tune_bench *b, attn_plan_info *info, attn_
                          : attn_prepare(b->ctx, &b->tp, info);
     if (st != ATTN_SUCCESS) return st;
     /* the plan just made, from the context's cache (the decode class is
-     * the cache's capacity, tp.kv_len) */
+     * the cache's capacity, tp.kv_len, and its kind) */
     const char *source;
     attn_call_begin(b->ctx, __func__);
-    st = attn_plan(b->ctx, b->entry, &b->tp, planned, &source);
+    st = b->entry == ATTN_ENTRY_DECODE
+             ? attn_plan_decode(b->ctx, &b->tp, b->kv.block_size, b->kv.storage, planned, &source)
+             : attn_plan(b->ctx, b->entry, &b->tp, planned, &source);
     attn_call_end(b->ctx);
     return st;
 }

@@ -109,7 +109,7 @@ void attn_tune_bench_limits(const attn_tune_bench *b, attn_device_limits *dev)
 }
 
 attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_problem *p,
-                                   attn_tune_bench **out)
+                                   const attn_tune_cache *kv, attn_tune_bench **out)
 {
     *out = NULL;
     attn_status st = attn_validate_problem(ctx, p, NULL);
@@ -119,6 +119,7 @@ attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_prob
                              "attn_tune_bench_create: out of host memory");
     b->ctx = ctx;
     b->entry = entry;
+    if (kv) b->kv = *kv;
     b->tp = *p;
     b->flops = attn_problem_flops(p, NULL);
     const int D = p->head_dim, group = p->q_heads / p->kv_heads;
@@ -313,7 +314,7 @@ static attn_status verify(attn_tune_bench *b, attn_candidate_result *r)
         goto done;
     }
     double atol, rtol;
-    attn_tolerance(v->dtype, &atol, &rtol);
+    attn_kv_tolerance(b->kv.storage, v->dtype, &atol, &rtol); /* attn_tolerance but int8's */
     size_t first_o = 0, first_l = 0;
     size_t bad_o = compare(got, b->ref_o, b->n_o, atol, rtol, &r->max_error, &r->error_ratio, &first_o);
     size_t bad_l = compare(got_lse, b->ref_lse, b->n_lse, atol, rtol, &r->max_error,
@@ -361,7 +362,10 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
     attn_context *ctx = b->ctx; /* a context's override never replaces a forced candidate */
     attn_device_limits dev;
     attn_tune_bench_limits(b, &dev);
-    if (!attn_params_legal(pr, &dev, &b->tp, r->why, sizeof r->why) ||
+    if (b->kv.block_size > 0 && pr->block_keys > b->kv.block_size)
+        snprintf(r->why, sizeof r->why, "keys=%d exceed the cache's block size %d",
+                 pr->block_keys, b->kv.block_size);
+    if (r->why[0] || !attn_params_legal(pr, &dev, &b->tp, r->why, sizeof r->why) ||
         !attn_params_legal(pr, &dev, &b->vp, r->why, sizeof r->why)) {
         r->status = ATTN_CAND_DEVICE; /* never enumerated; a caller's own candidate */
         return ATTN_SUCCESS;

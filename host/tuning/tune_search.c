@@ -173,12 +173,16 @@ static attn_status seed_queue(search *s, int dflt, int exhaustive, const attn_de
             if (push(s, i) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
         return ATTN_SUCCESS;
     }
-    /* each family's own heuristic: what a GPU and a CPU would start from */
+    /* each family's own heuristic: what a GPU and a CPU would start from
+     * (fitted to a paged cache's block, as the default is) */
     const cl_device_type types[] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_CPU};
+    attn_shape_class cls;
+    attn_tune_bench_class(s->b, &cls);
     for (int t = 0; t < 2; t++) {
         attn_device_limits other = *dev;
         other.type = types[t];
         attn_params rep = attn_plan_heuristic(attn_tune_bench_entry(s->b), &other, p);
+        attn_plan_fit_page(&rep, cls.kv_block);
         if (!(s->o->families && !(s->o->families & (1u << rep.family))) && push(s, find(s, &rep)) < 0)
             return ATTN_ERROR_OUT_OF_MEMORY;
     }
@@ -220,9 +224,11 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     attn_device_limits dev;
     attn_tune_bench_limits(b, &dev);
     const int entry = attn_tune_bench_entry(b);
-    attn_params dflt = attn_plan_heuristic(entry, &dev, p);
+    attn_params dflt = attn_tune_bench_default(b);
+    attn_shape_class cls;
+    attn_tune_bench_class(b, &cls);
     attn_params *list = NULL;
-    int n = attn_search_enumerate(&dev, entry, p, &dflt, o->families, &list);
+    int n = attn_search_enumerate(&dev, entry, p, cls.kv_block, &dflt, o->families, &list);
     if (n < 0) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
                                 "attn_tune_search: out of host memory");
     s.c = calloc((size_t)n + 1, sizeof *s.c);
@@ -257,7 +263,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
             /* local search: the unmeasured neighbours of the best so far */
             attn_params nb[16];
             int nn = s.best >= 0
-                         ? attn_search_neighbours(&dev, entry, p, &s.c[s.best].pr, nb, 16) : 0;
+                         ? attn_search_neighbours(&dev, entry, p, cls.kv_block, &s.c[s.best].pr, nb, 16) : 0;
             for (int k = 0; k < nn; k++)
                 if (push(&s, find(&s, &nb[k])) < 0) {
                     st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,

@@ -83,8 +83,11 @@ static void make_jobs(session *s, const attn_tuning_db *db)
     for (int f = 0; f < ATTN_FAMILY_COUNT; f++) hashes[f] = s->hash[f];
     for (int i = 0; i < o->nshapes; i++) {
         attn_shape_class c;
-        attn_shape_class_of(&o->shapes[i], &c);
-        c.decode = o->entry == ATTN_ENTRY_DECODE;
+        if (o->entry == ATTN_ENTRY_DECODE)
+            attn_decode_class_of(&o->shapes[i], o->kv.block_size, o->kv.storage == ATTN_KV_INT8,
+                                 &c);
+        else
+            attn_shape_class_of(&o->shapes[i], &c);
         int dup = 0;
         for (int j = 0; j < s->njobs; j++) dup |= attn_shape_class_equal(&s->jobs[j].cls, &c);
         if (dup) continue;
@@ -236,7 +239,8 @@ static void tune_class(session *s, int j, int left, double t0, const char *cls)
     pg->classes_left = left - 1;
 
     attn_tune_bench *bench = NULL;
-    attn_status st = attn_tune_bench_create(s->ctx, s->o->entry, &jb->p, &bench);
+    attn_status st = attn_tune_bench_create(s->ctx, o->entry, &jb->p,
+                                            o->entry == ATTN_ENTRY_DECODE ? &o->kv : NULL, &bench);
     if (st != ATTN_SUCCESS) {
         fprintf(stderr, "attn-tune: %s (%s): %s: %s\n", cls, shape, attn_status_name(st),
                 attn_last_error(s->ctx));
@@ -364,15 +368,18 @@ attn_status attn_tune_run(attn_context *ctx, const attn_tune_run_opts *opts,
     session s;
     memset(&s, 0, sizeof s);
     s.ctx = ctx, s.o = opts, s.r = out;
+    const int kv_prefill = opts->entry == ATTN_ENTRY_PREFILL &&
+                           (opts->kv.block_size || opts->kv.storage != ATTN_KV_AS_DTYPE);
     if (!opts->db_path || !opts->shapes || opts->nshapes < 1 || !(opts->budget_s > 0) ||
         (opts->level != ATTN_TUNE_LEVEL_QUICK && opts->level != ATTN_TUNE_LEVEL_FULL) ||
-        (opts->entry != ATTN_ENTRY_PREFILL && opts->entry != ATTN_ENTRY_DECODE)) {
+        (opts->entry != ATTN_ENTRY_PREFILL && opts->entry != ATTN_ENTRY_DECODE) || kv_prefill) {
         fprintf(stderr, "attn-tune: attn_tune_run: %s\n", !opts->db_path ? "db_path is NULL"
                 : !opts->shapes || opts->nshapes < 1 ? "no shapes"
                 : !(opts->budget_s > 0) ? "budget_s must be > 0"
                 : opts->entry != ATTN_ENTRY_PREFILL && opts->entry != ATTN_ENTRY_DECODE
-                ? "entry is not one of ATTN_ENTRY_PREFILL, ATTN_ENTRY_DECODE" : "level is not "
-                "one of ATTN_TUNE_LEVEL_QUICK, ATTN_TUNE_LEVEL_FULL");
+                ? "entry is not one of ATTN_ENTRY_PREFILL, ATTN_ENTRY_DECODE"
+                : kv_prefill ? "kv (a cache's kind) is for ATTN_ENTRY_DECODE only" : "level is "
+                "not one of ATTN_TUNE_LEVEL_QUICK, ATTN_TUNE_LEVEL_FULL");
         failed(&s, ATTN_ERROR_INVALID_ARGUMENT);
         return s.first;
     }

@@ -25,6 +25,8 @@ typedef struct attn_tune_run_opts {
     int entry;                   /* ATTN_ENTRY_PREFILL (0): the shapes are attn_forward's;
                                     ATTN_ENTRY_DECODE: attn_decode's, q_len new queries
                                     against a cache of kv_len (the class's length) */
+    attn_tune_cache kv;          /* decode: the cache's kind, part of every class
+                                    (zero: contiguous, as the dtype; prefill: zero) */
 } attn_tune_run_opts;
 
 typedef struct attn_tune_run_result {

@@ -35,14 +35,17 @@ attn_status attn_entry_source_hash(attn_context *ctx, int entry, int family, cha
 /* Every legal candidate for entry point `entry` (ATTN_ENTRY_*) of p on
  * dev, of every family (ATTN_FAMILY_* bit mask `families`; 0 means all),
  * starting from `base` (fields a family does not search keep base's
- * value); decode searches its splits too (attn_search_axes). Fills out
+ * value); decode searches its splits too (attn_search_axes), and over a
+ * paged cache of page_rows tokens a block (> 0) only keys that fit in one
+ * (attn_plan_fit_page would clamp the others into duplicates). Fills out
  * (malloc'd, caller frees) and returns the count, or -1 when out of memory. */
 int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_problem *p,
-                          const attn_params *base, unsigned families, attn_params **out);
+                          int page_rows, const attn_params *base, unsigned families,
+                          attn_params **out);
 /* The legal candidates one step away from c: one searched tunable moved to
  * its neighbouring value. out holds at least 2 * 7 entries; returns the count. */
 int attn_search_neighbours(const attn_device_limits *dev, int entry, const attn_problem *p,
-                           const attn_params *c, attn_params *out, int max);
+                           int page_rows, const attn_params *c, attn_params *out, int max);
 /* Whether a and b are the same configuration (fields their family uses,
  * and decode's splits). */
 int attn_params_equal(const attn_params *a, const attn_params *b);
@@ -190,20 +193,36 @@ typedef struct attn_candidate_result {
  * verification problem with its inputs and reference output. */
 typedef struct attn_tune_bench attn_tune_bench;
 
+/* The kind of KV cache a decode class reads (attn_kv_cache_desc's fields):
+ * block_size 0 contiguous, else paged (a power of two 16..256); storage as
+ * the dtype or int8. All zero: contiguous, as the dtype. */
+typedef struct attn_tune_cache {
+    int block_size;
+    attn_kv_storage storage;
+} attn_tune_cache;
+
 /* Makes the buffers for timing p and for verifying p's class (same head
  * dim, type, causality and group; padding, a causal diagonal off the main
  * one, lengths that are not tile multiples; the reference computed once),
  * for entry point `entry` (ATTN_ENTRY_*). A decode bench times attn_decode
- * of p's q_len new queries against a cache of capacity p->kv_len filled to
- * it, and verifies on a small cache of ragged prefixes. */
+ * of p's q_len new queries against a cache of kind kv (NULL: contiguous,
+ * as the dtype) and capacity p->kv_len filled to it, and verifies on a
+ * small cache of the same kind holding ragged prefixes (an int8 cache at
+ * attn_kv_tolerance). A prefill bench takes kv NULL. */
 attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_problem *p,
-                                   attn_tune_bench **out);
+                                   const attn_tune_cache *kv, attn_tune_bench **out);
 void attn_tune_bench_free(attn_tune_bench *b);
 const attn_problem *attn_tune_bench_problem(const attn_tune_bench *b);
 int attn_tune_bench_entry(const attn_tune_bench *b);
 attn_context *attn_tune_bench_context(const attn_tune_bench *b);
 /* The limits of the bench's device, as the heuristic and legality see them. */
 void attn_tune_bench_limits(const attn_tune_bench *b, attn_device_limits *dev);
+/* The bench's class (a decode class with its cache's kind). */
+void attn_tune_bench_class(const attn_tune_bench *b, attn_shape_class *c);
+/* The built-in default of the bench's class: the device heuristic, its keys
+ * per block fitted to a paged cache's block (attn_plan_fit_page), as
+ * attn_decode would run it without a tuned entry. */
+attn_params attn_tune_bench_default(const attn_tune_bench *b);
 /* The library's own plan for the bench's class (tuned, stale, heuristic or
  * override): *info as attn_prepare reports it, or for decode
  * attn_decode_prepare through the timing cache (its params end with the
