@@ -207,8 +207,9 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
     attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = DD, .q_len = NEW,
                       .kv_len = 0, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     /* a long block's packed K/V NaN first, where earlier cases left them:
-     * a read of anything attn_pack_kv_cache did not write shows */
-    if (NEW > 2 && ctx->kt.mem) poison_scratch(ctx);
+     * a read of anything attn_pack_kv_cache did not write shows (not under
+     * --uninitialized, which tracks the scratch itself: run_set) */
+    if (NEW > 2 && ctx->kt.mem && !(uninit && *uninit == '1')) poison_scratch(ctx);
     attn_status st = harness_use_params(ctx, params);
     if (st == ATTN_SUCCESS) st = attn_decode(ctx, cache, &p, &tq, &to, q_lens, ml, NULL);
     harness_use_params(ctx, NULL);
