@@ -8,6 +8,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <limits.h>
+#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -17,7 +18,7 @@
 typedef enum bench_opt {
     OPT_DEVICE, OPT_BATCH, OPT_QHEADS, OPT_KVHEADS, OPT_HEADDIM, OPT_SEQ, OPT_QLEN, OPT_KVLEN,
     OPT_CAUSAL, OPT_NOCAUSAL, OPT_DTYPE, OPT_REPS, OPT_FORMAT, OPT_CHECK, OPT_NOCHECK,
-    OPT_DECODE, OPT_SPLITS, OPT_KVINT8, OPT_BLOCKS, OPT_MATERIALIZED, OPT_WINDOW, OPT_SOFTCAP,
+    OPT_DECODE, OPT_SPLITS, OPT_KVINT8, OPT_BLOCKS, OPT_MIXED, OPT_MIXEDLENS, OPT_MATERIALIZED, OPT_WINDOW, OPT_SOFTCAP,
     OPT_SINKS, OPT_ALIBI, OPT_MASK, OPT_MASKTYPE, OPT_MASKFRESH, OPT_PACKED, OPT_VARIANTS, OPT_HELP,
     OPT_VERSION, OPT_COUNT
 } bench_opt;
@@ -57,6 +58,15 @@ const bench_option_spec bench_option_specs[OPT_COUNT] = {
                     "contiguous, else a paged cache's block size (16..256,\n"
                     "a power of two), e.g. 0,16,64,256 (default 0); rows add\n"
                     "their median time's ratio to the first cache's"},
+    [OPT_MIXED] = {"mixed", NULL, "decode: --batch sequences (default " STR(BENCH_MIXED_SEQS) ") of mixed\n"
+                   "lengths (--mixed-lengths) decoding together, one token\n"
+                   "each per step (appended, then decoded; truncated back\n"
+                   "untimed): tokens/s and cache memory of each --block-size\n"
+                   "(default " BENCH_MIXED_BLOCKS ") against the first, 0 being a contiguous\n"
+                   "cache padding every sequence to the longest (Hq=32\n"
+                   "Hkv=8 D=128 unless given)"},
+    [OPT_MIXEDLENS] = {"mixed-lengths", "MIN,MAX", "--mixed's lengths: log-spaced from MIN to MAX\n"
+                       "(default " STR(BENCH_MIXED_MIN) "," STR(BENCH_MIXED_MAX) "), ascending, no randomness"},
     [OPT_MATERIALIZED] = {"compare-materialized", NULL,
                           "time attn_forward_materialized (CLBlast GEMMs around an\n"
                           "S x S buffer) interleaved with attn_forward: speed ratio,\n"
@@ -208,6 +218,23 @@ int bench_parse_blocks(const char *list, int *blocks, int max)
     return n;
 }
 
+int bench_parse_mixed_lengths(const char *text, int *min, int *max)
+{
+    int v[2];
+    if (parse_int_list(text, 1, 1 << 20, NULL, v, 2) != 2 || v[0] > v[1]) return -1;
+    *min = v[0], *max = v[1];
+    return 2;
+}
+
+void bench_mixed_lengths(int n, int min, int max, int *lens)
+{
+    for (int i = 0; i < n; i++) {
+        const double f = n > 1 ? (double)i / (n - 1) : 1.0;
+        lens[i] = (int)lround(min * pow((double)max / min, f));
+    }
+    if (n > 0) lens[0] = n > 1 ? min : max, lens[n - 1] = max; /* exact ends */
+}
+
 int bench_parse_packed(const char *list, int *lens, int max)
 {
     return parse_int_list(list, 1, 1 << 20, NULL, lens, max);
@@ -255,6 +282,23 @@ static int check_variant_use(const bench_options *o, int mask_dtype_given, int f
     else if (v->npacked && o->batch) why = "--packed sets the batch: give no --batch";
     else if (v->npacked && (o->seq || o->q_len || o->kv_len) && !o->variants)
         why = "--packed sets the lengths: give no --seq, --q-len or --kv-len";
+    if (!why) return 0;
+    fprintf(stderr, "attn-bench: %s\n", why);
+    return -1;
+}
+
+/* --mixed and --mixed-lengths against the rest: -1 (said why) when they
+ * clash. */
+static int check_mixed_use(const bench_options *o)
+{
+    const char *why = NULL;
+    if (o->mixed_max && !o->mixed) why = "--mixed-lengths needs --mixed";
+    else if (o->mixed && !o->decode) why = "--mixed applies to --decode only";
+    else if (o->mixed && (o->seq || o->q_len || o->kv_len))
+        why = "--mixed sets the lengths (--mixed-lengths): give no --seq, --q-len or --kv-len";
+    else if (o->mixed && o->splits) why = "--mixed uses the heuristic's splits: give no --splits";
+    else if (o->mixed && bench_variant_any(&o->variant))
+        why = "--mixed takes no variant option (--window ... --packed)";
     if (!why) return 0;
     fprintf(stderr, "attn-bench: %s\n", why);
     return -1;
@@ -327,6 +371,14 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
                 fprintf(stderr, "attn-bench: --block-size wants up to %d comma-separated values, "
                         "each 0 (contiguous) or a power of two in 16..256, not '%s'\n",
                         BENCH_MAX_BLOCKS, optarg);
+                bad = -1;
+            }
+            break;
+        case OPT_MIXED: o->mixed = 1; break;
+        case OPT_MIXEDLENS:
+            if (bench_parse_mixed_lengths(optarg, &o->mixed_min, &o->mixed_max) < 0) {
+                fprintf(stderr, "attn-bench: --mixed-lengths wants MIN,MAX with 1 <= MIN <= MAX "
+                        "<= %d, not '%s'\n", 1 << 20, optarg);
                 bad = -1;
             }
             break;
@@ -408,6 +460,7 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
                 o->splits ? "splits" : o->kv_int8 ? "kv-int8" : "block-size");
         bad = -1;
     }
+    if (!bad) bad = check_mixed_use(o);
     if (!bad && o->compare && o->ndtypes > 1) {
         fprintf(stderr, "attn-bench: --compare-materialized takes one --dtype\n");
         bad = -1;
