@@ -2,7 +2,8 @@
  * decode set or one shape, timed through attn_decode against a filled KV
  * cache (contiguous or paged, each block size requested) in each requested
  * storage type with each requested number of KV splits, all interleaved,
- * reporting K/V GB/s against the copy bandwidth measured in the same run. */
+ * reporting K/V GB/s against the copy bandwidth measured in the same run;
+ * or, with --mixed, sequences of mixed lengths (bench_decode_mixed.h). */
 #ifndef ATTN_BENCH_DECODE_H
 #define ATTN_BENCH_DECODE_H
 

@@ -8,12 +8,12 @@
 
 #include "bench_decode.h"
 
-/* cfg->batch sequences (BENCH_MIXED_SEQS when 0) of lengths
- * bench_mixed_lengths(batch, mixed_min, mixed_max), heads and head_dim of
- * cfg (32, 8, 128 when 0), each cfg->blocks cache (BENCH_MIXED_BLOCKS when
- * NULL) of each type. Rows to stdout (text, csv) and results; failures to
- * stderr and errors. Returns 0 when everything ran and passed its check, 1
- * otherwise, 2 for a bad --block-size. */
+/* cfg->batch sequences of lengths bench_mixed_lengths(batch, mixed_min,
+ * mixed_max) with cfg's heads and head_dim (attn-bench sets their
+ * defaults), through each cfg->blocks cache (BENCH_MIXED_BLOCKS when NULL)
+ * of each type. Rows to stdout (text, csv) and results, in every format;
+ * failures to stderr and errors. Returns 0 when everything ran and passed
+ * its check, 1 otherwise, 2 for a bad --block-size, batch or lengths. */
 int bench_decode_mixed(attn_context *ctx, const bench_decode_config *cfg, double peak,
                        cJSON *results, cJSON *errors);
 
