@@ -17,8 +17,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TYPES (2 * BENCH_MAX_DTYPES) /* each dtype, and with --kv-int8 over int8 */
-#define MAX_CONF (MAX_TYPES * BENCH_MAX_BLOCKS * BENCH_MAX_SPLITS)
+#define MAX_CONF (BENCH_DECODE_MAX_TYPES * BENCH_MAX_BLOCKS * BENCH_MAX_SPLITS)
 
 /* DESIGN "Benchmark shapes", decode. */
 static const dshape decode_set[] = {
@@ -217,7 +216,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     const char *base = getenv("ATTN_PARAMS"); /* the context's own override, read at creation */
     const size_t D = (size_t)s->head_dim;
     const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;
-    dtype_res res[MAX_TYPES];
+    dtype_res res[BENCH_DECODE_MAX_TYPES];
     memset(res, 0, sizeof res);
     double *times[MAX_CONF];
     float *ho = malloc(nq * sizeof *ho), *ref = NULL;

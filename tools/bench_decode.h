@@ -21,6 +21,8 @@
  * a few seconds on one host core, less on several */
 #define BENCH_DECODE_CHECK_FLOPS 4e9
 #define BENCH_COPY_SAMPLES 5 /* copy-bandwidth measurements per shape, interleaved */
+/* cache types at most: each dtype, and with --kv-int8 each over int8 */
+#define BENCH_DECODE_MAX_TYPES (2 * BENCH_MAX_DTYPES)
 
 typedef struct bench_decode_config {
     int format;         /* 0 text, 1 csv, 2 json (attn-bench's out_format order) */

@@ -16,8 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define MAX_TYPES (2 * BENCH_MAX_DTYPES) /* each dtype, and with --kv-int8 over int8 */
-#define MAX_CONF (MAX_TYPES * BENCH_MAX_BLOCKS)
+#define MAX_CONF (BENCH_DECODE_MAX_TYPES * BENCH_MAX_BLOCKS)
 
 /* Configuration c is type c / nblocks over cache c % nblocks. */
 typedef struct mconf {
@@ -221,7 +220,7 @@ int bench_decode_mixed(attn_context *ctx, const bench_decode_config *cfg, double
     }
     const int ntypes = bench_decode_ntypes(cfg), nconf = ntypes * nblocks;
     mixed_seqs s;
-    mixed_type res[MAX_TYPES];
+    mixed_type res[BENCH_DECODE_MAX_TYPES];
     mconf confs[MAX_CONF];
     memset(res, 0, sizeof res);
     memset(confs, 0, sizeof confs);
