@@ -92,8 +92,8 @@ static inline double bench_decode_row_bytes(const bench_decode_config *cfg, int 
  * bandwidth_fraction (kv_gbps / copy_gbps), both null when copy_gbps is 0. */
 void bench_json_bandwidth(cJSON *j, double kv_bytes, double kv_gbps, double copy_gbps);
 
-/* Runs the decode benchmark (cfg->mixed: bench_decode_mixed); rows go to stdout (text, csv) and into
- * results (every format: attn-bench reads their spread), failures to
+/* Runs the decode benchmark (cfg->mixed: bench_decode_mixed); rows go to
+ * stdout (text, csv) and into results (every format: attn-bench reads their spread), failures to
  * stderr and errors. Returns 0 when everything ran and passed its check, 1
  * otherwise, 2 for a bad --splits list (check it first with
  * bench_parse_splits). */

@@ -17,8 +17,8 @@
 typedef enum bench_opt {
     OPT_DEVICE, OPT_BATCH, OPT_QHEADS, OPT_KVHEADS, OPT_HEADDIM, OPT_SEQ, OPT_QLEN, OPT_KVLEN,
     OPT_CAUSAL, OPT_NOCAUSAL, OPT_DTYPE, OPT_REPS, OPT_FORMAT, OPT_CHECK, OPT_NOCHECK,
-    OPT_DECODE, OPT_SPLITS, OPT_KVINT8, OPT_BLOCKS, OPT_MIXED, OPT_MIXEDLENS, OPT_MATERIALIZED, OPT_WINDOW, OPT_SOFTCAP,
-    OPT_SINKS, OPT_ALIBI, OPT_MASK, OPT_MASKTYPE, OPT_MASKFRESH, OPT_PACKED, OPT_VARIANTS, OPT_HELP,
+    OPT_DECODE, OPT_SPLITS, OPT_KVINT8, OPT_BLOCKS, OPT_MIXED, OPT_MIXEDLENS, OPT_MATERIALIZED,
+    OPT_WINDOW, OPT_SOFTCAP, OPT_SINKS, OPT_ALIBI, OPT_MASK, OPT_MASKTYPE, OPT_MASKFRESH, OPT_PACKED, OPT_VARIANTS, OPT_HELP,
     OPT_VERSION, OPT_COUNT
 } bench_opt;
 
@@ -57,7 +57,8 @@ const bench_option_spec bench_option_specs[OPT_COUNT] = {
                     "contiguous, else a paged cache's block size (16..256,\n"
                     "a power of two), e.g. 0,16,64,256 (default 0); rows add\n"
                     "their median time's ratio to the first cache's"},
-    [OPT_MIXED] = {"mixed", NULL, "decode: --batch sequences (default " STR(BENCH_MIXED_SEQS) ") of mixed\n"
+    [OPT_MIXED] = {"mixed", NULL, "decode: --batch sequences (default " STR(BENCH_MIXED_SEQS)
+                   ") of mixed\n"
                    "lengths (--mixed-lengths) decoding together, one token\n"
                    "each per step (appended, then decoded; truncated back\n"
                    "untimed): tokens/s and cache memory of each --block-size\n"
@@ -65,7 +66,8 @@ const bench_option_spec bench_option_specs[OPT_COUNT] = {
                    "cache padding every sequence to the longest (Hq=32\n"
                    "Hkv=8 D=128 unless given)"},
     [OPT_MIXEDLENS] = {"mixed-lengths", "MIN,MAX", "--mixed's lengths: log-spaced from MIN to MAX\n"
-                       "(default " STR(BENCH_MIXED_MIN) "," STR(BENCH_MIXED_MAX) "), ascending, no randomness"},
+                       "(default " STR(BENCH_MIXED_MIN) "," STR(BENCH_MIXED_MAX)
+                       "), ascending, no randomness"},
     [OPT_MATERIALIZED] = {"compare-materialized", NULL,
                           "time attn_forward_materialized (CLBlast GEMMs around an\n"
                           "S x S buffer) interleaved with attn_forward: speed ratio,\n"
