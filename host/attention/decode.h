@@ -148,8 +148,7 @@ typedef struct attn_kv_kernel_args {
     cl_mem kscale, vscale; /* int8's scales, else any buffer (unread) */
 } attn_kv_kernel_args;
 /* Fills a for c (the device table re-made if it changed; `unused` for the
- * scales of a cache without them). ATTN_ERROR_UNSUPPORTED when a head's
- * rows pass the kernels' int. */
+ * scales of a cache without them). */
 attn_status attn_kv_kernel_args_of(attn_kv_cache *c, cl_mem unused, attn_kv_kernel_args *a);
 /* a's attn_karg entries, in KV_CACHE_PARAMS's order (core/launch.h) */
 #define ATTN_KV_KARGS(a)                                                                        \

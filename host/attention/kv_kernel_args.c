@@ -5,7 +5,6 @@
 #include "attention/decode.h"
 #include "core/errors.h"
 
-#include <limits.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -21,12 +20,7 @@ void attn_kv_cache_options(const attn_kv_cache *c, char *buf, size_t n)
 
 attn_status attn_kv_kernel_args_of(attn_kv_cache *c, cl_mem unused, attn_kv_kernel_args *a)
 {
-    /* the kernels' head_rows is an int: a pool of more rows per head than
-     * that (over 32 GiB of K per head) is not read */
-    if (attn_kv_head_stride(c) > INT_MAX)
-        return ATTN_FAIL(c->ctx, ATTN_ERROR_UNSUPPORTED, "the cache holds %zu rows per KV head "
-                         "(%d blocks of %d); its kernels take at most %d", attn_kv_head_stride(c),
-                         c->num_pages, c->page_rows, INT_MAX);
+    /* head_rows fits an int: kv_layout.c refuses a cache where it would not */
     attn_status st = attn_kv_pool_table(c, &a->pages);
     if (st != ATTN_SUCCESS) return st;
     a->k = c->k;
