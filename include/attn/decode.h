@@ -69,7 +69,9 @@ typedef struct attn_kv_cache_desc {
     int block_size;
     /* Paged: blocks in the pool, each holding block_size tokens of every KV
      * head (0: batch * ceil(capacity / block_size), enough for every
-     * sequence at capacity). Must be 0 when contiguous. */
+     * sequence at capacity). Must be 0 when contiguous. Blocks x
+     * block_size is at most 2^31 - 1 (a KV head's rows, which the kernels
+     * index with an int). */
     int num_blocks;
     attn_kv_storage storage;
 } attn_kv_cache_desc;
