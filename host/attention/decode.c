@@ -293,6 +293,24 @@ done:
     return st;
 }
 
+/* A long block on the vector family: attn_forward's kernels over the
+ * cache (forward.c), each sequence's keys packed only when it has new
+ * queries (the packed K/V are fp32 copies of every key they cover: a
+ * sequence without queries would cost its whole length for pad rows). */
+static attn_status enqueue_prefill(attn_context *ctx, attn_kv_cache *c, const decode_plan *dp,
+                                   const attn_problem *full, const attn_tensor *q,
+                                   const attn_tensor *o, cl_mem lse, cl_event *finished)
+{
+    int *keys = malloc(sizeof *keys * (size_t)c->batch);
+    if (!keys) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    for (int b = 0; b < c->batch; b++) keys[b] = dp->qlen[b] > 0 ? c->len[b] : 0;
+    const attn_lengths lengths = {NULL, dp->qlen, NULL, keys};
+    attn_status st = attn_forward_cache_enqueue(ctx, &dp->pr, full, q, c, o, &lengths, lse,
+                                                finished);
+    free(keys);
+    return st;
+}
+
 /* Whether the cache's K and V are plain tensors (attn_kv_cache_tensors
  * gives them): contiguous and stored as the dtype. */
 static int plain_tensors(const attn_kv_cache *c)
@@ -372,8 +390,7 @@ attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_prob
      * last q_len[b] tokens of len[b] */
     const attn_lengths lengths = {NULL, dp.qlen, NULL, cache ? cache->len : NULL};
     if (st == ATTN_SUCCESS)
-        st = dp.prefill ? attn_forward_cache_enqueue(ctx, &dp.pr, &full, q, cache, out, &lengths,
-                                                     lse, &finished)
+        st = dp.prefill ? enqueue_prefill(ctx, cache, &dp, &full, q, out, lse, &finished)
                         : enqueue(ctx, cache, &dp, p, q, out, lse, &finished);
     if (st == ATTN_SUCCESS && inputs) {
         cl_int err = clWaitForEvents(1, &finished);
