@@ -3,7 +3,7 @@
  * live rows see, and a score's variants. Joined after variants.cl (and
  * decode_common.cl). */
 
-/* The element type of K/V rows and its load as a float: decode_common.cl
+/* The element type of K/V rows and its load as a float: kv_cache_rows.cl
  * sets them for the cache (int8 with KV_INT8); prefill reads storage_t. */
 #ifndef KV_LOAD
 typedef storage_t cache_t;
@@ -12,7 +12,7 @@ typedef storage_t cache_t;
 
 /* K or V rows of one KV head: row j at p + j * stride, D contiguous; with
  * KV_INT8 (decode only) row j's scale at kscale[j] (vscale[j]). A paged
- * decode (PAGE_ROWS, decode_common.cl) has no such run of rows: k and v
+ * decode (PAGE_ROWS, kv_cache_rows.cl) has no such run of rows: k and v
  * (and the scales) are the whole cache and the rest names whose rows these
  * are, for kv_tile. */
 typedef struct {

@@ -239,7 +239,7 @@ inline __attribute__((always_inline)) void tiled_attend(
         if (write_lse && lane == 0)
             lse[variant_lse_index(b, q_heads, m.sq, my_h, my_i)] = lse_l2 * LN2;
     } else {
-#ifdef DIM_PAD /* decode_common.cl: only decode splits */
+#ifdef DECODE_KERNELS /* decode_common.cl: only decode splits */
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
         const ulong pr = lse_index(b, q_heads, m.sq, my_h, my_i) * nsplit + split;
         if (l > 0.0f)

@@ -24,6 +24,15 @@ inline ulong kv_head_start(__global const ulong *kv_blocks, int b, int hk, int k
  * is buffer row kv_start + j), zero past kv_len and past D.
  * Global (every entry's key blocks: kv_blocks[entries], Hkv), one
  * work-item per key block. */
+/* Stores element d of key j0 + c's K (kx) and V (vx) rows where the
+ * packed layout above keeps them: ktb and vpb are the head's packed K and V */
+inline void pack_store(__global float *ktb, __global float *vpb, int j0, int c, int d, float kx,
+                       float vx)
+{
+    ktb[(ulong)j0 * HEAD_DIM_PAD + d * BLOCK_KEYS + c] = kx;
+    vpb[(ulong)(j0 + c) * HEAD_DIM_PAD + d] = vx;
+}
+
 __kernel __attribute__((reqd_work_group_size(1, 1, 1)))
 void attn_pack_kv(__global const storage_t *k, ulong4 kg, __global const storage_t *v, ulong4 vg,
                   __global const int4 *lens, __global float *kt, __global float *vp, int kv_heads,
@@ -42,8 +51,7 @@ void attn_pack_kv(__global const storage_t *k, ulong4 kg, __global const storage
         const ulong vr = valid ? row_index(vg, b, hk, len.z + j) : 0;
         for (int d = 0; d < HEAD_DIM_PAD; d++) {
             const int in = valid && d < HEAD_DIM;
-            ktb[(ulong)j0 * HEAD_DIM_PAD + d * BLOCK_KEYS + c] = in ? LOAD(k, kr + d) : 0.0f;
-            vpb[(ulong)j * HEAD_DIM_PAD + d] = in ? LOAD(v, vr + d) : 0.0f;
+            pack_store(ktb, vpb, j0, c, d, in ? LOAD(k, kr + d) : 0.0f, in ? LOAD(v, vr + d) : 0.0f);
         }
     }
 }

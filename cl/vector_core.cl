@@ -17,8 +17,8 @@
 #endif
 
 /* vectors per output row: D padded to the vector width, or in decode
- * (decode_common.cl defines DIM_PAD) a whole cache row */
-#ifdef DIM_PAD
+ * (decode_common.cl defines DECODE_KERNELS) a whole cache row */
+#ifdef DECODE_KERNELS
 #define NCHUNK (DIM_PAD / VEC_WIDTH)
 #else
 #define NCHUNK (HEAD_DIM_PAD / VEC_WIDTH)
@@ -266,7 +266,7 @@ inline __attribute__((always_inline)) void vec_store(
             if (write_lse) lse[prow] = l > 0.0f ? (m[r] + log2(l)) * LN2 : -INFINITY;
 #endif
         } else {
-#ifdef DIM_PAD /* decode_common.cl: only decode splits */
+#ifdef DECODE_KERNELS /* decode_common.cl: only decode splits */
             const ulong pr = prow * nsplit + split;
             if (l > 0.0f)
                 for (int c = 0; c < NCHUNK; c++)

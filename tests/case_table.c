@@ -66,6 +66,11 @@ static const float alibi4[4] = {0.7f, 0.3f, 0.05f, 1.2f};
  * fifth row; with sinks: zeros and LSE = the sink); entry 1's queries are
  * its whole cache, entry 2 has pad rows */
 static const int dz_ql[3] = {3, 3, 1}, dz_kl[3] = {40, 3, 17};
+/* long blocks through a KV cache (more than ATTN_DECODE_MAX_Q_LEN rows):
+ * ragged, a sequence with no new query, one whose queries are its whole
+ * cache; the variants' a query block 65 long (the first past the limit) */
+static const int pf_ql[3] = {100, 70, 0}, pf_kl[3] = {230, 70, 15}, pf_kl2[2] = {150, 90};
+static const int pf_ql3[2] = {97, 50}, pf_ql4[3] = {72, 65, 10}, pf_kl4[3] = {160, 65, 100};
 /* the seed-failure rows' lengths */
 static const int mv_qs[3] = {0, 4, 0}, mv_ql[3] = {23, 19, 23}, mv_ks[3] = {0, 0, 6},
                  mv_kl[3] = {23, 15, 9};
@@ -425,6 +430,31 @@ const harness_case harness_cases[] = {
     VDEC("decode alibi, split 3", "splits=3", .alibi_max_bias = 8.0f),
     VDEC("decode mask f16, unsplit", "splits=1", .mask = HARNESS_MASK_RANDOM, .mask_dtype = ATTN_F16),
     VDEC("decode mask f32, split 3", "splits=3", .mask = HARNESS_MASK_RANDOM),
+
+    /* ---- long query blocks through a KV cache: the prefill kernels
+     * reading the cache (chunked prefill) ---- */
+#define PF(name_, ...)                                                                            \
+    {.group = "decode/prefill", .name = (name_), .families = HARNESS_BOTH, .poison_pads = 1,       \
+     __VA_ARGS__}
+    PF("prefill GQA f32 ragged, pad queries", SHAPE(3, 8, 2, 64, 100, 230), .causal = 1,
+       LENS(NULL, pf_ql, NULL, pf_kl), .lq = BSHD_GAPPY, .lo = BHSD_GAPPY, .seed = 4601),
+    PF("prefill GQA f32 ragged, split 3", SHAPE(3, 8, 2, 64, 100, 230), .causal = 1,
+       .params = "splits=3", LENS(NULL, pf_ql, NULL, pf_kl), .seed = 4602),
+    PF("prefill MQA D40 f16 non-causal in place", SHAPE(2, 6, 1, 40, 80, 150), .dtype = ATTN_F16,
+       LENS(NULL, NULL, NULL, pf_kl2), .in_place = 1, .seed = 4603),
+    PF("prefill bf16 D128 whole prompts", SHAPE(2, 4, 2, 128, 97, 97), .dtype = ATTN_BF16,
+       .causal = 1, LENS(NULL, pf_ql3, NULL, pf_ql3), .lk = BSHD, .seed = 4604),
+#define PFV(name_, ...)                                                                           \
+    PF(name_, SHAPE(3, 8, 2, 64, 72, 160), .causal = 1, LENS(NULL, pf_ql4, NULL, pf_kl4),          \
+       .seed = 4610, __VA_ARGS__)
+    PFV("prefill window 30", WIN(30, 0)),
+    PFV("prefill window 20 right 3, f16", WIN(20, 3), .dtype = ATTN_F16),
+    PFV("prefill softcap 4", .softcap = 4.0f, .amp = 3.0f),
+    PFV("prefill sinks buffer", .sinks = HARNESS_SINKS_BUFFER),
+    PFV("prefill alibi", .alibi_max_bias = 8.0f),
+    PFV("prefill mask f32", .mask = HARNESS_MASK_RANDOM),
+    PFV("prefill mask f16, window 40 + sinks", .mask = HARNESS_MASK_RANDOM,
+        .mask_dtype = ATTN_F16, WIN(40, 0), .sinks = HARNESS_SINKS_HOST),
 
 #define VDC(name_, splits, ...)                                                                   \
     {.group = "variants_decode/combos", .name = (name_), .families = HARNESS_BOTH,                 \

@@ -4,7 +4,8 @@
  * help lists is one the parser knows, and nothing is "not yet supported".
  * Also the list options' syntax (--dtype, --splits), the variant options'
  * syntax and refusals, the pairs a mask leaves, the threaded reference
- * with variants against the plain one, and a tiny --variants run. */
+ * with variants against the plain one, a tiny --variants run, and a tiny
+ * --decode --mixed run's rows (lengths, bytes, memory and speed ratios). */
 #define _GNU_SOURCE
 #include "harness.h"
 #include "bench_options.h"
@@ -109,6 +110,7 @@ static void test_parser_accepts_table(void)
         if (strcmp(s->name, "dtype") == 0) snprintf(arg, sizeof arg, "f32,f16");
         else if (strcmp(s->name, "splits") == 0) snprintf(arg, sizeof arg, "auto,2");
         else if (strcmp(s->name, "block-size") == 0) snprintf(arg, sizeof arg, "0,16");
+        else if (strcmp(s->name, "mixed-lengths") == 0) snprintf(arg, sizeof arg, "16,64");
         else if (strcmp(s->name, "window") == 0) snprintf(arg, sizeof arg, "4,-1");
         else if (strcmp(s->name, "sinks") == 0) snprintf(arg, sizeof arg, "per-head");
         else if (strcmp(s->name, "mask") == 0) snprintf(arg, sizeof arg, "prefix-lm");
@@ -176,12 +178,8 @@ static double number(const cJSON *o, const char *name)
 /* A run's JSON: every row carries its spread in order and its ratio to the
  * first type's median; the peak before and after, and a warning exactly
  * when the run was noisy by the rule. */
-static void check_run_json(const char *const *args, int want_rows, int want_types)
+static void check_json(const char *out, const char *err, int want_rows, int want_types)
 {
-    char *out = NULL, *err = NULL;
-    int rc = run_bench(args, &out, &err);
-    if (rc != 0) printf("\n  exit %d: %s", rc, err);
-    CU_ASSERT_EQUAL(rc, 0);
     cJSON *root = cJSON_Parse(out);
     CU_ASSERT_PTR_NOT_NULL_FATAL(root);
     const double before = number(root, "peak_gflops"), after = number(root, "peak_gflops_end");
@@ -213,6 +211,15 @@ static void check_run_json(const char *const *args, int want_rows, int want_type
     CU_ASSERT_EQUAL(cJSON_GetArraySize(warnings) > 0, noisy);
     CU_ASSERT_EQUAL(strstr(err, "WARNING") != NULL, noisy);
     cJSON_Delete(root);
+}
+
+static void check_run_json(const char *const *args, int want_rows, int want_types)
+{
+    char *out = NULL, *err = NULL;
+    int rc = run_bench(args, &out, &err);
+    if (rc != 0) printf("\n  exit %d: %s", rc, err);
+    CU_ASSERT_EQUAL(rc, 0);
+    check_json(out, err, want_rows, want_types);
     free(out);
     free(err);
 }
@@ -259,6 +266,99 @@ static void test_decode_blocks(void)
     cJSON_Delete(root);
     free(out);
     free(err);
+}
+
+/* --mixed's lengths: log-spaced from MIN to MAX, both ends exact. */
+static void test_mixed_lengths(void)
+{
+    int lens[8];
+    bench_mixed_lengths(5, 16, 256, lens);
+    for (int i = 0; i < 5; i++) CU_ASSERT_EQUAL(lens[i], 16 << i);
+    bench_mixed_lengths(7, 64, 16384, lens);
+    CU_ASSERT(lens[0] == 64 && lens[6] == 16384);
+    for (int i = 1; i < 7; i++) CU_ASSERT(lens[i] > lens[i - 1]);
+    bench_mixed_lengths(1, 3, 90, lens);
+    CU_ASSERT_EQUAL(lens[0], 90);
+    bench_mixed_lengths(3, 40, 40, lens);
+    CU_ASSERT(lens[0] == 40 && lens[1] == 40 && lens[2] == 40);
+    int lo = 0, hi = 0;
+    CU_ASSERT(bench_parse_mixed_lengths("8,200", &lo, &hi) == 2 && lo == 8 && hi == 200);
+    const char *bad[] = {"", "8", "0,4", "9,8", "8,200,300", "8,x", "1,2000000"};
+    for (int i = 0; i < 7; i++) CU_ASSERT_EQUAL(bench_parse_mixed_lengths(bad[i], &lo, &hi), -1);
+}
+
+/* --decode --mixed: a row per type and cache, type-major; the pool's
+ * lengths, K/V bytes of the keys the sequences hold (not the padding),
+ * tokens/s, each cache's bytes (attn_kv_cache_bytes of its desc: the
+ * contiguous one at the longest length, the paged pools of the blocks the
+ * lengths need) and the ratios to the first cache's, each output checked. */
+static void test_decode_mixed(void)
+{
+    enum { N = 4, HQ = 2, HKV = 1, D = 16, MIN = 8, MAX = 200, BLOCK = 16 };
+    const char *args[] = {"--decode", "--mixed", "--batch", "4", "--mixed-lengths", "8,200",
+                          "--q-heads", "2", "--kv-heads", "1", "--head-dim", "16",
+                          "--block-size", "0,16", "--kv-int8", "--reps", "5", "--format", "json",
+                          NULL};
+    char *out = NULL, *err = NULL;
+    const int rc = run_bench(args, &out, &err);
+    if (rc != 0) printf("\n  exit %d: %s", rc, err);
+    CU_ASSERT_EQUAL_FATAL(rc, 0);
+    check_json(out, err, 4, 2); /* the spread, and the int8 rows' ratio to the f32 ones */
+    int lens[N], total = 0, pool = 0;
+    bench_mixed_lengths(N, MIN, MAX, lens);
+    for (int b = 0; b < N; b++) total += lens[b], pool += (lens[b] + BLOCK - 1) / BLOCK;
+    cJSON *root = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results"), *r;
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(results), 4);
+    double md0 = 0, bytes0 = 0;
+    int k = 0;
+    cJSON_ArrayForEach(r, results)
+    {
+        const int paged = k % 2, int8 = k / 2;
+        const cJSON *mode = cJSON_GetObjectItemCaseSensitive(r, "mode");
+        CU_ASSERT(cJSON_IsString(mode) && strcmp(mode->valuestring, "decode_mixed") == 0);
+        const cJSON *ks = cJSON_GetObjectItemCaseSensitive(r, "kv_storage");
+        CU_ASSERT(cJSON_IsString(ks) && strcmp(ks->valuestring, int8 ? "int8" : "dtype") == 0);
+        CU_ASSERT_EQUAL(number(r, "batch"), N);
+        CU_ASSERT_EQUAL(number(r, "kv_len"), MAX);
+        CU_ASSERT_EQUAL(number(r, "block_size"), paged ? BLOCK : 0);
+        CU_ASSERT_EQUAL(number(r, "pool_blocks"), paged ? pool : 0);
+        CU_ASSERT_EQUAL(number(r, "kv_tokens"), total);
+        const cJSON *jl = cJSON_GetObjectItemCaseSensitive(r, "kv_lengths");
+        CU_ASSERT_FATAL(cJSON_IsArray(jl) && cJSON_GetArraySize(jl) == N);
+        for (int b = 0; b < N; b++) CU_ASSERT_EQUAL(cJSON_GetArrayItem(jl, b)->valueint, lens[b]);
+        const double md = number(r, "median_ms"), tps = number(r, "tokens_per_s");
+        CU_ASSERT(md > 0 && tps > 0);
+        CU_ASSERT_DOUBLE_EQUAL(tps, N * 1e3 / md, 1e-6 * tps);
+        /* the keys the sequences hold, not the padded capacity */
+        const double kv_bytes = 2.0 * HKV * total * (int8 ? D + 4 : D * 4);
+        CU_ASSERT_DOUBLE_EQUAL(number(r, "kv_bytes"), kv_bytes, 0.5);
+        const double gbps = number(r, "kv_gbps"), copy = number(r, "copy_gbps");
+        CU_ASSERT_DOUBLE_EQUAL(gbps, kv_bytes / (md * 1e6), 1e-9 * gbps);
+        CU_ASSERT(copy > 0);
+        CU_ASSERT_DOUBLE_EQUAL(number(r, "bandwidth_fraction"), gbps / copy, 1e-9);
+        const attn_kv_cache_desc d = {.batch = N, .kv_heads = HKV, .head_dim = D,
+                                      .capacity = MAX, .dtype = ATTN_F32,
+                                      .block_size = paged ? BLOCK : 0,
+                                      .num_blocks = paged ? pool : 0,
+                                      .storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE};
+        size_t want = 0;
+        CU_ASSERT_EQUAL(attn_kv_cache_bytes(&d, &want), ATTN_SUCCESS);
+        const double bytes = number(r, "cache_bytes");
+        CU_ASSERT_EQUAL(bytes, (double)want);
+        if (!paged) md0 = md, bytes0 = bytes;
+        const double mem = number(r, "cache_bytes_ratio_to_first_block");
+        CU_ASSERT_DOUBLE_EQUAL(mem, bytes / bytes0, 1e-9);
+        if (paged) CU_ASSERT(mem < 1); /* mixed lengths: the pool holds less than the padding */
+        CU_ASSERT_DOUBLE_EQUAL(number(r, "time_ratio_to_first_block"), md / md0, 1e-6);
+        CU_ASSERT_DOUBLE_EQUAL(number(r, "tokens_per_s_ratio_to_first_block"), md0 / md, 1e-6);
+        const cJSON *check = cJSON_GetObjectItemCaseSensitive(r, "check");
+        CU_ASSERT(cJSON_IsString(check) && strcmp(check->valuestring, "passed") == 0);
+        k++;
+    }
+    cJSON_Delete(root);
+    free(out), free(err);
 }
 
 /* --compare-materialized: both paths' spread, in order, in each row. */
@@ -375,6 +475,15 @@ static void test_variant_refusals(void)
         {{"--decode", "--block-size", "512", NULL}, "--block-size wants up to"},
         {{"--block-size", "16", NULL}, "--block-size applies to --decode only"},
         {{"--compare-materialized", "--sinks", "1", NULL}, "--compare-materialized takes no variant"},
+        {{"--decode", "--mixed", "--mixed-lengths", "0,10", NULL}, "--mixed-lengths wants MIN,MAX"},
+        {{"--decode", "--mixed", "--mixed-lengths", "300,20", NULL}, "--mixed-lengths wants"},
+        {{"--decode", "--mixed", "--mixed-lengths", "64", NULL}, "--mixed-lengths wants"},
+        {{"--decode", "--mixed", "--mixed-lengths", "1,2,3", NULL}, "--mixed-lengths wants"},
+        {{"--mixed", NULL}, "--mixed applies to --decode only"},
+        {{"--decode", "--mixed-lengths", "1,2", NULL}, "--mixed-lengths needs --mixed"},
+        {{"--decode", "--mixed", "--kv-len", "64", NULL}, "--mixed sets the lengths"},
+        {{"--decode", "--mixed", "--splits", "2", NULL}, "--mixed uses the heuristic's splits"},
+        {{"--decode", "--mixed", "--softcap", "30", NULL}, "--mixed takes no variant option"},
         {{"--variants", "--decode", NULL}, "--variants is a prefill run of its own"},
         {{"--variants", "--dtype", "f32,f16", NULL}, "--variants takes one --dtype"},
         {{"--variants", "--alibi", "8", NULL}, "--variants runs its own variants"},
@@ -546,6 +655,8 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_spread_and_types_prefill),
     HARNESS_TEST(test_spread_and_types_decode),
     HARNESS_TEST(test_decode_blocks),
+    HARNESS_TEST(test_mixed_lengths),
+    HARNESS_TEST(test_decode_mixed),
     HARNESS_TEST(test_spread_compare),
     HARNESS_TEST(test_variant_syntax),
     HARNESS_TEST(test_variant_refusals),

@@ -6,7 +6,8 @@
  * K/V within int8's own tolerance (attn_kv_tolerance). Cases: GQA and
  * MQA, an odd head dim, ragged and left-padded appends in two steps, splits
  * automatic and forced, a speculative block of new queries, an all-zero row
- * (scale 0), rows of large magnitude, and a paged cache.
+ * (scale 0), rows of large magnitude, a paged cache, and long blocks of
+ * queries (chunked prefill).
  *
  * Build cost: an int8 decode program per (family, dtype, head dim) used and
  * an int8 append program per dtype: about 14 programs. */
@@ -330,6 +331,18 @@ static void test_paged(void)
     run_all(&c, 0x18a5);
 }
 
+/* long query blocks (more than ATTN_DECODE_MAX_Q_LEN: a chunked prefill,
+ * through the prefill kernels reading the cache, which dequantize as they
+ * pack), contiguous with left-padded appends and paged; sequence 1's
+ * queries are its whole cache */
+static void test_long_block(void)
+{
+    const int8_case c = {3, 8, 2, 64, {300, 70, 150}, 100, 0, 1, 0, 1.0f, 1.0f};
+    run_all(&c, 0x18a7);
+    const int8_case paged = {3, 8, 2, 40, {300, 70, 150}, 100, 16, 0, 0, 1.0f, 1.0f};
+    run_all(&paged, 0x18a8);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_quantize_row),
     HARNESS_TEST(test_tolerance_order),
@@ -339,6 +352,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_mqa_odd_dim_left_padded),
     HARNESS_TEST(test_large_rows),
     HARNESS_TEST(test_paged),
+    HARNESS_TEST(test_long_block),
     HARNESS_END};
 
 static void register_tests(void) { harness_add_suite("decode_int8", tests); }

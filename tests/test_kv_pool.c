@@ -284,7 +284,19 @@ static void test_cache_bytes(void)
          "desc->num_blocks"},
         {{.batch = 1, .kv_heads = 1, .head_dim = 8, .capacity = 8, .storage = 7},
          "desc->storage"},
+        /* 2^23 blocks of 256: 2^31 rows per KV head, past the kernels' int;
+         * one block fewer is accepted by attn_kv_cache_bytes (below) */
+        {{.batch = 1, .kv_heads = 1, .head_dim = 8, .capacity = 8, .block_size = 256,
+          .num_blocks = 1 << 23}, "desc->num_blocks = 8388608"},
+        /* the default pool, batch * ceil(capacity / block): 2^24 blocks of 256 */
+        {{.batch = 1 << 14, .kv_heads = 1, .head_dim = 8, .capacity = 1 << 18,
+          .block_size = 256}, "batch * ceil(capacity / block_size)"},
     };
+    attn_kv_cache_desc edge = {.batch = 1, .kv_heads = 1, .head_dim = 8, .capacity = 8,
+                               .block_size = 256, .num_blocks = (1 << 23) - 1};
+    size_t edge_bytes = 0;
+    CU_ASSERT_EQUAL(attn_kv_cache_bytes(&edge, &edge_bytes), ATTN_SUCCESS);
+    CU_ASSERT(edge_bytes > ((size_t)1 << 35));
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         size_t n = 1;
         CU_ASSERT_EQUAL(attn_kv_cache_bytes(&bad[i].d, &n), ATTN_ERROR_INVALID_ARGUMENT);

@@ -27,7 +27,7 @@ static const prefill_shape prefill_set[] = {
 static int custom_shape(const bench_options *o, prefill_shape *s)
 {
     if (!o->batch && !o->q_heads && !o->kv_heads && !o->head_dim && !o->seq && !o->q_len &&
-        !o->kv_len && !o->variant.npacked && !o->variants)
+        !o->kv_len && !o->variant.npacked && !o->variants && !o->mixed)
         return 0;
     s->batch = o->batch ? o->batch : 1;
     s->q_heads = o->q_heads ? o->q_heads : 8;
@@ -63,7 +63,7 @@ int main(int argc, char **argv)
     size_t nshapes = sizeof prefill_set / sizeof prefill_set[0];
     const int have_custom = custom_shape(&o, &custom);
     if (have_custom && o.decode) { /* decode's defaults: DESIGN's decode shape */
-        custom.batch = o.batch ? o.batch : 4;
+        custom.batch = o.batch ? o.batch : o.mixed ? BENCH_MIXED_SEQS : 4;
         custom.q_heads = o.q_heads ? o.q_heads : 32;
         custom.kv_heads = o.kv_heads ? o.kv_heads : custom.q_heads % 4 ? custom.q_heads
                                                                         : custom.q_heads / 4;
@@ -131,8 +131,9 @@ int main(int argc, char **argv)
     if (o.decode) {
         bench_decode_config dc = {(int)o.format, {ATTN_F32}, o.ndtypes, o.reps, o.check,
                                   o.splits, o.blocks, &o.variant, 0, 0, 0, 0, 0, 0,
-                                  o.kv_int8};
+                                  o.kv_int8, o.mixed, BENCH_MIXED_MIN, BENCH_MIXED_MAX};
         memcpy(dc.dtypes, o.dtypes, sizeof o.dtypes);
+        if (o.mixed_max) dc.mixed_min = o.mixed_min, dc.mixed_max = o.mixed_max;
         if (have_custom) {
             dc.batch = custom.batch, dc.q_heads = custom.q_heads, dc.kv_heads = custom.kv_heads;
             dc.head_dim = custom.head_dim, dc.q_len = custom.q_len, dc.kv_len = custom.kv_len;

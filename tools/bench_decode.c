@@ -10,21 +10,14 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench_decode.h"
 #include "bench_decode_cache.h"
+#include "bench_decode_mixed.h"
 #include "common.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
-#define TARGET_MS 2000.0 /* all configurations' calibrated reps add up to about this */
-#define MIN_REPS 5
-#define MAX_REPS 1000
-#define MAX_TYPES (2 * BENCH_MAX_DTYPES) /* each dtype, and with --kv-int8 over int8 */
-#define MAX_CONF (MAX_TYPES * BENCH_MAX_BLOCKS * BENCH_MAX_SPLITS)
-/* the reference's work bound (attn_problem_flops of a shape): ~4e9 flops is
- * a few seconds on one host core, less on several */
-#define CHECK_FLOPS 4e9
-#define COPY_SAMPLES 5 /* copy-bandwidth measurements per shape, interleaved */
+#define MAX_CONF (BENCH_DECODE_MAX_TYPES * BENCH_MAX_BLOCKS * BENCH_MAX_SPLITS)
 
 /* DESIGN "Benchmark shapes", decode. */
 static const dshape decode_set[] = {
@@ -54,12 +47,14 @@ static void shape_text(const dshape *s, const bench_variant *v, char *buf, size_
              s->kv_heads, s->head_dim, s->q_len, s->kv_len, *vt ? " " : "", vt);
 }
 
-static void add_error(cJSON *errors, const char *shape, const char *step, attn_status st,
-                      const char *msg)
+void bench_decode_error(attn_context *ctx, cJSON *errors, const char *what, const char *step,
+                        attn_status st)
 {
-    fprintf(stderr, "attn-bench: decode %s: %s: %s: %s\n", shape, step, attn_status_name(st), msg);
+    const int lib = strncmp(step, "attn_", 5) == 0 && strcmp(step, "attn_reference_forward");
+    const char *msg = lib ? attn_last_error(ctx) : "(no detail)";
+    fprintf(stderr, "attn-bench: decode %s: %s: %s: %s\n", what, step, attn_status_name(st), msg);
     cJSON *e = cJSON_CreateObject();
-    cJSON_AddStringToObject(e, "shape", shape);
+    cJSON_AddStringToObject(e, "shape", what);
     cJSON_AddStringToObject(e, "step", step);
     cJSON_AddStringToObject(e, "status", attn_status_name(st));
     cJSON_AddStringToObject(e, "message", msg);
@@ -81,6 +76,19 @@ static double keys_read(const dshape *s, const bench_variant *v)
                                                              : (double)s->q_len + left;
 }
 
+void bench_json_bandwidth(cJSON *j, double kv_bytes, double kv_gbps, double copy_gbps)
+{
+    cJSON_AddNumberToObject(j, "kv_bytes", kv_bytes);
+    cJSON_AddNumberToObject(j, "kv_gbps", kv_gbps);
+    if (copy_gbps > 0) {
+        cJSON_AddNumberToObject(j, "copy_gbps", copy_gbps);
+        cJSON_AddNumberToObject(j, "bandwidth_fraction", kv_gbps / copy_gbps);
+    } else {
+        cJSON_AddNullToObject(j, "copy_gbps");
+        cJSON_AddNullToObject(j, "bandwidth_fraction");
+    }
+}
+
 /* The row of one configuration: text or CSV on stdout, and a JSON object
  * into results in every format (attn-bench reads the spread from it). */
 static void print_row(const bench_decode_config *cfg, const dshape *s, const dconf *c,
@@ -90,9 +98,8 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     const attn_dtype dtype = bench_decode_dtype(cfg, c->type);
     const int int8 = bench_decode_storage(cfg, c->type) == ATTN_KV_INT8;
     const int ratios = bench_decode_ntypes(cfg) > 1;
-    /* a key's K or V row: D elements, or D int8 and the row's fp32 scale */
-    const double row = int8 ? s->head_dim + 4.0 : (double)s->head_dim * attn_dtype_size(dtype);
-    const double bytes = 2.0 * s->batch * s->kv_heads * keys_read(s, cfg->variant) * row;
+    const double bytes = 2.0 * s->batch * s->kv_heads * keys_read(s, cfg->variant) *
+                         bench_decode_row_bytes(cfg, c->type, s->head_dim);
     const attn_problem p = {.batch = s->batch, .q_heads = s->q_heads, .kv_heads = s->kv_heads,
                             .head_dim = s->head_dim, .q_len = s->q_len, .kv_len = s->kv_len,
                             .dtype = dtype, .causal = 1, .scale = 0.0f}; /* q_len new rows,
@@ -139,15 +146,7 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
     cJSON_AddNumberToObject(j, "block_size", c->block_size);
     tool_json_times(j, reps, &c->spread, c->ratio, flops, peak);
     if (nblocks > 1) cJSON_AddNumberToObject(j, "time_ratio_to_first_block", c->block_ratio);
-    cJSON_AddNumberToObject(j, "kv_bytes", bytes);
-    cJSON_AddNumberToObject(j, "kv_gbps", kv_gbps);
-    if (copy_gbps > 0) {
-        cJSON_AddNumberToObject(j, "copy_gbps", copy_gbps);
-        cJSON_AddNumberToObject(j, "bandwidth_fraction", frac);
-    } else {
-        cJSON_AddNullToObject(j, "copy_gbps");
-        cJSON_AddNullToObject(j, "bandwidth_fraction");
-    }
+    bench_json_bandwidth(j, bytes, kv_gbps, copy_gbps);
     tool_json_check(j, c->checked, &c->chk, 0);
     if (cfg->variant) bench_variant_json(j, cfg->variant);
     cJSON_AddItemToArray(results, j);
@@ -171,8 +170,7 @@ typedef struct decode_runs {
     const dtype_res *res;
     const dconf *confs;
     const char *base;              /* the caller's override (ATTN_PARAMS) */
-    double *copies;                /* copy-bandwidth samples, COPY_SAMPLES at most */
-    int ncopies, every;            /* taken so far; one every this many rounds */
+    bench_copy_samples copies;
     const char *step;              /* what failed */
 } decode_runs;
 
@@ -192,14 +190,19 @@ static attn_status select_run(void *arg, int c)
     return select_conf(d->ctx, d->base, &d->confs[c]);
 }
 
+attn_status bench_copy_sample(bench_copy_samples *c, int rep)
+{
+    if (rep % c->every != 0 || c->n >= BENCH_COPY_SAMPLES) return ATTN_SUCCESS;
+    attn_status st = attn_device_copy_gbps(c->ctx, &c->gbps[c->n]);
+    if (st == ATTN_SUCCESS) c->n++;
+    return st;
+}
+
 static attn_status copy_sample(void *arg, int rep)
 {
     decode_runs *d = arg;
-    if (rep % d->every != 0 || d->ncopies >= COPY_SAMPLES) return ATTN_SUCCESS;
     d->step = "attn_device_copy_gbps";
-    attn_status st = attn_device_copy_gbps(d->ctx, &d->copies[d->ncopies]);
-    if (st == ATTN_SUCCESS) d->ncopies++;
-    return st;
+    return bench_copy_sample(&d->copies, rep);
 }
 
 /* Returns 0 when every configuration ran and passed its check. blocks:
@@ -208,14 +211,12 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
                      const int *blocks, int nblocks, dconf *confs, int nconf, double peak,
                      cJSON *results, cJSON *errors)
 {
-    double copies[COPY_SAMPLES];
-    int ncopies = 0;
     char sh[288];
     shape_text(s, cfg->variant, sh, sizeof sh);
     const char *base = getenv("ATTN_PARAMS"); /* the context's own override, read at creation */
     const size_t D = (size_t)s->head_dim;
     const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;
-    dtype_res res[MAX_TYPES];
+    dtype_res res[BENCH_DECODE_MAX_TYPES];
     memset(res, 0, sizeof res);
     double *times[MAX_CONF];
     float *ho = malloc(nq * sizeof *ho), *ref = NULL;
@@ -233,7 +234,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         if (st != ATTN_SUCCESS) goto done;
     }
 
-    decode_runs dr = {ctx, res, confs, base, copies, 0, 1, ""};
+    decode_runs dr = {ctx, res, confs, base, {ctx, {0}, 0, 1}, ""};
     double ms = 0;
     for (int c = 0; c < nconf; c++) {
         const dtype_res *r = &res[confs[c].type];
@@ -248,7 +249,8 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         if ((st = tool_timed(ctx, run_decode, &dr, c, &ms)) != ATTN_SUCCESS ||
             (st = tool_timed(ctx, run_decode, &dr, c, &ms)) != ATTN_SUCCESS)
             goto done;
-        if (c == 0) reps = tool_reps(cfg->reps, TARGET_MS / nconf, ms, MIN_REPS, MAX_REPS);
+        if (c == 0) reps = tool_reps(cfg->reps, BENCH_DECODE_TARGET_MS / nconf, ms,
+                                       BENCH_DECODE_MIN_REPS, BENCH_DECODE_MAX_REPS);
         if (!(times[c] = confs[c].times = malloc(sizeof(double) * (size_t)reps))) {
             st = ATTN_ERROR_OUT_OF_MEMORY;
             step = "host allocation";
@@ -258,16 +260,15 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     /* interleaved: every configuration once per round, and the copy
      * bandwidth in a few rounds spread over the run (the device may be
      * shared: the fraction must compare like with like) */
-    dr.every = reps / COPY_SAMPLES > 1 ? reps / COPY_SAMPLES : 1;
+    dr.copies.every = reps / BENCH_COPY_SAMPLES > 1 ? reps / BENCH_COPY_SAMPLES : 1;
     tool_rounds rounds = {nconf, reps, run_decode, copy_sample, select_run, &dr, times, 0};
     st = tool_time_rounds(ctx, &rounds);
-    ncopies = dr.ncopies;
     if (st != ATTN_SUCCESS) {
         step = dr.step;
         bad_type = confs[rounds.failed].type;
         goto done;
     }
-    const attn_time_spread copy = attn_time_spread_of(copies, ncopies);
+    const attn_time_spread copy = attn_time_spread_of(dr.copies.gbps, dr.copies.n);
     for (int c = 0; c < nconf; c++) {
         confs[c].spread = attn_time_spread_of(confs[c].times, reps);
         confs[c].min_ms = confs[c].spread.min_ms;
@@ -284,7 +285,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     }
 
     /* the check: each configuration's output against its type's reference */
-    if (cfg->check && bench_variant_flops(&res[0].p, NULL) <= CHECK_FLOPS &&
+    if (cfg->check && bench_variant_flops(&res[0].p, NULL) <= BENCH_DECODE_CHECK_FLOPS &&
         (ref = malloc(nq * sizeof *ref))) {
         for (int c = 0; c < nconf; c++) {
             const dtype_res *r = &res[confs[c].type];
@@ -312,7 +313,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     failed = 0;
     if (cfg->format == 0)
         printf("%-36s copy bandwidth %.1f GB/s (median of %d, %.1f..%.1f; read + written)\n", sh,
-               copy.median_ms, ncopies, copy.min_ms, copy.max_ms);
+               copy.median_ms, dr.copies.n, copy.min_ms, copy.max_ms);
     for (int c = 0; c < nconf; c++) {
         print_row(cfg, s, &confs[c], nblocks, bench_variant_flops(&res[0].p, NULL), peak,
                   copy.median_ms, reps, results);
@@ -328,11 +329,10 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     }
 done:
     if (st != ATTN_SUCCESS) {
-        const int lib = strncmp(step, "attn_", 5) == 0 && strcmp(step, "attn_reference_forward");
         char what[320], tn[16];
         snprintf(what, sizeof what, "%s %s", sh,
                  bench_decode_type_name(cfg, bad_type, tn, sizeof tn));
-        add_error(errors, what, step, st, lib ? attn_last_error(ctx) : "(no detail)");
+        bench_decode_error(ctx, errors, what, step, st);
         failed = 1;
     }
     attn_context_set_params(ctx, base); /* as it was */
@@ -348,6 +348,7 @@ done:
 int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak,
                  cJSON *results, cJSON *errors)
 {
+    if (cfg->mixed) return bench_decode_mixed(ctx, cfg, peak, results, errors);
     int splits[BENCH_MAX_SPLITS], blocks[BENCH_MAX_BLOCKS];
     const int nsplits = bench_parse_splits(cfg->splits ? cfg->splits : "auto", splits,
                                            BENCH_MAX_SPLITS);

@@ -2,7 +2,8 @@
  * decode set or one shape, timed through attn_decode against a filled KV
  * cache (contiguous or paged, each block size requested) in each requested
  * storage type with each requested number of KV splits, all interleaved,
- * reporting K/V GB/s against the copy bandwidth measured in the same run. */
+ * reporting K/V GB/s against the copy bandwidth measured in the same run;
+ * or, with --mixed, sequences of mixed lengths (bench_decode_mixed.h). */
 #ifndef ATTN_BENCH_DECODE_H
 #define ATTN_BENCH_DECODE_H
 
@@ -11,6 +12,17 @@
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
+
+/* Shared by the decode runs (bench_decode.c, bench_decode_mixed.c). */
+#define BENCH_DECODE_TARGET_MS 2000.0 /* all configurations' calibrated reps add up to about this */
+#define BENCH_DECODE_MIN_REPS 5
+#define BENCH_DECODE_MAX_REPS 1000
+/* the reference's work bound (attn_problem_flops of a shape): ~4e9 flops is
+ * a few seconds on one host core, less on several */
+#define BENCH_DECODE_CHECK_FLOPS 4e9
+#define BENCH_COPY_SAMPLES 5 /* copy-bandwidth measurements per shape, interleaved */
+/* cache types at most: each dtype, and with --kv-int8 each over int8 */
+#define BENCH_DECODE_MAX_TYPES (2 * BENCH_MAX_DTYPES)
 
 typedef struct bench_decode_config {
     int format;         /* 0 text, 1 csv, 2 json (attn-bench's out_format order) */
@@ -24,6 +36,9 @@ typedef struct bench_decode_config {
     /* one shape instead of the DESIGN set when batch > 0 */
     int batch, q_heads, kv_heads, head_dim, q_len, kv_len;
     int kv_int8; /* each dtype also over an int8 cache (after all the dtypes') */
+    /* --mixed: batch sequences of lengths log-spaced from mixed_min to
+     * mixed_max (bench_mixed_lengths) instead of kv_len each */
+    int mixed, mixed_min, mixed_max;
 } bench_decode_config;
 
 /* The configuration's cache types: type t is dtype t % ndtypes, over an
@@ -49,8 +64,36 @@ static inline const char *bench_decode_type_name(const bench_decode_config *cfg,
     return buf;
 }
 
-/* Runs the decode benchmark; rows go to stdout (text, csv) and into
- * results (every format: attn-bench reads their spread), failures to
+/* The copy bandwidth sampled a few times across the timed rounds (the
+ * device may be shared: a fraction of it must compare like with like). */
+typedef struct bench_copy_samples {
+    attn_context *ctx;
+    double gbps[BENCH_COPY_SAMPLES];
+    int n, every; /* taken so far; one every this many rounds */
+} bench_copy_samples;
+/* Before round rep: a sample every `every` rounds, BENCH_COPY_SAMPLES at most. */
+attn_status bench_copy_sample(bench_copy_samples *c, int rep);
+
+/* A failed step of a decode run: on stderr and into errors, with the
+ * context's message when step names a library call. */
+void bench_decode_error(attn_context *ctx, cJSON *errors, const char *what, const char *step,
+                        attn_status st);
+
+/* The bytes of one key's K (or V) row of one KV head in type t: head_dim
+ * elements, or head_dim int8 and the row's fp32 scale. */
+static inline double bench_decode_row_bytes(const bench_decode_config *cfg, int t, int head_dim)
+{
+    return bench_decode_storage(cfg, t) == ATTN_KV_INT8
+               ? head_dim + 4.0
+               : (double)head_dim * attn_dtype_size(bench_decode_dtype(cfg, t));
+}
+
+/* A row's K/V traffic in JSON: kv_bytes, kv_gbps, then copy_gbps and
+ * bandwidth_fraction (kv_gbps / copy_gbps), both null when copy_gbps is 0. */
+void bench_json_bandwidth(cJSON *j, double kv_bytes, double kv_gbps, double copy_gbps);
+
+/* Runs the decode benchmark (cfg->mixed: bench_decode_mixed); rows go to
+ * stdout (text, csv) and into results (every format: attn-bench reads their spread), failures to
  * stderr and errors. Returns 0 when everything ran and passed its check, 1
  * otherwise, 2 for a bad --splits list (check it first with
  * bench_parse_splits). */

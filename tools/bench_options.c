@@ -17,8 +17,8 @@
 typedef enum bench_opt {
     OPT_DEVICE, OPT_BATCH, OPT_QHEADS, OPT_KVHEADS, OPT_HEADDIM, OPT_SEQ, OPT_QLEN, OPT_KVLEN,
     OPT_CAUSAL, OPT_NOCAUSAL, OPT_DTYPE, OPT_REPS, OPT_FORMAT, OPT_CHECK, OPT_NOCHECK,
-    OPT_DECODE, OPT_SPLITS, OPT_KVINT8, OPT_BLOCKS, OPT_MATERIALIZED, OPT_WINDOW, OPT_SOFTCAP,
-    OPT_SINKS, OPT_ALIBI, OPT_MASK, OPT_MASKTYPE, OPT_MASKFRESH, OPT_PACKED, OPT_VARIANTS, OPT_HELP,
+    OPT_DECODE, OPT_SPLITS, OPT_KVINT8, OPT_BLOCKS, OPT_MIXED, OPT_MIXEDLENS, OPT_MATERIALIZED,
+    OPT_WINDOW, OPT_SOFTCAP, OPT_SINKS, OPT_ALIBI, OPT_MASK, OPT_MASKTYPE, OPT_MASKFRESH, OPT_PACKED, OPT_VARIANTS, OPT_HELP,
     OPT_VERSION, OPT_COUNT
 } bench_opt;
 
@@ -57,6 +57,17 @@ const bench_option_spec bench_option_specs[OPT_COUNT] = {
                     "contiguous, else a paged cache's block size (16..256,\n"
                     "a power of two), e.g. 0,16,64,256 (default 0); rows add\n"
                     "their median time's ratio to the first cache's"},
+    [OPT_MIXED] = {"mixed", NULL, "decode: --batch sequences (default " STR(BENCH_MIXED_SEQS)
+                   ") of mixed\n"
+                   "lengths (--mixed-lengths) decoding together, one token\n"
+                   "each per step (appended, then decoded; truncated back\n"
+                   "untimed): tokens/s and cache memory of each --block-size\n"
+                   "(default " BENCH_MIXED_BLOCKS ") against the first, 0 being a contiguous\n"
+                   "cache padding every sequence to the longest (Hq=32\n"
+                   "Hkv=8 D=128 unless given)"},
+    [OPT_MIXEDLENS] = {"mixed-lengths", "MIN,MAX", "--mixed's lengths: log-spaced from MIN to MAX\n"
+                       "(default " STR(BENCH_MIXED_MIN) "," STR(BENCH_MIXED_MAX)
+                       "), ascending, no randomness"},
     [OPT_MATERIALIZED] = {"compare-materialized", NULL,
                           "time attn_forward_materialized (CLBlast GEMMs around an\n"
                           "S x S buffer) interleaved with attn_forward: speed ratio,\n"
@@ -171,68 +182,6 @@ static int parse_int(const char *opt, const char *text, int lo, int hi, int *out
     return 0;
 }
 
-/* A comma-separated list of up to max integers in lo..hi, or the word
- * zero_word (when not NULL) for 0. Returns the count, or -1. */
-static int parse_int_list(const char *list, long lo, long hi, const char *zero_word, int *out,
-                          int max)
-{
-    char buf[1024];
-    if (!list || strlen(list) >= sizeof buf) return -1;
-    snprintf(buf, sizeof buf, "%s", list);
-    int n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        if (n == max) return -1;
-        long v = 0;
-        if (!zero_word || strcmp(t, zero_word) != 0) {
-            char *end;
-            errno = 0;
-            v = strtol(t, &end, 10);
-            if (errno || end == t || *end || v < lo || v > hi) return -1;
-        }
-        out[n++] = (int)v;
-    }
-    return n ? n : -1;
-}
-
-int bench_parse_splits(const char *list, int *splits, int max)
-{
-    return parse_int_list(list, 1, 256, "auto", splits, max);
-}
-
-int bench_parse_blocks(const char *list, int *blocks, int max)
-{
-    const int n = parse_int_list(list, 0, 256, NULL, blocks, max);
-    for (int i = 0; i < n; i++)
-        if (blocks[i] && (blocks[i] < 16 || (blocks[i] & (blocks[i] - 1)))) return -1;
-    return n;
-}
-
-int bench_parse_packed(const char *list, int *lens, int max)
-{
-    return parse_int_list(list, 1, 1 << 20, NULL, lens, max);
-}
-
-int bench_parse_dtypes(const char *list, attn_dtype *dtypes, int max)
-{
-    static const struct { const char *name; attn_dtype t; } names[] = {
-        {"f32", ATTN_F32}, {"f16", ATTN_F16}, {"bf16", ATTN_BF16}};
-    char buf[64];
-    if (!list || strlen(list) >= sizeof buf) return -1;
-    snprintf(buf, sizeof buf, "%s", list);
-    int n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
-        int k = 0;
-        while (k < 3 && strcmp(t, names[k].name) != 0) k++;
-        if (k == 3 || n == max) return -1;
-        for (int i = 0; i < n; i++)
-            if (dtypes[i] == names[k].t) return -1; /* twice: a ratio of one */
-        dtypes[n++] = names[k].t;
-    }
-    return n ? n : -1;
-}
-
 /* The variant options against the modes: -1 (said why) when they clash. */
 static int check_variant_use(const bench_options *o, int mask_dtype_given, int fresh_given)
 {
@@ -255,6 +204,23 @@ static int check_variant_use(const bench_options *o, int mask_dtype_given, int f
     else if (v->npacked && o->batch) why = "--packed sets the batch: give no --batch";
     else if (v->npacked && (o->seq || o->q_len || o->kv_len) && !o->variants)
         why = "--packed sets the lengths: give no --seq, --q-len or --kv-len";
+    if (!why) return 0;
+    fprintf(stderr, "attn-bench: %s\n", why);
+    return -1;
+}
+
+/* --mixed and --mixed-lengths against the rest: -1 (said why) when they
+ * clash. */
+static int check_mixed_use(const bench_options *o)
+{
+    const char *why = NULL;
+    if (o->mixed_max && !o->mixed) why = "--mixed-lengths needs --mixed";
+    else if (o->mixed && !o->decode) why = "--mixed applies to --decode only";
+    else if (o->mixed && (o->seq || o->q_len || o->kv_len))
+        why = "--mixed sets the lengths (--mixed-lengths): give no --seq, --q-len or --kv-len";
+    else if (o->mixed && o->splits) why = "--mixed uses the heuristic's splits: give no --splits";
+    else if (o->mixed && bench_variant_any(&o->variant))
+        why = "--mixed takes no variant option (--window ... --packed)";
     if (!why) return 0;
     fprintf(stderr, "attn-bench: %s\n", why);
     return -1;
@@ -327,6 +293,14 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
                 fprintf(stderr, "attn-bench: --block-size wants up to %d comma-separated values, "
                         "each 0 (contiguous) or a power of two in 16..256, not '%s'\n",
                         BENCH_MAX_BLOCKS, optarg);
+                bad = -1;
+            }
+            break;
+        case OPT_MIXED: o->mixed = 1; break;
+        case OPT_MIXEDLENS:
+            if (bench_parse_mixed_lengths(optarg, &o->mixed_min, &o->mixed_max) < 0) {
+                fprintf(stderr, "attn-bench: --mixed-lengths wants MIN,MAX with 1 <= MIN <= MAX "
+                        "<= %d, not '%s'\n", 1 << 20, optarg);
                 bad = -1;
             }
             break;
@@ -408,6 +382,7 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
                 o->splits ? "splits" : o->kv_int8 ? "kv-int8" : "block-size");
         bad = -1;
     }
+    if (!bad) bad = check_mixed_use(o);
     if (!bad && o->compare && o->ndtypes > 1) {
         fprintf(stderr, "attn-bench: --compare-materialized takes one --dtype\n");
         bad = -1;

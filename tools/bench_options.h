@@ -15,6 +15,10 @@
 #define BENCH_MAX_DTYPES 3  /* --dtype f32,f16,bf16 */
 #define BENCH_MAX_SPLITS 16 /* --splits: values in one list */
 #define BENCH_MAX_BLOCKS 4  /* --block-size: values in one list */
+#define BENCH_MIXED_SEQS 32  /* --mixed's default --batch: sequences in the pool */
+#define BENCH_MIXED_MIN 64   /* --mixed-lengths' default: shortest ... */
+#define BENCH_MIXED_MAX 16384 /* ... and longest */
+#define BENCH_MIXED_BLOCKS "0,16" /* --block-size's default with --mixed */
 
 typedef enum { BENCH_TEXT, BENCH_CSV, BENCH_JSON } bench_format;
 
@@ -31,6 +35,8 @@ typedef struct bench_options {
     const char *splits; /* --splits LIST (decode) */
     int kv_int8;        /* --kv-int8 (decode): each dtype also over an int8 cache */
     const char *blocks; /* --block-size LIST (decode) */
+    int mixed;          /* --mixed (decode): --batch sequences of mixed lengths */
+    int mixed_min, mixed_max; /* --mixed-lengths MIN,MAX (0,0 = not given) */
     int compare;        /* --compare-materialized (bench_compare.c) */
     bench_variant variant; /* --window, --softcap, --sinks, --alibi, --mask, --packed */
     int variants;       /* --variants: each variant against plain causal (bench_variants.c) */
@@ -61,6 +67,13 @@ int bench_parse_splits(const char *list, int *splits, int max);
 /* --block-size LIST: up to max values, each 0 or a power of two in
  * 16..256, comma-separated. Returns the count, or -1. */
 int bench_parse_blocks(const char *list, int *blocks, int max);
+/* --mixed-lengths MIN,MAX: 1 <= MIN <= MAX <= 2^20. Returns 2, or -1. */
+int bench_parse_mixed_lengths(const char *text, int *min, int *max);
+/* The lengths of --mixed n with --mixed-lengths min,max: log-spaced
+ * (geometric) from min to max, lens[i] = round(min * (max/min)^(i/(n-1))),
+ * ascending, the first min and the last max (n 1: max). No randomness, so
+ * every run and machine times the same pool. */
+void bench_mixed_lengths(int n, int min, int max, int *lens);
 /* --packed LIST: up to max lengths, each 1..2^20, comma-separated. Returns
  * the count, or -1. */
 int bench_parse_packed(const char *list, int *lens, int max);

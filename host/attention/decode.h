@@ -134,6 +134,27 @@ void attn_kv_pool_share(attn_kv_cache *c, int src, int dst);
  * sequence made at creation. */
 attn_status attn_kv_pool_table(attn_kv_cache *c, cl_mem *table);
 
+/* ---- what kernels reading a cache are given (kv_kernel_args.c) ---- */
+
+/* Appends to buf (n bytes in all) the -D options of the cache's kind
+ * (cl/kv_cache_rows.cl): -DDIM_PAD, and -DKV_INT8, -DPAGE_ROWS as it is. */
+void attn_kv_cache_options(const attn_kv_cache *c, char *buf, size_t n);
+/* The values of cl/kv_cache_rows.cl's KV_CACHE_PARAMS. */
+typedef struct attn_kv_kernel_args {
+    cl_mem k, v;
+    cl_int head_rows;
+    cl_mem pages; /* the device block table (attn_kv_pool_table) */
+    cl_int max_pages;
+    cl_mem kscale, vscale; /* int8's scales, else any buffer (unread) */
+} attn_kv_kernel_args;
+/* Fills a for c (the device table re-made if it changed; `unused` for the
+ * scales of a cache without them). */
+attn_status attn_kv_kernel_args_of(attn_kv_cache *c, cl_mem unused, attn_kv_kernel_args *a);
+/* a's attn_karg entries, in KV_CACHE_PARAMS's order (core/launch.h) */
+#define ATTN_KV_KARGS(a)                                                                        \
+    ATTN_KARG((a).k), ATTN_KARG((a).v), ATTN_KARG((a).head_rows), ATTN_KARG((a).pages),          \
+        ATTN_KARG((a).max_pages), ATTN_KARG((a).kscale), ATTN_KARG((a).vscale)
+
 /* Bytes of one token's K (or V) row as a decode reads it: head_dim
  * elements of the dtype, or int8 bytes and the row's fp32 scale. */
 static inline size_t attn_kv_row_bytes(const struct attn_kv_cache *c)

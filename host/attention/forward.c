@@ -6,6 +6,7 @@
 #include "core/launch.h"
 #include "core/program.h"
 #include "attention/validate.h"
+#include "attention/decode.h"
 #include "attention/forward.h"
 #include "attention/check.h"
 #include "attention/plan.h"
@@ -18,21 +19,31 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The prefill program of pr's family; reading a KV cache (cache not NULL,
+ * the vector family: attn_decode's long blocks), with the cache's layout
+ * and its packing kernel (cl/kv_cache_rows.cl, cl/pack_cache.cl) joined
+ * and the cache's -D options. */
 static attn_status get_program(attn_context *ctx, const attn_params *pr, const attn_problem *p,
-                               cl_program *out)
+                               const attn_kv_cache *cache, cl_program *out)
 {
-    char opts[640];
-    attn_params_options(pr, p, opts, sizeof opts);
-    const char *const *sources;
-    const int nsources = attn_family_sources(pr->family, ATTN_ENTRY_PREFILL, &sources);
-    return attn_program_get(ctx, sources, nsources, opts, out);
+    char opts[720];
+    attn_params_options(pr, p, opts, sizeof opts - 64); /* room for the cache's -D */
+    const char *const *family;
+    const int nfamily = attn_family_sources(pr->family, ATTN_ENTRY_PREFILL, &family);
+    if (!cache) return attn_program_get(ctx, family, nfamily, opts, out);
+    attn_kv_cache_options(cache, opts, sizeof opts);
+    const char *sources[ATTN_DESC_MAX_SOURCES + 2];
+    for (int i = 0; i < nfamily; i++) sources[i] = family[i];
+    sources[nfamily] = "kv_cache_rows.cl";
+    sources[nfamily + 1] = "pack_cache.cl";
+    return attn_program_get(ctx, sources, nfamily + 2, opts, out);
 }
 
 static attn_status get_kernel(attn_context *ctx, const attn_params *pr, const attn_problem *p,
                               const char *name, cl_kernel *out)
 {
     cl_program prog;
-    attn_status st = get_program(ctx, pr, p, &prog);
+    attn_status st = get_program(ctx, pr, p, NULL, &prog);
     if (st == ATTN_SUCCESS) st = attn_kernel_create(ctx, prog, name, out);
     return st;
 }
@@ -103,10 +114,42 @@ attn_status attn_lengths_buffer(attn_context *ctx, const attn_problem *p,
     return attn_fail_cl(ctx, err, "clCreateBuffer (lengths)");
 }
 
+/* Where the keys come from: tensors k and v, or (the vector family only)
+ * a KV cache whose rows attn_pack_kv_cache packs. */
+typedef struct kv_source {
+    const attn_tensor *k, *v;
+    attn_kv_cache *cache;
+} kv_source;
+
+/* The vector family's pre-pass: K and V packed into ctx->kt and ctx->vp
+ * by attn_pack_kv from src's tensors or attn_pack_kv_cache from its cache;
+ * *pack_k is the kernel, its arguments set. lens: the kernels' lengths. */
+static attn_status pack_kernel(attn_context *ctx, cl_program prog, const kv_source *src,
+                               cl_mem lens, cl_mem kv_blocks, cl_int hkv, cl_int entries,
+                               cl_kernel *pack_k)
+{
+    attn_status st = attn_kernel_create(ctx, prog, src->cache ? "attn_pack_kv_cache" : "attn_pack_kv",
+                                        pack_k);
+    if (st != ATTN_SUCCESS) return st;
+    if (src->cache) {
+        attn_kv_kernel_args ka;
+        if ((st = attn_kv_kernel_args_of(src->cache, lens, &ka)) != ATTN_SUCCESS) return st;
+        const attn_karg args[] = {ATTN_KV_KARGS(ka), ATTN_KARG(lens), ATTN_KARG(ctx->kt.mem),
+                                  ATTN_KARG(ctx->vp.mem), ATTN_KARG(hkv), ATTN_KARG(kv_blocks),
+                                  ATTN_KARG(entries)};
+        return attn_kernel_set_args(ctx, *pack_k, args, ATTN_NARGS(args));
+    }
+    const cl_ulong4 kg = attn_tensor_geometry(src->k), vg = attn_tensor_geometry(src->v);
+    const attn_karg args[] = {
+        ATTN_KARG(src->k->buffer), ATTN_KARG(kg), ATTN_KARG(src->v->buffer), ATTN_KARG(vg),
+        ATTN_KARG(lens), ATTN_KARG(ctx->kt.mem), ATTN_KARG(ctx->vp.mem), ATTN_KARG(hkv),
+        ATTN_KARG(kv_blocks), ATTN_KARG(entries)};
+    return attn_kernel_set_args(ctx, *pack_k, args, ATTN_NARGS(args));
+}
+
 static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_problem *p,
-                           const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
-                           const attn_tensor *o, const attn_lengths *lengths, cl_mem lse,
-                           cl_event *finished_out)
+                           const attn_tensor *q, const kv_source *src, const attn_tensor *o,
+                           const attn_lengths *lengths, cl_mem lse, cl_event *finished_out)
 {
     attn_status st;
     cl_kernel main_k = NULL, pack_k = NULL;
@@ -117,8 +160,7 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
 
     if ((st = attn_lengths_buffer(ctx, p, lengths, &lens)) != ATTN_SUCCESS) return st;
 
-    const cl_ulong4 qg = attn_tensor_geometry(q), kg = attn_tensor_geometry(k),
-                    vg = attn_tensor_geometry(v), og = attn_tensor_geometry(o);
+    const cl_ulong4 qg = attn_tensor_geometry(q), og = attn_tensor_geometry(o);
     const cl_int write_lse = lse != NULL;
     cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */
     const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
@@ -129,7 +171,12 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
     /* An out-of-order queue would let these kernels overtake the writes of
      * their inputs, or a previous call still reading the scratch buffers. */
     if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS) goto done;
-    if ((st = get_program(ctx, pr, p, &prog)) ||
+    if (src->cache && pr->family != ATTN_FAMILY_VECTOR) { /* decode.c never asks */
+        st = ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "internal: the %s family's prefill cannot "
+                       "read a KV cache", attn_family_desc_of(pr->family)->name);
+        goto done;
+    }
+    if ((st = get_program(ctx, pr, p, src->cache, &prog)) ||
         (st = attn_kernel_create(ctx, prog, attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL),
                                  &main_k)) ||
         (st = attn_variant_args_make(ctx, p, lens, &va)) ||
@@ -146,20 +193,14 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
         if (__builtin_mul_overflow(per_block, blocks, &bytes)) bytes = SIZE_MAX;
         if ((st = attn_scratch_reserve(ctx, &ctx->kt, bytes)) != ATTN_SUCCESS ||
             (st = attn_scratch_reserve(ctx, &ctx->vp, bytes)) != ATTN_SUCCESS ||
-            (st = attn_kernel_create(ctx, prog, "attn_pack_kv", &pack_k)) != ATTN_SUCCESS)
+            (st = pack_kernel(ctx, prog, src, lens, kv_blocks, hkv, p->batch, &pack_k)))
             goto done;
-        const cl_int entries = p->batch;
-        const attn_karg pack_args[] = {
-            ATTN_KARG(k->buffer), ATTN_KARG(kg), ATTN_KARG(v->buffer), ATTN_KARG(vg),
-            ATTN_KARG(lens), ATTN_KARG(ctx->kt.mem), ATTN_KARG(ctx->vp.mem), ATTN_KARG(hkv),
-            ATTN_KARG(kv_blocks), ATTN_KARG(entries)};
         const attn_karg main_args[] = {
             ATTN_KARG(q->buffer), ATTN_KARG(qg), ATTN_KARG(ctx->kt.mem), ATTN_KARG(ctx->vp.mem),
             ATTN_KARG(o->buffer), ATTN_KARG(og), ATTN_KARG(lse_arg), ATTN_KARG(write_lse),
             ATTN_KARG(lens), ATTN_KARG(hq), ATTN_KARG(hkv), ATTN_KARG(sq), ATTN_KARG(kv_blocks),
             ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(nblk)};
-        if ((st = attn_kernel_set_args(ctx, pack_k, pack_args, ATTN_NARGS(pack_args))) ||
-            (st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))) ||
+        if ((st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))) ||
             (st = attn_kernel_set_args_at(ctx, main_k, ATTN_NARGS(main_args),
                                           attn_variant_kargs(&va), ATTN_VARIANT_NARGS)))
             goto done;
@@ -168,9 +209,10 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
         if (blocks && (st = attn_kernel_enqueue(ctx, pack_k, 2, pg, one, 0, NULL, &before[0])))
             goto done;
     } else {
+        const cl_ulong4 kg = attn_tensor_geometry(src->k), vg = attn_tensor_geometry(src->v);
         const attn_karg main_args[] = {
-            ATTN_KARG(q->buffer), ATTN_KARG(qg), ATTN_KARG(k->buffer), ATTN_KARG(kg),
-            ATTN_KARG(v->buffer), ATTN_KARG(vg), ATTN_KARG(o->buffer), ATTN_KARG(og),
+            ATTN_KARG(q->buffer), ATTN_KARG(qg), ATTN_KARG(src->k->buffer), ATTN_KARG(kg),
+            ATTN_KARG(src->v->buffer), ATTN_KARG(vg), ATTN_KARG(o->buffer), ATTN_KARG(og),
             ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(lens), ATTN_KARG(hq),
             ATTN_KARG(hkv), ATTN_KARG(sq), ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(nblk)};
         if ((st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))) ||
@@ -216,8 +258,33 @@ attn_status attn_forward_locked(attn_context *ctx, const attn_problem *p, const 
     if (st == ATTN_SUCCESS) st = attn_plan(ctx, ATTN_ENTRY_PREFILL, p, &pr, &source);
     /* check mode reads the inputs first: out may be q itself */
     if (st == ATTN_SUCCESS && ctx->check) st = attn_check_read_inputs(ctx, p, q, k, v, &inputs);
-    if (st == ATTN_SUCCESS) st = enqueue(ctx, &pr, p, q, k, v, out, lengths, lse, &finished);
+    const kv_source src = {k, v, NULL};
+    if (st == ATTN_SUCCESS) st = enqueue(ctx, &pr, p, q, &src, out, lengths, lse, &finished);
     st = attn_check_finish(ctx, st, p, inputs, out, lengths, lse, finished, done);
+    return st;
+}
+
+attn_status attn_forward_cache_enqueue(attn_context *ctx, const attn_params *pr,
+                                       const attn_problem *p, const attn_tensor *q,
+                                       attn_kv_cache *cache, const attn_tensor *out,
+                                       const attn_lengths *lengths, cl_mem lse, cl_event *done)
+{
+    const kv_source src = {NULL, NULL, cache};
+    return enqueue(ctx, pr, p, q, &src, out, lengths, lse, done);
+}
+
+attn_status attn_forward_cache_prepare(attn_context *ctx, const attn_params *pr,
+                                       const attn_problem *p, const attn_kv_cache *cache)
+{
+    cl_program prog;
+    cl_kernel kern = NULL, pack = NULL;
+    attn_status st = get_program(ctx, pr, p, cache, &prog);
+    if (st == ATTN_SUCCESS)
+        st = attn_kernel_create(ctx, prog, attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL),
+                                &kern);
+    if (st == ATTN_SUCCESS) st = attn_kernel_create(ctx, prog, "attn_pack_kv_cache", &pack);
+    if (kern) clReleaseKernel(kern);
+    if (pack) clReleaseKernel(pack);
     return st;
 }
 

@@ -4,6 +4,7 @@
 #define ATTN_ATTENTION_FORWARD_H
 
 #include "attn.h"
+#include "kernels/params.h" /* attn_params */
 
 
 /* attn_forward's work, with ctx's lock held by the caller (the layer runs
@@ -12,6 +13,19 @@ attn_status attn_forward_locked(attn_context *ctx, const attn_problem *p, const 
                                 const attn_tensor *k, const attn_tensor *v,
                                 const attn_tensor *out, const attn_lengths *lengths, cl_mem lse,
                                 cl_event *done);
+
+/* attn_decode's blocks longer than ATTN_DECODE_MAX_Q_LEN on the vector
+ * family (decode.c): attn_forward's kernels with the keys packed from the
+ * cache (cl/pack_cache.cl). p: the problem over the cache's capacity
+ * (kv_len = capacity), validated; lengths: each sequence's new queries
+ * and its length; pr: the vector family's parameters. Lock held. */
+attn_status attn_forward_cache_enqueue(attn_context *ctx, const attn_params *pr,
+                                       const attn_problem *p, const attn_tensor *q,
+                                       attn_kv_cache *cache, const attn_tensor *out,
+                                       const attn_lengths *lengths, cl_mem lse, cl_event *done);
+/* Builds (or loads) that path's program and kernels (attn_decode_prepare). */
+attn_status attn_forward_cache_prepare(attn_context *ctx, const attn_params *pr,
+                                       const attn_problem *p, const attn_kv_cache *cache);
 
 /* The softmax scale p asks for: p->scale, or 1/sqrt(head_dim) when 0 (dtype.c). */
 float attn_effective_scale(const attn_problem *p);

@@ -6,6 +6,8 @@
 #include "attention/decode.h"
 #include "core/errors.h"
 
+#include <limits.h>
+
 #define INVALID(ctx, ...) ATTN_FAIL((ctx), ATTN_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
 /* bytes = a * b * c * d * e, or 0 with an error when it overflows */
@@ -64,6 +66,14 @@ attn_status attn_kv_layout_of(attn_context *ctx, const attn_kv_cache_desc *d, co
                            "entries is over 2^30: fewer sequences, a smaller capacity or larger "
                            "blocks", f, all);
         o.num_pages = d->num_blocks ? d->num_blocks : (int)all;
+        /* the kernels index a head's rows (every page's) with an int
+         * (cl/kv_cache_rows.cl's head_rows): refused here, not at decode */
+        const long long head_rows = (long long)o.num_pages * bs;
+        if (head_rows > INT_MAX)
+            return INVALID(ctx, "%snum_blocks = %d%s: %d blocks of %d tokens are %lld rows per "
+                           "KV head, over the kernels' %d: fewer or smaller blocks", f,
+                           d->num_blocks, d->num_blocks ? "" : " (batch * ceil(capacity / "
+                           "block_size))", o.num_pages, bs, head_rows, INT_MAX);
     }
     o.elem = d->storage == ATTN_KV_INT8 ? 1 : attn_dtype_size(d->dtype);
     const size_t kv[5] = {o.elem, (size_t)o.num_pages, (size_t)d->kv_heads,

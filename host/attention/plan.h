@@ -21,7 +21,7 @@ attn_status attn_plan(attn_context *ctx, int entry, const attn_problem *p, attn_
 attn_status attn_plan_decode(attn_context *ctx, const attn_problem *p, int page_rows,
                              attn_kv_storage storage, attn_params *out, const char **source);
 /* Paged (page_rows > 0): a key block must lie inside one page
- * (cl/decode_common.cl's cache_row looks a page up once per block), so keys
+ * (cl/kv_cache_rows.cl's cache_row looks a page up once per block), so keys
  * per block above the page size are clamped to it, with a debug log (both
  * powers of two, so they then divide it; a smaller block is always legal:
  * less __local and private memory, still a multiple of the vector width,

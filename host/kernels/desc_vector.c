@@ -74,9 +74,9 @@ const attn_family_desc attn_desc_vector = {
       6,
       {{offsetof(attn_params, block_rows), 1}}, 1},
      {"attn_decode_vector",
-      {"common.cl", "variants.cl", "decode_common.cl", "vector_helpers.cl", "vector_core.cl",
+      {"common.cl", "variants.cl", "kv_cache_rows.cl", "decode_common.cl", "vector_helpers.cl", "vector_core.cl",
        "decode_vector.cl"},
-      6,
+      7,
       {{offsetof(attn_params, block_rows), 1}}, 1}},
     NULL,
 };

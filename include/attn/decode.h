@@ -69,7 +69,9 @@ typedef struct attn_kv_cache_desc {
     int block_size;
     /* Paged: blocks in the pool, each holding block_size tokens of every KV
      * head (0: batch * ceil(capacity / block_size), enough for every
-     * sequence at capacity). Must be 0 when contiguous. */
+     * sequence at capacity). Must be 0 when contiguous. Blocks x
+     * block_size is at most 2^31 - 1 (a KV head's rows, which the kernels
+     * index with an int). */
     int num_blocks;
     attn_kv_storage storage;
 } attn_kv_cache_desc;
@@ -203,16 +205,23 @@ ATTN_API attn_status attn_kv_cache_pool(const attn_kv_cache *cache, int *free_bl
 ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tensor *k,
                                            attn_tensor *v);
 
-/* The largest p->q_len attn_decode takes; longer blocks are a prefill
- * (attn_forward over attn_kv_cache_tensors). */
+/* The longest block of new queries (p->q_len) that attn_decode runs
+ * through its decode kernels, which split the cache's keys across
+ * work-groups (flash-decoding) and are tuned as decode classes. A longer
+ * block -- a prompt appended to the cache and then attended, or one chunk
+ * of a chunked prefill -- runs through the prefill kernels reading the
+ * cache (every cache kind: contiguous, paged, int8), planned and tuned as
+ * a prefill of q_len rows against the cache's capacity. */
 #define ATTN_DECODE_MAX_Q_LEN 64
 
 /*! attn_decode() :
  *  Enqueues attention of a few new queries per sequence against the cache.
  *  p->batch, p->kv_heads, p->head_dim and p->dtype must equal the cache's
  *  (ATTN_ERROR_INVALID_ARGUMENT naming both otherwise); p->q_heads is a
- *  multiple of kv_heads (GQA/MQA: no copies); p->q_len, 1..
- *  ATTN_DECODE_MAX_Q_LEN, is the padded number of new query rows; p->kv_len
+ *  multiple of kv_heads (GQA/MQA: no copies); p->q_len is the padded
+ *  number of new query rows, from 1 to the cache's capacity (or to
+ *  ATTN_DECODE_MAX_Q_LEN when that is more): one token, a speculative
+ *  block, a chunk of a chunked prefill or a whole prompt; p->kv_len
  *  is not used (the cache's lengths are); p->packed must be 0 (q_lens gives
  *  each sequence's queries), and a mask spans [B][Hq][q_len][capacity]. q and out are [batch, q_heads,
  *  q_len, head_dim] (out may be q itself). Sequence b's queries are rows
@@ -230,9 +239,12 @@ ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tens
  *  tolerance. Long prefixes are split into chunks that run in parallel and
  *  are combined with their LSEs; the number of splits comes from the
  *  device's compute units and the longest prefix (an override's splits=N,
- *  attn_context_set_params, replaces it). Check mode verifies decode like attn_forward
- *  (over a contiguous cache stored as its dtype; it logs that it cannot over a
- *  paged or int8 one).
+ *  attn_context_set_params, replaces it). Blocks longer than
+ *  ATTN_DECODE_MAX_Q_LEN take the prefill kernels (ATTN_DECODE_MAX_Q_LEN's
+ *  comment): on a CPU the vector family packs each sequence's keys from
+ *  the cache as attn_forward packs its k and v, and is as fast. Check
+ *  mode verifies decode like attn_forward, against the reference over the
+ *  cache's K and V as attn_kv_cache_read gives them (int8: dequantized).
  *  done: NULL, or receives the completion event. */
 ATTN_API attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
                                  const attn_tensor *q, const attn_tensor *out, const int *q_lens,
