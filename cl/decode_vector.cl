@@ -131,16 +131,6 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
     vec_start(acc, tot, cmp, lsum, ltot, lcmp, m);
 
     int nfold = 0;
-#if defined(PAGE_ROWS) && !ALIBI
-    /* Paged: at a page's first block, one load per 2 KiB of the next
-     * page's K and V rows, so that memory starts on them a page ahead.
-     * Pages of sequences grown together interleave, and each page is a
-     * new stream: decode ran 1.5x (blocks of 64) and 1.9x (16) slower than
-     * contiguous, 1.2x and 1.7x with this (PoCL, B=4 Hq=32 Hkv=8 D=128
-     * kv 16384 f32, interleaved runs; PoCL's prefetch() emits nothing).
-     * The loads' sum is kept by a store no call makes (sq >= 1). */
-    float ahead = 0.0f;
-#endif
 #if WINDOW
     /* blocks before every row's window are skipped, not masked */
     const int jstart = lmin / BLOCK_KEYS * BLOCK_KEYS;
@@ -152,18 +142,13 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
          * vsc): paged, the block's rows (consecutive in its page,
          * cache_row); contiguous, the head's */
 #ifdef PAGE_ROWS
+        /* No load a page ahead: it paid while a sequence's pages were
+         * interleaved with others', and cost 1.3x contiguous's time (blocks
+         * of 64, f16) once kv_pool.c kept them in order (PoCL, measured). */
         const ulong blk = cache_row(pages, max_pages, head_rows, kv_heads, b, hk, j0);
         __global const cache_t *kh = kc + blk * DIM_PAD, *vh = vc + blk * DIM_PAD;
         __global const float *ksc = kscale + blk, *vsc = vscale + blk; /* KV_INT8 only */
         const int jb = 0;
-#if !ALIBI
-        if (j0 % PAGE_ROWS == 0 && j0 + PAGE_ROWS < hmax) {
-            const ulong next =
-                cache_row(pages, max_pages, head_rows, kv_heads, b, hk, j0 + PAGE_ROWS) * DIM_PAD;
-            for (int t = 0; t < PAGE_ROWS * DIM_PAD; t += 2048 / (int)sizeof(cache_t))
-                ahead += KV_LOAD(kc, next + t) + KV_LOAD(vc, next + t);
-        }
-#endif
 #else
         const int jb = j0;
 #endif
@@ -258,9 +243,6 @@ void attn_decode_vector(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS,
             pv_block(acc, p, vrow, nk, j0, lo, hi, 0);
         vec_fold(acc, tot, cmp, lsum, ltot, lcmp, &nfold, LAST_KEY_BLOCK(j0, jstart, hmax));
     }
-#if defined(PAGE_ROWS) && !ALIBI
-    if (sq < 1) lse[0] = ahead;
-#endif
     vec_store(tot, cmp, ltot, lcmp, m, rows, hi, qi, qh, b, q_heads, o, og, lse, write_lse, part_o,
               part_lse, nsplit, split, va);
 }
