@@ -303,8 +303,8 @@ static void test_tiled_global_kv(void)
 }
 
 /* MQA, an odd head dim (row padding 19 -> 32), left-padded appends; in
- * check mode, which has no plain K/V to compare an int8 decode with but
- * must not refuse or break it */
+ * check mode, which compares an int8 decode with the reference over the
+ * cache read back (dequantized) */
 static void test_mqa_odd_dim_left_padded(void)
 {
     const int8_case c = {2, 4, 1, 19, {50, 9}, 3, 0, 1, 2, 1.0f, 1.0f};
