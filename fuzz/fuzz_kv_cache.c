@@ -290,7 +290,9 @@ static void op_decode(model *m, fuzz_reader *r)
     const uint8_t tsel = fuzz_u8(r);
 
     int valid = p.batch == m->batch && p.kv_heads == m->kv_heads && p.head_dim == m->head_dim &&
-                p.dtype == m->dtype && p.q_len >= 1 && p.q_len <= ATTN_DECODE_MAX_Q_LEN &&
+                p.dtype == m->dtype && p.q_len >= 1 &&
+                p.q_len <= (m->capacity > ATTN_DECODE_MAX_Q_LEN ? m->capacity
+                                                                 : ATTN_DECODE_MAX_Q_LEN) &&
                 p.q_heads >= 1 && p.q_heads % p.kv_heads == 0 && !m->append_failed;
     for (int b = 0; valid && b < m->batch; b++) {
         const int n = q_lens ? q_lens[b] : p.q_len;

@@ -135,7 +135,7 @@ static void quant_dequant_row(float *row, int n)
  * ("local_kv=0"), or "". int8: an int8 cache, against the reference over
  * K/V quantized and dequantized on the host. */
 static void decode_set_rows(const char *family, int splits, int block, const char *extra,
-                            int int8, const int NEW)
+                            int int8, const int NEW, int keys)
 {
     enum { B = 2, HQ = 4, HKV = 2, DD = 6 };
     const int CAP = NEW + 22;
@@ -202,8 +202,8 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
                           ATTN_SUCCESS);
     char params[96], name[32];
     /* 16 keys a block: 19 keys in 2 splits (with 32, one) */
-    snprintf(params, sizeof params, "family=%s,rows=4,keys=16,splits=%d%s%s", family, splits,
-             *extra ? "," : "", extra);
+    snprintf(params, sizeof params, "family=%s,rows=4,keys=%d,splits=%d%s%s", family, keys,
+             splits, *extra ? "," : "", extra);
     attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = DD, .q_len = NEW,
                       .kv_len = 0, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     /* a long block's packed K/V NaN first, where earlier cases left them:
@@ -242,16 +242,17 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
 
 static void decode_set(const char *family, int splits, int block, const char *extra, int int8)
 {
-    decode_set_rows(family, splits, block, extra, int8, 2);
+    decode_set_rows(family, splits, block, extra, int8, 2, 16);
 }
 
 /* a block of 70 queries: the vector family packing the cache
- * (cl/pack_cache.cl), the tiled family's decode kernel with long tiles */
+ * (cl/pack_cache.cl; key blocks of 32 crossing the cache's blocks of 16),
+ * the tiled family's decode kernel with long tiles */
 static void test_decode_long(void)
 {
-    decode_set_rows("vector", 1, 16, "", 1, 70);
-    decode_set_rows("vector", 1, 0, "", 0, 70);
-    decode_set_rows("tiled", 2, 16, "", 0, 70);
+    decode_set_rows("vector", 1, 16, "", 1, 70, 32);
+    decode_set_rows("vector", 1, 0, "", 0, 70, 16);
+    decode_set_rows("tiled", 2, 16, "", 0, 70, 16);
 }
 
 static void test_decode_vector(void)

@@ -130,7 +130,9 @@ static void test_case_table(void)
 }
 
 /* Check mode reads a paged cache back and compares a long block with the
- * reference; attn_decode_prepare reports the prefill's plan. */
+ * reference; attn_decode_prepare reports the prefill's plan: on the
+ * vector family attn_forward's kernels over the packed cache (unsplit, and
+ * its keys not clamped to the blocks of 16, as the decode kernels' are). */
 static void test_check_mode_and_plan(void)
 {
     attn_context *ctx = harness_context();
@@ -138,7 +140,7 @@ static void test_check_mode_and_plan(void)
     const uint64_t seed = harness_seed(0x5e3);
     world w;
     world_make(ctx, &w, ATTN_F16, HARNESS_VECTOR, seed);
-    attn_kv_cache *cache = world_cache(ctx, &w, ATTN_F16, N, 32);
+    attn_kv_cache *cache = world_cache(ctx, &w, ATTN_F16, N, 16);
     const int q[B] = {120, 0, 77};
     for (int f = 0; f < NFAM; f++) {
         use_params(families[f], 0, 0);
@@ -147,11 +149,19 @@ static void test_check_mode_and_plan(void)
         CU_ASSERT_EQUAL(attn_context_set_check(ctx, 0), ATTN_SUCCESS);
         const attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D,
                                 .q_len = 120, .dtype = ATTN_F16, .causal = 1};
-        attn_plan_info info;
+        attn_plan_info info, short_info;
         CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, &info), ATTN_SUCCESS);
         CU_ASSERT_STRING_EQUAL(info.family, harness_family_name(families[f]));
-        /* the vector family's prefill kernels do not split */
-        if (families[f] == HARNESS_VECTOR) CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "splits=1"));
+        attn_problem sp = p;
+        sp.q_len = ATTN_DECODE_MAX_Q_LEN;
+        CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &sp, &short_info), ATTN_SUCCESS);
+        CU_ASSERT_PTR_NOT_NULL(strstr(short_info.params, "keys=16"));
+        if (families[f] == HARNESS_VECTOR) {
+            CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "keys=32"));
+            CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "splits=1"));
+        } else { /* the tiled decode kernel: a key block inside a page */
+            CU_ASSERT_PTR_NULL(strstr(info.params, "keys=32"));
+        }
     }
     harness_use_params(ctx, NULL);
     attn_kv_cache_release(cache);
