@@ -90,7 +90,7 @@ struct attn_kv_cache {
 };
 
 /* Cache rows from one page to the next, and from one head to the next
- * (decode.h's layout above; cl/decode_common.cl's cache_row). */
+ * (decode.h's layout above; cl/kv_cache_rows.cl's cache_row). */
 static inline size_t attn_kv_page_stride(const attn_kv_cache *c)
 {
     return (size_t)c->page_rows * (c->paged ? 1 : (size_t)c->kv_heads);
