@@ -19,11 +19,11 @@ typedef storage_t cache_t;
 #define KV_LOAD(p, i) LOAD(p, i)
 #endif
 
-/* The cache's arguments of every kernel reading it, in decode.c's order
- * (decode_cache_args there). kc,
- * vc: K and V, found by cache_row below: rows of DIM_PAD elements, each
- * head's in runs of head_rows rows (contiguous, per sequence and head;
- * paged, per head, all pages). pages: with PAGE_ROWS defined (a paged
+/* The cache's arguments of every kernel reading it, in the order of the
+ * host's ATTN_KV_KARGS (host/attention/decode.h). kc, vc: K and V, found
+ * by cache_row below: rows of DIM_PAD elements, each head's in runs of
+ * head_rows rows (contiguous, per sequence and head; paged, per head, all
+ * pages). pages: with PAGE_ROWS defined (a paged
  * cache, PAGE_ROWS = its block size), the block table [B][max_pages];
  * otherwise unused. kscale, vscale: with KV_INT8, one float per cache row,
  * indexed as the rows; otherwise unused. */

@@ -120,8 +120,9 @@ static int key_base(int len, int q_len, int left, int bk)
  * queries against 4096 keys (PoCL). A family with a decode kernel (tiled)
  * runs it with the prefill's tiles (it is tiled_core.cl, as its prefill);
  * one without (flash) cannot read a cache, and the decode plan serves. */
-static attn_status plan_long(attn_context *ctx, const attn_kv_cache *c, const attn_problem *full,
-                             attn_params *pr, const char **source, int *prefill)
+static attn_status plan_long(attn_context *ctx, const attn_kv_cache *c, int page,
+                             const attn_problem *full, attn_params *pr, const char **source,
+                             int *prefill)
 {
     attn_status st = attn_plan(ctx, ATTN_ENTRY_PREFILL, full, pr, source);
     if (st != ATTN_SUCCESS) return st;
@@ -129,7 +130,7 @@ static attn_status plan_long(attn_context *ctx, const attn_kv_cache *c, const at
     if (*prefill || attn_family_kernel(pr->family, ATTN_ENTRY_DECODE)) return ATTN_SUCCESS;
     attn_log(ATTN_LOG_INFO, "decode: the %s family cannot read a KV cache; %d queries take the "
              "decode plan", attn_family_desc_of(pr->family)->name, full->q_len);
-    return attn_plan_decode(ctx, full, c->paged ? c->page_rows : 0, c->storage, pr, source);
+    return attn_plan_decode(ctx, full, page, c->storage, pr, source);
 }
 
 static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const attn_problem *p,
@@ -142,7 +143,7 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
      * keys per block to a page (attn_plan_fit_page) */
     const int page = c->paged ? c->page_rows : 0;
     attn_status st = p->q_len > ATTN_DECODE_MAX_Q_LEN
-                         ? plan_long(ctx, c, &full, &pr, &dp->source, &dp->prefill)
+                         ? plan_long(ctx, c, page, &full, &pr, &dp->source, &dp->prefill)
                          : attn_plan_decode(ctx, &full, page, c->storage, &pr, &dp->source);
     if (st != ATTN_SUCCESS) return st;
     /* attn_plan_decode's plans fit already; a long block planned as a
@@ -243,8 +244,8 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
     if ((st = attn_variant_args_make(ctx, p, lens, &va))) goto done;
     const attn_karg main_args[] = {
         ATTN_KARG(q->buffer), ATTN_KARG(qg), ATTN_KV_KARGS(ka), ATTN_KARG(o->buffer),
-        ATTN_KARG(og), ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(part_o), ATTN_KARG(part_lse), ATTN_KARG(nsplit),
-        ATTN_KARG(chunk), ATTN_KARG(lens), ATTN_KARG(hq), ATTN_KARG(hkv), ATTN_KARG(sq),
+        ATTN_KARG(og), ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(part_o),
+        ATTN_KARG(part_lse), ATTN_KARG(nsplit), ATTN_KARG(chunk), ATTN_KARG(lens), ATTN_KARG(hq), ATTN_KARG(hkv), ATTN_KARG(sq),
         ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(ntiles)};
     if ((st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))) ||
         (st = attn_kernel_set_args_at(ctx, main_k, ATTN_NARGS(main_args), attn_variant_kargs(&va),
@@ -379,13 +380,13 @@ attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_prob
     }
     if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, q_lens, &dp);
     if (st == ATTN_SUCCESS && ctx->check) st = read_check_inputs(ctx, cache, &full, q, &inputs);
-    /* the same problem for attn_forward: each sequence's queries are its
-     * last q_len[b] tokens of len[b] */
-    const attn_lengths lengths = {NULL, dp.qlen, NULL, cache ? cache->len : NULL};
     if (st == ATTN_SUCCESS)
         st = dp.prefill ? enqueue_prefill(ctx, cache, &dp, &full, q, out, lse, &finished)
                         : enqueue(ctx, cache, &dp, p, q, out, lse, &finished);
     if (st == ATTN_SUCCESS && inputs) {
+        /* the same problem for attn_forward: each sequence's queries are its
+         * last q_len[b] tokens of len[b] */
+        const attn_lengths lengths = {NULL, dp.qlen, NULL, cache->len};
         cl_int err = clWaitForEvents(1, &finished);
         st = err == CL_SUCCESS ? attn_check_compare(ctx, &full, inputs, out, &lengths, lse)
                                : attn_fail_cl(ctx, err, "clWaitForEvents (check mode)");

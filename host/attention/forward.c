@@ -128,8 +128,8 @@ static attn_status pack_kernel(attn_context *ctx, cl_program prog, const kv_sour
                                cl_mem lens, cl_mem kv_blocks, cl_int hkv, cl_int entries,
                                cl_kernel *pack_k)
 {
-    attn_status st = attn_kernel_create(ctx, prog, src->cache ? "attn_pack_kv_cache" : "attn_pack_kv",
-                                        pack_k);
+    const char *name = src->cache ? "attn_pack_kv_cache" : "attn_pack_kv";
+    attn_status st = attn_kernel_create(ctx, prog, name, pack_k);
     if (st != ATTN_SUCCESS) return st;
     if (src->cache) {
         attn_kv_kernel_args ka;

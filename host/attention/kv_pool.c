@@ -201,7 +201,8 @@ attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n)
     }
     attn_status st = ATTN_SUCCESS;
     for (int b = 0; b < c->batch && st == ATTN_SUCCESS; b++)
-        if (cow_pages[2 * b] >= 0) st = attn_kv_copy_buffers(c, copy_page, cow_pages[2 * b], cow_pages[2 * b + 1]);
+        if (cow_pages[2 * b] >= 0)
+            st = attn_kv_copy_buffers(c, copy_page, cow_pages[2 * b], cow_pages[2 * b + 1]);
     if (st != ATTN_SUCCESS) /* undo: the lengths never moved */
         for (int b = 0; b < c->batch; b++) {
             release_new(c, b, counts ? counts[b] : n);
