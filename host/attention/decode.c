@@ -127,7 +127,13 @@ static attn_status plan_long(attn_context *ctx, const attn_kv_cache *c, int page
     attn_status st = attn_plan(ctx, ATTN_ENTRY_PREFILL, full, pr, source);
     if (st != ATTN_SUCCESS) return st;
     *prefill = pr->family == ATTN_FAMILY_VECTOR;
-    if (*prefill || attn_family_kernel(pr->family, ATTN_ENTRY_DECODE)) return ATTN_SUCCESS;
+    if (*prefill) return ATTN_SUCCESS;
+    if (attn_family_kernel(pr->family, ATTN_ENTRY_DECODE)) {
+        /* its decode kernel looks a page up once per key block: fitted as
+         * attn_plan_decode fits its own plans */
+        attn_plan_fit_page(pr, page);
+        return ATTN_SUCCESS;
+    }
     attn_log(ATTN_LOG_INFO, "decode: the %s family cannot read a KV cache; %d queries take the "
              "decode plan", attn_family_desc_of(pr->family)->name, full->q_len);
     return attn_plan_decode(ctx, full, page, c->storage, pr, source);
@@ -146,9 +152,6 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
                          ? plan_long(ctx, c, page, &full, &pr, &dp->source, &dp->prefill)
                          : attn_plan_decode(ctx, &full, page, c->storage, &pr, &dp->source);
     if (st != ATTN_SUCCESS) return st;
-    /* attn_plan_decode's plans fit already; a long block planned as a
-     * prefill whose family runs its decode kernel (tiled) is fitted here */
-    if (!dp->prefill) attn_plan_fit_page(&pr, page);
     dp->pr = pr;
     dp->qlen = malloc(sizeof *dp->qlen * (size_t)c->batch);
     if (!dp->qlen) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
