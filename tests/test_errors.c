@@ -136,6 +136,11 @@ static void test_messages_name_the_function(void)
           "attn_device_peak_gflops", NULL);
     FAILS(ctx, attn_device_copy_gbps(ctx, NULL), ATTN_ERROR_INVALID_ARGUMENT,
           "attn_device_copy_gbps", NULL);
+    int usable;
+    FAILS(ctx, attn_family_status(ctx, "mma", NULL, NULL, 0), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_family_status", "usable");
+    FAILS(ctx, attn_family_status(ctx, "tensor", &usable, NULL, 0), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_family_status", "tensor");
 
     /* the layer */
     attn_layer_config cfg = {16, 2, 1, 8, ATTN_F32, 1, 0.0f};

@@ -93,6 +93,27 @@ static void print_device(unsigned pi, unsigned di, const char *platform, cl_devi
     printf("        driver: %s   %s   (%s)\n", driver, version, cversion);
 }
 
+/* The mma family's verdict on the selected device (attn_family_status):
+ * on an NVIDIA GPU of compute capability 8.0 or more this builds and
+ * verifies the family's kernels, a few seconds. */
+static void print_mma(const char *selector)
+{
+    attn_context *ctx = NULL;
+    if (attn_context_create(selector, &ctx) != ATTN_SUCCESS) {
+        printf("mma family (tensor cores): not known (%s)\n", attn_last_create_error());
+        return;
+    }
+    int usable = 0;
+    char why[256] = "";
+    if (attn_family_status(ctx, "mma", &usable, why, sizeof why) != ATTN_SUCCESS)
+        printf("mma family (tensor cores): not known (%s)\n", attn_last_error(ctx));
+    else if (usable)
+        printf("mma family (tensor cores): usable on the selected device (verified)\n");
+    else
+        printf("mma family (tensor cores): not used on the selected device: %s\n", why);
+    attn_context_release(ctx);
+}
+
 int main(int argc, char **argv)
 {
     static const struct option options[] = {
@@ -175,6 +196,7 @@ int main(int argc, char **argv)
         fprintf(stderr, "attn-info: %s: %s\n", attn_status_name(st), attn_last_create_error());
         return EXIT_FAILURE;
     }
+    print_mma(selector);
     if (!selector || !*selector) {
         if (env && *env)
             printf("default selector: ATTN_DEVICE=\"%s\"\n", env);

@@ -13,6 +13,7 @@
 #include "attention/variants.h"
 #include "kernels/kernel_desc.h"
 #include "tuning/tuning.h"
+#include "attention/mma_gate.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -28,6 +29,8 @@ static attn_status get_program(attn_context *ctx, const attn_params *pr, const a
 {
     char opts[720];
     attn_params_options(pr, p, opts, sizeof opts - 64); /* room for the cache's -D */
+    if (pr->family == ATTN_FAMILY_MMA && attn_mma_ptx(ctx)) /* else cl/mma_ops.cl emulates */
+        strncat(opts, " -DMMA_PTX=1", sizeof opts - strlen(opts) - 1);
     const char *const *family;
     const int nfamily = attn_family_sources(pr->family, ATTN_ENTRY_PREFILL, &family);
     if (!cache) return attn_program_get(ctx, family, nfamily, opts, out);
@@ -262,6 +265,14 @@ attn_status attn_forward_locked(attn_context *ctx, const attn_problem *p, const 
     if (st == ATTN_SUCCESS) st = enqueue(ctx, &pr, p, q, &src, out, lengths, lse, &finished);
     st = attn_check_finish(ctx, st, p, inputs, out, lengths, lse, finished, done);
     return st;
+}
+
+attn_status attn_forward_params(attn_context *ctx, const attn_params *pr, const attn_problem *p,
+                                const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                                const attn_tensor *out, cl_event *done)
+{
+    const kv_source src = {k, v, NULL};
+    return enqueue(ctx, pr, p, q, &src, out, NULL, NULL, done);
 }
 
 attn_status attn_forward_cache_enqueue(attn_context *ctx, const attn_params *pr,

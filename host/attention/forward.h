@@ -14,6 +14,12 @@ attn_status attn_forward_locked(attn_context *ctx, const attn_problem *p, const 
                                 const attn_tensor *out, const attn_lengths *lengths, cl_mem lse,
                                 cl_event *done);
 
+/* One forward on explicit parameters, no plan, no lengths, no LSE, no
+ * check (the mma family's first-use verification, mma_gate.c); p valid. */
+attn_status attn_forward_params(attn_context *ctx, const attn_params *pr, const attn_problem *p,
+                                const attn_tensor *q, const attn_tensor *k, const attn_tensor *v,
+                                const attn_tensor *out, cl_event *done);
+
 /* attn_decode's blocks longer than ATTN_DECODE_MAX_Q_LEN on the vector
  * family (decode.c): attn_forward's kernels with the keys packed from the
  * cache (cl/pack_cache.cl). p: the problem over the cache's capacity

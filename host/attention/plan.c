@@ -3,6 +3,7 @@
  * result cached per shape class so that a call does no parsing and no
  * database search after the first of its class. */
 #include "attention/decode.h"
+#include "attention/mma_gate.h"
 #include "kernels/kernel_desc.h"
 #include "tuning/tuning.h"
 #include "core/context.h"
@@ -31,7 +32,7 @@ struct attn_plan_cache {
 
 attn_device_limits attn_context_limits(const attn_context *ctx)
 {
-    attn_device_limits dev = {ctx->device_type, ctx->local_mem, ctx->max_wg, ctx->compute_units};
+    attn_device_limits dev = {ctx->device_type, ctx->local_mem, ctx->max_wg, ctx->compute_units, 0};
     return dev;
 }
 
@@ -59,7 +60,10 @@ void attn_plan_fit_page(attn_params *pr, int page_rows)
 static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
                             const attn_shape_class *cls, attn_params *out, const char **source)
 {
-    const attn_device_limits dev = attn_context_limits(ctx);
+    attn_device_limits dev = attn_context_limits(ctx);
+    /* asked only for a problem it could take: the first such plan on a
+     * context builds and verifies the family (mma_gate.c) */
+    if (entry == ATTN_ENTRY_PREFILL && attn_params_mma_suits(p)) dev.mma = attn_mma_usable(ctx);
     attn_params pr = attn_plan_heuristic(entry, &dev, p);
     *source = "heuristic";
     attn_tuning_apply(ctx, &dev, p, cls, &pr, source);

@@ -3,6 +3,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/config.h"
 #include "core/context.h"
+#include "attention/mma_gate.h"
 #include "core/errors.h"
 #include "core/log.h"
 #include "core/text.h"
@@ -140,6 +141,7 @@ static void read_device_facts(attn_context *c)
     clGetDeviceInfo(c->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof c->local_mem, &c->local_mem, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof c->max_wg, &c->max_wg, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof c->max_alloc, &c->max_alloc, NULL);
+    c->nv_cc = attn_nv_compute_capability(c->device);
 }
 
 static attn_context *context_new(void)

@@ -193,8 +193,19 @@ void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
     }
 }
 
+int attn_params_mma_suits(const attn_problem *p)
+{
+    return (p->dtype == ATTN_F16 || p->dtype == ATTN_BF16) && p->head_dim % 16 == 0 &&
+           p->head_dim <= 256;
+}
+
 attn_params attn_params_heuristic(const attn_device_limits *dev, const attn_problem *p)
 {
+    if (dev->mma && attn_params_mma_suits(p)) {
+        attn_params pr = attn_params_defaults(ATTN_FAMILY_MMA);
+        attn_params_fit(ATTN_ENTRY_PREFILL, &pr, dev, p);
+        return pr;
+    }
     if (dev->type & CL_DEVICE_TYPE_CPU) return attn_params_defaults(ATTN_FAMILY_VECTOR);
     /* GPU-style starting points (llama.cpp's Vulkan table): 128 work-items,
      * 16 rows, 32 keys; 64 keys when D is not a multiple of 16. */

@@ -33,6 +33,7 @@ typedef struct attn_device_limits {
     cl_ulong local_mem;
     size_t max_wg;
     cl_uint compute_units;
+    int mma; /* the mma family may be the default here (mma_gate.c's verdict; 0 unless asked) */
 } attn_device_limits;
 
 /* A family's entry points (kernel_desc.h). */
@@ -56,7 +57,12 @@ attn_params attn_params_defaults(int family);
 void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
                      const attn_problem *p);
 
-/* Built-in defaults for this device type and head dim. */
+/* Whether p is a problem the mma family takes by default: a prefill in f16
+ * or bf16 with a head dim that is a multiple of 16, up to 256. */
+int attn_params_mma_suits(const attn_problem *p);
+
+/* Built-in defaults for this device type and head dim (the mma family's
+ * where dev->mma and the problem suits it). */
 attn_params attn_params_heuristic(const attn_device_limits *dev, const attn_problem *p);
 
 /* Parses "family=vector,rows=8,keys=32,..." over *params (fields not named

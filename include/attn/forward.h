@@ -76,8 +76,9 @@ ATTN_API double attn_problem_flops(const attn_problem *p, const attn_lengths *le
 /* Which kernel family runs a problem, where its parameters came from and
  * the memory its main kernel declares. */
 typedef struct attn_plan_info {
-    char family[16];      /* "tiled" (GPU-style), "vector" (CPU-style) or "flash"
-                           * (GPU prefill, only when forced or tuned) */
+    char family[16];      /* "tiled" (GPU-style), "vector" (CPU-style), "flash"
+                           * (GPU prefill, only when forced or tuned) or "mma"
+                           * (NVIDIA tensor cores: attn_family_status) */
     char params[160];     /* the tunables, "name=value,..." */
     char source[16];      /* "tuned", "stale", "heuristic" or "override" */
     size_t local_bytes;   /* __local memory per work-group (0 for none) */
@@ -89,6 +90,22 @@ typedef struct attn_plan_info {
 /*! attn_prepare() : builds (or loads from the cache) the kernels for p ahead
  *  of time and reports the plan. info may be NULL. */
 ATTN_API attn_status attn_prepare(attn_context *ctx, const attn_problem *p, attn_plan_info *info);
+
+/*! attn_family_status() : whether the kernel family named `family`
+ *  ("vector", "tiled", "flash", "mma") may be chosen by default on ctx's
+ *  device: *usable 1, or 0 with why (why_size bytes, may be 0) saying why
+ *  not. Every family but "mma" runs on any OpenCL 1.2 device (the device
+ *  type and the tuner choose among them). "mma", FlashAttention-2 on
+ *  NVIDIA's tensor cores through inline PTX, needs an NVIDIA device of
+ *  compute capability 8.0 or more, and is then verified once per context
+ *  (its fragment operations, and a small f16 and a bf16 forward against the
+ *  CPU reference): the first call, or the first f16/bf16 plan, builds and
+ *  runs those kernels. Elsewhere it runs only when forced, on an
+ *  emulation that is exact but slow (for testing).
+ *  @return ATTN_ERROR_INVALID_ARGUMENT naming ctx, family or usable when
+ *  NULL, or an unknown family name. */
+ATTN_API attn_status attn_family_status(attn_context *ctx, const char *family, int *usable,
+                                        char *why, size_t why_size);
 
 /*! attn_device_peak_gflops() : measures the device's fp32 FMA throughput
  *  with a small kernel through this context's runtime (clpeak's method:

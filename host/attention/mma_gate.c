@@ -1,0 +1,178 @@
+/* mma_gate.c -- the mma family is chosen only where it works (issue 12):
+ * on an NVIDIA device of compute capability 8.0 or more, after its
+ * compiler built the inline PTX, attn_mma_check found every fragment
+ * operation exact, and a small forward per 16-bit type on the family
+ * matched the CPU reference (check mode's comparison, as the tuner
+ * verifies a candidate). Anything else is one log line saying why and the
+ * device's other families, never an error to the caller. */
+#include "attention/mma_gate.h"
+
+#include "attention/check.h"
+#include "attention/convert.h"
+#include "attention/forward.h"
+#include "attention/plan.h"
+#include "core/context.h"
+#include "core/errors.h"
+#include "core/log.h"
+#include "kernels/mma_check.h"
+#include "kernels/params.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* cl_nv_device_attribute_query's CL_DEVICE_COMPUTE_CAPABILITY_{MAJOR,MINOR}_NV */
+#define NV_CC_MAJOR 0x4000
+#define NV_CC_MINOR 0x4001
+
+int attn_nv_compute_capability(cl_device_id device)
+{
+    size_t n = 0;
+    if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || n == 0) return 0;
+    char *ext = malloc(n + 1);
+    if (!ext) return 0;
+    int has = clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, n, ext, NULL) == CL_SUCCESS;
+    ext[n] = 0;
+    has = has && strstr(ext, "cl_nv_device_attribute_query") != NULL;
+    free(ext);
+    cl_uint major = 0, minor = 0;
+    if (!has || clGetDeviceInfo(device, NV_CC_MAJOR, sizeof major, &major, NULL) != CL_SUCCESS ||
+        clGetDeviceInfo(device, NV_CC_MINOR, sizeof minor, &minor, NULL) != CL_SUCCESS)
+        return 0;
+    return (int)(major * 10 + minor);
+}
+
+int attn_mma_ptx(const attn_context *ctx) { return !ctx->mma_assume && ctx->nv_cc >= ATTN_MMA_MIN_CC; }
+
+const char *attn_mma_why(const attn_context *ctx) { return ctx->mma_state < 0 ? ctx->mma_why : ""; }
+
+void attn_mma_assume(attn_context *ctx, int on)
+{
+    ctx->mma_assume = on != 0;
+    ctx->mma_state = 0;
+    ctx->mma_why[0] = 0;
+    attn_plan_clear(ctx);
+}
+
+/* The verification shape: GQA 2:1, fewer queries than keys (bottom-right
+ * causal), lengths that are multiples of no tile, two key tiles or more. */
+static const attn_problem verify_shape = {.batch = 1, .q_heads = 4, .kv_heads = 2,
+                                          .head_dim = 64, .q_len = 37, .kv_len = 83,
+                                          .dtype = ATTN_F16, .causal = 1};
+
+/* A device buffer of n elements of dt holding a fixed pattern in [-1, 1). */
+static cl_mem pattern_buffer(attn_context *ctx, attn_dtype dt, size_t n, unsigned seed,
+                             attn_status *st)
+{
+    uint16_t *h = malloc(n * sizeof *h);
+    if (!h) {
+        *st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+        return NULL;
+    }
+    for (size_t i = 0; i < n; i++) {
+        const float x = (float)((i * 2654435761u + seed * 40503u) % 2048u) / 1024.0f - 1.0f;
+        h[i] = dt == ATTN_F16 ? attn_f16_bits(x) : attn_bf16_bits(x);
+    }
+    cl_int err;
+    cl_mem m = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
+                              n * sizeof *h, h, &err);
+    free(h);
+    if (err != CL_SUCCESS) *st = attn_fail_cl(ctx, err, "clCreateBuffer (mma verification)");
+    return m;
+}
+
+/* One forward of verify_shape in dt on the family's default parameters,
+ * compared with the reference. ATTN_ERROR_MISMATCH (ctx's error naming
+ * the worst element) when it differs. */
+static attn_status verify_forward(attn_context *ctx, attn_dtype dt)
+{
+    attn_problem p = verify_shape;
+    p.dtype = dt;
+    const attn_device_limits dev = attn_context_limits(ctx);
+    attn_params pr = attn_params_defaults(ATTN_FAMILY_MMA);
+    attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &dev, &p);
+    char err[256];
+    if (!attn_params_legal(&pr, &dev, &p, err, sizeof err))
+        return ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "no legal parameters: %s", err);
+
+    const size_t nq = (size_t)p.q_heads * p.q_len * p.head_dim;
+    const size_t nkv = (size_t)p.kv_heads * p.kv_len * p.head_dim;
+    attn_status st = ATTN_SUCCESS;
+    cl_mem mq = pattern_buffer(ctx, dt, nq, 1, &st), mk = NULL, mv = NULL, mo = NULL;
+    if (mq) mk = pattern_buffer(ctx, dt, nkv, 2, &st);
+    if (mk) mv = pattern_buffer(ctx, dt, nkv, 3, &st);
+    if (mv) mo = pattern_buffer(ctx, dt, nq, 4, &st);
+    attn_check_inputs *in = NULL;
+    cl_event done = NULL;
+    if (mo) {
+        const size_t d = (size_t)p.head_dim;
+        const attn_tensor q = {mq, 0, nq, (size_t)p.q_len * d, d};
+        const attn_tensor k = {mk, 0, nkv, (size_t)p.kv_len * d, d};
+        const attn_tensor v = {mv, 0, nkv, (size_t)p.kv_len * d, d};
+        const attn_tensor o = {mo, 0, nq, (size_t)p.q_len * d, d};
+        st = attn_check_read_inputs(ctx, &p, &q, &k, &v, &in);
+        if (st == ATTN_SUCCESS) st = attn_forward_params(ctx, &pr, &p, &q, &k, &v, &o, &done);
+        if (st == ATTN_SUCCESS) st = attn_check_compare(ctx, &p, in, &o, NULL, NULL);
+    }
+    if (done) clReleaseEvent(done);
+    attn_check_free(in);
+    cl_mem all[] = {mq, mk, mv, mo};
+    for (int i = 0; i < 4; i++)
+        if (all[i]) clReleaseMemObject(all[i]);
+    return st;
+}
+
+/* Decides ctx's gate; why says why not. */
+static int decide(attn_context *ctx, char *why, size_t n)
+{
+    if (!ctx->mma_assume) {
+        if (ctx->nv_cc == 0) {
+            snprintf(why, n, "not an NVIDIA device (no cl_nv_device_attribute_query)");
+            return 0;
+        }
+        if (ctx->nv_cc < ATTN_MMA_MIN_CC) {
+            snprintf(why, n, "NVIDIA compute capability %d.%d, below %d.%d", ctx->nv_cc / 10,
+                     ctx->nv_cc % 10, ATTN_MMA_MIN_CC / 10, ATTN_MMA_MIN_CC % 10);
+            return 0;
+        }
+    }
+    int ok = 0;
+    char detail[200] = "";
+    attn_status st = attn_mma_check(ctx, attn_mma_ptx(ctx), &ok, detail, sizeof detail);
+    if (st != ATTN_SUCCESS) {
+        snprintf(why, n, "the fragment check did not run: %.150s", ctx->error);
+        return 0;
+    }
+    if (!ok) {
+        snprintf(why, n, "the fragment check failed: %.150s", detail);
+        return 0;
+    }
+    static const attn_dtype types[] = {ATTN_F16, ATTN_BF16};
+    for (int i = 0; i < 2; i++)
+        if ((st = verify_forward(ctx, types[i])) != ATTN_SUCCESS) {
+            snprintf(why, n, "the %s verification forward failed: %.150s",
+                     types[i] == ATTN_F16 ? "f16" : "bf16", ctx->error);
+            return 0;
+        }
+    return 1;
+}
+
+int attn_mma_usable(attn_context *ctx)
+{
+    if (ctx->mma_state) return ctx->mma_state > 0;
+    char saved[ATTN_ERROR_MAX];
+    memcpy(saved, ctx->error, sizeof saved);
+    char why[sizeof ctx->mma_why] = "";
+    const int ok = decide(ctx, why, sizeof why);
+    memcpy(ctx->error, saved, sizeof saved);
+    ctx->mma_state = ok ? 1 : -1;
+    snprintf(ctx->mma_why, sizeof ctx->mma_why, "%s", why);
+    if (ok)
+        attn_log(ATTN_LOG_INFO, "the mma family is usable here (%s, verified)",
+                 attn_mma_ptx(ctx) ? "tensor cores" : "emulated");
+    else if (ctx->nv_cc >= ATTN_MMA_MIN_CC || ctx->mma_assume)
+        attn_log(ATTN_LOG_WARN, "the mma family is not used on this device: %s", why);
+    else
+        attn_log(ATTN_LOG_DEBUG, "the mma family is not used on this device: %s", why);
+    return ok;
+}

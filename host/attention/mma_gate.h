@@ -1,0 +1,39 @@
+/* mma_gate.h -- whether the mma family (cl/mma.cl on cl/mma_ops.cl's
+ * tensor-core fragments) may be a context's default: mma_gate.c. */
+#ifndef ATTN_ATTENTION_MMA_GATE_H
+#define ATTN_ATTENTION_MMA_GATE_H
+
+#include "attn.h"
+
+#include <stddef.h>
+
+/* The lowest NVIDIA compute capability (x 10) the family's instructions
+ * need: mma.sync m16n8k16 with bf16 and cvt.rn.{f16,bf16}x2.f32 are sm_80's. */
+#define ATTN_MMA_MIN_CC 80
+
+/* NVIDIA's compute capability x 10 (cl_nv_device_attribute_query), or 0
+ * for a device without that extension. */
+int attn_nv_compute_capability(cl_device_id device);
+
+/* Whether the mma family's programs are built with -DMMA_PTX=1 (the
+ * tensor cores) on ctx: an NVIDIA device of ATTN_MMA_MIN_CC or more.
+ * Elsewhere they use cl/mma_ops.cl's emulation (forced runs, tests). */
+int attn_mma_ptx(const attn_context *ctx);
+
+/* Whether the heuristic may choose the mma family on ctx: a device with
+ * the instructions, whose compiler builds them, whose fragment operations
+ * pass attn_mma_check and on which a small f16 and bf16 forward on the
+ * family matches the CPU reference. Decided on the first call (which then
+ * builds and runs those kernels), kept for the context's life; a failure
+ * is one log line (why). ctx's error is left as it was. Lock held. */
+int attn_mma_usable(attn_context *ctx);
+
+/* Why not (or "" while undecided or usable), for attn-info and tests. */
+const char *attn_mma_why(const attn_context *ctx);
+
+/* Tests only: take ctx's device as capable, with the emulation instead of
+ * PTX, so that the gate, the default and the fallback run on any device;
+ * resets the decision and the cached plans. */
+void attn_mma_assume(attn_context *ctx, int on);
+
+#endif /* ATTN_ATTENTION_MMA_GATE_H */
