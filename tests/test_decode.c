@@ -290,7 +290,7 @@ static void test_split_heuristic(void)
     CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 1, 16384, f32_128), 2);  /* one KV head */
     CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 1, 1024, f32_128), 1);   /* 1 MiB: not worth it */
     CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 2, 1 << 20, f32_128), 1);
-    CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 32, 16384, f32_128), 9); /* 2 per CU */
+    CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 32, 16384, f32_128), 17); /* 4 per CU */
     CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 32, 1000, f32_128), 1);  /* chunks >= 512 keys */
     CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 1, 1 << 20, f32_128), 64);
     CU_ASSERT_EQUAL(attn_decode_auto_splits(&gpu, 0, 0, f32_128), 1);

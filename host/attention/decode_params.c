@@ -28,14 +28,18 @@ int attn_decode_auto_splits(const attn_device_limits *dev, int items, int max_le
 {
     const long cus = dev->compute_units ? dev->compute_units : 1;
     const int cpu = (dev->type & CL_DEVICE_TYPE_CPU) != 0;
-    /* Work-groups wanted. A GPU: two per compute unit (llama.cpp splits
-     * when there are fewer), each chunk at least ATTN_DECODE_MIN_CHUNK keys.
+    /* Work-groups wanted. A GPU: four per compute unit, each chunk at least
+     * ATTN_DECODE_MIN_CHUNK keys. llama.cpp splits below two per compute
+     * unit, but on the H200 (132 compute units; B=4 Hkv=8 kv 16384, f32)
+     * two per unit gave 9 splits and 938 GB/s of K/V, forcing 16 gave 1286
+     * GB/s (issue 11): a work-group streaming keys needs more company than
+     * one that computes to hide memory latency.
      * A CPU: one per core (PoCL runs a work-group on one thread, which
      * streams its rows at a core's full rate), and each chunk at least
      * ATTN_DECODE_MIN_CHUNK_BYTES of K and V: the combine is one more
      * kernel launch, measured at about 40 us on PoCL, about what a core
      * streams in 0.6 MiB. */
-    const long want = cpu ? cus : 2 * cus;
+    const long want = cpu ? cus : 4 * cus;
     if (items <= 0 || items >= want) return 1;
     long splits = (want + items - 1) / items;
     long most = cpu ? (long)((double)max_len * (double)key_bytes / ATTN_DECODE_MIN_CHUNK_BYTES)
