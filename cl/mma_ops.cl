@@ -26,7 +26,29 @@
  * RULE for callers: every function taking ws is reached by all work-items
  * of the work-group together, the same number of times (the emulation's
  * barriers); on NVIDIA warp-uniform would do, but the code must run both.
- * ws is the calling warp's MMA_SCRATCH_WORDS uints of __local memory. */
+ * ws is the calling warp's MMA_SCRATCH_WORDS uints of __local memory.
+ *
+ * Other vendors' matrix units (designed for, not written: no such device
+ * can be reached to verify them). Each would be a third back end here,
+ * chosen by the host from the device's extensions or compiler, gated the
+ * same way (host/attention/mma_gate.c: a probe build, attn_mma_check's
+ * exact results, a verification forward):
+ *  - Intel Xe (cl_intel_subgroup_matrix_multiply_accumulate, with
+ *    cl_intel_required_subgroup_size): intel_sub_group_f16_f16_matrix_mad_k16
+ *    and its bf16 twin take an M x 16 A (M <= 8) and a 16 x N B (N = the
+ *    sub-group size, 8 or 16) and give M x N float accumulators, one column
+ *    per work-item. Its "warp" is a sub-group of 8 or 16, so mma_lane,
+ *    MMA_SCRATCH_WORDS and the row/column of each accumulator element
+ *    change with it; mma.cl's P-to-A reuse (the accumulator's layout is the
+ *    A operand's) does not hold there, so P would pass through __local, as
+ *    the emulation's scratch already allows.
+ *  - AMD CDNA (wave64: __builtin_amdgcn_mfma_f32_16x16x16f16 and the
+ *    bf16 variants) and RDNA3/4 (wave32: __builtin_amdgcn_wmma_f32_16x16x16_
+ *    f16_w32), guarded by __has_builtin in clang's OpenCL: 16 x 16 tiles
+ *    instead of 16 x 8, their own fragment layouts, and a shuffle through
+ *    __builtin_amdgcn_ds_bpermute instead of shfl.sync.
+ * mma.cl is written against the m16n8 shapes above: a back end with other
+ * shapes needs the kernel's n-tile loops parameterised by the shape first. */
 
 inline int mma_lane(void) { return (int)(get_local_id(0) & 31); }
 inline int mma_warp(void) { return (int)(get_local_id(0) >> 5); }
