@@ -1,0 +1,73 @@
+#!/usr/bin/env bash
+# gpu-bench-families.sh -- the prefill families side by side on a GPU, in one
+# run, for issues 11 and 12: the default plan (on an NVIDIA device of compute
+# capability 8.0 or more, the mma family for f16/bf16 once verified), the
+# tiled, flash and mma families forced, and PyTorch's SDPA on the same
+# shapes (tools/compare-torch.py, when torch imports), then a short attn-tune
+# of the mma and flash families. Runs after tools/gpu-check.sh has built
+# build-gpu/ (the same machine, the same session). Rounds alternate the
+# families, so that a noisy neighbour shows as spread, not as a ranking.
+# Everything goes under $OUT (default build-gpu/families/); the exit status
+# is that of the last failed step, 0 when every step ran.
+set -uo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+sel=${1:-nvidia}
+rounds=${ROUNDS:-2}
+b=build-gpu
+out=${OUT:-$b}/families
+mkdir -p "$out"
+rc=0
+run() { # a step: its command line, then its output, into the log
+    echo "==== $* ($(date +%T))" | tee -a "$out/log.txt"
+    "$@" >>"$out/log.txt" 2>&1 || { rc=$?; echo "  FAILED ($rc)" | tee -a "$out/log.txt"; }
+}
+
+run "$b/tools/attn-info" --device "$sel"
+# the gate's own tests on this device (the PTX check and the verification)
+run env ATTN_TEST_DEVICE="$sel" "$b/tests/test_mma_ops"
+run env ATTN_TEST_DEVICE="$sel" "$b/tests/test_mma_gate"
+
+# family parameter sets: the plan's own choice first
+tiled=family=tiled,rows=16,keys=32,wg=128,local_kv=1
+sets=("" "$tiled" family=flash,rows=32,keys=16,tm=2,tn=2 family=mma,warps=4,keys=64,mtiles=1
+      family=mma,warps=4,keys=32,mtiles=2 family=mma,warps=8,keys=64,mtiles=1)
+shapes=("--q-heads 8 --kv-heads 2 --head-dim 64 --seq 2048"
+        "--q-heads 8 --kv-heads 2 --head-dim 64 --seq 4096"
+        "--q-heads 32 --kv-heads 8 --head-dim 128 --seq 2048"
+        "--batch 4 --q-heads 32 --kv-heads 8 --head-dim 64 --seq 4096"
+        "--batch 4 --q-heads 32 --kv-heads 8 --head-dim 128 --seq 4096")
+for ((r = 1; r <= rounds; r++)); do
+    for si in "${!shapes[@]}"; do
+        for pi in "${!sets[@]}"; do
+            f=$out/bench-r$r-shape$si-set$pi.csv
+            echo "==== round $r, ${shapes[$si]}, ATTN_PARAMS='${sets[$pi]}' -> $f" >>"$out/log.txt"
+            # shellcheck disable=SC2086 # the shape is a list of options
+            ATTN_PARAMS=${sets[$pi]} "$b/tools/attn-bench" --device "$sel" ${shapes[$si]} \
+                --dtype f16,bf16,f32 --reps 10 --format csv >"$f" 2>>"$out/log.txt" ||
+                { rc=$?; echo "  FAILED ($rc)" | tee -a "$out/log.txt"; }
+        done
+    done
+done
+
+if python3 -c 'import torch' 2>/dev/null; then
+    for shape in "--batch 4 --q-heads 32 --kv-heads 8 --head-dim 128 --seq 4096" \
+                 "--q-heads 32 --kv-heads 8 --head-dim 128 --seq 2048" \
+                 "--q-heads 8 --kv-heads 2 --head-dim 64 --seq 2048"; do
+        for dt in f16 f32; do
+            # shellcheck disable=SC2086
+            run python3 tools/compare-torch.py --lib "$b/libattn.so" --device "$sel" \
+                --torch-device cuda --dtype "$dt" $shape --bench 10
+        done
+    done
+else
+    echo "torch does not import here: no PyTorch comparison" | tee -a "$out/log.txt"
+fi
+
+ATTN_TUNING_DB=$out/tune.json run timeout 300 "$b/tools/attn-tune" --device "$sel" \
+    --family mma --budget 200 --shapes b=4:hq=32:hkv=8:d=128:s=4096:f16,hq=8:hkv=2:d=64:s=2048:f16
+ATTN_TUNING_DB=$out/tune.json run timeout 200 "$b/tools/attn-tune" --device "$sel" \
+    --family flash --budget 150 --shapes b=4:hq=32:hkv=8:d=128:s=4096,hq=8:hkv=2:d=64:s=2048
+ATTN_TUNING_DB=$out/tune.json run "$b/tools/attn-tune" --device "$sel" --compare \
+    --shapes b=4:hq=32:hkv=8:d=128:s=4096:f16,hq=8:hkv=2:d=64:s=2048:f16,b=4:hq=32:hkv=8:d=128:s=4096
+echo "gpu-bench-families: done (status $rc); logs in $out" | tee -a "$out/log.txt"
+exit "$rc"
