@@ -1,6 +1,7 @@
 /* convert.c -- host conversions between float and the storage types: IEEE
  * binary16 and bfloat16, both rounding to nearest even, bit-exact, so that
  * tests and check mode see exactly the values a kernel reads. */
+#include "attention/convert.h"
 #include "core/errors.h"
 
 #include <math.h>
@@ -32,7 +33,7 @@ static uint32_t round_shift(uint32_t m, int shift)
     return r;
 }
 
-static uint16_t f32_to_f16(float f)
+uint16_t attn_f16_bits(float f)
 {
     uint32_t u = float_bits(f);
     uint16_t sign = (uint16_t)((u >> 16) & 0x8000u);
@@ -70,7 +71,7 @@ static float f16_to_f32(uint16_t h)
     return bits_float(sign | ((exp - 15u + 127u) << 23) | (mant << 13));
 }
 
-static uint16_t f32_to_bf16(float f)
+uint16_t attn_bf16_bits(float f)
 {
     uint32_t u = float_bits(f);
     if ((u & 0x7fffffffu) > 0x7f800000u) return (uint16_t)((u >> 16) | 0x0040u); /* quiet NaN */
@@ -105,7 +106,8 @@ attn_status attn_convert_from_f32(attn_dtype t, const float *src, void *dst, siz
     attn_status st;
     if (check_or_copy(t, src, dst, n, &st)) return st;
     uint16_t *d = dst;
-    for (size_t i = 0; i < n; i++) d[i] = t == ATTN_F16 ? f32_to_f16(src[i]) : f32_to_bf16(src[i]);
+    for (size_t i = 0; i < n; i++)
+        d[i] = t == ATTN_F16 ? attn_f16_bits(src[i]) : attn_bf16_bits(src[i]);
     return ATTN_SUCCESS;
 }
 
