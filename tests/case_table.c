@@ -83,7 +83,8 @@ static const int zq_qs[2] = {0, 3}, zq_ql[2] = {9, 6}, zq_ks[2] = {0, 2}, zq_kl[
 
 #define F(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_FORWARD
 #define SEED(group_, name_)                                                                     \
-    .group = (group_), .name = (name_), .families = HARNESS_AUTO | HARNESS_TILED | HARNESS_FLASH
+    .group = (group_), .name = (name_),                                                         \
+    .families = HARNESS_AUTO | HARNESS_TILED | HARNESS_FLASH | HARNESS_MMA
 #define M(group_, name_) .group = (group_), .name = (name_), .families = HARNESS_AUTO, .poison_pads = 1
 /* every head dim in the 16-bit types, one small case each */
 #define SWEEP(t, d, seed_)                                                                     \

@@ -4,6 +4,7 @@
  * case_table.c. */
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
+#include "kernels/params.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -41,6 +42,7 @@ const char *harness_family_name(harness_family f)
     return f == HARNESS_TILED    ? "tiled"
            : f == HARNESS_VECTOR ? "vector"
            : f == HARNESS_FLASH  ? "flash"
+           : f == HARNESS_MMA    ? "mma"
                                  : "auto";
 }
 
@@ -284,6 +286,20 @@ static int unpack_out(const harness_case *c, const float *o1, const float *l1, f
 
 /* ---- running ---- */
 
+/* 1 (a failed assertion) when attn_forward of p, mma forced, would not run
+ * the mma family: a case mma runs must not pass on the fallback plan
+ * (attn_family_refuses). */
+static int not_mma(attn_context *ctx, const attn_problem *p)
+{
+    attn_plan_info info;
+    const attn_status st = attn_prepare(ctx, p, &info);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS || strcmp(info.family, "mma") == 0) return st != ATTN_SUCCESS;
+    printf("\n  mma forced, the plan is %s", info.params);
+    CU_FAIL("mma forced on a problem it runs, another family planned");
+    return 1;
+}
+
 int harness_case_exec(const harness_case *c, harness_family f, harness_entry entry,
                       const char *entry_name, const float *q, const float *k, const float *v,
                       float *out, float *lse)
@@ -316,6 +332,8 @@ int harness_case_exec(const harness_case *c, harness_family f, harness_entry ent
 
     cl_event done = NULL;
     attn_status st = harness_use_family(ctx, f, c->params);
+    if (st == ATTN_SUCCESS && f == HARNESS_MMA && entry == attn_forward)
+        bad += not_mma(ctx, &p);
     if (st == ATTN_SUCCESS)
         st = entry(ctx, &p, &tq, &tk, &tv, &to, padded(c) ? &L : NULL, mlse, &done);
     /* the message before resetting the parameters clears it */
@@ -412,6 +430,9 @@ static void poison_unowned(const harness_case *c, float *x, int H, int S, const 
 int harness_case_run(const harness_case *c, harness_family f, harness_entry entry,
                      const char *entry_name, float **o_keep, float **lse_keep)
 {
+    const attn_problem cp = harness_case_problem(c);
+    if (f == HARNESS_MMA && attn_family_refuses(ATTN_FAMILY_MMA, &cp))
+        return 0; /* it would run the fallback plan (test_mma checks it once) */
     const uint64_t seed = harness_seed(c->seed);
     const size_t nq = (size_t)c->B * c->Hq * c->Sq * c->D;
     const size_t nkv = (size_t)c->B * c->Hkv * c->Skv * c->D;

@@ -53,12 +53,13 @@ typedef enum harness_family {
     HARNESS_TILED = 2,
     HARNESS_VECTOR = 4,
     HARNESS_FLASH = 8,  /* prefill only: forced on decode, the planner keeps decode's own */
+    HARNESS_MMA = 16,   /* prefill only, f16/bf16 with D % 16 == 0: other cases skip it */
 } harness_family;
 #define HARNESS_BOTH (HARNESS_TILED | HARNESS_VECTOR)
 /* the prefill matrices: every family with a forward kernel */
-#define HARNESS_FORWARD (HARNESS_BOTH | HARNESS_FLASH)
+#define HARNESS_FORWARD (HARNESS_BOTH | HARNESS_FLASH | HARNESS_MMA)
 
-/* "auto", "tiled", "vector", "flash" */
+/* "auto", "tiled", "vector", "flash", "mma" */
 const char *harness_family_name(harness_family f);
 
 /* The one place the suites choose kernel parameters: text is an override
@@ -144,7 +145,7 @@ const harness_case *harness_group_next(const char *group, const harness_case *af
 /* Each family f (a harness_family) whose bit is set in fams, in bit order:
  *     HARNESS_FOR_FAMILIES(c->families, f) run(c, f); */
 #define HARNESS_FOR_FAMILIES(fams, f)                                                   \
-    for (harness_family f = HARNESS_AUTO; f <= HARNESS_FLASH; f = (harness_family)(f << 1))  \
+    for (harness_family f = HARNESS_AUTO; f <= HARNESS_MMA; f = (harness_family)(f << 1))    \
         if (!((fams) & (unsigned)f)) {                                                   \
         } else
 

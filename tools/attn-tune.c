@@ -68,9 +68,9 @@ static void usage(FILE *f)
         "                        (the next run tunes it), so only the candidate in\n"
         "                        flight may overrun it\n"
         "  --max-candidates N    at most N candidates measured per class\n"
-        "  --family tiled|vector|flash\n"
-        "                        search one kernel family only (default all; flash\n"
-        "                        is prefill only)\n"
+        "  --family tiled|vector|flash|mma\n"
+        "                        search one kernel family only (default all but mma;\n"
+        "                        flash and mma are prefill only, mma f16/bf16 only)\n"
         "  --force               re-tune classes the database already holds\n"
         "  --seed N              seed of the random start (default 1)\n"
         "  --quiet               print nothing but errors\n"
@@ -169,8 +169,9 @@ static int parse_args(int argc, char **argv, options *o)
             if (strcmp(optarg, "tiled") == 0) o->families = 1u << ATTN_FAMILY_TILED;
             else if (strcmp(optarg, "vector") == 0) o->families = 1u << ATTN_FAMILY_VECTOR;
             else if (strcmp(optarg, "flash") == 0) o->families = 1u << ATTN_FAMILY_FLASH;
+            else if (strcmp(optarg, "mma") == 0) o->families = 1u << ATTN_FAMILY_MMA;
             else {
-                fprintf(stderr, "attn-tune: --family wants tiled, vector or flash, not '%s'\n",
+                fprintf(stderr, "attn-tune: --family wants tiled, vector, flash or mma, not '%s'\n",
                         optarg);
                 bad = 1;
             }

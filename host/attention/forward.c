@@ -168,7 +168,8 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
     cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */
     const cl_int hq = p->q_heads, hkv = p->kv_heads, sq = p->q_len, causal = p->causal != 0;
     const cl_float qscale = attn_variant_qscale(p);
-    const cl_int nblk = row_blocks(p, lengths, pr->block_rows);
+    const int block_rows = attn_params_block_rows(pr);
+    const cl_int nblk = row_blocks(p, lengths, block_rows);
     cl_program prog = NULL;
 
     /* An out-of-order queue would let these kernels overtake the writes of
@@ -183,7 +184,7 @@ static attn_status enqueue(attn_context *ctx, const attn_params *pr, const attn_
         (st = attn_kernel_create(ctx, prog, attn_family_kernel(pr->family, ATTN_ENTRY_PREFILL),
                                  &main_k)) ||
         (st = attn_variant_args_make(ctx, p, lens, &va)) ||
-        (st = attn_variant_mask_tiles(ctx, p, prog, lengths, lens, pr->block_rows,
+        (st = attn_variant_mask_tiles(ctx, p, prog, lengths, lens, block_rows,
                                       pr->block_keys, &va, &before[1])))
         goto done;
     if (pr->family == ATTN_FAMILY_VECTOR) {

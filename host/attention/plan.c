@@ -82,17 +82,20 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
                  entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc, pr.kv_splits);
         *source = "override";
     }
-    if (!attn_family_kernel(pr.family, entry)) {
-        /* a prefill-only family (flash) forced or tuned for decode: the
-         * device's own choice, so that one override can serve a model's
-         * prefill and decode */
+    const char *refused = attn_family_kernel(pr.family, entry)
+                              ? attn_family_refuses(pr.family, p)
+                              : entry == ATTN_ENTRY_DECODE ? "has no decode kernel"
+                                                           : "has no forward kernel";
+    if (refused) {
+        /* a family forced or tuned for what it cannot run (flash's and
+         * mma's decode, mma's f32): the device's own choice, so that one
+         * override can serve a model's prefill and decode, any dtype */
         const char *fam = attn_family_desc_of(pr.family)->name;
         const int splits = pr.kv_splits; /* the override's, if it names them */
         pr = attn_plan_heuristic(entry, &dev, p);
         pr.kv_splits = splits;
         attn_params_format(&pr, desc, sizeof desc);
-        attn_log(ATTN_LOG_INFO, "the family %s has no %s kernel: %s uses %s", fam,
-                 entry == ATTN_ENTRY_DECODE ? "decode" : "forward",
+        attn_log(ATTN_LOG_INFO, "the family %s %s: %s uses %s", fam, refused,
                  entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc);
         *source = "heuristic";
     }

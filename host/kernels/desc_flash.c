@@ -84,5 +84,5 @@ const attn_family_desc attn_desc_flash = {
       {{offsetof(attn_params, block_rows), 16}, {offsetof(attn_params, block_keys), 8},
        {offsetof(attn_params, block_rows), 8}}, 3},
      {NULL, {NULL}, 0, {{0, 0}}, 0}},
-    work_group,
+    work_group, NULL, NULL, 0,
 };

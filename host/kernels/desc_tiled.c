@@ -60,5 +60,5 @@ const attn_family_desc attn_desc_tiled = {
       7,
       {{offsetof(attn_params, block_keys), 8}, {offsetof(attn_params, local_kv), 0},
        {offsetof(attn_params, block_rows), 1}}, 3}},
-    NULL,
+    NULL, NULL, NULL, 0,
 };

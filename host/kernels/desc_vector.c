@@ -78,5 +78,5 @@ const attn_family_desc attn_desc_vector = {
        "decode_vector.cl"},
       7,
       {{offsetof(attn_params, block_rows), 1}}, 1}},
-    NULL,
+    NULL, NULL, NULL, 0,
 };

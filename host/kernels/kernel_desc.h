@@ -73,9 +73,18 @@ typedef struct attn_family_desc {
     /* the work-group size when it is derived from several tunables, or
      * NULL: the field at wg_offset (or 1) */
     size_t (*work_group)(const attn_params *pr);
+    /* query rows per work-group when derived from several tunables, or
+     * NULL: the field block_rows */
+    int (*block_rows)(const attn_params *pr);
+    /* why the family cannot run p whatever its tunables (a storage type, a
+     * head dim), or NULL for a family that runs every problem */
+    const char *(*refuses)(const attn_problem *p);
+    /* 1: the tuner searches the family only when asked for it by name
+     * (attn-tune --family), not among all families */
+    int search_named_only;
 } attn_family_desc;
 
-extern const attn_family_desc attn_desc_tiled, attn_desc_vector, attn_desc_flash;
+extern const attn_family_desc attn_desc_tiled, attn_desc_vector, attn_desc_flash, attn_desc_mma;
 
 /* The descriptor of family f, or NULL. */
 const attn_family_desc *attn_family_desc_of(int family);

@@ -16,8 +16,8 @@
  * kernel argument, not a macro). */
 static const attn_tunable_desc common_tunables[] = {
     {"family", NULL, offsetof(attn_params, family), 0, ATTN_FAMILY_COUNT - 1, 0, 0, 0, {0},
-     "kernel family: tiled (GPU-style), vector (CPU-style) or flash (GPU prefill, unmeasured), "
-     "or its number"},
+     "kernel family: tiled (GPU-style), vector (CPU-style), flash (GPU prefill, unmeasured) "
+     "or mma (GPU prefill on tensor cores, f16/bf16), or its number"},
     {"splits", NULL, offsetof(attn_params, kv_splits), 0, 256, 0, 0, 8, {0, 1, 2, 4, 8, 16, 32, 64},
      "decode: chunks each sequence's keys are split into, run in parallel and combined by "
      "their LSEs (flash-decoding); 0 = chosen from compute units and prefix length"},
@@ -25,7 +25,7 @@ static const attn_tunable_desc common_tunables[] = {
 #define NCOMMON ((int)(sizeof common_tunables / sizeof common_tunables[0]))
 
 const attn_family_desc *const attn_family_descs[] = {&attn_desc_tiled, &attn_desc_vector,
-                                                     &attn_desc_flash};
+                                                     &attn_desc_flash, &attn_desc_mma};
 const int attn_family_desc_count = (int)(sizeof attn_family_descs / sizeof attn_family_descs[0]);
 
 const attn_family_desc *attn_family_desc_of(int family)
@@ -95,6 +95,11 @@ int attn_params_legal(const attn_params *pr, const attn_device_limits *dev,
             return range_error(&common_tunables[i], attn_desc_get(pr, common_tunables[i].offset),
                                NULL, err, errsize);
     const attn_family_desc *f = attn_family_desc_of(pr->family);
+    const char *refused = attn_family_refuses(pr->family, p);
+    if (refused) {
+        snprintf(err, errsize, "the family %s %s", f->name, refused);
+        return 0;
+    }
     for (int i = 0; i < f->ntunables; i++) {
         const int v = attn_desc_get(pr, f->tunables[i].offset);
         if (out_of_range(&f->tunables[i], v))
@@ -139,6 +144,18 @@ static void clamp_wg(const attn_family_desc *f, attn_params *pr, const attn_devi
         if (*wg % base) *wg = base;
         while ((size_t)*wg > dev->max_wg && *wg > base) *wg /= 2;
     }
+}
+
+int attn_params_block_rows(const attn_params *pr)
+{
+    const attn_family_desc *f = attn_family_desc_of(pr->family);
+    return f->block_rows ? f->block_rows(pr) : pr->block_rows;
+}
+
+const char *attn_family_refuses(int family, const attn_problem *p)
+{
+    const attn_family_desc *f = attn_family_desc_of(family);
+    return f->refuses ? f->refuses(p) : NULL;
 }
 
 size_t attn_params_local_bytes(const attn_params *pr, const attn_problem *p)
@@ -260,7 +277,7 @@ static int parse_pass(char *buf, attn_params *out, int apply, char *err, size_t 
         }
         if (t->offset == offsetof(attn_params, family)) {
             if ((out->family = family_value(value)) < 0) {
-                snprintf(err, errsize, "family=%s: expected tiled, vector or flash", value);
+                snprintf(err, errsize, "family=%s: expected tiled, vector, flash or mma", value);
                 return -1;
             }
             f = attn_family_desc_of(out->family);

@@ -12,7 +12,9 @@ typedef enum attn_family {
     ATTN_FAMILY_VECTOR = 1, /* CPU-style: one work-item per work-group, cl/vector.cl */
     ATTN_FAMILY_FLASH = 2,  /* GPU prefill with register micro-tiles, cl/flash.cl; only when
                              * forced or tuned (unmeasured on GPUs: desc_flash.c) */
-    ATTN_FAMILY_COUNT = 3
+    ATTN_FAMILY_MMA = 3,    /* GPU prefill on tensor-core fragments, cl/mma.cl; only when
+                             * forced or tuned (desc_mma.c) */
+    ATTN_FAMILY_COUNT = 4
 } attn_family;
 
 typedef struct attn_params {
@@ -25,6 +27,8 @@ typedef struct attn_params {
     int kv_splits;  /* decode: KV chunks run in parallel and combined; 0 = automatic */
     int tile_m;     /* flash: query rows of a work-item's micro-tile */
     int tile_n;     /* flash: keys of a work-item's micro-tile */
+    int mma_warps;  /* mma: warps (32 work-items) per work-group */
+    int mma_mtiles; /* mma: m-tiles of 16 query rows per warp */
 } attn_params;
 
 /* Device facts the heuristic and the legality check need. */
@@ -89,6 +93,15 @@ int attn_family_sources(int family, int entry, const char *const **names);
 /* The kernel of an entry point ("attn_fwd_tiled"), or NULL when the family
  * has none for it (flash has no decode kernel). */
 const char *attn_family_kernel(int family, int entry);
+
+/* Query rows per work-group of a prefill launch: the field block_rows, or
+ * what the family derives from its tunables (mma: 16 x m-tiles x warps). */
+int attn_params_block_rows(const attn_params *pr);
+
+/* Why family cannot run problem p at all (its storage type, head dim), or
+ * NULL when it can. The planner replaces a forced or tuned plan of such a
+ * family by the device's heuristic plan, as for a missing entry point. */
+const char *attn_family_refuses(int family, const attn_problem *p);
 
 /* Bytes of __local memory the family's kernels declare for p (0 for none). */
 size_t attn_params_local_bytes(const attn_params *pr, const attn_problem *p);

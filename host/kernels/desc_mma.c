@@ -1,0 +1,77 @@
+/* desc_mma.c -- the mma family: GPU prefill on tensor-core fragments
+ * (cl/mma.cl: FlashAttention-2's forward on the m16n8k16 f16/bf16
+ * operations of cl/mma_ops.cl, f32 accumulators). Inline PTX on NVIDIA
+ * (cc >= 8.0); elsewhere mma_ops.cl emulates each warp-level operation
+ * through __local memory and work-group barriers, correct but many times
+ * slower than the other families: there it is for testing only. Nobody's
+ * default: it runs when forced (ATTN_PARAMS, attn_context_set_params
+ * "family=mma,...") or named by a tuning database entry, only for f16 and
+ * bf16 storage with a head dim that is a multiple of 16 up to 256 (another
+ * problem keeps the device's own plan: plan.c), and has no decode kernel. */
+#include "kernels/kernel_desc.h"
+
+#include <stddef.h>
+
+/* __local uints one warp's mma_ops.cl scratch takes when emulated (1
+ * under the PTX, unused). Counted at the emulation's size everywhere:
+ * the local-memory estimate must hold for the build that uses the most. */
+#define MMA_SCRATCH_WORDS_MAX 192
+
+/* FlashAttention-2's starting point: 4 warps of 16 rows, 64 keys a tile
+ * (about 34 KiB of __local at D 128). */
+static const attn_tunable_desc tunables[] = {
+    {"warps", "MMA_WARPS", offsetof(attn_params, mma_warps), 1, 8, 1, 4,
+     4, {1, 2, 4, 8}, "warps (32 work-items) per work-group"},
+    {"keys", "BLOCK_KEYS", offsetof(attn_params, block_keys), 16, 128, 1, 64,
+     4, {16, 32, 64, 128}, "keys per K/V tile"},
+    {"mtiles", "MMA_MTILES", offsetof(attn_params, mma_mtiles), 1, 2, 0, 1,
+     2, {1, 2}, "m-tiles of 16 query rows per warp"},
+};
+
+static size_t work_group(const attn_params *pr) { return 32 * (size_t)pr->mma_warps; }
+
+static int block_rows(const attn_params *pr) { return 16 * pr->mma_mtiles * pr->mma_warps; }
+
+static const char *refuses(const attn_problem *p)
+{
+    if (p->dtype != ATTN_F16 && p->dtype != ATTN_BF16)
+        return "runs f16 and bf16 storage only";
+    if (p->head_dim % 16 || p->head_dim > 256)
+        return "needs a head dim that is a multiple of 16, at most 256";
+    return NULL;
+}
+
+/* Bytes of attn_fwd_mma's __local arrays (cl/mma.cl); row strides 4 uints
+ * past the row (KS, VS). */
+static size_t local_bytes(const attn_params *pr, int head_dim)
+{
+    const size_t d = (size_t)head_dim, keys = (size_t)pr->block_keys;
+    size_t words = keys * (d / 2 + 4);                          /* k: [keys][D/2 + 4] */
+    words += d * (keys / 2 + 4);                                /* vt: [D][keys/2 + 4] */
+    words += (size_t)pr->mma_warps * MMA_SCRATCH_WORDS_MAX;     /* mma_scr */
+    return 4 * words;
+}
+
+/* Bytes of attn_fwd_mma's per-work-item arrays (cl/mma.cl). */
+static size_t private_bytes(const attn_params *pr, const attn_problem *p, int entry)
+{
+    (void)entry;
+    const size_t mt = (size_t)pr->mma_mtiles, d = (size_t)p->head_dim;
+    size_t words = mt * (d / 16) * 4;        /* qa [MMA_MTILES][D/16] uint4 */
+    words += mt * (d / 8) * 4;               /* acc [MMA_MTILES][D/8] float4 */
+    words += (size_t)pr->block_keys / 8 * 4; /* s [BLOCK_KEYS/8] float4 */
+    words += 7 * 2 * mt;                     /* ri, rh, rlo, rhi, rtop, mrow, l [2 m-tiles] */
+    return 4 * words;
+}
+
+/* Shrinking: the key tile first (the __local tiles), then the warps. */
+const attn_family_desc attn_desc_mma = {
+    ATTN_FAMILY_MMA, "mma", tunables, (int)(sizeof tunables / sizeof tunables[0]),
+    NULL, 0, (size_t)-1, local_bytes, private_bytes, NULL,
+    {{"attn_fwd_mma",
+      {"common.cl", "variants.cl", "tile.cl", "mma_ops.cl", "mma.cl", "mask_tiles.cl"}, 6,
+      {{offsetof(attn_params, block_keys), 16}, {offsetof(attn_params, mma_warps), 1}}, 2},
+     {NULL, {NULL}, 0, {{0, 0}}, 0}},
+    work_group, block_rows, refuses,
+    1, /* emulated off NVIDIA: a default tuning run must not spend its budget on it */
+};
