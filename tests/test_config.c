@@ -144,7 +144,7 @@ static void test_private_memory(void)
     v.block_rows = 8;
     CU_ASSERT(attn_params_private_bytes(ATTN_ENTRY_DECODE, &v, &p) > 3152u * 4);
 
-    attn_device_limits gpu = {CL_DEVICE_TYPE_GPU, 65536, 16, 8};
+    attn_device_limits gpu = {CL_DEVICE_TYPE_GPU, 65536, 16, 8, 0};
     const attn_params h = attn_params_heuristic(&gpu, &p);
     char text[160];
     attn_params_format(&h, text, sizeof text);

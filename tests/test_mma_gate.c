@@ -6,6 +6,7 @@
  * and a doctored family or fragment operation caught by the first-use
  * verification, which falls back without failing the caller's call. */
 #define _POSIX_C_SOURCE 200809L
+#include "cases.h"
 #include "harness.h"
 #include "attention/mma_gate.h"
 #include "core/program.h"
@@ -151,7 +152,8 @@ static void test_doctored_fragments_refused(void)
 
 static void test_doctored_family_refused(void)
 {
-    check_doctored("mma.cl", "mma_pack_f16(", "mma_pack_bf16(", "f16 verification forward");
+    check_doctored("mma.cl", "#define MMA_PACK mma_pack_f16", "#define MMA_PACK mma_pack_bf16",
+                   "f16 verification forward");
 }
 
 static const harness_test tests[] = {

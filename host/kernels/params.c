@@ -212,8 +212,7 @@ void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
 
 int attn_params_mma_suits(const attn_problem *p)
 {
-    return (p->dtype == ATTN_F16 || p->dtype == ATTN_BF16) && p->head_dim % 16 == 0 &&
-           p->head_dim <= 256;
+    return attn_family_refuses(ATTN_FAMILY_MMA, p) == NULL;
 }
 
 attn_params attn_params_heuristic(const attn_device_limits *dev, const attn_problem *p)

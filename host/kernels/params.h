@@ -61,8 +61,8 @@ attn_params attn_params_defaults(int family);
 void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
                      const attn_problem *p);
 
-/* Whether p is a problem the mma family takes by default: a prefill in f16
- * or bf16 with a head dim that is a multiple of 16, up to 256. */
+/* Whether p is a problem the mma family can run (desc_mma.c's refusals:
+ * f16 or bf16, a head dim that is a multiple of 16 up to 256). */
 int attn_params_mma_suits(const attn_problem *p);
 
 /* Built-in defaults for this device type and head dim (the mma family's

@@ -101,11 +101,7 @@ attn_context *attn_tune_bench_context(const attn_tune_bench *b) { return b->ctx;
 
 void attn_tune_bench_limits(const attn_tune_bench *b, attn_device_limits *dev)
 {
-    const attn_context *c = b->ctx;
-    dev->type = c->device_type;
-    dev->local_mem = c->local_mem;
-    dev->max_wg = c->max_wg;
-    dev->compute_units = c->compute_units;
+    *dev = attn_context_limits(b->ctx);
 }
 
 attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_problem *p,
