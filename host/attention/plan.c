@@ -47,6 +47,13 @@ attn_params attn_plan_heuristic(int entry, const attn_device_limits *dev, const 
                                       : attn_params_heuristic(dev, p);
 }
 
+int attn_plan_mma(attn_context *ctx, int entry, const attn_problem *p)
+{
+    /* asked only for a problem the family could take: the first such plan
+     * on a context builds and verifies it (mma_gate.c) */
+    return entry == ATTN_ENTRY_PREFILL && attn_params_mma_suits(p) && attn_mma_usable(ctx);
+}
+
 void attn_plan_fit_page(attn_params *pr, int page_rows)
 {
     if (page_rows > 0 && pr->block_keys > page_rows) {
@@ -61,9 +68,7 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
                             const attn_shape_class *cls, attn_params *out, const char **source)
 {
     attn_device_limits dev = attn_context_limits(ctx);
-    /* asked only for a problem it could take: the first such plan on a
-     * context builds and verifies the family (mma_gate.c) */
-    if (entry == ATTN_ENTRY_PREFILL && attn_params_mma_suits(p)) dev.mma = attn_mma_usable(ctx);
+    dev.mma = attn_plan_mma(ctx, entry, p);
     attn_params pr = attn_plan_heuristic(entry, &dev, p);
     *source = "heuristic";
     attn_tuning_apply(ctx, &dev, p, cls, &pr, source);

@@ -32,6 +32,10 @@ void attn_plan_fit_page(attn_params *pr, int page_rows);
 /* The device heuristic alone for entry point `entry` (ATTN_ENTRY_*): where
  * a plan starts, and the tuner's default. */
 attn_params attn_plan_heuristic(int entry, const attn_device_limits *dev, const attn_problem *p);
+/* The device limits' mma flag for p at entry point `entry`: whether the
+ * heuristic may choose the mma family (a prefill it can run, on a device
+ * where mma_gate.c verified it; the first such call verifies). Lock held. */
+int attn_plan_mma(attn_context *ctx, int entry, const attn_problem *p);
 /* Forgets the cached plans (after a configuration change). */
 void attn_plan_clear(attn_context *ctx);
 
