@@ -144,14 +144,9 @@ void attn_fwd_flash(FWD_TILE_PARAMS)
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
     for (int j0 = jfirst; j0 < hmax; j0 += BLOCK_KEYS) {
-        int add_mask = 1;
-#if MASK
-        { /* the same for the whole work-group: barriers stay uniform */
-            const uchar kind = va.tiles[mask_tile(va, b, m.h0, m.t0 / BLOCK_ROWS, j0 / BLOCK_KEYS)];
-            if (kind == MASK_TILE_MASKED) continue;
-            add_mask = kind == MASK_TILE_MIXED;
-        }
-#endif
+        const int kind = tile_mask_kind(va, m, b, BLOCK_ROWS, BLOCK_KEYS, j0);
+        if (kind == MASK_TILE_MASKED) continue;
+        const int add_mask = kind == MASK_TILE_MIXED;
         const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside the range */
         for (int x = tid; x < BLOCK_KEYS * D4; x += FLASH_WG) {
             const int c = x / D4, d4 = x % D4;

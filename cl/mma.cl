@@ -16,7 +16,8 @@
  * at 4096 keys with uniform weights); the error here is P's rounding to
  * the storage type, as in FlashAttention-2. The row sums l add P as
  * rounded, so that O is a weighted mean of V with the weights the tensor
- * cores saw. */
+ * cores saw; each lane sums its own keys, and the four lanes of a row
+ * combine once, at the end (the maxima every tile: they set P). */
 
 #ifndef MMA_WARPS
 #define MMA_WARPS 4        /* warps (of 32 work-items) per work-group */
@@ -54,6 +55,16 @@
  * x 4 consecutive uints) then touches 32 distinct banks */
 #define KS (DP + 4)
 #define VS (BLOCK_KEYS / 2 + 4)
+
+/* Before each loop that calls mma_ops.cl: emulated, kept a loop (PoCL
+ * builds a region per barrier, and an unrolled loop of them took seconds
+ * per program); with the PTX the compiler's choice, which unrolls them so
+ * that the fragment arrays stay in registers. */
+#ifdef MMA_PTX
+#define MMA_LOOP
+#else
+#define MMA_LOOP _Pragma("unroll 1")
+#endif
 
 /* The work-group's __local tiles (the mma scratch is declared apart). */
 typedef struct {
@@ -140,14 +151,9 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
     for (int j0 = jfirst; j0 < hmax; j0 += BLOCK_KEYS) {
-        int add_mask = 1;
-#if MASK
-        { /* the same for the whole work-group: barriers stay uniform */
-            const uchar kind = va.tiles[mask_tile(va, b, m.h0, m.t0 / BLOCK_ROWS, j0 / BLOCK_KEYS)];
-            if (kind == MASK_TILE_MASKED) continue;
-            add_mask = kind == MASK_TILE_MIXED;
-        }
-#endif
+        const int kind = tile_mask_kind(va, m, b, BLOCK_ROWS, BLOCK_KEYS, j0);
+        if (kind == MASK_TILE_MASKED) continue;
+        const int add_mask = kind == MASK_TILE_MIXED;
         const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside the range */
         /* only keys some live row sees are read (in_span): the others are
          * zeros, never a pad row's inf or NaN */
@@ -174,13 +180,16 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
 #else
         const int guard = j0 + BLOCK_KEYS > hmin;
 #endif
+        MMA_LOOP
         for (int mt = 0; mt < MMA_MTILES; mt++) {
             const int r0 = 2 * mt, r1 = r0 + 1;
             /* S for keys j0 + 8 j ..: .s0, .s1 row g keys 2t, 2t + 1; .s2, .s3 row g + 8 */
             float4 s[NTILES];
+            MMA_LOOP
             for (int j = 0; j < NTILES; j++) {
                 s[j] = (float4)(0.0f);
                 __local const uint *kr = tl.k + (8 * j + g) * KS + t;
+                MMA_LOOP
                 for (int kk = 0; kk < KSTEPS; kk++)
                     MMA_OP(&s[j], qa[mt][kk], (uint2)(kr[8 * kk], kr[8 * kk + 4]), ws);
             }
@@ -210,6 +219,7 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
              * 2t + 1) its .s2, .s3, and cols 2t + 8, 2t + 9 the same of tile
              * 2 ks + 1 (keys 16 ks + 8 + 2t): S's accumulator layout is A's,
              * so P stays in the lane that computed it (FlashAttention-2) */
+            MMA_LOOP
             for (int ks = 0; ks < BLOCK_KEYS / 16; ks++) {
                 const float4 p0 = exp2(s[2 * ks] - mb), p1 = exp2(s[2 * ks + 1] - mb);
                 const uint4 pa = (uint4)(MMA_PACK(p0.s0, p0.s1), MMA_PACK(p0.s2, p0.s3),
@@ -219,6 +229,7 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
                 l[r0] += u0.x + u0.y;
                 l[r1] += u1.x + u1.y;
                 /* V's B fragment: keys 16 ks + 2t, + 1 (and + 8) of dim 8 dn + g */
+                MMA_LOOP
                 for (int dn = 0; dn < DTILES; dn++) {
                     __local const uint *vr = tl.vt + (8 * dn + g) * VS + 8 * ks + t;
                     MMA_OP(&acc[mt][dn], pa, (uint2)(vr[0], vr[4]), ws);
@@ -229,6 +240,7 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
     }
 
     /* each row's sum over its four lanes (the whole work-group: mma_xor) */
+    MMA_LOOP
     for (int r = 0; r < MMA_ROWS; r++) {
         l[r] += mma_xor(l[r], 1, ws);
         l[r] += mma_xor(l[r], 2, ws);

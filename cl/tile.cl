@@ -142,3 +142,16 @@ inline float tile_logit(variants va, tile_rows m, int b, float s, int j, int i, 
 #endif
     return s;
 }
+
+/* The mask summary's kind (MASK_TILE_*, mask_tiles.cl) of a prefill
+ * work-group's tile of keys from j0: rows m.t0 .. of nrows a block, keys
+ * of nkeys; MASK_TILE_MIXED without a mask (nothing to skip). The same for
+ * the whole work-group: skipping the tile keeps barriers uniform. */
+inline int tile_mask_kind(variants va, tile_rows m, int b, int nrows, int nkeys, int j0)
+{
+#if MASK
+    return va.tiles[mask_tile(va, b, m.h0, m.t0 / nrows, j0 / nkeys)];
+#else
+    return MASK_TILE_MIXED;
+#endif
+}

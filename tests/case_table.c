@@ -167,6 +167,22 @@ const harness_case harness_cases[] = {
      .seed = 714},
     {F("forward/dtypes", "f16 D40 GQA Sq<Skv"), SHAPE(1, 4, 2, 40, 7, 33), .dtype = ATTN_F16,
      .causal = 1, .seed = 715},
+    /* the 16-bit types over the matrix the f32 rows above cover (the mma
+     * family's problems: D a multiple of 16) */
+    {F("forward/dtypes", "f16 GQA 4:1 padded causal, pads NaN"), SHAPE(PB, 4, 1, 64, PS, PS),
+     PADDED, .dtype = ATTN_F16, .causal = 1, .poison_pads = 1, .seed = 720},
+    {F("forward/dtypes", "bf16 MQA padded non-causal, gappy BSHD"), SHAPE(PB, 4, 1, 32, PS, PS),
+     PADDED, .dtype = ATTN_BF16, ALL_LAYOUTS(BSHD_GAPPY), .poison_pads = 1, .seed = 721},
+    {F("forward/dtypes", "f16 D16 Sq37 Skv53 causal"), SHAPE(2, 2, 2, 16, 37, 53),
+     .dtype = ATTN_F16, .causal = 1, .seed = 722},
+    {F("forward/dtypes", "bf16 D128 GQA Sq37 Skv53 non-causal"), SHAPE(1, 4, 2, 128, 37, 53),
+     .dtype = ATTN_BF16, .seed = 723},
+    {F("forward/dtypes", "f16 Sq40 > Skv9 causal (rows with nothing visible)"),
+     SHAPE(1, 2, 1, 64, 40, 9), .dtype = ATTN_F16, .causal = 1, .seed = 724},
+    {F("forward/dtypes", "bf16 D256 Sq9 < Skv70 BSHD"), SHAPE(1, 2, 1, 256, 9, 70),
+     .dtype = ATTN_BF16, .causal = 1, .lq = BSHD, .lo = BSHD, .seed = 725},
+    {F("forward/dtypes", "f16 S200 causal, large logits"), SHAPE(1, 2, 1, 64, 200, 200),
+     .dtype = ATTN_F16, .causal = 1, .amp = 4.0f, .seed = 726},
     SWEEP(ATTN_F16, 7, 750), SWEEP(ATTN_F16, 16, 751), SWEEP(ATTN_F16, 40, 752),
     SWEEP(ATTN_F16, 64, 753), SWEEP(ATTN_F16, 80, 754), SWEEP(ATTN_F16, 96, 755),
     SWEEP(ATTN_F16, 128, 756), SWEEP(ATTN_F16, 256, 757),
@@ -200,6 +216,10 @@ const harness_case harness_cases[] = {
      LENS(tl_qs, tl_ql, tl_ks, tl_kl), .seed = 1001},
     {F("forward/tiles", "tiles Sq>Skv causal"), SHAPE(1, 2, 1, 64, 37, 11), .causal = 1, .seed = 1002},
     {F("forward/tiles", "tiles decode non-causal"), SHAPE(2, 4, 1, 64, 1, 45), .seed = 1003},
+    {F("forward/tiles", "tiles causal padded f16 D32"), SHAPE(2, 4, 2, 32, 37, 45), .causal = 1,
+     .dtype = ATTN_F16, LENS(tl_qs, tl_ql, tl_ks, tl_kl), .seed = 1004},
+    {F("forward/tiles", "tiles Sq>Skv bf16 D48"), SHAPE(1, 2, 1, 48, 37, 11), .causal = 1,
+     .dtype = ATTN_BF16, .seed = 1005},
     /* head dims that are not a multiple of the vector width or of 4 */
 #define ODD_TILES(fam, p, d)                                                                     \
     {.group = "forward/tiles_odd", .name = "tiles odd head dim, causal padded", .families = (fam), \
@@ -317,6 +337,8 @@ const harness_case harness_cases[] = {
      .causal = 1, .sinks = HARNESS_SINKS_BUFFER, .seed = 3202},
     {F("variants/sinks", "sinks host non-causal f16 D7"), SHAPE(1, 2, 1, 7, 9, 21),
      .dtype = ATTN_F16, .sinks = HARNESS_SINKS_HOST, .seed = 3203},
+    {F("variants/sinks", "sinks buffer bf16 Sq33 > Skv7 causal"), SHAPE(1, 4, 2, 32, 33, 7),
+     .dtype = ATTN_BF16, .causal = 1, .sinks = HARNESS_SINKS_BUFFER, .seed = 3204},
     {F("variants/alibi", "alibi max_bias 8 Hq8 causal"), SHAPE(1, 8, 2, 64, 37, 37), .causal = 1,
      .alibi_max_bias = 8.0f, .seed = 3301},
     {F("variants/alibi", "alibi max_bias 8 Hq6 non-causal padded"), SHAPE(2, 6, 3, 64, 37, 45),
@@ -332,6 +354,9 @@ const harness_case harness_cases[] = {
      .mask = HARNESS_MASK_FINFO, .mask_bcast = HARNESS_BCAST_HEAD, .seed = 3403},
     {F("variants/mask", "mask f16 one row for every query (padding mask)"), SHAPE(2, 2, 1, 64, 21, 40),
      .mask = HARNESS_MASK_RANDOM, .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_Q, .seed = 3404},
+    {F("variants/mask", "mask f32 random per head, f16 storage, padded, pads NaN"),
+     SHAPE(2, 4, 2, 64, 37, 45), .dtype = ATTN_F16, LENS(tl_qs, tl_ql, tl_ks, tl_kl),
+     .mask = HARNESS_MASK_RANDOM, .poison_pads = 1, .seed = 3405},
     {F("variants/packed", "packed 1, 7, 33, 64 causal GQA"), SHAPE(4, 4, 2, 64, 105, 105),
      .causal = 1, LENS(pk_s, pk_l, pk_s, pk_l), .packed = 1, .poison_pads = 1, .seed = 3501},
     {F("variants/packed", "packed Sq != Skv, unowned rows, non-causal"), SHAPE(3, 4, 1, 40, 12, 40),
@@ -391,6 +416,14 @@ const harness_case harness_cases[] = {
     VTILES(HARNESS_FLASH, "rows=8,keys=16,tm=2,tn=4", 64),
     VTILES(HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1", 7),
     VTILES(HARNESS_FLASH, "rows=64,keys=32,tm=8,tn=4", 40),
+#define VTILES16(p, d, t)                                                                      \
+    {.group = "variants/tiles", .name = "window 7 + mask + sinks, odd tiles, 16-bit",          \
+     .families = HARNESS_MMA, .params = (p), SHAPE(2, 4, 2, d, 37, 45), .dtype = (t),           \
+     .causal = 1, LENS(tl_qs, tl_ql, tl_ks, tl_kl), WIN(7, 0), .mask = HARNESS_MASK_RANDOM,     \
+     .sinks = HARNESS_SINKS_HOST, .seed = 3802}
+    VTILES16("warps=1,keys=16", 64, ATTN_F16),
+    VTILES16("warps=2,keys=32,mtiles=2", 32, ATTN_BF16),
+    VTILES16("warps=8,keys=128", 16, ATTN_F16),
     /* packed with the other variants */
 #define P(name_) F("variants/packed_combos", name_), .packed = 1, .poison_pads = 1
     {P("packed + window 8 + sinks, 1/7/33/64 f16"), SHAPE(4, 4, 2, 64, 105, 105), .dtype = ATTN_F16,
@@ -579,6 +612,20 @@ const harness_case harness_cases[] = {
     {OCL("mask f16 + ALiBi, packed 5 + 6, D4"), SHAPE(2, 2, 1, 4, 11, 11), .causal = 1,
      LENS(ocp_s, ocp_l, ocp_s, ocp_l), .packed = 1, .mask = HARNESS_MASK_RANDOM,
      .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH, .alibi_max_bias = 8.0f, .seed = 670},
+    /* the mma family's (f16 and bf16, D a multiple of 16): ragged padding
+     * with an empty entry and two key tiles of 16; the variants */
+#define OCL_MMA(name_) .group = "oclgrind/mma", .name = (name_), .families = HARNESS_MMA
+    {OCL_MMA("mma MQA padded B3 f16 D16"), SHAPE(3, 2, 1, 16, 10, 12), .dtype = ATTN_F16,
+     .causal = 1, LENS(og_qs, og_ql, og_ks, og_kl), .poison_pads = 1, .seed = 680},
+    {OCL_MMA("mma Sq19 > Skv5 bf16 D32 BSHD"), SHAPE(1, 2, 2, 32, 19, 5), .dtype = ATTN_BF16,
+     .causal = 1, ALL_LAYOUTS(BSHD), .seed = 681},
+    {OCL_MMA("mma window + softcap + sinks S21 f16"), SHAPE(1, 2, 1, 16, 21, 21),
+     .dtype = ATTN_F16, .causal = 1, WIN(5, 0), .softcap = 4.0f, .sinks = HARNESS_SINKS_BUFFER,
+     .seed = 682},
+    {OCL_MMA("mma mask + ALiBi packed 5 + 6 bf16"), SHAPE(2, 2, 1, 16, 11, 11), .dtype = ATTN_BF16,
+     .causal = 1, LENS(ocp_s, ocp_l, ocp_s, ocp_l), .packed = 1, .mask = HARNESS_MASK_RANDOM,
+     .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH, .alibi_max_bias = 8.0f,
+     .seed = 683},
 };
 
 const size_t harness_ncases = sizeof harness_cases / sizeof harness_cases[0];

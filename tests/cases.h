@@ -226,7 +226,9 @@ int harness_case_exec(const harness_case *c, harness_family f, harness_entry ent
  * through the storage type, pads poisoned if c asks) through entry under
  * family f, compared with attn_reference_forward at the dtype's tolerance.
  * Returns the number of failed checks; when o_keep / lse_keep are not NULL
- * they receive O and LSE (malloc'd) when the call succeeded. */
+ * they receive O and LSE (malloc'd) when the call succeeded. Under
+ * HARNESS_MMA a case the family cannot run (attn_family_refuses) is
+ * skipped (0), unless o_keep or lse_keep asks for its result. */
 int harness_case_run(const harness_case *c, harness_family f, harness_entry entry,
                      const char *entry_name, float **o_keep, float **lse_keep);
 

@@ -6,7 +6,9 @@
  *
  * Families: vector (attn_pack_kv + attn_fwd_vector) at small and default
  * tiles; tiled with K/V read from global (local_kv=0) and staged in __local
- * (local_kv=1); flash (attn_fwd_flash) at three micro-tile shapes. Shapes: the "oclgrind/tiny" rows of the shared case table
+ * (local_kv=1); flash (attn_fwd_flash) at three micro-tile shapes; mma
+ * (attn_fwd_mma, mma_ops.cl's emulation) on its own f16/bf16 rows
+ * ("oclgrind/mma") at two shapes. Shapes: the "oclgrind/tiny" rows of the shared case table
  * (case_table.c), run by the shared runner (cases.c): lengths that end
  * mid-tile, Sq != Skv on the causal diagonal, left and right padding with an
  * empty batch entry, GQA and MQA, head dims that are not a multiple of 4,
@@ -59,10 +61,10 @@ static void poison_scratch(attn_context *ctx)
                               CL_SUCCESS);
 }
 
-/* Every "oclgrind/tiny" row of the shared table under family f with
- * tunables params, through the shared runner (reference, NaN gaps, nothing
- * written outside O, inputs unchanged). */
-static void run_set(harness_family f, const char *params)
+/* Every row of group (of the shared table) under family f with tunables
+ * params, through the shared runner (reference, NaN gaps, nothing written
+ * outside O, inputs unchanged). */
+static void run_group_set(const char *group, harness_family f, const char *params)
 {
     attn_context *ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
@@ -86,8 +88,8 @@ static void run_set(harness_family f, const char *params)
                         attn_scratch_reserve(ctx, &ctx->mask_tiles, 1 << 16) == ATTN_SUCCESS);
     const int vector = f == HARNESS_VECTOR && !tracked;
     int runs = 0;
-    for (const harness_case *t = harness_group_next("oclgrind/tiny", NULL); t;
-         t = harness_group_next("oclgrind/tiny", t)) {
+    for (const harness_case *t = harness_group_next(group, NULL); t;
+         t = harness_group_next(group, t)) {
         harness_case c = *t;
         c.params = params;
         for (int poison = 0; poison <= vector; poison++, runs++) {
@@ -100,6 +102,12 @@ static void run_set(harness_family f, const char *params)
     }
     CU_ASSERT(runs > 0);
     printf("\n");
+}
+
+/* the "oclgrind/tiny" rows */
+static void run_set(harness_family f, const char *params)
+{
+    run_group_set("oclgrind/tiny", f, params);
 }
 
 /* Small tiles make tiny shapes span several tiles and end inside one. */
@@ -116,6 +124,16 @@ static void test_tiled_default(void) { run_set(HARNESS_TILED, "rows=16,keys=32,w
 static void test_flash_small(void) { run_set(HARNESS_FLASH, "rows=8,keys=8,tm=2,tn=2"); }
 static void test_flash_odd(void) { run_set(HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1"); }
 static void test_flash_wide(void) { run_set(HARNESS_FLASH, "rows=16,keys=16,tm=1,tn=4"); }
+/* mma (its f16/bf16 rows; mma_ops.cl's emulation): two warps on tiles of
+ * 16 keys; one warp of two m-tiles on 32 keys */
+static void test_mma_two_warps(void)
+{
+    run_group_set("oclgrind/mma", HARNESS_MMA, "warps=2,keys=16");
+}
+static void test_mma_two_mtiles(void)
+{
+    run_group_set("oclgrind/mma", HARNESS_MMA, "warps=1,keys=32,mtiles=2");
+}
 
 /* row (n floats) as an int8 cache holds it: quantized and dequantized */
 static void quant_dequant_row(float *row, int n)
@@ -297,6 +315,8 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_flash_small),
     HARNESS_TEST(test_flash_odd),
     HARNESS_TEST(test_flash_wide),
+    HARNESS_TEST(test_mma_two_warps),
+    HARNESS_TEST(test_mma_two_mtiles),
     HARNESS_TEST(test_decode_vector),
     HARNESS_TEST(test_decode_tiled),
     HARNESS_TEST(test_decode_int8),

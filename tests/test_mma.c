@@ -1,0 +1,231 @@
+/* test_mma.c -- the mma family's parameters (cl/mma.cl,
+ * host/kernels/desc_mma.c): what attn_context_set_params and the planner
+ * refuse, the __local and private estimates and the shrink loop at the
+ * H200's limits, the plan attn_prepare reports, the problems it cannot run
+ * (f32, head dims not a multiple of 16) keeping the device's plan with one
+ * INFO line, decode keeping its own, and the tuner searching it only when
+ * named. Its results are checked in the forward matrices (test_forward,
+ * test_variants*, test_seed_failures: the HARNESS_MMA runs). */
+#include "cases.h"
+#include "kernels/kernel_desc.h"
+#include "tuning/tuning.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* B = 1, Hq 2, Hkv 1, causal, q_len = kv_len = s, storage t */
+static attn_problem problem(int D, int s, attn_dtype t)
+{
+    attn_problem p = harness_problem(1, 2, 1, D, s, s, 1);
+    p.dtype = t;
+    return p;
+}
+
+static attn_context *context(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    return ctx;
+}
+
+static void test_mma_params_refused(void)
+{
+    attn_context *ctx = context();
+    /* out of range or not a power of two: refused when set */
+    const char *bad[] = {"family=mma,warps=3", "family=mma,warps=16", "family=mma,keys=48",
+                         "family=mma,keys=8", "family=mma,mtiles=3"};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
+        CU_ASSERT_EQUAL(attn_context_set_params(ctx, bad[i]), ATTN_ERROR_INVALID_ARGUMENT);
+        printf("\n  %s: %s", bad[i], attn_last_error(ctx));
+        CU_ASSERT(strncmp(attn_last_error(ctx), "attn_context_set_params: ", 25) == 0);
+    }
+    harness_use_params(ctx, NULL);
+}
+
+/* The legality check, the formulas and the shrink loop against the H200's
+ * limits (48 KiB of __local, 1024 work-items), whatever device runs it. */
+static void test_mma_gpu_limits(void)
+{
+    const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132};
+    attn_problem p = problem(128, 512, ATTN_F16);
+    attn_params pr = attn_params_defaults(ATTN_FAMILY_MMA);
+    char err[256] = "";
+    /* D 128, 64 keys, 4 warps: K 64 x 68, Vt 128 x 36, scratch 4 x 192
+     * uints = 38912 bytes; 128 work-items, 64 rows */
+    CU_ASSERT(attn_params_legal(&pr, &h200, &p, err, sizeof err));
+    CU_ASSERT_EQUAL(attn_params_local_bytes(&pr, &p), 4u * (64 * 68 + 128 * 36 + 4 * 192));
+    CU_ASSERT_EQUAL(attn_params_local_bytes(&pr, &p), 38912u);
+    CU_ASSERT_EQUAL(attn_params_work_group(&pr), 128u);
+    CU_ASSERT_EQUAL(attn_params_block_rows(&pr), 64);
+    /* qa 8 uint4, acc 16 float4, s 8 float4, 7 values x 2 rows */
+    CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &pr, &p),
+                    4u * (32 + 64 + 32 + 14));
+    /* D 256: 73728 bytes, too many; the shrink loop halves the keys to 32 */
+    p.head_dim = 256;
+    CU_ASSERT(!attn_params_legal(&pr, &h200, &p, err, sizeof err));
+    printf("\n  D 256 defaults: %s", err);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "73728 bytes of local memory"));
+    attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &h200, &p);
+    CU_ASSERT(attn_params_legal(&pr, &h200, &p, err, sizeof err));
+    CU_ASSERT_EQUAL(pr.block_keys, 32);
+    CU_ASSERT_EQUAL(pr.mma_warps, 4);
+    CU_ASSERT_EQUAL(attn_params_local_bytes(&pr, &p), 4u * (32 * 132 + 256 * 20 + 4 * 192));
+    CU_ASSERT(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &pr, &p) <= ATTN_PRIVATE_BUDGET_GPU);
+    /* 8 warps, two m-tiles: 256 work-items, 256 rows a work-group */
+    pr.mma_warps = 8, pr.mma_mtiles = 2, pr.block_keys = 16, p.head_dim = 64;
+    CU_ASSERT(attn_params_legal(&pr, &h200, &p, err, sizeof err));
+    CU_ASSERT_EQUAL(attn_params_work_group(&pr), 256u);
+    CU_ASSERT_EQUAL(attn_params_block_rows(&pr), 256);
+    /* a device of 128 work-items a work-group */
+    const attn_device_limits small = {CL_DEVICE_TYPE_GPU, 48 * 1024, 128, 8};
+    CU_ASSERT(!attn_params_legal(&pr, &small, &p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "256 work-items a work-group exceed the device's max 128"));
+    /* the problems it cannot run, whatever the tunables */
+    p.dtype = ATTN_F32;
+    CU_ASSERT(!attn_params_legal(&pr, &h200, &p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "the family mma runs f16 and bf16 storage only"));
+    p.dtype = ATTN_BF16, p.head_dim = 40;
+    CU_ASSERT(!attn_params_legal(&pr, &h200, &p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "multiple of 16"));
+    p.head_dim = 272;
+    CU_ASSERT_PTR_NOT_NULL(attn_family_refuses(ATTN_FAMILY_MMA, &p));
+    p.head_dim = 16;
+    CU_ASSERT_PTR_NULL(attn_family_refuses(ATTN_FAMILY_MMA, &p));
+}
+
+static void test_mma_plan(void)
+{
+    attn_context *ctx = context();
+    attn_problem p = problem(32, 40, ATTN_BF16);
+    attn_plan_info h, o;
+    CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &h), ATTN_SUCCESS);
+    CU_ASSERT_STRING_NOT_EQUAL(h.family, "mma"); /* nobody's default */
+    const char *want = "family=mma,warps=2,keys=32,mtiles=2";
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, want), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &o), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(o.family, "mma");
+    CU_ASSERT_STRING_EQUAL(o.source, "override");
+    CU_ASSERT_STRING_EQUAL(o.params, want);
+    /* by hand from cl/mma.cl at D 32: K 32 x (16 + 4), Vt 32 x (16 + 4),
+     * scratch 2 x 192 uints; qa 2 x 2 uint4, acc 2 x 4 float4, s 4 float4,
+     * 7 values x 4 rows */
+    CU_ASSERT_EQUAL(o.local_bytes, 4u * (32 * 20 + 32 * 20 + 2 * 192));
+    CU_ASSERT_EQUAL(o.private_bytes, 4u * (16 + 32 + 16 + 28));
+    harness_use_params(ctx, NULL);
+}
+
+/* the INFO lines the planner logs, for test_mma_fallback */
+static char g_info[1024];
+static void keep_info(attn_log_level level, const char *message, void *user)
+{
+    (void)user;
+    if (level == ATTN_LOG_INFO && strstr(message, "family mma"))
+        snprintf(g_info, sizeof g_info, "%s", message);
+}
+
+/* Problems mma cannot run, forced: the device's own plan, one INFO line
+ * saying why, a correct result; the HARNESS_MMA runs of the case table
+ * skip such cases (cases.c), so this is their one check. */
+static void test_mma_fallback(void)
+{
+    attn_context *ctx = context();
+    const attn_dtype types[] = {ATTN_F32, ATTN_F16};
+    const int dims[] = {64, 40};
+    for (int i = 0; i < 2; i++) {
+        attn_problem p = problem(dims[i], 23, types[i]);
+        attn_plan_info plain, forced;
+        CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &plain), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=mma,warps=2"), ATTN_SUCCESS);
+        g_info[0] = 0;
+        attn_set_log_callback(keep_info, NULL, ATTN_LOG_INFO);
+        CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &forced), ATTN_SUCCESS);
+        attn_set_log_callback(NULL, NULL, ATTN_LOG_WARN);
+        printf("\n  %s D%d under family=mma: %s (%s)", i ? "f16" : "f32", dims[i],
+               forced.params, g_info);
+        CU_ASSERT_STRING_EQUAL(forced.family, plain.family);
+        CU_ASSERT_STRING_EQUAL(forced.params, plain.params);
+        CU_ASSERT_STRING_EQUAL(forced.source, "heuristic");
+        CU_ASSERT_PTR_NOT_NULL(strstr(g_info, i ? "multiple of 16" : "f16 and bf16"));
+        harness_use_params(ctx, NULL);
+    }
+    /* and it runs: a case the mma runs skip, through the fallback */
+    harness_case c = *harness_case_named("D40 MQA Sq7 Skv33");
+    c.families = HARNESS_VECTOR; /* harness_case_run skips HARNESS_MMA here */
+    c.params = NULL;
+    const attn_problem cp = harness_case_problem(&c);
+    CU_ASSERT_PTR_NOT_NULL(attn_family_refuses(ATTN_FAMILY_MMA, &cp));
+    const float amp = 1.0f;
+    const size_t nq = (size_t)c.B * c.Hq * c.Sq * c.D, nkv = (size_t)c.B * c.Hkv * c.Skv * c.D;
+    float *q = harness_xalloc(nq), *k = harness_xalloc(nkv), *v = harness_xalloc(nkv);
+    float *o = harness_xalloc(nq), *l = harness_xalloc((size_t)c.B * c.Hq * c.Sq);
+    harness_fill_qkv(q, nq, k, v, nkv, 41, amp, -2.0f, 2.0f);
+    CU_ASSERT_EQUAL(harness_case_exec(&c, HARNESS_MMA, attn_forward, "attn_forward", q, k, v, o, l),
+                    0);
+    CU_ASSERT_EQUAL(harness_check_reference("D40 f32 under family=mma", &cp, NULL, q, k, v, o, l,
+                                            41),
+                    0);
+    free(q), free(k), free(v), free(o), free(l);
+}
+
+/* Decode has no mma kernel: forced, it keeps the device's plan. */
+static void test_mma_decode_keeps_its_plan(void)
+{
+    attn_context *ctx = context();
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 1, 1, 32, 64, ATTN_F16, &cache), ATTN_SUCCESS);
+    attn_problem p = problem(32, 64, ATTN_F16);
+    p.q_len = 1;
+    attn_plan_info plain, forced;
+    CU_ASSERT_EQUAL_FATAL(attn_decode_prepare(ctx, cache, &p, &plain), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=mma,warps=2"), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_decode_prepare(ctx, cache, &p, &forced), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(forced.family, plain.family);
+    CU_ASSERT_STRING_EQUAL(forced.source, "heuristic");
+    attn_kv_cache_release(cache);
+    harness_use_params(ctx, NULL);
+}
+
+/* The tuner's candidates: mma's only when named, all of them legal, none
+ * for a problem it cannot run. */
+static void test_mma_search(void)
+{
+    const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132};
+    attn_problem p = problem(128, 512, ATTN_F16);
+    const attn_params base = attn_params_defaults(ATTN_FAMILY_TILED);
+    attn_params *list = NULL;
+    int n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, 0, &base, 0, &list);
+    CU_ASSERT(n > 0);
+    for (int i = 0; i < n; i++) CU_ASSERT_NOT_EQUAL(list[i].family, ATTN_FAMILY_MMA);
+    free(list);
+    n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, 0, &base, 1u << ATTN_FAMILY_MMA,
+                              &list);
+    /* 4 warps x 4 keys x 2 m-tiles, less 128 keys (K 128 x 68 + Vt 128 x
+     * 68 uints and the scratch: 73 KiB and more) */
+    CU_ASSERT_EQUAL(n, 4 * 3 * 2);
+    char err[256];
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(list[i].family, ATTN_FAMILY_MMA);
+        CU_ASSERT(attn_params_legal(&list[i], &h200, &p, err, sizeof err));
+    }
+    free(list);
+    p.dtype = ATTN_F32;
+    n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, 0, &base, 1u << ATTN_FAMILY_MMA,
+                              &list);
+    CU_ASSERT_EQUAL(n, 0);
+    free(list);
+}
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_mma_params_refused),
+    HARNESS_TEST(test_mma_gpu_limits),
+    HARNESS_TEST(test_mma_plan),
+    HARNESS_TEST(test_mma_fallback),
+    HARNESS_TEST(test_mma_decode_keeps_its_plan),
+    HARNESS_TEST(test_mma_search),
+    HARNESS_END,
+};
+
+static void register_tests(void) { harness_add_suite("mma", tests); }
+
+int main(void) { return harness_run("test_mma", register_tests); }
