@@ -156,13 +156,7 @@ void attn_fwd_flash(FWD_TILE_PARAMS)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
-        /* only a tile reaching past some live row's end or before its start
-         * needs each row's limits (tiled_core.cl's rule) */
-#if WINDOW
-        const int guard = j0 + BLOCK_KEYS > hmin || j0 < lmax;
-#else
-        const int guard = j0 + BLOCK_KEYS > hmin;
-#endif
+        const int guard = tile_guard(j0, BLOCK_KEYS, hmin, lmax);
         float s[TILE_M][TILE_N];
         for (int i = 0; i < TILE_M; i++)
             for (int j = 0; j < TILE_N; j++) s[i][j] = 0.0f;

@@ -173,13 +173,7 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
-        /* only a tile reaching past some live row's end or before its start
-         * needs each row's limits (tiled_core.cl's rule) */
-#if WINDOW
-        const int guard = j0 + BLOCK_KEYS > hmin || j0 < lmax;
-#else
-        const int guard = j0 + BLOCK_KEYS > hmin;
-#endif
+        const int guard = tile_guard(j0, BLOCK_KEYS, hmin, lmax);
         MMA_LOOP
         for (int mt = 0; mt < MMA_MTILES; mt++) {
             const int r0 = 2 * mt, r1 = r0 + 1;
@@ -236,7 +230,9 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
                 }
             }
         }
-        barrier(CLK_LOCAL_MEM_FENCE); /* before the next tile overwrites k, vt */
+        /* before the next tile overwrites k, vt (needed with the PTX: the
+         * emulation's own barriers would hide its absence from Oclgrind) */
+        barrier(CLK_LOCAL_MEM_FENCE);
     }
 
     /* each row's sum over its four lanes (the whole work-group: mma_xor) */

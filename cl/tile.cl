@@ -155,3 +155,15 @@ inline int tile_mask_kind(variants va, tile_rows m, int b, int nrows, int nkeys,
     return MASK_TILE_MIXED;
 #endif
 }
+
+/* Whether a tile of keys [j0, j0 + nkeys) needs each row's limits: it
+ * reaches past some live row's end (hmin, tile_span) or, with a window,
+ * before some row's start (lmax). tiled_core.cl's rule. */
+inline int tile_guard(int j0, int nkeys, int hmin, int lmax)
+{
+#if WINDOW
+    return j0 + nkeys > hmin || j0 < lmax;
+#else
+    return j0 + nkeys > hmin;
+#endif
+}

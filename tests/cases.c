@@ -555,3 +555,22 @@ int harness_run_group(const char *group, harness_entry entry, const char *entry_
 }
 
 int harness_case_runs(void) { return g_runs; }
+
+void harness_decode_keeps_plan(const char *params, attn_dtype dtype)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 1, 1, 32, 64, dtype, &cache), ATTN_SUCCESS);
+    attn_problem p = harness_problem(1, 2, 1, 32, 1, 64, 1);
+    p.dtype = dtype;
+    attn_plan_info plain, forced;
+    CU_ASSERT_EQUAL_FATAL(attn_decode_prepare(ctx, cache, &p, &plain), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_decode_prepare(ctx, cache, &p, &forced), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(forced.family, plain.family);
+    CU_ASSERT_STRING_EQUAL(forced.source, "heuristic");
+    printf("\n  decode under %s: %s", params, forced.params);
+    attn_kv_cache_release(cache);
+    harness_use_params(ctx, NULL);
+}

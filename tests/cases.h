@@ -247,6 +247,11 @@ int harness_run_group_as(const char *group, harness_entry entry, const char *ent
                          unsigned families, const char *params);
 int harness_run_group(const char *group, harness_entry entry, const char *entry_name);
 
+/* A decode (q_len 1 over a cache of dtype) with params forced, naming a
+ * family without a decode kernel (flash, mma): the plan is the device's
+ * own, as without the override. */
+void harness_decode_keeps_plan(const char *params, attn_dtype dtype);
+
 /* How many case runs (one per family) this process has made: the suites
  * print it so that coverage is counted, not guessed. */
 int harness_case_runs(void);

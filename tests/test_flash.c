@@ -118,20 +118,7 @@ static void test_flash_plan(void)
  * family=flash forced (seed/kv_cache_decode). */
 static void test_flash_decode_keeps_its_plan(void)
 {
-    attn_context *ctx = context();
-    attn_kv_cache *cache = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 1, 1, 32, 64, ATTN_F32, &cache), ATTN_SUCCESS);
-    attn_problem p = problem(32, 64);
-    p.q_len = 1;
-    attn_plan_info plain, forced;
-    CU_ASSERT_EQUAL_FATAL(attn_decode_prepare(ctx, cache, &p, &plain), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=flash,rows=64"), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(attn_decode_prepare(ctx, cache, &p, &forced), ATTN_SUCCESS);
-    CU_ASSERT_STRING_EQUAL(forced.family, plain.family);
-    CU_ASSERT_STRING_EQUAL(forced.source, "heuristic");
-    printf("\n  decode under family=flash: %s", forced.params);
-    attn_kv_cache_release(cache);
-    harness_use_params(ctx, NULL);
+    harness_decode_keeps_plan("family=flash,rows=64", ATTN_F32);
 }
 
 static const harness_test tests[] = {

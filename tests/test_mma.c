@@ -171,19 +171,7 @@ static void test_mma_fallback(void)
 /* Decode has no mma kernel: forced, it keeps the device's plan. */
 static void test_mma_decode_keeps_its_plan(void)
 {
-    attn_context *ctx = context();
-    attn_kv_cache *cache = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 1, 1, 32, 64, ATTN_F16, &cache), ATTN_SUCCESS);
-    attn_problem p = problem(32, 64, ATTN_F16);
-    p.q_len = 1;
-    attn_plan_info plain, forced;
-    CU_ASSERT_EQUAL_FATAL(attn_decode_prepare(ctx, cache, &p, &plain), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=mma,warps=2"), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(attn_decode_prepare(ctx, cache, &p, &forced), ATTN_SUCCESS);
-    CU_ASSERT_STRING_EQUAL(forced.family, plain.family);
-    CU_ASSERT_STRING_EQUAL(forced.source, "heuristic");
-    attn_kv_cache_release(cache);
-    harness_use_params(ctx, NULL);
+    harness_decode_keeps_plan("family=mma,warps=2", ATTN_F16);
 }
 
 /* The tuner's candidates: mma's only when named, all of them legal, none
