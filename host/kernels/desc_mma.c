@@ -3,11 +3,14 @@
  * operations of cl/mma_ops.cl, f32 accumulators). Inline PTX on NVIDIA
  * (cc >= 8.0); elsewhere mma_ops.cl emulates each warp-level operation
  * through __local memory and work-group barriers, correct but many times
- * slower than the other families: there it is for testing only. Nobody's
- * default: it runs when forced (ATTN_PARAMS, attn_context_set_params
- * "family=mma,...") or named by a tuning database entry, only for f16 and
- * bf16 storage with a head dim that is a multiple of 16 up to 256 (another
- * problem keeps the device's own plan: plan.c), and has no decode kernel. */
+ * slower than the other families: there it is for testing only. It is the
+ * heuristic's choice only on a device where host/attention/mma_gate.c
+ * verified it (NVIDIA, compute capability 8.0 or more: the PTX built, the
+ * fragment operations exact, a small f16 and bf16 forward right);
+ * elsewhere it runs when forced (ATTN_PARAMS, attn_context_set_params
+ * "family=mma,...") or named by a tuning database entry. Only f16 and bf16
+ * storage with a head dim that is a multiple of 16 up to 256 (another
+ * problem keeps the device's own plan: plan.c); no decode kernel. */
 #include "kernels/kernel_desc.h"
 
 #include <stddef.h>

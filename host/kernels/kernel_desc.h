@@ -80,7 +80,8 @@ typedef struct attn_family_desc {
      * head dim), or NULL for a family that runs every problem */
     const char *(*refuses)(const attn_problem *p);
     /* 1: the tuner searches the family only when asked for it by name
-     * (attn-tune --family), not among all families */
+     * (attn-tune --family) or where it is the default plan (mma on a
+     * device where mma_gate.c verified it), not among all families */
     int search_named_only;
 } attn_family_desc;
 

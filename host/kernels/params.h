@@ -12,7 +12,8 @@ typedef enum attn_family {
     ATTN_FAMILY_VECTOR = 1, /* CPU-style: one work-item per work-group, cl/vector.cl */
     ATTN_FAMILY_FLASH = 2,  /* GPU prefill with register micro-tiles, cl/flash.cl; only when
                              * forced or tuned (unmeasured on GPUs: desc_flash.c) */
-    ATTN_FAMILY_MMA = 3,    /* GPU prefill on tensor-core fragments, cl/mma.cl; only when
+    ATTN_FAMILY_MMA = 3,    /* GPU prefill on tensor-core fragments, cl/mma.cl; the
+                             * default where mma_gate.c verified it, else only when
                              * forced or tuned (desc_mma.c) */
     ATTN_FAMILY_COUNT = 4
 } attn_family;

@@ -73,7 +73,11 @@ int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_p
     int count = 0;
     for (int fi = 0; fi < attn_family_desc_count; fi++) {
         const attn_family_desc *f = attn_family_descs[fi];
-        if (families ? !(families & (1u << f->family)) : f->search_named_only) continue;
+        /* a named-only family (mma) is searched unnamed where it is the
+         * default (base: the heuristic's plan), i.e. where it was verified */
+        if (families ? !(families & (1u << f->family))
+                     : f->search_named_only && base->family != f->family)
+            continue;
         if (!f->entry[entry].kernel) continue; /* no such kernel (flash's decode) */
         const int na = attn_search_axes(f->family, entry, ax, ATTN_SEARCH_MAX_AXES);
         int idx[ATTN_SEARCH_MAX_AXES] = {0};
