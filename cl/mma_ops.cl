@@ -126,36 +126,21 @@ inline uint mma_tf32_of(float x)
 #ifdef MMA_PTX
 #define MMA_SCRATCH_WORDS 1 /* unused */
 
-inline void mma_f16(float4 *d, uint4 a, uint2 b, __local uint *ws)
-{
-    (void)ws;
-    float d0 = d->s0, d1 = d->s1, d2 = d->s2, d3 = d->s3;
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.f16.f16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
-                 : "r"(a.s0), "r"(a.s1), "r"(a.s2), "r"(a.s3), "r"(b.s0), "r"(b.s1));
-    *d = (float4)(d0, d1, d2, d3);
-}
-inline void mma_bf16(float4 *d, uint4 a, uint2 b, __local uint *ws)
-{
-    (void)ws;
-    float d0 = d->s0, d1 = d->s1, d2 = d->s2, d3 = d->s3;
-    asm volatile("mma.sync.aligned.m16n8k16.row.col.f32.bf16.bf16.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
-                 : "r"(a.s0), "r"(a.s1), "r"(a.s2), "r"(a.s3), "r"(b.s0), "r"(b.s1));
-    *d = (float4)(d0, d1, d2, d3);
-}
-inline void mma_tf32(float4 *d, uint4 a, uint2 b, __local uint *ws)
-{
-    (void)ws;
-    float d0 = d->s0, d1 = d->s1, d2 = d->s2, d3 = d->s3;
-    asm volatile("mma.sync.aligned.m16n8k8.row.col.f32.tf32.tf32.f32 {%0,%1,%2,%3}, "
-                 "{%4,%5,%6,%7}, {%8,%9}, {%0,%1,%2,%3};"
-                 : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)
-                 : "r"(a.s0), "r"(a.s1), "r"(a.s2), "r"(a.s3), "r"(b.s0), "r"(b.s1));
-    *d = (float4)(d0, d1, d2, d3);
-}
+/* one mma.sync of the given shape and types: D = A.B + D, in place */
+#define MMA_PTX_OP(name, shape_types)                                                          \
+    inline void name(float4 *d, uint4 a, uint2 b, __local uint *ws)                           \
+    {                                                                                         \
+        (void)ws;                                                                             \
+        float d0 = d->s0, d1 = d->s1, d2 = d->s2, d3 = d->s3;                                 \
+        asm volatile("mma.sync.aligned." shape_types " {%0,%1,%2,%3}, {%4,%5,%6,%7}, "       \
+                     "{%8,%9}, {%0,%1,%2,%3};"                                                \
+                     : "+f"(d0), "+f"(d1), "+f"(d2), "+f"(d3)                                 \
+                     : "r"(a.s0), "r"(a.s1), "r"(a.s2), "r"(a.s3), "r"(b.s0), "r"(b.s1));     \
+        *d = (float4)(d0, d1, d2, d3);                                                        \
+    }
+MMA_PTX_OP(mma_f16, "m16n8k16.row.col.f32.f16.f16.f32")
+MMA_PTX_OP(mma_bf16, "m16n8k16.row.col.f32.bf16.bf16.f32")
+MMA_PTX_OP(mma_tf32, "m16n8k8.row.col.f32.tf32.tf32.f32")
 inline float mma_xor(float v, int mask, __local uint *ws)
 {
     (void)ws;
