@@ -4,7 +4,9 @@
  * instead of the tensor cores), the heuristic's default for f16 and bf16
  * problems, correct results through it, the other families for the rest;
  * and a doctored family or fragment operation caught by the first-use
- * verification, which falls back without failing the caller's call. */
+ * verification, which falls back without failing the caller's call, even
+ * when the family is forced; and a long block through a KV cache keeps
+ * the plan it had without the gate. */
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
 #include "harness.h"
@@ -94,6 +96,26 @@ static void test_assumed_default(void)
         planned(ctx, &rest[i], &info);
         CU_ASSERT_STRING_NOT_EQUAL(info.family, "mma");
     }
+    /* a long block through a KV cache is planned as a prefill, and mma
+     * cannot read a cache: the plan is the one the device makes without
+     * mma (the prefill family that reads the cache), as before the gate.
+     * Paged by 16: the decode plan would clamp keys to 16, the prefill's
+     * keeps its 32 (test_decode_prefill's tell) */
+    attn_kv_cache *cache = NULL;
+    const attn_kv_cache_desc desc = {.batch = 1, .kv_heads = 2, .head_dim = 64, .capacity = 128,
+                                     .dtype = ATTN_F16, .block_size = 16};
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
+    attn_problem dp = problem(ATTN_F16, 64);
+    dp.q_len = 80;
+    attn_plan_info with, without;
+    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &dp, &with), ATTN_SUCCESS);
+    attn_mma_assume(ctx, 0);
+    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &dp, &without), ATTN_SUCCESS);
+    printf("\n  long block: %s %s (without mma: %s %s)", with.family, with.params,
+           without.family, without.params);
+    CU_ASSERT_STRING_EQUAL(with.family, without.family);
+    CU_ASSERT_STRING_EQUAL(with.params, without.params);
+    attn_kv_cache_release(cache);
     attn_context_release(ctx);
 }
 
@@ -141,6 +163,12 @@ static void check_doctored(const char *file, const char *from, const char *to, c
     printf("\n  doctored %s: %s", file, why);
     CU_ASSERT_EQUAL(usable, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(why, why_has));
+    /* forced, it is refused too (the tensor cores' build would run there):
+     * the device's plan, right results, no error */
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=mma,warps=2"), ATTN_SUCCESS);
+    planned(ctx, &p, &info);
+    CU_ASSERT_STRING_NOT_EQUAL(info.family, "mma");
+    CU_ASSERT_EQUAL(harness_forward_check(ctx, &p, 74), 0);
     attn_context_release(ctx);
     harness_remove_tree(dir);
 }

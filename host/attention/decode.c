@@ -126,6 +126,12 @@ static attn_status plan_long(attn_context *ctx, const attn_kv_cache *c, int page
 {
     attn_status st = attn_plan(ctx, ATTN_ENTRY_PREFILL, full, pr, source);
     if (st != ATTN_SUCCESS) return st;
+    if (!attn_family_kernel(pr->family, ATTN_ENTRY_DECODE) && strcmp(*source, "heuristic") == 0) {
+        /* the verified mma default, which cannot read a cache: the device's
+         * prefill plan without it, which can (tiled on a GPU) */
+        const attn_device_limits dev = attn_context_limits(ctx);
+        *pr = attn_plan_heuristic(ATTN_ENTRY_PREFILL, &dev, full);
+    }
     *prefill = pr->family == ATTN_FAMILY_VECTOR;
     if (*prefill) return ATTN_SUCCESS;
     if (attn_family_kernel(pr->family, ATTN_ENTRY_DECODE)) {

@@ -91,6 +91,12 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
                               ? attn_family_refuses(pr.family, p)
                               : entry == ATTN_ENTRY_DECODE ? "has no decode kernel"
                                                            : "has no forward kernel";
+    /* forced or tuned where its own kernels would be the tensor cores', mma
+     * runs only once mma_gate.c verified it: a PTX build that fails, or
+     * fragments that compute wrong, must not reach the caller */
+    if (!refused && pr.family == ATTN_FAMILY_MMA && (attn_mma_ptx(ctx) || ctx->mma_assume) &&
+        !attn_mma_usable(ctx))
+        refused = "is not verified on this device (attn_family_status says why)";
     if (refused) {
         /* a family forced or tuned for what it cannot run (flash's and
          * mma's decode, mma's f32): the device's own choice, so that one
