@@ -165,17 +165,16 @@ static int parse_args(int argc, char **argv, options *o)
             o->max_candidates = (int)v;
             break;
         }
-        case OPT_FAMILY:
-            if (strcmp(optarg, "tiled") == 0) o->families = 1u << ATTN_FAMILY_TILED;
-            else if (strcmp(optarg, "vector") == 0) o->families = 1u << ATTN_FAMILY_VECTOR;
-            else if (strcmp(optarg, "flash") == 0) o->families = 1u << ATTN_FAMILY_FLASH;
-            else if (strcmp(optarg, "mma") == 0) o->families = 1u << ATTN_FAMILY_MMA;
+        case OPT_FAMILY: {
+            const int f = attn_family_named(optarg); /* the descriptors' names */
+            if (f >= 0) o->families = 1u << f;
             else {
                 fprintf(stderr, "attn-tune: --family wants tiled, vector, flash or mma, not '%s'\n",
                         optarg);
                 bad = 1;
             }
             break;
+        }
         case OPT_FORCE: o->force = 1; break;
         case OPT_SEED:
             errno = 0;

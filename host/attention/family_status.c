@@ -3,10 +3,9 @@
 #include "attention/mma_gate.h"
 #include "core/context.h"
 #include "core/errors.h"
-#include "kernels/kernel_desc.h"
+#include "kernels/params.h"
 
 #include <stdio.h>
-#include <string.h>
 
 attn_status attn_family_status(attn_context *ctx, const char *family, int *usable, char *why,
                                size_t why_size)
@@ -14,16 +13,14 @@ attn_status attn_family_status(attn_context *ctx, const char *family, int *usabl
     if (!ctx) return attn_fail_null(__func__, "ctx");
     attn_call_begin(ctx, __func__);
     attn_status st = ATTN_SUCCESS;
-    const attn_family_desc *d = NULL;
-    for (int i = 0; family && i < attn_family_desc_count; i++)
-        if (strcmp(attn_family_descs[i]->name, family) == 0) d = attn_family_descs[i];
+    const int f = attn_family_named(family);
     if (!family || !usable)
         st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s is NULL", !family ? "family" : "usable");
-    else if (!d)
+    else if (f < 0)
         st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "family \"%.40s\" is not a kernel family "
                        "(vector, tiled, flash, mma)", family);
     else {
-        *usable = d->family != ATTN_FAMILY_MMA || attn_mma_usable(ctx);
+        *usable = f != ATTN_FAMILY_MMA || attn_mma_usable(ctx);
         if (why && why_size) snprintf(why, why_size, "%s", *usable ? "" : attn_mma_why(ctx));
     }
     attn_call_end(ctx);

@@ -247,10 +247,18 @@ static const attn_tunable_desc *find_tunable(const char *name, const attn_family
     return NULL;
 }
 
+int attn_family_named(const char *name)
+{
+    for (int d = 0; name && d < attn_family_desc_count; d++)
+        if (strcmp(attn_family_descs[d]->name, name) == 0) return attn_family_descs[d]->family;
+    return -1;
+}
+
+/* family=NAME or its number */
 static int family_value(const char *value)
 {
-    for (int d = 0; d < attn_family_desc_count; d++)
-        if (strcmp(attn_family_descs[d]->name, value) == 0) return attn_family_descs[d]->family;
+    const int named = attn_family_named(value);
+    if (named >= 0) return named;
     char *end;
     long v = strtol(value, &end, 10);
     return end != value && !*end && attn_family_desc_of((int)v) ? (int)v : -1;

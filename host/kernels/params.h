@@ -95,6 +95,9 @@ int attn_family_sources(int family, int entry, const char *const **names);
  * has none for it (flash has no decode kernel). */
 const char *attn_family_kernel(int family, int entry);
 
+/* The family called name ("tiled", "vector", "flash", "mma"), or -1. */
+int attn_family_named(const char *name);
+
 /* Query rows per work-group of a prefill launch: the field block_rows, or
  * what the family derives from its tunables (mma: 16 x m-tiles x warps). */
 int attn_params_block_rows(const attn_params *pr);
