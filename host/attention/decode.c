@@ -254,8 +254,8 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
     const attn_karg main_args[] = {
         ATTN_KARG(q->buffer), ATTN_KARG(qg), ATTN_KV_KARGS(ka), ATTN_KARG(o->buffer),
         ATTN_KARG(og), ATTN_KARG(lse_arg), ATTN_KARG(write_lse), ATTN_KARG(part_o),
-        ATTN_KARG(part_lse), ATTN_KARG(nsplit), ATTN_KARG(chunk), ATTN_KARG(lens), ATTN_KARG(hq), ATTN_KARG(hkv), ATTN_KARG(sq),
-        ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(ntiles)};
+        ATTN_KARG(part_lse), ATTN_KARG(nsplit), ATTN_KARG(chunk), ATTN_KARG(lens), ATTN_KARG(hq),
+        ATTN_KARG(hkv), ATTN_KARG(sq), ATTN_KARG(causal), ATTN_KARG(qscale), ATTN_KARG(ntiles)};
     if ((st = attn_kernel_set_args(ctx, main_k, main_args, ATTN_NARGS(main_args))) ||
         (st = attn_kernel_set_args_at(ctx, main_k, ATTN_NARGS(main_args), attn_variant_kargs(&va),
                                       ATTN_VARIANT_NARGS)))
