@@ -47,8 +47,9 @@ static size_t dt4_of(const attn_params *pr, int head_dim)
 }
 
 /* Bytes of the __local struct flash_local in cl/flash.cl. */
-static size_t local_bytes(const attn_params *pr, int head_dim)
+static size_t local_bytes(const attn_params *pr, const attn_problem *p)
 {
+    const int head_dim = p->head_dim;
     const size_t ds4 = d4_of(head_dim) + 1; /* DS4: row stride in float4 */
     const size_t rows = (size_t)pr->block_rows, keys = (size_t)pr->block_keys;
     size_t bytes = 16 * rows * ds4;                              /* q */

@@ -46,8 +46,9 @@ static const char *refuses(const attn_problem *p)
 
 /* Bytes of attn_fwd_mma's __local arrays (cl/mma.cl); row strides 4 uints
  * past the row (KS, VS). */
-static size_t local_bytes(const attn_params *pr, int head_dim)
+static size_t local_bytes(const attn_params *pr, const attn_problem *p)
 {
+    const int head_dim = p->head_dim;
     const size_t d = (size_t)head_dim, keys = (size_t)pr->block_keys;
     size_t words = keys * (d / 2 + 4);                          /* k: [keys][D/2 + 4] */
     words += d * (keys / 2 + 4);                                /* vt: [D][keys/2 + 4] */

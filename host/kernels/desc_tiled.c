@@ -24,8 +24,9 @@ static const attn_constraint constraints[] = {
 
 /* Bytes of the __local struct tiled_local in cl/tiled_core.cl, which both
  * entry kernels (tiled.cl, decode_tiled.cl) declare. */
-static size_t local_bytes(const attn_params *pr, int head_dim)
+static size_t local_bytes(const attn_params *pr, const attn_problem *p)
 {
+    const int head_dim = p->head_dim;
     size_t d4 = (size_t)((head_dim + 3) / 4) * 4 + 4; /* padded row stride, floats */
     size_t bytes = (size_t)pr->block_rows * d4 * 4;               /* Q */
     bytes += (size_t)pr->block_rows * pr->block_keys * 4;          /* scores */

@@ -59,8 +59,9 @@ typedef struct attn_family_desc {
     /* the field that is the work-group size (bounded by the device), or
      * (size_t)-1: one work-item per work-group */
     size_t wg_offset;
-    /* bytes of __local memory the kernels declare, or NULL for none */
-    size_t (*local_bytes)(const attn_params *pr, int head_dim);
+    /* bytes of __local memory the kernels declare for p (its head dim and
+     * storage type), or NULL for none */
+    size_t (*local_bytes)(const attn_params *pr, const attn_problem *p);
     /* bytes of private (register) state one work-item of entry point
      * `entry` (ATTN_ENTRY_*) holds: the per-work-item arrays its kernel
      * declares, each term naming its array; what a GPU's register file must

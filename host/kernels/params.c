@@ -161,7 +161,7 @@ const char *attn_family_refuses(int family, const attn_problem *p)
 size_t attn_params_local_bytes(const attn_params *pr, const attn_problem *p)
 {
     const attn_family_desc *f = attn_family_desc_of(pr->family);
-    return f->local_bytes ? f->local_bytes(pr, p->head_dim) : 0;
+    return f->local_bytes ? f->local_bytes(pr, p) : 0;
 }
 
 size_t attn_params_private_bytes(int entry, const attn_params *pr, const attn_problem *p)
