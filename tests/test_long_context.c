@@ -5,13 +5,16 @@
  * the reference (double accumulation). Q is zero unless ATTN_LONG_Q_STD
  * says otherwise: every weight is then equal, the worst case for running
  * sums (before the compensated folds: 2.6e-3, 22x the tolerance), and with
- * constant V the exact result is V itself.
+ * constant V the exact result is V itself. The mma family's f32 path
+ * (3xTF32, plain sums) runs rows up to ATTN_MMA_F32_MAX_KEYS keys: there it
+ * must be within the tolerance too, and past it refused.
  *
  * ATTN_LONG_CONTEXT_TABLE=1 instead prints the error as a function of S
  * (4096 ... 1048576, constant and random V, each family and decode): the
  * table in README.md comes from it. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include "kernels/params.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -129,7 +132,7 @@ static result run(const char *family, int decode, int S, int const_v, int causal
 static const struct {
     const char *family;
     int decode;
-} paths[] = {{"vector", 0}, {"tiled", 0}, {"vector", 1}, {"tiled", 1}};
+} paths[] = {{"vector", 0}, {"tiled", 0}, {"vector", 1}, {"tiled", 1}, {"mma", 0}};
 #define NPATHS ((int)(sizeof paths / sizeof *paths))
 
 static void check(int path, int const_v, int causal)
@@ -151,11 +154,39 @@ static void test_tiled(void) { check(1, 1, 1); }
 static void test_decode_vector(void) { check(2, 1, 1); }
 static void test_decode_tiled(void) { check(3, 1, 1); }
 
+/* The family attn_prepare plans for S keys under family=mma. */
+static int plans_mma(int S)
+{
+    attn_context *ctx = harness_context();
+    const attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = D, .q_len = SQ,
+                            .kv_len = S, .dtype = ATTN_F32, .causal = 1};
+    attn_plan_info info;
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=mma"), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &info), ATTN_SUCCESS);
+    attn_context_set_params(ctx, NULL);
+    return strcmp(info.family, "mma") == 0;
+}
+
+/* mma's f32 at its longest row, equal weights: within the tolerance
+ * (measured: 0.4 of it at 4096 keys, 1.6 at 16384); one key more is
+ * refused (the device's family runs it). */
+static void test_mma_f32(void)
+{
+    const int S = ATTN_MMA_F32_MAX_KEYS;
+    CU_ASSERT(plans_mma(S));
+    CU_ASSERT(!plans_mma(S + 1));
+    result r = run("mma", 0, S, 1, 1);
+    printf("\n  mma f32 S=%d constant V causal: max rel %.3g, %.3g of the tolerance", S, r.max_rel,
+           r.ratio);
+    CU_ASSERT(r.ratio <= 1.0);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_vector),
     HARNESS_TEST(test_tiled),
     HARNESS_TEST(test_decode_vector),
     HARNESS_TEST(test_decode_tiled),
+    HARNESS_TEST(test_mma_f32),
     HARNESS_END,
 };
 
@@ -169,6 +200,11 @@ static void test_table(void)
     printf("\n| path | S | constant V: max rel error | random V: max abs error |\n|---|---|---|---|\n");
     for (int p = 0; p < NPATHS; p++)
         for (int i = 0; i < 4; i++) {
+            if (strcmp(paths[p].family, "mma") == 0 && lengths[i] > ATTN_MMA_F32_MAX_KEYS) {
+                printf("| mma | %d | (refused: f32 rows of at most %d keys) | |\n", lengths[i],
+                       ATTN_MMA_F32_MAX_KEYS);
+                continue;
+            }
             result c = run(paths[p].family, paths[p].decode, lengths[i], 1, paths[p].decode);
             result r = run(paths[p].family, paths[p].decode, lengths[i], 0, paths[p].decode);
             printf("| %s%s | %d | %.2g | %.2g |\n", paths[p].decode ? "decode " : "",

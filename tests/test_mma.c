@@ -1,8 +1,9 @@
 /* test_mma.c -- the mma family's parameters (cl/mma.cl,
  * host/kernels/desc_mma.c): what attn_context_set_params and the planner
  * refuse, the __local and private estimates and the shrink loop at the
- * H200's limits, the plan attn_prepare reports, the problems it cannot run
- * (f32, head dims not a multiple of 16) keeping the device's plan with one
+ * H200's limits (f32's too), the plan attn_prepare reports, the problems it
+ * cannot run (f32 past D 128 or its key limit, head dims not a multiple of
+ * 16) keeping the device's plan with one
  * INFO line, decode keeping its own, and the tuner searching it only when
  * named. Its results are checked in the forward matrices (test_forward,
  * test_variants*, test_seed_failures: the HARNESS_MMA runs). */
@@ -81,10 +82,27 @@ static void test_mma_gpu_limits(void)
     const attn_device_limits small = {CL_DEVICE_TYPE_GPU, 48 * 1024, 128, 8, 0};
     CU_ASSERT(!attn_params_legal(&pr, &small, &p, err, sizeof err));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "256 work-items a work-group exceed the device's max 128"));
-    /* the problems it cannot run, whatever the tunables */
-    p.dtype = ATTN_F32;
+    /* f32 (3xTF32): K and V as floats, Q's fragments twice the registers;
+     * at D 128 the defaults need 71680 bytes, the fit halves the keys */
+    p.dtype = ATTN_F32, p.head_dim = 128;
+    pr = attn_params_defaults(ATTN_FAMILY_MMA);
     CU_ASSERT(!attn_params_legal(&pr, &h200, &p, err, sizeof err));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "the family mma runs f16 and bf16 storage only"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "71680 bytes of local memory"));
+    attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &h200, &p);
+    CU_ASSERT_EQUAL(pr.block_keys, 32);
+    /* k [32][128 + 8], v [32][128 + 4] floats, scratch 4 x 192 uints */
+    CU_ASSERT_EQUAL(attn_params_local_bytes(&pr, &p), 4u * (32 * 136 + 32 * 132 + 4 * 192));
+    /* qa 16 float4, acc 16 float4, s 4 float4, 7 values x 2 rows */
+    CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &pr, &p),
+                    4u * (64 + 64 + 16 + 14));
+    /* the problems it cannot run, whatever the tunables */
+    p.head_dim = 144;
+    CU_ASSERT(!attn_params_legal(&pr, &h200, &p, err, sizeof err));
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "the family mma runs f32 with a head dim of at most 128"));
+    p.head_dim = 128, p.kv_len = ATTN_MMA_F32_MAX_KEYS + 1;
+    CU_ASSERT_PTR_NOT_NULL(attn_family_refuses(ATTN_FAMILY_MMA, &p));
+    p.kv_len = ATTN_MMA_F32_MAX_KEYS;
+    CU_ASSERT_PTR_NULL(attn_family_refuses(ATTN_FAMILY_MMA, &p));
     p.dtype = ATTN_BF16, p.head_dim = 40;
     CU_ASSERT(!attn_params_legal(&pr, &h200, &p, err, sizeof err));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "multiple of 16"));
@@ -131,7 +149,7 @@ static void test_mma_fallback(void)
 {
     attn_context *ctx = context();
     const attn_dtype types[] = {ATTN_F32, ATTN_F16};
-    const int dims[] = {64, 40};
+    const int dims[] = {144, 40};
     for (int i = 0; i < 2; i++) {
         attn_problem p = problem(dims[i], 23, types[i]);
         attn_plan_info plain, forced;
@@ -146,7 +164,7 @@ static void test_mma_fallback(void)
         CU_ASSERT_STRING_EQUAL(forced.family, plain.family);
         CU_ASSERT_STRING_EQUAL(forced.params, plain.params);
         CU_ASSERT_STRING_EQUAL(forced.source, "heuristic");
-        CU_ASSERT_PTR_NOT_NULL(strstr(g_info, i ? "multiple of 16" : "f16 and bf16"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(g_info, i ? "multiple of 16" : "f32 with a head dim of at most 128"));
         harness_use_params(ctx, NULL);
     }
     /* and it runs: a case the mma runs skip, through the fallback */
@@ -174,8 +192,8 @@ static void test_mma_decode_keeps_its_plan(void)
     harness_decode_keeps_plan("family=mma,warps=2", ATTN_F16);
 }
 
-/* The tuner's candidates: mma's only when named, all of them legal, none
- * for a problem it cannot run. */
+/* The tuner's candidates: mma's only when named, all of them legal (f32's
+ * fewer), none for a problem it cannot run. */
 static void test_mma_search(void)
 {
     const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 0};
@@ -197,7 +215,13 @@ static void test_mma_search(void)
         CU_ASSERT(attn_params_legal(&list[i], &h200, &p, err, sizeof err));
     }
     free(list);
+    /* f32: K and V as floats, 64 keys and more over 48 KiB */
     p.dtype = ATTN_F32;
+    n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, 0, &base, 1u << ATTN_FAMILY_MMA,
+                              &list);
+    CU_ASSERT_EQUAL(n, 4 * 2 * 2);
+    free(list);
+    p.head_dim = 144;
     n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, 0, &base, 1u << ATTN_FAMILY_MMA,
                               &list);
     CU_ASSERT_EQUAL(n, 0);

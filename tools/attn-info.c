@@ -107,8 +107,12 @@ static void print_mma(const char *selector)
     char why[256] = "";
     if (attn_family_status(ctx, "mma", &usable, why, sizeof why) != ATTN_SUCCESS)
         printf("mma family (tensor cores): not known (%s)\n", attn_last_error(ctx));
+    else if (usable && why[0])
+        printf("mma family (tensor cores): usable on the selected device for f16 and bf16 "
+               "(verified), not for f32: %s\n", why);
     else if (usable)
-        printf("mma family (tensor cores): usable on the selected device (verified)\n");
+        printf("mma family (tensor cores): usable on the selected device, f16, bf16 and f32 "
+               "(verified)\n");
     else
         printf("mma family (tensor cores): not used on the selected device: %s\n", why);
     attn_context_release(ctx);

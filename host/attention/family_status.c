@@ -20,8 +20,14 @@ attn_status attn_family_status(attn_context *ctx, const char *family, int *usabl
         st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "family \"%.40s\" is not a kernel family "
                        "(vector, tiled, flash, mma)", family);
     else {
-        *usable = f != ATTN_FAMILY_MMA || attn_mma_usable(ctx);
-        if (why && why_size) snprintf(why, why_size, "%s", *usable ? "" : attn_mma_why(ctx));
+        /* mma: the 16-bit verdict; when that is yes, f32's is decided too
+         * and why names a failure of it */
+        *usable = f != ATTN_FAMILY_MMA || attn_mma_usable(ctx, ATTN_F16);
+        const int f32 = f != ATTN_FAMILY_MMA || !*usable || attn_mma_usable(ctx, ATTN_F32);
+        if (why && why_size)
+            snprintf(why, why_size, "%s", !*usable ? attn_mma_why(ctx, ATTN_F16)
+                                          : f32    ? ""
+                                                   : attn_mma_why(ctx, ATTN_F32));
     }
     attn_call_end(ctx);
     return st;

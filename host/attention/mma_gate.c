@@ -3,8 +3,10 @@
  * compiler built the inline PTX, attn_mma_check found every fragment
  * operation exact, and a small forward per 16-bit type on the family
  * matched the CPU reference (check mode's comparison, as the tuner
- * verifies a candidate). Anything else is one log line saying why and the
- * device's other families, never an error to the caller. */
+ * verifies a candidate); f32 (3xTF32) after a forward of its own, so that
+ * an f32 path that misses its tolerance leaves the 16-bit types on the
+ * tensor cores. Anything else is one log line saying why and the device's
+ * other families, never an error to the caller. */
 #include "attention/mma_gate.h"
 
 #include "attention/check.h"
@@ -44,13 +46,17 @@ int attn_nv_compute_capability(cl_device_id device)
 
 int attn_mma_ptx(const attn_context *ctx) { return !ctx->mma_assume && ctx->nv_cc >= ATTN_MMA_MIN_CC; }
 
-const char *attn_mma_why(const attn_context *ctx) { return ctx->mma_state < 0 ? ctx->mma_why : ""; }
+const char *attn_mma_why(const attn_context *ctx, attn_dtype dt)
+{
+    if (ctx->mma_state < 0) return ctx->mma_why;
+    return dt == ATTN_F32 && ctx->mma_f32_state < 0 ? ctx->mma_f32_why : "";
+}
 
 void attn_mma_assume(attn_context *ctx, int on)
 {
     ctx->mma_assume = on != 0;
-    ctx->mma_state = 0;
-    ctx->mma_why[0] = 0;
+    ctx->mma_state = ctx->mma_f32_state = 0;
+    ctx->mma_why[0] = ctx->mma_f32_why[0] = 0;
     attn_plan_clear(ctx);
 }
 
@@ -60,22 +66,29 @@ static const attn_problem verify_shape = {.batch = 1, .q_heads = 4, .kv_heads = 
                                           .head_dim = 64, .q_len = 37, .kv_len = 83,
                                           .dtype = ATTN_F16, .causal = 1};
 
-/* A device buffer of n elements of dt holding a fixed pattern in [-1, 1). */
+/* A device buffer of n elements of dt holding a fixed pattern in [-1, 1)
+ * (multiples of 2^-10: exact in every storage type). */
 static cl_mem pattern_buffer(attn_context *ctx, attn_dtype dt, size_t n, unsigned seed,
                              attn_status *st)
 {
-    uint16_t *h = malloc(n * sizeof *h);
+    const size_t size = dt == ATTN_F32 ? sizeof(float) : sizeof(uint16_t);
+    unsigned char *h = malloc(n * size);
     if (!h) {
         *st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
         const float x = (float)((i * 2654435761u + seed * 40503u) % 2048u) / 1024.0f - 1.0f;
-        h[i] = dt == ATTN_F16 ? attn_f16_bits(x) : attn_bf16_bits(x);
+        if (dt == ATTN_F32) {
+            memcpy(h + i * size, &x, size);
+        } else {
+            const uint16_t b = dt == ATTN_F16 ? attn_f16_bits(x) : attn_bf16_bits(x);
+            memcpy(h + i * size, &b, size);
+        }
     }
     cl_int err;
-    cl_mem m = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                              n * sizeof *h, h, &err);
+    cl_mem m = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * size, h,
+                              &err);
     free(h);
     if (err != CL_SUCCESS) *st = attn_fail_cl(ctx, err, "clCreateBuffer (mma verification)");
     return m;
@@ -157,14 +170,12 @@ static int decide(attn_context *ctx, char *why, size_t n)
     return 1;
 }
 
-int attn_mma_usable(attn_context *ctx)
+/* The 16-bit verdict, decided on the first call. */
+static int usable16(attn_context *ctx)
 {
     if (ctx->mma_state) return ctx->mma_state > 0;
-    char saved[ATTN_ERROR_MAX];
-    memcpy(saved, ctx->error, sizeof saved);
     char why[sizeof ctx->mma_why] = "";
     const int ok = decide(ctx, why, sizeof why);
-    memcpy(ctx->error, saved, sizeof saved);
     ctx->mma_state = ok ? 1 : -1;
     snprintf(ctx->mma_why, sizeof ctx->mma_why, "%s", why);
     if (ok)
@@ -174,5 +185,30 @@ int attn_mma_usable(attn_context *ctx)
         attn_log(ATTN_LOG_WARN, "the mma family is not used on this device: %s", why);
     else
         attn_log(ATTN_LOG_DEBUG, "the mma family is not used on this device: %s", why);
+    return ok;
+}
+
+/* The f32 verdict (after a usable 16-bit one), decided on the first call. */
+static int usable32(attn_context *ctx)
+{
+    if (ctx->mma_f32_state) return ctx->mma_f32_state > 0;
+    const int ok = verify_forward(ctx, ATTN_F32) == ATTN_SUCCESS;
+    ctx->mma_f32_state = ok ? 1 : -1;
+    snprintf(ctx->mma_f32_why, sizeof ctx->mma_f32_why, "%s%.150s",
+             ok ? "" : "the f32 verification forward (3xTF32) failed: ", ok ? "" : ctx->error);
+    if (ok)
+        attn_log(ATTN_LOG_INFO, "the mma family is usable here for f32 (3xTF32, verified)");
+    else
+        attn_log(ATTN_LOG_WARN, "the mma family is not used for f32 on this device: %s",
+                 ctx->mma_f32_why);
+    return ok;
+}
+
+int attn_mma_usable(attn_context *ctx, attn_dtype dt)
+{
+    char saved[ATTN_ERROR_MAX];
+    memcpy(saved, ctx->error, sizeof saved);
+    const int ok = usable16(ctx) && (dt != ATTN_F32 || usable32(ctx));
+    memcpy(ctx->error, saved, sizeof saved);
     return ok;
 }

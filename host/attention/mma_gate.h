@@ -20,16 +20,18 @@ int attn_nv_compute_capability(cl_device_id device);
  * Elsewhere they use cl/mma_ops.cl's emulation (forced runs, tests). */
 int attn_mma_ptx(const attn_context *ctx);
 
-/* Whether the heuristic may choose the mma family on ctx: a device with
- * the instructions, whose compiler builds them, whose fragment operations
- * pass attn_mma_check and on which a small f16 and bf16 forward on the
- * family matches the CPU reference. Decided on the first call (which then
- * builds and runs those kernels), kept for the context's life; a failure
+/* Whether the heuristic may choose the mma family on ctx for storage dt:
+ * a device with the instructions, whose compiler builds them, whose
+ * fragment operations pass attn_mma_check and on which a small f16 and
+ * bf16 forward on the family matches the CPU reference; for ATTN_F32 also
+ * a small f32 forward (3xTF32) within the f32 tolerance, decided on the
+ * first f32 call. Each verdict is kept for the context's life; a failure
  * is one log line (why). ctx's error is left as it was. Lock held. */
-int attn_mma_usable(attn_context *ctx);
+int attn_mma_usable(attn_context *ctx, attn_dtype dt);
 
-/* Why not (or "" while undecided or usable), for attn-info and tests. */
-const char *attn_mma_why(const attn_context *ctx);
+/* Why not (or "" while undecided or usable), for attn-info and tests: the
+ * 16-bit verdict's reason, or with dt ATTN_F32 the f32 one's. */
+const char *attn_mma_why(const attn_context *ctx, attn_dtype dt);
 
 /* Tests only: take ctx's device as capable, with the emulation instead of
  * PTX, so that the gate, the default and the fallback run on any device;

@@ -51,7 +51,8 @@ int attn_plan_mma(attn_context *ctx, int entry, const attn_problem *p)
 {
     /* asked only for a problem the family could take: the first such plan
      * on a context builds and verifies it (mma_gate.c) */
-    return entry == ATTN_ENTRY_PREFILL && attn_params_mma_suits(p) && attn_mma_usable(ctx);
+    return entry == ATTN_ENTRY_PREFILL && attn_params_mma_suits(p) &&
+           attn_mma_usable(ctx, p->dtype);
 }
 
 void attn_plan_fit_page(attn_params *pr, int page_rows)
@@ -95,11 +96,11 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
      * runs only once mma_gate.c verified it: a PTX build that fails, or
      * fragments that compute wrong, must not reach the caller */
     if (!refused && pr.family == ATTN_FAMILY_MMA && (attn_mma_ptx(ctx) || ctx->mma_assume) &&
-        !attn_mma_usable(ctx))
+        !attn_mma_usable(ctx, p->dtype))
         refused = "is not verified on this device (attn_family_status says why)";
     if (refused) {
         /* a family forced or tuned for what it cannot run (flash's and
-         * mma's decode, mma's f32): the device's own choice, so that one
+         * mma's decode, mma's f32 past its key limit): the device's own choice, so that one
          * override can serve a model's prefill and decode, any dtype */
         const char *fam = attn_family_desc_of(pr.family)->name;
         const int splits = pr.kv_splits; /* the override's, if it names them */

@@ -50,10 +50,11 @@ struct attn_context {
     char platform_name[256], vendor[256], device_name[256], driver[256];
     int nv_cc; /* NVIDIA compute capability x 10 (90: 9.0), 0 for other devices */
     /* the mma family's gate (mma_gate.c): 0 not decided, 1 usable by
-     * default, -1 not, with why; mma_assume: a test's device taken as
-     * capable, with the emulation (attn_mma_assume) */
-    int mma_state, mma_assume;
-    char mma_why[200];
+     * default, -1 not, with why; mma_f32_state the same for f32 storage
+     * (3xTF32), decided after the 16-bit types; mma_assume: a test's device
+     * taken as capable, with the emulation (attn_mma_assume) */
+    int mma_state, mma_f32_state, mma_assume;
+    char mma_why[200], mma_f32_why[200];
 
     attn_program_entry *programs;
     /* how programs were obtained (tests and the tuner read these) */

@@ -1,19 +1,25 @@
 /* desc_mma.c -- the mma family: GPU prefill on tensor-core fragments
- * (cl/mma.cl: FlashAttention-2's forward on the m16n8k16 f16/bf16
- * operations of cl/mma_ops.cl, f32 accumulators). Inline PTX on NVIDIA
+ * (cl/mma.cl: FlashAttention-2's forward on the fragment operations of
+ * cl/mma_ops.cl, f32 accumulators; f16 and bf16 on m16n8k16, f32 through
+ * 3xTF32 on m16n8k8: cl/mma_operands.cl). Inline PTX on NVIDIA
  * (cc >= 8.0); elsewhere mma_ops.cl emulates each warp-level operation
  * through __local memory and work-group barriers, correct but many times
  * slower than the other families: there it is for testing only. It is the
  * heuristic's choice only on a device where host/attention/mma_gate.c
  * verified it (NVIDIA, compute capability 8.0 or more: the PTX built, the
- * fragment operations exact, a small f16 and bf16 forward right);
+ * fragment operations exact, a small f16 and bf16 forward right; f32 after
+ * its own verification forward);
  * elsewhere it runs when forced (ATTN_PARAMS, attn_context_set_params
- * "family=mma,...") or named by a tuning database entry. Only f16 and bf16
- * storage with a head dim that is a multiple of 16 up to 256 (another
- * problem keeps the device's own plan: plan.c); no decode kernel. */
+ * "family=mma,...") or named by a tuning database entry. A head dim that
+ * is a multiple of 16 up to 256 (f32: 128, and rows of at most
+ * ATTN_MMA_F32_MAX_KEYS keys); another problem keeps the device's own
+ * plan (plan.c); no decode kernel. */
 #include "kernels/kernel_desc.h"
 
 #include <stddef.h>
+
+#define STR2(x) #x
+#define STR(x) STR2(x)
 
 /* __local uints one warp's mma_ops.cl scratch takes when emulated (1
  * under the PTX, unused). Counted at the emulation's size everywhere:
@@ -37,22 +43,32 @@ static int block_rows(const attn_params *pr) { return 16 * pr->mma_mtiles * pr->
 
 static const char *refuses(const attn_problem *p)
 {
-    if (p->dtype != ATTN_F16 && p->dtype != ATTN_BF16)
-        return "runs f16 and bf16 storage only";
     if (p->head_dim % 16 || p->head_dim > 256)
         return "needs a head dim that is a multiple of 16, at most 256";
+    if (p->dtype != ATTN_F32) return NULL;
+    /* Q's fragments and O take D registers a lane in f32: 256 would spill */
+    if (p->head_dim > 128) return "runs f32 with a head dim of at most 128";
+    /* no compensated sums (cl/mma.cl): the drift of a plain fp32 sum over
+     * longer rows nears the f32 tolerance (test_long_context's table) */
+    if (p->kv_len > ATTN_MMA_F32_MAX_KEYS)
+        return "runs f32 rows of at most " STR(ATTN_MMA_F32_MAX_KEYS) " keys";
     return NULL;
 }
 
-/* Bytes of attn_fwd_mma's __local arrays (cl/mma.cl); row strides 4 uints
- * past the row (KS, VS). */
+/* Bytes of attn_fwd_mma's __local arrays (cl/mma_operands.cl's mma_local,
+ * whose row strides KS, VS are padded against bank conflicts, and the
+ * scratch). */
 static size_t local_bytes(const attn_params *pr, const attn_problem *p)
 {
-    const int head_dim = p->head_dim;
-    const size_t d = (size_t)head_dim, keys = (size_t)pr->block_keys;
-    size_t words = keys * (d / 2 + 4);                          /* k: [keys][D/2 + 4] */
-    words += d * (keys / 2 + 4);                                /* vt: [D][keys/2 + 4] */
-    words += (size_t)pr->mma_warps * MMA_SCRATCH_WORDS_MAX;     /* mma_scr */
+    const size_t d = (size_t)p->head_dim, keys = (size_t)pr->block_keys;
+    size_t words;
+    if (p->dtype == ATTN_F32) {
+        const size_t dr = (d + 31) / 32 * 32;
+        words = keys * (dr + 8) + keys * (dr + 4); /* k: [keys][DR + 8], v: [keys][DR + 4] */
+    } else {
+        words = keys * (d / 2 + 4) + d * (keys / 2 + 4); /* k: [keys][D/2 + 4], vt: [D][keys/2 + 4] */
+    }
+    words += (size_t)pr->mma_warps * MMA_SCRATCH_WORDS_MAX; /* mma_scr */
     return 4 * words;
 }
 
@@ -61,7 +77,8 @@ static size_t private_bytes(const attn_params *pr, const attn_problem *p, int en
 {
     (void)entry;
     const size_t mt = (size_t)pr->mma_mtiles, d = (size_t)p->head_dim;
-    size_t words = mt * (d / 16) * 4;        /* qa [MMA_MTILES][D/16] uint4 */
+    const size_t qsteps = p->dtype == ATTN_F32 ? d / 8 : d / 16;
+    size_t words = mt * qsteps * 4;          /* qa [MMA_MTILES][QSTEPS] uint4 or float4 */
     words += mt * (d / 8) * 4;               /* acc [MMA_MTILES][D/8] float4 */
     words += (size_t)pr->block_keys / 8 * 4; /* s [BLOCK_KEYS/8] float4 */
     words += 7 * 2 * mt;                     /* ri, rh, rlo, rhi, rtop, mrow, l [2 m-tiles] */
@@ -73,7 +90,9 @@ const attn_family_desc attn_desc_mma = {
     ATTN_FAMILY_MMA, "mma", tunables, (int)(sizeof tunables / sizeof tunables[0]),
     NULL, 0, (size_t)-1, local_bytes, private_bytes, NULL,
     {{"attn_fwd_mma",
-      {"common.cl", "variants.cl", "tile.cl", "mma_ops.cl", "mma.cl", "mask_tiles.cl"}, 6,
+      {"common.cl", "variants.cl", "tile.cl", "mma_ops.cl", "mma_operands.cl", "mma.cl",
+       "mask_tiles.cl"},
+      7,
       {{offsetof(attn_params, block_keys), 16}, {offsetof(attn_params, mma_warps), 1}}, 2},
      {NULL, {NULL}, 0, {{0, 0}}, 0}},
     work_group, block_rows, refuses,

@@ -17,7 +17,7 @@
 static const attn_tunable_desc common_tunables[] = {
     {"family", NULL, offsetof(attn_params, family), 0, ATTN_FAMILY_COUNT - 1, 0, 0, 0, {0},
      "kernel family: tiled (GPU-style), vector (CPU-style), flash (GPU prefill, unmeasured) "
-     "or mma (GPU prefill on tensor cores, f16/bf16), or its number"},
+     "or mma (GPU prefill on tensor cores), or its number"},
     {"splits", NULL, offsetof(attn_params, kv_splits), 0, 256, 0, 0, 8, {0, 1, 2, 4, 8, 16, 32, 64},
      "decode: chunks each sequence's keys are split into, run in parallel and combined by "
      "their LSEs (flash-decoding); 0 = chosen from compute units and prefix length"},

@@ -62,8 +62,16 @@ attn_params attn_params_defaults(int family);
 void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
                      const attn_problem *p);
 
+/* The longest f32 row the mma family runs: it sums O plainly (cl/mma.cl),
+ * and with equal weights (the worst case) the drift grows with the keys:
+ * 4e-5 relative at 4096, 1.6e-4 at 16384, 2.6e-3 at 262144 (the emulation,
+ * test_long_context's table), against f32's 1e-4. Longer rows keep the
+ * device's own family, whose sums are compensated. */
+#define ATTN_MMA_F32_MAX_KEYS 4096
+
 /* Whether p is a problem the mma family can run (desc_mma.c's refusals:
- * f16 or bf16, a head dim that is a multiple of 16 up to 256). */
+ * a head dim that is a multiple of 16 up to 256; f32 up to 128 and
+ * ATTN_MMA_F32_MAX_KEYS keys). */
 int attn_params_mma_suits(const attn_problem *p);
 
 /* Built-in defaults for this device type and head dim (the mma family's

@@ -1,0 +1,279 @@
+/* mma_operands.cl -- the mma family's shape and its operands per storage
+ * type: how Q's fragments are held, how a K/V tile is staged in __local,
+ * and the two products of a tile on mma_ops.cl's fragments (S = Q.K^T for
+ * all of the tile's n-tiles, O += P.V from S). mma.cl's kernel is written
+ * against these and is the same for every type. Joined after mma_ops.cl.
+ *  - f16, bf16 (STORAGE 1, 2): m16n8k16 on the stored 16-bit values; K
+ *    row-major and V transposed in __local as pairs of 16-bit values; P
+ *    rounded to the storage type for P.V.
+ *  - f32 (STORAGE 0): 3xTF32 on m16n8k8 (CUTLASS's fast-accurate fp32
+ *    GEMM, PyTorch's fp32 attention on this hardware): each operand x is
+ *    split into big = tf32(x) and small = tf32(x - big), and a product is
+ *    small.big + big.small + big.big, about fp32's accuracy (the small.small
+ *    term dropped is 2^-22 of the product); K and V as floats in __local. */
+
+#ifndef MMA_WARPS
+#define MMA_WARPS 4        /* warps (of 32 work-items) per work-group */
+#endif
+#ifndef MMA_MTILES
+#define MMA_MTILES 1       /* m-tiles of 16 query rows per warp */
+#endif
+#ifndef BLOCK_KEYS
+#define BLOCK_KEYS 64      /* keys per K/V tile, a multiple of 16 */
+#endif
+
+#if HEAD_DIM % 16 || BLOCK_KEYS % 16
+#error "mma: HEAD_DIM and BLOCK_KEYS must be multiples of 16"
+#endif
+
+#define BLOCK_ROWS (16 * MMA_MTILES * MMA_WARPS) /* query rows per work-group */
+#define MMA_WG (32 * MMA_WARPS)                  /* work-items per work-group */
+#define DTILES (HEAD_DIM / 8)                    /* n-tiles of O */
+#define NTILES (BLOCK_KEYS / 8)                  /* n-tiles of S */
+
+/* Before each loop that calls mma_ops.cl: emulated, kept a loop (PoCL
+ * builds a region per barrier, and an unrolled loop of them took seconds
+ * per program); with the PTX unrolled, so that the fragment arrays, which
+ * the loops index, stay in registers (a review's point: not left to the
+ * compiler's choice; unmeasured). */
+#ifdef MMA_PTX
+#define MMA_LOOP _Pragma("unroll")
+#else
+#define MMA_LOOP _Pragma("unroll 1")
+#endif
+
+#if STORAGE == 1 || STORAGE == 2
+/* ---- f16, bf16: m16n8k16 ---- */
+#if STORAGE == 1
+#define MMA_OP mma_f16
+#define MMA_PACK mma_pack_f16
+#define MMA_UNPACK mma_unpack_f16
+#else
+#define MMA_OP mma_bf16
+#define MMA_PACK mma_pack_bf16
+#define MMA_UNPACK mma_unpack_bf16
+#endif
+#define QSTEPS (HEAD_DIM / 16) /* k-steps of S = Q.K^T */
+#define DP (HEAD_DIM / 2)      /* element pairs (uints) of a row */
+/* Row strides in uints, 4 past a multiple of 8: a B fragment read (8 rows
+ * x 4 consecutive uints) then touches 32 distinct banks */
+#define KS (DP + 4)
+#define VS (BLOCK_KEYS / 2 + 4)
+
+/* Q's A fragment of k-step kk as stored: .s0 row g dims 16 kk + 2t, + 1;
+ * .s1 row g + 8, the same; .s2, .s3 the same 8 dims on */
+typedef uint4 mma_qfrag;
+
+/* The work-group's __local tiles (the mma scratch is declared apart). */
+typedef struct {
+    uint k[BLOCK_KEYS * KS];  /* K[key][pair]: keys outside the tile's range zero */
+    uint vt[HEAD_DIM * VS];   /* V transposed, Vt[dim][key pair]: the same keys zero */
+} mma_local;
+
+/* The bits of elements at and at + 1 (the lower in bits 0-15). */
+inline uint mma_pair(__global const storage_t *p, ulong at)
+{
+    __global const ushort *u = (__global const ushort *)p + at;
+    if (((size_t)u & 3) == 0) return *(__global const uint *)u;
+    return (uint)u[0] | ((uint)u[1] << 16);
+}
+
+/* The A fragments of this lane's rows g (q0: its first element) and g + 8
+ * (q1); a dead row's are zeros. */
+inline void mma_load_q(mma_qfrag *qa, __global const storage_t *q, ulong q0, ulong q1, int live0,
+                       int live1)
+{
+    const ulong t2 = 2 * (mma_lane() & 3);
+    for (int kk = 0; kk < QSTEPS; kk++) {
+        const ulong d = 16 * kk + t2;
+        qa[kk] = (uint4)(live0 ? mma_pair(q, q0 + d) : 0u, live1 ? mma_pair(q, q1 + d) : 0u,
+                         live0 ? mma_pair(q, q0 + d + 8) : 0u, live1 ? mma_pair(q, q1 + d + 8) : 0u);
+    }
+}
+
+/* Stages keys j0 .. j0 + BLOCK_KEYS - 1 of kv; only keys in [lo, hi) are
+ * read (keys some live row sees), the others are zeros, never a pad
+ * row's inf or NaN. The caller's barrier follows. */
+inline void mma_stage(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
+{
+    const int tid = get_local_id(0);
+    for (int x = tid; x < BLOCK_KEYS * DP; x += MMA_WG) {
+        const int c = x / DP, dp = x % DP;
+        const int in = in_span(j0 + c, lo, hi);
+        tl->k[c * KS + dp] = in ? mma_pair(kv.k, (ulong)(j0 + c) * kv.kstride + 2 * dp) : 0u;
+    }
+    /* V's keys 2 kp, 2 kp + 1 at dims 2 dp, 2 dp + 1: two uints of Vt */
+    for (int x = tid; x < BLOCK_KEYS / 2 * DP; x += MMA_WG) {
+        const int kp = x / DP, dp = x % DP, c = j0 + 2 * kp;
+        const ulong at = (ulong)c * kv.vstride + 2 * dp;
+        const uint v0 = in_span(c, lo, hi) ? mma_pair(kv.v, at) : 0u;
+        const uint v1 = in_span(c + 1, lo, hi) ? mma_pair(kv.v, at + kv.vstride) : 0u;
+        tl->vt[2 * dp * VS + kp] = (v0 & 0xffffu) | (v1 << 16);
+        tl->vt[(2 * dp + 1) * VS + kp] = (v0 >> 16) | (v1 & 0xffff0000u);
+    }
+}
+
+/* S = Q.K^T of one m-tile over the staged tile: s[j] for keys 8 j .. 8 j
+ * + 7, .s0, .s1 row g keys 2t, 2t + 1; .s2, .s3 row g + 8 (unscaled). */
+inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *tl,
+                       __local uint *ws)
+{
+    const int g = mma_lane() >> 2, t = mma_lane() & 3;
+    MMA_LOOP
+    for (int j = 0; j < NTILES; j++) {
+        s[j] = (float4)(0.0f);
+        __local const uint *kr = tl->k + (8 * j + g) * KS + t;
+        MMA_LOOP
+        for (int kk = 0; kk < QSTEPS; kk++)
+            MMA_OP(&s[j], qa[kk], (uint2)(kr[8 * kk], kr[8 * kk + 4]), ws);
+    }
+}
+
+/* O += P.V with P = exp2(s - mb) (mb: the rows' maxima, as s's layout);
+ * returns the sums of P over this lane's keys for rows g (.x) and g + 8
+ * (.y), P as rounded, so that O is a weighted mean of V with the weights
+ * the tensor cores saw. P's A fragment for keys 16 ks ..: A's (row g, cols
+ * 2t, 2t + 1) are S tile 2 ks's .s0, .s1, (g + 8, 2t, 2t + 1) its .s2,
+ * .s3, cols 2t + 8, 2t + 9 the same of tile 2 ks + 1: S's accumulator
+ * layout is A's, so P stays in the lane that computed it (FlashAttention-2). */
+inline float2 mma_weights(float4 *acc, const float4 *s, float4 mb, __local const mma_local *tl,
+                          __local uint *ws)
+{
+    const int g = mma_lane() >> 2, t = mma_lane() & 3;
+    float2 sum = (float2)(0.0f);
+    MMA_LOOP
+    for (int ks = 0; ks < BLOCK_KEYS / 16; ks++) {
+        const float4 p0 = exp2(s[2 * ks] - mb), p1 = exp2(s[2 * ks + 1] - mb);
+        const uint4 pa = (uint4)(MMA_PACK(p0.s0, p0.s1), MMA_PACK(p0.s2, p0.s3),
+                                 MMA_PACK(p1.s0, p1.s1), MMA_PACK(p1.s2, p1.s3));
+        const float2 u0 = MMA_UNPACK(pa.s0) + MMA_UNPACK(pa.s2);
+        const float2 u1 = MMA_UNPACK(pa.s1) + MMA_UNPACK(pa.s3);
+        sum += (float2)(u0.x + u0.y, u1.x + u1.y);
+        /* V's B fragment: keys 16 ks + 2t, + 1 (and + 8) of dim 8 dn + g */
+        MMA_LOOP
+        for (int dn = 0; dn < DTILES; dn++) {
+            __local const uint *vr = tl->vt + (8 * dn + g) * VS + 8 * ks + t;
+            MMA_OP(&acc[dn], pa, (uint2)(vr[0], vr[4]), ws);
+        }
+    }
+    return sum;
+}
+
+#elif STORAGE == 0
+/* ---- f32: 3xTF32 on m16n8k8 ----
+ * The k index of both operands of a product may be permuted alike (a dot
+ * product does not depend on the order of its terms): here a k-step's
+ * column t stands for element 2t of its 8 and column t + 4 for element 2t +
+ * 1. Then an A fragment's (t, t + 4) are two adjacent elements, one float2
+ * of a row, and P's A fragment is exactly what S's accumulators hold. */
+#define QSTEPS (HEAD_DIM / 8) /* k-steps of S = Q.K^T */
+/* Row strides in floats past a multiple of 32: K is read as float2 (8 rows x
+ * 4 lanes: 8 past, a half-warp's 16 float2 on 32 banks), V as floats of rows
+ * 2t, 2t + 1 and dims g (4 past: 8t + g, 32 banks) */
+#define DR ((HEAD_DIM + 31) / 32 * 32)
+#define KS (DR + 8)
+#define VS (DR + 4)
+
+/* Q's A fragment of k-step kk, unsplit: .s0 (row g, dim 8 kk + 2t), .s1 (g
+ * + 8, the same), .s2 (g, 8 kk + 2t + 1), .s3 (g + 8, the same) */
+typedef float4 mma_qfrag;
+
+typedef struct {
+    float k[BLOCK_KEYS * KS]; /* K[key][dim]: keys outside the tile's range zero */
+    float v[BLOCK_KEYS * VS]; /* V[key][dim]: the same keys zero */
+} mma_local;
+
+/* x as (big, small), each a tf32: big = tf32(x), small = tf32(x - big). An
+ * infinite x's remainder is NaN: its small is 0, so that inf stays inf
+ * (x's that round up to inf, within 2^-11 of FLT_MAX, give NaN). */
+inline uint2 mma_split(float x)
+{
+    const uint big = mma_tf32_of(x);
+    const float r = x - as_float(big);
+    return (uint2)(big, isnan(r) ? 0u : mma_tf32_of(r));
+}
+
+/* The big and the small halves of an A fragment. */
+inline void mma_split4(float4 a, uint4 *big, uint4 *small)
+{
+    const uint2 x = mma_split(a.s0), y = mma_split(a.s1), z = mma_split(a.s2), w = mma_split(a.s3);
+    *big = (uint4)(x.x, y.x, z.x, w.x);
+    *small = (uint4)(x.y, y.y, z.y, w.y);
+}
+
+/* d += a.b in 3xTF32, a split, b = (b0, b1) unsplit: the small products
+ * first, so that they are not lost against big.big's rounding. */
+inline void mma_3xtf32(float4 *d, uint4 abig, uint4 asmall, float b0, float b1, __local uint *ws)
+{
+    const uint2 x = mma_split(b0), y = mma_split(b1);
+    mma_tf32(d, asmall, (uint2)(x.x, y.x), ws);
+    mma_tf32(d, abig, (uint2)(x.y, y.y), ws);
+    mma_tf32(d, abig, (uint2)(x.x, y.x), ws);
+}
+
+inline void mma_load_q(mma_qfrag *qa, __global const storage_t *q, ulong q0, ulong q1, int live0,
+                       int live1)
+{
+    const ulong t2 = 2 * (mma_lane() & 3);
+    for (int kk = 0; kk < QSTEPS; kk++) {
+        const ulong d = 8 * kk + t2;
+        qa[kk] = (float4)(live0 ? LOAD(q, q0 + d) : 0.0f, live1 ? LOAD(q, q1 + d) : 0.0f,
+                          live0 ? LOAD(q, q0 + d + 1) : 0.0f, live1 ? LOAD(q, q1 + d + 1) : 0.0f);
+    }
+}
+
+inline void mma_stage(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
+{
+    for (int x = get_local_id(0); x < BLOCK_KEYS * HEAD_DIM; x += MMA_WG) {
+        const int c = x / HEAD_DIM, d = x % HEAD_DIM;
+        const int in = in_span(j0 + c, lo, hi);
+        tl->k[c * KS + d] = in ? LOAD(kv.k, (ulong)(j0 + c) * kv.kstride + d) : 0.0f;
+        tl->v[c * VS + d] = in ? LOAD(kv.v, (ulong)(j0 + c) * kv.vstride + d) : 0.0f;
+    }
+}
+
+/* B's (k t, n g), (k t + 4, n g) of k-step kk: K[key 8 j + g][dims 8 kk +
+ * 2t, + 1], one float2. Q is split once a k-step, for all n-tiles. */
+inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *tl,
+                       __local uint *ws)
+{
+    const int g = mma_lane() >> 2, t = mma_lane() & 3;
+    for (int j = 0; j < NTILES; j++) s[j] = (float4)(0.0f);
+    MMA_LOOP
+    for (int kk = 0; kk < QSTEPS; kk++) {
+        uint4 qb, qs;
+        mma_split4(qa[kk], &qb, &qs);
+        MMA_LOOP
+        for (int j = 0; j < NTILES; j++) {
+            const float2 kb = vload2(0, tl->k + (8 * j + g) * KS + 8 * kk + 2 * t);
+            mma_3xtf32(&s[j], qb, qs, kb.x, kb.y, ws);
+        }
+    }
+}
+
+/* One k-step per S n-tile j (its 8 keys): A's (g, t), (g + 8, t), (g, t +
+ * 4), (g + 8, t + 4) are P's (g, key 2t), (g + 8, 2t), (g, 2t + 1), (g + 8,
+ * 2t + 1): S's .s0, .s2, .s1, .s3. B's: V[keys 8 j + 2t, + 1][dim 8 dn + g].
+ * The row sums add P unrounded (3xTF32 keeps it to 2^-22). */
+inline float2 mma_weights(float4 *acc, const float4 *s, float4 mb, __local const mma_local *tl,
+                          __local uint *ws)
+{
+    const int g = mma_lane() >> 2, t = mma_lane() & 3;
+    float2 sum = (float2)(0.0f);
+    MMA_LOOP
+    for (int j = 0; j < NTILES; j++) {
+        const float4 p = exp2(s[j] - mb);
+        sum += (float2)(p.s0 + p.s1, p.s2 + p.s3);
+        uint4 pb, ps;
+        mma_split4(p.s0213, &pb, &ps);
+        __local const float *vr = tl->v + (8 * j + 2 * t) * VS + g;
+        MMA_LOOP
+        for (int dn = 0; dn < DTILES; dn++)
+            mma_3xtf32(&acc[dn], pb, ps, vr[8 * dn], vr[VS + 8 * dn], ws);
+    }
+    return sum;
+}
+
+#else
+#error "mma: f32, f16 or bf16 storage only"
+#endif
