@@ -53,7 +53,7 @@ typedef enum harness_family {
     HARNESS_TILED = 2,
     HARNESS_VECTOR = 4,
     HARNESS_FLASH = 8,  /* prefill only: forced on decode, the planner keeps decode's own */
-    HARNESS_MMA = 16,   /* prefill only, f16/bf16 with D % 16 == 0: other cases skip it */
+    HARNESS_MMA = 16,   /* prefill, D % 16 == 0 (f32: D <= 128, 4096 keys); others skip it */
 } harness_family;
 #define HARNESS_BOTH (HARNESS_TILED | HARNESS_VECTOR)
 /* the prefill matrices: every family with a forward kernel */

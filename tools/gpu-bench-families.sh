@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # gpu-bench-families.sh -- the prefill families side by side on a GPU, in one
 # run, for issues 11 and 12: the default plan (on an NVIDIA device of compute
-# capability 8.0 or more, the mma family for f16/bf16 once verified), the
+# capability 8.0 or more, the mma family once verified: f16/bf16, and f32
+# through 3xTF32), the
 # tiled, flash and mma families forced, and PyTorch's SDPA on the same
 # shapes (tools/compare-torch.py, when torch imports), then a short attn-tune
 # of the mma and flash families. Runs after tools/gpu-check.sh has built
@@ -26,6 +27,9 @@ run "$b/tools/attn-info" --device "$sel"
 # the gate's own tests on this device (the PTX check and the verification)
 run env ATTN_TEST_DEVICE="$sel" "$b/tests/test_mma_ops"
 run env ATTN_TEST_DEVICE="$sel" "$b/tests/test_mma_gate"
+# fp32 drift over long rows on this device, mma's f32 (3xTF32) up to its
+# key limit next to the compensated families (README's table)
+run env ATTN_TEST_DEVICE="$sel" ATTN_LONG_CONTEXT_TABLE=1 timeout 120 "$b/tests/test_long_context"
 
 # family parameter sets: the plan's own choice first
 tiled=family=tiled,rows=16,keys=32,wg=128,local_kv=1
@@ -63,8 +67,9 @@ else
     echo "torch does not import here: no PyTorch comparison" | tee -a "$out/log.txt"
 fi
 
-ATTN_TUNING_DB=$out/tune.json run timeout 300 "$b/tools/attn-tune" --device "$sel" \
-    --family mma --budget 200 --shapes b=4:hq=32:hkv=8:d=128:s=4096:f16,hq=8:hkv=2:d=64:s=2048:f16
+ATTN_TUNING_DB=$out/tune.json run timeout 330 "$b/tools/attn-tune" --device "$sel" \
+    --family mma --budget 240 \
+    --shapes b=4:hq=32:hkv=8:d=128:s=4096:f16,hq=8:hkv=2:d=64:s=2048:f16,b=4:hq=32:hkv=8:d=128:s=4096
 ATTN_TUNING_DB=$out/tune.json run timeout 200 "$b/tools/attn-tune" --device "$sel" \
     --family flash --budget 150 --shapes b=4:hq=32:hkv=8:d=128:s=4096,hq=8:hkv=2:d=64:s=2048
 ATTN_TUNING_DB=$out/tune.json run "$b/tools/attn-tune" --device "$sel" --compare \
