@@ -626,6 +626,11 @@ const harness_case harness_cases[] = {
      .causal = 1, LENS(ocp_s, ocp_l, ocp_s, ocp_l), .packed = 1, .mask = HARNESS_MASK_RANDOM,
      .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH, .alibi_max_bias = 8.0f,
      .seed = 683},
+    /* f32 (3xTF32): poisoned pads never reach the split, keys < a tile */
+    {OCL_MMA("mma GQA padded B3 f32 D16"), SHAPE(3, 4, 2, 16, 10, 12), .causal = 1,
+     LENS(og_qs, og_ql, og_ks, og_kl), .poison_pads = 1, .seed = 684},
+    {OCL_MMA("mma Sq19 > Skv5 f32 D32 BSHD"), SHAPE(1, 2, 1, 32, 19, 5), .causal = 1,
+     ALL_LAYOUTS(BSHD), .seed = 685},
 };
 
 const size_t harness_ncases = sizeof harness_cases / sizeof harness_cases[0];

@@ -124,7 +124,7 @@ static void test_tiled_default(void) { run_set(HARNESS_TILED, "rows=16,keys=32,w
 static void test_flash_small(void) { run_set(HARNESS_FLASH, "rows=8,keys=8,tm=2,tn=2"); }
 static void test_flash_odd(void) { run_set(HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1"); }
 static void test_flash_wide(void) { run_set(HARNESS_FLASH, "rows=16,keys=16,tm=1,tn=4"); }
-/* mma (its f16/bf16 rows; mma_ops.cl's emulation): two warps on tiles of
+/* mma (its f16/bf16/f32 rows; mma_ops.cl's emulation): two warps on tiles of
  * 16 keys; one warp of two m-tiles on 32 keys */
 static void test_mma_two_warps(void)
 {
