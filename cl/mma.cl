@@ -84,6 +84,8 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
                    rhi[2 * mt + 1] > rlo[2 * mt + 1]);
         for (int dn = 0; dn < DTILES; dn++) acc[mt][dn] = (float4)(0.0f);
     }
+    for (int c = tid; c < BLOCK_KEYS; c += MMA_WG) tl.vbad[c] = 0; /* no tile's tag */
+    if (tid == 0) tl.vany = 0;
     /* the global fence orders the Q reads before any O write when out == q */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
@@ -121,7 +123,8 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
             l[r0] *= a0;
             l[r1] *= a1;
             for (int dn = 0; dn < DTILES; dn++) acc[mt][dn] *= (float4)(a0, a0, a1, a1);
-            const float2 sum = mma_weights(acc[mt], s, (float4)(mb0, mb0, mb1, mb1), &tl, ws);
+            const float2 sum =
+                mma_weights(acc[mt], s, (float4)(mb0, mb0, mb1, mb1), &tl, j0 + 1, ws);
             l[r0] += sum.x;
             l[r1] += sum.y;
         }

@@ -42,6 +42,28 @@
 #define MMA_LOOP _Pragma("unroll 1")
 #endif
 
+/* A non-finite V element is staged as 0, and its key marked with the
+ * tile's tag (vbad[c] and vany, atomically: several work-items may mark a
+ * key); the tag, the tile's first key + 1, tells a mark from an earlier
+ * tile's. A row that sees the key then weighs it NaN in P.V (mma_poison),
+ * so its O is NaN, where the reference's is not finite; a row that does not
+ * (its logit MASKED: causal, window, padding, mask) multiplies 0 by 0,
+ * where the tensor cores' 0 * inf would be NaN (test_nonfinite). */
+inline void mma_mark_bad(volatile __local int *vbad, volatile __local int *vany, int c, int tag)
+{
+    atomic_xchg(vbad + c, tag);
+    atomic_xchg(vany, tag);
+}
+
+/* p for the product: NaN for a key of the tile (c, c + 1) whose V is marked
+ * and that the row sees (s not MASKED). */
+inline float2 mma_poison(float2 p, float2 s, __local const int *vbad, int c, int tag)
+{
+    if (s.x != MASKED && vbad[c] == tag) p.x = NAN;
+    if (s.y != MASKED && vbad[c + 1] == tag) p.y = NAN;
+    return p;
+}
+
 #if STORAGE == 1 || STORAGE == 2
 /* ---- f16, bf16: m16n8k16 ---- */
 #if STORAGE == 1
@@ -68,7 +90,23 @@ typedef uint4 mma_qfrag;
 typedef struct {
     uint k[BLOCK_KEYS * KS];  /* K[key][pair]: keys outside the tile's range zero */
     uint vt[HEAD_DIM * VS];   /* V transposed, Vt[dim][key pair]: the same keys zero */
+    int vbad[BLOCK_KEYS], vany; /* keys whose V is not finite (mma_mark_bad) */
 } mma_local;
+
+#if STORAGE == 1
+#define MMA_EXP 0x7c00u /* an f16's exponent bits: all set, inf or NaN */
+#else
+#define MMA_EXP 0x7f80u
+#endif
+/* v (two 16-bit values of key c, element pair) with a non-finite half
+ * zeroed and the key marked. */
+inline uint mma_finite_pair(uint v, __local mma_local *tl, int c, int tag)
+{
+    const int lo = (v & MMA_EXP) == MMA_EXP, hi = (v >> 16 & MMA_EXP) == MMA_EXP;
+    if (!(lo | hi)) return v;
+    mma_mark_bad(tl->vbad, &tl->vany, c, tag);
+    return v & (lo ? 0xffff0000u : ~0u) & (hi ? 0xffffu : ~0u);
+}
 
 /* The bits of elements at and at + 1 (the lower in bits 0-15). */
 inline uint mma_pair(__global const storage_t *p, ulong at)
@@ -93,9 +131,11 @@ inline void mma_load_q(mma_qfrag *qa, __global const storage_t *q, ulong q0, ulo
 
 /* Stages keys j0 .. j0 + BLOCK_KEYS - 1 of kv; only keys in [lo, hi) are
  * read (keys some live row sees), the others are zeros, never a pad
- * row's inf or NaN. The caller's barrier follows. */
+ * row's inf or NaN; a non-finite V is zeroed and marked (mma_mark_bad). The
+ * caller's barrier follows. */
 inline void mma_stage(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
 {
+    const int tag = j0 + 1;
     const int tid = get_local_id(0);
     for (int x = tid; x < BLOCK_KEYS * DP; x += MMA_WG) {
         const int c = x / DP, dp = x % DP;
@@ -106,8 +146,10 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
     for (int x = tid; x < BLOCK_KEYS / 2 * DP; x += MMA_WG) {
         const int kp = x / DP, dp = x % DP, c = j0 + 2 * kp;
         const ulong at = (ulong)c * kv.vstride + 2 * dp;
-        const uint v0 = in_span(c, lo, hi) ? mma_pair(kv.v, at) : 0u;
-        const uint v1 = in_span(c + 1, lo, hi) ? mma_pair(kv.v, at + kv.vstride) : 0u;
+        uint v0 = in_span(c, lo, hi) ? mma_pair(kv.v, at) : 0u;
+        uint v1 = in_span(c + 1, lo, hi) ? mma_pair(kv.v, at + kv.vstride) : 0u;
+        v0 = mma_finite_pair(v0, tl, 2 * kp, tag);
+        v1 = mma_finite_pair(v1, tl, 2 * kp + 1, tag);
         tl->vt[2 * dp * VS + kp] = (v0 & 0xffffu) | (v1 << 16);
         tl->vt[(2 * dp + 1) * VS + kp] = (v0 >> 16) | (v1 & 0xffff0000u);
     }
@@ -129,26 +171,36 @@ inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *
     }
 }
 
-/* O += P.V with P = exp2(s - mb) (mb: the rows' maxima, as s's layout);
- * returns the sums of P over this lane's keys for rows g (.x) and g + 8
+/* O += P.V with P = exp2(s - mb) (mb: the rows' maxima, as s's layout;
+ * tag: the staged tile's, for mma_poison); returns the sums of P over this lane's keys for rows g (.x) and g + 8
  * (.y), P as rounded, so that O is a weighted mean of V with the weights
  * the tensor cores saw. P's A fragment for keys 16 ks ..: A's (row g, cols
  * 2t, 2t + 1) are S tile 2 ks's .s0, .s1, (g + 8, 2t, 2t + 1) its .s2,
  * .s3, cols 2t + 8, 2t + 9 the same of tile 2 ks + 1: S's accumulator
  * layout is A's, so P stays in the lane that computed it (FlashAttention-2). */
 inline float2 mma_weights(float4 *acc, const float4 *s, float4 mb, __local const mma_local *tl,
-                          __local uint *ws)
+                          int tag, __local uint *ws)
 {
     const int g = mma_lane() >> 2, t = mma_lane() & 3;
+    const int bad = tl->vany == tag; /* the same for the work-group */
     float2 sum = (float2)(0.0f);
     MMA_LOOP
     for (int ks = 0; ks < BLOCK_KEYS / 16; ks++) {
-        const float4 p0 = exp2(s[2 * ks] - mb), p1 = exp2(s[2 * ks + 1] - mb);
-        const uint4 pa = (uint4)(MMA_PACK(p0.s0, p0.s1), MMA_PACK(p0.s2, p0.s3),
-                                 MMA_PACK(p1.s0, p1.s1), MMA_PACK(p1.s2, p1.s3));
+        float4 p0 = exp2(s[2 * ks] - mb), p1 = exp2(s[2 * ks + 1] - mb);
+        uint4 pa = (uint4)(MMA_PACK(p0.s0, p0.s1), MMA_PACK(p0.s2, p0.s3),
+                           MMA_PACK(p1.s0, p1.s1), MMA_PACK(p1.s2, p1.s3));
         const float2 u0 = MMA_UNPACK(pa.s0) + MMA_UNPACK(pa.s2);
         const float2 u1 = MMA_UNPACK(pa.s1) + MMA_UNPACK(pa.s3);
         sum += (float2)(u0.x + u0.y, u1.x + u1.y);
+        if (bad) {
+            const int c = 16 * ks + 2 * t;
+            p0.s01 = mma_poison(p0.s01, s[2 * ks].s01, tl->vbad, c, tag);
+            p0.s23 = mma_poison(p0.s23, s[2 * ks].s23, tl->vbad, c, tag);
+            p1.s01 = mma_poison(p1.s01, s[2 * ks + 1].s01, tl->vbad, c + 8, tag);
+            p1.s23 = mma_poison(p1.s23, s[2 * ks + 1].s23, tl->vbad, c + 8, tag);
+            pa = (uint4)(MMA_PACK(p0.s0, p0.s1), MMA_PACK(p0.s2, p0.s3), MMA_PACK(p1.s0, p1.s1),
+                         MMA_PACK(p1.s2, p1.s3));
+        }
         /* V's B fragment: keys 16 ks + 2t, + 1 (and + 8) of dim 8 dn + g */
         MMA_LOOP
         for (int dn = 0; dn < DTILES; dn++) {
@@ -181,6 +233,7 @@ typedef float4 mma_qfrag;
 typedef struct {
     float k[BLOCK_KEYS * KS]; /* K[key][dim]: keys outside the tile's range zero */
     float v[BLOCK_KEYS * VS]; /* V[key][dim]: the same keys zero */
+    int vbad[BLOCK_KEYS], vany; /* keys whose V is not finite (mma_mark_bad) */
 } mma_local;
 
 /* x as (big, small), each a tf32: big = tf32(x), small = tf32(x - big). An
@@ -228,7 +281,12 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
         const int c = x / HEAD_DIM, d = x % HEAD_DIM;
         const int in = in_span(j0 + c, lo, hi);
         tl->k[c * KS + d] = in ? LOAD(kv.k, (ulong)(j0 + c) * kv.kstride + d) : 0.0f;
-        tl->v[c * VS + d] = in ? LOAD(kv.v, (ulong)(j0 + c) * kv.vstride + d) : 0.0f;
+        float v = in ? LOAD(kv.v, (ulong)(j0 + c) * kv.vstride + d) : 0.0f;
+        if (!isfinite(v)) {
+            mma_mark_bad(tl->vbad, &tl->vany, c, j0 + 1);
+            v = 0.0f;
+        }
+        tl->v[c * VS + d] = v;
     }
 }
 
@@ -256,14 +314,19 @@ inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *
  * 2t + 1): S's .s0, .s2, .s1, .s3. B's: V[keys 8 j + 2t, + 1][dim 8 dn + g].
  * The row sums add P unrounded (3xTF32 keeps it to 2^-22). */
 inline float2 mma_weights(float4 *acc, const float4 *s, float4 mb, __local const mma_local *tl,
-                          __local uint *ws)
+                          int tag, __local uint *ws)
 {
     const int g = mma_lane() >> 2, t = mma_lane() & 3;
+    const int bad = tl->vany == tag; /* the same for the work-group */
     float2 sum = (float2)(0.0f);
     MMA_LOOP
     for (int j = 0; j < NTILES; j++) {
-        const float4 p = exp2(s[j] - mb);
+        float4 p = exp2(s[j] - mb);
         sum += (float2)(p.s0 + p.s1, p.s2 + p.s3);
+        if (bad) {
+            p.s01 = mma_poison(p.s01, s[j].s01, tl->vbad, 8 * j + 2 * t, tag);
+            p.s23 = mma_poison(p.s23, s[j].s23, tl->vbad, 8 * j + 2 * t, tag);
+        }
         uint4 pb, ps;
         mma_split4(p.s0213, &pb, &ps);
         __local const float *vr = tl->v + (8 * j + 2 * t) * VS + g;

@@ -8,8 +8,8 @@
  *
  * Rows whose reference result is not finite (they do see a poisoned key)
  * are skipped; every other row must match the reference (double
- * accumulation over the visible keys only) in O and LSE. Both kernel
- * families (attn_context_set_params family=...) and both decode kernels. */
+ * accumulation over the visible keys only) in O and LSE. Every kernel
+ * family (attn_context_set_params family=...) and both decode kernels. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
@@ -154,6 +154,11 @@ static const char *const forward_params[] = {
     "family=tiled,rows=4,keys=8,wg=16,local_kv=0",
     "family=tiled,rows=4,keys=8,wg=16,local_kv=1",
     "family=tiled,rows=16,keys=32,wg=128,local_kv=1",
+    "family=flash,rows=8,keys=8,tm=2,tn=2",
+    /* the tensor-core family (emulated here): all of a tile's keys go
+     * through P.V, masked or not */
+    "family=mma,warps=1,keys=16,mtiles=1",
+    "family=mma,warps=2,keys=32,mtiles=2",
 };
 
 static void forward_all(int causal)
