@@ -231,14 +231,18 @@ inline float2 mma_weights(float4 *acc, const float4 *s, float4 mb, __local const
 typedef float4 mma_qfrag;
 
 typedef struct {
-    float k[BLOCK_KEYS * KS]; /* K[key][dim]: keys outside the tile's range zero */
+    /* K[key][dim] as float2 (KS is even), so that a B fragment's pair is one
+     * aligned 8-byte read: keys outside the tile's range zero */
+    float2 k[BLOCK_KEYS * KS / 2];
     float v[BLOCK_KEYS * VS]; /* V[key][dim]: the same keys zero */
     int vbad[BLOCK_KEYS], vany; /* keys whose V is not finite (mma_mark_bad) */
 } mma_local;
 
 /* x as (big, small), each a tf32: big = tf32(x), small = tf32(x - big). An
- * infinite x's remainder is NaN: its small is 0, so that inf stays inf
- * (x's that round up to inf, within 2^-11 of FLT_MAX, give NaN). */
+ * infinite x's remainder is NaN: its small is 0 (a product with it may
+ * still be inf * 0 = NaN: a row that sees an infinite Q or K is not finite
+ * in the reference either; V's are zeroed in staging, mma_mark_bad). x's
+ * that round up to inf, within 2^-11 of FLT_MAX, give NaN. */
 inline uint2 mma_split(float x)
 {
     const uint big = mma_tf32_of(x);
@@ -280,7 +284,8 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
     for (int x = get_local_id(0); x < BLOCK_KEYS * HEAD_DIM; x += MMA_WG) {
         const int c = x / HEAD_DIM, d = x % HEAD_DIM;
         const int in = in_span(j0 + c, lo, hi);
-        tl->k[c * KS + d] = in ? LOAD(kv.k, (ulong)(j0 + c) * kv.kstride + d) : 0.0f;
+        ((__local float *)tl->k)[c * KS + d] =
+            in ? LOAD(kv.k, (ulong)(j0 + c) * kv.kstride + d) : 0.0f;
         float v = in ? LOAD(kv.v, (ulong)(j0 + c) * kv.vstride + d) : 0.0f;
         if (!isfinite(v)) {
             mma_mark_bad(tl->vbad, &tl->vany, c, j0 + 1);
@@ -303,7 +308,7 @@ inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *
         mma_split4(qa[kk], &qb, &qs);
         MMA_LOOP
         for (int j = 0; j < NTILES; j++) {
-            const float2 kb = vload2(0, tl->k + (8 * j + g) * KS + 8 * kk + 2 * t);
+            const float2 kb = tl->k[((8 * j + g) * KS + 8 * kk + 2 * t) / 2];
             mma_3xtf32(&s[j], qb, qs, kb.x, kb.y, ws);
         }
     }
