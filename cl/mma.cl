@@ -16,12 +16,23 @@
  * error of a plain fp32 sum over thousands of keys (flash.cl's notes: 4e-5
  * at 4096 keys with uniform weights); the error there is P's rounding to
  * the storage type, as in FlashAttention-2. f32's tolerance (1e-4
- * relative) is 2.5x that sum's error: the test matrix's longest rows pass
- * without it, and a row of tens of thousands of keys would want it. Each
+ * relative) is 2.5x that sum's error at 4096 keys: longer f32 rows fold O
+ * into a second accumulator instead (MMA_FOLD, at the cost of D/2
+ * registers a lane). Each
  * lane sums its own keys' weights, and the four lanes of a row combine
  * once, at the end (the maxima every tile: they set P). */
 
 #define MMA_ROWS (2 * MMA_MTILES) /* rows a lane owns: g, g + 8 per m-tile */
+#ifndef MMA_FOLD
+#define MMA_FOLD 0 /* 1: fold O into a second accumulator (long f32 rows; the host sets it) */
+#endif
+/* With MMA_FOLD, keys summed plainly into acc before it is added to tot:
+ * acc's drift is then that of MMA_FOLD_KEYS keys, tot's that of one add per
+ * MMA_FOLD_KEYS (test_long_context's table) */
+#define MMA_FOLD_KEYS 2048
+#if MMA_FOLD && MMA_FOLD_KEYS % BLOCK_KEYS
+#error "mma: MMA_FOLD_KEYS must be a multiple of BLOCK_KEYS"
+#endif
 
 /* The logits of keys key and key + 1 of one row from their Q.K: scaled,
  * then masked outside [lo, hi) or given the variants (tile.cl). */
@@ -67,6 +78,10 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
     int ri[MMA_ROWS], rh[MMA_ROWS], rlo[MMA_ROWS], rhi[MMA_ROWS], rtop[MMA_ROWS];
     float mrow[MMA_ROWS], l[MMA_ROWS];
     float4 acc[MMA_MTILES][DTILES];
+#if MMA_FOLD
+    float4 tot[MMA_MTILES][DTILES]; /* O folded out of acc every MMA_FOLD_KEYS keys */
+    int nfold = 0;
+#endif
     mma_qfrag qa[MMA_MTILES][QSTEPS]; /* Q's A fragments, as stored (qscale applies to S) */
     for (int mt = 0; mt < MMA_MTILES; mt++) {
         const int r0 = (mma_warp() * MMA_MTILES + mt) * 16 + g;
@@ -83,6 +98,9 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
                    row_index(qg, b, rh[2 * mt + 1], ri[2 * mt + 1]), rhi[2 * mt] > rlo[2 * mt],
                    rhi[2 * mt + 1] > rlo[2 * mt + 1]);
         for (int dn = 0; dn < DTILES; dn++) acc[mt][dn] = (float4)(0.0f);
+#if MMA_FOLD
+        for (int dn = 0; dn < DTILES; dn++) tot[mt][dn] = (float4)(0.0f);
+#endif
     }
     for (int c = tid; c < BLOCK_KEYS; c += MMA_WG) tl.vbad[c] = 0; /* no tile's tag */
     if (tid == 0) tl.vany = 0;
@@ -123,11 +141,24 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
             l[r0] *= a0;
             l[r1] *= a1;
             for (int dn = 0; dn < DTILES; dn++) acc[mt][dn] *= (float4)(a0, a0, a1, a1);
+#if MMA_FOLD
+            for (int dn = 0; dn < DTILES; dn++) tot[mt][dn] *= (float4)(a0, a0, a1, a1);
+#endif
             const float2 sum =
                 mma_weights(acc[mt], s, (float4)(mb0, mb0, mb1, mb1), &tl, j0 + 1, ws);
             l[r0] += sum.x;
             l[r1] += sum.y;
         }
+#if MMA_FOLD
+        if (++nfold == MMA_FOLD_KEYS / BLOCK_KEYS) {
+            nfold = 0;
+            for (int mt = 0; mt < MMA_MTILES; mt++)
+                for (int dn = 0; dn < DTILES; dn++) {
+                    tot[mt][dn] += acc[mt][dn];
+                    acc[mt][dn] = (float4)(0.0f);
+                }
+        }
+#endif
         /* before the next tile overwrites the staged tile (needed with the
          * PTX: the emulation's own barriers would hide its absence from
          * Oclgrind) */
@@ -149,7 +180,11 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
         if (PACKED && !query) continue; /* packed: another sequence's row */
         const ulong orow = row_index(og, b, rh[r], ri[r]) + 2 * t;
         for (int dn = 0; dn < DTILES; dn++) {
+#if MMA_FOLD
+            const float4 a = tot[r / 2][dn] + acc[r / 2][dn];
+#else
             const float4 a = acc[r / 2][dn];
+#endif
             const float2 y = lt > 0.0f ? (r & 1 ? a.s23 : a.s01) * inv : (float2)(0.0f);
             STORE(o, orow + 8 * dn, y.x);
             STORE(o, orow + 8 * dn + 1, y.y);

@@ -6,8 +6,9 @@
  * says otherwise: every weight is then equal, the worst case for running
  * sums (before the compensated folds: 2.6e-3, 22x the tolerance), and with
  * constant V the exact result is V itself. The mma family's f32 path
- * (3xTF32, plain sums) runs rows up to ATTN_MMA_F32_MAX_KEYS keys: there it
- * must be within the tolerance too, and past it refused.
+ * (3xTF32; O folded into a second accumulator past ATTN_MMA_F32_PLAIN_KEYS)
+ * runs rows up to ATTN_MMA_F32_MAX_KEYS keys: it must be within the
+ * tolerance too, and past that refused.
  *
  * ATTN_LONG_CONTEXT_TABLE=1 instead prints the error as a function of S
  * (4096 ... 1048576, constant and random V, each family and decode): the
@@ -167,18 +168,22 @@ static int plans_mma(int S)
     return strcmp(info.family, "mma") == 0;
 }
 
-/* mma's f32 at its longest row, equal weights: within the tolerance
- * (measured: 0.4 of it at 4096 keys, 1.6 at 16384); one key more is
- * refused (the device's family runs it). */
+/* mma's f32, equal weights: within the tolerance at its longest plain row
+ * (measured: 0.4 of it at 4096 keys; 1.6 at 16384 unfolded) and, folded,
+ * at 65536 keys; one key past ATTN_MMA_F32_MAX_KEYS is refused (the
+ * device's family runs it). */
 static void test_mma_f32(void)
 {
-    const int S = ATTN_MMA_F32_MAX_KEYS;
-    CU_ASSERT(plans_mma(S));
-    CU_ASSERT(!plans_mma(S + 1));
-    result r = run("mma", 0, S, 1, 1);
-    printf("\n  mma f32 S=%d constant V causal: max rel %.3g, %.3g of the tolerance", S, r.max_rel,
-           r.ratio);
-    CU_ASSERT(r.ratio <= 1.0);
+    static const int lengths[] = {ATTN_MMA_F32_PLAIN_KEYS, 65536};
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT(plans_mma(lengths[i]));
+        result r = run("mma", 0, lengths[i], 1, 1);
+        printf("\n  mma f32 S=%d constant V causal: max rel %.3g, %.3g of the tolerance",
+               lengths[i], r.max_rel, r.ratio);
+        CU_ASSERT(r.ratio <= 1.0);
+    }
+    CU_ASSERT(plans_mma(ATTN_MMA_F32_MAX_KEYS));
+    CU_ASSERT(!plans_mma(ATTN_MMA_F32_MAX_KEYS + 1));
 }
 
 static const harness_test tests[] = {

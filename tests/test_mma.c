@@ -97,6 +97,17 @@ static void test_mma_gpu_limits(void)
     /* qa 16 float4, acc 16 float4, s 4 float4, 7 values x 2 rows */
     CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &pr, &p),
                     4u * (64 + 64 + 16 + 14));
+    char opts[512];
+    attn_params_options(&pr, &p, opts, sizeof opts);
+    CU_ASSERT_PTR_NULL(strstr(opts, "MMA_FOLD"));
+    /* past ATTN_MMA_F32_PLAIN_KEYS keys O folds into a second accumulator
+     * (tot, as acc): built with MMA_FOLD */
+    p.kv_len = ATTN_MMA_F32_PLAIN_KEYS + 1;
+    attn_params_options(&pr, &p, opts, sizeof opts);
+    CU_ASSERT_PTR_NOT_NULL(strstr(opts, "-DMMA_FOLD=1"));
+    CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &pr, &p),
+                    4u * (64 + 64 + 64 + 16 + 14));
+    p.kv_len = 512;
     /* the problems it cannot run, whatever the tunables */
     p.head_dim = 144;
     CU_ASSERT(!attn_params_legal(&pr, &h200, &p, err, sizeof err));

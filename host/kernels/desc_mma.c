@@ -12,11 +12,12 @@
  * elsewhere it runs when forced (ATTN_PARAMS, attn_context_set_params
  * "family=mma,...") or named by a tuning database entry. A head dim that
  * is a multiple of 16 up to 256 (f32: 128, and rows of at most
- * ATTN_MMA_F32_MAX_KEYS keys); another problem keeps the device's own
+ * ATTN_MMA_F32_MAX_KEYS keys, folded past ATTN_MMA_F32_PLAIN_KEYS); another problem keeps the device's own
  * plan (plan.c); no decode kernel. */
 #include "kernels/kernel_desc.h"
 
 #include <stddef.h>
+#include <stdio.h>
 
 #define STR2(x) #x
 #define STR(x) STR2(x)
@@ -48,8 +49,8 @@ static const char *refuses(const attn_problem *p)
     if (p->dtype != ATTN_F32) return NULL;
     /* Q's fragments and O take D registers a lane in f32: 256 would spill */
     if (p->head_dim > 128) return "runs f32 with a head dim of at most 128";
-    /* no compensated sums (cl/mma.cl): the drift of a plain fp32 sum over
-     * longer rows nears the f32 tolerance (test_long_context's table) */
+    /* no compensated sums (cl/mma.cl): past this even the folded sums'
+     * drift nears the f32 tolerance (test_long_context's table) */
     if (p->kv_len > ATTN_MMA_F32_MAX_KEYS)
         return "runs f32 rows of at most " STR(ATTN_MMA_F32_MAX_KEYS) " keys";
     return NULL;
@@ -73,6 +74,19 @@ static size_t local_bytes(const attn_params *pr, const attn_problem *p)
     return 4 * words;
 }
 
+/* Whether p's rows fold O into a second accumulator (cl/mma.cl's MMA_FOLD):
+ * f32 rows past the plain sum's reach. */
+static int folds(const attn_problem *p)
+{
+    return p->dtype == ATTN_F32 && p->kv_len > ATTN_MMA_F32_PLAIN_KEYS;
+}
+
+static void derived_options(const attn_params *pr, const attn_problem *p, char *buf, size_t n)
+{
+    (void)pr;
+    if (n && folds(p)) snprintf(buf, n, " -DMMA_FOLD=1");
+}
+
 /* Bytes of attn_fwd_mma's per-work-item arrays (cl/mma.cl). */
 static size_t private_bytes(const attn_params *pr, const attn_problem *p, int entry)
 {
@@ -81,15 +95,19 @@ static size_t private_bytes(const attn_params *pr, const attn_problem *p, int en
     const size_t qsteps = p->dtype == ATTN_F32 ? d / 8 : d / 16;
     size_t words = mt * qsteps * 4;          /* qa [MMA_MTILES][QSTEPS] uint4 or float4 */
     words += mt * (d / 8) * 4;               /* acc [MMA_MTILES][D/8] float4 */
+    if (folds(p)) words += mt * (d / 8) * 4; /* tot, as acc */
     words += (size_t)pr->block_keys / 8 * 4; /* s [BLOCK_KEYS/8] float4 */
     words += 7 * 2 * mt;                     /* ri, rh, rlo, rhi, rtop, mrow, l [2 m-tiles] */
     return 4 * words;
 }
 
-/* Shrinking: the key tile first (the __local tiles), then the warps. */
+/* Shrinking (of the defaults, one m-tile): the key tile first (the __local
+ * tiles), then the warps. Two m-tiles at f32 D 128 are 1200 bytes of
+ * registers a lane, past ATTN_PRIVATE_BUDGET_GPU: the tuner's candidates
+ * include them, to be measured. */
 const attn_family_desc attn_desc_mma = {
     ATTN_FAMILY_MMA, "mma", tunables, (int)(sizeof tunables / sizeof tunables[0]),
-    NULL, 0, (size_t)-1, local_bytes, private_bytes, NULL,
+    NULL, 0, (size_t)-1, local_bytes, private_bytes, derived_options,
     {{"attn_fwd_mma",
       {"common.cl", "variants.cl", "tile.cl", "mma_ops.cl", "mma_operands.cl", "mma.cl",
        "mask_tiles.cl"},

@@ -62,12 +62,15 @@ attn_params attn_params_defaults(int family);
 void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
                      const attn_problem *p);
 
-/* The longest f32 row the mma family runs: it sums O plainly (cl/mma.cl),
- * and with equal weights (the worst case) the drift grows with the keys:
- * 4e-5 relative at 4096, 1.6e-4 at 16384, 2.6e-3 at 262144 (the emulation,
- * test_long_context's table), against f32's 1e-4. Longer rows keep the
- * device's own family, whose sums are compensated. */
-#define ATTN_MMA_F32_MAX_KEYS 4096
+/* f32 rows on the mma family: up to ATTN_MMA_F32_PLAIN_KEYS keys O is
+ * summed plainly (cl/mma.cl); with equal weights (the worst case) its drift
+ * grows with the keys: 4e-5 relative at 4096, 1.6e-4 at 16384 (the
+ * emulation, test_long_context's table), against f32's 1e-4. Longer rows
+ * are built with MMA_FOLD (O moved into a second accumulator every 2048
+ * keys), up to ATTN_MMA_F32_MAX_KEYS; longer still keep the device's own
+ * family, whose sums are compensated. */
+#define ATTN_MMA_F32_PLAIN_KEYS 4096
+#define ATTN_MMA_F32_MAX_KEYS 1048576
 
 /* Whether p is a problem the mma family can run (desc_mma.c's refusals:
  * a head dim that is a multiple of 16 up to 256; f32 up to 128 and
