@@ -658,6 +658,18 @@ const harness_case harness_cases[] = {
     {OCL("mask f16 + ALiBi, packed 5 + 6, D4"), SHAPE(2, 2, 1, 4, 11, 11), .causal = 1,
      LENS(ocp_s, ocp_l, ocp_s, ocp_l), .packed = 1, .mask = HARNESS_MASK_RANDOM,
      .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH, .alibi_max_bias = 8.0f, .seed = 670},
+    /* the tiled staging's 16-byte loads (oclgrind_kernels' test_tiled_wide):
+     * rows padded to 16 (f16: a vector and a tail of 4), bf16 and f32 rows
+     * of 8 (vectors only), f16 rows at an odd offset (one by one) */
+#define OCL_WIDE(name_) .group = "oclgrind/wide", .name = (name_), .families = HARNESS_TILED
+    {OCL_WIDE("wide f16 D12 rows of 16"), SHAPE(1, 4, 2, 12, 5, 11), .dtype = ATTN_F16,
+     .causal = 1, ALL_LAYOUTS({HARNESS_BHSD, 0, 4, 0}), .seed = 690},
+    {OCL_WIDE("wide bf16 D8 BSHD"), SHAPE(3, 2, 1, 8, 10, 12), .dtype = ATTN_BF16, .causal = 1,
+     LENS(og_qs, og_ql, og_ks, og_kl), ALL_LAYOUTS(BSHD), .seed = 691},
+    {OCL_WIDE("wide f32 D8 offset 4"), SHAPE(1, 2, 2, 8, 9, 9), .causal = 1,
+     ALL_LAYOUTS({HARNESS_BHSD, 4, 0, 0}), .seed = 692},
+    {OCL_WIDE("wide f16 D8 odd offsets"), SHAPE(1, 2, 1, 8, 7, 9), .dtype = ATTN_F16,
+     ALL_LAYOUTS(ODD_OFFSETS), .seed = 693},
     /* the mma family's (f16 and bf16, D a multiple of 16): ragged padding
      * with an empty entry and two key tiles of 16; the variants */
 #define OCL_MMA(name_) .group = "oclgrind/mma", .name = (name_), .families = HARNESS_MMA
