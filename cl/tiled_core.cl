@@ -3,7 +3,8 @@
  * BLOCK_ROWS query rows of one tile (common.cl's tile_rows) and walks its
  * key range in tiles of BLOCK_KEYS keys with an online softmax
  * (FlashAttention-2's partitioning). Q lives in __local, pre-scaled; K/V
- * tiles are staged in __local or read directly. Joined after common.cl
+ * tiles are staged in __local (in 16-byte loads where the rows allow) or
+ * read directly. Joined after common.cl
  * (and decode_common.cl) and before the entry kernel. */
 
 #ifndef BLOCK_ROWS

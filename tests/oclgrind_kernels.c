@@ -6,7 +6,7 @@
  *
  * Families: vector (attn_pack_kv + attn_fwd_vector) at small and default
  * tiles; tiled with K/V read from global (local_kv=0) and staged in __local
- * (local_kv=1); flash (attn_fwd_flash) at three micro-tile shapes; mma
+ * (local_kv=1), and its 16-byte staging on the "oclgrind/wide" rows; flash (attn_fwd_flash) at three micro-tile shapes; mma
  * (attn_fwd_mma, mma_ops.cl's emulation) on its own f16/bf16 rows
  * ("oclgrind/mma") at two shapes. Shapes: the "oclgrind/tiny" rows of the shared case table
  * (case_table.c), run by the shared runner (cases.c): lengths that end
@@ -20,8 +20,8 @@
  * Decode: a ragged cache (kv_append.cl, the second append taking each
  * sequence's rows from its own start), a block of new queries with a pad
  * row, each decode kernel unsplit and split (decode_*.cl and the combine),
- * and split over a paged cache of 16-token blocks (a sequence in two); and
- * the same over an int8 cache (ATTN_KV_INT8: the quantizing append, both
+ * and split over a paged cache of 16-token blocks (a sequence in two); the
+ * tiled kernel over an f16 cache too; and the same over an int8 cache (ATTN_KV_INT8: the quantizing append, both
  * kernels' int8 builds, the tiled one with K/V staged and read from
  * global; contiguous and paged), against the reference over the
  * dequantized K/V; and a block of 70 new queries, which takes the prefill
