@@ -3,7 +3,8 @@
  * BLOCK_ROWS query rows of one tile (common.cl's tile_rows) and walks its
  * key range in tiles of BLOCK_KEYS keys with an online softmax
  * (FlashAttention-2's partitioning). Q lives in __local, pre-scaled; K/V
- * tiles are staged in __local or read directly. Joined after common.cl
+ * tiles are staged in __local (in 16-byte loads where the rows allow) or
+ * read directly. Joined after common.cl
  * (and decode_common.cl) and before the entry kernel. */
 
 #ifndef BLOCK_ROWS
@@ -28,9 +29,11 @@
 #define DS (((HEAD_DIM + 3) / 4) * 4 + 4)
 
 /* The work-group's __local memory, one variable the entry kernel declares
- * (OpenCL C allows __local only at kernel scope). The float4-read rows
- * come first, so they start 16-byte aligned. */
-typedef struct {
+ * (OpenCL C allows __local only at kernel scope). The float4 rows come
+ * first, each DS floats, so with the struct 16-byte aligned every row
+ * starts 16-byte aligned (the staging below stores them as float4; the
+ * host's local_bytes rounds the size up to 16 as the alignment does). */
+typedef struct __attribute__((aligned(16))) {
     float q[BLOCK_ROWS * DS];
 #if LOCAL_KV
     float k[BLOCK_KEYS * DS];
@@ -40,6 +43,121 @@ typedef struct {
     /* l - lc: each row's softmax denominator, compensated (common.cl) */
     float m[BLOCK_ROWS], l[BLOCK_ROWS], lc[BLOCK_ROWS], a[BLOCK_ROWS];
 } tiled_local;
+
+/* ---- Rows staged into __local in 16-byte loads ----
+ * A run of VW elements (16 bytes) at a 16-byte aligned address is read in
+ * one load, converted in fp32 and stored as float4 to a 16-byte aligned
+ * __local address: a warp moves 512 bytes per load instead of 64 (f16) or
+ * 128 (f32). ST_VW: storage_t (Q, prefill's K/V) elements per 16 bytes;
+ * KV_VW: cache_t elements (the int8 cache: 16). The 16-bit types are
+ * unpacked from 32-bit words: OpenCL devices are little-endian in practice
+ * (element 2i in word i's low half); without cl_khr_fp16 there is no
+ * as_half, so a half's bits are converted by hand, exactly (halves4).
+ * Written without swizzles or scalar-to-vector splats: Oclgrind's
+ * uninitialised-value pass marks every shuffle's result undefined. */
+#if STORAGE == 0
+#define ST_VW 4
+#else
+#define ST_VW 8
+#endif
+#ifdef KV_INT8
+#define KV_VW 16
+#else
+#define KV_VW ST_VW
+#endif
+
+/* whether p may be read in 16-byte loads */
+#define ALIGNED16(p) (((size_t)(p) & 15) == 0)
+
+#if STORAGE == 1
+/* four IEEE halves (the low 16 bits of each h) as floats, as vload_half
+ * gives them: zeros and subnormals through an exact int-to-float times
+ * 2^-24 (no fp32 subnormal involved, so a flush-to-zero device agrees) */
+inline float4 halves4(uint4 h)
+{
+    const uint4 e = h & 0x7c00u, a = h & 0x7fffu;
+    uint4 f = (a << 13) + (112u << 23);                           /* rebias 15 -> 127 */
+    f = select(f, (a << 13) | 0x7f800000u, e == (uint4)0x7c00u);   /* inf, NaN */
+    f = select(f, as_uint4(convert_float4(a) * 0x1p-24f), e == (uint4)0u);
+    return as_float4(f | (h & 0x8000u) << 16);
+}
+#endif
+
+/* 16-bit element pairs: words x, y as elements 2x.lo, 2x.hi, 2y.lo, 2y.hi */
+#if STORAGE == 1
+#define PAIRS4(x, y) halves4((uint4)((x) & 0xffffu, (x) >> 16, (y) & 0xffffu, (y) >> 16))
+#elif STORAGE == 2
+#define PAIRS4(x, y) as_float4((uint4)((x) << 16, (x) & 0xffff0000u, (y) << 16, (y) & 0xffff0000u))
+#endif
+
+/* The 16 bytes of storage_t at p (16-byte aligned) times s, as ST_VW
+ * floats at dst (16-byte aligned) */
+inline void stage_st16(__local float *dst, __global const storage_t *p, float s)
+{
+    const float4 s4 = (float4)(s, s, s, s);
+    __local float4 *d4 = (__local float4 *)dst;
+#if STORAGE == 0
+    d4[0] = *(__global const float4 *)p * s4;
+#else
+    const uint4 u = *(__global const uint4 *)p;
+    d4[0] = PAIRS4(u.s0, u.s1) * s4;
+    d4[1] = PAIRS4(u.s2, u.s3) * s4;
+#endif
+}
+
+/* Whether float4 q of the KV_VW elements from column d of a __local K/V
+ * row is inside the row's columns rounded up to 4, all that DS holds (an
+ * int8 vector at the row's end may reach past it) and all that is read */
+#define KV_CHUNK(d, q) (HEAD_DIM % KV_VW == 0 || (d) + 4 * (q) < HEAD_DIM)
+
+/* The 16 bytes of cache_t at p (16-byte aligned) times s (KV_INT8: the
+ * row's scale; else 1, a constant here), or zeros when !in, as
+ * KV_VW floats at column d of the __local row dst (16-byte aligned) */
+inline void stage_kv16(__local float *dst, int d, __global const cache_t *p, float s, int in)
+{
+#ifdef KV_INT8
+    __local float4 *d4 = (__local float4 *)dst;
+    if (!in) {
+        for (int q = 0; q < 4; q++)
+            if (KV_CHUNK(d, q)) d4[q] = (float4)(0.0f, 0.0f, 0.0f, 0.0f);
+        return;
+    }
+    const float4 s4 = (float4)(s, s, s, s);
+    const uint4 u = *(__global const uint4 *)p;
+    d4[0] = convert_float4(as_char4(u.s0)) * s4;
+    if (KV_CHUNK(d, 1)) d4[1] = convert_float4(as_char4(u.s1)) * s4;
+    if (KV_CHUNK(d, 2)) d4[2] = convert_float4(as_char4(u.s2)) * s4;
+    if (KV_CHUNK(d, 3)) d4[3] = convert_float4(as_char4(u.s3)) * s4;
+#else
+    if (in) {
+        stage_st16(dst, p, 1.0f); /* s is 1 */
+    } else {
+        __local float4 *d4 = (__local float4 *)dst;
+        for (int q = 0; q < KV_VW / 4; q++)
+            if (KV_CHUNK(d, q)) d4[q] = (float4)(0.0f, 0.0f, 0.0f, 0.0f);
+    }
+#endif
+}
+
+/* A tile's K/V rows: KV_NV whole vectors of KV_VW elements, then KV_TAIL
+ * elements one by one. A decode reads its cache (DECODE_KERNELS): rows of
+ * DIM_PAD elements, a multiple of 16, each 16-byte aligned (a buffer's
+ * start, plus whole rows) and zero past HEAD_DIM (kv_cache.c), so the last
+ * vector may reach into the padding; no __local column past HEAD_DIM is
+ * ever read (score and the P.V loop stop there). Prefill reads the
+ * caller's tensors: whole vectors inside HEAD_DIM only. */
+#ifdef DECODE_KERNELS
+#if DIM_PAD % 16
+#error "DIM_PAD must be a multiple of 16 (whole 16-byte vectors per cache row)"
+#endif
+#define KV_NV ((HEAD_DIM + KV_VW - 1) / KV_VW)
+#define KV_TAIL 0
+#else
+#define KV_NV (HEAD_DIM / KV_VW)
+#define KV_TAIL (HEAD_DIM % KV_VW)
+#endif
+#define Q_NV (HEAD_DIM / ST_VW) /* Q: the caller's tensor, whole vectors inside HEAD_DIM */
+#define Q_TAIL (HEAD_DIM % ST_VW)
 
 /* q . k over HEAD_DIM, q from __local; k from __local (LOCAL_KV) or global */
 #if LOCAL_KV
@@ -111,12 +229,42 @@ inline __attribute__((always_inline)) void tiled_attend(
     int lmin, hmin, lmax;
     const int hmax = tile_span(m, va.win, BLOCK_ROWS, &lmin, &hmin, &lmax);
     const int jfirst = lmin / BLOCK_KEYS * BLOCK_KEYS;
+#if LOCAL_KV
+#ifdef DECODE_KERNELS
+    const int kv_wide = 1; /* the cache's rows (KV_NV) */
+#else
+    /* the caller's K/V rows of this head: 16-byte loads when each starts
+     * 16-byte aligned (the same for the whole work-group) */
+    const int kv_wide = ALIGNED16(kv.k) && ALIGNED16(kv.v) && kv.kstride % KV_VW == 0 &&
+                        kv.vstride % KV_VW == 0;
+#endif
+#endif
 
-    for (int i = tid; i < BLOCK_ROWS * HEAD_DIM; i += WG_SIZE) {
-        const int r = i / HEAD_DIM, d = i % HEAD_DIM;
+    /* Q, pre-scaled: whole vectors, in 16-byte loads where the row's
+     * element is 16-byte aligned (else one by one), then the rest */
+#if Q_NV
+    for (int i = tid; i < BLOCK_ROWS * Q_NV; i += WG_SIZE) {
+        const int r = i / Q_NV, d = i % Q_NV * ST_VW;
+        const int live = row_span(m, r, va.win, &qi, &qh, &lr) > lr;
+        __local float *dst = tl->q + r * DS + d;
+        if (live) {
+            __global const storage_t *src = q + row_index(qg, b, qh, qi) + d;
+            if (ALIGNED16(src))
+                stage_st16(dst, src, qscale);
+            else
+                for (int e = 0; e < ST_VW; e++) dst[e] = LOAD(src, e) * qscale;
+        } else {
+            for (int e = 0; e < ST_VW; e++) dst[e] = 0.0f;
+        }
+    }
+#endif
+#if Q_TAIL
+    for (int i = tid; i < BLOCK_ROWS * Q_TAIL; i += WG_SIZE) {
+        const int r = i / Q_TAIL, d = Q_NV * ST_VW + i % Q_TAIL;
         const int live = row_span(m, r, va.win, &qi, &qh, &lr) > lr;
         tl->q[r * DS + d] = live ? LOAD(q, row_index(qg, b, qh, qi) + d) * qscale : 0.0f;
     }
+#endif
     if (tid < BLOCK_ROWS) {
         tl->m[tid] = MAX_INIT;
         tl->l[tid] = tl->lc[tid] = 0.0f;
@@ -146,15 +294,32 @@ inline __attribute__((always_inline)) void tiled_attend(
         int jb;
         const kv_rows t = kv_tile(kv, j0, &jb); /* key j0 + c at row jb + c */
 #if LOCAL_KV
-        for (int i = tid; i < BLOCK_KEYS * HEAD_DIM; i += WG_SIZE) {
-            const int c = i / HEAD_DIM, d = i % HEAD_DIM;
-            const int in = in_span(j0 + c, lmin, j0 + nk); /* a key some live row sees */
-            /* KV_INT8: dequantized here, once per element */
+        /* a key some live row sees, else zeros (a row outside the keys may
+         * hold inf or NaN); KV_INT8: dequantized here, once per element */
+#if KV_NV
+        if (kv_wide)
+            for (int i = tid; i < BLOCK_KEYS * KV_NV; i += WG_SIZE) {
+                const int c = i / KV_NV, d = i % KV_NV * KV_VW;
+                const int in = in_span(j0 + c, lmin, j0 + nk);
+                const int jr = jb + c;
+                stage_kv16(tl->k + c * DS + d, d, t.k + (ulong)jr * t.kstride + d,
+                           in ? K_SCALED(1.0f, t, jr) : 0.0f, in);
+                stage_kv16(tl->v + c * DS + d, d, t.v + (ulong)jr * t.vstride + d,
+                           in ? V_SCALED(1.0f, t, jr) : 0.0f, in);
+            }
+#endif
+#ifndef DECODE_KERNELS /* a decode's vectors cover its rows (KV_TAIL 0) */
+        /* the columns the vectors leave: all of them when the rows are not */
+        const int d0 = kv_wide ? KV_NV * KV_VW : 0, nd = kv_wide ? KV_TAIL : HEAD_DIM;
+        for (int i = tid; i < BLOCK_KEYS * nd; i += WG_SIZE) {
+            const int c = i / nd, d = d0 + i % nd;
+            const int in = in_span(j0 + c, lmin, j0 + nk);
             tl->k[c * DS + d] =
                 in ? K_SCALED(KV_LOAD(t.k, (ulong)(jb + c) * t.kstride + d), t, jb + c) : 0.0f;
             tl->v[c * DS + d] =
                 in ? V_SCALED(KV_LOAD(t.v, (ulong)(jb + c) * t.vstride + d), t, jb + c) : 0.0f;
         }
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
 #endif
         /* only a tile reaching past some live row's end or before its start

@@ -43,6 +43,7 @@ static const int ip_qs[2] = {0, 5}, ip_ql[2] = {33, 20};
 static const int tl_qs[2] = {0, 4}, tl_ql[2] = {37, 29}, tl_ks[2] = {0, 1}, tl_kl[2] = {45, 39};
 static const int ck_qs[2] = {0, 2}, ck_ql[2] = {21, 17}, ck_ks[2] = {0, 3}, ck_kl[2] = {21, 0};
 static const int mqa_kl[2] = {13, 70};
+static const int wl_kl[2] = {70, 41}; /* the tiled decode's padded vectors */
 static const int dc_kl[3] = {50, 20, 33}, dc_ql[3] = {3, 1, 0}, dc_kl2[3] = {40, 7, 12};
 /* decode windows far from the cache's start: splits begin at each
  * sequence's first windowed block (decode_key_base), not at key 0 */
@@ -190,6 +191,37 @@ const harness_case harness_cases[] = {
     SWEEP(ATTN_BF16, 64, 753), SWEEP(ATTN_BF16, 80, 754), SWEEP(ATTN_BF16, 96, 755),
     SWEEP(ATTN_BF16, 128, 756), SWEEP(ATTN_BF16, 256, 757),
 
+    /* ---- forward: the tiled family's K/V and Q staging (cl/tiled_core.cl):
+     * 16-byte loads (4 f32, 8 f16/bf16) where a head's rows start 16-byte
+     * aligned, whole vectors inside D then the rest one by one; otherwise
+     * one by one throughout. Tiled only: the other families do not stage
+     * this way. ---- */
+#define WIDE(name_) .group = "forward/wide_loads", .name = (name_), .families = HARNESS_TILED
+    /* rows padded from 37 to 40: vectors (9 f32, 4 f16/bf16) and a tail of 1 or 5 */
+    {WIDE("f16 D37 rows of 40: vectors and a tail"), SHAPE(2, 4, 2, 37, 21, 30), .dtype = ATTN_F16,
+     .causal = 1, ALL_LAYOUTS({HARNESS_BHSD, 0, 3, 0}), .seed = 760},
+    {WIDE("bf16 D37 rows of 40: vectors and a tail"), SHAPE(2, 4, 2, 37, 21, 30),
+     .dtype = ATTN_BF16, .causal = 1, ALL_LAYOUTS({HARNESS_BHSD, 0, 3, 0}), .seed = 761},
+    {WIDE("f32 D37 rows of 40: vectors and a tail"), SHAPE(2, 4, 2, 37, 21, 30), .causal = 1,
+     ALL_LAYOUTS({HARNESS_BHSD, 0, 3, 0}), .seed = 762},
+    /* rows of 36: a multiple of 4 (f32 vectors), not of 8 (f16: one by one;
+     * Q's rows alternately aligned) */
+    {WIDE("f16 D36 rows of 36: K/V one by one"), SHAPE(2, 4, 2, 36, 26, 30), .dtype = ATTN_F16,
+     .causal = 1, LENS(dt_qs, dt_ql, dt_ks, dt_kl), .poison_pads = 1, .seed = 763},
+    {WIDE("f32 D36 rows of 36: vectors"), SHAPE(2, 4, 2, 36, 26, 30), .causal = 1,
+     LENS(dt_qs, dt_ql, dt_ks, dt_kl), .poison_pads = 1, .seed = 764},
+    /* an offset of 4 elements: 16 bytes in f32 (vectors), 8 in bf16 (one by one) */
+    {WIDE("f32 D40 offset 4: vectors"), SHAPE(2, 2, 1, 40, 17, 33), .causal = 1,
+     ALL_LAYOUTS({HARNESS_BHSD, 4, 0, 0}), .seed = 765},
+    {WIDE("bf16 D40 offset 4: one by one"), SHAPE(2, 2, 1, 40, 17, 33), .dtype = ATTN_BF16,
+     .causal = 1, ALL_LAYOUTS({HARNESS_BHSD, 4, 0, 0}), .seed = 766},
+    /* K aligned, V not (offset 8 vs 1, f16): the work-group's rows one by one */
+    {WIDE("f16 D64 K aligned, V not"), SHAPE(1, 2, 1, 64, 13, 45), .dtype = ATTN_F16,
+     .lk = {HARNESS_BSHD, 8, 0, 0}, .lv = {HARNESS_BHSD, 1, 0, 0}, .seed = 767},
+    /* D below one vector: the tail only */
+    {WIDE("f16 D6 below one vector"), SHAPE(1, 2, 2, 6, 9, 9), .dtype = ATTN_F16, .causal = 1,
+     .seed = 768},
+
     /* ---- forward: scales, lse = NULL ---- */
     {F("forward/custom_scale", "scale 0.37"), SHAPE(1, 4, 2, 64, 21, 21), .causal = 1, .scale = 0.37f, .seed = 801},
     {F("forward/custom_scale", "scale 2.0 (sharp)"), SHAPE(1, 2, 1, 16, 7, 33), .causal = 1, .scale = 2.0f, .seed = 802},
@@ -309,6 +341,20 @@ const harness_case harness_cases[] = {
     {.group = "decode/table", .name = "decode GQA bf16 full, split", .families = HARNESS_BOTH,
      .params = "rows=4,splits=3", SHAPE(3, 8, 2, 64, 3, 40), .dtype = ATTN_BF16,
      LENS(NULL, dc_ql, NULL, dc_kl2), .poison_pads = 1, .lk = BSHD, .lv = BSHD_GAPPY, .seed = 4503},
+
+    /* the tiled kernel's cache rows in 16-byte vectors: D37 (row stride 48)
+     * ends inside a vector (f32's 10th, f16's 5th), D12 inside bf16's 2nd:
+     * the vector reads the row's padding, which must never reach O */
+    {.group = "decode/table", .name = "decode GQA f16 D37, cache padding in the last vector",
+     .families = HARNESS_TILED, .params = "rows=4,splits=2", SHAPE(2, 8, 2, 37, 2, 70),
+     .dtype = ATTN_F16, .causal = 1, LENS(NULL, NULL, NULL, wl_kl), .poison_pads = 1, .seed = 4504},
+    {.group = "decode/table", .name = "decode GQA f32 D37, cache padding in the last vector",
+     .families = HARNESS_TILED, .params = "rows=8,splits=1", SHAPE(2, 8, 2, 37, 2, 70),
+     .causal = 1, LENS(NULL, NULL, NULL, wl_kl), .poison_pads = 1, .seed = 4505},
+    {.group = "decode/table", .name = "decode MQA bf16 D12, cache padding in the last vector",
+     .families = HARNESS_TILED, .params = "rows=4,splits=3", SHAPE(3, 4, 1, 12, 3, 70),
+     .dtype = ATTN_BF16, .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl2), .poison_pads = 1,
+     .seed = 4506},
 
     /* ---- the variants, each alone (test_variants): a few shapes each, in
      * both families, through attn_forward ---- */
@@ -612,6 +658,18 @@ const harness_case harness_cases[] = {
     {OCL("mask f16 + ALiBi, packed 5 + 6, D4"), SHAPE(2, 2, 1, 4, 11, 11), .causal = 1,
      LENS(ocp_s, ocp_l, ocp_s, ocp_l), .packed = 1, .mask = HARNESS_MASK_RANDOM,
      .mask_dtype = ATTN_F16, .mask_bcast = HARNESS_BCAST_BATCH, .alibi_max_bias = 8.0f, .seed = 670},
+    /* the tiled staging's 16-byte loads (oclgrind_kernels' test_tiled_wide):
+     * rows padded to 16 (f16: a vector and a tail of 4), bf16 and f32 rows
+     * of 8 (vectors only), f16 rows at an odd offset (one by one) */
+#define OCL_WIDE(name_) .group = "oclgrind/wide", .name = (name_), .families = HARNESS_TILED
+    {OCL_WIDE("wide f16 D12 rows of 16"), SHAPE(1, 4, 2, 12, 5, 11), .dtype = ATTN_F16,
+     .causal = 1, ALL_LAYOUTS({HARNESS_BHSD, 0, 4, 0}), .seed = 690},
+    {OCL_WIDE("wide bf16 D8 BSHD"), SHAPE(3, 2, 1, 8, 10, 12), .dtype = ATTN_BF16, .causal = 1,
+     LENS(og_qs, og_ql, og_ks, og_kl), ALL_LAYOUTS(BSHD), .seed = 691},
+    {OCL_WIDE("wide f32 D8 offset 4"), SHAPE(1, 2, 2, 8, 9, 9), .causal = 1,
+     ALL_LAYOUTS({HARNESS_BHSD, 4, 0, 0}), .seed = 692},
+    {OCL_WIDE("wide f16 D8 odd offsets"), SHAPE(1, 2, 1, 8, 7, 9), .dtype = ATTN_F16,
+     ALL_LAYOUTS(ODD_OFFSETS), .seed = 693},
     /* the mma family's (f16 and bf16, D a multiple of 16): ragged padding
      * with an empty entry and two key tiles of 16; the variants */
 #define OCL_MMA(name_) .group = "oclgrind/mma", .name = (name_), .families = HARNESS_MMA

@@ -6,7 +6,7 @@
  *
  * Families: vector (attn_pack_kv + attn_fwd_vector) at small and default
  * tiles; tiled with K/V read from global (local_kv=0) and staged in __local
- * (local_kv=1); flash (attn_fwd_flash) at three micro-tile shapes; mma
+ * (local_kv=1), and its 16-byte staging on the "oclgrind/wide" rows; flash (attn_fwd_flash) at three micro-tile shapes; mma
  * (attn_fwd_mma, mma_ops.cl's emulation) on its own f16/bf16 rows
  * ("oclgrind/mma") at two shapes. Shapes: the "oclgrind/tiny" rows of the shared case table
  * (case_table.c), run by the shared runner (cases.c): lengths that end
@@ -20,8 +20,8 @@
  * Decode: a ragged cache (kv_append.cl, the second append taking each
  * sequence's rows from its own start), a block of new queries with a pad
  * row, each decode kernel unsplit and split (decode_*.cl and the combine),
- * and split over a paged cache of 16-token blocks (a sequence in two); and
- * the same over an int8 cache (ATTN_KV_INT8: the quantizing append, both
+ * and split over a paged cache of 16-token blocks (a sequence in two); the
+ * tiled kernel over an f16 cache too; and the same over an int8 cache (ATTN_KV_INT8: the quantizing append, both
  * kernels' int8 builds, the tiled one with K/V staged and read from
  * global; contiguous and paged), against the reference over the
  * dequantized K/V; and a block of 70 new queries, which takes the prefill
@@ -118,6 +118,12 @@ static void test_tiled_global_kv(void) { run_set(HARNESS_TILED, "rows=4,keys=8,w
 static void test_tiled_local_kv(void) { run_set(HARNESS_TILED, "rows=4,keys=8,wg=16,local_kv=1"); }
 /* the GPU heuristic's choice */
 static void test_tiled_default(void) { run_set(HARNESS_TILED, "rows=16,keys=32,wg=128,local_kv=1"); }
+/* the tiled staging's 16-byte loads ("oclgrind/wide"): vectors and tails
+ * in each dtype, and rows that must be read one by one */
+static void test_tiled_wide(void)
+{
+    run_group_set("oclgrind/wide", HARNESS_TILED, "rows=4,keys=8,wg=16,local_kv=1");
+}
 /* flash: 2 x 2 micro-tiles on 8 x 8 tiles (16 work-items); odd 3 x 1 ones
  * on 4 keys; and 64 work-items sharing 16-row tiles (several float4 of O
  * each at D 40, fewer than one at D 7) */
@@ -153,7 +159,7 @@ static void quant_dequant_row(float *row, int n)
  * ("local_kv=0"), or "". int8: an int8 cache, against the reference over
  * K/V quantized and dequantized on the host. */
 static void decode_set_rows(const char *family, int splits, int block, const char *extra,
-                            int int8, const int NEW, int keys)
+                            int int8, const int NEW, int keys, attn_dtype dt)
 {
     enum { B = 2, HQ = 4, HKV = 2, DD = 6 };
     const int CAP = NEW + 22;
@@ -168,12 +174,13 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
     harness_fill_normal(k, nk, seed, 0.0f, 1.0f);
     harness_fill_uniform(v, nk, seed + 1, -2.0f, 2.0f);
     harness_fill_normal(q, nq, seed + 2, 0.0f, 1.0f);
+    harness_round(dt, k, nk), harness_round(dt, v, nk), harness_round(dt, q, nq);
     int len[B];
     for (int b = 0; b < B; b++) len[b] = prompt[b] + q_lens[b];
 
     attn_kv_cache *cache = NULL;
     const attn_kv_cache_desc desc = {.batch = B, .kv_heads = HKV, .head_dim = DD, .capacity = CAP,
-                                     .dtype = ATTN_F32, .block_size = block,
+                                     .dtype = dt, .block_size = block,
                                      .storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE};
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
     const char *uninit = getenv("ATTN_OCLGRIND_UNINITIALIZED");
@@ -207,10 +214,10 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
         }
     }
     attn_tensor tk, tv, tq, to;
-    cl_mem mk = harness_upload(ctx, ATTN_F32, k, B, HKV, CAP, DD, NULL, &tk);
-    cl_mem mv = harness_upload(ctx, ATTN_F32, v, B, HKV, CAP, DD, NULL, &tv);
-    cl_mem mq = harness_upload(ctx, ATTN_F32, q, B, HQ, NEW, DD, NULL, &tq);
-    cl_mem mo = harness_alloc(ctx, ATTN_F32, B, HQ, NEW, DD, NULL, &to);
+    cl_mem mk = harness_upload(ctx, dt, k, B, HKV, CAP, DD, NULL, &tk);
+    cl_mem mv = harness_upload(ctx, dt, v, B, HKV, CAP, DD, NULL, &tv);
+    cl_mem mq = harness_upload(ctx, dt, q, B, HQ, NEW, DD, NULL, &tq);
+    cl_mem mo = harness_alloc(ctx, dt, B, HQ, NEW, DD, NULL, &to);
     cl_mem ml = harness_float_buffer(ctx, rows);
     CU_ASSERT_FATAL(mk && mv && mq && mo && ml);
     /* the prompts, then this step's tokens: rows prompt[b].. of the same K
@@ -218,12 +225,12 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tk, &tv, CAP, prompt, NULL), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append_rows(cache, &tk, &tv, CAP, prompt, q_lens, NULL),
                           ATTN_SUCCESS);
-    char params[96], name[32];
+    char params[96], name[48];
     /* 16 keys a block: 19 keys in 2 splits (with 32, one) */
     snprintf(params, sizeof params, "family=%s,rows=4,keys=%d,splits=%d%s%s", family, keys,
              splits, *extra ? "," : "", extra);
     attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = DD, .q_len = NEW,
-                      .kv_len = 0, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
+                      .kv_len = 0, .dtype = dt, .causal = 1, .scale = 0.0f};
     /* a long block's packed K/V NaN first, where earlier cases left them:
      * a read of anything attn_pack_kv_cache did not write shows (not under
      * --uninitialized, which tracks the scratch itself: run_set) */
@@ -237,9 +244,9 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
         bad++;
     } else { /* against the reference over the whole sequences */
         attn_problem rp = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = DD, .q_len = NEW,
-                           .kv_len = CAP, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
+                           .kv_len = CAP, .dtype = dt, .causal = 1, .scale = 0.0f};
         attn_lengths L = {NULL, q_lens, NULL, len};
-        CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &to, B, HQ, NEW, DD, got), 0);
+        CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, B, HQ, NEW, DD, got), 0);
         CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, got_lse, rows), 0);
         if (int8) /* what the cache holds: each row quantized, as floats */
             for (size_t r = 0; r < nk / DD; r++) {
@@ -248,8 +255,8 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
             }
         bad += harness_check_reference("decode", &rp, &L, q, k, v, got, got_lse, seed);
     }
-    snprintf(name, sizeof name, "decode %s D6%s%s", block ? "paged 16" : "ragged",
-             int8 ? " int8" : "", NEW > 2 ? " long" : "");
+    snprintf(name, sizeof name, "decode %s D6%s%s%s", block ? "paged 16" : "ragged",
+             int8 ? " int8" : "", NEW > 2 ? " long" : "", dt == ATTN_F16 ? " f16" : "");
     printf("\n  %-24s %-46s %s\n", name, params, bad ? "FAILED" : "ok");
     CU_ASSERT_EQUAL(bad, 0);
     attn_kv_cache_release(cache);
@@ -260,7 +267,7 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
 
 static void decode_set(const char *family, int splits, int block, const char *extra, int int8)
 {
-    decode_set_rows(family, splits, block, extra, int8, 2, 16);
+    decode_set_rows(family, splits, block, extra, int8, 2, 16, ATTN_F32);
 }
 
 /* a block of 70 queries: the vector family packing the cache
@@ -268,9 +275,9 @@ static void decode_set(const char *family, int splits, int block, const char *ex
  * the tiled family's decode kernel with long tiles */
 static void test_decode_long(void)
 {
-    decode_set_rows("vector", 1, 16, "", 1, 70, 32);
-    decode_set_rows("vector", 1, 0, "", 0, 70, 16);
-    decode_set_rows("tiled", 2, 16, "", 0, 70, 16);
+    decode_set_rows("vector", 1, 16, "", 1, 70, 32, ATTN_F32);
+    decode_set_rows("vector", 1, 0, "", 0, 70, 16, ATTN_F32);
+    decode_set_rows("tiled", 2, 16, "", 0, 70, 16, ATTN_F32);
 }
 
 static void test_decode_vector(void)
@@ -284,6 +291,10 @@ static void test_decode_tiled(void)
     decode_set("tiled", 1, 0, "", 0);
     decode_set("tiled", 2, 0, "", 0);
     decode_set("tiled", 2, 16, "", 0);
+    /* an f16 cache: one 16-byte vector of 8 halves per row, 2 of them the
+     * row's padding (cl/tiled_core.cl's stage_kv16) */
+    decode_set_rows("tiled", 1, 0, "", 0, 2, 16, ATTN_F16);
+    decode_set_rows("tiled", 2, 16, "", 0, 2, 16, ATTN_F16);
 }
 static void test_decode_int8(void)
 {
@@ -312,6 +323,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_tiled_global_kv),
     HARNESS_TEST(test_tiled_local_kv),
     HARNESS_TEST(test_tiled_default),
+    HARNESS_TEST(test_tiled_wide),
     HARNESS_TEST(test_flash_small),
     HARNESS_TEST(test_flash_odd),
     HARNESS_TEST(test_flash_wide),

@@ -324,11 +324,17 @@ static void test_large_rows(void)
     run_all(&c, 0x18a4);
 }
 
-/* a paged cache of 16-token blocks: scales follow the block table */
+/* a paged cache of 16-token blocks: scales follow the block table; an odd
+ * head dim */
 static void test_paged(void)
 {
     const int8_case c = {3, 8, 2, 64, {40, 17, 3}, 2, 16, 1, 0, 1.0f, 1.0f};
     run_all(&c, 0x18a5);
+    /* D37 (rows of 48): the tiled kernel's last 16-byte vector of a row
+     * holds 5 columns and 11 of padding, of which only what fits the
+     * __local row (up to 40) is stored */
+    const int8_case odd = {2, 4, 2, 37, {40, 29}, 2, 16, 0, 2, 1.0f, 1.0f};
+    run_all(&odd, 0x18a9);
 }
 
 /* long query blocks (more than ATTN_DECODE_MAX_Q_LEN: a chunked prefill,

@@ -40,6 +40,7 @@ static void test_layouts(void) { run_group("forward/layouts"); }
 static void test_dtypes(void) { run_group("forward/dtypes"); }
 static void test_dtype_head_dim_sweep(void) { run_group("forward/dtype_sweep"); }
 static void test_custom_scale(void) { run_group("forward/custom_scale"); }
+static void test_wide_loads(void) { run_group("forward/wide_loads"); }
 static void test_in_place(void) { run_group("forward/in_place"); }
 static void test_default_params(void) { run_group("forward/default_params"); }
 
@@ -272,6 +273,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_dtypes),
     HARNESS_TEST(test_dtype_head_dim_sweep),
     HARNESS_TEST(test_custom_scale),
+    HARNESS_TEST(test_wide_loads),
     HARNESS_TEST(test_default_scale),
     HARNESS_TEST(test_in_place),
     HARNESS_TEST(test_tile_params),

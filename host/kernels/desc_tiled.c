@@ -32,7 +32,7 @@ static size_t local_bytes(const attn_params *pr, const attn_problem *p)
     bytes += (size_t)pr->block_rows * pr->block_keys * 4;          /* scores */
     bytes += (size_t)pr->block_rows * 4 * 4;                       /* m, l, lc, a */
     if (pr->local_kv) bytes += 2 * (size_t)pr->block_keys * d4 * 4; /* K, V tiles */
-    return bytes;
+    return (bytes + 15) / 16 * 16; /* the struct is 16-byte aligned (float4 stores) */
 }
 
 /* Bytes of the per-work-item arrays of tiled_attend (cl/tiled_core.cl), the
