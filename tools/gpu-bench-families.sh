@@ -2,14 +2,14 @@
 # gpu-bench-families.sh -- the prefill families side by side on a GPU, in one
 # run, for issues 11 and 12: the default plan (on an NVIDIA device of compute
 # capability 8.0 or more, the mma family once verified: f16/bf16, and f32
-# through 3xTF32), the
-# tiled, flash and mma families forced, and PyTorch's SDPA on the same
-# shapes (tools/compare-torch.py, when torch imports), then a short attn-tune
-# of the mma and flash families. Runs after tools/gpu-check.sh has built
-# build-gpu/ (the same machine, the same session). Rounds alternate the
-# families, so that a noisy neighbour shows as spread, not as a ranking.
-# Everything goes under $OUT (default build-gpu/families/); the exit status
-# is that of the last failed step, 0 when every step ran.
+# through 3xTF32), the tiled, flash and mma families forced, and PyTorch's
+# SDPA on the same shapes (tools/compare-torch.py, when torch imports); the
+# decode set; then a short attn-tune of the mma and flash families. Runs
+# after tools/gpu-check.sh has built build-gpu/ (the same machine, the same
+# session). Rounds alternate the families, so that a noisy neighbour shows
+# as spread, not as a ranking. Everything goes under $OUT (default
+# build-gpu/families/); the exit status is that of the last failed step, 0
+# when every step ran.
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 sel=${1:-nvidia}
@@ -52,6 +52,15 @@ for ((r = 1; r <= rounds; r++)); do
         done
     done
 done
+
+# decode (issue 11): the DESIGN decode set, f32 and f16 caches, contiguous
+# and paged by 16, int8 too, each a share of the copy bandwidth (the tiled
+# core's 16-byte staging); then a chunked prefill of 512 queries against
+# 4096 keys through the cache (the long-block path)
+run "$b/tools/attn-bench" --device "$sel" --decode --dtype f32,f16 --kv-int8 \
+    --block-size 0,16 --reps 20
+run "$b/tools/attn-bench" --device "$sel" --decode --q-len 512 --kv-len 4096 --dtype f32,f16 \
+    --block-size 0,16 --reps 10
 
 if python3 -c 'import torch' 2>/dev/null; then
     for shape in "--batch 4 --q-heads 32 --kv-heads 8 --head-dim 128 --seq 4096" \
