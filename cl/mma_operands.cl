@@ -64,6 +64,25 @@ inline float2 mma_poison(float2 p, float2 s, __local const int *vbad, int c, int
     return p;
 }
 
+/* ---- Keys staged in 16-byte loads ----
+ * Where a head's K and V rows start 16-byte aligned (pointer and stride,
+ * checked once per work-group: MMA_WIDE), a run of 16 bytes of a row (4
+ * f32, 8 f16/bf16 as bits) is one load, as FlashAttention-2's 128-bit
+ * copies; else the elements are read one by one (pairs). HEAD_DIM is a
+ * multiple of 16, so rows are whole vectors. The stores to __local are as
+ * wide as the layouts allow (mma_local is 16-byte aligned). Written without
+ * swizzles or scalar-to-vector splats: Oclgrind's uninitialised-value pass
+ * marks every shuffle's result undefined (tiled_core.cl). */
+#if STORAGE == 0
+#define MMA_VW 4 /* elements per 16 bytes */
+#else
+#define MMA_VW 8
+#endif
+#define MMA_ALIGNED16(p) (((size_t)(p) & 15) == 0)
+#define MMA_WIDE(kv)                                                                               \
+    (MMA_ALIGNED16((kv).k) && MMA_ALIGNED16((kv).v) && (kv).kstride % MMA_VW == 0 &&               \
+     (kv).vstride % MMA_VW == 0)
+
 #if STORAGE == 1 || STORAGE == 2
 /* ---- f16, bf16: m16n8k16 ---- */
 #if STORAGE == 1
@@ -91,7 +110,7 @@ typedef struct {
     uint k[BLOCK_KEYS * KS];  /* K[key][pair]: keys outside the tile's range zero */
     uint vt[HEAD_DIM * VS];   /* V transposed, Vt[dim][key pair]: the same keys zero */
     int vbad[BLOCK_KEYS], vany; /* keys whose V is not finite (mma_mark_bad) */
-} mma_local;
+} __attribute__((aligned(16))) mma_local; /* for the 16-byte stores of mma_stage */
 
 #if STORAGE == 1
 #define MMA_EXP 0x7c00u /* an f16's exponent bits: all set, inf or NaN */
@@ -129,6 +148,65 @@ inline void mma_load_q(mma_qfrag *qa, __global const storage_t *q, ulong q0, ulo
     }
 }
 
+/* V's uint4 u (8 16-bit values of key c) with non-finite values zeroed
+ * and the key marked, as mma_finite_pair, into w[4] */
+inline void mma_finite_quad(uint4 u, uint *w, __local mma_local *tl, int c, int tag)
+{
+    w[0] = mma_finite_pair(u.s0, tl, c, tag);
+    w[1] = mma_finite_pair(u.s1, tl, c, tag);
+    w[2] = mma_finite_pair(u.s2, tl, c, tag);
+    w[3] = mma_finite_pair(u.s3, tl, c, tag);
+}
+
+#define MMA_QV (DP / 4) /* uint4 of a row */
+/* mma_stage where MMA_WIDE(kv): K a uint4 (8 dims) per load and store (KS
+ * is a multiple of 4); V a uint4 of keys 2 kp and 2 kp + 1 at dims 8 q ..
+ * 8 q + 7, stored as 8 uints of Vt (dims 8 q + i, key pair kp). The
+ * work-items of a warp take 16 consecutive key pairs of q even and odd
+ * (adjacent, so each pair of them reads 32 bytes of a row); 8 VS is a
+ * multiple of 32, so Vt[8 q + i][kp]'s bank is 4 i + kp mod 32, and odd q
+ * stores its dims i + 4 first: each of the 8 stores meets 32 banks where
+ * BLOCK_KEYS >= 32 (two-way at 16; the scalar path's was 8-way at D >= 64). */
+inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
+{
+    const int tag = j0 + 1;
+    const int tid = get_local_id(0);
+    for (int x = tid; x < BLOCK_KEYS * MMA_QV; x += MMA_WG) {
+        const int c = x / MMA_QV, q = x % MMA_QV;
+        __local uint4 *dst = (__local uint4 *)(tl->k + c * KS + 4 * q);
+        if (in_span(j0 + c, lo, hi))
+            *dst = *(__global const uint4 *)(kv.k + (ulong)(j0 + c) * kv.kstride + 8 * q);
+        else
+            *dst = (uint4)(0u, 0u, 0u, 0u);
+    }
+    for (int x = tid; x < BLOCK_KEYS / 2 * MMA_QV; x += MMA_WG) {
+        const int odd = x & 1, y = x >> 1;
+        const int kp = y % (BLOCK_KEYS / 2), q = 2 * (y / (BLOCK_KEYS / 2)) + odd;
+        const int c = j0 + 2 * kp;
+        __global const storage_t *src = kv.v + (ulong)c * kv.vstride + 8 * q;
+        uint a[4], b[4];
+        mma_finite_quad(in_span(c, lo, hi) ? *(__global const uint4 *)src : (uint4)(0u, 0u, 0u, 0u),
+                        a, tl, 2 * kp, tag);
+        mma_finite_quad(in_span(c + 1, lo, hi) ? *(__global const uint4 *)(src + kv.vstride)
+                                              : (uint4)(0u, 0u, 0u, 0u),
+                        b, tl, 2 * kp + 1, tag);
+        /* Vt's rows 8 q .. 8 q + 3 (lo) and 8 q + 4 .. 8 q + 7 (hi) at kp:
+         * dims 2 m, 2 m + 1 from element pair m of both keys */
+        uint lo4[4], hi4[4];
+        for (int m = 0; m < 2; m++) {
+            lo4[2 * m] = (a[m] & 0xffffu) | (b[m] << 16);
+            lo4[2 * m + 1] = (a[m] >> 16) | (b[m] & 0xffff0000u);
+            hi4[2 * m] = (a[m + 2] & 0xffffu) | (b[m + 2] << 16);
+            hi4[2 * m + 1] = (a[m + 2] >> 16) | (b[m + 2] & 0xffff0000u);
+        }
+        __local uint *vt = tl->vt + (8 * q + 4 * odd) * VS + kp; /* odd: hi first */
+        for (int s = 0; s < 4; s++) {
+            vt[s * VS] = odd ? hi4[s] : lo4[s];
+            vt[(s + 4 - 8 * odd) * VS] = odd ? lo4[s] : hi4[s];
+        }
+    }
+}
+
 /* Stages keys j0 .. j0 + BLOCK_KEYS - 1 of kv; only keys in [lo, hi) are
  * read (keys some live row sees), the others are zeros, never a pad
  * row's inf or NaN; a non-finite V is zeroed and marked (mma_mark_bad). The
@@ -137,6 +215,10 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
 {
     const int tag = j0 + 1;
     const int tid = get_local_id(0);
+    if (MMA_WIDE(kv)) {
+        mma_stage_wide(tl, kv, j0, lo, hi);
+        return;
+    }
     for (int x = tid; x < BLOCK_KEYS * DP; x += MMA_WG) {
         const int c = x / DP, dp = x % DP;
         const int in = in_span(j0 + c, lo, hi);
@@ -236,7 +318,7 @@ typedef struct {
     float2 k[BLOCK_KEYS * KS / 2];
     float v[BLOCK_KEYS * VS]; /* V[key][dim]: the same keys zero */
     int vbad[BLOCK_KEYS], vany; /* keys whose V is not finite (mma_mark_bad) */
-} mma_local;
+} __attribute__((aligned(16))) mma_local; /* for the 16-byte stores of mma_stage */
 
 /* x as (big, small), each a tf32: big = tf32(x), small = tf32(x - big). An
  * infinite x's remainder is NaN: its small is 0 (a product with it may
@@ -279,8 +361,44 @@ inline void mma_load_q(mma_qfrag *qa, __global const storage_t *q, ulong q0, ulo
     }
 }
 
+/* V's float4 (4 dims of key c) with non-finite values zeroed and the key
+ * marked */
+inline float4 mma_finite4(float4 v, __local mma_local *tl, int c, int tag)
+{
+    float x = v.s0, y = v.s1, z = v.s2, w = v.s3;
+    if (isfinite(x) && isfinite(y) && isfinite(z) && isfinite(w)) return v;
+    mma_mark_bad(tl->vbad, &tl->vany, c, tag);
+    x = isfinite(x) ? x : 0.0f;
+    y = isfinite(y) ? y : 0.0f;
+    z = isfinite(z) ? z : 0.0f;
+    w = isfinite(w) ? w : 0.0f;
+    return (float4)(x, y, z, w);
+}
+
+/* mma_stage where MMA_WIDE(kv): a float4 per load and store (KS and VS
+ * are multiples of 4) */
+inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
+{
+    for (int x = get_local_id(0); x < BLOCK_KEYS * (HEAD_DIM / 4); x += MMA_WG) {
+        const int c = x / (HEAD_DIM / 4), d = x % (HEAD_DIM / 4) * 4;
+        __local float4 *k = (__local float4 *)((__local float *)tl->k + c * KS + d);
+        __local float4 *v = (__local float4 *)(tl->v + c * VS + d);
+        if (in_span(j0 + c, lo, hi)) {
+            *k = *(__global const float4 *)(kv.k + (ulong)(j0 + c) * kv.kstride + d);
+            *v = mma_finite4(*(__global const float4 *)(kv.v + (ulong)(j0 + c) * kv.vstride + d),
+                             tl, c, j0 + 1);
+        } else {
+            *k = *v = (float4)(0.0f, 0.0f, 0.0f, 0.0f);
+        }
+    }
+}
+
 inline void mma_stage(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
 {
+    if (MMA_WIDE(kv)) {
+        mma_stage_wide(tl, kv, j0, lo, hi);
+        return;
+    }
     for (int x = get_local_id(0); x < BLOCK_KEYS * HEAD_DIM; x += MMA_WG) {
         const int c = x / HEAD_DIM, d = x % HEAD_DIM;
         const int in = in_span(j0 + c, lo, hi);

@@ -70,6 +70,7 @@ static size_t local_bytes(const attn_params *pr, const attn_problem *p)
         words = keys * (d / 2 + 4) + d * (keys / 2 + 4); /* k: [keys][D/2 + 4], vt: [D][keys/2 + 4] */
     }
     words += keys + 1;                                      /* vbad, vany */
+    words = (words + 3) / 4 * 4; /* mma_local is 16-byte aligned (16-byte stores), sizeof too */
     words += (size_t)pr->mma_warps * MMA_SCRATCH_WORDS_MAX; /* mma_scr */
     return 4 * words;
 }
