@@ -163,10 +163,11 @@ inline void mma_finite_quad(uint4 u, uint *w, __local mma_local *tl, int c, int 
  * is a multiple of 4); V a uint4 of keys 2 kp and 2 kp + 1 at dims 8 q ..
  * 8 q + 7, stored as 8 uints of Vt (dims 8 q + i, key pair kp). The
  * work-items of a warp take 16 consecutive key pairs of q even and odd
- * (adjacent, so each pair of them reads 32 bytes of a row); 8 VS is a
- * multiple of 32, so Vt[8 q + i][kp]'s bank is 4 i + kp mod 32, and odd q
- * stores its dims i + 4 first: each of the 8 stores meets 32 banks where
- * BLOCK_KEYS >= 32 (two-way at 16; the scalar path's was 8-way at D >= 64). */
+ * (adjacent, so each pair of them reads 32 bytes of a row). VS is 4 past
+ * a multiple of 8, so 8 q VS is 0 mod 32 banks and rows i, i + 4 are 16
+ * banks apart: odd q stores its dims 4 .. 7 first, and each of the 8
+ * stores meets 32 banks where BLOCK_KEYS >= 32 (two-way at 16; the scalar
+ * path's stores are 8-way at D >= 64). */
 inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
 {
     const int tag = j0 + 1;
