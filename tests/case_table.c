@@ -689,6 +689,12 @@ const harness_case harness_cases[] = {
      LENS(og_qs, og_ql, og_ks, og_kl), .poison_pads = 1, .seed = 684},
     {OCL_MMA("mma Sq19 > Skv5 f32 D32 BSHD"), SHAPE(1, 2, 1, 32, 19, 5), .causal = 1,
      ALL_LAYOUTS(BSHD), .seed = 685},
+    /* rows that are not 16-byte aligned: mma_stage's scalar path (the
+     * cases above take its 16-byte loads) */
+    {OCL_MMA("mma odd offsets f16 D16"), SHAPE(1, 2, 1, 16, 9, 11), .dtype = ATTN_F16,
+     .causal = 1, ALL_LAYOUTS(ODD_OFFSETS), .seed = 686},
+    {OCL_MMA("mma odd offsets f32 D16"), SHAPE(1, 2, 1, 16, 9, 11), ALL_LAYOUTS(ODD_OFFSETS),
+     .seed = 687},
 };
 
 const size_t harness_ncases = sizeof harness_cases / sizeof harness_cases[0];
