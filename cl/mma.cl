@@ -2,8 +2,9 @@
  * the warp-level fragments of mma_ops.cl (f32 accumulators; f16 and bf16
  * operands on m16n8k16, f32 through 3xTF32 on m16n8k8: mma_operands.cl,
  * which also holds the tunables and the shape). A work-group of MMA_WARPS
- * warps owns BLOCK_ROWS query rows of one (batch, head); each warp owns MMA_MTILES m-tiles of 16 rows, and
- * each lane rows g and g + 8 of each (g = lane >> 2, t = lane & 3). Q's A
+ * warps owns BLOCK_ROWS query rows of one (batch, head); each warp owns
+ * MMA_MTILES m-tiles of 16 rows, and each lane rows g and g + 8 of each (g
+ * = lane >> 2, t = lane & 3). Q's A
  * fragments are loaded once into registers; per key tile K and V are
  * staged in __local (mma_stage), S = Q.K^T (mma_scores) and O += P.V
  * (mma_weights) run on fragments, the row maxima and sums combine

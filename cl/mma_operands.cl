@@ -144,7 +144,8 @@ inline void mma_load_q(mma_qfrag *qa, __global const storage_t *q, ulong q0, ulo
     for (int kk = 0; kk < QSTEPS; kk++) {
         const ulong d = 16 * kk + t2;
         qa[kk] = (uint4)(live0 ? mma_pair(q, q0 + d) : 0u, live1 ? mma_pair(q, q1 + d) : 0u,
-                         live0 ? mma_pair(q, q0 + d + 8) : 0u, live1 ? mma_pair(q, q1 + d + 8) : 0u);
+                         live0 ? mma_pair(q, q0 + d + 8) : 0u,
+                         live1 ? mma_pair(q, q1 + d + 8) : 0u);
     }
 }
 
@@ -255,9 +256,9 @@ inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *
 }
 
 /* O += P.V with P = exp2(s - mb) (mb: the rows' maxima, as s's layout;
- * tag: the staged tile's, for mma_poison); returns the sums of P over this lane's keys for rows g (.x) and g + 8
- * (.y), P as rounded, so that O is a weighted mean of V with the weights
- * the tensor cores saw. P's A fragment for keys 16 ks ..: A's (row g, cols
+ * tag: the staged tile's, for mma_poison); returns the sums of P over this
+ * lane's keys for rows g (.x) and g + 8 (.y), P as rounded, so that O is a
+ * weighted mean of V with the weights the tensor cores saw. P's A fragment for keys 16 ks ..: A's (row g, cols
  * 2t, 2t + 1) are S tile 2 ks's .s0, .s1, (g + 8, 2t, 2t + 1) its .s2,
  * .s3, cols 2t + 8, 2t + 9 the same of tile 2 ks + 1: S's accumulator
  * layout is A's, so P stays in the lane that computed it (FlashAttention-2). */

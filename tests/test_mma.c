@@ -178,7 +178,8 @@ static void test_mma_fallback(void)
         CU_ASSERT_STRING_EQUAL(forced.family, plain.family);
         CU_ASSERT_STRING_EQUAL(forced.params, plain.params);
         CU_ASSERT_STRING_EQUAL(forced.source, "heuristic");
-        CU_ASSERT_PTR_NOT_NULL(strstr(g_info, i ? "multiple of 16" : "f32 with a head dim of at most 128"));
+        CU_ASSERT_PTR_NOT_NULL(
+            strstr(g_info, i ? "multiple of 16" : "f32 with a head dim of at most 128"));
         harness_use_params(ctx, NULL);
     }
     /* and it runs: a case the mma runs skip, through the fallback */

@@ -213,7 +213,8 @@ static void test_doctored_f32_refused(void)
     harness_temp_dir(dir, sizeof dir, "mma-gate");
     attn_context *ctx = own_context();
     doctor(ctx, dir, "mma_operands.cl",
-           "    mma_tf32(d, asmall, (uint2)(x.x, y.x), ws);\n    mma_tf32(d, abig, (uint2)(x.y, y.y), ws);\n",
+           "    mma_tf32(d, asmall, (uint2)(x.x, y.x), ws);\n"
+           "    mma_tf32(d, abig, (uint2)(x.y, y.y), ws);\n",
            "");
     const attn_problem p32 = problem(ATTN_F32, 64), p16 = problem(ATTN_F16, 64);
     check_refused(ctx, &p32, 75);

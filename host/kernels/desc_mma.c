@@ -67,7 +67,8 @@ static size_t local_bytes(const attn_params *pr, const attn_problem *p)
         const size_t dr = (d + 31) / 32 * 32;
         words = keys * (dr + 8) + keys * (dr + 4); /* k: [keys][DR + 8], v: [keys][DR + 4] */
     } else {
-        words = keys * (d / 2 + 4) + d * (keys / 2 + 4); /* k: [keys][D/2 + 4], vt: [D][keys/2 + 4] */
+        /* k: [keys][D/2 + 4], vt: [D][keys/2 + 4] */
+        words = keys * (d / 2 + 4) + d * (keys / 2 + 4);
     }
     words += keys + 1;                                      /* vbad, vany */
     words = (words + 3) / 4 * 4; /* mma_local is 16-byte aligned (16-byte stores), sizeof too */
