@@ -3,12 +3,11 @@
  * operands on m16n8k16, f32 through 3xTF32 on m16n8k8: mma_operands.cl,
  * which also holds the tunables and the shape). A work-group of MMA_WARPS
  * warps owns BLOCK_ROWS query rows of one (batch, head); each warp owns
- * MMA_MTILES m-tiles of 16 rows, and each lane rows g and g + 8 of each (g
- * = lane >> 2, t = lane & 3). Q's A
- * fragments are loaded once into registers; per key tile K and V are
- * staged in __local (mma_stage), S = Q.K^T (mma_scores) and O += P.V
- * (mma_weights) run on fragments, the row maxima and sums combine
- * across the four lanes of a row with mma_xor, and P goes from S's
+ * MMA_MTILES m-tiles of 16 rows, and each lane rows g and g + 8 of each
+ * (g = lane >> 2, t = lane & 3). Q's A fragments are loaded once into
+ * registers; per key tile K and V are staged in __local (mma_stage), S =
+ * Q.K^T (mma_scores) and O += P.V (mma_weights) run on fragments, the row
+ * maxima and sums combine across the four lanes of a row with mma_xor, and P goes from S's
  * accumulators into P.V's A fragments in registers (no shuffle). Joined
  * after common.cl, variants.cl, tile.cl, mma_ops.cl and mma_operands.cl.
  *
@@ -19,9 +18,9 @@
  * the storage type, as in FlashAttention-2. f32's tolerance (1e-4
  * relative) is 2.5x that sum's error at 4096 keys: longer f32 rows fold O
  * into a second accumulator instead (MMA_FOLD, at the cost of D/2
- * registers a lane). Each
- * lane sums its own keys' weights, and the four lanes of a row combine
- * once, at the end (the maxima every tile: they set P). */
+ * registers a lane). Each lane sums its own keys' weights, and the four
+ * lanes of a row combine once, at the end (the maxima every tile: they set
+ * P). */
 
 #define MMA_ROWS (2 * MMA_MTILES) /* rows a lane owns: g, g + 8 per m-tile */
 #ifndef MMA_FOLD
@@ -73,6 +72,7 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
     int lmin, hmin, lmax;
     const int hmax = tile_span(m, va.win, BLOCK_ROWS, &lmin, &hmin, &lmax);
     const int jfirst = lmin / BLOCK_KEYS * BLOCK_KEYS;
+    const int wide = kv_rows_aligned16(kv, MMA_VW); /* K/V staged in 16-byte loads */
 
     /* this lane's rows 2 mt (g of m-tile mt) and 2 mt + 1 (g + 8): query,
      * head, keys [rlo, rhi); running max, sum of weights; O's n-tiles */
@@ -113,7 +113,7 @@ void attn_fwd_mma(FWD_TILE_PARAMS)
         if (kind == MASK_TILE_MASKED) continue;
         const int add_mask = kind == MASK_TILE_MIXED;
         const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside the range */
-        mma_stage(&tl, kv, j0, lmin, j0 + nk);
+        mma_stage(&tl, kv, wide, j0, lmin, j0 + nk);
         barrier(CLK_LOCAL_MEM_FENCE);
 
         const int guard = tile_guard(j0, BLOCK_KEYS, hmin, lmax);

@@ -65,10 +65,10 @@ inline float2 mma_poison(float2 p, float2 s, __local const int *vbad, int c, int
 }
 
 /* ---- Keys staged in 16-byte loads ----
- * Where a head's K and V rows start 16-byte aligned (pointer and stride,
- * checked once per work-group: MMA_WIDE), a run of 16 bytes of a row (4
- * f32, 8 f16/bf16 as bits) is one load, as FlashAttention-2's 128-bit
- * copies; else the elements are read one by one (pairs). HEAD_DIM is a
+ * Where a head's K and V rows start 16-byte aligned (pointer and stride:
+ * kv_rows_aligned16, once per work-group, mma_stage's `wide`), a run of 16
+ * bytes of a row (4 f32, 8 f16/bf16 as bits) is one load, as
+ * FlashAttention-2's 128-bit copies; else the elements are read one by one (pairs). HEAD_DIM is a
  * multiple of 16, so rows are whole vectors. The stores to __local are as
  * wide as the layouts allow (mma_local is 16-byte aligned). Written without
  * swizzles or scalar-to-vector splats: Oclgrind's uninitialised-value pass
@@ -78,10 +78,6 @@ inline float2 mma_poison(float2 p, float2 s, __local const int *vbad, int c, int
 #else
 #define MMA_VW 8
 #endif
-#define MMA_ALIGNED16(p) (((size_t)(p) & 15) == 0)
-#define MMA_WIDE(kv)                                                                               \
-    (MMA_ALIGNED16((kv).k) && MMA_ALIGNED16((kv).v) && (kv).kstride % MMA_VW == 0 &&               \
-     (kv).vstride % MMA_VW == 0)
 
 #if STORAGE == 1 || STORAGE == 2
 /* ---- f16, bf16: m16n8k16 ---- */
@@ -160,7 +156,7 @@ inline void mma_finite_quad(uint4 u, uint *w, __local mma_local *tl, int c, int 
 }
 
 #define MMA_QV (DP / 4) /* uint4 of a row */
-/* mma_stage where MMA_WIDE(kv): K a uint4 (8 dims) per load and store (KS
+/* mma_stage where wide: K a uint4 (8 dims) per load and store (KS
  * is a multiple of 4); V a uint4 of keys 2 kp and 2 kp + 1 at dims 8 q ..
  * 8 q + 7, stored as 8 uints of Vt (dims 8 q + i, key pair kp). The
  * work-items of a warp take 16 consecutive key pairs of q even and odd
@@ -209,18 +205,18 @@ inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, in
     }
 }
 
-/* Stages keys j0 .. j0 + BLOCK_KEYS - 1 of kv; only keys in [lo, hi) are
- * read (keys some live row sees), the others are zeros, never a pad
- * row's inf or NaN; a non-finite V is zeroed and marked (mma_mark_bad). The
- * caller's barrier follows. */
-inline void mma_stage(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
+/* Stages keys j0 .. j0 + BLOCK_KEYS - 1 of kv (wide: its rows are
+ * kv_rows_aligned16); only keys in [lo, hi) are read (keys some live row
+ * sees), the others are zeros, never a pad row's inf or NaN; a non-finite
+ * V is zeroed and marked (mma_mark_bad). The caller's barrier follows. */
+inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int lo, int hi)
 {
-    const int tag = j0 + 1;
-    const int tid = get_local_id(0);
-    if (MMA_WIDE(kv)) {
+    if (wide) {
         mma_stage_wide(tl, kv, j0, lo, hi);
         return;
     }
+    const int tag = j0 + 1;
+    const int tid = get_local_id(0);
     for (int x = tid; x < BLOCK_KEYS * DP; x += MMA_WG) {
         const int c = x / DP, dp = x % DP;
         const int in = in_span(j0 + c, lo, hi);
@@ -258,10 +254,11 @@ inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *
 /* O += P.V with P = exp2(s - mb) (mb: the rows' maxima, as s's layout;
  * tag: the staged tile's, for mma_poison); returns the sums of P over this
  * lane's keys for rows g (.x) and g + 8 (.y), P as rounded, so that O is a
- * weighted mean of V with the weights the tensor cores saw. P's A fragment for keys 16 ks ..: A's (row g, cols
- * 2t, 2t + 1) are S tile 2 ks's .s0, .s1, (g + 8, 2t, 2t + 1) its .s2,
- * .s3, cols 2t + 8, 2t + 9 the same of tile 2 ks + 1: S's accumulator
- * layout is A's, so P stays in the lane that computed it (FlashAttention-2). */
+ * weighted mean of V with the weights the tensor cores saw. P's A fragment
+ * for keys 16 ks ..: A's (row g, cols 2t, 2t + 1) are S tile 2 ks's .s0,
+ * .s1, (g + 8, 2t, 2t + 1) its .s2, .s3, cols 2t + 8, 2t + 9 the same of
+ * tile 2 ks + 1: S's accumulator layout is A's, so P stays in the lane that
+ * computed it (FlashAttention-2). */
 inline float2 mma_weights(float4 *acc, const float4 *s, float4 mb, __local const mma_local *tl,
                           int tag, __local uint *ws)
 {
@@ -377,7 +374,7 @@ inline float4 mma_finite4(float4 v, __local mma_local *tl, int c, int tag)
     return (float4)(x, y, z, w);
 }
 
-/* mma_stage where MMA_WIDE(kv): a float4 per load and store (KS and VS
+/* mma_stage where wide: a float4 per load and store (KS and VS
  * are multiples of 4) */
 inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
 {
@@ -395,9 +392,9 @@ inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, in
     }
 }
 
-inline void mma_stage(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
+inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int lo, int hi)
 {
-    if (MMA_WIDE(kv)) {
+    if (wide) {
         mma_stage_wide(tl, kv, j0, lo, hi);
         return;
     }

@@ -36,6 +36,17 @@ typedef struct {
 #define V_SCALED(x, kv, j) (x)
 #endif
 
+/* Whether p may be read in 16-byte loads */
+#define ALIGNED16(p) (((size_t)(p) & 15) == 0)
+
+/* Whether every K and V row of kv starts 16-byte aligned, vw elements
+ * making 16 bytes: the staging's vector loads (tiled_core.cl,
+ * mma_operands.cl), decided once per work-group */
+inline int kv_rows_aligned16(kv_rows kv, int vw)
+{
+    return ALIGNED16(kv.k) && ALIGNED16(kv.v) && kv.kstride % vw == 0 && kv.vstride % vw == 0;
+}
+
 /* The rows of the tile of keys from j0, a multiple of BLOCK_KEYS: key j0 +
  * c at row *jb + c of the result. Paged, the tile lies inside one page
  * (cache_row), looked up here once per tile: its first row, *jb = 0.

@@ -66,9 +66,6 @@ typedef struct __attribute__((aligned(16))) {
 #define KV_VW ST_VW
 #endif
 
-/* whether p may be read in 16-byte loads */
-#define ALIGNED16(p) (((size_t)(p) & 15) == 0)
-
 #if STORAGE == 1
 /* four IEEE halves (the low 16 bits of each h) as floats, as vload_half
  * gives them: zeros and subnormals through an exact int-to-float times
@@ -235,8 +232,7 @@ inline __attribute__((always_inline)) void tiled_attend(
 #else
     /* the caller's K/V rows of this head: 16-byte loads when each starts
      * 16-byte aligned (the same for the whole work-group) */
-    const int kv_wide = ALIGNED16(kv.k) && ALIGNED16(kv.v) && kv.kstride % KV_VW == 0 &&
-                        kv.vstride % KV_VW == 0;
+    const int kv_wide = kv_rows_aligned16(kv, KV_VW);
 #endif
 #endif
 
