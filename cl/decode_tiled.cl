@@ -23,21 +23,7 @@ void attn_decode_tiled(__global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS, 
     const int b = get_global_id(2);
     const tile_rows m = decode_tile(lens[b], va.win, tile * BLOCK_ROWS, q_heads / kv_heads, hk, sq,
                                      causal, split, chunk);
-#ifdef PAGE_ROWS /* rows found per tile */
-    const kv_rows kv = {.k = kc, .v = vc, .kstride = DIM_PAD, .vstride = DIM_PAD,
-#ifdef KV_INT8
-                        .kscale = kscale, .vscale = vscale,
-#endif
-                        .pages = pages, .max_pages = max_pages, .head_rows = head_rows,
-                        .kv_heads = kv_heads, .b = b, .hk = hk};
-#else /* the head's rows: one run from its row 0 */
-    const ulong row0 = cache_row(pages, max_pages, head_rows, kv_heads, b, hk, 0);
-    const kv_rows kv = {.k = kc + row0 * DIM_PAD, .v = vc + row0 * DIM_PAD, .kstride = DIM_PAD,
-#ifdef KV_INT8
-                        .kscale = kscale + row0, .vscale = vscale + row0,
-#endif
-                        .vstride = DIM_PAD};
-#endif
+    const kv_rows kv = decode_kv_rows(KV_CACHE_ARGS, kv_heads, b, hk);
     tiled_attend(&tl, m, b, q_heads, q, qg, qscale, kv, o, og, lse, write_lse, part_o, part_lse,
                  nsplit, split, va, 0);
 }

@@ -31,6 +31,8 @@ typedef storage_t cache_t;
     __global const cache_t *kc, __global const cache_t *vc, int head_rows,                       \
         __global const int *pages, int max_pages, __global const float *kscale,                  \
         __global const float *vscale
+/* KV_CACHE_PARAMS passed on */
+#define KV_CACHE_ARGS kc, vc, head_rows, pages, max_pages, kscale, vscale
 
 /* The cache row (element index / DIM_PAD; int8 scales are indexed by it)
  * of token j of sequence b, KV head hk, the one place in cl/ that knows the

@@ -167,13 +167,15 @@ inline void mma_finite_quad(uint4 u, uint *w, __local mma_local *tl, int c, int 
  * path's stores are 8-way at D >= 64). */
 inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
 {
+    int jb; /* key j0 + c at row jb + c of kv (paged: the tile's page) */
+    kv = kv_tile(kv, j0, &jb);
     const int tag = j0 + 1;
     const int tid = get_local_id(0);
     for (int x = tid; x < BLOCK_KEYS * MMA_QV; x += MMA_WG) {
         const int c = x / MMA_QV, q = x % MMA_QV;
         __local uint4 *dst = (__local uint4 *)(tl->k + c * KS + 4 * q);
         if (in_span(j0 + c, lo, hi))
-            *dst = *(__global const uint4 *)(kv.k + (ulong)(j0 + c) * kv.kstride + 8 * q);
+            *dst = *(__global const uint4 *)(kv.k + (ulong)(jb + c) * kv.kstride + 8 * q);
         else
             *dst = (uint4)(0u, 0u, 0u, 0u);
     }
@@ -181,7 +183,7 @@ inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, in
         const int odd = x & 1, y = x >> 1;
         const int kp = y % (BLOCK_KEYS / 2), q = 2 * (y / (BLOCK_KEYS / 2)) + odd;
         const int c = j0 + 2 * kp;
-        __global const storage_t *src = kv.v + (ulong)c * kv.vstride + 8 * q;
+        __global const storage_t *src = kv.v + (ulong)(jb + 2 * kp) * kv.vstride + 8 * q;
         uint a[4], b[4];
         mma_finite_quad(in_span(c, lo, hi) ? *(__global const uint4 *)src : (uint4)(0u, 0u, 0u, 0u),
                         a, tl, 2 * kp, tag);
@@ -215,17 +217,19 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int l
         mma_stage_wide(tl, kv, j0, lo, hi);
         return;
     }
+    int jb; /* key j0 + c at row jb + c of kv (paged: the tile's page) */
+    kv = kv_tile(kv, j0, &jb);
     const int tag = j0 + 1;
     const int tid = get_local_id(0);
     for (int x = tid; x < BLOCK_KEYS * DP; x += MMA_WG) {
         const int c = x / DP, dp = x % DP;
         const int in = in_span(j0 + c, lo, hi);
-        tl->k[c * KS + dp] = in ? mma_pair(kv.k, (ulong)(j0 + c) * kv.kstride + 2 * dp) : 0u;
+        tl->k[c * KS + dp] = in ? mma_pair(kv.k, (ulong)(jb + c) * kv.kstride + 2 * dp) : 0u;
     }
     /* V's keys 2 kp, 2 kp + 1 at dims 2 dp, 2 dp + 1: two uints of Vt */
     for (int x = tid; x < BLOCK_KEYS / 2 * DP; x += MMA_WG) {
         const int kp = x / DP, dp = x % DP, c = j0 + 2 * kp;
-        const ulong at = (ulong)c * kv.vstride + 2 * dp;
+        const ulong at = (ulong)(jb + 2 * kp) * kv.vstride + 2 * dp;
         uint v0 = in_span(c, lo, hi) ? mma_pair(kv.v, at) : 0u;
         uint v1 = in_span(c + 1, lo, hi) ? mma_pair(kv.v, at + kv.vstride) : 0u;
         v0 = mma_finite_pair(v0, tl, 2 * kp, tag);
@@ -378,13 +382,15 @@ inline float4 mma_finite4(float4 v, __local mma_local *tl, int c, int tag)
  * are multiples of 4) */
 inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
 {
+    int jb; /* key j0 + c at row jb + c of kv (paged: the tile's page) */
+    kv = kv_tile(kv, j0, &jb);
     for (int x = get_local_id(0); x < BLOCK_KEYS * (HEAD_DIM / 4); x += MMA_WG) {
         const int c = x / (HEAD_DIM / 4), d = x % (HEAD_DIM / 4) * 4;
         __local float4 *k = (__local float4 *)((__local float *)tl->k + c * KS + d);
         __local float4 *v = (__local float4 *)(tl->v + c * VS + d);
         if (in_span(j0 + c, lo, hi)) {
-            *k = *(__global const float4 *)(kv.k + (ulong)(j0 + c) * kv.kstride + d);
-            *v = mma_finite4(*(__global const float4 *)(kv.v + (ulong)(j0 + c) * kv.vstride + d),
+            *k = *(__global const float4 *)(kv.k + (ulong)(jb + c) * kv.kstride + d);
+            *v = mma_finite4(*(__global const float4 *)(kv.v + (ulong)(jb + c) * kv.vstride + d),
                              tl, c, j0 + 1);
         } else {
             *k = *v = (float4)(0.0f, 0.0f, 0.0f, 0.0f);
@@ -398,12 +404,14 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int l
         mma_stage_wide(tl, kv, j0, lo, hi);
         return;
     }
+    int jb; /* key j0 + c at row jb + c of kv (paged: the tile's page) */
+    kv = kv_tile(kv, j0, &jb);
     for (int x = get_local_id(0); x < BLOCK_KEYS * HEAD_DIM; x += MMA_WG) {
         const int c = x / HEAD_DIM, d = x % HEAD_DIM;
         const int in = in_span(j0 + c, lo, hi);
         ((__local float *)tl->k)[c * KS + d] =
-            in ? LOAD(kv.k, (ulong)(j0 + c) * kv.kstride + d) : 0.0f;
-        float v = in ? LOAD(kv.v, (ulong)(j0 + c) * kv.vstride + d) : 0.0f;
+            in ? LOAD(kv.k, (ulong)(jb + c) * kv.kstride + d) : 0.0f;
+        float v = in ? LOAD(kv.v, (ulong)(jb + c) * kv.vstride + d) : 0.0f;
         if (!isfinite(v)) {
             mma_mark_bad(tl->vbad, &tl->vany, c, j0 + 1);
             v = 0.0f;

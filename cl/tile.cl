@@ -69,6 +69,35 @@ inline kv_rows kv_tile(kv_rows kv, int j0, int *jb)
     return kv;
 }
 
+#ifdef DECODE_KERNELS
+/* A decode's K/V rows of sequence b, KV head hk in the cache
+ * (KV_CACHE_PARAMS, kv_cache_rows.cl): paged, the whole cache and whose
+ * rows they are (kv_tile looks a page up per tile); contiguous, the head's
+ * run of rows from its row 0. */
+inline kv_rows decode_kv_rows(__global const cache_t *kc, __global const cache_t *vc,
+                              int head_rows, __global const int *pages, int max_pages,
+                              __global const float *kscale, __global const float *vscale,
+                              int kv_heads, int b, int hk)
+{
+#ifdef PAGE_ROWS
+    const kv_rows kv = {.k = kc, .v = vc, .kstride = DIM_PAD, .vstride = DIM_PAD,
+#ifdef KV_INT8
+                        .kscale = kscale, .vscale = vscale,
+#endif
+                        .pages = pages, .max_pages = max_pages, .head_rows = head_rows,
+                        .kv_heads = kv_heads, .b = b, .hk = hk};
+#else
+    const ulong row0 = cache_row(pages, max_pages, head_rows, kv_heads, b, hk, 0);
+    const kv_rows kv = {.k = kc + row0 * DIM_PAD, .v = vc + row0 * DIM_PAD, .kstride = DIM_PAD,
+#ifdef KV_INT8
+                        .kscale = kscale + row0, .vscale = vscale + row0,
+#endif
+                        .vstride = DIM_PAD};
+#endif
+    return kv;
+}
+#endif
+
 /* The arguments of the work-group families' prefill kernels (tiled.cl,
  * flash.cl); global (nblk * work-group, Hq, B). */
 #define FWD_TILE_PARAMS                                                                         \

@@ -325,20 +325,20 @@ const harness_case harness_cases[] = {
     /* ---- decode through a KV cache (harness_decode_entry) ---- */
     /* MQA, a head dim no multiple of 16, f16, causal and full, split or not */
 #define MQA(name_, causal_, splits, in_place_)                                                           \
-    {.group = "decode/mqa_odd_dim", .name = (name_), .families = HARNESS_BOTH, \
+    {.group = "decode/mqa_odd_dim", .name = (name_), .families = HARNESS_DECODE, \
      .params = splits, SHAPE(2, 6, 1, 40, 2, 90), .dtype = ATTN_F16, .causal = causal_,            \
      LENS(NULL, NULL, NULL, mqa_kl), .in_place = in_place_, .poison_pads = 1, .seed = 4400 + causal_}
     MQA("MQA D40 full, unsplit", 0, "splits=1", 0), MQA("MQA D40 full, split 3", 0, "splits=3", 0),
     MQA("MQA D40 causal, unsplit", 1, "splits=1", 0), MQA("MQA D40 causal, split 3", 1, "splits=3", 0),
     MQA("MQA D40 in place, unsplit", 1, "splits=1", 1), MQA("MQA D40 in place, split 3", 1, "splits=3", 1),
     /* GQA with ragged caches and pad queries, in each storage type */
-    {.group = "decode/table", .name = "decode GQA f32 ragged caches", .families = HARNESS_BOTH,
+    {.group = "decode/table", .name = "decode GQA f32 ragged caches", .families = HARNESS_DECODE,
      .params = "rows=4,splits=2", SHAPE(3, 8, 2, 64, 1, 50), .causal = 1,
      LENS(NULL, NULL, NULL, dc_kl), .poison_pads = 1, .lq = BSHD_GAPPY, .lo = BHSD_GAPPY, .seed = 4501},
-    {.group = "decode/table", .name = "decode GQA f16 pad queries", .families = HARNESS_BOTH,
+    {.group = "decode/table", .name = "decode GQA f16 pad queries", .families = HARNESS_DECODE,
      .params = "rows=4,splits=1", SHAPE(3, 8, 2, 64, 3, 40), .dtype = ATTN_F16, .causal = 1,
      LENS(NULL, dc_ql, NULL, dc_kl2), .poison_pads = 1, .seed = 4502},
-    {.group = "decode/table", .name = "decode GQA bf16 full, split", .families = HARNESS_BOTH,
+    {.group = "decode/table", .name = "decode GQA bf16 full, split", .families = HARNESS_DECODE,
      .params = "rows=4,splits=3", SHAPE(3, 8, 2, 64, 3, 40), .dtype = ATTN_BF16,
      LENS(NULL, dc_ql, NULL, dc_kl2), .poison_pads = 1, .lk = BSHD, .lv = BSHD_GAPPY, .seed = 4503},
 
@@ -491,18 +491,18 @@ const harness_case harness_cases[] = {
      .mask_bcast = HARNESS_BCAST_BATCH, .seed = 3905},
 
     /* ---- the variants in decode through a KV cache, unsplit and split ---- */
-#define VDEC(name_, splits, ...)                                                                       {.group = "variants_decode/alone", .name = (name_), .families = HARNESS_BOTH, .params = splits,      SHAPE(3, 8, 2, 64, 3, 50), .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), .poison_pads = 1,         .seed = 3600, __VA_ARGS__}
+#define VDEC(name_, splits, ...)                                                                       {.group = "variants_decode/alone", .name = (name_), .families = HARNESS_DECODE, .params = splits,      SHAPE(3, 8, 2, 64, 3, 50), .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), .poison_pads = 1,         .seed = 3600, __VA_ARGS__}
     VDEC("decode window 8, unsplit", "splits=1", WIN(8, 0)),
     VDEC("decode window 8, split 3", "splits=3", WIN(8, 0)),
     {.group = "variants_decode/alone", .name = "decode window 30 of 300, split 4, keys 16",
-     .families = HARNESS_BOTH, .params = "splits=4,keys=16", SHAPE(3, 8, 2, 64, 3, 300),
+     .families = HARNESS_DECODE, .params = "splits=4,keys=16", SHAPE(3, 8, 2, 64, 3, 300),
      .causal = 1, LENS(NULL, dw_ql, NULL, dw_kl), .poison_pads = 1, WIN(30, 0), .seed = 3601},
     {.group = "variants_decode/alone", .name = "decode window 30 right 5, non-causal, split 3",
-     .families = HARNESS_BOTH, .params = "splits=3", SHAPE(3, 4, 4, 40, 3, 300),
+     .families = HARNESS_DECODE, .params = "splits=3", SHAPE(3, 4, 4, 40, 3, 300),
      .dtype = ATTN_F16, LENS(NULL, dw_ql, NULL, dw_kl), .poison_pads = 1, WIN(30, 5),
      .seed = 3602},
     {.group = "variants_decode/alone", .name = "decode window 30, spans 44/20/49, split 4, keys 16",
-     .families = HARNESS_BOTH, .params = "splits=4,keys=16", SHAPE(3, 4, 2, 64, 5, 300),
+     .families = HARNESS_DECODE, .params = "splits=4,keys=16", SHAPE(3, 4, 2, 64, 5, 300),
      .causal = 1, LENS(NULL, dw_ql2, NULL, dw_kl2), .poison_pads = 1, WIN(30, 0), .seed = 3603},
     VDEC("decode sinks, unsplit", "splits=1", .sinks = HARNESS_SINKS_HOST),
     VDEC("decode sinks buffer, split 3", "splits=3", .sinks = HARNESS_SINKS_BUFFER),
@@ -514,7 +514,7 @@ const harness_case harness_cases[] = {
     /* ---- long query blocks through a KV cache: the prefill kernels
      * reading the cache (chunked prefill) ---- */
 #define PF(name_, ...)                                                                            \
-    {.group = "decode/prefill", .name = (name_), .families = HARNESS_BOTH, .poison_pads = 1,       \
+    {.group = "decode/prefill", .name = (name_), .families = HARNESS_DECODE, .poison_pads = 1,       \
      __VA_ARGS__}
     PF("prefill GQA f32 ragged, pad queries", SHAPE(3, 8, 2, 64, 100, 230), .causal = 1,
        LENS(NULL, pf_ql, NULL, pf_kl), .lq = BSHD_GAPPY, .lo = BHSD_GAPPY, .seed = 4601),
@@ -537,7 +537,7 @@ const harness_case harness_cases[] = {
         .mask_dtype = ATTN_F16, WIN(40, 0), .sinks = HARNESS_SINKS_HOST),
 
 #define VDC(name_, splits, ...)                                                                   \
-    {.group = "variants_decode/combos", .name = (name_), .families = HARNESS_BOTH,                 \
+    {.group = "variants_decode/combos", .name = (name_), .families = HARNESS_DECODE,                 \
      .params = splits, .poison_pads = 1, __VA_ARGS__}
     /* gpt-oss: window and sinks, each way of splitting */
     VDC("window 8 + sinks, GQA f16 BSHD, unsplit", "splits=1", SHAPE(3, 8, 2, 64, 3, 50),

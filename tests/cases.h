@@ -53,11 +53,13 @@ typedef enum harness_family {
     HARNESS_TILED = 2,
     HARNESS_VECTOR = 4,
     HARNESS_FLASH = 8,  /* prefill only: forced on decode, the planner keeps decode's own */
-    HARNESS_MMA = 16,   /* prefill, D % 16 == 0 (f32: D <= 128, 4096 keys); others skip it */
+    HARNESS_MMA = 16,   /* D % 16 == 0 (f32: D <= 128, 4096 keys); others skip it */
 } harness_family;
 #define HARNESS_BOTH (HARNESS_TILED | HARNESS_VECTOR)
 /* the prefill matrices: every family with a forward kernel */
 #define HARNESS_FORWARD (HARNESS_BOTH | HARNESS_FLASH | HARNESS_MMA)
+/* the decode matrices: every family with a decode kernel */
+#define HARNESS_DECODE (HARNESS_BOTH | HARNESS_MMA)
 
 /* "auto", "tiled", "vector", "flash", "mma" */
 const char *harness_family_name(harness_family f);

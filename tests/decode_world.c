@@ -12,7 +12,8 @@
 void use_params(harness_family family, int rows, int splits)
 {
     char text[64];
-    snprintf(text, sizeof text, "rows=%d,splits=%d", rows, splits);
+    if (family == HARNESS_MMA) snprintf(text, sizeof text, "warps=1,splits=%d", splits);
+    else snprintf(text, sizeof text, "rows=%d,splits=%d", rows, splits);
     harness_use_family(harness_context(), family, rows ? text : NULL);
 }
 

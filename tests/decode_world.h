@@ -7,15 +7,18 @@
 
 #include "cases.h"
 
-static const harness_family families[] = {HARNESS_VECTOR, HARNESS_TILED};
-#define NFAM 2
+/* every family with a decode kernel (mma emulated off NVIDIA: forced, as
+ * the prefill matrices force it) */
+static const harness_family families[] = {HARNESS_VECTOR, HARNESS_TILED, HARNESS_MMA};
+#define NFAM 3
 static const attn_dtype dtypes[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
 #define NDT 3
 
 /* The parameters of the calls that follow: family, the decode tile (4 rows:
  * with the 4 query heads per KV head of these tests, q_len > 1 takes
- * several tiles) and the number of splits (0 = automatic); rows = 0: the
- * family's defaults. */
+ * several tiles; mma, whose tiles are warps of 16 rows: one warp, so that
+ * q_len > 4 takes several) and the number of splits (0 = automatic);
+ * rows = 0: the family's defaults. */
 void use_params(harness_family family, int rows, int splits);
 
 /* ---- one world of sequences: host data and its uncached results ---- */

@@ -1,11 +1,11 @@
-/* test_mma.c -- the mma family's parameters (cl/mma.cl,
+/* test_mma.c -- the mma family's parameters (cl/mma_core.cl,
  * host/kernels/desc_mma.c): what attn_context_set_params and the planner
  * refuse, the __local and private estimates and the shrink loop at the
  * H200's limits (f32's too), the plan attn_prepare reports, the problems it
  * cannot run (f32 past D 128 or its key limit, head dims not a multiple of
  * 16) keeping the device's plan with one
- * INFO line, decode keeping its own, and the tuner searching it only when
- * named. Its results are checked in the forward matrices (test_forward,
+ * INFO line, decode forced onto it (and kept off int8 caches), and the
+ * tuner searching it only when named. Its results are checked in the forward matrices (test_forward,
  * test_variants*, test_seed_failures: the HARNESS_MMA runs). */
 #include "cases.h"
 #include "kernels/kernel_desc.h"
@@ -201,10 +201,59 @@ static void test_mma_fallback(void)
     free(q), free(k), free(v), free(o), free(l);
 }
 
-/* Decode has no mma kernel: forced, it keeps the device's plan. */
-static void test_mma_decode_keeps_its_plan(void)
+/* The plan attn_decode_prepare reports for a cache of desc under params
+ * (NULL: the device's own), for q_len new queries of 2 query heads per KV
+ * head. */
+static attn_plan_info decode_plan(const attn_kv_cache_desc *desc, const char *params, int q_len)
 {
-    harness_decode_keeps_plan("family=mma,warps=2", ATTN_F16);
+    attn_context *ctx = context();
+    attn_kv_cache *cache = NULL;
+    attn_plan_info info;
+    memset(&info, 0, sizeof info);
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, desc, &cache), ATTN_SUCCESS);
+    attn_problem p = harness_problem(1, 2 * desc->kv_heads, desc->kv_heads, desc->head_dim, q_len,
+                                     desc->capacity, 1);
+    p.dtype = desc->dtype;
+    CU_ASSERT_EQUAL(harness_use_params(ctx, params), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, &info), ATTN_SUCCESS);
+    harness_use_params(ctx, NULL);
+    attn_kv_cache_release(cache);
+    return info;
+}
+
+/* Forced, decode runs on mma (cl/decode_mma.cl) over caches stored as the
+ * dtype, contiguous or paged; over an int8 cache, or at a head dim it
+ * cannot run, it keeps the device's plan. Its results: the decode
+ * matrices (test_decode*, test_variants_decode: HARNESS_MMA). */
+static void test_mma_decode_forced(void)
+{
+    const char *forced = "family=mma,warps=2";
+    static const attn_dtype types[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+    for (int t = 0; t < 3; t++)
+        for (int paged = 0; paged < 2; paged++) {
+            const attn_kv_cache_desc d = {.batch = 1, .kv_heads = 1, .head_dim = 32,
+                                          .capacity = 64, .dtype = types[t],
+                                          .block_size = paged ? 16 : 0};
+            const attn_plan_info info = decode_plan(&d, forced, 1);
+            CU_ASSERT_STRING_EQUAL(info.family, "mma");
+            CU_ASSERT_STRING_EQUAL(info.source, "override");
+            CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "warps=2"));
+            /* paged by 16: a key tile inside one block */
+            if (paged) CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "keys=16"));
+        }
+    const attn_kv_cache_desc int8 = {.batch = 1, .kv_heads = 1, .head_dim = 32, .capacity = 64,
+                                     .dtype = ATTN_F16, .storage = ATTN_KV_INT8};
+    const attn_kv_cache_desc d40 = {.batch = 1, .kv_heads = 1, .head_dim = 40, .capacity = 64,
+                                    .dtype = ATTN_F16};
+    const attn_kv_cache_desc *kept[] = {&int8, &d40};
+    for (int i = 0; i < 2; i++) {
+        const attn_plan_info plain = decode_plan(kept[i], NULL, 1);
+        const attn_plan_info info = decode_plan(kept[i], forced, 1);
+        printf("\n  %s cache D%d under %s: %s %s", i ? "f16" : "int8", kept[i]->head_dim, forced,
+               info.family, info.params);
+        CU_ASSERT_STRING_EQUAL(info.family, plain.family);
+        CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
+    }
 }
 
 /* The tuner's candidates: mma's only when named, all of them legal (f32's
@@ -248,7 +297,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_mma_gpu_limits),
     HARNESS_TEST(test_mma_plan),
     HARNESS_TEST(test_mma_fallback),
-    HARNESS_TEST(test_mma_decode_keeps_its_plan),
+    HARNESS_TEST(test_mma_decode_forced),
     HARNESS_TEST(test_mma_search),
     HARNESS_END,
 };

@@ -4,10 +4,12 @@
  * instead of the tensor cores), the heuristic's default for f16, bf16 and
  * f32 problems, correct results through it, the other families for the
  * rest; a doctored family or fragment operation caught by the first-use
- * verification, which falls back without failing the caller's call, even
- * when the family is forced; a doctored f32 path refused for f32 alone;
- * and a long block through a KV cache keeps
- * the plan it had without the gate. */
+ * verification (a doctored decode kernel by its verification decode),
+ * which falls back without failing the caller's call, even when the family
+ * is forced; a doctored f32 path refused for f32 alone;
+ * decode on mma where a KV head has enough query rows, never over an int8
+ * cache; and a long block through an f16 KV cache on mma's decode kernel,
+ * through an int8 one the plan it had without the gate. */
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
 #include "harness.h"
@@ -100,26 +102,87 @@ static void test_assumed_default(void)
         planned(ctx, &rest[i], &info);
         CU_ASSERT_STRING_NOT_EQUAL(info.family, "mma");
     }
-    /* a long block through a KV cache is planned as a prefill, and mma
-     * cannot read a cache: the plan is the one the device makes without
-     * mma (the prefill family that reads the cache), as before the gate.
-     * Paged by 16: the decode plan would clamp keys to 16, the prefill's
-     * keeps its 32 (test_decode_prefill's tell) */
-    attn_kv_cache *cache = NULL;
-    const attn_kv_cache_desc desc = {.batch = 1, .kv_heads = 2, .head_dim = 64, .capacity = 128,
-                                     .dtype = ATTN_F16, .block_size = 16};
-    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
+    /* a long block through a KV cache is planned as a prefill: mma's, run
+     * by its decode kernel, over an f16 cache (paged by 16: keys fitted to
+     * a block); over an int8 cache, which mma's kernel cannot read, the
+     * plan the device makes without mma (the prefill family that reads
+     * it), as before the gate */
+    attn_kv_cache *cache[2] = {NULL, NULL};
+    attn_plan_info with[2], without[2];
+    for (int int8 = 0; int8 < 2; int8++) {
+        const attn_kv_cache_desc desc = {
+            .batch = 1, .kv_heads = 2, .head_dim = 64, .capacity = 128, .dtype = ATTN_F16,
+            .block_size = 16, .storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE};
+        CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache[int8]), ATTN_SUCCESS);
+    }
     attn_problem dp = problem(ATTN_F16, 64);
     dp.q_len = 80;
-    attn_plan_info with, without;
-    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &dp, &with), ATTN_SUCCESS);
+    for (int i = 0; i < 2; i++)
+        CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache[i], &dp, &with[i]), ATTN_SUCCESS);
     attn_mma_assume(ctx, 0);
-    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &dp, &without), ATTN_SUCCESS);
-    printf("\n  long block: %s %s (without mma: %s %s)", with.family, with.params,
-           without.family, without.params);
-    CU_ASSERT_STRING_EQUAL(with.family, without.family);
-    CU_ASSERT_STRING_EQUAL(with.params, without.params);
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache[i], &dp, &without[i]), ATTN_SUCCESS);
+        printf("\n  long block, %s cache: %s %s (without mma: %s %s)", i ? "int8" : "f16",
+               with[i].family, with[i].params, without[i].family, without[i].params);
+        attn_kv_cache_release(cache[i]);
+    }
+    CU_ASSERT_STRING_EQUAL(with[0].family, "mma");
+    CU_ASSERT_PTR_NOT_NULL(strstr(with[0].params, "keys=16"));
+    CU_ASSERT_STRING_EQUAL(with[1].family, without[1].family);
+    CU_ASSERT_STRING_EQUAL(with[1].params, without[1].params);
+    attn_context_release(ctx);
+}
+
+/* The family a decode of q_len new queries, hq query heads over 2 KV
+ * heads, plans on ctx over a D 64 f16 cache (int8: quantized). */
+static attn_plan_info decode_planned(attn_context *ctx, int hq, int q_len, int int8)
+{
+    const attn_kv_cache_desc desc = {.batch = 1, .kv_heads = 2, .head_dim = 64, .capacity = 128,
+                                     .dtype = ATTN_F16,
+                                     .storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE};
+    attn_kv_cache *cache = NULL;
+    attn_plan_info info;
+    memset(&info, 0, sizeof info);
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
+    attn_problem p = harness_problem(1, hq, 2, 64, q_len, 128, 1);
+    p.dtype = ATTN_F16;
+    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, &info), ATTN_SUCCESS);
     attn_kv_cache_release(cache);
+    return info;
+}
+
+/* Assumed capable, decode takes mma where a KV head has
+ * ATTN_MMA_DECODE_ROWS query rows (group x new queries) or more, with as
+ * few warps of 16 rows as hold them (at most the default 4); fewer rows,
+ * and any int8 cache, keep the device's decode family. */
+static void test_assumed_decode(void)
+{
+    attn_context *ctx = own_context();
+    attn_mma_assume(ctx, 1);
+    static const struct {
+        int hq, q_len, int8;
+        const char *family, *warps;
+    } rows[] = {
+        {32, 1, 0, "mma", "warps=1"},  /* MQA-like group of 16 */
+        {4, 8, 0, "mma", "warps=1"},   /* a speculative block of 8, group 2 */
+        {4, 12, 0, "mma", "warps=2"},  /* 24 rows */
+        {4, 40, 0, "mma", "warps=4"},  /* 80 rows: the default's 4 warps */
+        {4, 1, 0, NULL, NULL},         /* 2 rows */
+        {4, 7, 0, NULL, NULL},         /* 14 rows */
+        {32, 1, 1, NULL, NULL},        /* int8 */
+    };
+    for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
+        const attn_plan_info info = decode_planned(ctx, rows[i].hq, rows[i].q_len, rows[i].int8);
+        printf("\n  decode Hq %d Hkv 2 q_len %d%s: %s %s", rows[i].hq, rows[i].q_len,
+               rows[i].int8 ? " int8" : "", info.family, info.params);
+        CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
+        if (rows[i].family) {
+            CU_ASSERT_STRING_EQUAL(info.family, rows[i].family);
+            CU_ASSERT_PTR_NOT_NULL(strstr(info.params, rows[i].warps));
+        } else {
+            CU_ASSERT_STRING_NOT_EQUAL(info.family, "mma");
+        }
+    }
     attn_context_release(ctx);
 }
 
@@ -131,9 +194,12 @@ static void doctor(attn_context *ctx, const char *dir, const char *file, const c
     char path[512];
     CU_ASSERT_EQUAL_FATAL(attn_context_set_cache_dir(ctx, NULL), ATTN_SUCCESS);
     static const char *const names[] = {"common.cl", "variants.cl", "tile.cl", "mma_ops.cl",
-                                        "mma_operands.cl", "mma.cl", "mask_tiles.cl",
+                                        "mma_operands.cl", "mma_core.cl", "mma.cl",
+                                        "mask_tiles.cl",
                                         "mma_check.cl", "vector_helpers.cl", "vector_core.cl",
-                                        "vector.cl", "tiled_core.cl", "tiled.cl", "flash.cl"};
+                                        "vector.cl", "tiled_core.cl", "tiled.cl", "flash.cl",
+                                        "kv_append.cl", "kv_cache_rows.cl", "decode_common.cl",
+                                        "decode_mma.cl"};
     int replaced = 0;
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char *text = attn_kernel_source(ctx, names[i]);
@@ -204,6 +270,14 @@ static void test_doctored_family_refused(void)
                    "#define MMA_PACK mma_pack_bf16", "f16 verification forward");
 }
 
+/* The decode kernel's splits all written as split 0: the verification
+ * decode (two splits) catches it, and the family is refused. */
+static void test_doctored_decode_refused(void)
+{
+    check_doctored("decode_mma.cl", "part_lse, nsplit, split, va, 0);",
+                   "part_lse, nsplit, 0, va, 0);", "f16 verification decode");
+}
+
 /* f32's path with 1xTF32 (the small terms dropped: about 1e-3 relative,
  * ten times f32's tolerance): f32 is refused, saying so, and runs on the
  * device's family; f16 keeps the tensor cores. */
@@ -234,8 +308,10 @@ static void test_doctored_f32_refused(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_status_here),
     HARNESS_TEST(test_assumed_default),
+    HARNESS_TEST(test_assumed_decode),
     HARNESS_TEST(test_doctored_fragments_refused),
     HARNESS_TEST(test_doctored_family_refused),
+    HARNESS_TEST(test_doctored_decode_refused),
     HARNESS_TEST(test_doctored_f32_refused),
     HARNESS_END,
 };

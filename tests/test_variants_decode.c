@@ -1,6 +1,6 @@
 /* test_variants_decode.c -- the attention variants in attn_decode through a
  * KV cache (harness_decode_entry), against attn_reference_forward, in both
- * kernel families, unsplit and split (where attn_decode_combine adds each
+ * kernel families (vector, tiled, mma), unsplit and split (where attn_decode_combine adds each
  * row's sink once): each variant alone, then together (gpt-oss's window
  * and sinks, a mask hiding whole rows, GQA and MQA, odd head dims, the
  * three storage types, strided K/V, in place), and the equivalences that
@@ -36,7 +36,7 @@ static void same_as(const harness_case *c, const harness_case *twins, int n, int
         for (int i = 0; i < n; i++) {
             harness_case a = *c, t = twins[i];
             a.params = t.params = splits[s];
-            HARNESS_FOR_FAMILIES(HARNESS_BOTH, f)
+            HARNESS_FOR_FAMILIES(HARNESS_DECODE, f)
                 harness_case_same(&a, &t, f, harness_decode_entry, dec, exact);
         }
 }
@@ -69,7 +69,7 @@ static void test_decode_is_forward(void)
 {
     for (const harness_case *c = harness_group_next("variants_decode/combos", NULL); c;
          c = harness_group_next("variants_decode/combos", c))
-        HARNESS_FOR_FAMILIES(HARNESS_BOTH, f) {
+        HARNESS_FOR_FAMILIES(HARNESS_DECODE, f) {
             float *od = NULL, *ld = NULL, *of = NULL, *lf = NULL;
             harness_case_run(c, f, harness_decode_entry, dec, &od, &ld);
             harness_case_run(c, f, attn_forward, "attn_forward", &of, &lf);
@@ -100,7 +100,7 @@ static void test_hidden_rows_give_the_sink(void)
         harness_variant_data vd;
         harness_variant_data_make(c, NULL, &vd);
         CU_ASSERT_FATAL(c->q_len[0] > 2 && c->q_len[1] > 2 && c->mask == HARNESS_MASK_RANDOM);
-        HARNESS_FOR_FAMILIES(HARNESS_BOTH, f) {
+        HARNESS_FOR_FAMILIES(HARNESS_DECODE, f) {
             float *o = NULL, *l = NULL;
             if (harness_case_run(c, f, harness_decode_entry, dec, &o, &l) == 0)
                 for (int b = 0; b < 2; b++)

@@ -117,36 +117,44 @@ static int key_base(int len, int q_len, int left, int bk)
  * the capacity. The vector family then runs attn_forward's own kernels
  * over the cache (*prefill): its decode kernel walks every key once per
  * tile of 8 rows without packing, 0.76x the prefill kernel's speed at 512
- * queries against 4096 keys (PoCL). A family with a decode kernel (tiled)
- * runs it with the prefill's tiles (it is tiled_core.cl, as its prefill);
- * one without (flash) cannot read a cache, and the decode plan serves. */
+ * queries against 4096 keys (PoCL). A family with a decode kernel that
+ * reads this cache (tiled; mma unless int8) runs it with the prefill's
+ * tiles (its decode kernel is the prefill's core); one without (flash, or
+ * mma over an int8 cache) takes the device's prefill plan without it when
+ * that was the heuristic's, else the decode plan serves. */
 static attn_status plan_long(attn_context *ctx, const attn_kv_cache *c, int page,
                              const attn_problem *full, attn_params *pr, const char **source,
                              int *prefill)
 {
     attn_status st = attn_plan(ctx, ATTN_ENTRY_PREFILL, full, pr, source);
     if (st != ATTN_SUCCESS) return st;
-    if (!attn_family_kernel(pr->family, ATTN_ENTRY_DECODE) && strcmp(*source, "heuristic") == 0) {
-        /* the verified mma default, which cannot read a cache: the device's
-         * prefill plan without it, which can (tiled on a GPU) */
+    const int int8 = c->storage == ATTN_KV_INT8;
+    int reads = attn_family_kernel(pr->family, ATTN_ENTRY_DECODE) &&
+                !attn_plan_cache_refuses(pr->family, int8);
+    if (!reads && strcmp(*source, "heuristic") == 0) {
+        /* the verified mma default over an int8 cache: the device's
+         * prefill plan without mma (tiled on a GPU) */
         const attn_device_limits dev = attn_context_limits(ctx);
         *pr = attn_plan_heuristic(ATTN_ENTRY_PREFILL, &dev, full);
+        reads = attn_family_kernel(pr->family, ATTN_ENTRY_DECODE) != NULL;
     }
     *prefill = pr->family == ATTN_FAMILY_VECTOR;
     if (*prefill) return ATTN_SUCCESS;
-    if (attn_family_kernel(pr->family, ATTN_ENTRY_DECODE)) {
+    if (reads) {
         /* its decode kernel looks a page up once per key block: fitted as
          * attn_plan_decode fits its own plans */
         attn_plan_fit_page(pr, page);
         return ATTN_SUCCESS;
     }
-    attn_log(ATTN_LOG_INFO, "decode: the %s family cannot read a KV cache; %d queries take the "
-             "decode plan", attn_family_desc_of(pr->family)->name, full->q_len);
+    attn_log(ATTN_LOG_INFO, "decode: the %s family cannot read this KV cache; %d queries take "
+             "the decode plan", attn_family_desc_of(pr->family)->name, full->q_len);
     return attn_plan_decode(ctx, full, page, c->storage, pr, source);
 }
 
+/* given: parameters to use instead of the planner's (q_len at most
+ * ATTN_DECODE_MAX_Q_LEN), or NULL */
 static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const attn_problem *p,
-                             const int *q_lens, decode_plan *dp)
+                             const int *q_lens, const attn_params *given, decode_plan *dp)
 {
     const attn_device_limits dev = attn_context_limits(ctx);
     const attn_problem full = full_problem(c, p); /* the class: kv by the cache's capacity */
@@ -154,9 +162,15 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
     /* a decode class is the cache's kind too: attn_plan_decode fits the
      * keys per block to a page (attn_plan_fit_page) */
     const int page = c->paged ? c->page_rows : 0;
-    attn_status st = p->q_len > ATTN_DECODE_MAX_Q_LEN
-                         ? plan_long(ctx, c, page, &full, &pr, &dp->source, &dp->prefill)
-                         : attn_plan_decode(ctx, &full, page, c->storage, &pr, &dp->source);
+    attn_status st = ATTN_SUCCESS;
+    if (given) {
+        pr = *given;
+        dp->source = "override";
+    } else {
+        st = p->q_len > ATTN_DECODE_MAX_Q_LEN
+                 ? plan_long(ctx, c, page, &full, &pr, &dp->source, &dp->prefill)
+                 : attn_plan_decode(ctx, &full, page, c->storage, &pr, &dp->source);
+    }
     if (st != ATTN_SUCCESS) return st;
     dp->pr = pr;
     dp->qlen = malloc(sizeof *dp->qlen * (size_t)c->batch);
@@ -175,7 +189,8 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
         if (dp->qlen[b] > 0 && span > max_span) max_span = span;
     }
     const int rows_needed = p->q_heads / p->kv_heads * p->q_len;
-    dp->ntiles = (rows_needed + pr.block_rows - 1) / pr.block_rows;
+    const int tile_rows = attn_params_block_rows(&pr); /* mma: warps x m-tiles x 16 */
+    dp->ntiles = (rows_needed + tile_rows - 1) / tile_rows;
     const int items = c->batch * c->kv_heads * dp->ntiles;
     const size_t key_bytes = 2 * attn_kv_row_bytes(c);
     int want = pr.kv_splits > 0 ? pr.kv_splits
@@ -387,7 +402,7 @@ attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_prob
         full = full_problem(cache, p);
         st = validate_io(ctx, cache, &full, q, out, lse);
     }
-    if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, q_lens, &dp);
+    if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, q_lens, NULL, &dp);
     if (st == ATTN_SUCCESS && ctx->check) st = read_check_inputs(ctx, cache, &full, q, &inputs);
     if (st == ATTN_SUCCESS)
         st = dp.prefill ? enqueue_prefill(ctx, cache, &dp, &full, q, out, lse, &finished)
@@ -408,6 +423,24 @@ attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_prob
     return st;
 }
 
+attn_status attn_decode_params(attn_context *ctx, attn_kv_cache *cache, const attn_params *pr,
+                               const attn_problem *p, const attn_tensor *q,
+                               const attn_tensor *out, cl_event *done)
+{
+    decode_plan dp = {0};
+    ATTN_CHECK(ctx, p && p->q_len > ATTN_DECODE_MAX_Q_LEN, ATTN_ERROR_INVALID_ARGUMENT,
+               "p->q_len = %d is over ATTN_DECODE_MAX_Q_LEN %d", p->q_len, ATTN_DECODE_MAX_Q_LEN);
+    attn_status st = check_args(ctx, cache, p, NULL, 1);
+    if (st == ATTN_SUCCESS) {
+        const attn_problem full = full_problem(cache, p);
+        st = validate_io(ctx, cache, &full, q, out, NULL);
+    }
+    if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, NULL, pr, &dp);
+    if (st == ATTN_SUCCESS) st = enqueue(ctx, cache, &dp, p, q, out, NULL, done);
+    free(dp.qlen);
+    return st;
+}
+
 attn_status attn_decode_prepare(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
                                 attn_plan_info *info)
 {
@@ -421,7 +454,7 @@ attn_status attn_decode_prepare(attn_context *ctx, attn_kv_cache *cache, const a
         full = full_problem(cache, p);
         st = attn_validate_problem(ctx, &full, NULL);
     }
-    if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, NULL, &dp);
+    if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, NULL, NULL, &dp);
     if (st == ATTN_SUCCESS)
         st = dp.prefill ? attn_forward_cache_prepare(ctx, &dp.pr, &full, cache)
                         : get_kernels(ctx, &dp, p, cache, &main_k, &comb_k);

@@ -167,10 +167,31 @@ static inline size_t attn_kv_row_bytes(const struct attn_kv_cache *c)
 attn_status attn_kv_read_locked(attn_kv_cache *c, int seq, int first, int count, void *k,
                                 void *v);
 
+/* attn_kv_cache_create_desc and attn_kv_cache_append with ctx's lock held
+ * (mma_gate.c's verification decode). */
+attn_status attn_kv_cache_create_locked(attn_context *ctx, const attn_kv_cache_desc *desc,
+                                        attn_kv_cache **out);
+attn_status attn_kv_cache_append_locked(attn_kv_cache *c, const attn_tensor *k,
+                                        const attn_tensor *v, int block_len, cl_event *done);
+/* attn_decode of p (q_len at most ATTN_DECODE_MAX_Q_LEN, every sequence's
+ * queries its last q_len tokens) on the parameters pr, not the planner's,
+ * with ctx's lock held: mma_gate.c's verification of the mma decode. */
+attn_status attn_decode_params(attn_context *ctx, attn_kv_cache *cache, const attn_params *pr,
+                               const attn_problem *p, const attn_tensor *q,
+                               const attn_tensor *out, cl_event *done);
+
 /* Built-in decode parameters for this device and problem (q_len, heads):
- * the family by device type; rows = the KV group's query heads x new
- * queries, rounded up to a power of two and capped; splits 0 (automatic). */
+ * the family by device type (mma where dev->mma and a KV head has
+ * ATTN_MMA_DECODE_ROWS query rows or more); rows = the KV group's query
+ * heads x new queries, rounded up to a power of two and capped (mma: warps
+ * of 16 rows enough for them, up to its default); splits 0 (automatic). */
 attn_params attn_decode_params_heuristic(const attn_device_limits *dev, const attn_problem *p);
+/* Query rows per KV head (GQA group x new queries) from which the decode
+ * heuristic takes the mma family where it is verified: one m-tile. Fewer
+ * leave most of a tensor-core tile's rows padding, and the tiled decode's
+ * scalar dot products then cost it nothing (decode is bound by reading
+ * K/V); unmeasured on a GPU. */
+#define ATTN_MMA_DECODE_ROWS 16
 
 /* The number of KV splits when the parameters leave it automatic: enough
  * work-groups to fill the device's compute units, each split long enough

@@ -8,6 +8,17 @@ attn_params attn_decode_params_heuristic(const attn_device_limits *dev, const at
     /* the tile's rows are the KV group's query heads x the new queries: one
      * K/V load serves them all; a power of two, capped */
     const int need = p->q_heads / p->kv_heads * p->q_len;
+    if (dev->mma && need >= ATTN_MMA_DECODE_ROWS && attn_params_mma_suits(p)) {
+        /* the tensor cores (plan.c asks only where mma_gate.c verified
+         * them): as few warps of 16 rows as hold the rows, so that a tile
+         * is not mostly padding; the splits fill the device */
+        attn_params pr = attn_params_defaults(ATTN_FAMILY_MMA);
+        int warps = 1;
+        while (warps < pr.mma_warps && 16 * pr.mma_mtiles * warps < need) warps *= 2;
+        pr.mma_warps = warps;
+        attn_params_fit(ATTN_ENTRY_DECODE, &pr, dev, p);
+        return pr;
+    }
     int rows = 1;
     while (rows < need && rows < 8) rows *= 2;
     /* a CPU: one work-item streams its K/V rows with float16 vectors (the

@@ -91,6 +91,12 @@ attn_status attn_kv_cache_create_desc(attn_context *ctx, const attn_kv_cache_des
     return st;
 }
 
+attn_status attn_kv_cache_create_locked(attn_context *ctx, const attn_kv_cache_desc *desc,
+                                        attn_kv_cache **out)
+{
+    return create_locked(ctx, desc, "desc->", out);
+}
+
 attn_status attn_kv_cache_create(attn_context *ctx, int batch, int kv_heads, int head_dim,
                                  int capacity, attn_dtype dtype, attn_kv_cache **out)
 {
@@ -252,6 +258,12 @@ done:
 }
 
 /* Both public appends: fn names the one called, in its messages. */
+attn_status attn_kv_cache_append_locked(attn_kv_cache *c, const attn_tensor *k,
+                                        const attn_tensor *v, int block_len, cl_event *done)
+{
+    return append_locked(c, k, v, block_len, NULL, NULL, done);
+}
+
 static attn_status append_call(attn_kv_cache *c, const char *fn, const attn_tensor *k,
                                const attn_tensor *v, int block_len, const int *starts,
                                const int *counts, cl_event *done)

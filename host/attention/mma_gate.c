@@ -3,7 +3,8 @@
  * compiler built the inline PTX, attn_mma_check found every fragment
  * operation exact, and a small forward per 16-bit type on the family
  * matched the CPU reference (check mode's comparison, as the tuner
- * verifies a candidate); f32 (3xTF32) after a forward of its own, so that
+ * verifies a candidate), and so did a small f16 decode through a KV cache
+ * on its decode kernel; f32 (3xTF32) after a forward of its own, so that
  * an f32 path that misses its tolerance leaves the 16-bit types on the
  * tensor cores. Anything else is one log line saying why and the device's
  * other families, never an error to the caller. */
@@ -11,6 +12,7 @@
 
 #include "attention/check.h"
 #include "attention/convert.h"
+#include "attention/decode.h"
 #include "attention/forward.h"
 #include "attention/plan.h"
 #include "core/context.h"
@@ -94,6 +96,42 @@ static cl_mem pattern_buffer(attn_context *ctx, attn_dtype dt, size_t n, unsigne
     return m;
 }
 
+/* The verification's Q, K, V and O (mem[0..3]) for p, patterns in p's
+ * dtype, and their tensors (BHSD, contiguous). */
+static attn_status verify_buffers(attn_context *ctx, const attn_problem *p, cl_mem *mem,
+                                  attn_tensor *t)
+{
+    const size_t d = (size_t)p->head_dim;
+    const size_t nq = (size_t)p->q_heads * p->q_len * d, nkv = (size_t)p->kv_heads * p->kv_len * d;
+    attn_status st = ATTN_SUCCESS;
+    for (int i = 0; i < 4 && st == ATTN_SUCCESS; i++) {
+        const int kv = i == 1 || i == 2;
+        mem[i] = pattern_buffer(ctx, p->dtype, kv ? nkv : nq, (unsigned)i + 1, &st);
+        const attn_tensor x = {mem[i], 0, kv ? nkv : nq, (size_t)(kv ? p->kv_len : p->q_len) * d, d};
+        t[i] = x;
+    }
+    return st;
+}
+
+static void release_buffers(cl_mem *mem)
+{
+    for (int i = 0; i < 4; i++)
+        if (mem[i]) clReleaseMemObject(mem[i]);
+}
+
+/* The family's default parameters for entry on p, fitted here. */
+static attn_status verify_params(attn_context *ctx, int entry, const attn_problem *p,
+                                 attn_params *pr)
+{
+    const attn_device_limits dev = attn_context_limits(ctx);
+    *pr = attn_params_defaults(ATTN_FAMILY_MMA);
+    attn_params_fit(entry, pr, &dev, p);
+    char err[256];
+    if (!attn_params_legal(pr, &dev, p, err, sizeof err))
+        return ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "no legal parameters: %s", err);
+    return ATTN_SUCCESS;
+}
+
 /* One forward of verify_shape in dt on the family's default parameters,
  * compared with the reference. ATTN_ERROR_MISMATCH (ctx's error naming
  * the worst element) when it differs. */
@@ -101,37 +139,53 @@ static attn_status verify_forward(attn_context *ctx, attn_dtype dt)
 {
     attn_problem p = verify_shape;
     p.dtype = dt;
-    const attn_device_limits dev = attn_context_limits(ctx);
-    attn_params pr = attn_params_defaults(ATTN_FAMILY_MMA);
-    attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &dev, &p);
-    char err[256];
-    if (!attn_params_legal(&pr, &dev, &p, err, sizeof err))
-        return ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "no legal parameters: %s", err);
-
-    const size_t nq = (size_t)p.q_heads * p.q_len * p.head_dim;
-    const size_t nkv = (size_t)p.kv_heads * p.kv_len * p.head_dim;
-    attn_status st = ATTN_SUCCESS;
-    cl_mem mq = pattern_buffer(ctx, dt, nq, 1, &st), mk = NULL, mv = NULL, mo = NULL;
-    if (mq) mk = pattern_buffer(ctx, dt, nkv, 2, &st);
-    if (mk) mv = pattern_buffer(ctx, dt, nkv, 3, &st);
-    if (mv) mo = pattern_buffer(ctx, dt, nq, 4, &st);
+    attn_params pr;
+    attn_status st = verify_params(ctx, ATTN_ENTRY_PREFILL, &p, &pr);
+    cl_mem mem[4] = {NULL, NULL, NULL, NULL};
+    attn_tensor t[4];
     attn_check_inputs *in = NULL;
     cl_event done = NULL;
-    if (mo) {
-        const size_t d = (size_t)p.head_dim;
-        const attn_tensor q = {mq, 0, nq, (size_t)p.q_len * d, d};
-        const attn_tensor k = {mk, 0, nkv, (size_t)p.kv_len * d, d};
-        const attn_tensor v = {mv, 0, nkv, (size_t)p.kv_len * d, d};
-        const attn_tensor o = {mo, 0, nq, (size_t)p.q_len * d, d};
-        st = attn_check_read_inputs(ctx, &p, &q, &k, &v, &in);
-        if (st == ATTN_SUCCESS) st = attn_forward_params(ctx, &pr, &p, &q, &k, &v, &o, &done);
-        if (st == ATTN_SUCCESS) st = attn_check_compare(ctx, &p, in, &o, NULL, NULL);
-    }
+    if (st == ATTN_SUCCESS) st = verify_buffers(ctx, &p, mem, t);
+    if (st == ATTN_SUCCESS) st = attn_check_read_inputs(ctx, &p, &t[0], &t[1], &t[2], &in);
+    if (st == ATTN_SUCCESS) st = attn_forward_params(ctx, &pr, &p, &t[0], &t[1], &t[2], &t[3], &done);
+    if (st == ATTN_SUCCESS) st = attn_check_compare(ctx, &p, in, &t[3], NULL, NULL);
     if (done) clReleaseEvent(done);
     attn_check_free(in);
-    cl_mem all[] = {mq, mk, mv, mo};
-    for (int i = 0; i < 4; i++)
-        if (all[i]) clReleaseMemObject(all[i]);
+    release_buffers(mem);
+    return st;
+}
+
+/* verify_shape's K and V appended to a contiguous cache, and its queries
+ * (the cache's last q_len tokens: the same problem, bottom-right causal)
+ * decoded on the family's decode kernel in two splits (the combine too),
+ * compared with the reference: the decode program built, its cache reads
+ * and partial results right. */
+static attn_status verify_decode(attn_context *ctx, attn_dtype dt)
+{
+    attn_problem p = verify_shape;
+    p.dtype = dt;
+    attn_params pr;
+    attn_status st = verify_params(ctx, ATTN_ENTRY_DECODE, &p, &pr);
+    pr.kv_splits = 2;
+    cl_mem mem[4] = {NULL, NULL, NULL, NULL};
+    attn_tensor t[4];
+    attn_check_inputs *in = NULL;
+    attn_kv_cache *cache = NULL;
+    cl_event appended = NULL, done = NULL;
+    const attn_kv_cache_desc desc = {.batch = 1, .kv_heads = p.kv_heads, .head_dim = p.head_dim,
+                                     .capacity = p.kv_len, .dtype = dt};
+    if (st == ATTN_SUCCESS) st = verify_buffers(ctx, &p, mem, t);
+    if (st == ATTN_SUCCESS) st = attn_check_read_inputs(ctx, &p, &t[0], &t[1], &t[2], &in);
+    if (st == ATTN_SUCCESS) st = attn_kv_cache_create_locked(ctx, &desc, &cache);
+    if (st == ATTN_SUCCESS)
+        st = attn_kv_cache_append_locked(cache, &t[1], &t[2], p.kv_len, &appended);
+    if (st == ATTN_SUCCESS) st = attn_decode_params(ctx, cache, &pr, &p, &t[0], &t[3], &done);
+    if (st == ATTN_SUCCESS) st = attn_check_compare(ctx, &p, in, &t[3], NULL, NULL);
+    if (appended) clReleaseEvent(appended);
+    if (done) clReleaseEvent(done);
+    attn_kv_cache_release(cache);
+    attn_check_free(in);
+    release_buffers(mem);
     return st;
 }
 
@@ -167,6 +221,10 @@ static int decide(attn_context *ctx, char *why, size_t n)
                      types[i] == ATTN_F16 ? "f16" : "bf16", ctx->error);
             return 0;
         }
+    if ((st = verify_decode(ctx, ATTN_F16)) != ATTN_SUCCESS) {
+        snprintf(why, n, "the f16 verification decode failed: %.150s", ctx->error);
+        return 0;
+    }
     return 1;
 }
 

@@ -23,7 +23,8 @@ int attn_mma_ptx(const attn_context *ctx);
 /* Whether the heuristic may choose the mma family on ctx for storage dt:
  * a device with the instructions, whose compiler builds them, whose
  * fragment operations pass attn_mma_check and on which a small f16 and
- * bf16 forward on the family matches the CPU reference; for ATTN_F32 also
+ * bf16 forward and a small f16 decode (through a KV cache, split) on the
+ * family match the CPU reference; for ATTN_F32 also
  * a small f32 forward (3xTF32) within the f32 tolerance, decided on the
  * first f32 call. Each verdict is kept for the context's life; a failure
  * is one log line (why). ctx's error is left as it was. Lock held. */

@@ -1,5 +1,5 @@
 /* desc_mma.c -- the mma family: GPU prefill on tensor-core fragments
- * (cl/mma.cl: FlashAttention-2's forward on the fragment operations of
+ * (cl/mma_core.cl: FlashAttention-2's forward on the fragment operations of
  * cl/mma_ops.cl, f32 accumulators; f16 and bf16 on m16n8k16, f32 through
  * 3xTF32 on m16n8k8: cl/mma_operands.cl). Inline PTX on NVIDIA
  * (cc >= 8.0); elsewhere mma_ops.cl emulates each warp-level operation
@@ -13,7 +13,10 @@
  * "family=mma,...") or named by a tuning database entry. A head dim that
  * is a multiple of 16 up to 256 (f32: 128, and rows of at most
  * ATTN_MMA_F32_MAX_KEYS keys, folded past ATTN_MMA_F32_PLAIN_KEYS); another problem keeps the device's own
- * plan (plan.c); no decode kernel. */
+ * plan (plan.c). Its decode kernel (cl/decode_mma.cl) reads caches stored
+ * as the dtype, not int8 (plan.c keeps the tiled decode for those); the
+ * decode heuristic chooses it where a KV head has ATTN_MMA_DECODE_ROWS
+ * query rows or more (decode_params.c). */
 #include "kernels/kernel_desc.h"
 
 #include <stddef.h>
@@ -49,7 +52,7 @@ static const char *refuses(const attn_problem *p)
     if (p->dtype != ATTN_F32) return NULL;
     /* Q's fragments and O take D registers a lane in f32: 256 would spill */
     if (p->head_dim > 128) return "runs f32 with a head dim of at most 128";
-    /* no compensated sums (cl/mma.cl): past this even the folded sums'
+    /* no compensated sums (cl/mma_core.cl): past this even the folded sums'
      * drift nears the f32 tolerance (test_long_context's table) */
     if (p->kv_len > ATTN_MMA_F32_MAX_KEYS)
         return "runs f32 rows of at most " STR(ATTN_MMA_F32_MAX_KEYS) " keys";
@@ -76,7 +79,7 @@ static size_t local_bytes(const attn_params *pr, const attn_problem *p)
     return 4 * words;
 }
 
-/* Whether p's rows fold O into a second accumulator (cl/mma.cl's MMA_FOLD):
+/* Whether p's rows fold O into a second accumulator (cl/mma_core.cl's MMA_FOLD):
  * f32 rows past the plain sum's reach. */
 static int folds(const attn_problem *p)
 {
@@ -89,7 +92,8 @@ static void derived_options(const attn_params *pr, const attn_problem *p, char *
     if (n && folds(p)) snprintf(buf, n, " -DMMA_FOLD=1");
 }
 
-/* Bytes of attn_fwd_mma's per-work-item arrays (cl/mma.cl). */
+/* Bytes of mma_attend's per-work-item arrays (cl/mma_core.cl), the same
+ * for both entries. */
 static size_t private_bytes(const attn_params *pr, const attn_problem *p, int entry)
 {
     (void)entry;
@@ -111,11 +115,15 @@ const attn_family_desc attn_desc_mma = {
     ATTN_FAMILY_MMA, "mma", tunables, (int)(sizeof tunables / sizeof tunables[0]),
     NULL, 0, (size_t)-1, local_bytes, private_bytes, derived_options,
     {{"attn_fwd_mma",
-      {"common.cl", "variants.cl", "tile.cl", "mma_ops.cl", "mma_operands.cl", "mma.cl",
-       "mask_tiles.cl"},
-      7,
+      {"common.cl", "variants.cl", "tile.cl", "mma_ops.cl", "mma_operands.cl", "mma_core.cl",
+       "mma.cl", "mask_tiles.cl"},
+      8,
       {{offsetof(attn_params, block_keys), 16}, {offsetof(attn_params, mma_warps), 1}}, 2},
-     {NULL, {NULL}, 0, {{0, 0}}, 0}},
+     {"attn_decode_mma",
+      {"common.cl", "variants.cl", "kv_cache_rows.cl", "decode_common.cl", "tile.cl", "mma_ops.cl",
+       "mma_operands.cl", "mma_core.cl", "decode_mma.cl"},
+      9,
+      {{offsetof(attn_params, block_keys), 16}, {offsetof(attn_params, mma_warps), 1}}, 2}},
     work_group, block_rows, refuses,
     1, /* emulated off NVIDIA: a default tuning run must not spend its budget on it */
 };

@@ -12,7 +12,7 @@
 #include <stddef.h>
 
 #define ATTN_DESC_MAX_SEARCH 8
-#define ATTN_DESC_MAX_SOURCES 8
+#define ATTN_DESC_MAX_SOURCES 10
 
 /* One tunable of a family. */
 typedef struct attn_tunable_desc {
