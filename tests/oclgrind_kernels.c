@@ -21,7 +21,8 @@
  * sequence's rows from its own start), a block of new queries with a pad
  * row, each decode kernel unsplit and split (decode_*.cl and the combine),
  * and split over a paged cache of 16-token blocks (a sequence in two); the
- * tiled kernel over an f16 cache too; and the same over an int8 cache (ATTN_KV_INT8: the quantizing append, both
+ * tiled kernel over an f16 cache too; the mma kernel (emulated) at D16 in
+ * each storage type, split and paged; and the same over an int8 cache (ATTN_KV_INT8: the quantizing append, both
  * kernels' int8 builds, the tiled one with K/V staged and read from
  * global; contiguous and paged), against the reference over the
  * dequantized K/V; and a block of 70 new queries, which takes the prefill
@@ -159,9 +160,9 @@ static void quant_dequant_row(float *row, int n)
  * ("local_kv=0"), or "". int8: an int8 cache, against the reference over
  * K/V quantized and dequantized on the host. */
 static void decode_set_rows(const char *family, int splits, int block, const char *extra,
-                            int int8, const int NEW, int keys, attn_dtype dt)
+                            int int8, const int NEW, int keys, attn_dtype dt, const int DD)
 {
-    enum { B = 2, HQ = 4, HKV = 2, DD = 6 };
+    enum { B = 2, HQ = 4, HKV = 2 };
     const int CAP = NEW + 22;
     const int prompt[B] = {17, 2}, q_lens[B] = {NEW, 1};
     attn_context *ctx = harness_context();
@@ -255,8 +256,9 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
             }
         bad += harness_check_reference("decode", &rp, &L, q, k, v, got, got_lse, seed);
     }
-    snprintf(name, sizeof name, "decode %s D6%s%s%s", block ? "paged 16" : "ragged",
-             int8 ? " int8" : "", NEW > 2 ? " long" : "", dt == ATTN_F16 ? " f16" : "");
+    snprintf(name, sizeof name, "decode %s D%d%s%s%s", block ? "paged 16" : "ragged", DD,
+             int8 ? " int8" : "", NEW > 2 ? " long" : "",
+             dt == ATTN_F16 ? " f16" : dt == ATTN_BF16 ? " bf16" : "");
     printf("\n  %-24s %-46s %s\n", name, params, bad ? "FAILED" : "ok");
     CU_ASSERT_EQUAL(bad, 0);
     attn_kv_cache_release(cache);
@@ -267,7 +269,7 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
 
 static void decode_set(const char *family, int splits, int block, const char *extra, int int8)
 {
-    decode_set_rows(family, splits, block, extra, int8, 2, 16, ATTN_F32);
+    decode_set_rows(family, splits, block, extra, int8, 2, 16, ATTN_F32, 6);
 }
 
 /* a block of 70 queries: the vector family packing the cache
@@ -275,9 +277,9 @@ static void decode_set(const char *family, int splits, int block, const char *ex
  * the tiled family's decode kernel with long tiles */
 static void test_decode_long(void)
 {
-    decode_set_rows("vector", 1, 16, "", 1, 70, 32, ATTN_F32);
-    decode_set_rows("vector", 1, 0, "", 0, 70, 16, ATTN_F32);
-    decode_set_rows("tiled", 2, 16, "", 0, 70, 16, ATTN_F32);
+    decode_set_rows("vector", 1, 16, "", 1, 70, 32, ATTN_F32, 6);
+    decode_set_rows("vector", 1, 0, "", 0, 70, 16, ATTN_F32, 6);
+    decode_set_rows("tiled", 2, 16, "", 0, 70, 16, ATTN_F32, 6);
 }
 
 static void test_decode_vector(void)
@@ -293,8 +295,16 @@ static void test_decode_tiled(void)
     decode_set("tiled", 2, 16, "", 0);
     /* an f16 cache: one 16-byte vector of 8 halves per row, 2 of them the
      * row's padding (cl/tiled_core.cl's stage_kv16) */
-    decode_set_rows("tiled", 1, 0, "", 0, 2, 16, ATTN_F16);
-    decode_set_rows("tiled", 2, 16, "", 0, 2, 16, ATTN_F16);
+    decode_set_rows("tiled", 1, 0, "", 0, 2, 16, ATTN_F16, 6);
+    decode_set_rows("tiled", 2, 16, "", 0, 2, 16, ATTN_F16, 6);
+}
+/* mma's decode kernel (mma_ops.cl's emulation), one warp: D16 (its
+ * smallest), key tiles of 16, in each storage type, split and paged */
+static void test_decode_mma(void)
+{
+    decode_set_rows("mma", 1, 0, "warps=1", 0, 2, 16, ATTN_F32, 16);
+    decode_set_rows("mma", 2, 16, "warps=1", 0, 2, 16, ATTN_F16, 16);
+    decode_set_rows("mma", 2, 0, "warps=1", 0, 2, 16, ATTN_BF16, 16);
 }
 static void test_decode_int8(void)
 {
@@ -331,6 +341,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_mma_two_mtiles),
     HARNESS_TEST(test_decode_vector),
     HARNESS_TEST(test_decode_tiled),
+    HARNESS_TEST(test_decode_mma),
     HARNESS_TEST(test_decode_int8),
     HARNESS_TEST(test_decode_long),
     HARNESS_TEST(test_peak),
