@@ -133,7 +133,7 @@ static result run(const char *family, int decode, int S, int const_v, int causal
 static const struct {
     const char *family;
     int decode;
-} paths[] = {{"vector", 0}, {"tiled", 0}, {"vector", 1}, {"tiled", 1}, {"mma", 0}};
+} paths[] = {{"vector", 0}, {"tiled", 0}, {"vector", 1}, {"tiled", 1}, {"mma", 0}, {"mma", 1}};
 #define NPATHS ((int)(sizeof paths / sizeof *paths))
 
 static void check(int path, int const_v, int causal)
@@ -170,7 +170,7 @@ static int plans_mma(int S)
 
 /* mma's f32, equal weights: within the tolerance at its longest plain row
  * (measured: 0.4 of it at 4096 keys; 1.6 at 16384 unfolded) and, folded,
- * at 65536 keys; one key past ATTN_MMA_F32_MAX_KEYS is refused (the
+ * at 65536 keys, in prefill and decode; one key past ATTN_MMA_F32_MAX_KEYS is refused (the
  * device's family runs it). */
 static void test_mma_f32(void)
 {
@@ -182,6 +182,12 @@ static void test_mma_f32(void)
                lengths[i], r.max_rel, r.ratio);
         CU_ASSERT(r.ratio <= 1.0);
     }
+    /* the decode kernel over a 65536-key cache, in splits of 32768 keys
+     * here (two cores): folded, as its build is for the cache's capacity */
+    result r = run("mma", 1, 65536, 1, 1);
+    printf("\n  decode mma f32 S=65536 constant V causal: max rel %.3g, %.3g of the tolerance",
+           r.max_rel, r.ratio);
+    CU_ASSERT(r.ratio <= 1.0);
     CU_ASSERT(plans_mma(ATTN_MMA_F32_MAX_KEYS));
     CU_ASSERT(!plans_mma(ATTN_MMA_F32_MAX_KEYS + 1));
 }

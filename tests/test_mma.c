@@ -264,11 +264,11 @@ static void test_mma_search(void)
     attn_problem p = problem(128, 512, ATTN_F16);
     const attn_params base = attn_params_defaults(ATTN_FAMILY_TILED);
     attn_params *list = NULL;
-    int n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, 0, &base, 0, &list);
+    int n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, NULL, &base, 0, &list);
     CU_ASSERT(n > 0);
     for (int i = 0; i < n; i++) CU_ASSERT_NOT_EQUAL(list[i].family, ATTN_FAMILY_MMA);
     free(list);
-    n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, 0, &base, 1u << ATTN_FAMILY_MMA,
+    n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, NULL, &base, 1u << ATTN_FAMILY_MMA,
                               &list);
     /* 4 warps x 4 keys x 2 m-tiles, less 128 keys (K 128 x 68 + Vt 128 x
      * 68 uints and the scratch: 73 KiB and more) */
@@ -281,12 +281,28 @@ static void test_mma_search(void)
     free(list);
     /* f32: K and V as floats, 64 keys and more over 48 KiB */
     p.dtype = ATTN_F32;
-    n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, 0, &base, 1u << ATTN_FAMILY_MMA,
+    n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, NULL, &base, 1u << ATTN_FAMILY_MMA,
                               &list);
     CU_ASSERT_EQUAL(n, 4 * 2 * 2);
     free(list);
+    /* decode: over a cache stored as the dtype, with its splits; over an
+     * int8 one, none (its kernel cannot read it) */
+    p.dtype = ATTN_F16;
+    attn_shape_class cache;
+    attn_decode_class_of(&p, 0, 0, &cache);
+    n = attn_search_enumerate(&h200, ATTN_ENTRY_DECODE, &p, &cache, &base, 1u << ATTN_FAMILY_MMA,
+                              &list);
+    CU_ASSERT(n > 4 * 3 * 2);
+    for (int i = 0; i < n; i++) CU_ASSERT_EQUAL(list[i].family, ATTN_FAMILY_MMA);
+    free(list);
+    cache.kv_int8 = 1;
+    n = attn_search_enumerate(&h200, ATTN_ENTRY_DECODE, &p, &cache, &base, 1u << ATTN_FAMILY_MMA,
+                              &list);
+    CU_ASSERT_EQUAL(n, 0);
+    free(list);
+    p.dtype = ATTN_F32;
     p.head_dim = 144;
-    n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, 0, &base, 1u << ATTN_FAMILY_MMA,
+    n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, NULL, &base, 1u << ATTN_FAMILY_MMA,
                               &list);
     CU_ASSERT_EQUAL(n, 0);
     free(list);

@@ -499,8 +499,8 @@ static void test_decode_space(void)
     const attn_params base = attn_params_defaults(ATTN_FAMILY_VECTOR);
     attn_params *pre = NULL, *dec = NULL;
     const unsigned vec = 1u << ATTN_FAMILY_VECTOR;
-    const int np = attn_search_enumerate(&dev, ATTN_ENTRY_PREFILL, &p, 0, &base, vec, &pre);
-    const int nd = attn_search_enumerate(&dev, ATTN_ENTRY_DECODE, &p, 0, &base, vec, &dec);
+    const int np = attn_search_enumerate(&dev, ATTN_ENTRY_PREFILL, &p, NULL, &base, vec, &pre);
+    const int nd = attn_search_enumerate(&dev, ATTN_ENTRY_DECODE, &p, NULL, &base, vec, &dec);
     CU_ASSERT(np > 0 && nd > np);
     int seen[65] = {0};
     for (int i = 0; i < np; i++) CU_ASSERT_EQUAL(pre[i].kv_splits, base.kv_splits);
@@ -613,17 +613,19 @@ static void test_decode_cache_kinds_space(void)
     CU_ASSERT(heur.block_keys > 16); /* else the fitting below proves nothing */
     CU_ASSERT_EQUAL(dflt.block_keys, 16);
     attn_params *list = NULL;
-    const int n16 = attn_search_enumerate(&dev, ATTN_ENTRY_DECODE, &p, 16, &dflt, 0, &list);
+    const int n16 = attn_search_enumerate(&dev, ATTN_ENTRY_DECODE, &p, &cls, &dflt, 0, &list);
     CU_ASSERT(n16 > 0);
     for (int i = 0; i < n16; i++) CU_ASSERT(list[i].block_keys <= 16);
     free(list);
-    const int n0 = attn_search_enumerate(&dev, ATTN_ENTRY_DECODE, &p, 0, &dflt, 0, &list);
+    attn_shape_class contiguous = cls;
+    contiguous.kv_block = 0;
+    const int n0 = attn_search_enumerate(&dev, ATTN_ENTRY_DECODE, &p, &contiguous, &dflt, 0, &list);
     int wider = 0;
     for (int i = 0; i < n0; i++) wider += list[i].block_keys > 16;
     CU_ASSERT(n0 > n16 && wider > 0);
     free(list);
     attn_params nb[16];
-    const int nn = attn_search_neighbours(&dev, ATTN_ENTRY_DECODE, &p, 16, &dflt, nb, 16);
+    const int nn = attn_search_neighbours(&dev, ATTN_ENTRY_DECODE, &p, &cls, &dflt, nb, 16);
     CU_ASSERT(nn > 0);
     for (int i = 0; i < nn; i++) CU_ASSERT(nb[i].block_keys <= 16);
     const attn_measure_opts mo = {1.0, 1, 2, 0, 0, 0, 0};

@@ -4,7 +4,7 @@
 # capability 8.0 or more, the mma family once verified: f16/bf16, and f32
 # through 3xTF32), the tiled, flash and mma families forced, and PyTorch's
 # SDPA on the same shapes (tools/compare-torch.py, when torch imports); the
-# decode set; then a short attn-tune of the mma and flash families. Runs
+# decode set, and decode where mma is the plan against tiled; then a short attn-tune of the mma and flash families. Runs
 # after tools/gpu-check.sh has built build-gpu/ (the same machine, the same
 # session). Rounds alternate the families, so that a noisy neighbour shows
 # as spread, not as a ranking. Everything goes under $OUT (default
@@ -61,6 +61,20 @@ run "$b/tools/attn-bench" --device "$sel" --decode --dtype f32,f16 --kv-int8 \
     --block-size 0,16 --reps 20
 run "$b/tools/attn-bench" --device "$sel" --decode --q-len 512 --kv-len 4096 --dtype f32,f16 \
     --block-size 0,16 --reps 10
+
+# decode on the tensor cores (issue 12): where a KV head has 16 query rows
+# or more the plan is mma once verified. A speculative block of 8 (32 rows
+# per KV head) and MQA (32 query heads on one KV head), the plan's own
+# choice against the tiled decode forced, rounds alternating
+tiled_decode=family=tiled,rows=16,keys=64,wg=128,local_kv=1
+for ((r = 1; r <= rounds; r++)); do
+    for params in "" "$tiled_decode"; do
+        run env ATTN_PARAMS="$params" "$b/tools/attn-bench" --device "$sel" --decode --q-len 8 \
+            --dtype f16,f32 --reps 20
+        run env ATTN_PARAMS="$params" "$b/tools/attn-bench" --device "$sel" --decode \
+            --q-heads 32 --kv-heads 1 --dtype f16,bf16 --reps 20
+    done
+done
 
 if python3 -c 'import torch' 2>/dev/null; then
     for shape in "--batch 4 --q-heads 32 --kv-heads 8 --head-dim 128 --seq 4096" \

@@ -165,6 +165,7 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
     attn_status st = ATTN_SUCCESS;
     if (given) {
         pr = *given;
+        attn_plan_fit_page(&pr, page);
         dp->source = "override";
     } else {
         st = p->q_len > ATTN_DECODE_MAX_Q_LEN
@@ -207,7 +208,10 @@ static attn_status get_kernels(attn_context *ctx, const decode_plan *dp, const a
                                const attn_kv_cache *c, cl_kernel *main_k, cl_kernel *combine_k)
 {
     char opts[720];
-    attn_params_options(&dp->pr, p, opts, sizeof opts - 64); /* room for the cache's -D */
+    /* the problem as planned (kv_len: the capacity), so that a build that
+     * depends on the row length (mma's f32 MMA_FOLD) covers every key */
+    const attn_problem full = full_problem(c, p);
+    attn_params_options(&dp->pr, &full, opts, sizeof opts - 64); /* room for the cache's -D */
     attn_kv_cache_options(c, opts, sizeof opts);
     const char *const *sources;
     const int nsources = attn_family_sources(dp->pr.family, ATTN_ENTRY_DECODE, &sources);
@@ -468,9 +472,9 @@ attn_status attn_decode_prepare(attn_context *ctx, attn_kv_cache *cache, const a
         size_t n = strlen(info->params);
         snprintf(info->params + n, sizeof info->params - n, ",splits=%d", dp.nsplit);
         snprintf(info->source, sizeof info->source, "%s", dp.source);
-        info->local_bytes = attn_params_local_bytes(&dp.pr, p);
+        info->local_bytes = attn_params_local_bytes(&dp.pr, &full);
         info->private_bytes = attn_params_private_bytes(
-            dp.prefill ? ATTN_ENTRY_PREFILL : ATTN_ENTRY_DECODE, &dp.pr, p);
+            dp.prefill ? ATTN_ENTRY_PREFILL : ATTN_ENTRY_DECODE, &dp.pr, &full);
     }
     free(dp.qlen);
     attn_call_end(ctx);

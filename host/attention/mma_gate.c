@@ -4,9 +4,9 @@
  * operation exact, and a small forward per 16-bit type on the family
  * matched the CPU reference (check mode's comparison, as the tuner
  * verifies a candidate), and so did a small f16 decode through a KV cache
- * on its decode kernel; f32 (3xTF32) after a forward of its own, so that
- * an f32 path that misses its tolerance leaves the 16-bit types on the
- * tensor cores. Anything else is one log line saying why and the device's
+ * (contiguous, then paged) on its decode kernel; f32 (3xTF32) after a
+ * forward and a paged decode of its own, so that an f32 path that misses
+ * its tolerance leaves the 16-bit types on the tensor cores. Anything else is one log line saying why and the device's
  * other families, never an error to the caller. */
 #include "attention/mma_gate.h"
 
@@ -155,12 +155,13 @@ static attn_status verify_forward(attn_context *ctx, attn_dtype dt)
     return st;
 }
 
-/* verify_shape's K and V appended to a contiguous cache, and its queries
- * (the cache's last q_len tokens: the same problem, bottom-right causal)
- * decoded on the family's decode kernel in two splits (the combine too),
- * compared with the reference: the decode program built, its cache reads
- * and partial results right. */
-static attn_status verify_decode(attn_context *ctx, attn_dtype dt)
+/* verify_shape's K and V appended to a cache (block: 0 contiguous, else
+ * paged by that many tokens), and its queries (the cache's last q_len
+ * tokens: the same problem, bottom-right causal) decoded on the family's
+ * decode kernel in two splits (the combine too), compared with the
+ * reference: the decode program built, its cache reads (paged: a page
+ * looked up per key tile) and partial results right. */
+static attn_status verify_decode(attn_context *ctx, attn_dtype dt, int block)
 {
     attn_problem p = verify_shape;
     p.dtype = dt;
@@ -173,7 +174,7 @@ static attn_status verify_decode(attn_context *ctx, attn_dtype dt)
     attn_kv_cache *cache = NULL;
     cl_event appended = NULL, done = NULL;
     const attn_kv_cache_desc desc = {.batch = 1, .kv_heads = p.kv_heads, .head_dim = p.head_dim,
-                                     .capacity = p.kv_len, .dtype = dt};
+                                     .capacity = p.kv_len, .dtype = dt, .block_size = block};
     if (st == ATTN_SUCCESS) st = verify_buffers(ctx, &p, mem, t);
     if (st == ATTN_SUCCESS) st = attn_check_read_inputs(ctx, &p, &t[0], &t[1], &t[2], &in);
     if (st == ATTN_SUCCESS) st = attn_kv_cache_create_locked(ctx, &desc, &cache);
@@ -221,10 +222,12 @@ static int decide(attn_context *ctx, char *why, size_t n)
                      types[i] == ATTN_F16 ? "f16" : "bf16", ctx->error);
             return 0;
         }
-    if ((st = verify_decode(ctx, ATTN_F16)) != ATTN_SUCCESS) {
-        snprintf(why, n, "the f16 verification decode failed: %.150s", ctx->error);
-        return 0;
-    }
+    for (int block = 0; block <= 16; block += 16)
+        if ((st = verify_decode(ctx, ATTN_F16, block)) != ATTN_SUCCESS) {
+            snprintf(why, n, "the f16 verification decode (%s cache) failed: %.130s",
+                     block ? "paged" : "contiguous", ctx->error);
+            return 0;
+        }
     return 1;
 }
 
@@ -250,10 +253,13 @@ static int usable16(attn_context *ctx)
 static int usable32(attn_context *ctx)
 {
     if (ctx->mma_f32_state) return ctx->mma_f32_state > 0;
-    const int ok = verify_forward(ctx, ATTN_F32) == ATTN_SUCCESS;
+    const char *step = "forward";
+    int ok = verify_forward(ctx, ATTN_F32) == ATTN_SUCCESS;
+    if (ok && (ok = verify_decode(ctx, ATTN_F32, 16) == ATTN_SUCCESS) == 0) step = "decode";
     ctx->mma_f32_state = ok ? 1 : -1;
-    snprintf(ctx->mma_f32_why, sizeof ctx->mma_f32_why, "%s%.150s",
-             ok ? "" : "the f32 verification forward (3xTF32) failed: ", ok ? "" : ctx->error);
+    snprintf(ctx->mma_f32_why, sizeof ctx->mma_f32_why, "%s%s%s%.150s",
+             ok ? "" : "the f32 verification ", ok ? "" : step, ok ? "" : " (3xTF32) failed: ",
+             ok ? "" : ctx->error);
     if (ok)
         attn_log(ATTN_LOG_INFO, "the mma family is usable here for f32 (3xTF32, verified)");
     else

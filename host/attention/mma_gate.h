@@ -23,10 +23,10 @@ int attn_mma_ptx(const attn_context *ctx);
 /* Whether the heuristic may choose the mma family on ctx for storage dt:
  * a device with the instructions, whose compiler builds them, whose
  * fragment operations pass attn_mma_check and on which a small f16 and
- * bf16 forward and a small f16 decode (through a KV cache, split) on the
- * family match the CPU reference; for ATTN_F32 also
- * a small f32 forward (3xTF32) within the f32 tolerance, decided on the
- * first f32 call. Each verdict is kept for the context's life; a failure
+ * bf16 forward and a small f16 decode (through a KV cache, contiguous and
+ * paged, split) on the family match the CPU reference; for ATTN_F32 also
+ * a small f32 forward and paged decode (3xTF32) within the f32
+ * tolerance, decided on the first f32 call. Each verdict is kept for the context's life; a failure
  * is one log line (why). ctx's error is left as it was. Lock held. */
 int attn_mma_usable(attn_context *ctx, attn_dtype dt);
 

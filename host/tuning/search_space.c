@@ -2,6 +2,7 @@
  * search values (kernel_desc.h): the legal candidates for a device and
  * problem and entry point (decode adds its splits), a candidate's
  * neighbours for local search, and how far a candidate is from the default. */
+#include "attention/plan.h"
 #include "kernels/kernel_desc.h"
 #include "tuning/tuning.h"
 #include "core/context.h"
@@ -45,18 +46,21 @@ static int redundant_splits(const attn_params *c, const attn_problem *p)
     return c->kv_splits > 1 && (long)c->kv_splits * c->block_keys > p->kv_len;
 }
 
-/* Whether c is a candidate: legal here, its keys per block within a paged
- * cache's block (page_rows > 0), and not a duplicate launch. */
+/* Whether c is a candidate: legal here, for a decode class (cache, else
+ * NULL) a family that reads its cache with keys per block within a paged
+ * cache's block, and not a duplicate launch. */
 static int searchable(const attn_params *c, const attn_device_limits *dev,
-                      const attn_problem *p, int page_rows)
+                      const attn_problem *p, const attn_shape_class *cache)
 {
     char err[256];
+    const int page_rows = cache ? cache->kv_block : 0;
+    if (cache && attn_plan_cache_refuses(c->family, cache->kv_int8)) return 0;
     return !redundant_splits(c, p) && (page_rows <= 0 || c->block_keys <= page_rows) &&
            attn_params_legal(c, dev, p, err, sizeof err);
 }
 
 int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_problem *p,
-                          int page_rows, const attn_params *base, unsigned families,
+                          const attn_shape_class *cache, const attn_params *base, unsigned families,
                           attn_params **out)
 {
     size_t cap = 0;
@@ -86,7 +90,7 @@ int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_p
             c.family = f->family;
             for (int a = 0; a < na; a++)
                 *attn_desc_field(&c, ax[a]->offset) = ax[a]->search[idx[a]];
-            if (searchable(&c, dev, p, page_rows)) list[count++] = c;
+            if (searchable(&c, dev, p, cache)) list[count++] = c;
             int a = 0; /* the next combination, like an odometer */
             while (a < na && ++idx[a] == ax[a]->nsearch) idx[a++] = 0;
             if (a == na) break;
@@ -97,7 +101,8 @@ int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_p
 }
 
 int attn_search_neighbours(const attn_device_limits *dev, int entry, const attn_problem *p,
-                           int page_rows, const attn_params *c, attn_params *out, int max)
+                           const attn_shape_class *cache, const attn_params *c, attn_params *out,
+                           int max)
 {
     const attn_tunable_desc *axes[ATTN_SEARCH_MAX_AXES];
     const int na = attn_search_axes(c->family, entry, axes, ATTN_SEARCH_MAX_AXES);
@@ -110,7 +115,7 @@ int attn_search_neighbours(const attn_device_limits *dev, int entry, const attn_
             if (j < 0 || j >= ax->nsearch || n >= max) continue;
             attn_params nb = *c;
             *attn_desc_field(&nb, ax->offset) = ax->search[j];
-            if (searchable(&nb, dev, p, page_rows)) out[n++] = nb;
+            if (searchable(&nb, dev, p, cache)) out[n++] = nb;
         }
     }
     return n;

@@ -228,7 +228,8 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     attn_shape_class cls;
     attn_tune_bench_class(b, &cls);
     attn_params *list = NULL;
-    int n = attn_search_enumerate(&dev, entry, p, cls.kv_block, &dflt, o->families, &list);
+    const attn_shape_class *cache = entry == ATTN_ENTRY_DECODE ? &cls : NULL;
+    int n = attn_search_enumerate(&dev, entry, p, cache, &dflt, o->families, &list);
     if (n < 0) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
                                 "attn_tune_search: out of host memory");
     s.c = calloc((size_t)n + 1, sizeof *s.c);
@@ -263,7 +264,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
             /* local search: the unmeasured neighbours of the best so far */
             attn_params nb[16];
             int nn = s.best >= 0
-                         ? attn_search_neighbours(&dev, entry, p, cls.kv_block, &s.c[s.best].pr, nb, 16) : 0;
+                         ? attn_search_neighbours(&dev, entry, p, cache, &s.c[s.best].pr, nb, 16) : 0;
             for (int k = 0; k < nn; k++)
                 if (push(&s, find(&s, &nb[k])) < 0) {
                     st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,

@@ -35,17 +35,20 @@ attn_status attn_entry_source_hash(attn_context *ctx, int entry, int family, cha
 /* Every legal candidate for entry point `entry` (ATTN_ENTRY_*) of p on
  * dev, of every family (ATTN_FAMILY_* bit mask `families`; 0 means all),
  * starting from `base` (fields a family does not search keep base's
- * value); decode searches its splits too (attn_search_axes), and over a
- * paged cache of page_rows tokens a block (> 0) only keys that fit in one
+ * value); decode searches its splits too (attn_search_axes), and given
+ * its class (cache; NULL for prefill) only families whose decode kernel
+ * reads that cache (attn_plan_cache_refuses: not mma over int8) and, over
+ * a paged cache (cache->kv_block > 0), only keys that fit in a block
  * (attn_plan_fit_page would clamp the others into duplicates). Fills out
  * (malloc'd, caller frees) and returns the count, or -1 when out of memory. */
 int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_problem *p,
-                          int page_rows, const attn_params *base, unsigned families,
-                          attn_params **out);
+                          const attn_shape_class *cache, const attn_params *base,
+                          unsigned families, attn_params **out);
 /* The legal candidates one step away from c: one searched tunable moved to
  * its neighbouring value. out holds at least 2 * 7 entries; returns the count. */
 int attn_search_neighbours(const attn_device_limits *dev, int entry, const attn_problem *p,
-                           int page_rows, const attn_params *c, attn_params *out, int max);
+                           const attn_shape_class *cache, const attn_params *c, attn_params *out,
+                           int max);
 /* Whether a and b are the same configuration (fields their family uses,
  * and decode's splits). */
 int attn_params_equal(const attn_params *a, const attn_params *b);
