@@ -5,11 +5,8 @@
  * through mma_core.cl's mma_attend. Worth it where many rows share a KV
  * head (large GQA groups, MQA, speculative blocks): a lone row fills 1/16
  * of an m-tile (decode_params.c chooses it from ATTN_MMA_DECODE_ROWS
- * rows). The cache's rows as stored (f32, f16, bf16; not int8: the tiled
- * decode reads those). */
-#ifdef KV_INT8
-#error "mma: no int8 cache (the planner keeps the tiled decode for one)"
-#endif
+ * rows). Every cache kind: contiguous or paged, stored as the dtype or int8
+ * (mma_operands.cl: the int8 values staged, their scales applied in fp32). */
 
 /* Global (nsplit * MMA_WG, kv_heads * ntiles, B), local (MMA_WG, 1, 1);
  * the arguments are attn_decode_tiled's. */

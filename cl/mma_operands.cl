@@ -131,6 +131,23 @@ inline uint mma_pair(__global const storage_t *p, ulong at)
     return (uint)u[0] | ((uint)u[1] << 16);
 }
 
+#ifdef KV_INT8
+/* An int8 cache (decode). K is staged as its int8 values, exact in f16 and
+ * bf16, and its rows' scales apply to S in fp32 (mma_scores): Q.K^T is
+ * then the reference's but for fp32's rounding. V is staged dequantized
+ * (its values times its row's scale, rounded to the storage type, as the
+ * cache reads back), so that P keeps its full range: P times a scale
+ * rounded to f16 would drop small weights that the row sums count (a
+ * review's finding). Key c's K scale sits in its K row's padding, uint DP
+ * of row c, which no B fragment reads (KS = DP + 4). */
+#define MMA_KSCALE(tl, c) as_float((tl)->k[(c) * KS + DP])
+/* Elements at and at + 1 of int8 rows, each times s, as two 16-bit values. */
+inline uint mma_int8_pair(__global const cache_t *p, ulong at, float s)
+{
+    return MMA_PACK(convert_float(p[at]) * s, convert_float(p[at + 1]) * s);
+}
+#endif
+
 /* The A fragments of this lane's rows g (q0: its first element) and g + 8
  * (q1); a dead row's are zeros. */
 inline void mma_load_q(mma_qfrag *qa, __global const storage_t *q, ulong q0, ulong q1, int live0,
@@ -155,6 +172,7 @@ inline void mma_finite_quad(uint4 u, uint *w, __local mma_local *tl, int c, int 
     w[3] = mma_finite_pair(u.s3, tl, c, tag);
 }
 
+#ifndef KV_INT8 /* an int8 cache is staged element by element */
 #define MMA_QV (DP / 4) /* uint4 of a row */
 /* mma_stage where wide: K a uint4 (8 dims) per load and store (KS
  * is a multiple of 4); V a uint4 of keys 2 kp and 2 kp + 1 at dims 8 q ..
@@ -207,16 +225,21 @@ inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, in
     }
 }
 
+#endif /* KV_INT8 */
+
 /* Stages keys j0 .. j0 + BLOCK_KEYS - 1 of kv (wide: its rows are
- * kv_rows_aligned16); only keys in [lo, hi) are read (keys some live row
- * sees), the others are zeros, never a pad row's inf or NaN; a non-finite
- * V is zeroed and marked (mma_mark_bad). The caller's barrier follows. */
+ * kv_rows_aligned16; never with an int8 cache); only keys in [lo, hi) are
+ * read (keys some live row sees), the others are zeros, never a pad row's
+ * inf or NaN; a non-finite V is zeroed and marked (mma_mark_bad; int8: a
+ * row whose scale is NaN). The caller's barrier follows. */
 inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int lo, int hi)
 {
+#ifndef KV_INT8
     if (wide) {
         mma_stage_wide(tl, kv, j0, lo, hi);
         return;
     }
+#endif
     int jb; /* key j0 + c at row jb + c of kv (paged: the tile's page) */
     kv = kv_tile(kv, j0, &jb);
     const int tag = j0 + 1;
@@ -224,14 +247,27 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int l
     for (int x = tid; x < BLOCK_KEYS * DP; x += MMA_WG) {
         const int c = x / DP, dp = x % DP;
         const int in = in_span(j0 + c, lo, hi);
+#ifdef KV_INT8
+        const ulong at = (ulong)(jb + c) * kv.kstride + 2 * dp;
+        tl->k[c * KS + dp] = in ? mma_int8_pair(kv.k, at, 1.0f) : 0u;
+        if (dp == 0) tl->k[c * KS + DP] = as_uint(in ? kv.kscale[jb + c] : 0.0f);
+#else
         tl->k[c * KS + dp] = in ? mma_pair(kv.k, (ulong)(jb + c) * kv.kstride + 2 * dp) : 0u;
+#endif
     }
     /* V's keys 2 kp, 2 kp + 1 at dims 2 dp, 2 dp + 1: two uints of Vt */
     for (int x = tid; x < BLOCK_KEYS / 2 * DP; x += MMA_WG) {
         const int kp = x / DP, dp = x % DP, c = j0 + 2 * kp;
         const ulong at = (ulong)(jb + 2 * kp) * kv.vstride + 2 * dp;
+#ifdef KV_INT8 /* dequantized: a NaN scale (a row that held inf or NaN) is marked next */
+        const ulong r = (ulong)(jb + 2 * kp);
+        uint v0 = in_span(c, lo, hi) ? mma_int8_pair(kv.v, at, kv.vscale[r]) : 0u;
+        uint v1 = in_span(c + 1, lo, hi) ? mma_int8_pair(kv.v, at + kv.vstride, kv.vscale[r + 1])
+                                         : 0u;
+#else
         uint v0 = in_span(c, lo, hi) ? mma_pair(kv.v, at) : 0u;
         uint v1 = in_span(c + 1, lo, hi) ? mma_pair(kv.v, at + kv.vstride) : 0u;
+#endif
         v0 = mma_finite_pair(v0, tl, 2 * kp, tag);
         v1 = mma_finite_pair(v1, tl, 2 * kp + 1, tag);
         tl->vt[2 * dp * VS + kp] = (v0 & 0xffffu) | (v1 << 16);
@@ -240,7 +276,8 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int l
 }
 
 /* S = Q.K^T of one m-tile over the staged tile: s[j] for keys 8 j .. 8 j
- * + 7, .s0, .s1 row g keys 2t, 2t + 1; .s2, .s3 row g + 8 (unscaled). */
+ * + 7, .s0, .s1 row g keys 2t, 2t + 1; .s2, .s3 row g + 8 (without qscale;
+ * an int8 cache's K scales applied). */
 inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *tl,
                        __local uint *ws)
 {
@@ -252,6 +289,13 @@ inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *
         MMA_LOOP
         for (int kk = 0; kk < QSTEPS; kk++)
             MMA_OP(&s[j], qa[kk], (uint2)(kr[8 * kk], kr[8 * kk + 4]), ws);
+#ifdef KV_INT8 /* keys 8 j + 2t, + 1: their rows' K scales */
+        const float k0 = MMA_KSCALE(tl, 8 * j + 2 * t), k1 = MMA_KSCALE(tl, 8 * j + 2 * t + 1);
+        s[j].s0 *= k0;
+        s[j].s1 *= k1;
+        s[j].s2 *= k0;
+        s[j].s3 *= k1;
+#endif
     }
 }
 
@@ -378,6 +422,7 @@ inline float4 mma_finite4(float4 v, __local mma_local *tl, int c, int tag)
     return (float4)(x, y, z, w);
 }
 
+#ifndef KV_INT8 /* an int8 cache is staged element by element */
 /* mma_stage where wide: a float4 per load and store (KS and VS
  * are multiples of 4) */
 inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
@@ -398,20 +443,27 @@ inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, in
     }
 }
 
+#endif /* KV_INT8 */
+
+/* An int8 cache's rows are dequantized here (x times its row's scale, in
+ * fp32 as the reference), then split as any f32 operand. */
 inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int lo, int hi)
 {
+#ifndef KV_INT8
     if (wide) {
         mma_stage_wide(tl, kv, j0, lo, hi);
         return;
     }
+#endif
     int jb; /* key j0 + c at row jb + c of kv (paged: the tile's page) */
     kv = kv_tile(kv, j0, &jb);
     for (int x = get_local_id(0); x < BLOCK_KEYS * HEAD_DIM; x += MMA_WG) {
         const int c = x / HEAD_DIM, d = x % HEAD_DIM;
         const int in = in_span(j0 + c, lo, hi);
         ((__local float *)tl->k)[c * KS + d] =
-            in ? LOAD(kv.k, (ulong)(jb + c) * kv.kstride + d) : 0.0f;
-        float v = in ? LOAD(kv.v, (ulong)(jb + c) * kv.vstride + d) : 0.0f;
+            in ? K_SCALED(KV_LOAD(kv.k, (ulong)(jb + c) * kv.kstride + d), kv, jb + c) : 0.0f;
+        float v = in ? V_SCALED(KV_LOAD(kv.v, (ulong)(jb + c) * kv.vstride + d), kv, jb + c)
+                     : 0.0f;
         if (!isfinite(v)) {
             mma_mark_bad(tl->vbad, &tl->vany, c, j0 + 1);
             v = 0.0f;

@@ -22,7 +22,7 @@
  * row, each decode kernel unsplit and split (decode_*.cl and the combine),
  * and split over a paged cache of 16-token blocks (a sequence in two); the
  * tiled kernel over an f16 cache too; the mma kernel (emulated) at D16 in
- * each storage type, split and paged; and the same over an int8 cache (ATTN_KV_INT8: the quantizing append, both
+ * each storage type, split and paged, and over int8; and the same over an int8 cache (ATTN_KV_INT8: the quantizing append, both
  * kernels' int8 builds, the tiled one with K/V staged and read from
  * global; contiguous and paged), against the reference over the
  * dequantized K/V; and a block of 70 new queries, which takes the prefill
@@ -299,12 +299,15 @@ static void test_decode_tiled(void)
     decode_set_rows("tiled", 2, 16, "", 0, 2, 16, ATTN_F16, 6);
 }
 /* mma's decode kernel (mma_ops.cl's emulation), one warp: D16 (its
- * smallest), key tiles of 16, in each storage type, split and paged */
+ * smallest), key tiles of 16, in each storage type, split and paged, and
+ * over int8 caches (16-bit: the scales in K's row padding) */
 static void test_decode_mma(void)
 {
     decode_set_rows("mma", 1, 0, "warps=1", 0, 2, 16, ATTN_F32, 16);
     decode_set_rows("mma", 2, 16, "warps=1", 0, 2, 16, ATTN_F16, 16);
     decode_set_rows("mma", 2, 0, "warps=1", 0, 2, 16, ATTN_BF16, 16);
+    decode_set_rows("mma", 2, 16, "warps=1", 1, 2, 16, ATTN_F16, 16);
+    decode_set_rows("mma", 1, 0, "warps=1", 1, 2, 16, ATTN_F32, 16);
 }
 static void test_decode_int8(void)
 {

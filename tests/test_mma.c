@@ -4,7 +4,7 @@
  * H200's limits (f32's too), the plan attn_prepare reports, the problems it
  * cannot run (f32 past D 128 or its key limit, head dims not a multiple of
  * 16) keeping the device's plan with one
- * INFO line, decode forced onto it (and kept off int8 caches), and the
+ * INFO line, decode forced onto it over every cache kind, and the
  * tuner searching it only when named. Its results are checked in the forward matrices (test_forward,
  * test_variants*, test_seed_failures: the HARNESS_MMA runs). */
 #include "cases.h"
@@ -221,19 +221,21 @@ static attn_plan_info decode_plan(const attn_kv_cache_desc *desc, const char *pa
     return info;
 }
 
-/* Forced, decode runs on mma (cl/decode_mma.cl) over caches stored as the
- * dtype, contiguous or paged; over an int8 cache, or at a head dim it
- * cannot run, it keeps the device's plan. Its results: the decode
- * matrices (test_decode*, test_variants_decode: HARNESS_MMA). */
+/* Forced, decode runs on mma (cl/decode_mma.cl) over every cache kind:
+ * contiguous or paged, as the dtype or int8; at a head dim it cannot run
+ * it keeps the device's plan. Its results: the decode matrices
+ * (test_decode*, test_variants_decode: HARNESS_MMA). */
 static void test_mma_decode_forced(void)
 {
     const char *forced = "family=mma,warps=2";
     static const attn_dtype types[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
     for (int t = 0; t < 3; t++)
-        for (int paged = 0; paged < 2; paged++) {
+        for (int kind = 0; kind < 4; kind++) {
+            const int paged = kind & 1, int8 = kind >> 1;
             const attn_kv_cache_desc d = {.batch = 1, .kv_heads = 1, .head_dim = 32,
                                           .capacity = 64, .dtype = types[t],
-                                          .block_size = paged ? 16 : 0};
+                                          .block_size = paged ? 16 : 0,
+                                          .storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE};
             const attn_plan_info info = decode_plan(&d, forced, 1);
             CU_ASSERT_STRING_EQUAL(info.family, "mma");
             CU_ASSERT_STRING_EQUAL(info.source, "override");
@@ -241,19 +243,13 @@ static void test_mma_decode_forced(void)
             /* paged by 16: a key tile inside one block */
             if (paged) CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "keys=16"));
         }
-    const attn_kv_cache_desc int8 = {.batch = 1, .kv_heads = 1, .head_dim = 32, .capacity = 64,
-                                     .dtype = ATTN_F16, .storage = ATTN_KV_INT8};
     const attn_kv_cache_desc d40 = {.batch = 1, .kv_heads = 1, .head_dim = 40, .capacity = 64,
                                     .dtype = ATTN_F16};
-    const attn_kv_cache_desc *kept[] = {&int8, &d40};
-    for (int i = 0; i < 2; i++) {
-        const attn_plan_info plain = decode_plan(kept[i], NULL, 1);
-        const attn_plan_info info = decode_plan(kept[i], forced, 1);
-        printf("\n  %s cache D%d under %s: %s %s", i ? "f16" : "int8", kept[i]->head_dim, forced,
-               info.family, info.params);
-        CU_ASSERT_STRING_EQUAL(info.family, plain.family);
-        CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
-    }
+    const attn_plan_info plain = decode_plan(&d40, NULL, 1);
+    const attn_plan_info info = decode_plan(&d40, forced, 1);
+    printf("\n  f16 cache D40 under %s: %s %s", forced, info.family, info.params);
+    CU_ASSERT_STRING_EQUAL(info.family, plain.family);
+    CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
 }
 
 /* The tuner's candidates: mma's only when named, all of them legal (f32's
@@ -285,20 +281,17 @@ static void test_mma_search(void)
                               &list);
     CU_ASSERT_EQUAL(n, 4 * 2 * 2);
     free(list);
-    /* decode: over a cache stored as the dtype, with its splits; over an
-     * int8 one, none (its kernel cannot read it) */
+    /* decode, over a cache of blocks of 16: its splits too, keys 16 */
     p.dtype = ATTN_F16;
     attn_shape_class cache;
-    attn_decode_class_of(&p, 0, 0, &cache);
+    attn_decode_class_of(&p, 16, 0, &cache);
     n = attn_search_enumerate(&h200, ATTN_ENTRY_DECODE, &p, &cache, &base, 1u << ATTN_FAMILY_MMA,
                               &list);
-    CU_ASSERT(n > 4 * 3 * 2);
-    for (int i = 0; i < n; i++) CU_ASSERT_EQUAL(list[i].family, ATTN_FAMILY_MMA);
-    free(list);
-    cache.kv_int8 = 1;
-    n = attn_search_enumerate(&h200, ATTN_ENTRY_DECODE, &p, &cache, &base, 1u << ATTN_FAMILY_MMA,
-                              &list);
-    CU_ASSERT_EQUAL(n, 0);
+    CU_ASSERT(n > 4 * 2);
+    for (int i = 0; i < n; i++) {
+        CU_ASSERT_EQUAL(list[i].family, ATTN_FAMILY_MMA);
+        CU_ASSERT_EQUAL(list[i].block_keys, 16);
+    }
     free(list);
     p.dtype = ATTN_F32;
     p.head_dim = 144;

@@ -7,9 +7,8 @@
  * verification (a doctored decode kernel by its verification decode),
  * which falls back without failing the caller's call, even when the family
  * is forced; a doctored f32 path refused for f32 alone;
- * decode on mma where a KV head has enough query rows, never over an int8
- * cache; and a long block through an f16 KV cache on mma's decode kernel,
- * through an int8 one the plan it had without the gate. */
+ * decode on mma where a KV head has enough query rows; and a long block
+ * through an f16 or int8 KV cache on mma's decode kernel. */
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
 #include "harness.h"
@@ -103,33 +102,25 @@ static void test_assumed_default(void)
         CU_ASSERT_STRING_NOT_EQUAL(info.family, "mma");
     }
     /* a long block through a KV cache is planned as a prefill: mma's, run
-     * by its decode kernel, over an f16 cache (paged by 16: keys fitted to
-     * a block); over an int8 cache, which mma's kernel cannot read, the
-     * plan the device makes without mma (the prefill family that reads
-     * it), as before the gate */
-    attn_kv_cache *cache[2] = {NULL, NULL};
-    attn_plan_info with[2], without[2];
+     * by its decode kernel, over an f16 cache and an int8 one (paged by 16:
+     * keys fitted to a block), where the device without mma plans its
+     * own prefill family */
     for (int int8 = 0; int8 < 2; int8++) {
+        attn_kv_cache *cache = NULL;
         const attn_kv_cache_desc desc = {
             .batch = 1, .kv_heads = 2, .head_dim = 64, .capacity = 128, .dtype = ATTN_F16,
             .block_size = 16, .storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE};
-        CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache[int8]), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
+        attn_problem dp = problem(ATTN_F16, 64);
+        dp.q_len = 80;
+        attn_plan_info with;
+        CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &dp, &with), ATTN_SUCCESS);
+        printf("\n  long block, %s cache: %s %s", int8 ? "int8" : "f16", with.family,
+               with.params);
+        CU_ASSERT_STRING_EQUAL(with.family, "mma");
+        CU_ASSERT_PTR_NOT_NULL(strstr(with.params, "keys=16"));
+        attn_kv_cache_release(cache);
     }
-    attn_problem dp = problem(ATTN_F16, 64);
-    dp.q_len = 80;
-    for (int i = 0; i < 2; i++)
-        CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache[i], &dp, &with[i]), ATTN_SUCCESS);
-    attn_mma_assume(ctx, 0);
-    for (int i = 0; i < 2; i++) {
-        CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache[i], &dp, &without[i]), ATTN_SUCCESS);
-        printf("\n  long block, %s cache: %s %s (without mma: %s %s)", i ? "int8" : "f16",
-               with[i].family, with[i].params, without[i].family, without[i].params);
-        attn_kv_cache_release(cache[i]);
-    }
-    CU_ASSERT_STRING_EQUAL(with[0].family, "mma");
-    CU_ASSERT_PTR_NOT_NULL(strstr(with[0].params, "keys=16"));
-    CU_ASSERT_STRING_EQUAL(with[1].family, without[1].family);
-    CU_ASSERT_STRING_EQUAL(with[1].params, without[1].params);
     attn_context_release(ctx);
 }
 
@@ -152,9 +143,9 @@ static attn_plan_info decode_planned(attn_context *ctx, int hq, int q_len, int i
 }
 
 /* Assumed capable, decode takes mma where a KV head has
- * ATTN_MMA_DECODE_ROWS query rows (group x new queries) or more, with as
- * few warps of 16 rows as hold them (at most the default 4); fewer rows,
- * and any int8 cache, keep the device's decode family. */
+ * ATTN_MMA_DECODE_ROWS query rows (group x new queries) or more, whatever
+ * the cache, with as few warps of 16 rows as hold them (at most the
+ * default 4); fewer rows keep the device's decode family. */
 static void test_assumed_decode(void)
 {
     attn_context *ctx = own_context();
@@ -169,7 +160,8 @@ static void test_assumed_decode(void)
         {4, 40, 0, "mma", "warps=4"},  /* 80 rows: the default's 4 warps */
         {4, 1, 0, NULL, NULL},         /* 2 rows */
         {4, 7, 0, NULL, NULL},         /* 14 rows */
-        {32, 1, 1, NULL, NULL},        /* int8 */
+        {32, 1, 1, "mma", "warps=1"},  /* over an int8 cache too */
+        {4, 1, 1, NULL, NULL},
     };
     for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
         const attn_plan_info info = decode_planned(ctx, rows[i].hq, rows[i].q_len, rows[i].int8);

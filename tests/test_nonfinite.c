@@ -9,7 +9,7 @@
  * Rows whose reference result is not finite (they do see a poisoned key)
  * are skipped; every other row must match the reference (double
  * accumulation over the visible keys only) in O and LSE. Every kernel
- * family (attn_context_set_params family=...) and both decode kernels. */
+ * family (attn_context_set_params family=...) and the three decode kernels. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
@@ -298,12 +298,17 @@ static void decode_all(const char *family)
 
 static void test_decode_vector(void) { decode_all("vector"); }
 static void test_decode_tiled(void) { decode_all("tiled"); }
+/* mma (emulated here): the poisoned newest key is in the tile every row
+ * stages, weighed 0 by the rows that do not see it (cl/mma_operands.cl's
+ * marking) */
+static void test_decode_mma(void) { decode_all("mma"); }
 
 static const harness_test tests[] = {
     HARNESS_TEST(test_forward_causal),
     HARNESS_TEST(test_forward_full),
     HARNESS_TEST(test_decode_vector),
     HARNESS_TEST(test_decode_tiled),
+    HARNESS_TEST(test_decode_mma),
     HARNESS_END,
 };
 

@@ -13,6 +13,7 @@
 #include "attention/forward.h"
 #include "attention/check.h"
 #include "attention/plan.h"
+#include "attention/mma_gate.h"
 #include "attention/variants.h"
 #include "kernels/kernel_desc.h"
 
@@ -117,37 +118,26 @@ static int key_base(int len, int q_len, int left, int bk)
  * the capacity. The vector family then runs attn_forward's own kernels
  * over the cache (*prefill): its decode kernel walks every key once per
  * tile of 8 rows without packing, 0.76x the prefill kernel's speed at 512
- * queries against 4096 keys (PoCL). A family with a decode kernel that
- * reads this cache (tiled; mma unless int8) runs it with the prefill's
- * tiles (its decode kernel is the prefill's core); one without (flash, or
- * mma over an int8 cache) takes the device's prefill plan without it when
- * that was the heuristic's, else the decode plan serves. */
+ * queries against 4096 keys (PoCL). A family with a decode kernel (tiled,
+ * mma) runs it with the prefill's tiles (its decode kernel is its
+ * prefill's core); one without (flash) cannot read a cache, and the decode
+ * plan serves. */
 static attn_status plan_long(attn_context *ctx, const attn_kv_cache *c, int page,
                              const attn_problem *full, attn_params *pr, const char **source,
                              int *prefill)
 {
     attn_status st = attn_plan(ctx, ATTN_ENTRY_PREFILL, full, pr, source);
     if (st != ATTN_SUCCESS) return st;
-    const int int8 = c->storage == ATTN_KV_INT8;
-    int reads = attn_family_kernel(pr->family, ATTN_ENTRY_DECODE) &&
-                !attn_plan_cache_refuses(pr->family, int8);
-    if (!reads && strcmp(*source, "heuristic") == 0) {
-        /* the verified mma default over an int8 cache: the device's
-         * prefill plan without mma (tiled on a GPU) */
-        const attn_device_limits dev = attn_context_limits(ctx);
-        *pr = attn_plan_heuristic(ATTN_ENTRY_PREFILL, &dev, full);
-        reads = attn_family_kernel(pr->family, ATTN_ENTRY_DECODE) != NULL;
-    }
     *prefill = pr->family == ATTN_FAMILY_VECTOR;
     if (*prefill) return ATTN_SUCCESS;
-    if (reads) {
+    if (attn_family_kernel(pr->family, ATTN_ENTRY_DECODE)) {
         /* its decode kernel looks a page up once per key block: fitted as
          * attn_plan_decode fits its own plans */
         attn_plan_fit_page(pr, page);
         return ATTN_SUCCESS;
     }
-    attn_log(ATTN_LOG_INFO, "decode: the %s family cannot read this KV cache; %d queries take "
-             "the decode plan", attn_family_desc_of(pr->family)->name, full->q_len);
+    attn_log(ATTN_LOG_INFO, "decode: the %s family cannot read a KV cache; %d queries take the "
+             "decode plan", attn_family_desc_of(pr->family)->name, full->q_len);
     return attn_plan_decode(ctx, full, page, c->storage, pr, source);
 }
 
@@ -212,6 +202,7 @@ static attn_status get_kernels(attn_context *ctx, const decode_plan *dp, const a
      * depends on the row length (mma's f32 MMA_FOLD) covers every key */
     const attn_problem full = full_problem(c, p);
     attn_params_options(&dp->pr, &full, opts, sizeof opts - 64); /* room for the cache's -D */
+    attn_mma_options(ctx, dp->pr.family, opts, sizeof opts);
     attn_kv_cache_options(c, opts, sizeof opts);
     const char *const *sources;
     const int nsources = attn_family_sources(dp->pr.family, ATTN_ENTRY_DECODE, &sources);
@@ -363,8 +354,10 @@ static attn_status read_check_inputs(attn_context *ctx, attn_kv_cache *c, const 
     attn_tensor ck, cv;
     const int plain = plain_tensors(c);
     if (plain) attn_kv_cache_tensors(c, &ck, &cv);
-    attn_status st = attn_check_read_inputs(ctx, full, q, plain ? &ck : NULL,
-                                            plain ? &cv : NULL, inputs);
+    /* an out-of-order queue could read the cache before the appends */
+    attn_status st = attn_queue_order(ctx);
+    if (st == ATTN_SUCCESS)
+        st = attn_check_read_inputs(ctx, full, q, plain ? &ck : NULL, plain ? &cv : NULL, inputs);
     if (st != ATTN_SUCCESS || plain) return st;
     const size_t D = (size_t)c->head_dim, cap = (size_t)c->capacity;
     float *hk, *hv;
@@ -390,23 +383,25 @@ static attn_status read_check_inputs(attn_context *ctx, attn_kv_cache *c, const 
     return st;
 }
 
-attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
-                        const attn_tensor *q, const attn_tensor *out, const int *q_lens,
-                        cl_mem lse, cl_event *done)
+/* attn_decode with ctx's lock held, on the planner's parameters or given
+ * ones (q_len at most ATTN_DECODE_MAX_Q_LEN); check mode included. */
+static attn_status decode_locked(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
+                                 const attn_tensor *q, const attn_tensor *out, const int *q_lens,
+                                 cl_mem lse, const attn_params *given, cl_event *done)
 {
-    if (done) *done = NULL;
-    if (!ctx) return attn_fail_null(__func__, "ctx");
-    attn_call_begin(ctx, __func__);
     decode_plan dp = {0};
     attn_check_inputs *inputs = NULL;
     cl_event finished = NULL;
     attn_problem full;
     attn_status st = check_args(ctx, cache, p, q_lens, 1);
+    if (st == ATTN_SUCCESS && given && p->q_len > ATTN_DECODE_MAX_Q_LEN)
+        st = INVALID(ctx, "p->q_len = %d is over ATTN_DECODE_MAX_Q_LEN %d", p->q_len,
+                     ATTN_DECODE_MAX_Q_LEN);
     if (st == ATTN_SUCCESS) {
         full = full_problem(cache, p);
         st = validate_io(ctx, cache, &full, q, out, lse);
     }
-    if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, q_lens, NULL, &dp);
+    if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, q_lens, given, &dp);
     if (st == ATTN_SUCCESS && ctx->check) st = read_check_inputs(ctx, cache, &full, q, &inputs);
     if (st == ATTN_SUCCESS)
         st = dp.prefill ? enqueue_prefill(ctx, cache, &dp, &full, q, out, lse, &finished)
@@ -423,6 +418,17 @@ attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_prob
     free(dp.qlen);
     if (st == ATTN_SUCCESS && done) *done = finished; /* the caller releases it */
     else if (finished) clReleaseEvent(finished);
+    return st;
+}
+
+attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
+                        const attn_tensor *q, const attn_tensor *out, const int *q_lens,
+                        cl_mem lse, cl_event *done)
+{
+    if (done) *done = NULL;
+    if (!ctx) return attn_fail_null(__func__, "ctx");
+    attn_call_begin(ctx, __func__);
+    const attn_status st = decode_locked(ctx, cache, p, q, out, q_lens, lse, NULL, done);
     attn_call_end(ctx);
     return st;
 }
@@ -431,18 +437,8 @@ attn_status attn_decode_params(attn_context *ctx, attn_kv_cache *cache, const at
                                const attn_problem *p, const attn_tensor *q,
                                const attn_tensor *out, cl_event *done)
 {
-    decode_plan dp = {0};
-    ATTN_CHECK(ctx, p && p->q_len > ATTN_DECODE_MAX_Q_LEN, ATTN_ERROR_INVALID_ARGUMENT,
-               "p->q_len = %d is over ATTN_DECODE_MAX_Q_LEN %d", p->q_len, ATTN_DECODE_MAX_Q_LEN);
-    attn_status st = check_args(ctx, cache, p, NULL, 1);
-    if (st == ATTN_SUCCESS) {
-        const attn_problem full = full_problem(cache, p);
-        st = validate_io(ctx, cache, &full, q, out, NULL);
-    }
-    if (st == ATTN_SUCCESS) st = make_plan(ctx, cache, p, NULL, pr, &dp);
-    if (st == ATTN_SUCCESS) st = enqueue(ctx, cache, &dp, p, q, out, NULL, done);
-    free(dp.qlen);
-    return st;
+    if (done) *done = NULL;
+    return decode_locked(ctx, cache, p, q, out, NULL, NULL, pr, done);
 }
 
 attn_status attn_decode_prepare(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,

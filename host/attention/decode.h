@@ -174,8 +174,9 @@ attn_status attn_kv_cache_create_locked(attn_context *ctx, const attn_kv_cache_d
 attn_status attn_kv_cache_append_locked(attn_kv_cache *c, const attn_tensor *k,
                                         const attn_tensor *v, int block_len, cl_event *done);
 /* attn_decode of p (q_len at most ATTN_DECODE_MAX_Q_LEN, every sequence's
- * queries its last q_len tokens) on the parameters pr, not the planner's,
- * with ctx's lock held: mma_gate.c's verification of the mma decode. */
+ * queries its last q_len tokens, no LSE) on the parameters pr, not the
+ * planner's, with ctx's lock held, in check mode when ctx->check is set:
+ * mma_gate.c's verification of the mma decode. */
 attn_status attn_decode_params(attn_context *ctx, attn_kv_cache *cache, const attn_params *pr,
                                const attn_problem *p, const attn_tensor *q,
                                const attn_tensor *out, cl_event *done);

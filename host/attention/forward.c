@@ -29,8 +29,7 @@ static attn_status get_program(attn_context *ctx, const attn_params *pr, const a
 {
     char opts[720];
     attn_params_options(pr, p, opts, sizeof opts - 64); /* room for the cache's -D */
-    if (pr->family == ATTN_FAMILY_MMA && attn_mma_ptx(ctx)) /* else cl/mma_ops.cl emulates */
-        strncat(opts, " -DMMA_PTX=1", sizeof opts - strlen(opts) - 1);
+    attn_mma_options(ctx, pr->family, opts, sizeof opts);
     const char *const *family;
     const int nfamily = attn_family_sources(pr->family, ATTN_ENTRY_PREFILL, &family);
     if (!cache) return attn_program_get(ctx, family, nfamily, opts, out);

@@ -4,8 +4,8 @@
  * operation exact, and a small forward per 16-bit type on the family
  * matched the CPU reference (check mode's comparison, as the tuner
  * verifies a candidate), and so did a small f16 decode through a KV cache
- * (contiguous, then paged) on its decode kernel; f32 (3xTF32) after a
- * forward and a paged decode of its own, so that an f32 path that misses
+ * (contiguous, then paged and int8) on its decode kernel; f32 (3xTF32)
+ * after a forward and two decodes (paged; int8) of its own, so that an f32 path that misses
  * its tolerance leaves the 16-bit types on the tensor cores. Anything else is one log line saying why and the device's
  * other families, never an error to the caller. */
 #include "attention/mma_gate.h"
@@ -47,6 +47,13 @@ int attn_nv_compute_capability(cl_device_id device)
 }
 
 int attn_mma_ptx(const attn_context *ctx) { return !ctx->mma_assume && ctx->nv_cc >= ATTN_MMA_MIN_CC; }
+
+void attn_mma_options(const attn_context *ctx, int family, char *opts, size_t size)
+{
+    const size_t n = strlen(opts);
+    if (family == ATTN_FAMILY_MMA && attn_mma_ptx(ctx) && n < size)
+        snprintf(opts + n, size - n, " -DMMA_PTX=1");
+}
 
 const char *attn_mma_why(const attn_context *ctx, attn_dtype dt)
 {
@@ -156,12 +163,13 @@ static attn_status verify_forward(attn_context *ctx, attn_dtype dt)
 }
 
 /* verify_shape's K and V appended to a cache (block: 0 contiguous, else
- * paged by that many tokens), and its queries (the cache's last q_len
- * tokens: the same problem, bottom-right causal) decoded on the family's
- * decode kernel in two splits (the combine too), compared with the
- * reference: the decode program built, its cache reads (paged: a page
- * looked up per key tile) and partial results right. */
-static attn_status verify_decode(attn_context *ctx, attn_dtype dt, int block)
+ * paged by that many tokens; int8: quantized), and its queries (the
+ * cache's last q_len tokens: the same problem, bottom-right causal)
+ * decoded on the family's decode kernel in two splits (the combine too),
+ * compared with the reference (int8: over the cache as read back): the
+ * decode program built, its cache reads (paged: a page looked up per key
+ * tile) and partial results right. */
+static attn_status verify_decode(attn_context *ctx, attn_dtype dt, int block, int int8)
 {
     attn_problem p = verify_shape;
     p.dtype = dt;
@@ -170,22 +178,26 @@ static attn_status verify_decode(attn_context *ctx, attn_dtype dt, int block)
     pr.kv_splits = 2;
     cl_mem mem[4] = {NULL, NULL, NULL, NULL};
     attn_tensor t[4];
-    attn_check_inputs *in = NULL;
     attn_kv_cache *cache = NULL;
     cl_event appended = NULL, done = NULL;
     const attn_kv_cache_desc desc = {.batch = 1, .kv_heads = p.kv_heads, .head_dim = p.head_dim,
-                                     .capacity = p.kv_len, .dtype = dt, .block_size = block};
+                                     .capacity = p.kv_len, .dtype = dt, .block_size = block,
+                                     .storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE};
     if (st == ATTN_SUCCESS) st = verify_buffers(ctx, &p, mem, t);
-    if (st == ATTN_SUCCESS) st = attn_check_read_inputs(ctx, &p, &t[0], &t[1], &t[2], &in);
     if (st == ATTN_SUCCESS) st = attn_kv_cache_create_locked(ctx, &desc, &cache);
     if (st == ATTN_SUCCESS)
         st = attn_kv_cache_append_locked(cache, &t[1], &t[2], p.kv_len, &appended);
-    if (st == ATTN_SUCCESS) st = attn_decode_params(ctx, cache, &pr, &p, &t[0], &t[3], &done);
-    if (st == ATTN_SUCCESS) st = attn_check_compare(ctx, &p, in, &t[3], NULL, NULL);
+    if (st == ATTN_SUCCESS) {
+        /* check mode: compared with the reference over the cache's rows
+         * (int8: as read back), as attn_decode's check mode does */
+        const int check = ctx->check;
+        ctx->check = 1;
+        st = attn_decode_params(ctx, cache, &pr, &p, &t[0], &t[3], &done);
+        ctx->check = check;
+    }
     if (appended) clReleaseEvent(appended);
     if (done) clReleaseEvent(done);
     attn_kv_cache_release(cache);
-    attn_check_free(in);
     release_buffers(mem);
     return st;
 }
@@ -222,10 +234,10 @@ static int decide(attn_context *ctx, char *why, size_t n)
                      types[i] == ATTN_F16 ? "f16" : "bf16", ctx->error);
             return 0;
         }
-    for (int block = 0; block <= 16; block += 16)
-        if ((st = verify_decode(ctx, ATTN_F16, block)) != ATTN_SUCCESS) {
+    for (int kind = 0; kind < 2; kind++) /* contiguous; paged and int8 */
+        if ((st = verify_decode(ctx, ATTN_F16, 16 * kind, kind)) != ATTN_SUCCESS) {
             snprintf(why, n, "the f16 verification decode (%s cache) failed: %.130s",
-                     block ? "paged" : "contiguous", ctx->error);
+                     kind ? "paged int8" : "contiguous", ctx->error);
             return 0;
         }
     return 1;
@@ -255,7 +267,9 @@ static int usable32(attn_context *ctx)
     if (ctx->mma_f32_state) return ctx->mma_f32_state > 0;
     const char *step = "forward";
     int ok = verify_forward(ctx, ATTN_F32) == ATTN_SUCCESS;
-    if (ok && (ok = verify_decode(ctx, ATTN_F32, 16) == ATTN_SUCCESS) == 0) step = "decode";
+    if (ok && (ok = verify_decode(ctx, ATTN_F32, 16, 0) == ATTN_SUCCESS &&
+                    verify_decode(ctx, ATTN_F32, 0, 1) == ATTN_SUCCESS) == 0)
+        step = "decode";
     ctx->mma_f32_state = ok ? 1 : -1;
     snprintf(ctx->mma_f32_why, sizeof ctx->mma_f32_why, "%s%s%s%.150s",
              ok ? "" : "the f32 verification ", ok ? "" : step, ok ? "" : " (3xTF32) failed: ",

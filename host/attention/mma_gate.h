@@ -20,13 +20,19 @@ int attn_nv_compute_capability(cl_device_id device);
  * Elsewhere they use cl/mma_ops.cl's emulation (forced runs, tests). */
 int attn_mma_ptx(const attn_context *ctx);
 
+/* Appends to the options opts (of size bytes) of a program of `family`
+ * what ctx's build of it needs: -DMMA_PTX=1 for the mma family where
+ * attn_mma_ptx (else cl/mma_ops.cl emulates). Every mma program, prefill
+ * and decode, is built through it. */
+void attn_mma_options(const attn_context *ctx, int family, char *opts, size_t size);
+
 /* Whether the heuristic may choose the mma family on ctx for storage dt:
  * a device with the instructions, whose compiler builds them, whose
  * fragment operations pass attn_mma_check and on which a small f16 and
  * bf16 forward and a small f16 decode (through a KV cache, contiguous and
- * paged, split) on the family match the CPU reference; for ATTN_F32 also
- * a small f32 forward and paged decode (3xTF32) within the f32
- * tolerance, decided on the first f32 call. Each verdict is kept for the context's life; a failure
+ * paged int8, split) on the family match the CPU reference; for ATTN_F32
+ * also a small f32 forward and two decodes (paged, int8; 3xTF32) within
+ * the f32 tolerance, decided on the first f32 call. Each verdict is kept for the context's life; a failure
  * is one log line (why). ctx's error is left as it was. Lock held. */
 int attn_mma_usable(attn_context *ctx, attn_dtype dt);
 

@@ -57,10 +57,6 @@ int attn_plan_mma(attn_context *ctx, int entry, const attn_problem *p)
     return attn_params_mma_suits(p) && attn_mma_usable(ctx, p->dtype);
 }
 
-const char *attn_plan_cache_refuses(int family, int kv_int8)
-{
-    return family == ATTN_FAMILY_MMA && kv_int8 ? "reads no int8 cache" : NULL;
-}
 
 void attn_plan_fit_page(attn_params *pr, int page_rows)
 {
@@ -76,8 +72,7 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
                             const attn_shape_class *cls, attn_params *out, const char **source)
 {
     attn_device_limits dev = attn_context_limits(ctx);
-    /* an int8 cache: the tiled decode (attn_plan_cache_refuses) */
-    dev.mma = !cls->kv_int8 && attn_plan_mma(ctx, entry, p);
+    dev.mma = attn_plan_mma(ctx, entry, p);
     attn_params pr = attn_plan_heuristic(entry, &dev, p);
     *source = "heuristic";
     attn_tuning_apply(ctx, &dev, p, cls, &pr, source);
@@ -100,8 +95,6 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
                               ? attn_family_refuses(pr.family, p)
                               : entry == ATTN_ENTRY_DECODE ? "has no decode kernel"
                                                            : "has no forward kernel";
-    if (!refused && entry == ATTN_ENTRY_DECODE)
-        refused = attn_plan_cache_refuses(pr.family, cls->kv_int8);
     /* forced or tuned where its own kernels would be the tensor cores', mma
      * runs only once mma_gate.c verified it: a PTX build that fails, or
      * fragments that compute wrong, must not reach the caller */
@@ -110,7 +103,7 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
         refused = "is not verified on this device (attn_family_status says why)";
     if (refused) {
         /* a family forced or tuned for what it cannot run (flash's
-         * decode, mma's of an int8 cache, mma's f32 past its key limit): the device's own choice, so that one
+         * decode, mma's f32 past its key limit): the device's own choice, so that one
          * override can serve a model's prefill and decode, any dtype */
         const char *fam = attn_family_desc_of(pr.family)->name;
         const int splits = pr.kv_splits; /* the override's, if it names them */

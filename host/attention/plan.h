@@ -37,9 +37,6 @@ attn_params attn_plan_heuristic(int entry, const attn_device_limits *dev, const 
  * where mma_gate.c verified it; the first such call verifies; a decode
  * with ATTN_MMA_DECODE_ROWS query rows per KV head or more). Lock held. */
 int attn_plan_mma(attn_context *ctx, int entry, const attn_problem *p);
-/* Why family's decode kernel cannot read a cache (kv_int8: an int8 one),
- * or NULL: mma's reads only caches stored as the dtype. */
-const char *attn_plan_cache_refuses(int family, int kv_int8);
 /* Forgets the cached plans (after a configuration change). */
 void attn_plan_clear(attn_context *ctx);
 

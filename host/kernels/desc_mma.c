@@ -13,10 +13,9 @@
  * "family=mma,...") or named by a tuning database entry. A head dim that
  * is a multiple of 16 up to 256 (f32: 128, and rows of at most
  * ATTN_MMA_F32_MAX_KEYS keys, folded past ATTN_MMA_F32_PLAIN_KEYS); another problem keeps the device's own
- * plan (plan.c). Its decode kernel (cl/decode_mma.cl) reads caches stored
- * as the dtype, not int8 (plan.c keeps the tiled decode for those); the
- * decode heuristic chooses it where a KV head has ATTN_MMA_DECODE_ROWS
- * query rows or more (decode_params.c). */
+ * plan (plan.c). Its decode kernel (cl/decode_mma.cl) reads every cache
+ * kind (contiguous, paged, int8); the decode heuristic chooses it where a
+ * KV head has ATTN_MMA_DECODE_ROWS query rows or more (decode_params.c). */
 #include "kernels/kernel_desc.h"
 
 #include <stddef.h>

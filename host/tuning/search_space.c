@@ -2,7 +2,6 @@
  * search values (kernel_desc.h): the legal candidates for a device and
  * problem and entry point (decode adds its splits), a candidate's
  * neighbours for local search, and how far a candidate is from the default. */
-#include "attention/plan.h"
 #include "kernels/kernel_desc.h"
 #include "tuning/tuning.h"
 #include "core/context.h"
@@ -47,14 +46,13 @@ static int redundant_splits(const attn_params *c, const attn_problem *p)
 }
 
 /* Whether c is a candidate: legal here, for a decode class (cache, else
- * NULL) a family that reads its cache with keys per block within a paged
- * cache's block, and not a duplicate launch. */
+ * NULL) its keys per block within a paged cache's block, and not a
+ * duplicate launch. */
 static int searchable(const attn_params *c, const attn_device_limits *dev,
                       const attn_problem *p, const attn_shape_class *cache)
 {
     char err[256];
     const int page_rows = cache ? cache->kv_block : 0;
-    if (cache && attn_plan_cache_refuses(c->family, cache->kv_int8)) return 0;
     return !redundant_splits(c, p) && (page_rows <= 0 || c->block_keys <= page_rows) &&
            attn_params_legal(c, dev, p, err, sizeof err);
 }

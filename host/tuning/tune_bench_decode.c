@@ -73,9 +73,7 @@ attn_params attn_tune_bench_default(const attn_tune_bench *b)
     attn_device_limits dev;
     attn_tune_bench_limits(b, &dev);
     attn_call_begin(b->ctx, __func__);
-    /* as attn_forward and attn_decode would plan (never mma over int8) */
-    const int int8 = b->entry == ATTN_ENTRY_DECODE && b->kv.storage == ATTN_KV_INT8;
-    dev.mma = !int8 && attn_plan_mma(b->ctx, b->entry, &b->tp);
+    dev.mma = attn_plan_mma(b->ctx, b->entry, &b->tp); /* as attn_forward would plan */
     attn_call_end(b->ctx);
     attn_params pr = attn_plan_heuristic(b->entry, &dev, &b->tp);
     if (b->entry == ATTN_ENTRY_DECODE) attn_plan_fit_page(&pr, b->kv.block_size);

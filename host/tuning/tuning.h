@@ -36,10 +36,9 @@ attn_status attn_entry_source_hash(attn_context *ctx, int entry, int family, cha
  * dev, of every family (ATTN_FAMILY_* bit mask `families`; 0 means all),
  * starting from `base` (fields a family does not search keep base's
  * value); decode searches its splits too (attn_search_axes), and given
- * its class (cache; NULL for prefill) only families whose decode kernel
- * reads that cache (attn_plan_cache_refuses: not mma over int8) and, over
- * a paged cache (cache->kv_block > 0), only keys that fit in a block
- * (attn_plan_fit_page would clamp the others into duplicates). Fills out
+ * its class (cache; NULL for prefill), over a paged cache
+ * (cache->kv_block > 0) only keys that fit in a block (attn_plan_fit_page
+ * would clamp the others into duplicates). Fills out
  * (malloc'd, caller frees) and returns the count, or -1 when out of memory. */
 int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_problem *p,
                           const attn_shape_class *cache, const attn_params *base,
