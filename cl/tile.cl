@@ -96,6 +96,32 @@ inline kv_rows decode_kv_rows(__global const cache_t *kc, __global const cache_t
 #endif
     return kv;
 }
+
+/* The arguments of the work-group families' decode kernels
+ * (decode_tiled.cl, decode_mma.cl): global (nsplit * work-group, kv_heads *
+ * ntiles, B). The cache: KV_CACHE_PARAMS (KV_INT8: int8 rows and one scale
+ * per row), a tile's rows found by cache_row (through kv_tile); split s
+ * covers chunk keys from decode_key_base + s * chunk, chunk a multiple of
+ * BLOCK_KEYS. */
+#define DECODE_TILE_PARAMS                                                                      \
+    __global const storage_t *q, ulong4 qg, KV_CACHE_PARAMS, __global storage_t *o, ulong4 og,  \
+        __global float *lse, int write_lse, __global float *part_o, __global float *part_lse,   \
+        int nsplit, int chunk, __global const int2 *lens, int q_heads, int kv_heads, int sq,     \
+        int causal, float qscale, int ntiles, VARIANT_PARAMS
+
+/* A decode work-group's tile (DECODE_TILE_PARAMS' geometry): nrows rows
+ * of KV head hk's group (decode_tile) from tile get_global_id(1) % ntiles,
+ * split get_group_id(0) of the keys, sequence *b; *kv that head's rows. */
+inline tile_rows decode_group_tile(__global const int2 *lens, int2 win, int nrows, int q_heads,
+                                   int kv_heads, int sq, int causal, int chunk, int ntiles,
+                                   KV_CACHE_PARAMS, int *b, kv_rows *kv)
+{
+    const int tile = get_global_id(1) % ntiles, hk = get_global_id(1) / ntiles;
+    *b = get_global_id(2);
+    *kv = decode_kv_rows(KV_CACHE_ARGS, kv_heads, *b, hk);
+    return decode_tile(lens[*b], win, tile * nrows, q_heads / kv_heads, hk, sq, causal,
+                       get_group_id(0), chunk);
+}
 #endif
 
 /* The arguments of the work-group families' prefill kernels (tiled.cl,
