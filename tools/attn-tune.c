@@ -70,7 +70,7 @@ static void usage(FILE *f)
         "  --max-candidates N    at most N candidates measured per class\n"
         "  --family tiled|vector|flash|mma\n"
         "                        search one kernel family only (default all but mma;\n"
-        "                        flash and mma are prefill only)\n"
+        "                        flash is prefill only)\n"
         "  --force               re-tune classes the database already holds\n"
         "  --seed N              seed of the random start (default 1)\n"
         "  --quiet               print nothing but errors\n"
