@@ -266,7 +266,7 @@ static void test_doctored_family_refused(void)
  * decode (two splits) catches it, and the family is refused. */
 static void test_doctored_decode_refused(void)
 {
-    check_doctored("decode_mma.cl", "part_lse, nsplit, split, va, 0);",
+    check_doctored("decode_mma.cl", "part_lse, nsplit, get_group_id(0), va, 0);",
                    "part_lse, nsplit, 0, va, 0);", "f16 verification decode");
 }
 
