@@ -6,8 +6,12 @@
  * rows' O on the float4 columns cg, cg + CG, ... The work-items sharing a
  * row (one row group) combine its maximum through __local; P goes through
  * __local once per key tile. Joined after common.cl, variants.cl and
- * tile.cl (kv_rows, tile_span, in_span, tile_logit). Not double-buffered:
- * one K/V tile at a time. Unmeasured on GPUs (host/kernels/desc_flash.c). */
+ * tile.cl (kv_rows, tile_span, in_span, tile_logit). With PREFETCH the
+ * next K/V tile is read from global into registers while this one is
+ * computed (SGEMM's register double-buffering: __local holds one tile, and
+ * the global reads' latency hides behind the arithmetic), at the cost of
+ * KV_PER_WI float4 of K and of V held per work-item. Unmeasured on GPUs
+ * (host/kernels/desc_flash.c). */
 
 #ifndef BLOCK_ROWS
 #define BLOCK_ROWS 64      /* query rows per work-group */
@@ -21,6 +25,9 @@
 #ifndef TILE_N
 #define TILE_N 2           /* keys per work-item's micro-tile */
 #endif
+#ifndef PREFETCH
+#define PREFETCH 0         /* 1: the next K/V tile read into registers during this one */
+#endif
 
 #if BLOCK_ROWS % TILE_M || BLOCK_KEYS % TILE_N || BLOCK_KEYS % 4
 #error "BLOCK_ROWS must be a multiple of TILE_M, BLOCK_KEYS of TILE_N and of 4"
@@ -32,6 +39,8 @@
 #define DS4 (D4 + 1)                      /* __local row stride in float4: odd, so the
                                            * CG work-items reading CG rows hit distinct banks */
 #define DT4 ((D4 + CG - 1) / CG)          /* float4 columns of O per work-item */
+#define KV4 (BLOCK_KEYS * D4)             /* float4 of a K (or V) tile */
+#define KV_PER_WI ((KV4 + FLASH_WG - 1) / FLASH_WG) /* of them each work-item reads */
 
 /* The work-group's __local memory (declared by the kernel). float4 arrays
  * first: their elements stay 16-byte aligned. */
@@ -64,6 +73,46 @@ inline float4 load4(__global const storage_t *p, ulong at, int d4)
     if (d + 2 < HEAD_DIM) x.s2 = LOAD(p, at + 2);
     if (d + 3 < HEAD_DIM) x.s3 = LOAD(p, at + 3);
     return x;
+}
+
+/* The first tile of keys from j that is not wholly masked (its kind in
+ * *kind), or hmax: the same for the whole work-group. */
+inline int flash_next_tile(variants va, tile_rows m, int b, int j, int hmax, int *kind)
+{
+    for (; j < hmax; j += BLOCK_KEYS) {
+        *kind = tile_mask_kind(va, m, b, BLOCK_ROWS, BLOCK_KEYS, j);
+        if (*kind != MASK_TILE_MASKED) break;
+    }
+    return j;
+}
+
+/* The work-item's share of the K/V tile from j0 (float4 tid, tid +
+ * FLASH_WG, ... of it) into kr, vr: zeros for a key no live row sees (past
+ * hmax or, with a window, before lmin), whose row may not exist. */
+inline __attribute__((always_inline)) void flash_read_tile(kv_rows kv, int j0, int lmin, int hmax,
+                                                           int tid, float4 *kr, float4 *vr)
+{
+    const int nk = min(BLOCK_KEYS, hmax - j0);
+    for (int n = 0; n < KV_PER_WI; n++) {
+        const int x = tid + n * FLASH_WG;
+        const int c = x / D4, d4 = x % D4;
+        const int in = x < KV4 && in_span(j0 + c, lmin, j0 + nk);
+        kr[n] = in ? load4(kv.k, (ulong)(j0 + c) * kv.kstride, d4) : (float4)(0.0f);
+        vr[n] = in ? load4(kv.v, (ulong)(j0 + c) * kv.vstride, d4) : (float4)(0.0f);
+    }
+}
+
+/* flash_read_tile's share written to the tile in __local */
+inline __attribute__((always_inline)) void flash_store_tile(__local flash_local *tl, int tid,
+                                                            const float4 *kr, const float4 *vr)
+{
+    for (int n = 0; n < KV_PER_WI; n++) {
+        const int x = tid + n * FLASH_WG;
+        if (x >= KV4) break;
+        const int c = x / D4, d4 = x % D4;
+        tl->k[c * DS4 + d4] = kr[n];
+        tl->v[c * DS4 + d4] = vr[n];
+    }
 }
 
 /* common.cl's kahan_add on four sums at once (OpenCL C cannot take the
@@ -143,18 +192,25 @@ void attn_fwd_flash(FWD_TILE_PARAMS)
     /* the global fence orders the Q reads before any O write when out == q */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
-    for (int j0 = jfirst; j0 < hmax; j0 += BLOCK_KEYS) {
-        const int kind = tile_mask_kind(va, m, b, BLOCK_ROWS, BLOCK_KEYS, j0);
-        if (kind == MASK_TILE_MASKED) continue;
+    float4 kr[KV_PER_WI], vr[KV_PER_WI]; /* this work-item's share of a K/V tile */
+    int kind = MASK_TILE_MIXED, knext = MASK_TILE_MIXED;
+    int j0 = flash_next_tile(va, m, b, jfirst, hmax, &kind);
+#if PREFETCH
+    if (j0 < hmax) flash_read_tile(kv, j0, lmin, hmax, tid, kr, vr);
+#endif
+    while (j0 < hmax) {
+        const int jn = flash_next_tile(va, m, b, j0 + BLOCK_KEYS, hmax, &knext);
         const int add_mask = kind == MASK_TILE_MIXED;
         const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside the range */
-        for (int x = tid; x < BLOCK_KEYS * D4; x += FLASH_WG) {
-            const int c = x / D4, d4 = x % D4;
-            const int in = in_span(j0 + c, lmin, j0 + nk); /* a key some live row sees */
-            tl.k[c * DS4 + d4] = in ? load4(kv.k, (ulong)(j0 + c) * kv.kstride, d4) : (float4)(0.0f);
-            tl.v[c * DS4 + d4] = in ? load4(kv.v, (ulong)(j0 + c) * kv.vstride, d4) : (float4)(0.0f);
-        }
+#if !PREFETCH
+        flash_read_tile(kv, j0, lmin, hmax, tid, kr, vr);
+#endif
+        flash_store_tile(&tl, tid, kr, vr);
         barrier(CLK_LOCAL_MEM_FENCE);
+#if PREFETCH
+        /* the next tile's reads, in flight while this one is computed */
+        if (jn < hmax) flash_read_tile(kv, jn, lmin, hmax, tid, kr, vr);
+#endif
 
         const int guard = tile_guard(j0, BLOCK_KEYS, hmin, lmax);
         float s[TILE_M][TILE_N];
@@ -220,6 +276,8 @@ void attn_fwd_flash(FWD_TILE_PARAMS)
                 }
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* before the next tile overwrites k, v, red, p */
+        j0 = jn;
+        kind = knext;
     }
 
     for (int i = 0; i < TILE_M; i++) {

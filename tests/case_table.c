@@ -263,7 +263,9 @@ const harness_case harness_cases[] = {
     ODD_TILES(HARNESS_VECTOR, "rows=4,keys=16,vec=8", 40),
     ODD_TILES(HARNESS_VECTOR, "rows=3,keys=8,vec=4", 7),
     ODD_TILES(HARNESS_FLASH, "rows=8,keys=16,tm=2,tn=4", 7),   /* columns past D in a float4 */
-    ODD_TILES(HARNESS_FLASH, "rows=16,keys=8,tm=1,tn=1", 40),  /* two float4 of O a work-item */
+    /* two float4 of O a work-item; 80 float4 of a K tile over 128
+     * work-items, prefetched */
+    ODD_TILES(HARNESS_FLASH, "rows=16,keys=8,tm=1,tn=1,prefetch=1", 40),
 
     /* ---- forward: the library's own choice; check mode ---- */
     {.group = "forward/default_params", .name = "default params", .families = HARNESS_AUTO,
@@ -460,7 +462,7 @@ const harness_case harness_cases[] = {
     VTILES(HARNESS_VECTOR, "rows=4,keys=16,vec=8", 40),
     VTILES(HARNESS_VECTOR, "rows=3,keys=8,vec=4", 7),
     VTILES(HARNESS_FLASH, "rows=8,keys=16,tm=2,tn=4", 64),
-    VTILES(HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1", 7),
+    VTILES(HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1,prefetch=1", 7), /* skips past masked tiles */
     VTILES(HARNESS_FLASH, "rows=64,keys=32,tm=8,tn=4", 40),
 #define VTILES16(p, d, t)                                                                      \
     {.group = "variants/tiles", .name = "window 7 + mask + sinks, odd tiles, 16-bit",          \

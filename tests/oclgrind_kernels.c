@@ -126,10 +126,11 @@ static void test_tiled_wide(void)
     run_group_set("oclgrind/wide", HARNESS_TILED, "rows=4,keys=8,wg=16,local_kv=1");
 }
 /* flash: 2 x 2 micro-tiles on 8 x 8 tiles (16 work-items); odd 3 x 1 ones
- * on 4 keys; and 64 work-items sharing 16-row tiles (several float4 of O
- * each at D 40, fewer than one at D 7) */
+ * on 4 keys, the next K/V tile prefetched into registers; and 64
+ * work-items sharing 16-row tiles (several float4 of O each at D 40, fewer
+ * than one at D 7) */
 static void test_flash_small(void) { run_set(HARNESS_FLASH, "rows=8,keys=8,tm=2,tn=2"); }
-static void test_flash_odd(void) { run_set(HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1"); }
+static void test_flash_odd(void) { run_set(HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1,prefetch=1"); }
 static void test_flash_wide(void) { run_set(HARNESS_FLASH, "rows=16,keys=16,tm=1,tn=4"); }
 /* mma (its f16/bf16/f32 rows; mma_ops.cl's emulation): two warps on tiles of
  * 16 keys; one warp of two m-tiles on 32 keys */

@@ -98,7 +98,7 @@ static void test_flash_plan(void)
     attn_plan_info h, o;
     CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &h), ATTN_SUCCESS);
     CU_ASSERT_STRING_NOT_EQUAL(h.family, "flash"); /* nobody's default */
-    const char *want = "family=flash,rows=64,keys=32,tm=4,tn=2";
+    const char *want = "family=flash,rows=64,keys=32,tm=4,tn=2,prefetch=0";
     CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, want), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &o), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(o.family, "flash");
@@ -110,6 +110,13 @@ static void test_flash_plan(void)
     /* acc, tot, cmp 4 x 1 float4; s 4 x 2; a, kk 6 float4; vv 1 float4;
      * 10 row values x 4 rows: 124 floats */
     CU_ASSERT_EQUAL(o.private_bytes, 4u * (48 + 8 + 24 + 4 + 40));
+    /* prefetched: K and V's 32 x 8 float4 over 256 work-items, one float4
+     * each held across the tile's arithmetic; the same __local */
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=flash,rows=64,keys=32,tm=4,tn=2,prefetch=1"), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &o), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(o.params, "family=flash,rows=64,keys=32,tm=4,tn=2,prefetch=1");
+    CU_ASSERT_EQUAL(o.private_bytes, 4u * (48 + 8 + 24 + 4 + 40 + 8));
+    CU_ASSERT_EQUAL(o.local_bytes, 16u * 64 * 9 + 2 * 16u * 32 * 9 + 4u * 64 * 32 + 4u * 64 * 16);
     harness_use_params(ctx, NULL);
 }
 

@@ -24,6 +24,10 @@ static const attn_tunable_desc tunables[] = {
      3, {2, 4, 8}, "query rows of a work-item's micro-tile"},
     {"tn", "TILE_N", offsetof(attn_params, tile_n), 1, 8, 0, 2,
      3, {1, 2, 4}, "keys of a work-item's micro-tile"},
+    /* off by default until a GPU measures it: on CPUs the reads are from
+     * cache and the registers cost more than they hide */
+    {"prefetch", "PREFETCH", offsetof(attn_params, prefetch), 0, 1, 0, 0,
+     2, {0, 1}, "1 = the next K/V tile is read into registers while this one is computed"},
 };
 
 static const attn_constraint constraints[] = {
@@ -59,6 +63,13 @@ static size_t local_bytes(const attn_params *pr, const attn_problem *p)
     return bytes;
 }
 
+/* float4 of a K (or V) tile each work-item reads (KV_PER_WI) */
+static size_t kv_per_wi(const attn_params *pr, int head_dim)
+{
+    const size_t wg = work_group(pr);
+    return wg ? ((size_t)pr->block_keys * d4_of(head_dim) + wg - 1) / wg : 0;
+}
+
 /* Bytes of attn_fwd_flash's per-work-item arrays (cl/flash.cl). */
 static size_t private_bytes(const attn_params *pr, const attn_problem *p, int entry)
 {
@@ -70,6 +81,9 @@ static size_t private_bytes(const attn_params *pr, const attn_problem *p, int en
     floats += 4 * (tm + tn);          /* a [TILE_M], kk [TILE_N] float4 */
     floats += 4 * dt4;                /* flash_pv's vv [DT4] float4 */
     floats += 10 * tm;                /* ri, rh, rlo, rhi, rtop, mrow, l, lc, alpha, lsum */
+    /* kr, vr [KV_PER_WI] float4: held across the tile's arithmetic only
+     * when prefetched (otherwise stored to __local at once) */
+    if (pr->prefetch) floats += 2 * 4 * kv_per_wi(pr, p->head_dim);
     return floats * 4;
 }
 

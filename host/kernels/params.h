@@ -28,6 +28,7 @@ typedef struct attn_params {
     int kv_splits;  /* decode: KV chunks run in parallel and combined; 0 = automatic */
     int tile_m;     /* flash: query rows of a work-item's micro-tile */
     int tile_n;     /* flash: keys of a work-item's micro-tile */
+    int prefetch;   /* flash: 1 = the next K/V tile read into registers during this one */
     int mma_warps;  /* mma: warps (32 work-items) per work-group */
     int mma_mtiles; /* mma: m-tiles of 16 query rows per warp */
 } attn_params;
