@@ -86,6 +86,7 @@ inline int flash_next_tile(variants va, tile_rows m, int b, int j, int hmax, int
     return j;
 }
 
+#if PREFETCH
 /* The work-item's share of the K/V tile from j0 (float4 tid, tid +
  * FLASH_WG, ... of it) into kr, vr: zeros for a key no live row sees (past
  * hmax or, with a window, before lmin), whose row may not exist. */
@@ -114,6 +115,21 @@ inline __attribute__((always_inline)) void flash_store_tile(__local flash_local 
         tl->v[c * DS4 + d4] = vr[n];
     }
 }
+#else
+/* The K/V tile from j0 read straight into __local, one float4 at a time
+ * (no registers held), zeros where flash_read_tile has them. */
+inline void flash_stage_tile(__local flash_local *tl, kv_rows kv, int j0, int lmin, int hmax,
+                             int tid)
+{
+    const int nk = min(BLOCK_KEYS, hmax - j0);
+    for (int x = tid; x < KV4; x += FLASH_WG) {
+        const int c = x / D4, d4 = x % D4;
+        const int in = in_span(j0 + c, lmin, j0 + nk);
+        tl->k[c * DS4 + d4] = in ? load4(kv.k, (ulong)(j0 + c) * kv.kstride, d4) : (float4)(0.0f);
+        tl->v[c * DS4 + d4] = in ? load4(kv.v, (ulong)(j0 + c) * kv.vstride, d4) : (float4)(0.0f);
+    }
+}
+#endif
 
 /* common.cl's kahan_add on four sums at once (OpenCL C cannot take the
  * address of a vector's element) */
@@ -192,20 +208,21 @@ void attn_fwd_flash(FWD_TILE_PARAMS)
     /* the global fence orders the Q reads before any O write when out == q */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
-    float4 kr[KV_PER_WI], vr[KV_PER_WI]; /* this work-item's share of a K/V tile */
     int kind = MASK_TILE_MIXED, knext = MASK_TILE_MIXED;
     int j0 = flash_next_tile(va, m, b, jfirst, hmax, &kind);
 #if PREFETCH
+    float4 kr[KV_PER_WI], vr[KV_PER_WI]; /* this work-item's share of the next K/V tile */
     if (j0 < hmax) flash_read_tile(kv, j0, lmin, hmax, tid, kr, vr);
 #endif
     while (j0 < hmax) {
         const int jn = flash_next_tile(va, m, b, j0 + BLOCK_KEYS, hmax, &knext);
         const int add_mask = kind == MASK_TILE_MIXED;
         const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside the range */
-#if !PREFETCH
-        flash_read_tile(kv, j0, lmin, hmax, tid, kr, vr);
-#endif
+#if PREFETCH
         flash_store_tile(&tl, tid, kr, vr);
+#else
+        flash_stage_tile(&tl, kv, j0, lmin, hmax, tid);
+#endif
         barrier(CLK_LOCAL_MEM_FENCE);
 #if PREFETCH
         /* the next tile's reads, in flight while this one is computed */

@@ -83,6 +83,16 @@ static void test_flash_gpu_limits(void)
     CU_ASSERT_EQUAL(pr.block_keys, 32);
     printf("\n  D 128 fitted: rows=%d keys=%d, %zu work-items", pr.block_rows, pr.block_keys,
            attn_params_work_group(&pr));
+    /* prefetching at D 128 on 64 work-items: 16 float4 each of K and V,
+     * 512 bytes over the register budget's 1024 with O's 704; fewer rows
+     * or keys would leave each more, so the shrink loop turns prefetch off */
+    attn_params pf = pr;
+    pf.prefetch = 1;
+    CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &pf, &p), 704u + 512u);
+    attn_params_fit(ATTN_ENTRY_PREFILL, &pf, &h200, &p);
+    CU_ASSERT_EQUAL(pf.prefetch, 0);
+    CU_ASSERT_EQUAL(pf.block_rows, 16);
+    CU_ASSERT_EQUAL(pf.block_keys, 32);
     /* work-items beyond the device's */
     attn_params wide = attn_params_defaults(ATTN_FAMILY_FLASH);
     wide.block_rows = 64, wide.block_keys = 64, wide.tile_m = 2, wide.tile_n = 1;

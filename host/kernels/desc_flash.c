@@ -89,7 +89,9 @@ static size_t private_bytes(const attn_params *pr, const attn_problem *p, int en
 
 /* Shrinking: first the rows down to 16, then the key tile, then the rows
  * again; each halving keeps the micro-tile and halves the work-group and
- * __local tiles. Rows first: fewer keys would leave fewer column groups
+ * __local tiles. Last, prefetch off: fewer rows or keys leave a work-item
+ * more of the tile to hold, so only that brings a prefetching plan within
+ * the register budget. Rows first: fewer keys would leave fewer column groups
  * and more of O on each work-item (D 128 at keys=8 is 1.5 KiB of O). */
 const attn_family_desc attn_desc_flash = {
     ATTN_FAMILY_FLASH, "flash", tunables, (int)(sizeof tunables / sizeof tunables[0]),
@@ -97,7 +99,7 @@ const attn_family_desc attn_desc_flash = {
     (size_t)-1, local_bytes, private_bytes, NULL,
     {{"attn_fwd_flash", {"common.cl", "variants.cl", "tile.cl", "flash.cl", "mask_tiles.cl"}, 5,
       {{offsetof(attn_params, block_rows), 16}, {offsetof(attn_params, block_keys), 8},
-       {offsetof(attn_params, block_rows), 8}}, 3},
+       {offsetof(attn_params, block_rows), 8}, {offsetof(attn_params, prefetch), 0}}, 4},
      {NULL, {NULL}, 0, {{0, 0}}, 0}},
     work_group, NULL, NULL, 0,
 };
