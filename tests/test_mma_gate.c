@@ -4,7 +4,8 @@
  * instead of the tensor cores), the heuristic's default for f16, bf16 and
  * f32 problems, correct results through it, the other families for the
  * rest; a doctored family or fragment operation caught by the first-use
- * verification (a doctored decode kernel by its verification decode),
+ * verification (a doctored decode kernel, or bf16's int8 staging alone,
+ * by the verification decodes),
  * which falls back without failing the caller's call, even when the family
  * is forced; a doctored f32 path refused for f32 alone;
  * decode on mma where a KV head has enough query rows; and a long block
@@ -270,6 +271,15 @@ static void test_doctored_decode_refused(void)
                    "part_lse, nsplit, 0, va, 0);", "f16 verification decode");
 }
 
+/* bf16's int8 K staged at twice its values, f16's untouched: only the
+ * bf16 verification decode (paged int8) sees it, after f16's pass. */
+static void test_doctored_bf16_decode_refused(void)
+{
+    check_doctored("mma_operands.cl", "mma_int8_pair(kv.k, at, 1.0f)",
+                   "mma_int8_pair(kv.k, at, STORAGE == 2 ? 2.0f : 1.0f)",
+                   "bf16 verification decode (paged int8 cache)");
+}
+
 /* f32's path with 1xTF32 (the small terms dropped: about 1e-3 relative,
  * ten times f32's tolerance): f32 is refused, saying so, and runs on the
  * device's family; f16 keeps the tensor cores. */
@@ -304,6 +314,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_doctored_fragments_refused),
     HARNESS_TEST(test_doctored_family_refused),
     HARNESS_TEST(test_doctored_decode_refused),
+    HARNESS_TEST(test_doctored_bf16_decode_refused),
     HARNESS_TEST(test_doctored_f32_refused),
     HARNESS_END,
 };

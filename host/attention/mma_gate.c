@@ -3,8 +3,8 @@
  * compiler built the inline PTX, attn_mma_check found every fragment
  * operation exact, and a small forward per 16-bit type on the family
  * matched the CPU reference (check mode's comparison, as the tuner
- * verifies a candidate), and so did a small f16 decode through a KV cache
- * (contiguous, then paged and int8) on its decode kernel; f32 (3xTF32)
+ * verifies a candidate), and so did small decodes through a KV cache on
+ * its decode kernel (f16 contiguous, f16 and bf16 paged int8); f32 (3xTF32)
  * after a forward and two decodes (paged; int8) of its own, so that an f32 path that misses
  * its tolerance leaves the 16-bit types on the tensor cores. Anything else is one log line saying why and the device's
  * other families, never an error to the caller. */
@@ -234,10 +234,16 @@ static int decide(attn_context *ctx, char *why, size_t n)
                      types[i] == ATTN_F16 ? "f16" : "bf16", ctx->error);
             return 0;
         }
-    for (int kind = 0; kind < 2; kind++) /* contiguous; paged and int8 */
-        if ((st = verify_decode(ctx, ATTN_F16, 16 * kind, kind)) != ATTN_SUCCESS) {
-            snprintf(why, n, "the f16 verification decode (%s cache) failed: %.130s",
-                     kind ? "paged int8" : "contiguous", ctx->error);
+    /* f16 contiguous; f16 and bf16 paged int8 (each type's decode program
+     * once, and the int8 staging, whose K conversion differs per type) */
+    static const struct { attn_dtype dt; int block, int8; } decodes[] = {
+        {ATTN_F16, 0, 0}, {ATTN_F16, 16, 1}, {ATTN_BF16, 16, 1}};
+    for (int i = 0; i < 3; i++)
+        if ((st = verify_decode(ctx, decodes[i].dt, decodes[i].block, decodes[i].int8)) !=
+            ATTN_SUCCESS) {
+            snprintf(why, n, "the %s verification decode (%s cache) failed: %.130s",
+                     decodes[i].dt == ATTN_F16 ? "f16" : "bf16",
+                     decodes[i].int8 ? "paged int8" : "contiguous", ctx->error);
             return 0;
         }
     return 1;
