@@ -9,8 +9,13 @@
 /* out: [0, 384) three 16x8 products as float bits (f16, bf16, tf32; C =
  * 0.25 * (8 r + c)); [384, 480) mma_xor with masks 1, 2 and 5 of 3 * lane
  * + 1; [480, 512) mma_pack_f16 and [512, 544) mma_pack_bf16 of pk's pairs;
- * [544, 608) mma_tf32_of of pk */
+ * [544, 608) mma_tf32_of of pk. Two programs, each writing its part: the
+ * 16-bit types' operations, or with MMA_CHECK_TF32 the tf32 product and
+ * rounding that f32 adds (a compiler refusing one leaves the other). */
 #define MMA_CHECK_WORDS 608
+#ifndef MMA_CHECK_TF32
+#define MMA_CHECK_TF32 0
+#endif
 
 /* row r of a 16x8 product's D fragment element i, and its column */
 #define CHECK_ROW(g, i) ((g) + 8 * ((i) >> 1))
@@ -49,6 +54,7 @@ __kernel __attribute__((reqd_work_group_size(32, 1, 1))) void attn_mma_check(
 {
     __local uint ws[MMA_SCRATCH_WORDS];
     const int lane = mma_lane(), g = lane >> 2, t = lane & 3;
+#if !MMA_CHECK_TF32
     for (int kind = 0; kind < 2; kind++) {
         __global const ushort *a = a16 + kind * 256, *b = b16 + kind * 128;
         const uint4 fa = (uint4)(check_pair(a, g * 16 + 2 * t), check_pair(a, (g + 8) * 16 + 2 * t),
@@ -63,19 +69,20 @@ __kernel __attribute__((reqd_work_group_size(32, 1, 1))) void attn_mma_check(
             mma_bf16(&d, fa, fb, ws);
         check_store(out + kind * 128, g, t, d);
     }
-    const uint4 ta = (uint4)(mma_tf32_of(af[g * 8 + t]), mma_tf32_of(af[(g + 8) * 8 + t]),
-                             mma_tf32_of(af[g * 8 + t + 4]), mma_tf32_of(af[(g + 8) * 8 + t + 4]));
-    const uint2 tb = (uint2)(mma_tf32_of(bf[t * 8 + g]), mma_tf32_of(bf[(t + 4) * 8 + g]));
-    float4 d = check_c(g, t);
-    mma_tf32(&d, ta, tb, ws);
-    check_store(out + 256, g, t, d);
-
     const float v = 3.0f * lane + 1.0f;
     out[384 + lane] = as_uint(mma_xor(v, 1, ws));
     out[416 + lane] = as_uint(mma_xor(v, 2, ws));
     out[448 + lane] = as_uint(mma_xor(v, 5, ws));
     out[480 + lane] = mma_pack_f16(pk[2 * lane], pk[2 * lane + 1]);
     out[512 + lane] = mma_pack_bf16(pk[2 * lane], pk[2 * lane + 1]);
+#else
+    const uint4 ta = (uint4)(mma_tf32_of(af[g * 8 + t]), mma_tf32_of(af[(g + 8) * 8 + t]),
+                             mma_tf32_of(af[g * 8 + t + 4]), mma_tf32_of(af[(g + 8) * 8 + t + 4]));
+    const uint2 tb = (uint2)(mma_tf32_of(bf[t * 8 + g]), mma_tf32_of(bf[(t + 4) * 8 + g]));
+    float4 d = check_c(g, t);
+    mma_tf32(&d, ta, tb, ws);
+    check_store(out + 256, g, t, d);
     out[544 + lane] = mma_tf32_of(pk[lane]);
     out[576 + lane] = mma_tf32_of(pk[32 + lane]);
+#endif
 }

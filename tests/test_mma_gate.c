@@ -280,18 +280,15 @@ static void test_doctored_bf16_decode_refused(void)
                    "bf16 verification decode (paged int8 cache)");
 }
 
-/* f32's path with 1xTF32 (the small terms dropped: about 1e-3 relative,
- * ten times f32's tolerance): f32 is refused, saying so, and runs on the
- * device's family; f16 keeps the tensor cores. */
-static void test_doctored_f32_refused(void)
+/* file's `from` replaced by `to` breaks f32 alone: f32 is refused, saying
+ * why_has, and runs on the device's family; f16 keeps the tensor cores. */
+static void check_f32_refused(const char *file, const char *from, const char *to,
+                              const char *why_has)
 {
     char dir[256];
     harness_temp_dir(dir, sizeof dir, "mma-gate");
     attn_context *ctx = own_context();
-    doctor(ctx, dir, "mma_operands.cl",
-           "    mma_tf32(d, asmall, (uint2)(x.x, y.x), ws);\n"
-           "    mma_tf32(d, abig, (uint2)(x.y, y.y), ws);\n",
-           "");
+    doctor(ctx, dir, file, from, to);
     const attn_problem p32 = problem(ATTN_F32, 64), p16 = problem(ATTN_F16, 64);
     check_refused(ctx, &p32, 75);
     attn_plan_info info;
@@ -302,9 +299,28 @@ static void test_doctored_f32_refused(void)
     CU_ASSERT_EQUAL(attn_family_status(ctx, "mma", &usable, why, sizeof why), ATTN_SUCCESS);
     printf("\n  doctored f32: usable %d, %s", usable, why);
     CU_ASSERT_EQUAL(usable, 1);
-    CU_ASSERT_PTR_NOT_NULL(strstr(why, "the f32 verification forward (3xTF32) failed"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(why, why_has));
     attn_context_release(ctx);
     harness_remove_tree(dir);
+}
+
+/* f32's path with 1xTF32 (the small terms dropped: about 1e-3 relative,
+ * ten times f32's tolerance) */
+static void test_doctored_f32_refused(void)
+{
+    check_f32_refused("mma_operands.cl",
+                      "    mma_tf32(d, asmall, (uint2)(x.x, y.x), ws);\n"
+                      "    mma_tf32(d, abig, (uint2)(x.y, y.y), ws);\n",
+                      "", "the f32 verification forward (3xTF32) failed");
+}
+
+/* the tf32 product's A layout broken (as a compiler refusing its
+ * instructions would leave it): the tf32 fragment check, apart from the
+ * 16-bit one, refuses f32 alone */
+static void test_doctored_tf32_ops_refused(void)
+{
+    check_f32_refused("mma_ops.cl", "(r >> 3) + 2 * (k >> 2)]", "2 * (r >> 3) + (k >> 2)]",
+                      "the tf32 fragment check failed: ");
 }
 
 static const harness_test tests[] = {
@@ -316,6 +332,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_doctored_decode_refused),
     HARNESS_TEST(test_doctored_bf16_decode_refused),
     HARNESS_TEST(test_doctored_f32_refused),
+    HARNESS_TEST(test_doctored_tf32_ops_refused),
     HARNESS_END,
 };
 

@@ -18,15 +18,18 @@ static void test_emulation_exact(void)
     attn_context *ctx = harness_context();
     int ok = -1;
     char why[256];
-    CU_ASSERT_EQUAL_FATAL(attn_mma_check(ctx, 0, &ok, why, sizeof why), ATTN_SUCCESS);
-    if (!ok) printf("\n  %s", why);
-    CU_ASSERT_EQUAL(ok, 1);
-    CU_ASSERT_STRING_EQUAL(why, "");
+    for (int part = ATTN_MMA_CHECK_16; part <= ATTN_MMA_CHECK_TF32; part++) {
+        CU_ASSERT_EQUAL_FATAL(attn_mma_check(ctx, 0, part, &ok, why, sizeof why), ATTN_SUCCESS);
+        if (!ok) printf("\n  %s", why);
+        CU_ASSERT_EQUAL(ok, 1);
+        CU_ASSERT_STRING_EQUAL(why, "");
+    }
 }
 
 /* mma_ops.cl with `from` replaced by `to` (which must occur) in a folder of
- * its own; the check then reports `section`. */
-static void check_doctored(const char *from, const char *to, const char *section)
+ * its own; the check of part then reports `section`, and the other part's
+ * still passes (the 16-bit and tf32 operations are checked apart). */
+static void check_doctored(int part, const char *from, const char *to, const char *section)
 {
     char dir[256], path[512];
     harness_temp_dir(dir, sizeof dir, "mma-ops");
@@ -57,10 +60,12 @@ static void check_doctored(const char *from, const char *to, const char *section
     CU_ASSERT_EQUAL_FATAL(attn_context_set_kernel_dir(ctx, dir), ATTN_SUCCESS);
     int ok = -1;
     char why[256] = "";
-    CU_ASSERT_EQUAL(attn_mma_check(ctx, 0, &ok, why, sizeof why), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_mma_check(ctx, 0, part, &ok, why, sizeof why), ATTN_SUCCESS);
     printf("\n  doctored (%s -> %s): %s", from, to, why);
     CU_ASSERT_EQUAL(ok, 0);
     CU_ASSERT_PTR_NOT_NULL(strstr(why, section));
+    CU_ASSERT_EQUAL(attn_mma_check(ctx, 0, 1 - part, &ok, why, sizeof why), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(ok, 1);
     attn_context_release(ctx);
     harness_remove_tree(dir);
 }
@@ -69,11 +74,12 @@ static void check_doctored(const char *from, const char *to, const char *section
  * halves, the tf32 A's k halves, the shuffle's partner, f16 rounding. */
 static void test_doctored_emulation(void)
 {
-    check_doctored("reg = (r >> 3) + 2 * (k >> 3)", "reg = 2 * (r >> 3) + (k >> 3)", "mma_f16");
-    check_doctored("reg = k >> 3;", "reg = 1 - (k >> 3);", "mma_f16");
-    check_doctored("(r >> 3) + 2 * (k >> 2)]", "2 * (r >> 3) + (k >> 2)]", "mma_tf32 ");
-    check_doctored("ws[l ^ mask]", "ws[(l + mask) & 31]", "mma_xor");
-    check_doctored("x += 0xfffu + ((x >> 13) & 1u);", "x += 0x1000u;", "mma_pack_f16");
+    const int p16 = ATTN_MMA_CHECK_16, p32 = ATTN_MMA_CHECK_TF32;
+    check_doctored(p16, "reg = (r >> 3) + 2 * (k >> 3)", "reg = 2 * (r >> 3) + (k >> 3)", "mma_f16");
+    check_doctored(p16, "reg = k >> 3;", "reg = 1 - (k >> 3);", "mma_f16");
+    check_doctored(p32, "(r >> 3) + 2 * (k >> 2)]", "2 * (r >> 3) + (k >> 2)]", "mma_tf32 ");
+    check_doctored(p16, "ws[l ^ mask]", "ws[(l + mask) & 31]", "mma_xor");
+    check_doctored(p16, "x += 0xfffu + ((x >> 13) & 1u);", "x += 0x1000u;", "mma_pack_f16");
 }
 
 /* Only NVIDIA's compiler takes the inline PTX; another must refuse the
@@ -85,18 +91,24 @@ static void test_ptx_refused_elsewhere(void)
     clGetDeviceInfo(attn_context_device(ctx), CL_DEVICE_VENDOR, sizeof name, name, NULL);
     if (strstr(name, "NVIDIA")) {
         printf("\n  (an NVIDIA device: the PTX check must pass instead)");
-        int ok = -1;
-        char why[256];
-        CU_ASSERT_EQUAL(attn_mma_check(ctx, 1, &ok, why, sizeof why), ATTN_SUCCESS);
-        CU_ASSERT_EQUAL(ok, 1);
+        for (int part = ATTN_MMA_CHECK_16; part <= ATTN_MMA_CHECK_TF32; part++) {
+            int ok = -1;
+            char why[256];
+            CU_ASSERT_EQUAL(attn_mma_check(ctx, 1, part, &ok, why, sizeof why), ATTN_SUCCESS);
+            if (!ok) printf("\n  part %d: %s", part, why);
+            CU_ASSERT_EQUAL(ok, 1);
+        }
         return;
     }
-    int ok = -1;
-    char why[256];
-    const attn_status st = attn_mma_check(ctx, 1, &ok, why, sizeof why);
-    printf("\n  PTX on %s: %s: %.160s", name, attn_status_name(st), attn_last_error(ctx));
-    CU_ASSERT_NOT_EQUAL(st, ATTN_SUCCESS);
-    CU_ASSERT_EQUAL(ok, 0);
+    for (int part = ATTN_MMA_CHECK_16; part <= ATTN_MMA_CHECK_TF32; part++) {
+        int ok = -1;
+        char why[256];
+        const attn_status st = attn_mma_check(ctx, 1, part, &ok, why, sizeof why);
+        printf("\n  PTX part %d on %s: %s: %.160s", part, name, attn_status_name(st),
+               attn_last_error(ctx));
+        CU_ASSERT_NOT_EQUAL(st, ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(ok, 0);
+    }
 }
 
 static const harness_test tests[] = {

@@ -218,7 +218,8 @@ static int decide(attn_context *ctx, char *why, size_t n)
     }
     int ok = 0;
     char detail[200] = "";
-    attn_status st = attn_mma_check(ctx, attn_mma_ptx(ctx), &ok, detail, sizeof detail);
+    attn_status st =
+        attn_mma_check(ctx, attn_mma_ptx(ctx), ATTN_MMA_CHECK_16, &ok, detail, sizeof detail);
     if (st != ATTN_SUCCESS) {
         snprintf(why, n, "the fragment check did not run: %.150s", ctx->error);
         return 0;
@@ -271,15 +272,28 @@ static int usable16(attn_context *ctx)
 static int usable32(attn_context *ctx)
 {
     if (ctx->mma_f32_state) return ctx->mma_f32_state > 0;
-    const char *step = "forward";
-    int ok = verify_forward(ctx, ATTN_F32) == ATTN_SUCCESS;
-    if (ok && (ok = verify_decode(ctx, ATTN_F32, 16, 0) == ATTN_SUCCESS &&
-                    verify_decode(ctx, ATTN_F32, 0, 1) == ATTN_SUCCESS) == 0)
-        step = "decode";
+    /* the tf32 instructions first: a compiler that does not take them
+     * leaves f16 and bf16 (checked apart) on the tensor cores */
+    int ok = 0;
+    char found[140] = "", detail[160] = "";
+    const char *step = "the tf32 fragment check";
+    attn_status st =
+        attn_mma_check(ctx, attn_mma_ptx(ctx), ATTN_MMA_CHECK_TF32, &ok, found, sizeof found);
+    if (st != ATTN_SUCCESS)
+        snprintf(detail, sizeof detail, "did not run: %.140s", ctx->error);
+    else if (!ok)
+        snprintf(detail, sizeof detail, "failed: %s", found);
+    if (ok) {
+        step = "the f32 verification forward (3xTF32)";
+        ok = verify_forward(ctx, ATTN_F32) == ATTN_SUCCESS;
+        if (ok && (ok = verify_decode(ctx, ATTN_F32, 16, 0) == ATTN_SUCCESS &&
+                        verify_decode(ctx, ATTN_F32, 0, 1) == ATTN_SUCCESS) == 0)
+            step = "the f32 verification decode (3xTF32)";
+        if (!ok) snprintf(detail, sizeof detail, "failed: %.150s", ctx->error);
+    }
     ctx->mma_f32_state = ok ? 1 : -1;
-    snprintf(ctx->mma_f32_why, sizeof ctx->mma_f32_why, "%s%s%s%.150s",
-             ok ? "" : "the f32 verification ", ok ? "" : step, ok ? "" : " (3xTF32) failed: ",
-             ok ? "" : ctx->error);
+    snprintf(ctx->mma_f32_why, sizeof ctx->mma_f32_why, "%s%s%s", ok ? "" : step, ok ? "" : " ",
+             ok ? "" : detail);
     if (ok)
         attn_log(ATTN_LOG_INFO, "the mma family is usable here for f32 (3xTF32, verified)");
     else
