@@ -1,39 +1,53 @@
 #!/usr/bin/env python3
 """compare-torch.py -- attn against PyTorch's scaled_dot_product_attention on
-the same inputs: plain causal (the control), an additive mask (f32 and f16)
-and a sliding window given to SDPA as a mask.
+identical inputs, each SDPA backend separately, with the same FLOP count.
 
     tools/compare-torch.py [--lib build/libattn.so] [--device SEL]
-                           [--cases plain,mask,mask-f16,window]
-                           [--dtype f32|f16] [--batch N --q-heads N
+                           [--cases plain,noncausal,lengths,mask,mask-f16,window]
+                           [--dtype f32|f16|bf16] [--batch N --q-heads N
                            --kv-heads N --head-dim N --seq N --window N]
-                           [--torch-device cpu|cuda] [--bench REPS]
-                           [--against torch|reference]
+                           [--torch-device cpu|cuda] [--backends LIST]
+                           [--bench REPS] [--json FILE]
 
-Calls libattn through ctypes (attn_forward on OpenCL buffers) and PyTorch on
-the inputs rounded through the storage type, so both see the same numbers.
-Each case prints the largest difference against the DESIGN tolerance of the
-type (attn_tolerance: |a - t| <= atol + rtol |t|); the exit status is 1 when
-one is over it. With --bench REPS each case also times both sides (median of
-REPS, after a warm-up; attn with clFinish, torch with its device's
-synchronize). --against reference compares with attn's own CPU reference
-instead of PyTorch: the same cases without torch, which checks this script's
-plumbing where torch is not installed. Where SDPA is missing (torch < 2.0)
-the torch side is softmax(scale Q K^T + mask) V written out in float64.
-Needs Python 3 and, for --against torch, PyTorch; --help works without it.
+Q, K and V are drawn once (torch.rand, --seed) in the storage type; attn
+reads those very bits through ctypes (attn_forward on OpenCL buffers, GQA as
+it is) and PyTorch computes on them on --torch-device. The cases: plain
+(causal), noncausal, lengths (causal, per-batch valid lengths, odd entries
+left-padded, even right-padded; pad rows are not compared), mask (an
+additive f32 mask with -inf blocks, non-causal), mask-f16 (the mask stored
+in f16) and window (causal, the last --window keys). Every output, attn's
+and each backend's, is compared with a float64 reference computed on the
+torch device (the CPU reference's math: softmax in float64, a row with no
+visible key is zero) and reported as its largest difference and as a
+share of the DESIGN tolerance of the type (attn_tolerance: |a - r| <= atol
++ rtol |r|); the exit status is 1 when attn's is over it.
+
+The backends (--backends, default all): default (SDPA's own choice), flash,
+efficient, cudnn and math, each forced through torch.nn.attention.sdpa_kernel
+(torch >= 2.3) or torch.backends.cuda.sdp_kernel (2.0 to 2.2); one that
+cannot run the case says why. A backend without GQA gets K/V expanded to the
+query heads (said in its row). Where SDPA is missing (torch < 2.0, Debian's
+1.13) the one runner is matmul: softmax(scale Q K^T + mask) V in float32.
+With --bench REPS every runner is timed REPS times, interleaved (one run of
+each in turn, after a warm-up; attn with clFinish, torch with its device's
+synchronize): median, min and max ms and TFLOP/s at the median, 4 D flops
+per visible query-key pair for all. --json FILE writes every row.
+Needs Python 3 and PyTorch; --help works without it.
 """
 import argparse
 import ctypes as C
+import json
 import math
 import os
-import random
 import statistics
 import sys
 import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
-F32, F16 = 0, 1  # attn_dtype
+DTYPES = {"f32": 0, "f16": 1, "bf16": 2}  # attn_dtype
 CL_MEM_READ_WRITE, CL_MEM_COPY_HOST_PTR = 1, 1 << 5
+CASES = ("plain", "noncausal", "lengths", "mask", "mask-f16", "window")
+BACKENDS = ("default", "flash", "efficient", "cudnn", "math")
 
 
 class Tensor(C.Structure):  # attn_tensor
@@ -58,14 +72,19 @@ class Problem(C.Structure):  # attn_problem, in include/attn/core.h's order
                 ("alibi_max_bias", C.c_float), ("mask", Mask), ("packed", C.c_int)]
 
 
+class Lengths(C.Structure):  # attn_lengths
+    _fields_ = [("q_start", C.POINTER(C.c_int)), ("q_len", C.POINTER(C.c_int)),
+                ("kv_start", C.POINTER(C.c_int)), ("kv_len", C.POINTER(C.c_int))]
+
+
 def parse_args(argv):
     ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
                                  epilog="\n".join(__doc__.split("\n")[10:]))
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libattn.so"))
     ap.add_argument("--device", default="", help="attn's device selector (as ATTN_DEVICE)")
-    ap.add_argument("--cases", default="plain,mask,mask-f16,window")
-    ap.add_argument("--dtype", choices=("f32", "f16"), default="f32")
+    ap.add_argument("--cases", default=",".join(CASES))
+    ap.add_argument("--dtype", choices=tuple(DTYPES), default="f32")
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--q-heads", type=int, default=8)
     ap.add_argument("--kv-heads", type=int, default=2)
@@ -73,20 +92,24 @@ def parse_args(argv):
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--window", type=int, default=64, help="the window case's left keys")
     ap.add_argument("--torch-device", default="cpu")
+    ap.add_argument("--backends", default=",".join(BACKENDS))
     ap.add_argument("--bench", type=int, default=0, metavar="REPS")
-    ap.add_argument("--against", choices=("torch", "reference"), default="torch")
+    ap.add_argument("--json", metavar="FILE", help="every row, as a JSON list")
     ap.add_argument("--seed", type=int, default=20240501)
     a = ap.parse_args(argv)
-    known = {"plain", "mask", "mask-f16", "window"}
-    a.cases = [c for c in a.cases.split(",") if c]
-    bad = [c for c in a.cases if c not in known]
-    if bad or not a.cases:
-        ap.error("--cases wants names from %s, not %s" % (",".join(sorted(known)), bad or "''"))
+    for name, known in (("cases", CASES), ("backends", BACKENDS)):
+        got = [c for c in getattr(a, name).split(",") if c]
+        bad = [c for c in got if c not in known]
+        if bad or not got:
+            ap.error("--%s wants names from %s, not %s" % (name, ",".join(known), bad or "''"))
+        setattr(a, name, got)
     for name in ("batch", "q_heads", "kv_heads", "head_dim", "seq", "window"):
         if getattr(a, name) < 1:
             ap.error("--%s must be positive" % name.replace("_", "-"))
     if a.q_heads % a.kv_heads:
         ap.error("--q-heads must be a multiple of --kv-heads")
+    if a.bench < 0:
+        ap.error("--bench must be 0 or more")
     return a
 
 
@@ -103,12 +126,7 @@ class Attn:
         L.attn_last_error.restype, L.attn_last_error.argtypes = C.c_char_p, [C.c_void_p]
         L.attn_status_name.restype, L.attn_status_name.argtypes = C.c_char_p, [C.c_int]
         L.attn_forward.argtypes = [C.c_void_p, C.POINTER(Problem)] + [C.POINTER(Tensor)] * 4 + [
-            C.c_void_p, C.c_void_p, C.c_void_p]
-        fp = C.POINTER(C.c_float)
-        L.attn_reference_forward.argtypes = [C.POINTER(Problem), fp, fp, fp, fp, C.c_void_p,
-                                             C.c_void_p]
-        for f in ("attn_convert_from_f32", "attn_convert_to_f32"):
-            getattr(L, f).argtypes = [C.c_int, C.c_void_p, C.c_void_p, C.c_size_t]
+            C.POINTER(Lengths), C.c_void_p, C.c_void_p]
         L.attn_tolerance.argtypes = [C.c_int, C.POINTER(C.c_double), C.POINTER(C.c_double)]
         L.attn_context_release.argtypes = [C.c_void_p]
         cl.clCreateBuffer.restype = C.c_void_p
@@ -132,35 +150,31 @@ class Attn:
             raise RuntimeError("%s: %s: %s" % (what, self.lib.attn_status_name(st).decode(),
                                                self.lib.attn_last_error(self.ctx).decode()))
 
-    def rounded(self, dtype, values):
-        """values (floats) as the type stores them: (raw ctypes array, floats)."""
-        n = len(values)
-        src = (C.c_float * n)(*values)
-        raw = (C.c_uint16 * n)() if dtype == F16 else (C.c_float * n)()
-        back = (C.c_float * n)()
-        self.lib.attn_convert_from_f32(dtype, src, raw, n)
-        self.lib.attn_convert_to_f32(dtype, raw, back, n)
-        return raw, back
-
-    def buffer(self, raw):
+    def buffer(self, t):
+        """A device copy of the contiguous CPU tensor t (None: t's size, unset)."""
         err = C.c_int()
-        b = self.cl.clCreateBuffer(attn_cl_context(self), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                                   C.sizeof(raw), raw, C.byref(err))
+        n = t.numel() * t.element_size()
+        ptr = C.c_void_p(t.data_ptr())
+        b = self.cl.clCreateBuffer(C.c_void_p(self.lib.attn_context_cl_context(self.ctx)),
+                                   CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n, ptr,
+                                   C.byref(err))
         if err.value:
-            raise RuntimeError("clCreateBuffer of %d bytes: %d" % (C.sizeof(raw), err.value))
+            raise RuntimeError("clCreateBuffer of %d bytes: %d" % (n, err.value))
         self.buffers.append(b)
         return b
 
-    def read(self, dtype, buf, n):
-        raw = (C.c_uint16 * n)() if dtype == F16 else (C.c_float * n)()
-        self.cl.clEnqueueReadBuffer(self.queue, buf, 1, 0, C.sizeof(raw), raw, 0, None, None)
-        out = (C.c_float * n)()
-        self.lib.attn_convert_to_f32(dtype, raw, out, n)
-        return out
+    def read(self, buf, t):
+        """The buffer's bytes into the contiguous CPU tensor t."""
+        n = t.numel() * t.element_size()
+        err = self.cl.clEnqueueReadBuffer(self.queue, buf, 1, 0, n, C.c_void_p(t.data_ptr()), 0,
+                                          None, None)
+        if err:
+            raise RuntimeError("clEnqueueReadBuffer: %d" % err)
+        return t
 
     def tolerance(self, dtype):
         atol, rtol = C.c_double(), C.c_double()
-        self.lib.attn_tolerance(dtype, C.byref(atol), C.byref(rtol))
+        self.lib.attn_tolerance(DTYPES[dtype], C.byref(atol), C.byref(rtol))
         return atol.value, rtol.value
 
     def close(self):
@@ -169,154 +183,272 @@ class Attn:
         self.lib.attn_context_release(self.ctx)
 
 
-def attn_cl_context(a):
-    return a.lib.attn_context_cl_context(a.ctx)
+class Case:
+    """One case's inputs (CPU tensors in the storage type), its visibility
+    (allowed: bool, broadcast to [B, Hq, S, S]), additive mask, valid rows
+    ([B, S] bool) and lengths; built with torch on the CPU."""
+
+    def __init__(self, torch, a, name, gen):
+        B, Hq, Hkv, S, D = a.batch, a.q_heads, a.kv_heads, a.seq, a.head_dim
+        tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[a.dtype]
+        self.name, self.tdt = name, tdt
+        self.q = (gen((B, Hq, S, D)) * 2 - 1).to(tdt).contiguous()
+        self.k = (gen((B, Hkv, S, D)) * 2 - 1).to(tdt).contiguous()
+        self.v = (gen((B, Hkv, S, D)) * 2 - 1).to(tdt).contiguous()
+        r = torch.arange(S).view(S, 1)
+        c = torch.arange(S).view(1, S)
+        self.causal = name in ("plain", "lengths", "window")
+        self.additive = None  # [S, S] float32 (the stored values), or None
+        self.mask_dtype = None
+        self.lengths = None  # (q_start, q_len, kv_start, kv_len) lists, or None
+        self.rows = torch.ones(B, S, dtype=torch.bool)
+        allowed = (c <= r) if self.causal else torch.ones(S, S, dtype=torch.bool)
+        if name == "window":
+            allowed = allowed & (c >= r - a.window)
+        if name in ("mask", "mask-f16"):
+            # random values in (-2, 0] with -inf 16 x 16 blocks off the diagonal
+            hidden = (gen((S // 16 + 1, S // 16 + 1)) < 0.3)
+            hidden.fill_diagonal_(False)
+            hidden = hidden.repeat_interleave(16, 0)[:S].repeat_interleave(16, 1)[:, :S]
+            m = -2.0 * gen((S, S))
+            m = m.masked_fill(hidden, -math.inf)
+            self.mask_dtype = "f16" if name == "mask-f16" else "f32"
+            if name == "mask-f16":
+                m = m.half().float()
+            self.additive = m.contiguous()
+            allowed = ~hidden
+        allowed = allowed.view(1, 1, S, S).expand(B, 1, S, S)
+        if name == "lengths":
+            lens = [max(1, S - (b * S) // (2 * B) - (b % 3)) for b in range(B)]
+            starts = [S - n if b % 2 else 0 for b, n in enumerate(lens)]
+            self.lengths = (starts, lens, starts, lens)
+            per = []
+            for b in range(B):
+                s0, n = starts[b], lens[b]
+                valid = (r >= s0) & (r < s0 + n) & (c >= s0) & (c < s0 + n)
+                per.append((valid & (c <= r)).view(1, 1, S, S))
+                self.rows[b] = (torch.arange(S) >= s0) & (torch.arange(S) < s0 + n)
+            allowed = torch.cat(per, 0)
+        self.allowed = allowed  # [B or 1, 1, S, S]
+        self.pairs = int(allowed.sum().item()) * Hq  # allowed has every batch entry
+        self.flops = 4.0 * D * self.pairs
 
 
-def make_mask(case, a, rng):
-    """The case's [S][S] additive mask (floats; None for none): random values
-    in [-2, 0] with 16 x 16 blocks of -inf off the diagonal blocks."""
-    S = a.seq
-    if case not in ("mask", "mask-f16"):
-        return None
-    m = [0.0] * (S * S)
-    hidden = {}
-    for r in range(S):
-        for c in range(S):
-            blk = (r // 16, c // 16)
-            if blk not in hidden:
-                hidden[blk] = blk[0] != blk[1] and rng.random() < 0.3
-            m[r * S + c] = -math.inf if hidden[blk] else -2.0 * rng.random()
-    return m
-
-
-def window_allowed(a, r, c):
-    return c <= r and c >= r - a.window  # causal, keys r - window .. r
-
-
-def torch_side(torch, a, case, q, k, v, mask):
-    """PyTorch's output for the case (flat floats, [B][Hq][S][D])."""
+def attn_runner(at, a, case):
+    """attn_forward on the case: (run, output as float32 CPU tensor)."""
+    torch = sys.modules["torch"]
     B, Hq, Hkv, S, D = a.batch, a.q_heads, a.kv_heads, a.seq, a.head_dim
-    dev = torch.device(a.torch_device)
-    T = lambda x, h: torch.tensor(list(x), dtype=torch.float32, device=dev).view(B, h, S, D)
-    tq, tk, tv = T(q, Hq), T(k, Hkv), T(v, Hkv)
-    g = Hq // Hkv
-    tk, tv = tk.repeat_interleave(g, dim=1), tv.repeat_interleave(g, dim=1)
-    am, causal = None, case == "plain"
-    if mask is not None:
-        am = torch.tensor(list(mask), dtype=torch.float32, device=dev).view(S, S)
-    elif case == "window":
-        am = torch.tensor([[window_allowed(a, r, c) for c in range(S)] for r in range(S)],
-                          dtype=torch.bool, device=dev)
-    sdpa = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
-
-    def run():
-        if sdpa is not None:
-            return sdpa(tq, tk, tv, attn_mask=am, is_causal=causal and am is None)
-        s = (tq.double() @ tk.double().transpose(-1, -2)) / math.sqrt(D)
-        if causal:
-            s = s.masked_fill(torch.ones(S, S, dtype=torch.bool, device=dev).triu(1),
-                              -math.inf)
-        if am is not None:
-            s = s.masked_fill(~am, -math.inf) if am.dtype == torch.bool else s + am.double()
-        return (torch.softmax(s, -1) @ tv.double()).float()
-
-    out = run()
-    ms = []
-    for _ in range(a.bench):
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        t0 = time.perf_counter()
-        run()
-        if dev.type == "cuda":
-            torch.cuda.synchronize()
-        ms.append((time.perf_counter() - t0) * 1e3)
-    return out.flatten().cpu().tolist(), ms, "sdpa" if sdpa is not None else "math"
-
-
-def run_case(at, torch, a, case, rng):
-    B, Hq, Hkv, S, D = a.batch, a.q_heads, a.kv_heads, a.seq, a.head_dim
-    dtype = F16 if a.dtype == "f16" else F32
-    nq, nkv = B * Hq * S * D, B * Hkv * S * D
-    rq, q = at.rounded(dtype, [rng.uniform(-1, 1) for _ in range(nq)])
-    rk, k = at.rounded(dtype, [rng.uniform(-1, 1) for _ in range(nkv)])
-    rv, v = at.rounded(dtype, [rng.uniform(-1, 1) for _ in range(nkv)])
-    bq, bk, bv = at.buffer(rq), at.buffer(rk), at.buffer(rv)
-    bo = at.buffer((C.c_float * nq)() if dtype == F32 else (C.c_uint16 * nq)())
+    bq, bk, bv = at.buffer(case.q), at.buffer(case.k), at.buffer(case.v)
+    out = torch.zeros(B, Hq, S, D, dtype=case.tdt)
+    bo = at.buffer(out)
     ten = lambda b, h: Tensor(b, 0, h * S * D, S * D, D)
     tq, tk, tv, to = ten(bq, Hq), ten(bk, Hkv), ten(bv, Hkv), ten(bo, Hq)
-    p = Problem(batch=B, q_heads=Hq, kv_heads=Hkv, head_dim=D, q_len=S, kv_len=S, dtype=dtype,
-                causal=1 if case in ("plain", "window") else 0)
-    mask = make_mask(case, a, rng)
-    host_mask = None
-    if mask is not None:
-        mdt = F16 if case == "mask-f16" else F32
-        raw, host_mask = at.rounded(mdt, mask)  # the reference and torch see the stored values
-        mask = list(host_mask)
-        p.mask = Mask(at.buffer(raw), host_mask, mdt, 0, 0, 0, S, 1)
-    if case == "window":
+    p = Problem(batch=B, q_heads=Hq, kv_heads=Hkv, head_dim=D, q_len=S, kv_len=S,
+                dtype=DTYPES[a.dtype], causal=1 if case.causal else 0)
+    keep = []  # what the problem points at
+    if case.additive is not None:
+        stored = case.additive.half() if case.mask_dtype == "f16" else case.additive
+        host = case.additive.contiguous()
+        keep += [host]
+        p.mask = Mask(at.buffer(stored.contiguous()), C.cast(host.data_ptr(), C.POINTER(C.c_float)),
+                      DTYPES[case.mask_dtype], 0, 0, 0, S, 1)
+    if case.name == "window":
         p.use_window, p.window_left, p.window_right = 1, a.window, 0
-    fwd = lambda: at.check(at.lib.attn_forward(at.ctx, C.byref(p), C.byref(tq), C.byref(tk),
-                                               C.byref(tv), C.byref(to), None, None, None),
-                           "attn_forward")
-    fwd()
-    at.cl.clFinish(at.queue)
-    got = at.read(dtype, bo, nq)
-    attn_ms = []
-    for _ in range(a.bench):
-        t0 = time.perf_counter()
-        fwd()
+    lens = None
+    if case.lengths is not None:
+        arrs = [(C.c_int * B)(*x) for x in case.lengths]
+        keep += arrs
+        lens = Lengths(*arrs)
+
+    def run():
+        at.check(at.lib.attn_forward(at.ctx, C.byref(p), C.byref(tq), C.byref(tk), C.byref(tv),
+                                     C.byref(to), C.byref(lens) if lens else None, None, None),
+                 "attn_forward")
         at.cl.clFinish(at.queue)
-        attn_ms.append((time.perf_counter() - t0) * 1e3)
-    if a.against == "reference":
-        ref = (C.c_float * nq)()
-        at.check(at.lib.attn_reference_forward(C.byref(p), q, k, v, ref, None, None),
-                 "attn_reference_forward")
-        want, torch_ms, how = list(ref), [], "attn reference"
-    else:
-        want, torch_ms, how = torch_side(torch, a, case, q, k, v, mask)
-    atol, rtol = at.tolerance(dtype)
-    worst, worst_ratio = 0.0, 0.0
-    for x, y in zip(got, want):
-        e = abs(x - y) if math.isfinite(x) and math.isfinite(y) else math.inf
-        worst = max(worst, e)
-        worst_ratio = max(worst_ratio, e / (atol + rtol * abs(y)) if math.isfinite(y) else e)
-    ok = worst_ratio <= 1
-    line = "%-9s %-4s vs %-14s max |diff| %.3e = %.3g of tolerance: %s" % (
-        case, a.dtype, how, worst, worst_ratio, "ok" if ok else "OVER")
-    if a.bench:
-        am = statistics.median(attn_ms)
-        line += "; attn %.3f ms" % am
-        if torch_ms:
-            tm = statistics.median(torch_ms)
-            line += ", torch %.3f ms (torch / attn %.2f)" % (tm, tm / am if am else 0)
-    print(line, flush=True)
-    return ok
+
+    run()
+    got = at.read(bo, torch.empty(B, Hq, S, D, dtype=case.tdt)).float()
+    run.keep = keep
+    return run, got
+
+
+def torch_runners(torch, a, case, dev):
+    """name -> (run, output float32 CPU tensor, note) for each backend that
+    runs the case, and name -> why for each that does not."""
+    q, k, v = case.q.to(dev), case.k.to(dev), case.v.to(dev)
+    g = a.q_heads // a.kv_heads
+    kx, vx = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
+    am = None
+    if case.additive is not None:
+        am = case.additive.to(dev, q.dtype)  # SDPA wants the query's type
+    elif case.name in ("window", "lengths"):
+        am = case.allowed.to(dev)
+    causal = case.name == "plain"  # bottom-right = top-left when q_len == kv_len
+    sdpa = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
+    ok, why = {}, {}
+    if sdpa is None:
+        scale = 1.0 / math.sqrt(a.head_dim)
+        vis = case.allowed.to(dev)
+
+        def matmul():
+            s = (q.float() @ kx.float().transpose(-1, -2)) * scale
+            if am is not None and am.dtype != torch.bool:
+                s = s + am.float()
+            s = s.masked_fill(~vis, -math.inf)
+            return torch.nan_to_num(torch.softmax(s, -1)) @ vx.float()
+        out = matmul()
+        ok["matmul"] = (matmul, out.float().cpu(), "no SDPA in torch %s: float32" % torch.__version__)
+        return ok, why
+    forced = backend_contexts(torch)
+    for name in a.backends:
+        if name != "default" and name not in forced:
+            why[name] = "not in torch %s" % torch.__version__
+            continue
+        last = None
+        for gqa in (True, False):
+            kk, vv = (k, v) if gqa else (kx, vx)
+            extra = {"enable_gqa": True} if gqa and g > 1 else {}
+            if gqa and g == 1:
+                continue
+
+            def run(kk=kk, vv=vv, extra=extra, name=name):
+                if name == "default":
+                    return sdpa(q, kk, vv, attn_mask=am, is_causal=causal, **extra)
+                with forced[name]():
+                    return sdpa(q, kk, vv, attn_mask=am, is_causal=causal, **extra)
+            try:
+                out = run()
+                sync(torch, dev)
+            except (RuntimeError, TypeError) as e:
+                last = str(e).strip().split("\n")[0][:160]
+                continue
+            ok[name] = (run, out.float().cpu(), "" if gqa or g == 1 else "K/V expanded")
+            break
+        else:
+            why[name] = last or "did not run"
+    return ok, why
+
+
+def backend_contexts(torch):
+    """backend name -> a function returning the context that forces it."""
+    try:
+        from torch.nn.attention import SDPBackend, sdpa_kernel  # torch >= 2.3
+        names = {"flash": "FLASH_ATTENTION", "efficient": "EFFICIENT_ATTENTION",
+                 "cudnn": "CUDNN_ATTENTION", "math": "MATH"}
+        return {n: (lambda b=getattr(SDPBackend, m): sdpa_kernel(b))
+                for n, m in names.items() if hasattr(SDPBackend, m)}
+    except ImportError:
+        pass
+    ctx = getattr(torch.backends.cuda, "sdp_kernel", None)  # torch 2.0 - 2.2
+    if ctx is None:
+        return {}
+    flags = {"flash": (1, 0, 0), "efficient": (0, 1, 0), "math": (0, 0, 1)}
+    return {n: (lambda f=f: ctx(enable_flash=bool(f[0]), enable_mem_efficient=bool(f[1]),
+                                enable_math=bool(f[2]))) for n, f in flags.items()}
+
+
+def sync(torch, dev):
+    if dev.type == "cuda":
+        torch.cuda.synchronize()
+
+
+def reference(torch, a, case, dev):
+    """The case in float64 on dev, a few heads at a time: [B, Hq, S, D]."""
+    B, Hq, S, D = a.batch, a.q_heads, a.seq, a.head_dim
+    g = a.q_heads // a.kv_heads
+    out = torch.zeros(B, Hq, S, D, dtype=torch.float64, device=dev)
+    step = max(1, min(Hq, (1 << 27) // (S * S)))  # about 1 GiB of float64 scores
+    scale = 1.0 / math.sqrt(D)
+    add = case.additive.to(dev, torch.float64) if case.additive is not None else None
+    for b in range(B):
+        vis = case.allowed[min(b, case.allowed.shape[0] - 1), 0].to(dev)
+        for h0 in range(0, Hq, step):
+            hs = list(range(h0, min(Hq, h0 + step)))
+            q = case.q[b, hs].to(dev).double()
+            k = case.k[b, [h // g for h in hs]].to(dev).double()
+            v = case.v[b, [h // g for h in hs]].to(dev).double()
+            s = (q @ k.transpose(-1, -2)) * scale
+            if add is not None:
+                s = s + add
+            s = s.masked_fill(~vis, -math.inf)
+            out[b, h0:h0 + len(hs)] = torch.nan_to_num(torch.softmax(s, -1)) @ v
+    return out
+
+
+def error(torch, out, ref, rows, atol, rtol):
+    """(largest |out - ref|, its largest share of the tolerance) over valid rows."""
+    keep = rows.view(rows.shape[0], 1, rows.shape[1], 1).to(ref.device)
+    d = (out.to(ref.device).double() - ref).abs()
+    d = torch.where(torch.isfinite(d), d, torch.full_like(d, math.inf))
+    d = torch.where(keep, d, torch.zeros_like(d))
+    share = d / (atol + rtol * ref.abs())
+    return d.max().item(), share.max().item()
 
 
 def main(argv):
     a = parse_args(argv)
-    torch = None
-    if a.against == "torch":
-        try:
-            import torch  # noqa: F811 -- only here, so that --help needs no torch
-        except ImportError:
-            sys.exit("compare-torch.py: PyTorch is not installed here; install it, or run "
-                     "--against reference (attn's CPU reference, no torch)")
-    at = Attn(a.lib, a.device)
-    rng = random.Random(a.seed)
-    print("B=%d Hq=%d Hkv=%d D=%d S=%d window %d, %s%s" % (
-        a.batch, a.q_heads, a.kv_heads, a.head_dim, a.seq, a.window, a.dtype,
-        ", torch %s on %s" % (torch.__version__, a.torch_device) if torch else ""))
-    ok = True
     try:
-        for case in a.cases:
-            ok &= run_case(at, torch, a, case, rng)
+        import torch
+    except ImportError:
+        sys.exit("compare-torch.py: PyTorch is not installed here (Debian: apt-get install "
+                 "python3-torch; elsewhere: pip install torch)")
+    dev = torch.device(a.torch_device)
+    at = Attn(a.lib, a.device)
+    gen_ = torch.Generator().manual_seed(a.seed)
+    gen = lambda shape: torch.rand(*shape, generator=gen_)
+    atol, rtol = at.tolerance(a.dtype)
+    print("B=%d Hq=%d Hkv=%d D=%d S=%d window %d, %s; torch %s on %s; tolerance %g + %g |ref|"
+          % (a.batch, a.q_heads, a.kv_heads, a.head_dim, a.seq, a.window, a.dtype,
+             torch.__version__, dev, atol, rtol), flush=True)
+    rows, ok = [], True
+    try:
+        for name in a.cases:
+            case = Case(torch, a, name, gen)
+            ref = reference(torch, a, case, dev)
+            runners = {}
+            run, got = attn_runner(at, a, case)
+            runners["attn"] = (run, got, "")
+            good, why = torch_runners(torch, a, case, dev)
+            runners.update(good)
+            times = {n: [] for n in runners}
+            for _ in range(a.bench):  # interleaved: one run of each in turn
+                for n, (run, _, _) in runners.items():
+                    sync(torch, dev)
+                    t0 = time.perf_counter()
+                    run()
+                    sync(torch, dev)
+                    times[n].append((time.perf_counter() - t0) * 1e3)
+            for n, (_, out, note) in runners.items():
+                worst, share = error(torch, out, ref, case.rows, atol, rtol)
+                row = {"case": name, "dtype": a.dtype, "runner": n, "batch": a.batch,
+                       "q_heads": a.q_heads, "kv_heads": a.kv_heads, "head_dim": a.head_dim,
+                       "seq": a.seq, "visible_pairs": case.pairs, "max_error": worst,
+                       "error_share": share, "within_tolerance": share <= 1, "note": note}
+                line = "%-9s %-4s %-9s max |diff| %.3e = %.3g of tolerance" % (
+                    name, a.dtype, n, worst, share)
+                if times[n]:
+                    t = times[n]
+                    med = statistics.median(t)
+                    row.update(median_ms=med, min_ms=min(t), max_ms=max(t), reps=len(t),
+                               tflops=case.flops / med / 1e9)
+                    line += "; %.3f ms (%.3f..%.3f) %.3g TFLOP/s" % (med, min(t), max(t),
+                                                                    row["tflops"])
+                print(line + ("; " + note if note else ""), flush=True)
+                rows.append(row)
+                if n == "attn" and share > 1:
+                    ok = False
+            for n, reason in why.items():
+                print("%-9s %-4s %-9s not run: %s" % (name, a.dtype, n, reason), flush=True)
+                rows.append({"case": name, "dtype": a.dtype, "runner": n, "not_run": reason})
     except RuntimeError as e:
         print("compare-torch.py: %s" % e, file=sys.stderr)
         ok = False
     finally:
         at.close()
+    if a.json:
+        with open(a.json, "w") as f:
+            json.dump(rows, f, indent=1)
+    print("attn: %s" % ("every case within tolerance" if ok else "OVER tolerance or failed"))
     return 0 if ok else 1
 
 

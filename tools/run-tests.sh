@@ -25,7 +25,7 @@ for s in "${stages[@]}"; do
 done
 
 # CI's build: warnings are errors (users' builds leave ATTN_WERROR off).
-ATTN_WERROR=ON bash tools/setup.sh || { echo "run-tests: setup failed"; exit 1; }
+ATTN_WERROR=ON ATTN_SETUP_TESTS=1 bash tools/setup.sh || { echo "run-tests: setup failed"; exit 1; }
 
 run_stage() {
     case $1 in

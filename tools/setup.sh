@@ -9,6 +9,9 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 packages=(ocl-icd-opencl-dev opencl-headers pocl-opencl-icd clinfo libclblast-dev
           libcunit1-dev libcjson-dev zlib1g-dev cmake oclgrind pkg-config gcc make
           clang libclang-rt-14-dev valgrind) # the last three: sanitizers, libFuzzer, Memcheck
+# ATTN_SETUP_TESTS=1 (run-tests.sh): PyTorch too, for tools/compare-torch.py's
+# tests (about 100 s to install; the main job does not need it)
+[[ ${ATTN_SETUP_TESTS:-0} == 1 ]] && packages+=(python3-torch)
 missing=()
 for p in "${packages[@]}"; do
     if ! dpkg-query -W -f='${Status}' "$p" 2>/dev/null | grep -q "install ok installed"; then
