@@ -158,6 +158,12 @@ fi
 echo "OCL_ICD_VENDORS=${OCL_ICD_VENDORS:-(unset)}; ICDs:"
 for f in "${OCL_ICD_VENDORS:-/etc/OpenCL/vendors}"/*.icd; do [[ -f $f ]] && echo "  $f: $(<"$f")"; done
 
+# what the steps after this script need of its environment (tools/gpu-session.sh
+# sources it): the unpacked tools and libraries, the registered ICD
+for v in PATH LD_LIBRARY_PATH LIBRARY_PATH CPATH PKG_CONFIG_PATH CMAKE_PREFIX_PATH OCL_ICD_VENDORS; do
+    [[ -n ${!v:-} ]] && printf 'export %s=%q\n' "$v" "${!v}"
+done >"$build/gpu-env.sh"
+
 # ---- 3. build ----
 step "configure and build into build-gpu/"
 # CLBlast required: its paths are part of what this check covers

@@ -1,0 +1,242 @@
+#!/usr/bin/env bash
+# gpu-session.sh -- a whole GPU session's checks and measurements in one
+# call, the most needed first, within a time budget (issues 11 and 12: a
+# lent H200 gives a session 15 minutes, machine start included, and one
+# call at most 10). Each step runs under `timeout`, bounded by what is left
+# of the budget; a step that would start with too little left is skipped and
+# says so. After every step the results are packed into $OUT/session.tar.gz
+# and the summary copied to $OUT/summary.txt, so what finished comes back
+# even when the call is killed (the device tool returns at most 8 files
+# from $OUT). The steps, in order:
+#   build    tools/gpu-check.sh --no-tests --no-bench: .debs, ICD, build-gpu/
+#   gate     attn-info, the mma family's PTX check and gate tests on the device
+#   prefill  attn-bench, interleaved f16/bf16/f32, on B=1 Hq=8 D=64 S=2048
+#            (checked against the CPU reference) and B=4 Hq=32 Hkv=8 D=128
+#            S=4096 (the targets): the default plan (mma where the gate
+#            verified it), a second mma shape, tiled, flash without and with
+#            prefetch
+#   torch    tools/compare-torch.py --bench on those shapes and B=1 Hq=32
+#            D=128 S=2048 (when torch imports)
+#   decode   the DESIGN decode set (f32/f16, contiguous and paged, int8) as a
+#            share of copy bandwidth, its splits; mma decode (a speculative
+#            block of 8, MQA) against the tiled decode forced
+#   ctest    the suite on the device
+#   more     prefill's families on B=1 Hq=32 D=128 S=2048 and B=4 D=64 S=4096
+#   tune     attn-tune of flash and mma, then attn-tune --compare
+#   again    a second round of prefill on all four shapes, the families in
+#            the other order (noise shows as spread)
+#   drift    f32 drift over long rows, mma's 3xTF32 next to the compensated families
+# Usage: tools/gpu-session.sh [--debs FOLDER] [--platform SEL] [--budget SECONDS]
+#                             [--steps LIST] [--rehearse]
+set -uo pipefail
+start_dir=$(pwd)
+cd "$(dirname "${BASH_SOURCE[0]}")/.." || exit 2
+
+usage() {
+    sed -n '2,/^# Usage/p' "${BASH_SOURCE[0]}" | sed 's/^# \{0,1\}//'
+    cat <<EOF
+  --debs FOLDER     passed to tools/gpu-check.sh (the .debs of tools/gpu-prepare-debs.sh)
+  --platform SEL    the attn device selector (default nvidia)
+  --budget SECONDS  wall time the whole script may take (default 540); give the
+                    device call a timeout a little above it
+  --steps LIST      comma-separated steps to run (default all, in the order above;
+                    build is always run unless build-gpu/ has been built)
+  --rehearse        the same steps on small shapes, torch on the CPU, no ctest or
+                    drift: a check of this script on a machine without a GPU
+                    (PoCL), so that device time is not spent finding its mistakes
+EOF
+}
+
+debs="" sel=nvidia budget=540 rehearse=0 steps=build,gate,prefill,torch,decode,ctest,more,tune,again,drift
+while (($#)); do
+    case $1 in
+    --debs) debs=${2:?--debs needs a folder}; shift 2 ;;
+    --platform) sel=${2:?--platform needs a selector}; shift 2 ;;
+    --budget) budget=${2:?--budget needs seconds}; shift 2 ;;
+    --steps) steps=${2:?--steps needs a list}; shift 2 ;;
+    --rehearse) rehearse=1; shift ;;
+    -h | --help) usage; exit 0 ;;
+    *) echo "gpu-session: unknown argument '$1'" >&2; usage >&2; exit 2 ;;
+    esac
+done
+[[ $budget =~ ^[0-9]+$ ]] || { echo "gpu-session: --budget must be seconds" >&2; exit 2; }
+budget=$((10#$budget))
+[[ -z $debs || $debs == /* ]] || debs=$start_dir/$debs # relative to where we were started
+
+t0=$SECONDS
+b=build-gpu
+work=$b/session
+out=${OUT:-$b}
+rm -rf "$work"
+mkdir -p "$work" "$out"
+summary=$work/summary.txt
+echo "gpu-session $(date -u +%FT%TZ) selector=$sel budget=${budget}s steps=$steps" >"$summary"
+rc=0
+
+left() { echo $((budget - (SECONDS - t0))); }
+want() { [[ ,$steps, == *,$1,* ]]; }
+pack() {
+    tar czf "$out/session.tar.gz.part" -C "$b" session && mv "$out/session.tar.gz.part" "$out/session.tar.gz"
+    cp "$summary" "$out/summary.txt"
+}
+# run NAME MAXSECONDS CMD...: one measurement or check, its output in
+# $work/NAME.log, its line in the summary
+run() {
+    local name=$1 max=$2 l t start status
+    shift 2
+    l=$(left)
+    if ((l < 30)); then
+        printf '%-28s skipped: %ss of the budget left\n' "$name" "$l" | tee -a "$summary"
+        return
+    fi
+    t=$((max < l - 15 ? max : l - 15))
+    echo "==== $name: $* (limit ${t}s, $(date +%T))" | tee -a "$work/$name.log"
+    start=$SECONDS
+    timeout -k 5 "$t" "$@" >>"$work/$name.log" 2>&1
+    status=$?
+    if ((status == 0)); then
+        printf '%-28s ok (%ss)\n' "$name" $((SECONDS - start)) | tee -a "$summary"
+    else
+        rc=$status
+        printf '%-28s FAILED: exit %s%s (%ss)\n' "$name" "$status" \
+            "$( ((status == 124 || status == 137)) && echo ', out of time')" \
+            $((SECONDS - start)) | tee -a "$summary"
+    fi
+    pack
+}
+
+# ---- build (gpu-check.sh's unpacking, ICD and build; its tests and bench are ours) ----
+if want build || [[ ! -x $b/tools/attn-bench ]]; then
+    args=(--platform "$sel" --no-tests --no-bench)
+    [[ -n $debs ]] && args+=(--debs "$debs")
+    run build 240 env OUT="$work" bash tools/gpu-check.sh "${args[@]}"
+fi
+if [[ ! -x $b/tools/attn-bench ]]; then
+    echo "gpu-session: no build in $b; see $work/build.log" | tee -a "$summary"
+    pack
+    exit 1
+fi
+# shellcheck disable=SC1091 # written by gpu-check.sh
+[[ -f $b/gpu-env.sh ]] && source "$b/gpu-env.sh"
+export ATTN_DEVICE=$sel ATTN_TEST_DEVICE=$sel
+
+# ---- gate: is mma the plan here, and why (attn-info) ----
+if want gate; then
+    # the debug log holds a failed build's whole compiler log
+    run attn-info 60 env ATTN_LOG=debug "$b/tools/attn-info" --device "$sel"
+    run mma-ops 60 "$b/tests/test_mma_ops"
+    run mma-gate 90 "$b/tests/test_mma_gate"
+fi
+
+# ---- prefill: the issues' shapes, each family forced next to the plan ----
+tiled=family=tiled,rows=16,keys=32,wg=128,local_kv=1
+# shellcheck disable=SC2054 # commas inside the parameter strings
+sets=("" family=mma,warps=4,keys=32,mtiles=2 "$tiled" family=flash,rows=32,keys=16,tm=2,tn=2
+      family=flash,rows=32,keys=16,tm=2,tn=2,prefetch=1)
+# the first is checked against the CPU reference; the targets are the 4th and 5th
+# (the same options serve attn-bench and compare-torch.py)
+shapes=("--batch 1 --q-heads 8 --kv-heads 2 --head-dim 64 --seq 2048"
+        "--batch 4 --q-heads 32 --kv-heads 8 --head-dim 128 --seq 4096"
+        "--batch 1 --q-heads 32 --kv-heads 8 --head-dim 128 --seq 2048"
+        "--batch 4 --q-heads 32 --kv-heads 8 --head-dim 64 --seq 4096")
+tshapes=b=4:hq=32:hkv=8:d=128:s=4096,hq=8:hkv=2:d=64:s=2048
+mshapes=b=4:hq=32:hkv=8:d=128:s=4096:f16,hq=8:hkv=2:d=64:s=2048:f16,b=4:hq=32:hkv=8:d=128:s=4096
+dshape=() torch_device=cuda chunk=(--q-len 512 --kv-len 4096)
+if ((rehearse)); then # the same steps on shapes a CPU runs in seconds
+    shapes=("--batch 1 --q-heads 4 --kv-heads 2 --head-dim 64 --seq 128"
+            "--batch 2 --q-heads 4 --kv-heads 2 --head-dim 32 --seq 96"
+            "--batch 1 --q-heads 2 --kv-heads 1 --head-dim 48 --seq 80"
+            "--batch 1 --q-heads 2 --kv-heads 2 --head-dim 16 --seq 64")
+    tshapes=hq=4:hkv=2:d=64:s=128 mshapes=hq=4:hkv=2:d=32:s=64:f16
+    dshape=(--batch 1 --q-heads 8 --kv-heads 2 --head-dim 64 --kv-len 512) torch_device=cpu
+    chunk=("${dshape[@]}" --q-len 64)
+    steps=${steps/ctest/} steps=${steps/drift/} # CI's job, and minutes on a CPU
+fi
+prefill_round() { # ROUND ORDER(forward|reverse) SHAPE...
+    local r=$1 si pi check
+    local -a order=("${!sets[@]}")
+    [[ $2 == reverse ]] && mapfile -t order < <(printf '%s\n' "${!sets[@]}" | sort -rn)
+    shift 2
+    for si in "$@"; do
+        check=--no-check
+        ((si == 0 && r == 1)) && check=--check
+        for pi in "${order[@]}"; do
+            # shellcheck disable=SC2086 # the shape is a list of options
+            run "prefill-r$r-s$si-p$pi" 60 env ATTN_PARAMS="${sets[$pi]}" \
+                "$b/tools/attn-bench" --device "$sel" ${shapes[$si]} --dtype f16,bf16,f32 \
+                --reps 10 $check --format csv
+        done
+    done
+}
+if want prefill; then
+    printf '%s\n' "${sets[@]/#/set: }" "${shapes[@]/#/shape: }" >"$work/prefill-sets.txt"
+    prefill_round 1 forward 0 1
+fi
+
+# ---- torch: PyTorch's SDPA backends on the same GPU, same inputs ----
+if want torch; then
+    if python3 -c 'import torch' 2>/dev/null; then
+        # the targets' shape in every type (causal, and padded by lengths);
+        # the small one over every case; B=1 D=128 causal
+        for job in "1 f16 plain,lengths" "1 bf16 plain,lengths" "1 f32 plain,lengths" \
+                   "0 f16 plain,noncausal,lengths,mask,window" "0 f32 plain,noncausal,lengths" \
+                   "2 f16 plain" "2 f32 plain"; do
+            read -r si dt cases <<<"$job"
+            # shellcheck disable=SC2086
+            run "torch-s$si-$dt" 75 python3 tools/compare-torch.py --lib "$b/libattn.so" \
+                --device "$sel" --torch-device "$torch_device" --dtype "$dt" ${shapes[$si]} \
+                --cases "$cases" --bench 10 --json "$work/torch-s$si-$dt.json"
+        done
+    else
+        echo "torch                        skipped: torch does not import" | tee -a "$summary"
+    fi
+fi
+
+# ---- decode ----
+if want decode; then
+    run decode-set 90 "$b/tools/attn-bench" --device "$sel" --decode --dtype f32,f16 --kv-int8 \
+        --block-size 0,16 --reps 20 "${dshape[@]}"
+    run decode-splits 60 "$b/tools/attn-bench" --device "$sel" --decode --splits auto,4,16,32 \
+        --dtype f32,f16 --reps 20 "${dshape[@]}"
+    run decode-chunk 45 "$b/tools/attn-bench" --device "$sel" --decode "${chunk[@]}" \
+        --dtype f32,f16 --block-size 0,16 --reps 10
+    # where a KV head has 16 query rows or more the plan is mma once verified:
+    # a speculative block of 8 and MQA, the plan against the tiled decode forced
+    tiled_decode=family=tiled,rows=16,keys=64,wg=128,local_kv=1
+    for params in "" "$tiled_decode"; do
+        tag=${params:+tiled}
+        run "decode-spec8-${tag:-plan}" 45 env ATTN_PARAMS="$params" "$b/tools/attn-bench" \
+            --device "$sel" --decode --q-len 8 --dtype f16,f32 --reps 20 "${dshape[@]}"
+        run "decode-mqa-${tag:-plan}" 45 env ATTN_PARAMS="$params" "$b/tools/attn-bench" \
+            --device "$sel" --decode --dtype f16,bf16 --reps 20 "${dshape[@]}" --q-heads 32 \
+            --kv-heads 1
+    done
+fi
+
+# ---- ctest: the suite on the device ----
+if want ctest; then
+    # (the gate's tests and the drift table have steps of their own)
+    run ctest 240 ctest --test-dir "$b" --output-on-failure -j8 --timeout 200 \
+        -E 'test_mma_ops|test_mma_gate|test_long_context'
+fi
+
+want more && prefill_round 1 forward 2 3
+
+# ---- tune ----
+if want tune; then
+    db=$work/tune.json
+    run tune-flash 100 env ATTN_TUNING_DB="$db" "$b/tools/attn-tune" --device "$sel" \
+        --family flash --budget 60 --shapes "$tshapes"
+    run tune-mma 130 env ATTN_TUNING_DB="$db" "$b/tools/attn-tune" --device "$sel" \
+        --family mma --budget 90 --shapes "$mshapes"
+    run tune-compare 90 env ATTN_TUNING_DB="$db" "$b/tools/attn-tune" --device "$sel" --compare \
+        --shapes "$mshapes"
+fi
+
+want again && prefill_round 2 reverse 0 1 2 3
+want drift && run drift 120 env ATTN_LONG_CONTEXT_TABLE=1 "$b/tests/test_long_context"
+
+echo "gpu-session: done in $((SECONDS - t0))s, status $rc; results in $out/session.tar.gz" |
+    tee -a "$summary"
+pack
+exit "$rc"
