@@ -4,18 +4,20 @@ identical inputs, each SDPA backend separately, with the same FLOP count.
 
     tools/compare-torch.py [--lib build/libattn.so] [--device SEL]
                            [--cases plain,noncausal,lengths,mask,mask-f16,window]
-                           [--dtype f32|f16|bf16] [--batch N --q-heads N
+                           [--dtype f32,f16,bf16] [--batch N --q-heads N
                            --kv-heads N --head-dim N --seq N --window N]
                            [--torch-device cpu|cuda] [--backends LIST]
                            [--bench REPS] [--json FILE]
 
-Q, K and V are drawn once (torch.rand, --seed) in the storage type; attn
-reads those very bits through ctypes (attn_forward on OpenCL buffers, GQA as
-it is) and PyTorch computes on them on --torch-device. The cases: plain
-(causal), noncausal, lengths (causal, per-batch valid lengths, odd entries
-left-padded, even right-padded; pad rows are not compared), mask (an
-additive f32 mask with -inf blocks, non-causal), mask-f16 (the mask stored
-in f16) and window (causal, the last --window keys). Every output, attn's
+Q, K and V are drawn once (torch.rand, --seed) and rounded to each storage
+type of --dtype; attn reads those very bits through ctypes (attn_forward on
+OpenCL buffers, GQA as it is) and PyTorch computes on them on
+--torch-device (default cuda where torch has it, else cpu). The cases:
+plain (causal), noncausal, lengths (causal, per-batch valid lengths, odd
+entries left-padded, even right-padded; pad rows are not compared), mask
+(an additive f32 mask with -inf blocks, non-causal), mask-f16 (the mask
+stored in f16) and window (causal, each query's own key and the --window
+before it). Every output, attn's
 and each backend's, is compared with a float64 reference computed on the
 torch device (the CPU reference's math: softmax in float64, a row with no
 visible key is zero) and reported as its largest difference and as a
@@ -25,13 +27,18 @@ share of the DESIGN tolerance of the type (attn_tolerance: |a - r| <= atol
 The backends (--backends, default all): default (SDPA's own choice), flash,
 efficient, cudnn and math, each forced through torch.nn.attention.sdpa_kernel
 (torch >= 2.3) or torch.backends.cuda.sdp_kernel (2.0 to 2.2); one that
-cannot run the case says why. A backend without GQA gets K/V expanded to the
-query heads (said in its row). Where SDPA is missing (torch < 2.0, Debian's
+cannot run the case says why (torch's warning), and default says which it
+picked where torch tells. A backend without GQA gets K/V expanded to the
+query heads, and one refusing an f32 mask with a 16-bit query gets it cast
+(each said in its row). Where SDPA is missing (torch < 2.0, Debian's
 1.13) the one runner is matmul: softmax(scale Q K^T + mask) V in float32.
 With --bench REPS every runner is timed REPS times, interleaved (one run of
 each in turn, after a warm-up; attn with clFinish, torch with its device's
 synchronize): median, min and max ms and TFLOP/s at the median, 4 D flops
-per visible query-key pair for all. --json FILE writes every row.
+per visible query-key pair for all. --json FILE writes {"run": the shape,
+seed, torch and devices, "rows": one per runner and case} after every case,
+so a run stopped early keeps what finished; a case that fails (attn's or
+torch's error) is a row of its own, and the others still run.
 Needs Python 3 and PyTorch; --help works without it.
 """
 import argparse
@@ -42,6 +49,7 @@ import os
 import statistics
 import sys
 import time
+import warnings
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 DTYPES = {"f32": 0, "f16": 1, "bf16": 2}  # attn_dtype
@@ -84,20 +92,20 @@ def parse_args(argv):
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libattn.so"))
     ap.add_argument("--device", default="", help="attn's device selector (as ATTN_DEVICE)")
     ap.add_argument("--cases", default=",".join(CASES))
-    ap.add_argument("--dtype", choices=tuple(DTYPES), default="f32")
+    ap.add_argument("--dtype", default="f32", help="storage types, from f32,f16,bf16")
     ap.add_argument("--batch", type=int, default=2)
     ap.add_argument("--q-heads", type=int, default=8)
     ap.add_argument("--kv-heads", type=int, default=2)
     ap.add_argument("--head-dim", type=int, default=64)
     ap.add_argument("--seq", type=int, default=256)
     ap.add_argument("--window", type=int, default=64, help="the window case's left keys")
-    ap.add_argument("--torch-device", default="cpu")
+    ap.add_argument("--torch-device", help="default: cuda where torch has it, else cpu")
     ap.add_argument("--backends", default=",".join(BACKENDS))
     ap.add_argument("--bench", type=int, default=0, metavar="REPS")
     ap.add_argument("--json", metavar="FILE", help="every row, as a JSON list")
     ap.add_argument("--seed", type=int, default=20240501)
     a = ap.parse_args(argv)
-    for name, known in (("cases", CASES), ("backends", BACKENDS)):
+    for name, known in (("cases", CASES), ("backends", BACKENDS), ("dtype", tuple(DTYPES))):
         got = [c for c in getattr(a, name).split(",") if c]
         bad = [c for c in got if c not in known]
         if bad or not got:
@@ -177,24 +185,27 @@ class Attn:
         self.lib.attn_tolerance(DTYPES[dtype], C.byref(atol), C.byref(rtol))
         return atol.value, rtol.value
 
-    def close(self):
+    def release_buffers(self):
         for b in self.buffers:
             self.cl.clReleaseMemObject(b)
+        self.buffers = []
+
+    def close(self):
+        self.release_buffers()
         self.lib.attn_context_release(self.ctx)
 
 
 class Case:
-    """One case's inputs (CPU tensors in the storage type), its visibility
-    (allowed: bool, broadcast to [B, Hq, S, S]), additive mask, valid rows
-    ([B, S] bool) and lengths; built with torch on the CPU."""
+    """One case in one storage type: its inputs (qkv, drawn once for all
+    cases, as CPU tensors in the type), its visibility (allowed: bool [B, 1,
+    S, S]), additive mask, valid rows ([B, S] bool) and lengths; built with
+    torch on the CPU (gen: uniform [0, 1) of a shape)."""
 
-    def __init__(self, torch, a, name, gen):
-        B, Hq, Hkv, S, D = a.batch, a.q_heads, a.kv_heads, a.seq, a.head_dim
-        tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[a.dtype]
-        self.name, self.tdt = name, tdt
-        self.q = (gen((B, Hq, S, D)) * 2 - 1).to(tdt).contiguous()
-        self.k = (gen((B, Hkv, S, D)) * 2 - 1).to(tdt).contiguous()
-        self.v = (gen((B, Hkv, S, D)) * 2 - 1).to(tdt).contiguous()
+    def __init__(self, torch, a, name, dtype, qkv, gen):
+        B, Hq, S, D = a.batch, a.q_heads, a.seq, a.head_dim
+        tdt = {"f32": torch.float32, "f16": torch.float16, "bf16": torch.bfloat16}[dtype]
+        self.name, self.dtype, self.tdt = name, dtype, tdt
+        self.q, self.k, self.v = (x.to(tdt).contiguous() for x in qkv)
         r = torch.arange(S).view(S, 1)
         c = torch.arange(S).view(1, S)
         self.causal = name in ("plain", "lengths", "window")
@@ -244,7 +255,7 @@ def attn_runner(at, a, case):
     ten = lambda b, h: Tensor(b, 0, h * S * D, S * D, D)
     tq, tk, tv, to = ten(bq, Hq), ten(bk, Hkv), ten(bv, Hkv), ten(bo, Hq)
     p = Problem(batch=B, q_heads=Hq, kv_heads=Hkv, head_dim=D, q_len=S, kv_len=S,
-                dtype=DTYPES[a.dtype], causal=1 if case.causal else 0)
+                dtype=DTYPES[case.dtype], causal=1 if case.causal else 0)
     keep = []  # what the problem points at
     if case.additive is not None:
         stored = case.additive.half() if case.mask_dtype == "f16" else case.additive
@@ -278,17 +289,19 @@ def torch_runners(torch, a, case, dev):
     q, k, v = case.q.to(dev), case.k.to(dev), case.v.to(dev)
     g = a.q_heads // a.kv_heads
     kx, vx = k.repeat_interleave(g, dim=1), v.repeat_interleave(g, dim=1)
-    am = None
-    if case.additive is not None:
-        am = case.additive.to(dev, q.dtype)  # SDPA wants the query's type
+    masks = [(None, "")]
+    if case.additive is not None:  # the f32 values attn and the reference use; else cast
+        masks = [(case.additive.to(dev), ""),
+                 (case.additive.to(dev, q.dtype), "mask cast to %s" % case.dtype)]
     elif case.name in ("window", "lengths"):
-        am = case.allowed.to(dev)
+        masks = [(case.allowed.to(dev), "")]
     causal = case.name == "plain"  # bottom-right = top-left when q_len == kv_len
     sdpa = getattr(torch.nn.functional, "scaled_dot_product_attention", None)
     ok, why = {}, {}
     if sdpa is None:
         scale = 1.0 / math.sqrt(a.head_dim)
         vis = case.allowed.to(dev)
+        am = masks[0][0]
 
         def matmul():
             s = (q.float() @ kx.float().transpose(-1, -2)) * scale
@@ -304,29 +317,49 @@ def torch_runners(torch, a, case, dev):
         if name != "default" and name not in forced:
             why[name] = "not in torch %s" % torch.__version__
             continue
-        last = None
-        for gqa in (True, False):
+        reasons = []
+        # native GQA first (torch >= 2.5), then K/V expanded; the f32 mask
+        # first, then cast to the query's type
+        tries = [(gqa, am, mnote) for gqa in ((True, False) if g > 1 else (False,))
+                 for am, mnote in masks]
+        for gqa, am, mnote in tries:
             kk, vv = (k, v) if gqa else (kx, vx)
-            extra = {"enable_gqa": True} if gqa and g > 1 else {}
-            if gqa and g == 1:
-                continue
+            extra = {"enable_gqa": True} if gqa else {}
 
-            def run(kk=kk, vv=vv, extra=extra, name=name):
+            def run(kk=kk, vv=vv, am=am, extra=extra, name=name):
                 if name == "default":
                     return sdpa(q, kk, vv, attn_mask=am, is_causal=causal, **extra)
                 with forced[name]():
                     return sdpa(q, kk, vv, attn_mask=am, is_causal=causal, **extra)
-            try:
-                out = run()
-                sync(torch, dev)
-            except (RuntimeError, TypeError) as e:
-                last = str(e).strip().split("\n")[0][:160]
-                continue
-            ok[name] = (run, out.float().cpu(), "" if gqa or g == 1 else "K/V expanded")
+            # a backend that cannot run says why in warnings, then raises
+            with warnings.catch_warnings(record=True) as said:
+                warnings.simplefilter("always")
+                try:
+                    out = run()
+                    sync(torch, dev)
+                except (RuntimeError, TypeError) as e:
+                    told = [str(w.message).strip().split("\n")[0] for w in said]
+                    reasons.append((told[0] if told else str(e).strip().split("\n")[0])[:200])
+                    continue
+            note = "; ".join(x for x in ("" if gqa or g == 1 else "K/V expanded", mnote) if x)
+            if name == "default":
+                picked = default_choice(torch, q, kk, vv, am, causal)
+                note = "; ".join(x for x in (picked, note) if x)
+            ok[name] = (run, out.float().cpu(), note)
             break
         else:
-            why[name] = last or "did not run"
+            why[name] = reasons[-1] if reasons else "did not run"
     return ok, why
+
+
+def default_choice(torch, q, k, v, am, causal):
+    """Which backend SDPA's own choice ran ("" where torch does not say)."""
+    try:
+        from torch.nn.attention import SDPBackend
+        choice = torch._fused_sdp_choice(q, k, v, am, 0.0, causal)
+        return "picked %s" % SDPBackend(choice).name
+    except Exception:  # a private function: absent or changed in some versions
+        return ""
 
 
 def backend_contexts(torch):
@@ -343,8 +376,14 @@ def backend_contexts(torch):
     if ctx is None:
         return {}
     flags = {"flash": (1, 0, 0), "efficient": (0, 1, 0), "math": (0, 0, 1)}
-    return {n: (lambda f=f: ctx(enable_flash=bool(f[0]), enable_mem_efficient=bool(f[1]),
-                                enable_math=bool(f[2]))) for n, f in flags.items()}
+
+    def force(f):
+        kw = dict(enable_flash=bool(f[0]), enable_mem_efficient=bool(f[1]), enable_math=bool(f[2]))
+        try:
+            return ctx(enable_cudnn=False, **kw)  # 2.2 has cuDNN on by default
+        except TypeError:
+            return ctx(**kw)
+    return {n: (lambda f=f: force(f)) for n, f in flags.items()}
 
 
 def sync(torch, dev):
@@ -385,6 +424,52 @@ def error(torch, out, ref, rows, atol, rtol):
     return d.max().item(), share.max().item()
 
 
+def finite(x):
+    """x for JSON: None for inf and NaN, which JSON has not"""
+    return x if isinstance(x, float) and math.isfinite(x) or not isinstance(x, float) else None
+
+
+def run_case(torch, at, a, case, dev, rows):
+    """One case in one type: every runner checked against the reference and
+    timed; rows gets a row each. Returns whether attn's is within tolerance."""
+    atol, rtol = at.tolerance(case.dtype)
+    ref = reference(torch, a, case, dev)
+    runners = {}
+    run, got = attn_runner(at, a, case)
+    runners["attn"] = (run, got, "")
+    good, why = torch_runners(torch, a, case, dev)
+    runners.update(good)
+    times = {n: [] for n in runners}
+    for _ in range(a.bench):  # interleaved: one run of each in turn
+        for n, (run, _, _) in runners.items():
+            sync(torch, dev)
+            t0 = time.perf_counter()
+            run()
+            sync(torch, dev)
+            times[n].append((time.perf_counter() - t0) * 1e3)
+    ok = True
+    for n, (_, out, note) in runners.items():
+        worst, share = error(torch, out, ref, case.rows, atol, rtol)
+        row = {"case": case.name, "dtype": case.dtype, "runner": n, "visible_pairs": case.pairs,
+               "max_error": finite(worst), "error_share": finite(share),
+               "within_tolerance": share <= 1, "note": note}
+        line = "%-9s %-4s %-9s max |diff| %.3e = %.3g of tolerance" % (
+            case.name, case.dtype, n, worst, share)
+        if times[n]:
+            t = times[n]
+            med = statistics.median(t)
+            row.update(median_ms=med, min_ms=min(t), max_ms=max(t), reps=len(t),
+                       tflops=case.flops / med / 1e9)
+            line += "; %.3f ms (%.3f..%.3f) %.3g TFLOP/s" % (med, min(t), max(t), row["tflops"])
+        print(line + ("; " + note if note else ""), flush=True)
+        rows.append(row)
+        ok &= n != "attn" or share <= 1
+    for n, reason in why.items():
+        print("%-9s %-4s %-9s not run: %s" % (case.name, case.dtype, n, reason), flush=True)
+        rows.append({"case": case.name, "dtype": case.dtype, "runner": n, "not_run": reason})
+    return ok
+
+
 def main(argv):
     a = parse_args(argv)
     try:
@@ -392,62 +477,43 @@ def main(argv):
     except ImportError:
         sys.exit("compare-torch.py: PyTorch is not installed here (Debian: apt-get install "
                  "python3-torch; elsewhere: pip install torch)")
+    if a.torch_device is None:
+        a.torch_device = "cuda" if torch.cuda.is_available() else "cpu"
     dev = torch.device(a.torch_device)
     at = Attn(a.lib, a.device)
-    gen_ = torch.Generator().manual_seed(a.seed)
-    gen = lambda shape: torch.rand(*shape, generator=gen_)
-    atol, rtol = at.tolerance(a.dtype)
-    print("B=%d Hq=%d Hkv=%d D=%d S=%d window %d, %s; torch %s on %s; tolerance %g + %g |ref|"
-          % (a.batch, a.q_heads, a.kv_heads, a.head_dim, a.seq, a.window, a.dtype,
-             torch.__version__, dev, atol, rtol), flush=True)
+    # Q, K, V drawn once, on the torch device (fast there), for every case and type
+    g = torch.Generator(device=dev).manual_seed(a.seed)
+    draw = lambda shape: (torch.rand(*shape, generator=g, device=dev) * 2 - 1).cpu()
+    B, Hq, Hkv, S, D = a.batch, a.q_heads, a.kv_heads, a.seq, a.head_dim
+    qkv = (draw((B, Hq, S, D)), draw((B, Hkv, S, D)), draw((B, Hkv, S, D)))
+    gcpu = torch.Generator().manual_seed(a.seed + 1)
+    gen = lambda shape: torch.rand(*shape, generator=gcpu)
+    where = str(dev) + (" (%s)" % torch.cuda.get_device_name(dev) if dev.type == "cuda" else "")
+    head = {"batch": B, "q_heads": Hq, "kv_heads": Hkv, "head_dim": D, "seq": S,
+            "window": a.window, "seed": a.seed, "bench_reps": a.bench, "torch": torch.__version__,
+            "torch_device": where, "attn_device": a.device or "(default)",
+            "flops_per_pair": 4 * D}
+    print("B=%d Hq=%d Hkv=%d D=%d S=%d window %d; torch %s on %s" % (
+        B, Hq, Hkv, D, S, a.window, torch.__version__, where), flush=True)
     rows, ok = [], True
     try:
-        for name in a.cases:
-            case = Case(torch, a, name, gen)
-            ref = reference(torch, a, case, dev)
-            runners = {}
-            run, got = attn_runner(at, a, case)
-            runners["attn"] = (run, got, "")
-            good, why = torch_runners(torch, a, case, dev)
-            runners.update(good)
-            times = {n: [] for n in runners}
-            for _ in range(a.bench):  # interleaved: one run of each in turn
-                for n, (run, _, _) in runners.items():
-                    sync(torch, dev)
-                    t0 = time.perf_counter()
-                    run()
-                    sync(torch, dev)
-                    times[n].append((time.perf_counter() - t0) * 1e3)
-            for n, (_, out, note) in runners.items():
-                worst, share = error(torch, out, ref, case.rows, atol, rtol)
-                row = {"case": name, "dtype": a.dtype, "runner": n, "batch": a.batch,
-                       "q_heads": a.q_heads, "kv_heads": a.kv_heads, "head_dim": a.head_dim,
-                       "seq": a.seq, "visible_pairs": case.pairs, "max_error": worst,
-                       "error_share": share, "within_tolerance": share <= 1, "note": note}
-                line = "%-9s %-4s %-9s max |diff| %.3e = %.3g of tolerance" % (
-                    name, a.dtype, n, worst, share)
-                if times[n]:
-                    t = times[n]
-                    med = statistics.median(t)
-                    row.update(median_ms=med, min_ms=min(t), max_ms=max(t), reps=len(t),
-                               tflops=case.flops / med / 1e9)
-                    line += "; %.3f ms (%.3f..%.3f) %.3g TFLOP/s" % (med, min(t), max(t),
-                                                                    row["tflops"])
-                print(line + ("; " + note if note else ""), flush=True)
-                rows.append(row)
-                if n == "attn" and share > 1:
+        for dtype in a.dtype:
+            atol, rtol = at.tolerance(dtype)
+            print("%s: tolerance %g + %g |ref|" % (dtype, atol, rtol), flush=True)
+            for name in a.cases:
+                try:
+                    ok &= run_case(torch, at, a, Case(torch, a, name, dtype, qkv, gen), dev, rows)
+                except RuntimeError as e:  # attn's or torch's failure: this case only
+                    print("%-9s %-4s failed: %s" % (name, dtype, e), flush=True)
+                    rows.append({"case": name, "dtype": dtype, "runner": "attn", "failed": str(e)})
                     ok = False
-            for n, reason in why.items():
-                print("%-9s %-4s %-9s not run: %s" % (name, a.dtype, n, reason), flush=True)
-                rows.append({"case": name, "dtype": a.dtype, "runner": n, "not_run": reason})
-    except RuntimeError as e:
-        print("compare-torch.py: %s" % e, file=sys.stderr)
-        ok = False
+                at.release_buffers()
+                if a.json:  # after every case, so that a killed run keeps what finished
+                    with open(a.json + ".part", "w") as f:
+                        json.dump({"run": head, "rows": rows}, f, indent=1, allow_nan=False)
+                    os.replace(a.json + ".part", a.json)
     finally:
         at.close()
-    if a.json:
-        with open(a.json, "w") as f:
-            json.dump(rows, f, indent=1)
     print("attn: %s" % ("every case within tolerance" if ok else "OVER tolerance or failed"))
     return 0 if ok else 1
 

@@ -178,14 +178,13 @@ if want torch; then
     if python3 -c 'import torch' 2>/dev/null; then
         # the targets' shape in every type (causal, and padded by lengths);
         # the small one over every case; B=1 D=128 causal
-        for job in "1 f16 plain,lengths" "1 bf16 plain,lengths" "1 f32 plain,lengths" \
-                   "0 f16 plain,noncausal,lengths,mask,window" "0 f32 plain,noncausal,lengths" \
-                   "2 f16 plain" "2 f32 plain"; do
+        for job in "1 f16,bf16,f32 plain,lengths" "0 f16,f32 plain,noncausal,lengths,mask,window" \
+                   "2 f16,f32 plain"; do
             read -r si dt cases <<<"$job"
             # shellcheck disable=SC2086
-            run "torch-s$si-$dt" 75 python3 tools/compare-torch.py --lib "$b/libattn.so" \
+            run "torch-s$si" 150 python3 tools/compare-torch.py --lib "$b/libattn.so" \
                 --device "$sel" --torch-device "$torch_device" --dtype "$dt" ${shapes[$si]} \
-                --cases "$cases" --bench 10 --json "$work/torch-s$si-$dt.json"
+                --cases "$cases" --bench 10 --json "$work/torch-s$si.json"
         done
     else
         echo "torch                        skipped: torch does not import" | tee -a "$summary"

@@ -1,13 +1,14 @@
 /* mma_gate.c -- the mma family is chosen only where it works (issue 12):
  * on an NVIDIA device of compute capability 8.0 or more, after its
- * compiler built the inline PTX, attn_mma_check found every fragment
- * operation exact, and a small forward per 16-bit type on the family
- * matched the CPU reference (check mode's comparison, as the tuner
+ * compiler built the inline PTX, attn_mma_check found the 16-bit types'
+ * fragment operations exact, and a small forward per 16-bit type on the
+ * family matched the CPU reference (check mode's comparison, as the tuner
  * verifies a candidate), and so did small decodes through a KV cache on
  * its decode kernel (f16 contiguous, f16 and bf16 paged int8); f32 (3xTF32)
- * after a forward and two decodes (paged; int8) of its own, so that an f32 path that misses
- * its tolerance leaves the 16-bit types on the tensor cores. Anything else is one log line saying why and the device's
- * other families, never an error to the caller. */
+ * after its own fragment check (the tf32 operations), a forward and two
+ * decodes (paged; int8), so that an f32 path that fails leaves the 16-bit
+ * types on the tensor cores. Anything else is one log line saying why and
+ * the device's other families, never an error to the caller. */
 #include "attention/mma_gate.h"
 
 #include "attention/check.h"
@@ -221,11 +222,11 @@ static int decide(attn_context *ctx, char *why, size_t n)
     attn_status st =
         attn_mma_check(ctx, attn_mma_ptx(ctx), ATTN_MMA_CHECK_16, &ok, detail, sizeof detail);
     if (st != ATTN_SUCCESS) {
-        snprintf(why, n, "the fragment check did not run: %.150s", ctx->error);
+        snprintf(why, n, "the 16-bit fragment check did not run: %.140s", ctx->error);
         return 0;
     }
     if (!ok) {
-        snprintf(why, n, "the fragment check failed: %.150s", detail);
+        snprintf(why, n, "the 16-bit fragment check failed: %.150s", detail);
         return 0;
     }
     static const attn_dtype types[] = {ATTN_F16, ATTN_BF16};
