@@ -122,6 +122,10 @@ export ATTN_DEVICE=$sel ATTN_TEST_DEVICE=$sel
 
 # ---- gate: is mma the plan here, and why (attn-info) ----
 if want gate; then
+    # the GPU's clocks, throttling and other users, for reading the timings
+    if command -v nvidia-smi >/dev/null; then
+        run gpu-state 20 nvidia-smi -q -d CLOCK,PERFORMANCE,UTILIZATION,MEMORY
+    fi
     # the debug log holds a failed build's whole compiler log
     run attn-info 60 env ATTN_LOG=debug "$b/tools/attn-info" --device "$sel"
     run mma-ops 60 "$b/tests/test_mma_ops"
