@@ -1,6 +1,7 @@
 /* mma_check.c -- attn_mma_check: runs cl/mma_check.cl (one warp, every
  * operation of cl/mma_ops.cl on known operands, the 16-bit part or the
- * tf32 part) and compares each result with the host's. With ptx, the NVIDIA build's inline PTX: the probe that
+ * tf32 part) and compares each result with the host's. With ptx, the
+ * NVIDIA build's inline PTX: the probe that
  * the tensor-core instructions build on this device and that their
  * fragment layouts are the ones the mma family assumes, before the family
  * is trusted; without, the emulation the family runs elsewhere. Operands
