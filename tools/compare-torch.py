@@ -240,8 +240,8 @@ class Case:
                 per.append((valid & (c <= r)).view(1, 1, S, S))
                 self.rows[b] = (torch.arange(S) >= s0) & (torch.arange(S) < s0 + n)
             allowed = torch.cat(per, 0)
-        self.allowed = allowed  # [B or 1, 1, S, S]
-        self.pairs = int(allowed.sum().item()) * Hq  # allowed has every batch entry
+        self.allowed = allowed  # [B, 1, S, S]
+        self.pairs = int(allowed.sum().item()) * Hq
         self.flops = 4.0 * D * self.pairs
 
 
@@ -400,7 +400,7 @@ def reference(torch, a, case, dev):
     scale = 1.0 / math.sqrt(D)
     add = case.additive.to(dev, torch.float64) if case.additive is not None else None
     for b in range(B):
-        vis = case.allowed[min(b, case.allowed.shape[0] - 1), 0].to(dev)
+        vis = case.allowed[b, 0].to(dev)
         for h0 in range(0, Hq, step):
             hs = list(range(h0, min(Hq, h0 + step)))
             q = case.q[b, hs].to(dev).double()
