@@ -89,10 +89,10 @@ static size_t private_bytes(const attn_params *pr, const attn_problem *p, int en
 
 /* Shrinking: first the rows down to 16, then the key tile, then the rows
  * again; each halving keeps the micro-tile and halves the work-group and
- * __local tiles. Last, prefetch off: fewer rows or keys leave a work-item
- * more of the tile to hold, so only that brings a prefetching plan within
- * the register budget. Rows first: fewer keys would leave fewer column groups
- * and more of O on each work-item (D 128 at keys=8 is 1.5 KiB of O). */
+ * __local tiles. Rows first: fewer keys would leave fewer column groups
+ * and more of O on each work-item (D 128 at keys=8 is 1.5 KiB of O). Last,
+ * prefetch off: fewer rows or keys leave a work-item more of the tile to
+ * hold, so only that brings a prefetching plan within the register budget. */
 const attn_family_desc attn_desc_flash = {
     ATTN_FAMILY_FLASH, "flash", tunables, (int)(sizeof tunables / sizeof tunables[0]),
     constraints, (int)(sizeof constraints / sizeof constraints[0]),
