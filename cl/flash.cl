@@ -94,6 +94,7 @@ inline __attribute__((always_inline)) void flash_read_tile(kv_rows kv, int j0, i
                                                            int tid, float4 *kr, float4 *vr)
 {
     const int nk = min(BLOCK_KEYS, hmax - j0);
+    UNROLL
     for (int n = 0; n < KV_PER_WI; n++) {
         const int x = tid + n * FLASH_WG;
         const int c = x / D4, d4 = x % D4;
@@ -107,6 +108,7 @@ inline __attribute__((always_inline)) void flash_read_tile(kv_rows kv, int j0, i
 inline __attribute__((always_inline)) void flash_store_tile(__local flash_local *tl, int tid,
                                                             const float4 *kr, const float4 *vr)
 {
+    UNROLL
     for (int n = 0; n < KV_PER_WI; n++) {
         const int x = tid + n * FLASH_WG;
         if (x >= KV4) break;
@@ -152,14 +154,17 @@ inline __attribute__((always_inline)) void flash_pv(
     __local const float *pw = (__local const float *)tl->p;
     for (int c = 0; c < nk; c++) {
         float4 vv[DT4];
+        UNROLL
         for (int t = 0; t < DT4; t++) {
             const int d4 = cg + t * CG;
             vv[t] = d4 < D4 ? tl->v[c * DS4 + d4] : (float4)0.0f;
         }
+        UNROLL
         for (int i = 0; i < TILE_M; i++) {
             if (guard && !(j0 + c >= rlo[i] && j0 + c < rhi[i])) continue;
             const float w = pw[(rg + i * RG) * BLOCK_KEYS + c];
             lsum[i] += w;
+            UNROLL
             for (int t = 0; t < DT4; t++) acc[i][t] = mad((float4)w, vv[t], acc[i][t]);
         }
     }
@@ -194,15 +199,18 @@ void attn_fwd_flash(FWD_TILE_PARAMS)
     /* O summed plainly over FOLD_BLOCKS tiles (acc), each fold added to a
      * compensated total (tot - cmp), as tiled_core.cl does */
     float4 acc[TILE_M][DT4], tot[TILE_M][DT4], cmp[TILE_M][DT4];
+    UNROLL
     for (int i = 0; i < TILE_M; i++) {
         rhi[i] = row_span(m, rg + i * RG, va.win, &ri[i], &rh[i], &rlo[i]);
         mrow[i] = MAX_INIT;
         l[i] = lc[i] = 0.0f;
+        UNROLL
         for (int t = 0; t < DT4; t++) acc[i][t] = tot[i][t] = cmp[i][t] = (float4)(0.0f);
     }
     /* a row's key end on tiles that need no per-row limits: 0 for a dead
      * row (a pad row, one past sq), whose mask row must not be read */
     int rtop[TILE_M];
+    UNROLL
     for (int i = 0; i < TILE_M; i++) rtop[i] = rhi[i] > rlo[i] ? hmax : 0;
     int nfold = 0;
     /* the global fence orders the Q reads before any O write when out == q */
@@ -231,17 +239,27 @@ void attn_fwd_flash(FWD_TILE_PARAMS)
 
         const int guard = tile_guard(j0, BLOCK_KEYS, hmin, lmax);
         float s[TILE_M][TILE_N];
-        for (int i = 0; i < TILE_M; i++)
+        UNROLL
+        for (int i = 0; i < TILE_M; i++) {
+            UNROLL
             for (int j = 0; j < TILE_N; j++) s[i][j] = 0.0f;
+        }
         for (int d4 = 0; d4 < D4; d4++) {
             float4 a[TILE_M], kk[TILE_N];
+            UNROLL
             for (int i = 0; i < TILE_M; i++) a[i] = tl.q[(rg + i * RG) * DS4 + d4];
+            UNROLL
             for (int j = 0; j < TILE_N; j++) kk[j] = tl.k[(cg + j * CG) * DS4 + d4];
-            for (int i = 0; i < TILE_M; i++)
+            UNROLL
+            for (int i = 0; i < TILE_M; i++) {
+                UNROLL
                 for (int j = 0; j < TILE_N; j++) s[i][j] += dot(a[i], kk[j]);
+            }
         }
+        UNROLL
         for (int i = 0; i < TILE_M; i++) {
             float mx = MASKED;
+            UNROLL
             for (int j = 0; j < TILE_N; j++) {
                 const int key = j0 + cg + j * CG;
                 const int lo = guard ? rlo[i] : j0, hi = guard ? rhi[i] : rtop[i];
@@ -256,22 +274,26 @@ void attn_fwd_flash(FWD_TILE_PARAMS)
 
         __local float *pw = (__local float *)tl.p;
         float alpha[TILE_M];
+        UNROLL
         for (int i = 0; i < TILE_M; i++) {
             const int r = rg + i * RG;
             float mb = mrow[i];
             for (int g = 0; g < CG; g++) mb = max(mb, tl.red[r * CG + g]);
             alpha[i] = exp2(mrow[i] - mb);
             mrow[i] = mb;
+            UNROLL
             for (int j = 0; j < TILE_N; j++) pw[r * BLOCK_KEYS + cg + j * CG] = exp2(s[i][j] - mb);
         }
         barrier(CLK_LOCAL_MEM_FENCE);
 
         float lsum[TILE_M];
+        UNROLL
         for (int i = 0; i < TILE_M; i++) {
             lsum[i] = 0.0f;
             if (alpha[i] != 1.0f) {
                 l[i] *= alpha[i];
                 lc[i] *= alpha[i];
+                UNROLL
                 for (int t = 0; t < DT4; t++) {
                     acc[i][t] *= alpha[i];
                     tot[i][t] *= alpha[i];
@@ -283,20 +305,25 @@ void attn_fwd_flash(FWD_TILE_PARAMS)
             flash_pv(&tl, nk, j0, 1, rg, cg, rlo, rhi, acc, lsum);
         else
             flash_pv(&tl, nk, j0, 0, rg, cg, rlo, rhi, acc, lsum);
+        UNROLL
         for (int i = 0; i < TILE_M; i++) kahan_add(&l[i], &lc[i], lsum[i]);
         if (++nfold == FOLD_BLOCKS) {
             nfold = 0;
-            for (int i = 0; i < TILE_M; i++)
+            UNROLL
+            for (int i = 0; i < TILE_M; i++) {
+                UNROLL
                 for (int t = 0; t < DT4; t++) {
                     kahan_add4(&tot[i][t], &cmp[i][t], acc[i][t]);
                     acc[i][t] = (float4)(0.0f);
                 }
+            }
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* before the next tile overwrites k, v, red, p */
         j0 = jn;
         kind = knext;
     }
 
+    UNROLL
     for (int i = 0; i < TILE_M; i++) {
         if (ri[i] >= m.sq) continue; /* a row past the tile's queries */
         const int query = ri[i] >= m.len.x && ri[i] < m.len.x + m.len.y; /* not a pad row */
@@ -305,6 +332,7 @@ void attn_fwd_flash(FWD_TILE_PARAMS)
         const float inv = finish_row(va, rh[i], mrow[i], lt, query, &lse_l2);
         if (PACKED && !query) continue; /* packed: another sequence's row */
         const ulong orow = row_index(og, b, rh[i], ri[i]);
+        UNROLL
         for (int t = 0; t < DT4; t++) {
             const int d = (cg + t * CG) * 4;
             float4 y = (float4)(0.0f);

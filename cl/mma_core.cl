@@ -92,8 +92,10 @@ inline __attribute__((always_inline)) void mma_attend(
     int nfold = 0;
 #endif
     mma_qfrag qa[MMA_MTILES][QSTEPS]; /* Q's A fragments, as stored (qscale applies to S) */
+    UNROLL
     for (int mt = 0; mt < MMA_MTILES; mt++) {
         const int r0 = (mma_warp() * MMA_MTILES + mt) * 16 + g;
+        UNROLL
         for (int x = 0; x < 2; x++) {
             const int r = 2 * mt + x;
             rhi[r] = row_span(m, r0 + 8 * x, va.win, &ri[r], &rh[r], &rlo[r]);
@@ -106,8 +108,10 @@ inline __attribute__((always_inline)) void mma_attend(
         mma_load_q(qa[mt], q, row_index(qg, b, rh[2 * mt], ri[2 * mt]),
                    row_index(qg, b, rh[2 * mt + 1], ri[2 * mt + 1]), rhi[2 * mt] > rlo[2 * mt],
                    rhi[2 * mt + 1] > rlo[2 * mt + 1]);
+        UNROLL
         for (int dn = 0; dn < DTILES; dn++) acc[mt][dn] = (float4)(0.0f);
 #if MMA_FOLD
+        UNROLL
         for (int dn = 0; dn < DTILES; dn++) tot[mt][dn] = (float4)(0.0f);
 #endif
     }
@@ -134,6 +138,7 @@ inline __attribute__((always_inline)) void mma_attend(
             const int lo0 = guard ? rlo[r0] : j0, hi0 = guard ? rhi[r0] : rtop[r0];
             const int lo1 = guard ? rlo[r1] : j0, hi1 = guard ? rhi[r1] : rtop[r1];
             float mx0 = MASKED, mx1 = MASKED;
+            UNROLL
             for (int j = 0; j < NTILES; j++) {
                 const int key = j0 + 8 * j + 2 * t;
                 s[j].s01 = mma_logits(va, m, b, s[j].s01, key, lo0, hi0, ri[r0], rh[r0], add_mask,
@@ -150,8 +155,10 @@ inline __attribute__((always_inline)) void mma_attend(
             mrow[r1] = mb1;
             l[r0] *= a0;
             l[r1] *= a1;
+            UNROLL
             for (int dn = 0; dn < DTILES; dn++) acc[mt][dn] *= (float4)(a0, a0, a1, a1);
 #if MMA_FOLD
+            UNROLL
             for (int dn = 0; dn < DTILES; dn++) tot[mt][dn] *= (float4)(a0, a0, a1, a1);
 #endif
             const float2 sum =
@@ -162,11 +169,14 @@ inline __attribute__((always_inline)) void mma_attend(
 #if MMA_FOLD
         if (++nfold == MMA_FOLD_KEYS / BLOCK_KEYS) {
             nfold = 0;
-            for (int mt = 0; mt < MMA_MTILES; mt++)
+            UNROLL
+            for (int mt = 0; mt < MMA_MTILES; mt++) {
+                UNROLL
                 for (int dn = 0; dn < DTILES; dn++) {
                     tot[mt][dn] += acc[mt][dn];
                     acc[mt][dn] = (float4)(0.0f);
                 }
+            }
         }
 #endif
         /* before the next tile overwrites the staged tile (needed with the
@@ -181,6 +191,7 @@ inline __attribute__((always_inline)) void mma_attend(
         l[r] += mma_xor(l[r], 1, ws);
         l[r] += mma_xor(l[r], 2, ws);
     }
+    UNROLL
     for (int r = 0; r < MMA_ROWS; r++) {
         if (ri[r] >= m.sq) continue; /* a row past the tile's queries */
         const int query = ri[r] >= m.len.x && ri[r] < m.len.x + m.len.y; /* not a pad row */
@@ -197,6 +208,7 @@ inline __attribute__((always_inline)) void mma_attend(
         const ulong pr = lse_index(b, q_heads, m.sq, rh[r], ri[r]) * nsplit + split;
         if (nsplit > 1) orow = pr * DIM_PAD + 2 * t;
 #endif
+        UNROLL
         for (int dn = 0; dn < DTILES; dn++) {
 #if MMA_FOLD
             const float4 a = tot[r / 2][dn] + acc[r / 2][dn];

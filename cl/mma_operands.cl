@@ -35,7 +35,10 @@
  * builds a region per barrier, and an unrolled loop of them took seconds
  * per program); with the PTX unrolled, so that the fragment arrays, which
  * the loops index, stay in registers (a review's point: not left to the
- * compiler's choice; unmeasured). */
+ * compiler's choice). The other loops over fragment arrays are UNROLL
+ * (common.cl): left to the compiler, clang kept some, and O's
+ * accumulators, Q's fragments and S lay in a 560-byte stack frame at D 128
+ * (tools/check-ptx.sh, sm_90). */
 #ifdef MMA_PTX
 #define MMA_LOOP _Pragma("unroll")
 #else
@@ -154,6 +157,7 @@ inline void mma_load_q(mma_qfrag *qa, __global const storage_t *q, ulong q0, ulo
                        int live1)
 {
     const ulong t2 = 2 * (mma_lane() & 3);
+    UNROLL
     for (int kk = 0; kk < QSTEPS; kk++) {
         const ulong d = 16 * kk + t2;
         qa[kk] = (uint4)(live0 ? mma_pair(q, q0 + d) : 0u, live1 ? mma_pair(q, q1 + d) : 0u,
@@ -401,6 +405,7 @@ inline void mma_load_q(mma_qfrag *qa, __global const storage_t *q, ulong q0, ulo
                        int live1)
 {
     const ulong t2 = 2 * (mma_lane() & 3);
+    UNROLL
     for (int kk = 0; kk < QSTEPS; kk++) {
         const ulong d = 8 * kk + t2;
         qa[kk] = (float4)(live0 ? LOAD(q, q0 + d) : 0.0f, live1 ? LOAD(q, q1 + d) : 0.0f,
@@ -478,6 +483,7 @@ inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *
                        __local uint *ws)
 {
     const int g = mma_lane() >> 2, t = mma_lane() & 3;
+    UNROLL
     for (int j = 0; j < NTILES; j++) s[j] = (float4)(0.0f);
     MMA_LOOP
     for (int kk = 0; kk < QSTEPS; kk++) {

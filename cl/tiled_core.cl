@@ -272,6 +272,7 @@ inline __attribute__((always_inline)) void tiled_attend(
     /* O: summed plainly over FOLD_BLOCKS tiles (acc), each fold added to a
      * compensated total (tot - cmp) */
     float acc[DPT], tot[DPT], cmp[DPT];
+    UNROLL
     for (int t = 0; t < DPT; t++) acc[t] = tot[t] = cmp[t] = 0.0f;
     int nfold = 0;
     /* the global fence orders the Q reads before any O write when out == q */
@@ -347,12 +348,14 @@ inline __attribute__((always_inline)) void tiled_attend(
         if (tid < BLOCK_ROWS) softmax_row(tl, tid);
         barrier(CLK_LOCAL_MEM_FENCE);
         const float alpha = tl->a[row];
-        if (alpha != 1.0f)
+        if (alpha != 1.0f) {
+            UNROLL
             for (int t = 0; t < DPT; t++) {
                 acc[t] *= alpha;
                 tot[t] *= alpha;
                 cmp[t] *= alpha;
             }
+        }
         __local const float *pr = tl->s + row * BLOCK_KEYS;
         /* only this row's keys: a key outside them has weight zero, but its
          * V row may hold inf or NaN (0 * inf = NaN) */
@@ -361,6 +364,7 @@ inline __attribute__((always_inline)) void tiled_attend(
 #if LOCAL_KV
             const float pc = pr[c];
             __local const float *vr = tl->v + c * DS;
+            UNROLL
             for (int t = 0; t < DPT; t++) {
                 const int d = lane + t * TPR;
                 if (d < HEAD_DIM) acc[t] = mad(pc, vr[d], acc[t]);
@@ -368,6 +372,7 @@ inline __attribute__((always_inline)) void tiled_attend(
 #else
             const float pc = V_SCALED(pr[c], t, jb + c); /* KV_INT8: V's scale in P */
             __global const cache_t *vr = t.v + (ulong)(jb + c) * t.vstride;
+            UNROLL
             for (int t = 0; t < DPT; t++) {
                 const int d = lane + t * TPR;
                 if (d < HEAD_DIM) acc[t] = mad(pc, KV_LOAD(vr, d), acc[t]);
@@ -376,6 +381,7 @@ inline __attribute__((always_inline)) void tiled_attend(
         }
         if (++nfold == FOLD_BLOCKS) {
             nfold = 0;
+            UNROLL
             for (int t = 0; t < DPT; t++) {
                 kahan_add(&tot[t], &cmp[t], acc[t]);
                 acc[t] = 0.0f;
@@ -383,6 +389,7 @@ inline __attribute__((always_inline)) void tiled_attend(
         }
         barrier(CLK_LOCAL_MEM_FENCE); /* before the next tile overwrites s, k, v */
     }
+    UNROLL
     for (int t = 0; t < DPT; t++) kahan_add(&tot[t], &cmp[t], acc[t]); /* the last fold */
 
     if (my_i >= m.sq) return; /* a row past the tile's queries */
@@ -393,6 +400,7 @@ inline __attribute__((always_inline)) void tiled_attend(
         const float inv = finish_row(va, my_h, tl->m[row], l, query, &lse_l2);
         if (PACKED && !query) return; /* packed: another sequence's row */
         const ulong orow = row_index(og, b, my_h, my_i);
+        UNROLL
         for (int t = 0; t < DPT; t++) {
             const int d = lane + t * TPR;
             if (d < HEAD_DIM) STORE(o, orow + d, l > 0.0f ? (tot[t] - cmp[t]) * inv : 0.0f);
@@ -403,11 +411,13 @@ inline __attribute__((always_inline)) void tiled_attend(
 #ifdef DECODE_KERNELS /* decode_common.cl: only decode splits */
         const float inv = l > 0.0f ? 1.0f / l : 0.0f;
         const ulong pr = lse_index(b, q_heads, m.sq, my_h, my_i) * nsplit + split;
-        if (l > 0.0f)
+        if (l > 0.0f) {
+            UNROLL
             for (int t = 0; t < DPT; t++) {
                 const int d = lane + t * TPR;
                 if (d < HEAD_DIM) part_o[pr * DIM_PAD + d] = (tot[t] - cmp[t]) * inv;
             }
+        }
         if (lane == 0) part_lse[pr] = l > 0.0f ? tl->m[row] + log2(l) : EMPTY_LSE;
 #endif
     }

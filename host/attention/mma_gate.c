@@ -32,16 +32,9 @@
 
 int attn_nv_compute_capability(cl_device_id device)
 {
-    size_t n = 0;
-    if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || n == 0) return 0;
-    char *ext = malloc(n + 1);
-    if (!ext) return 0;
-    int has = clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, n, ext, NULL) == CL_SUCCESS;
-    ext[n] = 0;
-    has = has && strstr(ext, "cl_nv_device_attribute_query") != NULL;
-    free(ext);
     cl_uint major = 0, minor = 0;
-    if (!has || clGetDeviceInfo(device, NV_CC_MAJOR, sizeof major, &major, NULL) != CL_SUCCESS ||
+    if (!attn_device_has_extension(device, "cl_nv_device_attribute_query") ||
+        clGetDeviceInfo(device, NV_CC_MAJOR, sizeof major, &major, NULL) != CL_SUCCESS ||
         clGetDeviceInfo(device, NV_CC_MINOR, sizeof minor, &minor, NULL) != CL_SUCCESS)
         return 0;
     return (int)(major * 10 + minor);

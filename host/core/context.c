@@ -130,6 +130,26 @@ attn_status attn_select_device(const char *selector, cl_platform_id *platform,
 
 /* ---- life cycle ---- */
 
+int attn_device_has_extension(cl_device_id device, const char *name)
+{
+    size_t n = 0;
+    if (clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, 0, NULL, &n) != CL_SUCCESS || n == 0) return 0;
+    char *ext = malloc(n + 1);
+    if (!ext) return 0;
+    int has = clGetDeviceInfo(device, CL_DEVICE_EXTENSIONS, n, ext, NULL) == CL_SUCCESS;
+    ext[n] = 0;
+    /* a whole name of the space-separated list */
+    const size_t len = strlen(name);
+    const char *at = ext;
+    int found = 0;
+    while (has && !found && (at = strstr(at, name)) != NULL) {
+        found = (at == ext || at[-1] == ' ') && (at[len] == ' ' || at[len] == 0);
+        at += len;
+    }
+    free(ext);
+    return found;
+}
+
 static void read_device_facts(attn_context *c)
 {
     clGetPlatformInfo(c->platform, CL_PLATFORM_NAME, sizeof c->platform_name, c->platform_name, NULL);
@@ -142,6 +162,7 @@ static void read_device_facts(attn_context *c)
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof c->max_wg, &c->max_wg, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof c->max_alloc, &c->max_alloc, NULL);
     c->nv_cc = attn_nv_compute_capability(c->device);
+    c->nv_compiler_options = attn_device_has_extension(c->device, "cl_nv_compiler_options");
 }
 
 static attn_context *context_new(void)

@@ -49,6 +49,7 @@ struct attn_context {
     cl_ulong max_alloc;
     char platform_name[256], vendor[256], device_name[256], driver[256];
     int nv_cc; /* NVIDIA compute capability x 10 (90: 9.0), 0 for other devices */
+    int nv_compiler_options; /* cl_nv_compiler_options (-cl-nv-verbose: program.c) */
     /* the mma family's gate (mma_gate.c): 0 not decided, 1 usable by
      * default, -1 not, with why; mma_f32_state the same for f32 storage
      * (3xTF32), decided after the 16-bit types; mma_assume: a test's device
@@ -88,5 +89,7 @@ attn_status attn_scratch_reserve(attn_context *ctx, attn_scratch *s, size_t byte
 /* The device facts the heuristic and the legality check read. */
 /* (context.c) */
 attn_device_limits attn_context_limits(const attn_context *ctx);
+/* Whether the device's CL_DEVICE_EXTENSIONS names this extension. */
+int attn_device_has_extension(cl_device_id device, const char *name);
 
 #endif /* ATTN_CORE_CONTEXT_H */

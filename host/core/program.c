@@ -52,39 +52,88 @@ static char *join_sources(attn_context *ctx, const char *const *names, int n)
     return all;
 }
 
+/* The program's build log (malloc'd), or NULL when empty or unreadable. */
+static char *build_log(attn_context *ctx, cl_program prog)
+{
+    size_t n = 0;
+    clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
+    char *text = n > 1 ? malloc(n) : NULL;
+    if (text && clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, n, text, NULL) !=
+                    CL_SUCCESS) {
+        free(text);
+        text = NULL;
+    }
+    return text;
+}
+
 static attn_status build_failure(attn_context *ctx, cl_program prog, cl_int err, const char *opts)
 {
     char log[ATTN_ERROR_MAX / 2] = "";
-    size_t n = 0;
-    clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, 0, NULL, &n);
-    if (n > 1) {
-        char *full = malloc(n);
-        if (full && clGetProgramBuildInfo(prog, ctx->device, CL_PROGRAM_BUILD_LOG, n, full, NULL) ==
-                        CL_SUCCESS) {
-            snprintf(log, sizeof log, "%s", full);
-            attn_log(ATTN_LOG_DEBUG, "build log:\n%s", full);
-        }
-        free(full);
+    char *full = build_log(ctx, prog);
+    if (full) {
+        snprintf(log, sizeof log, "%s", full);
+        attn_log(ATTN_LOG_DEBUG, "build log:\n%s", full);
     }
+    free(full);
     return ATTN_FAIL(ctx, ATTN_ERROR_BUILD, "clBuildProgram failed: %s (%d) with options \"%s\"; "
                      "build log: %s", attn_cl_error_name(err), (int)err, opts, log);
 }
 
+/* The options clBuildProgram gets (malloc'd; NULL when out of memory):
+ * the caller's, with -DATTN_GPU=1 where gpu (common.cl's UNROLL) and, with
+ * verbose, -cl-nv-verbose (cl_nv_compiler_options: ptxas's registers, stack
+ * frame and spills per kernel in the build log). Neither is in the
+ * program's key: the device, which the key names, decides the first, and
+ * the second changes no binary. */
+static char *device_options(const char *options, int gpu, int verbose)
+{
+    char *all = malloc(strlen(options) + 32);
+    if (all)
+        sprintf(all, "%s%s%s", options, gpu ? " -DATTN_GPU=1" : "",
+                verbose ? " -cl-nv-verbose" : "");
+    return all;
+}
+
+static int is_gpu(const attn_context *ctx) { return (ctx->device_type & CL_DEVICE_TYPE_GPU) != 0; }
+
 static cl_program from_binary(attn_context *ctx, const unsigned char *bin, size_t len,
-                              const char *opts)
+                              const char *options)
 {
     cl_int err, bin_status;
+    char *opts = device_options(options, is_gpu(ctx), 0);
+    if (!opts) return NULL; /* the source path reports it */
     cl_program prog = clCreateProgramWithBinary(ctx->cl_ctx, 1, &ctx->device, &len, &bin,
                                                 &bin_status, &err);
+    if (err == CL_SUCCESS && bin_status == CL_SUCCESS)
+        err = clBuildProgram(prog, 1, &ctx->device, opts, NULL, NULL);
+    free(opts);
     if (err != CL_SUCCESS || bin_status != CL_SUCCESS) {
         if (prog) clReleaseProgram(prog);
         return NULL;
     }
-    if (clBuildProgram(prog, 1, &ctx->device, opts, NULL, NULL) != CL_SUCCESS) {
-        clReleaseProgram(prog);
-        return NULL;
-    }
     return prog;
+}
+
+/* Builds prog from source with the device's options. A GPU build that
+ * fails with -DATTN_GPU=1 (UNROLL's pragma, new to a vendor's compiler)
+ * is retried once without it, with a warning: the unrolled loops are the
+ * faster code, not different results. */
+static cl_int build_source(attn_context *ctx, cl_program prog, const char *options,
+                           char **used)
+{
+    const int verbose = ctx->nv_compiler_options && attn_log_enabled(ATTN_LOG_DEBUG);
+    cl_int err = CL_OUT_OF_HOST_MEMORY;
+    for (int gpu = is_gpu(ctx); gpu >= 0; gpu--) {
+        free(*used);
+        *used = device_options(options, gpu, verbose);
+        if (!*used) return CL_OUT_OF_HOST_MEMORY;
+        err = clBuildProgram(prog, 1, &ctx->device, *used, NULL, NULL);
+        if (err == CL_SUCCESS || !gpu) break;
+        attn_log(ATTN_LOG_WARN, "program failed to build with -DATTN_GPU=1 (%s); building it "
+                 "without (loops over private arrays left to the compiler)",
+                 attn_cl_error_name(err));
+    }
+    return err;
 }
 
 static void store_binary(attn_context *ctx, cl_program prog, const char *key_text, uint64_t key)
@@ -185,14 +234,23 @@ attn_status attn_program_get(attn_context *ctx, const char *const *sources, int 
             st = attn_fail_cl(ctx, err, "clCreateProgramWithSource");
             goto done;
         }
-        err = clBuildProgram(prog, 1, &ctx->device, options, NULL, NULL);
+        char *used = NULL;
+        err = build_source(ctx, prog, options, &used);
         if (err != CL_SUCCESS) {
-            st = build_failure(ctx, prog, err, options);
+            st = used ? build_failure(ctx, prog, err, used)
+                      : ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+            free(used);
             clReleaseProgram(prog);
             goto done;
         }
         attn_log(ATTN_LOG_INFO, "program %016llx built in %.1f ms (%s)", (unsigned long long)key,
-                 now_ms() - t0, options);
+                 now_ms() - t0, used);
+        free(used);
+        if (attn_log_enabled(ATTN_LOG_DEBUG)) { /* NVIDIA's: ptxas's lines (-cl-nv-verbose) */
+            char *text = build_log(ctx, prog);
+            if (text) attn_log(ATTN_LOG_DEBUG, "build log:\n%s", text);
+            free(text);
+        }
         ctx->programs_built++;
         store_binary(ctx, prog, key_text, key);
     }
