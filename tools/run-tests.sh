@@ -9,6 +9,8 @@
 #   fuzz      each libFuzzer target for $ATTN_FUZZ_SECONDS (default 45) s
 #   tsan      the thread tests built with ThreadSanitizer (build-tsan/)
 #   oclgrind  every kernel family on Oclgrind's simulated device
+#   ptx       the programs of an NVIDIA H200 compiled to PTX and assembled
+#             by NVIDIA's ptxas for sm_80 and sm_90 (no GPU needed)
 #   valgrind  Memcheck over a subset of the tests and the example
 #   install   cmake --install to a temporary prefix; the example built
 #             through find_package and through pkg-config, and run
@@ -17,7 +19,7 @@
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
-all=(main asan fuzz tsan oclgrind valgrind install)
+all=(main asan fuzz tsan oclgrind ptx valgrind install)
 stages=("$@")
 ((${#stages[@]})) || stages=("${all[@]}")
 for s in "${stages[@]}"; do

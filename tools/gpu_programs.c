@@ -1,0 +1,117 @@
+/* gpu_programs.c -- the OpenCL programs attn would build on an NVIDIA H200,
+ * one a line, for tools/check-ptx.sh (which compiles each to PTX with clang
+ * and assembles it with NVIDIA's ptxas, on a machine without a GPU).
+ *
+ * usage: gpu-programs
+ * Prints "label<TAB>kernel<TAB>sources<TAB>options" per program: the
+ * planner's own pieces (attn_params_fit on the H200's limits, the family's
+ * sources, attn_params_options, the cache's -D options, -DMMA_PTX=1 and
+ * -DATTN_GPU=1 as forward.c, decode.c, mma_gate.c and program.c add them), over the families a GPU
+ * runs (tiled, flash with and without prefetch, mma), the storage types,
+ * D 64 and 128, prefill and decode (KV as the dtype and int8, contiguous
+ * and paged), the other prefill sets tools/gpu-session.sh measures, and the
+ * mma gate's two fragment checks. The limits are the
+ * ones measured there (../shared/gpu/README.md): 48 KiB of __local
+ * memory, work-groups of 1024, 132 compute units. */
+#include "attention/decode.h"
+#include "attention/plan.h"
+#include "kernels/kernel_desc.h"
+#include "kernels/params.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+static const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 1};
+
+static void print_program(const char *label, const attn_params *pr, const attn_problem *p,
+                          int entry, const char *cache_options)
+{
+    const char *const *names;
+    const int n = attn_family_sources(pr->family, entry, &names);
+    const char *kernel = attn_family_kernel(pr->family, entry);
+    if (!kernel) return;
+    char opts[720];
+    attn_params_options(pr, p, opts, sizeof opts - 96);
+    if (pr->family == ATTN_FAMILY_MMA) strcat(opts, " -DMMA_PTX=1");
+    strcat(opts, cache_options);
+    strcat(opts, " -DATTN_GPU=1"); /* program.c's, on any GPU */
+    char params[160];
+    attn_params_format(pr, params, sizeof params);
+    printf("%s,%s\t%s\t", label, params, kernel);
+    for (int i = 0; i < n; i++) printf("%s%s", i ? " " : "", names[i]);
+    printf("\t%s\n", opts);
+}
+
+/* B=4 Hq=32 Hkv=8 S=4096 causal: DESIGN.md's large prefill shape */
+static void prefill(attn_dtype dt, int dim)
+{
+    const attn_problem p = {.batch = 4, .q_heads = 32, .kv_heads = 8, .head_dim = dim,
+                            .q_len = 4096, .kv_len = 4096, .dtype = dt, .causal = 1};
+    const int families[] = {ATTN_FAMILY_TILED, ATTN_FAMILY_FLASH, ATTN_FAMILY_MMA};
+    for (int f = 0; f < 3; f++) {
+        if (attn_family_refuses(families[f], &p)) continue;
+        for (int prefetch = 0; prefetch < 1 + (families[f] == ATTN_FAMILY_FLASH); prefetch++) {
+            attn_params pr = attn_params_defaults(families[f]);
+            pr.prefetch = prefetch;
+            attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &h200, &p);
+            char label[64];
+            snprintf(label, sizeof label, "prefill,%s,d%d", attn_dtype_name(dt), dim);
+            print_program(label, &pr, &p, ATTN_ENTRY_PREFILL, "");
+        }
+    }
+    /* the other sets tools/gpu-session.sh measures */
+    const char *sets[] = {"family=mma,warps=4,keys=32,mtiles=2",
+                          "family=flash,rows=32,keys=16,tm=2,tn=2",
+                          "family=flash,rows=32,keys=16,tm=2,tn=2,prefetch=1"};
+    for (int i = 0; i < 3; i++) {
+        attn_params pr = attn_params_defaults(ATTN_FAMILY_TILED);
+        char err[160], label[64];
+        if (attn_params_parse(sets[i], &pr, err, sizeof err) != 0) {
+            fprintf(stderr, "gpu-programs: %s: %s\n", sets[i], err);
+            exit(1);
+        }
+        if (attn_family_refuses(pr.family, &p)) continue;
+        attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &h200, &p);
+        snprintf(label, sizeof label, "prefill,%s,d%d,session", attn_dtype_name(dt), dim);
+        print_program(label, &pr, &p, ATTN_ENTRY_PREFILL, "");
+    }
+}
+
+/* B=4 Hkv=8 kv 16384: one new token of Hq=32 (tiled's rows), and a block of
+ * four (16 rows a KV head: the mma decode) */
+static void decode(attn_dtype dt, int dim)
+{
+    for (int q_len = 1; q_len <= 4; q_len += 3)
+        for (int int8 = 0; int8 < 2; int8++)
+            for (int page = 0; page <= 16; page += 16) {
+                const attn_problem p = {.batch = 4, .q_heads = 32, .kv_heads = 8,
+                                        .head_dim = dim, .q_len = q_len, .kv_len = 16384,
+                                        .dtype = dt, .causal = 1};
+                attn_params pr = attn_decode_params_heuristic(&h200, &p);
+                if (page) attn_plan_fit_page(&pr, page);
+                char cache[96], label[64];
+                snprintf(cache, sizeof cache, " -DDIM_PAD=%d%s", attn_kv_dim_pad(dim),
+                         int8 ? " -DKV_INT8" : "");
+                if (page) snprintf(cache + strlen(cache), sizeof cache - strlen(cache),
+                                   " -DPAGE_ROWS=%d", page);
+                snprintf(label, sizeof label, "decode,%s,d%d,q%d,%s,%s", attn_dtype_name(dt), dim,
+                         q_len, int8 ? "int8" : "kv-as-dtype", page ? "paged16" : "contiguous");
+                print_program(label, &pr, &p, ATTN_ENTRY_DECODE, cache);
+            }
+}
+
+int main(void)
+{
+    const attn_dtype types[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+    for (int t = 0; t < 3; t++)
+        for (int dim = 64; dim <= 128; dim *= 2) {
+            prefill(types[t], dim);
+            decode(types[t], dim);
+        }
+    /* mma_check.c's two programs */
+    for (int tf32 = 0; tf32 < 2; tf32++)
+        printf("mma_check,%s\tattn_mma_check\tmma_ops.cl mma_check.cl\t"
+               "-cl-std=CL1.2 -DMMA_CHECK_TF32=%d -DMMA_PTX=1 -DATTN_GPU=1\n", tf32 ? "tf32" : "16-bit", tf32);
+    return 0;
+}
