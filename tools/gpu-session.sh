@@ -10,6 +10,8 @@
 # from $OUT). The steps, in order:
 #   build    tools/gpu-check.sh --no-tests --no-bench: .debs, ICD, build-gpu/
 #   gate     attn-info, the mma family's PTX check and gate tests on the device
+#   regs     NVIDIA's ptxas figures (registers, stack frame, spills) of each
+#            prefill set's programs at D=128, f16 and f32 (-cl-nv-verbose)
 #   prefill  attn-bench, interleaved f16/bf16/f32, on B=1 Hq=8 D=64 S=2048
 #            (checked against the CPU reference) and B=4 Hq=32 Hkv=8 D=128
 #            S=4096 (the targets): the default plan (mma where the gate
@@ -47,7 +49,7 @@ usage() {
 EOF
 }
 
-debs="" sel=nvidia budget=540 rehearse=0 steps=build,gate,prefill,torch,decode,ctest,more,tune,again,drift
+debs="" sel=nvidia budget=540 rehearse=0 steps=build,gate,regs,prefill,torch,decode,ctest,more,tune,again,drift
 while (($#)); do
     case $1 in
     --debs) debs=${2:?--debs needs a folder}; shift 2 ;;
@@ -172,6 +174,17 @@ prefill_round() { # ROUND ORDER(forward|reverse) SHAPE...
         done
     done
 }
+if want regs; then
+    # programs built afresh (a cache of their own) at debug level: program.c
+    # then builds with -cl-nv-verbose and logs the build log, ptxas's lines
+    rm -rf "$b/regs-cache"
+    for pi in "${!sets[@]}"; do
+        run "regs-p$pi" 45 env ATTN_LOG=debug ATTN_CACHE_DIR="$b/regs-cache" \
+            ATTN_PARAMS="${sets[$pi]}" "$b/tools/attn-bench" --device "$sel" --batch 1 \
+            --q-heads 32 --kv-heads 8 --head-dim 128 --seq 256 --dtype f16,f32 --reps 1 \
+            --no-check --format csv
+    done
+fi
 if want prefill; then
     printf '%s\n' "${sets[@]/#/set: }" "${shapes[@]/#/shape: }" >"$work/prefill-sets.txt"
     prefill_round 1 forward 0 1
