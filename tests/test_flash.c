@@ -93,6 +93,19 @@ static void test_flash_gpu_limits(void)
     CU_ASSERT_EQUAL(pf.prefetch, 0);
     CU_ASSERT_EQUAL(pf.block_rows, 16);
     CU_ASSERT_EQUAL(pf.block_keys, 32);
+    /* D 256: the tiles that fit (rows 16, keys 8) leave 4 column groups,
+     * and tm=4,tn=2 would hold 3 KiB of O a work-item; the micro-tile
+     * shrinks, keys then rows, to 588 bytes on 128 work-items */
+    attn_params big = attn_params_defaults(ATTN_FAMILY_FLASH);
+    p.head_dim = 256;
+    attn_params_fit(ATTN_ENTRY_PREFILL, &big, &h200, &p);
+    CU_ASSERT(attn_params_legal(&big, &h200, &p, err, sizeof err));
+    CU_ASSERT_EQUAL(big.block_rows, 16);
+    CU_ASSERT_EQUAL(big.block_keys, 8);
+    CU_ASSERT_EQUAL(big.tile_n, 1);
+    CU_ASSERT_EQUAL(big.tile_m, 1);
+    CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &big, &p), 588u);
+    CU_ASSERT_EQUAL(attn_params_work_group(&big), 128u);
     /* work-items beyond the device's */
     attn_params wide = attn_params_defaults(ATTN_FAMILY_FLASH);
     wide.block_rows = 64, wide.block_keys = 64, wide.tile_m = 2, wide.tile_n = 1;

@@ -8,7 +8,7 @@
  * sources, attn_params_options, the cache's -D options, -DMMA_PTX=1 and
  * -DATTN_GPU=1 as forward.c, decode.c, mma_gate.c and program.c add them), over the families a GPU
  * runs (tiled, flash with and without prefetch, mma), the storage types,
- * D 64 and 128, prefill and decode (KV as the dtype and int8, contiguous
+ * D 64, 128 and 256, prefill and decode (KV as the dtype and int8, contiguous
  * and paged), the other prefill sets tools/gpu-session.sh measures, and the
  * mma gate's two fragment checks. The limits are the
  * ones measured there (../shared/gpu/README.md): 48 KiB of __local
@@ -105,7 +105,7 @@ int main(void)
 {
     const attn_dtype types[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
     for (int t = 0; t < 3; t++)
-        for (int dim = 64; dim <= 128; dim *= 2) {
+        for (int dim = 64; dim <= 256; dim *= 2) {
             prefill(types[t], dim);
             decode(types[t], dim);
         }

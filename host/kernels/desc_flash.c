@@ -90,16 +90,21 @@ static size_t private_bytes(const attn_params *pr, const attn_problem *p, int en
 /* Shrinking: first the rows down to 16, then the key tile, then the rows
  * again; each halving keeps the micro-tile and halves the work-group and
  * __local tiles. Rows first: fewer keys would leave fewer column groups
- * and more of O on each work-item (D 128 at keys=8 is 1.5 KiB of O). Last,
+ * and more of O on each work-item (D 128 at keys=8 is 1.5 KiB of O). Then
  * prefetch off: fewer rows or keys leave a work-item more of the tile to
- * hold, so only that brings a prefetching plan within the register budget. */
+ * hold, so only that brings a prefetching plan within the register budget.
+ * Last the micro-tile, keys then rows: at D 256 the tiles that fit 48 KiB
+ * (rows 16, keys 8) leave 4 column groups, and tm=4,tn=2 would hold 3 KiB
+ * of O a work-item (ptxas, sm_90: 255 registers, 11 KB spilled); tn=1 then
+ * tm=1 bring it to 588 bytes on 128 work-items. */
 const attn_family_desc attn_desc_flash = {
     ATTN_FAMILY_FLASH, "flash", tunables, (int)(sizeof tunables / sizeof tunables[0]),
     constraints, (int)(sizeof constraints / sizeof constraints[0]),
     (size_t)-1, local_bytes, private_bytes, NULL,
     {{"attn_fwd_flash", {"common.cl", "variants.cl", "tile.cl", "flash.cl", "mask_tiles.cl"}, 5,
       {{offsetof(attn_params, block_rows), 16}, {offsetof(attn_params, block_keys), 8},
-       {offsetof(attn_params, block_rows), 8}, {offsetof(attn_params, prefetch), 0}}, 4},
+       {offsetof(attn_params, block_rows), 8}, {offsetof(attn_params, prefetch), 0},
+       {offsetof(attn_params, tile_n), 1}, {offsetof(attn_params, tile_m), 1}}, 6},
      {NULL, {NULL}, 0, {{0, 0}}, 0}},
     work_group, NULL, NULL, 0,
 };

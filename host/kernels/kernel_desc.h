@@ -13,6 +13,7 @@
 
 #define ATTN_DESC_MAX_SEARCH 8
 #define ATTN_DESC_MAX_SOURCES 10
+#define ATTN_DESC_MAX_SHRINK 6
 
 /* One tunable of a family. */
 typedef struct attn_tunable_desc {
@@ -45,7 +46,7 @@ typedef struct attn_entry_desc {
     const char *kernel;
     const char *sources[ATTN_DESC_MAX_SOURCES];
     int nsources;
-    attn_shrink_step shrink[4];
+    attn_shrink_step shrink[ATTN_DESC_MAX_SHRINK];
     int nshrink;
 } attn_entry_desc;
 
