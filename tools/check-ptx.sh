@@ -4,8 +4,9 @@
 #
 # build/tools/gpu-programs lists them (the planner's own options on the
 # H200's limits: tiled, flash, mma and their decode kernels, every storage
-# type, D 64 and 128, and the mma gate's fragment checks, with -DMMA_PTX=1
-# as mma_gate.c adds it there). Each is joined from cl/ as program.c joins
+# type, D 64, 128 and 256, gpu-session.sh's sets, and the mma gate's
+# fragment checks, with -DMMA_PTX=1 and -DATTN_GPU=1 as mma_gate.c and
+# program.c add them there). Each is joined from cl/ as program.c joins
 # it, compiled to PTX by clang (OpenCL C 1.2, target nvptx64, libclc's
 # builtins) and assembled by NVIDIA's ptxas for sm_80 (A100) and sm_90
 # (H100/H200). Any error fails the check: so an inline-PTX instruction
@@ -20,8 +21,8 @@
 # always_inline makes clang do here; its PTX goes through the same ptxas.
 # A stack frame without spills is a private array indexed at run time
 # (kept in off-chip local memory, not registers: a loop over it that is not
-# UNROLL) and fails the check; spills (register pressure: the f32 mma
-# kernels at D 64-128) are reported only.
+# UNROLL) and fails the check; spills (register pressure: the mma family
+# in f32, and at D 256) are reported only.
 #
 # ptxas comes from Debian's non-free nvidia-cuda-toolkit package, unpacked
 # (only /usr/bin/ptxas) into $ATTN_PTXAS_DIR (default /var/cache/attn-ptxas)
@@ -48,7 +49,7 @@ fi
 
 # fetch_ptxas -- unpacks ptxas from Debian's non-free archive
 fetch_ptxas() {
-    local apt=$out/apt codename uris
+    local apt=$out/apt codename
     codename=$(. /etc/os-release && echo "$VERSION_CODENAME")
     mkdir -p "$apt/lists/partial" "$apt/archives/partial"
     cat >"$apt/non-free.sources" <<EOF
