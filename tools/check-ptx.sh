@@ -103,7 +103,7 @@ kernel_info() {
 
 n=0
 {
-    printf '%-4s %-92s %-5s %5s %6s %6s %6s %6s\n' "#" "program" "arch" "regs" "stack" "spill" "fill" "local"
+    printf '%-4s %-100s %-5s %5s %6s %6s %6s %6s\n' "#" "program" "arch" "regs" "stack" "spill" "fill" "local"
     while IFS=$'\t' read -r label kernel sources options; do
         n=$((n + 1))
         src=$out/$n.cl
@@ -128,7 +128,7 @@ n=0
                 echo "FAILED $n $label: $arch: no ptxas figures for $kernel"
                 continue
             fi
-            printf '%-4s %-92s %-5s %5s %6s %6s %6s %6s\n' "$n" "$label" "$arch" \
+            printf '%-4s %-100s %-5s %5s %6s %6s %6s %6s\n' "$n" "$label" "$arch" \
                 "$regs" "$stack" "$spill" "$fill" "$smem"
             # a stack frame without spills is a private array indexed at run
             # time: a loop over it that is not UNROLL (common.cl)

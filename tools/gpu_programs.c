@@ -38,7 +38,9 @@ static void print_program(const char *label, const attn_params *pr, const attn_p
     strcat(opts, " -DATTN_GPU=1"); /* program.c's, on any GPU */
     char params[160];
     attn_params_format(pr, params, sizeof params);
-    printf("%s,%s\t%s\t", label, params, kernel);
+    /* the private-memory estimate the shrink loop used, next to ptxas's
+     * registers in check-ptx.sh's report */
+    printf("%s,%s,est=%zuB\t%s\t", label, params, attn_params_private_bytes(entry, pr, p), kernel);
     for (int i = 0; i < n; i++) printf("%s%s", i ? " " : "", names[i]);
     printf("\t%s\n", opts);
 }
