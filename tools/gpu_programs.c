@@ -92,11 +92,12 @@ static void decode(attn_dtype dt, int dim)
                                         .dtype = dt, .causal = 1};
                 attn_params pr = attn_decode_params_heuristic(&h200, &p);
                 if (page) attn_plan_fit_page(&pr, page);
-                char cache[96], label[64];
-                snprintf(cache, sizeof cache, " -DDIM_PAD=%d%s", attn_kv_dim_pad(dim),
-                         int8 ? " -DKV_INT8" : "");
-                if (page) snprintf(cache + strlen(cache), sizeof cache - strlen(cache),
-                                   " -DPAGE_ROWS=%d", page);
+                /* the fields attn_kv_cache_options reads */
+                const attn_kv_cache c = {.storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE,
+                                         .dim_pad = attn_kv_dim_pad(dim), .paged = page > 0,
+                                         .page_rows = page};
+                char cache[96] = "", label[64];
+                attn_kv_cache_options(&c, cache, sizeof cache);
                 snprintf(label, sizeof label, "decode,%s,d%d,q%d,%s,%s", attn_dtype_name(dt), dim,
                          q_len, int8 ? "int8" : "kv-as-dtype", page ? "paged16" : "contiguous");
                 print_program(label, &pr, &p, ATTN_ENTRY_DECODE, cache);

@@ -162,7 +162,6 @@ static void read_device_facts(attn_context *c)
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof c->max_wg, &c->max_wg, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof c->max_alloc, &c->max_alloc, NULL);
     c->nv_cc = attn_nv_compute_capability(c->device);
-    c->nv_compiler_options = attn_device_has_extension(c->device, "cl_nv_compiler_options");
 }
 
 static attn_context *context_new(void)

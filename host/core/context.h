@@ -49,7 +49,6 @@ struct attn_context {
     cl_ulong max_alloc;
     char platform_name[256], vendor[256], device_name[256], driver[256];
     int nv_cc; /* NVIDIA compute capability x 10 (90: 9.0), 0 for other devices */
-    int nv_compiler_options; /* cl_nv_compiler_options (-cl-nv-verbose: program.c) */
     /* the mma family's gate (mma_gate.c): 0 not decided, 1 usable by
      * default, -1 not, with why; mma_f32_state the same for f32 storage
      * (3xTF32), decided after the 16-bit types; mma_assume: a test's device

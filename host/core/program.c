@@ -121,7 +121,8 @@ static cl_program from_binary(attn_context *ctx, const unsigned char *bin, size_
 static cl_int build_source(attn_context *ctx, cl_program prog, const char *options,
                            char **used)
 {
-    const int verbose = ctx->nv_compiler_options && attn_log_enabled(ATTN_LOG_DEBUG);
+    const int verbose = attn_log_enabled(ATTN_LOG_DEBUG) && ctx->nv_cc > 0 &&
+                        attn_device_has_extension(ctx->device, "cl_nv_compiler_options");
     cl_int err = CL_OUT_OF_HOST_MEMORY;
     for (int gpu = is_gpu(ctx); gpu >= 0; gpu--) {
         free(*used);
