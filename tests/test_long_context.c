@@ -66,8 +66,12 @@ static void inputs(int S, int const_v, uint64_t seed, float *q, float *k, float 
         harness_fill_uniform(v, (size_t)S * D, seed + 2, -1.0f, 1.0f);
 }
 
-/* attn_forward (family given) or, with decode, attn_decode over a cache
- * holding the S keys; compared with the reference. */
+/* The last decode run's plan (attn_decode_prepare's params, with its splits). */
+static char g_decode_plan[sizeof ((attn_plan_info *)0)->params];
+
+/* attn_forward (family given: a family's name, then any tunables, as
+ * ATTN_PARAMS takes them after "family=") or, with decode, attn_decode
+ * over a cache holding the S keys; compared with the reference. */
 static result run(const char *family, int decode, int S, int const_v, int causal)
 {
     attn_context *ctx = harness_context();
@@ -107,6 +111,9 @@ static result run(const char *family, int decode, int S, int const_v, int causal
         CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
         attn_problem dp = p;
         dp.kv_len = 0;
+        attn_plan_info info;
+        CU_ASSERT_EQUAL_FATAL(attn_decode_prepare(ctx, cache, &dp, &info), ATTN_SUCCESS);
+        snprintf(g_decode_plan, sizeof g_decode_plan, "%s", info.params);
         st = attn_decode(ctx, cache, &dp, &tq, &to, NULL, ml, NULL);
     } else {
         snprintf(params, sizeof params, "family=%s", family);
@@ -182,12 +189,19 @@ static void test_mma_f32(void)
                lengths[i], r.max_rel, r.ratio);
         CU_ASSERT(r.ratio <= 1.0);
     }
-    /* the decode kernel over a 65536-key cache, in splits of 32768 keys
-     * here (two cores): folded, as its build is for the cache's capacity */
-    result r = run("mma", 1, 65536, 1, 1);
-    printf("\n  decode mma f32 S=65536 constant V causal: max rel %.3g, %.3g of the tolerance",
-           r.max_rel, r.ratio);
-    CU_ASSERT(r.ratio <= 1.0);
+    /* the decode kernel over a 65536-key cache: automatic splits are 16
+     * chunks of 4096 keys (attn_params_decode_least_splits), summed
+     * plainly; two forced splits of 32768 keys are built folded */
+    static const char *const plans[] = {"mma", "mma,splits=2"};
+    static const char *const want[] = {",splits=16", ",splits=2"};
+    for (int i = 0; i < 2; i++) {
+        result r = run(plans[i], 1, 65536, 1, 1);
+        printf("\n  decode %s f32 S=65536 constant V causal (%s): max rel %.3g, %.3g of the "
+               "tolerance",
+               plans[i], g_decode_plan, r.max_rel, r.ratio);
+        CU_ASSERT(r.ratio <= 1.0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(g_decode_plan, want[i]));
+    }
     CU_ASSERT(plans_mma(ATTN_MMA_F32_MAX_KEYS));
     CU_ASSERT(!plans_mma(ATTN_MMA_F32_MAX_KEYS + 1));
 }

@@ -99,15 +99,35 @@ static void test_mma_gpu_limits(void)
     CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &pr, &p),
                     4u * (64 + 64 + 16 + 14));
     char opts[512];
-    attn_params_options(&pr, &p, opts, sizeof opts);
+    attn_params_options(&pr, &p, ATTN_ENTRY_PREFILL, opts, sizeof opts);
     CU_ASSERT_PTR_NULL(strstr(opts, "MMA_FOLD"));
     /* past ATTN_MMA_F32_PLAIN_KEYS keys O folds into a second accumulator
      * (tot, as acc): built with MMA_FOLD */
     p.kv_len = ATTN_MMA_F32_PLAIN_KEYS + 1;
-    attn_params_options(&pr, &p, opts, sizeof opts);
+    attn_params_options(&pr, &p, ATTN_ENTRY_PREFILL, opts, sizeof opts);
     CU_ASSERT_PTR_NOT_NULL(strstr(opts, "-DMMA_FOLD=1"));
     CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &pr, &p),
                     4u * (64 + 64 + 64 + 16 + 14));
+    /* decode over a cache of that capacity: automatic splits are chunks of
+     * at most ATTN_MMA_F32_PLAIN_KEYS keys (two here), summed plainly; one
+     * forced split folds, two do not */
+    attn_params_options(&pr, &p, ATTN_ENTRY_DECODE, opts, sizeof opts);
+    CU_ASSERT_PTR_NULL(strstr(opts, "MMA_FOLD"));
+    CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_DECODE, &pr, &p),
+                    4u * (64 + 64 + 16 + 14));
+    CU_ASSERT_EQUAL(attn_params_decode_least_splits(&pr, &p, p.kv_len), 2);
+    CU_ASSERT_EQUAL(attn_params_decode_least_splits(&pr, &p, ATTN_MMA_F32_PLAIN_KEYS), 1);
+    CU_ASSERT_EQUAL(attn_params_decode_least_splits(&pr, &p, ATTN_MMA_F32_MAX_KEYS), 256);
+    pr.kv_splits = 1;
+    attn_params_options(&pr, &p, ATTN_ENTRY_DECODE, opts, sizeof opts);
+    CU_ASSERT_PTR_NOT_NULL(strstr(opts, "-DMMA_FOLD=1"));
+    pr.kv_splits = 2;
+    attn_params_options(&pr, &p, ATTN_ENTRY_DECODE, opts, sizeof opts);
+    CU_ASSERT_PTR_NULL(strstr(opts, "MMA_FOLD"));
+    pr.kv_splits = 0;
+    p.dtype = ATTN_F16; /* 16-bit types never fold */
+    CU_ASSERT_EQUAL(attn_params_decode_least_splits(&pr, &p, ATTN_MMA_F32_MAX_KEYS), 1);
+    p.dtype = ATTN_F32;
     p.kv_len = 512;
     /* the problems it cannot run, whatever the tunables */
     p.head_dim = 144;

@@ -32,7 +32,7 @@ static void print_program(const char *label, const attn_params *pr, const attn_p
     const char *kernel = attn_family_kernel(pr->family, entry);
     if (!kernel) return;
     char opts[720];
-    attn_params_options(pr, p, opts, sizeof opts - 96);
+    attn_params_options(pr, p, entry, opts, sizeof opts - 96);
     if (pr->family == ATTN_FAMILY_MMA) strcat(opts, " -DMMA_PTX=1");
     strcat(opts, cache_options);
     strcat(opts, " -DATTN_GPU=1"); /* program.c's, on any GPU */
@@ -101,6 +101,13 @@ static void decode(attn_dtype dt, int dim)
                 snprintf(label, sizeof label, "decode,%s,d%d,q%d,%s,%s", attn_dtype_name(dt), dim,
                          q_len, int8 ? "int8" : "kv-as-dtype", page ? "paged16" : "contiguous");
                 print_program(label, &pr, &p, ATTN_ENTRY_DECODE, cache);
+                /* f32 on mma in one forced split: chunks past 4096 keys,
+                 * built with MMA_FOLD (automatic splits never are) */
+                if (pr.family == ATTN_FAMILY_MMA && dt == ATTN_F32 && !int8 && !page) {
+                    pr.kv_splits = 1;
+                    strcat(label, ",splits=1");
+                    print_program(label, &pr, &p, ATTN_ENTRY_DECODE, cache);
+                }
             }
 }
 

@@ -184,8 +184,12 @@ static attn_status make_plan(attn_context *ctx, const attn_kv_cache *c, const at
     dp->ntiles = (rows_needed + tile_rows - 1) / tile_rows;
     const int items = c->batch * c->kv_heads * dp->ntiles;
     const size_t key_bytes = 2 * attn_kv_row_bytes(c);
-    int want = pr.kv_splits > 0 ? pr.kv_splits
-                                : attn_decode_auto_splits(&dev, items, max_span, key_bytes);
+    int want = pr.kv_splits;
+    if (want <= 0) {
+        want = attn_decode_auto_splits(&dev, items, max_span, key_bytes);
+        const int least = attn_params_decode_least_splits(&pr, &full, max_span);
+        if (want < least) want = least;
+    }
     int chunk = (max_span + want - 1) / want;
     chunk = (chunk + bk - 1) / bk * bk;
     if (chunk < bk) chunk = bk;
@@ -199,9 +203,10 @@ static attn_status get_kernels(attn_context *ctx, const decode_plan *dp, const a
 {
     char opts[720];
     /* the problem as planned (kv_len: the capacity), so that a build that
-     * depends on the row length (mma's f32 MMA_FOLD) covers every key */
+     * depends on the row length (mma's f32 MMA_FOLD, where forced splits
+     * are longer than its plain sum's reach) covers every key */
     const attn_problem full = full_problem(c, p);
-    attn_params_options(&dp->pr, &full, opts, sizeof opts - 64); /* room for the cache's -D */
+    attn_params_options(&dp->pr, &full, ATTN_ENTRY_DECODE, opts, sizeof opts - 64); /* room for the cache's -D */
     attn_mma_options(ctx, dp->pr.family, opts, sizeof opts);
     attn_kv_cache_options(c, opts, sizeof opts);
     const char *const *sources;

@@ -28,7 +28,7 @@ static attn_status get_program(attn_context *ctx, const attn_params *pr, const a
                                const attn_kv_cache *cache, cl_program *out)
 {
     char opts[720];
-    attn_params_options(pr, p, opts, sizeof opts - 64); /* room for the cache's -D */
+    attn_params_options(pr, p, ATTN_ENTRY_PREFILL, opts, sizeof opts - 64); /* room for the cache's -D */
     attn_mma_options(ctx, pr->family, opts, sizeof opts);
     const char *const *family;
     const int nfamily = attn_family_sources(pr->family, ATTN_ENTRY_PREFILL, &family);

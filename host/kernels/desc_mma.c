@@ -78,29 +78,40 @@ static size_t local_bytes(const attn_params *pr, const attn_problem *p)
     return 4 * words;
 }
 
-/* Whether p's rows fold O into a second accumulator (cl/mma_core.cl's MMA_FOLD):
- * f32 rows past the plain sum's reach. */
-static int folds(const attn_problem *p)
+/* Whether entry's rows fold O into a second accumulator (cl/mma_core.cl's
+ * MMA_FOLD): f32 rows past the plain sum's reach. A prefill row is kv_len
+ * keys long; a decode work-group sums one split's chunk of the capacity
+ * (kv_len): automatic splits keep it within the plain sum's reach
+ * (attn_params_decode_least_splits), forced ones (kv_splits) may not. */
+static int folds(const attn_params *pr, const attn_problem *p, int entry)
 {
-    return p->dtype == ATTN_F32 && p->kv_len > ATTN_MMA_F32_PLAIN_KEYS;
+    if (p->dtype != ATTN_F32) return 0;
+    if (entry != ATTN_ENTRY_DECODE) return p->kv_len > ATTN_MMA_F32_PLAIN_KEYS;
+    return pr->kv_splits > 0 &&
+           ((long)p->kv_len + pr->kv_splits - 1) / pr->kv_splits > ATTN_MMA_F32_PLAIN_KEYS;
 }
 
-static void derived_options(const attn_params *pr, const attn_problem *p, char *buf, size_t n)
+int attn_params_decode_least_splits(const attn_params *pr, const attn_problem *p, int span)
 {
-    (void)pr;
-    if (n && folds(p)) snprintf(buf, n, " -DMMA_FOLD=1");
+    if (pr->family != ATTN_FAMILY_MMA || p->dtype != ATTN_F32) return 1;
+    return span > 0 ? (span + ATTN_MMA_F32_PLAIN_KEYS - 1) / ATTN_MMA_F32_PLAIN_KEYS : 1;
+}
+
+static void derived_options(const attn_params *pr, const attn_problem *p, int entry, char *buf,
+                            size_t n)
+{
+    if (n && folds(pr, p, entry)) snprintf(buf, n, " -DMMA_FOLD=1");
 }
 
 /* Bytes of mma_attend's per-work-item arrays (cl/mma_core.cl), the same
  * for both entries. */
 static size_t private_bytes(const attn_params *pr, const attn_problem *p, int entry)
 {
-    (void)entry;
     const size_t mt = (size_t)pr->mma_mtiles, d = (size_t)p->head_dim;
     const size_t qsteps = p->dtype == ATTN_F32 ? d / 8 : d / 16;
     size_t words = mt * qsteps * 4;          /* qa [MMA_MTILES][QSTEPS] uint4 or float4 */
     words += mt * (d / 8) * 4;               /* acc [MMA_MTILES][D/8] float4 */
-    if (folds(p)) words += mt * (d / 8) * 4; /* tot, as acc */
+    if (folds(pr, p, entry)) words += mt * (d / 8) * 4; /* tot, as acc */
     words += (size_t)pr->block_keys / 8 * 4; /* s [BLOCK_KEYS/8] float4 */
     words += 7 * 2 * mt;                     /* ri, rh, rlo, rhi, rtop, mrow, l [2 m-tiles] */
     return 4 * words;

@@ -26,8 +26,9 @@ static const attn_constraint constraints[] = {
 };
 
 /* The head dim the kernels work in: a multiple of the vector width. */
-static void derived(const attn_params *pr, const attn_problem *p, char *buf, size_t n)
+static void derived(const attn_params *pr, const attn_problem *p, int entry, char *buf, size_t n)
 {
+    (void)entry;
     snprintf(buf, n, " -DHEAD_DIM_PAD=%d", attn_params_padded_dim(pr, p->head_dim));
 }
 

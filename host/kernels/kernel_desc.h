@@ -69,8 +69,10 @@ typedef struct attn_family_desc {
      * hold (ATTN_PRIVATE_BUDGET_GPU). p gives the head dim and the storage
      * type (decode's score scratch depends on it). */
     size_t (*private_bytes)(const attn_params *pr, const attn_problem *p, int entry);
-    /* -D macros derived from the tunables, or NULL for none; appended */
-    void (*derived_options)(const attn_params *pr, const attn_problem *p, char *buf, size_t n);
+    /* -D macros derived from the tunables for entry point `entry`, or NULL
+     * for none; appended */
+    void (*derived_options)(const attn_params *pr, const attn_problem *p, int entry, char *buf,
+                            size_t n);
     attn_entry_desc entry[ATTN_ENTRY_COUNT]; /* an entry without a kernel: none */
     /* the work-group size when it is derived from several tunables, or
      * NULL: the field at wg_offset (or 1) */

@@ -356,7 +356,8 @@ int attn_params_padded_dim(const attn_params *pr, int head_dim)
     return (head_dim + pr->vec_width - 1) / pr->vec_width * pr->vec_width;
 }
 
-void attn_params_options(const attn_params *pr, const attn_problem *p, char *buf, size_t size)
+void attn_params_options(const attn_params *pr, const attn_problem *p, int entry, char *buf,
+                         size_t size)
 {
     const attn_family_desc *f = attn_family_desc_of(pr->family);
     size_t n = (size_t)snprintf(buf, size, "-cl-std=CL1.2 -DHEAD_DIM=%d -DSTORAGE=%d",
@@ -364,6 +365,6 @@ void attn_params_options(const attn_params *pr, const attn_problem *p, char *buf
     for (int i = 0; i < f->ntunables && n < size; i++)
         n += (size_t)snprintf(buf + n, size - n, " -D%s=%d", f->tunables[i].macro,
                               attn_desc_get(pr, f->tunables[i].offset));
-    if (n < size && f->derived_options) f->derived_options(pr, p, buf + n, size - n);
+    if (n < size && f->derived_options) f->derived_options(pr, p, entry, buf + n, size - n);
     attn_variant_options(p, buf, size);
 }

@@ -73,6 +73,13 @@ void attn_params_fit(int entry, attn_params *pr, const attn_device_limits *dev,
 #define ATTN_MMA_F32_PLAIN_KEYS 4096
 #define ATTN_MMA_F32_MAX_KEYS 1048576
 
+/* The fewest splits automatic decode splits (kv_splits 0) cut span keys
+ * into under pr: for mma's f32, chunks of at most ATTN_MMA_F32_PLAIN_KEYS
+ * keys, so that its decode kernel is built without MMA_FOLD, whose second
+ * accumulator spilled 300-400 bytes a lane at D 128 (tools/check-ptx.sh,
+ * sm_90); at most 256 splits, ATTN_MMA_F32_MAX_KEYS / 4096. Else 1. */
+int attn_params_decode_least_splits(const attn_params *pr, const attn_problem *p, int span);
+
 /* Whether p is a problem the mma family can run (desc_mma.c's refusals:
  * a head dim that is a multiple of 16 up to 256; f32 up to 128 and
  * ATTN_MMA_F32_MAX_KEYS keys). */
@@ -96,8 +103,10 @@ int attn_params_legal(const attn_params *params, const attn_device_limits *dev,
 /* "family=vector,rows=8,...": the family's tunables, in descriptor order */
 void attn_params_format(const attn_params *params, char *buf, size_t size);
 
-/* The -D option string for the forward kernel of this family. */
-void attn_params_options(const attn_params *params, const attn_problem *p, char *buf,
+/* The -D option string for entry point `entry` (ATTN_ENTRY_*) of this
+ * family: for decode, p is the problem as planned (kv_len: the cache's
+ * capacity). */
+void attn_params_options(const attn_params *params, const attn_problem *p, int entry, char *buf,
                          size_t size);
 
 /* The cl/ files an entry point's program joins, in order; returns how
