@@ -82,7 +82,7 @@ clang_opts=(-x cl -cl-std=CL1.2 -target nvptx64-unknown-nvidiacl -march=sm_80 -O
             -Xclang -include -Xclang "$opencl_h" -Xclang -mlink-builtin-bitcode -Xclang "$libclc"
             -fgnu-keywords "-Dinline=static inline __attribute__((always_inline))")
 
-build/tools/gpu-programs >"$out/programs.all"
+build/tools/gpu-programs tools/gpu-prefill-sets.txt >"$out/programs.all"
 # one line per distinct program (a shrink can make two labels one program)
 awk -F'\t' -v f="$filter" 'index($1, f) && !seen[$2 FS $3 FS $4]++' "$out/programs.all" >"$out/programs.tsv"
 

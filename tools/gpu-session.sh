@@ -15,8 +15,8 @@
 #   prefill  attn-bench, interleaved f16/bf16/f32, on B=1 Hq=8 D=64 S=2048
 #            (checked against the CPU reference) and B=4 Hq=32 Hkv=8 D=128
 #            S=4096 (the targets): the default plan (mma where the gate
-#            verified it), a second mma shape, tiled, flash without and with
-#            prefetch
+#            verified it) and the sets of tools/gpu-prefill-sets.txt (a
+#            second mma shape, tiled, flash without and with prefetch)
 #   torch    tools/compare-torch.py --bench on those shapes and B=1 Hq=32
 #            D=128 S=2048 (when torch imports)
 #   decode   the DESIGN decode set (f32/f16, contiguous and paged, int8) as a
@@ -135,11 +135,10 @@ if want gate; then
 fi
 
 # ---- prefill: the issues' shapes, each family forced next to the plan ----
-tiled=family=tiled,rows=16,keys=32,wg=128,local_kv=1
-# shellcheck disable=SC2054 # commas inside the parameter strings
-sets=("" family=mma,warps=4,keys=32,mtiles=2 "$tiled" family=flash,rows=32,keys=16,tm=2,tn=2
-      family=flash,rows=32,keys=16,tm=2,tn=2,prefetch=1)
-# the first is checked against the CPU reference; the targets are the 4th and 5th
+# the plan (checked against the CPU reference), then the sets of
+# tools/gpu-prefill-sets.txt, which check-ptx.sh assembles too
+mapfile -t sets < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' tools/gpu-prefill-sets.txt | grep .)
+sets=("" "${sets[@]}")
 # (the same options serve attn-bench and compare-torch.py)
 shapes=("--batch 1 --q-heads 8 --kv-heads 2 --head-dim 64 --seq 2048"
         "--batch 4 --q-heads 32 --kv-heads 8 --head-dim 128 --seq 4096"

@@ -2,15 +2,16 @@
  * one a line, for tools/check-ptx.sh (which compiles each to PTX with clang
  * and assembles it with NVIDIA's ptxas, on a machine without a GPU).
  *
- * usage: gpu-programs
+ * usage: gpu-programs [SETS]
  * Prints "label<TAB>kernel<TAB>sources<TAB>options" per program: the
  * planner's own pieces (attn_params_fit on the H200's limits, the family's
  * sources, attn_params_options, the cache's -D options, -DMMA_PTX=1 and
  * -DATTN_GPU=1 as forward.c, decode.c, mma_gate.c and program.c add them), over the families a GPU
  * runs (tiled, flash with and without prefetch, mma), the storage types,
  * D 64, 128 and 256, prefill and decode (KV as the dtype and int8, contiguous
- * and paged), the other prefill sets tools/gpu-session.sh measures, and the
- * mma gate's two fragment checks. The limits are the
+ * and paged), the prefill sets of file SETS (tools/gpu-prefill-sets.txt,
+ * which tools/gpu-session.sh times: one ATTN_PARAMS string a line, '#'
+ * comments), and the mma gate's two fragment checks. The limits are the
  * ones measured there (../shared/gpu/README.md): 48 KiB of __local
  * memory, work-groups of 1024, 132 compute units. */
 #include "attention/decode.h"
@@ -45,6 +46,35 @@ static void print_program(const char *label, const attn_params *pr, const attn_p
     printf("\t%s\n", opts);
 }
 
+#define MAX_SETS 16
+static char sets[MAX_SETS][160];
+static int nsets;
+
+/* The sets of file path (the format above) into sets; exits on an error. */
+static void read_sets(const char *path)
+{
+    FILE *f = fopen(path, "r");
+    if (!f) {
+        fprintf(stderr, "gpu-programs: cannot read %s\n", path);
+        exit(1);
+    }
+    char line[256];
+    while (fgets(line, sizeof line, f)) {
+        char *s = line, *d = line;
+        for (; *s && *s != '#'; s++) /* without the comment and the blanks */
+            if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r') *d++ = *s;
+        *d = 0;
+        if (!*line) continue;
+        if (nsets == MAX_SETS || strlen(line) >= sizeof sets[0]) {
+            fprintf(stderr, "gpu-programs: %s: more than %d sets or a line too long\n", path,
+                    MAX_SETS);
+            exit(1);
+        }
+        strcpy(sets[nsets++], line);
+    }
+    fclose(f);
+}
+
 /* B=4 Hq=32 Hkv=8 S=4096 causal: DESIGN.md's large prefill shape */
 static void prefill(attn_dtype dt, int dim)
 {
@@ -62,11 +92,7 @@ static void prefill(attn_dtype dt, int dim)
             print_program(label, &pr, &p, ATTN_ENTRY_PREFILL, "");
         }
     }
-    /* the other sets tools/gpu-session.sh measures */
-    const char *sets[] = {"family=mma,warps=4,keys=32,mtiles=2",
-                          "family=flash,rows=32,keys=16,tm=2,tn=2",
-                          "family=flash,rows=32,keys=16,tm=2,tn=2,prefetch=1"};
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < nsets; i++) {
         attn_params pr = attn_params_defaults(ATTN_FAMILY_TILED);
         char err[160], label[64];
         if (attn_params_parse(sets[i], &pr, err, sizeof err) != 0) {
@@ -111,8 +137,13 @@ static void decode(attn_dtype dt, int dim)
             }
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
+    if (argc > 2) {
+        fprintf(stderr, "usage: gpu-programs [SETS]\n");
+        return 2;
+    }
+    if (argc == 2) read_sets(argv[1]);
     const attn_dtype types[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
     for (int t = 0; t < 3; t++)
         for (int dim = 64; dim <= 256; dim *= 2) {
