@@ -62,6 +62,8 @@ while (($#)); do
     esac
 done
 [[ $budget =~ ^[0-9]+$ ]] || { echo "gpu-session: --budget must be seconds" >&2; exit 2; }
+setfile=tools/gpu-prefill-sets.txt # before any step: the prefill step needs it
+[[ -r $setfile ]] || { echo "gpu-session: cannot read $setfile" >&2; exit 2; }
 budget=$((10#$budget))
 [[ -z $debs || $debs == /* ]] || debs=$start_dir/$debs # relative to where we were started
 
@@ -137,7 +139,7 @@ fi
 # ---- prefill: the issues' shapes, each family forced next to the plan ----
 # the plan (checked against the CPU reference), then the sets of
 # tools/gpu-prefill-sets.txt, which check-ptx.sh assembles too
-mapfile -t sets < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' tools/gpu-prefill-sets.txt | grep .)
+mapfile -t sets < <(sed -e 's/#.*//' -e 's/[[:space:]]//g' "$setfile" | grep .)
 sets=("" "${sets[@]}")
 # (the same options serve attn-bench and compare-torch.py)
 shapes=("--batch 1 --q-heads 8 --kv-heads 2 --head-dim 64 --seq 2048"

@@ -58,16 +58,21 @@ static void read_sets(const char *path)
         fprintf(stderr, "gpu-programs: cannot read %s\n", path);
         exit(1);
     }
-    char line[256];
-    while (fgets(line, sizeof line, f)) {
+    char line[1024];
+    for (int no = 1; fgets(line, sizeof line, f); no++) {
+        if (!strchr(line, '\n') && !feof(f)) { /* fgets would split it */
+            fprintf(stderr, "gpu-programs: %s:%d: longer than %d characters\n", path, no,
+                    (int)sizeof line - 2);
+            exit(1);
+        }
         char *s = line, *d = line;
         for (; *s && *s != '#'; s++) /* without the comment and the blanks */
             if (*s != ' ' && *s != '\t' && *s != '\n' && *s != '\r') *d++ = *s;
         *d = 0;
         if (!*line) continue;
         if (nsets == MAX_SETS || strlen(line) >= sizeof sets[0]) {
-            fprintf(stderr, "gpu-programs: %s: more than %d sets or a line too long\n", path,
-                    MAX_SETS);
+            fprintf(stderr, "gpu-programs: %s:%d: more than %d sets, or a set of more than %d "
+                    "characters\n", path, no, MAX_SETS, (int)sizeof sets[0] - 1);
             exit(1);
         }
         strcpy(sets[nsets++], line);

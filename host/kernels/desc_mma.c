@@ -103,8 +103,8 @@ static void derived_options(const attn_params *pr, const attn_problem *p, int en
     if (n && folds(pr, p, entry)) snprintf(buf, n, " -DMMA_FOLD=1");
 }
 
-/* Bytes of mma_attend's per-work-item arrays (cl/mma_core.cl), the same
- * for both entries. */
+/* Bytes of mma_attend's per-work-item arrays (cl/mma_core.cl), which both
+ * entries run; the folded sum's tot only where the entry folds. */
 static size_t private_bytes(const attn_params *pr, const attn_problem *p, int entry)
 {
     const size_t mt = (size_t)pr->mma_mtiles, d = (size_t)p->head_dim;
