@@ -195,9 +195,10 @@ static void test_mma_f32(void)
      * where the device has many compute units), summed plainly; two forced
      * splits of 32768 keys are built folded */
     static const char *const plans[] = {"mma", "mma,splits=2"};
-    static const int least[] = {16, 2}, most[] = {256, 2};
+    enum { KEYS = 65536, CAP = ATTN_MMA_F32_MAX_KEYS / ATTN_MMA_F32_PLAIN_KEYS };
+    static const int least[] = {KEYS / ATTN_MMA_F32_PLAIN_KEYS, 2}, most[] = {CAP, 2};
     for (int i = 0; i < 2; i++) {
-        result r = run(plans[i], 1, 65536, 1, 1);
+        result r = run(plans[i], 1, KEYS, 1, 1);
         printf("\n  decode %s f32 S=65536 constant V causal (%s): max rel %.3g, %.3g of the "
                "tolerance",
                plans[i], g_decode_plan, r.max_rel, r.ratio);
