@@ -609,6 +609,144 @@ static void test_overlaps(void)
     fixture_free(&fx);
 }
 
+/* Sub-buffers (clCreateSubBuffer) of one cl_mem are one allocation: out
+ * cut from the same buffer as k, v, q, lse, the sinks or the mask, over
+ * the same bytes, is refused as the same handle would be, naming both; cut
+ * from disjoint parts it is accepted and right, and two handles on the
+ * same bytes with q's layout are in place. A KV cache's buffers, reached
+ * through attn_kv_cache_tensors and cut, are refused as decode's out and
+ * as append's source. (attn once compared handles only: out over k's
+ * memory passed and the flash family's results were wrong.) */
+static cl_mem cut(cl_mem parent, size_t origin, size_t bytes)
+{
+    cl_buffer_region r = {origin, bytes};
+    cl_int err;
+    cl_mem m = clCreateSubBuffer(parent, CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION, &r, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    return m;
+}
+
+static size_t round_up(size_t n, size_t a) { return (n + a - 1) / a * a; }
+
+static void test_sub_buffer_overlaps(void)
+{
+    fixture fx;
+    fixture_init(&fx, ATTN_F32);
+    attn_context *ctx = fx.ctx;
+    cl_command_queue queue = attn_context_queue(ctx);
+    cl_uint align_bits = 0;
+    CU_ASSERT_EQUAL_FATAL(clGetDeviceInfo(attn_context_device(ctx), CL_DEVICE_MEM_BASE_ADDR_ALIGN,
+                                          sizeof align_bits, &align_bits, NULL), CL_SUCCESS);
+    const size_t al = align_bits / 8 ? align_bits / 8 : 1;
+    const size_t ob = (size_t)B * HQ * SQ * D * sizeof(float), kb = (size_t)B * HKV * SKV * D * sizeof(float);
+    const size_t lb = (size_t)B * HQ * SQ * sizeof(float);
+    /* parts: [out][k][v][lse], each aligned; overlapping views start one
+     * alignment step into out */
+    const size_t ko = round_up(ob, al), vo = round_up(ko + kb, al), lo = round_up(vo + kb, al);
+    const size_t total = round_up(lo + lb, al) + al + ob;
+    cl_mem parent = sentinel_buffer(ctx, total);
+    cl_mem o_sub = cut(parent, 0, ob), k_sub = cut(parent, ko, kb), v_sub = cut(parent, vo, kb);
+    cl_mem l_sub = cut(parent, lo, lb);
+    CU_ASSERT_EQUAL(clEnqueueCopyBuffer(queue, fx.k.buffer, k_sub, 0, 0, kb, 0, NULL, NULL), CL_SUCCESS);
+    CU_ASSERT_EQUAL(clEnqueueCopyBuffer(queue, fx.v.buffer, v_sub, 0, 0, kb, 0, NULL, NULL), CL_SUCCESS);
+    CU_ASSERT_EQUAL(clFinish(queue), CL_SUCCESS);
+    attn_tensor o = fx.out, k = fx.k, v = fx.v, q = fx.q;
+    o.buffer = o_sub, k.buffer = k_sub, v.buffer = v_sub;
+    const cl_mem watch[] = {parent, fx.lse, NULL};
+
+    /* k and v cut over out's bytes (one alignment step in) */
+    cl_mem over = cut(parent, al, kb);
+    attn_tensor ko_t = k, vo_t = v;
+    ko_t.buffer = over, vo_t.buffer = over;
+    CU_ASSERT(rejected("sub-buffer k over out", ctx, &fx.p, &fx.q, &ko_t, &v, &o, NULL, fx.lse,
+                       "out overlaps k (their buffers are sub-buffers of one cl_mem)", watch));
+    CU_ASSERT(rejected("sub-buffer v over out", ctx, &fx.p, &fx.q, &k, &vo_t, &o, NULL, fx.lse,
+                       "out overlaps v (their buffers are sub-buffers", watch));
+    /* q cut over out's bytes from another origin: a different layout */
+    cl_mem q_over = cut(parent, al, ob);
+    q.buffer = q_over;
+    CU_ASSERT(rejected("sub-buffer q over out", ctx, &fx.p, &q, &k, &v, &o, NULL, fx.lse,
+                       "out overlaps q with a different layout", watch));
+    /* lse over out, over k; the sinks and the mask over out and over lse */
+    CU_ASSERT(rejected("sub-buffer lse over out", ctx, &fx.p, &fx.q, &k, &v, &o, NULL, over,
+                       "lse and out->buffer are sub-buffers of one cl_mem", watch));
+    cl_mem l_over_k = cut(parent, ko, lb);
+    CU_ASSERT(rejected("sub-buffer lse over k", ctx, &fx.p, &fx.q, &k, &v, &o, NULL, l_over_k,
+                       "lse and k->buffer are sub-buffers", watch));
+    attn_problem p = fx.p;
+    p.sinks_buffer = over;
+    CU_ASSERT(rejected("sub-buffer sinks over out", ctx, &p, &fx.q, &k, &v, &o, NULL, fx.lse,
+                       "p->sinks_buffer and out->buffer are sub-buffers", watch));
+    p.sinks_buffer = cut(parent, lo, (size_t)HQ * sizeof(float));
+    CU_ASSERT(rejected("sub-buffer sinks over lse", ctx, &p, &fx.q, &k, &v, &o, NULL, l_sub,
+                       "lse and p->sinks_buffer are sub-buffers", watch));
+    clReleaseMemObject(p.sinks_buffer);
+    p = fx.p;
+    p.mask = (attn_mask){over, NULL, ATTN_F32, 0, 0, 0, 0, 0, 0};
+    CU_ASSERT(rejected("sub-buffer mask over out", ctx, &p, &fx.q, &k, &v, &o, NULL, fx.lse,
+                       "p->mask.buffer and out->buffer are sub-buffers", watch));
+    p.mask.buffer = l_sub; /* a part of its own, and lse cut one step into it */
+    cl_mem l_over_mask = cut(parent, lo + al, lb);
+    CU_ASSERT(rejected("sub-buffer lse over mask", ctx, &p, &fx.q, &k, &v, &o, NULL,
+                       l_over_mask, "lse and p->mask.buffer are sub-buffers", watch));
+
+    /* disjoint parts of one buffer: accepted and right */
+    attn_status st = attn_forward(ctx, &fx.p, &fx.q, &k, &v, &o, NULL, l_sub, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  disjoint sub-buffers: %s\n", attn_last_error(ctx));
+    else expect_matches_reference(ctx, &fx.p, &o, fx.hq, fx.hk, fx.hv, l_sub);
+    /* two handles on the same bytes with one layout: in place */
+    cl_mem q_sub = cut(parent, 0, ob);
+    CU_ASSERT_EQUAL(clEnqueueCopyBuffer(queue, fx.q.buffer, q_sub, 0, 0, ob, 0, NULL, NULL), CL_SUCCESS);
+    q = fx.q;
+    q.buffer = q_sub;
+    st = attn_forward(ctx, &fx.p, &q, &k, &v, &o, NULL, l_sub, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  in place through sub-buffers: %s\n", attn_last_error(ctx));
+    else expect_matches_reference(ctx, &fx.p, &o, fx.hq, fx.hk, fx.hv, l_sub);
+
+    /* a KV cache's own buffer, cut: not decode's out, not append's source */
+    enum { CAP = 16 };
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, B, HKV, D, CAP, ATTN_F32, &cache), ATTN_SUCCESS);
+    attn_tensor one_k;
+    cl_mem bk = harness_alloc(ctx, ATTN_F32, B, HKV, 1, D, NULL, &one_k);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bk);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &one_k, &one_k, 1, NULL, NULL), ATTN_SUCCESS);
+    attn_tensor ck;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_tensors(cache, &ck, NULL), ATTN_SUCCESS);
+    const size_t qb1 = (size_t)B * HQ * D * sizeof(float);
+    cl_mem cache_cut = cut(ck.buffer, 0, qb1);
+    attn_problem dp = base_problem(ATTN_F32);
+    dp.q_len = 1;
+    attn_tensor dq, dout;
+    cl_mem bq = harness_alloc(ctx, ATTN_F32, B, HQ, 1, D, NULL, &dq);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bq);
+    harness_layout_tensor(NULL, B, HQ, 1, D, &dout);
+    dout.buffer = cache_cut;
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &dp, &dq, &dout, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "out overlaps k"));
+    attn_tensor src = one_k;
+    src.buffer = cut(ck.buffer, 0, (size_t)B * HKV * D * sizeof(float));
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &src, &one_k, 1, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "nor sub-buffers of them"));
+    int len[B];
+    CU_ASSERT_EQUAL(attn_kv_cache_lengths(cache, len), ATTN_SUCCESS);
+    CU_ASSERT(len[0] == 1 && len[1] == 1); /* nothing appended */
+    clReleaseMemObject(src.buffer);
+    clReleaseMemObject(cache_cut);
+    clReleaseMemObject(bq);
+    clReleaseMemObject(bk);
+    attn_kv_cache_release(cache);
+
+    cl_mem subs[] = {o_sub, k_sub, v_sub, l_sub, over, q_over, l_over_k, l_over_mask, q_sub};
+    for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) clReleaseMemObject(subs[i]);
+    clReleaseMemObject(parent);
+    fixture_free(&fx);
+}
+
 /* Q, K, V and O interleaved in one buffer, [B, S, 4, H, D] (a fused QKVO
  * projection output): the tensors share a buffer and their element ranges
  * interleave, but no element is shared, so it is accepted and right; the
@@ -1456,6 +1594,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_lse_checks),
     HARNESS_TEST(test_overlaps),
     HARNESS_TEST(test_fused_layout),
+    HARNESS_TEST(test_sub_buffer_overlaps),
     HARNESS_TEST(test_zero_stride_single_extent),
     HARNESS_TEST(test_shared_inputs),
     HARNESS_TEST(test_packed_layout),

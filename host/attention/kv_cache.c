@@ -4,6 +4,7 @@
  * truncation and reset. */
 #define _POSIX_C_SOURCE 200809L
 #include "attention/decode.h"
+#include "attention/mem_view.h"
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/launch.h"
@@ -188,9 +189,11 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
             (st = attn_validate_tensor(ctx, v, "v", c->batch, c->kv_heads, block_len, D,
                                        attn_dtype_size(c->dtype), &hi)) != ATTN_SUCCESS)
             return st;
-        ATTN_CHECK(ctx, k->buffer == c->k || k->buffer == c->v || v->buffer == c->k ||
-                            v->buffer == c->v,
-                   ATTN_ERROR_INVALID_ARGUMENT, "k and v must not be the cache's own buffers");
+        /* nor sub-buffers cut from them (mem_view.h): the same memory */
+        const cl_mem kr = attn_mem_view_of(k->buffer).root, vr = attn_mem_view_of(v->buffer).root;
+        ATTN_CHECK(ctx, kr == c->k || kr == c->v || vr == c->k || vr == c->v,
+                   ATTN_ERROR_INVALID_ARGUMENT, "k and v must not be the cache's own buffers "
+                   "(nor sub-buffers of them)");
     }
 
     cl_int err;

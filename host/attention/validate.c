@@ -2,6 +2,7 @@
  * enqueued; each failure names the argument at fault. */
 #include "core/context.h"
 #include "core/errors.h"
+#include "attention/mem_view.h"
 #include "attention/validate.h"
 #include "attention/variants.h"
 
@@ -314,6 +315,53 @@ static attn_status check_out_rows(attn_context *ctx, const attn_problem *p,
     return st;
 }
 
+/* A tensor where its memory lies: t's buffer replaced by the allocation it
+ * is a view of (mem_view.h) and its offset and hi counted from there;
+ * exact when the sub-buffer's origin is a whole number of elements, as
+ * OpenCL's alignment of origins (CL_DEVICE_MEM_BASE_ADDR_ALIGN, at least
+ * 128 bytes) makes it; otherwise only its byte range is compared. */
+typedef struct placed {
+    attn_tensor t;  /* buffer: the root; offset: in elements from the root's start */
+    size_t hi;      /* the highest element index it reaches, from the root's start */
+    cl_mem mem;     /* the caller's handle */
+    size_t lo, end; /* bytes [lo, end) of mem it touches */
+    int exact;
+} placed;
+
+static placed place(const attn_tensor *t, size_t elem, size_t hi)
+{
+    const attn_mem_view w = attn_mem_view_of(t->buffer);
+    placed r = {*t, hi, t->buffer, t->offset * elem, (hi + 1) * elem, w.origin % elem == 0};
+    r.t.buffer = w.root;
+    r.t.offset += w.origin / elem;
+    r.hi += w.origin / elem;
+    return r;
+}
+
+/* Whether two placed tensors of the problem's q or kv shape share memory:
+ * exactly (tensors_meet) when same_shape and both exact, by ranges
+ * otherwise. */
+static int placed_meet(const placed *a, const placed *b, int same_shape, const attn_problem *p)
+{
+    if (!a->t.buffer || a->t.buffer != b->t.buffer) return 0;
+    if (!a->exact || !b->exact)
+        return attn_mem_bytes_meet(a->mem, a->lo, a->end, b->mem, b->lo, b->end);
+    if (!same_shape) return a->t.offset <= b->hi && b->t.offset <= a->hi;
+    return tensors_meet(&a->t, a->hi, &b->t, b->hi, p->q_heads, p->q_len, p->head_dim, p->batch);
+}
+
+/* How two tensors that meet share their memory, for the message. */
+static const char *alias_kind(cl_mem a, cl_mem b)
+{
+    return a == b ? "in the same buffer" : "(their buffers are sub-buffers of one cl_mem)";
+}
+
+static size_t mem_bytes(cl_mem m)
+{
+    size_t bytes = 0;
+    return clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS ? bytes : 0;
+}
+
 /* attn_validate_forward, or with kv 0 attn_validate_io (k and v unused) */
 static attn_status validate(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
                             const attn_tensor *k, const attn_tensor *v, const attn_tensor *out,
@@ -330,24 +378,25 @@ static attn_status validate(attn_context *ctx, const attn_problem *p, const attn
         (st = attn_validate_writable(ctx, out->buffer, "out->buffer")) ||
         (st = check_out_rows(ctx, p, lengths, out)))
         return st;
+    /* sub-buffers of one cl_mem are one allocation: compare where the
+     * elements lie, not the handles */
+    const placed pq = place(q, elem, qhi), po = place(out, elem, ohi);
+    placed pk = {0}, pv = {0};
+    if (kv) pk = place(k, elem, khi), pv = place(v, elem, vhi);
     /* out may be q itself (each row is read before it is written), never K or V */
-    if (kv && p->q_heads == p->kv_heads && p->q_len == p->kv_len) {
-        if (tensors_meet(out, ohi, k, khi, p->q_heads, p->q_len, D, p->batch))
-            return INVALID(ctx, "out overlaps k in the same buffer");
-        if (tensors_meet(out, ohi, v, vhi, p->q_heads, p->q_len, D, p->batch))
-            return INVALID(ctx, "out overlaps v in the same buffer");
-    } else if (kv) { /* shapes differ: element ranges */
-        if (k->buffer == out->buffer && k->offset <= ohi && out->offset <= khi)
-            return INVALID(ctx, "out overlaps k in the same buffer");
-        if (v->buffer == out->buffer && v->offset <= ohi && out->offset <= vhi)
-            return INVALID(ctx, "out overlaps v in the same buffer");
-    }
-    const int in_place = q->buffer == out->buffer && q->offset == out->offset &&
-                         q->stride_batch == out->stride_batch && q->stride_head == out->stride_head &&
-                         q->stride_seq == out->stride_seq;
-    if (!in_place && tensors_meet(out, ohi, q, qhi, p->q_heads, p->q_len, D, p->batch))
+    const int same_shape = p->q_heads == p->kv_heads && p->q_len == p->kv_len;
+    if (kv && placed_meet(&po, &pk, same_shape, p))
+        return INVALID(ctx, "out overlaps k %s", alias_kind(out->buffer, k->buffer));
+    if (kv && placed_meet(&po, &pv, same_shape, p))
+        return INVALID(ctx, "out overlaps v %s", alias_kind(out->buffer, v->buffer));
+    const int in_place = pq.exact && po.exact && pq.t.buffer == po.t.buffer &&
+                         pq.t.offset == po.t.offset && q->stride_batch == out->stride_batch &&
+                         q->stride_head == out->stride_head && q->stride_seq == out->stride_seq;
+    if (!in_place && placed_meet(&po, &pq, 1, p))
         return INVALID(ctx, "out overlaps q with a different layout (in place needs identical "
-                       "offset and strides)");
+                       "offset and strides)%s", q->buffer == out->buffer ? "" :
+                       " (q->buffer and out->buffer are sub-buffers of one cl_mem)");
+    const size_t sinks_bytes = (size_t)p->q_heads * sizeof(float);
     if (lse) {
         size_t bytes = 0;
         cl_context owner = NULL;
@@ -368,6 +417,19 @@ static attn_status validate(attn_context *ctx, const attn_problem *p, const attn
             return INVALID(ctx, "lse must be a buffer of its own, not p->sinks_buffer or "
                            "p->mask.buffer (attn reads those while it writes lse)");
         if (p->packed && (st = check_packed_lse_rows(ctx, p, lengths)) != ATTN_SUCCESS) return st;
+        const placed *seen[4] = {&pq, &po, &pk, &pv};
+        const char *names[4] = {"q->buffer", "out->buffer", "k->buffer", "v->buffer"};
+        for (int i = 0; i < (kv ? 4 : 2); i++)
+            if (attn_mem_bytes_meet(lse, 0, need, seen[i]->mem, seen[i]->lo, seen[i]->end))
+                return INVALID(ctx, "lse and %s are sub-buffers of one cl_mem whose bytes meet: "
+                               "lse must be memory of its own", names[i]);
+        if (p->sinks_buffer && attn_mem_bytes_meet(lse, 0, need, p->sinks_buffer, 0, sinks_bytes))
+            return INVALID(ctx, "lse and p->sinks_buffer are sub-buffers of one cl_mem whose "
+                           "bytes meet (attn reads the sinks while it writes lse)");
+        if (p->mask.buffer &&
+            attn_mem_bytes_meet(lse, 0, need, p->mask.buffer, 0, mem_bytes(p->mask.buffer)))
+            return INVALID(ctx, "lse and p->mask.buffer are sub-buffers of one cl_mem whose "
+                           "bytes meet (attn reads the mask while it writes lse)");
     }
     if (p->sinks_buffer && p->sinks_buffer == out->buffer)
         return INVALID(ctx, "p->sinks_buffer is out->buffer: attn reads the sinks while it "
@@ -375,6 +437,15 @@ static attn_status validate(attn_context *ctx, const attn_problem *p, const attn
     if (p->mask.buffer && p->mask.buffer == out->buffer)
         return INVALID(ctx, "p->mask.buffer is out->buffer: attn reads the mask while it "
                        "writes out");
+    if (p->sinks_buffer &&
+        attn_mem_bytes_meet(out->buffer, po.lo, po.end, p->sinks_buffer, 0, sinks_bytes))
+        return INVALID(ctx, "p->sinks_buffer and out->buffer are sub-buffers of one cl_mem whose "
+                       "bytes meet: attn reads the sinks while it writes out");
+    /* the mask's whole view: the part it reads depends on its strides */
+    if (p->mask.buffer &&
+        attn_mem_bytes_meet(out->buffer, po.lo, po.end, p->mask.buffer, 0, mem_bytes(p->mask.buffer)))
+        return INVALID(ctx, "p->mask.buffer and out->buffer are sub-buffers of one cl_mem whose "
+                       "bytes meet: attn reads the mask while it writes out");
     return ATTN_SUCCESS;
 }
 

@@ -28,7 +28,10 @@ extern "C" {
  *  one entry's elements must be distinct. The rows of out that are written
  *  must not meet one another, k or v, nor q unless out is q with the same
  *  layout (in place); with p->packed only each entry's own rows count, and
- *  lse is [Hq][Sq] (>= Hq*Sq floats).
+ *  lse is [Hq][Sq] (>= Hq*Sq floats). Memory, not handles, is compared:
+ *  sub-buffers (clCreateSubBuffer) of one cl_mem are seen as the one
+ *  allocation they are, for out, lse, p->sinks_buffer and p->mask.buffer
+ *  (and attn_decode's out against the cache's K and V).
  *  done: NULL, or receives the completion event (caller releases it).
  *  All arguments are validated before anything is enqueued. */
 ATTN_API attn_status attn_forward(attn_context *ctx, const attn_problem *p,
