@@ -262,6 +262,56 @@ static void test_tune_shape_variants(void)
     }
 }
 
+/* attn_problem_flops sums each batch entry's visible pairs in closed form
+ * (per stretch of queries where the same bounds bind); a per-query count
+ * is the truth it must equal, exactly, over lengths, Sq < Skv and Sq >
+ * Skv, causal or not, and windows on either side. The largest lengths the
+ * library takes cost no more than small ones (the per-query loop it
+ * replaced made attn-bench hang). */
+static double pairs_by_query(long long ql, long long kl, int causal, long long left, long long right)
+{
+    double pairs = 0;
+    for (long long i = 0; i < ql; i++) {
+        const long long pos = i + kl - ql;
+        long long lo = left >= 0 ? pos - left : 0, hi = kl - 1;
+        if (lo < 0) lo = 0;
+        if (causal && pos < hi) hi = pos;
+        if (right >= 0 && pos + right < hi) hi = pos + right;
+        if (hi >= lo) pairs += (double)(hi - lo + 1);
+    }
+    return pairs;
+}
+
+static void test_problem_flops_closed_form(void)
+{
+    uint64_t rng = 77;
+    int wrong = 0;
+    for (int t = 0; t < 20000; t++) {
+        rng = rng * 6364136223846793005ull + 1442695040888963407ull;
+        const unsigned r = (unsigned)(rng >> 33);
+        const int span = r % 4 == 0 ? 600 : 24;
+        attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 1,
+                          .q_len = 1 + (int)((r >> 2) % span), .kv_len = 1 + (int)((r >> 11) % span),
+                          .dtype = ATTN_F32, .causal = (int)((r >> 20) & 1)};
+        p.use_window = (r >> 21) % 3 != 0;
+        p.window_left = (r >> 23) % 3 == 0 ? -1 : (int)((r >> 5) % (span + 4));
+        p.window_right = (r >> 25) % 3 == 0 ? -1 : (int)((r >> 13) % (span + 4));
+        const double want = 4.0 * pairs_by_query(p.q_len, p.kv_len, p.causal,
+                                                 p.use_window ? p.window_left : -1,
+                                                 p.use_window ? p.window_right : -1);
+        if (attn_problem_flops(&p, NULL) != want && wrong++ < 5)
+            printf("\n  q_len %d kv_len %d causal %d window %d (%d, %d): %.0f, want %.0f\n",
+                   p.q_len, p.kv_len, p.causal, p.use_window, p.window_left, p.window_right,
+                   attn_problem_flops(&p, NULL), want);
+    }
+    CU_ASSERT_EQUAL(wrong, 0);
+    /* 2^30 queries and keys, causal: n (n + 1) / 2 pairs, at once */
+    attn_problem big = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 1,
+                        .q_len = 1 << 30, .kv_len = 1 << 30, .dtype = ATTN_F32, .causal = 1};
+    const double n = (double)(1 << 30);
+    CU_ASSERT_DOUBLE_EQUAL(attn_problem_flops(&big, NULL), 4.0 * n * (n + 1) / 2, 1e3);
+}
+
 /* attn_problem_flops with a sliding window counts only the pairs inside
  * it: query i at key position pos sees pos - left .. pos + right (and no
  * further than pos when causal); a window wider than the keys, or
@@ -1048,6 +1098,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_lookup_tiers),
     HARNESS_TEST(test_problem_flops),
     HARNESS_TEST(test_problem_flops_window),
+    HARNESS_TEST(test_problem_flops_closed_form),
     HARNESS_TEST(test_variant_classes),
     HARNESS_TEST(test_tune_shape_variants),
     HARNESS_END

@@ -100,23 +100,64 @@ int attn_shape_class_distance(const attn_shape_class *a, const attn_shape_class 
            octaves(a->kv_bucket, b->kv_bucket);
 }
 
+/* Sum of max(0, a + s * i) over integers i in [lo, hi), in O(1): the
+ * terms are positive on one side of the root of a linear function. */
+static double positive_sum(double a, double s, long long lo, long long hi)
+{
+    if (s > 0) { /* positive from the first i with a + s * i >= 1 */
+        const long long first = (long long)ceil((1 - a) / s);
+        if (first > lo) lo = first;
+    } else if (s < 0) { /* positive up to the last i with a + s * i >= 1 */
+        const long long last = (long long)floor((1 - a) / s);
+        if (last + 1 < hi) hi = last + 1;
+    } else if (a < 1) {
+        return 0;
+    }
+    if (hi <= lo) return 0;
+    const double n = (double)(hi - lo);
+    return n * a + s * (n * (double)lo + n * (n - 1) / 2); /* the terms' sum, all positive */
+}
+
 /* Visible (query, key) pairs of a batch entry with ql queries and kl keys:
  * query i sits at key position pos = i + kl - ql (bottom-right) and sees
  * keys max(0, pos - left) .. min(kl - 1, pos when causal, pos + right);
- * left / right < 0: unlimited on that side. */
+ * left / right < 0: unlimited on that side. The count per query is linear
+ * in i between the points where a bound starts or stops binding, so it is
+ * summed per stretch in closed form: O(1), whatever the lengths (a loop
+ * over the queries took minutes on attn-bench's largest shapes). */
 static double visible_pairs(long long ql, long long kl, int causal, long long left,
                             long long right)
 {
     if (ql <= 0 || kl <= 0) return 0;
     if (!causal && left < 0 && right < 0) return (double)ql * (double)kl;
+    const long long shift = kl - ql; /* pos = i + shift */
+    /* where the bounds switch: pos - left = 0 (lo leaves 0), pos = kl - 1
+     * (causal: hi reaches the last key), pos + right = kl - 1 */
+    long long cuts[5] = {0, ql, ql, ql, ql};
+    int n = 2;
+    if (left >= 0) cuts[n++] = left - shift;
+    if (causal) cuts[n++] = kl - 1 - shift;
+    if (right >= 0) cuts[n++] = kl - 1 - right - shift;
+    for (int i = 1; i < n; i++) /* sort (each stretch is clamped into [0, ql] below) */
+        for (int j = i; j > 0 && cuts[j] < cuts[j - 1]; j--) {
+            const long long t = cuts[j]; cuts[j] = cuts[j - 1]; cuts[j - 1] = t;
+        }
     double pairs = 0;
-    for (long long i = 0; i < ql; i++) {
-        const long long pos = i + kl - ql;
-        long long lo = left >= 0 ? pos - left : 0, hi = kl - 1;
-        if (lo < 0) lo = 0;
-        if (causal && pos < hi) hi = pos;
-        if (right >= 0 && pos + right < hi) hi = pos + right;
-        if (hi >= lo) pairs += (double)(hi - lo + 1);
+    for (int c = 0; c + 1 < n; c++) {
+        long long a = cuts[c] < 0 ? 0 : cuts[c] > ql ? ql : cuts[c];
+        long long b = cuts[c + 1] < 0 ? 0 : cuts[c + 1] > ql ? ql : cuts[c + 1];
+        if (b <= a) continue;
+        /* on [a, b) each bound is one linear piece: read it at i = a */
+        const long long pos = a + shift;
+        const int lo_moves = left >= 0 && pos - left >= 0;
+        long long hi = kl - 1;
+        int hi_moves = 0;
+        if (causal && pos < hi) hi = pos, hi_moves = 1;
+        if (right >= 0 && pos + right < hi) hi = pos + right, hi_moves = 1;
+        /* count(i) = hi(i) - lo(i) + 1 = value at a + slope * (i - a) */
+        const double at_a = (double)hi - (double)(lo_moves ? pos - left : 0) + 1;
+        const double slope = (double)hi_moves - (double)lo_moves;
+        pairs += positive_sum(at_a - slope * (double)a, slope, a, b);
     }
     return pairs;
 }
