@@ -487,6 +487,9 @@ static void test_variant_refusals(void)
         {{"--variants", "--decode", NULL}, "--variants is a prefill run of its own"},
         {{"--variants", "--dtype", "f32,f16", NULL}, "--variants takes one --dtype"},
         {{"--variants", "--alibi", "8", NULL}, "--variants runs its own variants"},
+        /* the library's limit on lengths, 2^30, not INT_MAX */
+        {{"--seq", "2147483647", NULL}, "--seq wants an integer in 1..1073741824"},
+        {{"--kv-len", "1073741825", NULL}, "--kv-len wants an integer in 1..1073741824"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *err = NULL;
@@ -499,6 +502,22 @@ static void test_variant_refusals(void)
         CU_ASSERT(said);
         free(err);
     }
+}
+
+/* A shape too large for the host ends at once with the reason, before any
+ * allocation (counting its FLOPs, per query, once took minutes before the
+ * size was checked). */
+static void test_huge_shape_refused(void)
+{
+    const char *args[] = {"--batch", "1048576", "--seq", "1073741824", "--reps", "1", NULL};
+    char *err = NULL;
+    const int rc = run_bench(args, NULL, &err);
+    CU_ASSERT_EQUAL(rc, 1);
+    const char *says = "GiB of host memory; this machine has";
+    CU_ASSERT_PTR_NOT_NULL(err && strstr(err, says));
+    if (rc != 1 || !err || !strstr(err, says))
+        printf("\n  exit %d, stderr: %s\n", rc, err ? err : "(none)");
+    free(err);
 }
 
 /* GFLOP/s count visible pairs: a causal mask over a full problem counts as
@@ -660,6 +679,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_spread_compare),
     HARNESS_TEST(test_variant_syntax),
     HARNESS_TEST(test_variant_refusals),
+    HARNESS_TEST(test_huge_shape_refused),
     HARNESS_TEST(test_mask_pairs),
     HARNESS_TEST(test_threaded_reference),
     HARNESS_TEST(test_variants_run),

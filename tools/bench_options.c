@@ -248,9 +248,9 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
         case OPT_QHEADS: bad |= parse_int("q-heads", optarg, 1, 1 << 16, &o->q_heads); break;
         case OPT_KVHEADS: bad |= parse_int("kv-heads", optarg, 1, 1 << 16, &o->kv_heads); break;
         case OPT_HEADDIM: bad |= parse_int("head-dim", optarg, 1, 256, &o->head_dim); break;
-        case OPT_SEQ: bad |= parse_int("seq", optarg, 1, INT_MAX, &o->seq); break;
-        case OPT_QLEN: bad |= parse_int("q-len", optarg, 1, INT_MAX, &o->q_len); break;
-        case OPT_KVLEN: bad |= parse_int("kv-len", optarg, 1, INT_MAX, &o->kv_len); break;
+        case OPT_SEQ: bad |= parse_int("seq", optarg, 1, 1 << 30, &o->seq); break;
+        case OPT_QLEN: bad |= parse_int("q-len", optarg, 1, 1 << 30, &o->q_len); break;
+        case OPT_KVLEN: bad |= parse_int("kv-len", optarg, 1, 1 << 30, &o->kv_len); break;
         case OPT_CAUSAL: o->causal = 1; break;
         case OPT_NOCAUSAL: o->causal = 0; break;
         case OPT_DTYPE: {

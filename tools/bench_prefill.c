@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 /* The reference's work is bounded by this many flops per host thread: it
  * ran at about 10 GFLOP/s per Zen 5 core (the S=4096, D=64 prefill shape,
@@ -84,6 +85,20 @@ static attn_status run_setup(attn_context *ctx, const prefill_config *c, prefill
         return ATTN_ERROR_INVALID_ARGUMENT;
     }
     d->nq = nq, d->nkv = nkv, d->esize = attn_dtype_size(c->dtype);
+    /* q, o, k, v as floats and the staging copy: refused before malloc
+     * when more than the machine holds (an allocator may grant it lazily
+     * and the reference would then run out of memory half way) */
+    const double need = (2.0 * (double)nq + 2.0 * (double)nkv) * sizeof(float) +
+                        (double)(nq > nkv ? nq : nkv) * (double)d->esize;
+#ifdef _SC_PHYS_PAGES
+    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (have > 0 && need > have) {
+        *what = "host memory";
+        fprintf(stderr, "attn-bench: the shape's tensors need %.3g GiB of host memory; this "
+                "machine has %.3g GiB\n", need / 1073741824.0, have / 1073741824.0);
+        return ATTN_ERROR_OUT_OF_MEMORY;
+    }
+#endif
     d->hq = malloc(nq * sizeof(float)), d->hk = malloc(nkv * sizeof(float));
     d->hv = malloc(nkv * sizeof(float)), d->ho = malloc(nq * sizeof(float));
     d->stage = malloc((nq > nkv ? nq : nkv) * d->esize);
