@@ -234,6 +234,12 @@ static void test_no_stale_message(void)
     int lens[B];
     CU_ASSERT_EQUAL(attn_kv_cache_lengths(f.cache, lens), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
+    /* attn_kv_cache_tensors too (its success once left the message) */
+    FAILS(ctx, attn_kv_cache_lengths(f.cache, NULL), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_kv_cache_lengths", "lengths");
+    attn_tensor ck;
+    CU_ASSERT_EQUAL(attn_kv_cache_tensors(f.cache, &ck, NULL), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(attn_last_error(ctx), "");
     /* per thread: another thread's failure is its own */
     FAILS(NULL, attn_kv_cache_tensors(NULL, NULL, NULL), ATTN_ERROR_INVALID_ARGUMENT,
           "attn_kv_cache_tensors", NULL);

@@ -345,7 +345,7 @@ static attn_status validate_io(attn_context *ctx, const attn_kv_cache *c, const 
 {
     if (!plain_tensors(c)) return attn_validate_io(ctx, full, q, out, lse);
     attn_tensor ck, cv;
-    attn_kv_cache_tensors(c, &ck, &cv);
+    attn_kv_plain_tensors(c, &ck, &cv);
     return attn_validate_forward(ctx, full, q, &ck, &cv, out, NULL, lse);
 }
 
@@ -358,7 +358,7 @@ static attn_status read_check_inputs(attn_context *ctx, attn_kv_cache *c, const 
 {
     attn_tensor ck, cv;
     const int plain = plain_tensors(c);
-    if (plain) attn_kv_cache_tensors(c, &ck, &cv);
+    if (plain) attn_kv_plain_tensors(c, &ck, &cv);
     /* an out-of-order queue could read the cache before the appends */
     attn_status st = attn_queue_order(ctx);
     if (st == ATTN_SUCCESS)

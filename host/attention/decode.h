@@ -162,6 +162,9 @@ static inline size_t attn_kv_row_bytes(const struct attn_kv_cache *c)
     return c->storage == ATTN_KV_INT8 ? (size_t)c->head_dim + sizeof(float)
                                       : (size_t)c->head_dim * attn_dtype_size(c->dtype);
 }
+/* attn_kv_cache_tensors of a contiguous cache stored as its dtype, without
+ * taking ctx's lock (kv_cache.c): for attn_decode, which holds it. */
+void attn_kv_plain_tensors(const struct attn_kv_cache *c, attn_tensor *k, attn_tensor *v);
 /* attn_kv_cache_read with ctx's lock already held (kv_sequences.c): check
  * mode's read of a cache without plain tensors inside attn_decode. */
 attn_status attn_kv_read_locked(attn_kv_cache *c, int seq, int first, int count, void *k,

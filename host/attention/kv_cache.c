@@ -344,17 +344,8 @@ attn_status attn_kv_cache_reset(attn_kv_cache *c, int seq)
     return st;
 }
 
-attn_status attn_kv_cache_tensors(const attn_kv_cache *c, attn_tensor *k, attn_tensor *v)
+void attn_kv_plain_tensors(const attn_kv_cache *c, attn_tensor *k, attn_tensor *v)
 {
-    if (!c) return attn_fail_null(__func__, "cache");
-    if (c->paged || c->storage != ATTN_KV_AS_DTYPE) {
-        attn_call_begin(c->ctx, __func__);
-        attn_status st = INVALID(c->ctx, "the cache is %s, so its K and V are not plain "
-                                 "tensors; read them with attn_kv_cache_read",
-                                 c->paged ? "paged" : "quantized");
-        attn_call_end(c->ctx);
-        return st;
-    }
     const size_t row = (size_t)c->dim_pad, head = row * (size_t)c->rows;
     const attn_tensor t = {c->k, 0, head * (size_t)c->kv_heads, head, row};
     if (k) *k = t;
@@ -362,5 +353,19 @@ attn_status attn_kv_cache_tensors(const attn_kv_cache *c, attn_tensor *k, attn_t
         *v = t;
         v->buffer = c->v;
     }
-    return ATTN_SUCCESS;
+}
+
+attn_status attn_kv_cache_tensors(const attn_kv_cache *c, attn_tensor *k, attn_tensor *v)
+{
+    if (!c) return attn_fail_null(__func__, "cache");
+    /* a call like the others: success clears ctx's last error too */
+    attn_call_begin(c->ctx, __func__);
+    attn_status st = ATTN_SUCCESS;
+    if (c->paged || c->storage != ATTN_KV_AS_DTYPE)
+        st = INVALID(c->ctx, "the cache is %s, so its K and V are not plain tensors; read them "
+                     "with attn_kv_cache_read", c->paged ? "paged" : "quantized");
+    else
+        attn_kv_plain_tensors(c, k, v);
+    attn_call_end(c->ctx);
+    return st;
 }
