@@ -25,8 +25,9 @@ ATTN_API attn_status attn_context_set_check(attn_context *ctx, int enable);
  *  plans with, over the heuristic's or the tuning database's choice:
  *  "name=value" pairs separated by commas, as ATTN_PARAMS
  *  ("family=tiled,rows=16"; names not given keep the planned value;
- *  family is tiled, vector or flash; flash has no decode kernel, so decode
- *  keeps its own plan under it). NULL or "" clears the override. The text is
+ *  family is tiled, vector, flash or mma; flash has no decode kernel, so
+ *  decode keeps its own plan under it; mma forced where attn_family_status
+ *  finds it not usable runs on its exact but slow emulation, for testing). NULL or "" clears the override. The text is
  *  checked now: an unknown name, a value that is not an integer, outside
  *  its range or not a power of two where one is needed is
  *  ATTN_ERROR_INVALID_ARGUMENT naming it, and the previous override stays.
