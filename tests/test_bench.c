@@ -142,13 +142,15 @@ static void test_list_syntax(void)
     CU_ASSERT(t[0] == ATTN_F32 && t[1] == ATTN_F16 && t[2] == ATTN_BF16);
     CU_ASSERT_EQUAL(bench_parse_dtypes("f16,f32", t, BENCH_MAX_DTYPES), 2);
     CU_ASSERT(t[0] == ATTN_F16 && t[1] == ATTN_F32);
-    const char *bad_t[] = {"", ",", "f64", "f32,f32", "f32,,x", "F32"};
-    for (int i = 0; i < 6; i++) CU_ASSERT_EQUAL(bench_parse_dtypes(bad_t[i], t, BENCH_MAX_DTYPES), -1);
+    const char *bad_t[] = {"", ",", "f64", "f32,f32", "f32,,x", "F32", "f32,", ",f16", "f32,,f16"};
+    for (int i = 0; i < 9; i++) CU_ASSERT_EQUAL(bench_parse_dtypes(bad_t[i], t, BENCH_MAX_DTYPES), -1);
     int s[BENCH_MAX_SPLITS];
     CU_ASSERT_EQUAL(bench_parse_splits("auto,1,2,8", s, BENCH_MAX_SPLITS), 4);
     CU_ASSERT(s[0] == 0 && s[1] == 1 && s[3] == 8);
-    const char *bad_s[] = {"", "0", "257", "two", "auto,x", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17"};
-    for (int i = 0; i < 6; i++) CU_ASSERT_EQUAL(bench_parse_splits(bad_s[i], s, BENCH_MAX_SPLITS), -1);
+    /* empty items too: "2,,4" is a typo, not the list 2,4 */
+    const char *bad_s[] = {"", "0", "257", "two", "auto,x", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
+                           "2,,4", "2,", ",2"};
+    for (int i = 0; i < 9; i++) CU_ASSERT_EQUAL(bench_parse_splits(bad_s[i], s, BENCH_MAX_SPLITS), -1);
 }
 
 static void test_spread(void)
@@ -434,8 +436,8 @@ static void test_variant_syntax(void)
     int lens[BENCH_MAX_PACKED];
     CU_ASSERT_EQUAL(bench_parse_packed("100,1000,3000,4096", lens, BENCH_MAX_PACKED), 4);
     CU_ASSERT(lens[0] == 100 && lens[3] == 4096);
-    const char *bad_p[] = {"", "0", "5,-1", "5,,x", "2000000"};
-    for (int i = 0; i < 5; i++) CU_ASSERT_EQUAL(bench_parse_packed(bad_p[i], lens, BENCH_MAX_PACKED), -1);
+    const char *bad_p[] = {"", "0", "5,-1", "5,,x", "2000000", "5,,6", "5,"};
+    for (int i = 0; i < 7; i++) CU_ASSERT_EQUAL(bench_parse_packed(bad_p[i], lens, BENCH_MAX_PACKED), -1);
     CU_ASSERT_EQUAL(bench_parse_packed("1,2,3", lens, 2), -1); /* more than max */
     /* the text names what is on, and nothing when nothing is */
     bench_variant w;

@@ -10,6 +10,19 @@
 #include <stdlib.h>
 #include <string.h>
 
+/* The next item of a comma-separated list held in a writable buffer,
+ * split in place; NULL after the last. Items may be empty ("1,,2", a
+ * trailing comma): the callers refuse those, where strtok_r skipped them. */
+static char *next_item(char **at)
+{
+    char *t = *at;
+    if (!t) return NULL;
+    char *comma = strchr(t, ',');
+    *at = comma ? comma + 1 : NULL;
+    if (comma) *comma = 0;
+    return t;
+}
+
 /* A comma-separated list of up to max integers in lo..hi, or the word
  * zero_word (when not NULL) for 0. Returns the count, or -1. */
 static int parse_int_list(const char *list, long lo, long hi, const char *zero_word, int *out,
@@ -19,8 +32,8 @@ static int parse_int_list(const char *list, long lo, long hi, const char *zero_w
     if (!list || strlen(list) >= sizeof buf) return -1;
     snprintf(buf, sizeof buf, "%s", list);
     int n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *at = buf;
+    for (char *t; (t = next_item(&at));) {
         if (n == max) return -1;
         long v = 0;
         if (!zero_word || strcmp(t, zero_word) != 0) {
@@ -77,8 +90,8 @@ int bench_parse_dtypes(const char *list, attn_dtype *dtypes, int max)
     if (!list || strlen(list) >= sizeof buf) return -1;
     snprintf(buf, sizeof buf, "%s", list);
     int n = 0;
-    char *save = NULL;
-    for (char *t = strtok_r(buf, ",", &save); t; t = strtok_r(NULL, ",", &save)) {
+    char *at = buf;
+    for (char *t; (t = next_item(&at));) {
         int k = 0;
         while (k < 3 && strcmp(t, names[k].name) != 0) k++;
         if (k == 3 || n == max) return -1;
