@@ -50,7 +50,9 @@ static void test_set_params_errors(void)
         {"family=gpu", "family=gpu"},               /* no such family */
         {"block_rows=8", "\"block_rows\""},         /* the field's name, not the tunable's */
         {"rows=8;keys=16", "rows=8;keys=16"},       /* not an integer */
-        {"rows=8,keys", "\"keys\""}};               /* not name=value */
+        {"rows=8,keys", "\"keys\""},                /* not name=value */
+        {"rows=8,rows=16", "rows is given twice"},  /* a typo, not the last one */
+        {"family=tiled,family=vector", "family is given twice"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_EQUAL(attn_context_set_params(ctx, bad[i].text), ATTN_ERROR_INVALID_ARGUMENT);
         const char *msg = attn_last_error(ctx);

@@ -154,13 +154,18 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
 }
 
 /* The override for configuration c: the caller's own (ATTN_PARAMS, base),
- * with c's splits (later names win). */
+ * with c's splits in place of any splits= it names (a name given twice is
+ * refused). */
 static attn_status select_conf(attn_context *ctx, const char *base, const dconf *c)
 {
-    char text[512];
+    char text[512] = "", copy[512];
     if (!c->splits) return attn_context_set_params(ctx, base);
-    snprintf(text, sizeof text, "%s%ssplits=%d", base ? base : "", base && *base ? "," : "",
-             c->splits);
+    snprintf(copy, sizeof copy, "%s", base ? base : "");
+    size_t n = 0;
+    char *save = NULL;
+    for (char *t = strtok_r(copy, ", ", &save); t && n < sizeof text; t = strtok_r(NULL, ", ", &save))
+        if (strncmp(t, "splits=", 7) != 0) n += (size_t)snprintf(text + n, sizeof text - n, "%s,", t);
+    if (n < sizeof text) snprintf(text + n, sizeof text - n, "splits=%d", c->splits);
     return attn_context_set_params(ctx, text);
 }
 

@@ -269,6 +269,8 @@ static int parse_pass(char *buf, attn_params *out, int apply, char *err, size_t 
 {
     char *save = NULL;
     const attn_family_desc *f = attn_family_desc_of(out->family);
+    size_t seen[32]; /* each name once: "rows=8,rows=16" is a mistake, not rows=16 */
+    int nseen = 0;
     for (char *item = strtok_r(buf, ", ", &save); item; item = strtok_r(NULL, ", ", &save)) {
         char *eq = strchr(item, '=');
         if (!eq) {
@@ -282,6 +284,12 @@ static int parse_pass(char *buf, attn_params *out, int apply, char *err, size_t 
             snprintf(err, errsize, "unknown tunable \"%s\"", item);
             return -1;
         }
+        for (int i = 0; i < nseen; i++)
+            if (seen[i] == t->offset) {
+                snprintf(err, errsize, "%s is given twice", item);
+                return -1;
+            }
+        if (nseen < 32) seen[nseen++] = t->offset;
         if (t->offset == offsetof(attn_params, family)) {
             if ((out->family = family_value(value)) < 0) {
                 snprintf(err, errsize, "family=%s: expected tiled, vector, flash or mma", value);

@@ -72,9 +72,22 @@ static int parse_one(char *item, attn_problem *p, char *err, size_t errsize)
     p->causal = 1;
     p->dtype = ATTN_F32;
     int s = 0, sq = 0, skv = 0, known = 0;
+    /* each field once: "hq=8:hq=16" or "f16:f32" is a typo, not the last */
+    const char *seen[16];
+    int nseen = 0;
     char *save = NULL;
     for (char *f = strtok_r(item, ":", &save); f; f = strtok_r(NULL, ":", &save)) {
         char *eq = strchr(f, '=');
+        const char *what = !eq ? (strcmp(f, "causal") == 0 || strcmp(f, "full") == 0 ? "causal or full"
+                                                                                   : "the dtype")
+                               : f;
+        const size_t wlen = eq ? (size_t)(eq - f) : strlen(what);
+        for (int i = 0; i < nseen; i++)
+            if (strlen(seen[i]) == wlen && strncmp(seen[i], what, wlen) == 0) {
+                snprintf(err, errsize, "%.*s is given twice", (int)wlen, what);
+                return -1;
+            }
+        if (nseen < 16) seen[nseen++] = what;
         if (!eq) {
             if (strcmp(f, "f32") == 0) p->dtype = ATTN_F32;
             else if (strcmp(f, "f16") == 0) p->dtype = ATTN_F16;
