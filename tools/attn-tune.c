@@ -179,8 +179,10 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_SEED:
             errno = 0;
             o->seed = strtoull(optarg, &end, 10);
-            if (errno || end == optarg || *end) {
-                fprintf(stderr, "attn-tune: --seed wants an integer, not '%s'\n", optarg);
+            /* strtoull takes "-5" as 2^64 - 5: a sign is refused */
+            if (errno || end == optarg || *end || strchr(optarg, '-') || strchr(optarg, '+')) {
+                fprintf(stderr, "attn-tune: --seed wants a non-negative integer, not '%s'\n",
+                        optarg);
                 bad = 1;
             }
             break;
