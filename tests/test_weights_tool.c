@@ -339,6 +339,9 @@ static void test_unknown_extension_refused(void)
     expect_refusal(jpg, 2, "must be .png or .svg, not '.jpg'", out);
     const char *none[] = {"--seq", "8", "--out", in_dir("weights", out, sizeof out), NULL};
     expect_refusal(none, 2, "must be .png or .svg", out);
+    /* an extension with no name before it, in a folder or not */
+    const char *bare[] = {"--seq", "8", "--out", in_dir(".png", out, sizeof out), NULL};
+    expect_refusal(bare, 2, "a file name is needed before the extension", out);
 }
 
 /* Options that do not fit together are usage errors, found before any file

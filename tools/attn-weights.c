@@ -112,9 +112,10 @@ static int parse_shape(const char *opt, const char *text, int dims[4], int *has)
 /* ".png" or ".svg" at the end of path, in any case; NULL otherwise. */
 static const char *image_type(const char *path)
 {
-    const size_t n = strlen(path);
-    if (n > 4 && strcasecmp(path + n - 4, ".png") == 0) return "png";
-    if (n > 4 && strcasecmp(path + n - 4, ".svg") == 0) return "svg";
+    const char *slash = strrchr(path, '/'), *base = slash ? slash + 1 : path;
+    const size_t n = strlen(base); /* a name before the extension: ".png" alone is none */
+    if (n > 4 && strcasecmp(base + n - 4, ".png") == 0) return "png";
+    if (n > 4 && strcasecmp(base + n - 4, ".svg") == 0) return "svg";
     return NULL;
 }
 
@@ -179,10 +180,15 @@ static int parse_args(int argc, char **argv, options *o)
     } else if (!o->out) {
         snprintf(why, sizeof why, "--out FILE is required");
     } else if (!image_type(o->out)) {
-        const char *base = strrchr(o->out, '/'), *dot = strrchr(base ? base : o->out, '.');
-        snprintf(why, sizeof why, "--out %s: the image type comes from the extension, which "
-                 "must be .png or .svg%s%s%s", o->out, dot ? ", not '" : "", dot ? dot : "",
-                 dot ? "'" : "");
+        const char *slash = strrchr(o->out, '/'), *base = slash ? slash + 1 : o->out;
+        const char *dot = strrchr(base, '.');
+        if (dot == base && (strcasecmp(base, ".png") == 0 || strcasecmp(base, ".svg") == 0))
+            snprintf(why, sizeof why, "--out %s: a file name is needed before the extension",
+                     o->out);
+        else
+            snprintf(why, sizeof why, "--out %s: the image type comes from the extension, which "
+                     "must be .png or .svg%s%s%s", o->out, dot ? ", not '" : "", dot ? dot : "",
+                     dot ? "'" : "");
     } else if (files && !(o->q_path && o->k_path)) {
         snprintf(why, sizeof why, "--q and --k go together");
     } else if (files && o->synthetic_set) {
