@@ -721,7 +721,7 @@ static void child_check_catches(void)
     attn_context_release(c2);
 }
 
-/* Child check, ATTN_CHECK=0 or unset: a new context does not check. */
+/* Child check, ATTN_CHECK=0, no or unset: a new context does not check. */
 static void child_check_off(void)
 {
     attn_context *c = NULL;
@@ -793,6 +793,11 @@ static void test_check_mode_catches_wrong_kernel(void)
     CU_ASSERT_EQUAL(harness_run_child("child_check_catches", on, NULL), 0);
     CU_ASSERT_EQUAL(harness_run_child("child_check_off", off, NULL), 0);
     CU_ASSERT_EQUAL(harness_run_child("child_check_off", unset, NULL), 0);
+    /* the words: "no" is off (it once turned check mode on), "yes" on */
+    const char *const no[] = {kd, cd, "ATTN_CHECK=no", NULL};
+    const char *const yes[] = {kd, cd, "ATTN_CHECK=Yes", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_check_off", no, NULL), 0);
+    CU_ASSERT_EQUAL(harness_run_child("child_check_catches", yes, NULL), 0);
 
     for (int i = 0; i < NSOURCES; i++) free(text[i]);
     harness_remove_tree(cache);

@@ -657,12 +657,16 @@ static void test_logging(void)
     }
     free(text);
     /* the default level says nothing about a successful run; an unknown
-     * level is harmless */
+     * level is harmless, said once, and logs at warn */
     CU_ASSERT_EQUAL(spawn_log_child("", errfile), 0);
     text = harness_read_file(errfile, NULL);
     CU_ASSERT(text && !strstr(text, "attn: debug:") && !strstr(text, "attn: info:"));
     free(text);
     CU_ASSERT_EQUAL(spawn_log_child("bogus-level", errfile), 0);
+    text = harness_read_file(errfile, NULL);
+    CU_ASSERT(text && strstr(text, "ATTN_LOG=\"bogus-level\" is not error, warn, info, debug") &&
+              !strstr(text, "attn: info:"));
+    free(text);
     CU_ASSERT_EQUAL(spawn_log_child("off", errfile), 0);
     text = harness_read_file(errfile, NULL);
     CU_ASSERT(text && !strstr(text, "attn:"));

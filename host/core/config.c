@@ -8,12 +8,14 @@
 #include "core/config.h"
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/log.h"
 #include "attention/plan.h"
 #include "tuning/tuning.h"
 
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <strings.h>
 
 /* A malloc'd copy of text, or NULL for NULL or "". *failed on out of memory. */
 static char *copy_or_null(const char *text, int *failed)
@@ -41,11 +43,25 @@ int attn_disk_cache_dir(char *buf, size_t size)
     return attn_env_path(buf, size, "ATTN_CACHE_DIR", "XDG_CACHE_HOME", "attn", ".cache/attn");
 }
 
+/* ATTN_CHECK: unset, "", 0, off, false or no is off; 1, on, true or yes is
+ * on; anything else is said (a warning) and taken as on, the safe side. */
+static int check_from_env(const char *v)
+{
+    static const char *off[] = {"", "0", "off", "false", "no"}, *on[] = {"1", "on", "true", "yes"};
+    if (!v) return 0;
+    for (size_t i = 0; i < sizeof off / sizeof off[0]; i++)
+        if (strcasecmp(v, off[i]) == 0) return 0;
+    for (size_t i = 0; i < sizeof on / sizeof on[0]; i++)
+        if (strcasecmp(v, on[i]) == 0) return 1;
+    attn_log(ATTN_LOG_WARN, "ATTN_CHECK=\"%s\" is not 0/1, on/off, true/false or yes/no; check "
+             "mode is on", v);
+    return 1;
+}
+
 int attn_config_init(attn_context *ctx)
 {
     int failed = 0;
-    const char *check = getenv("ATTN_CHECK");
-    ctx->check = check && *check && strcmp(check, "0") != 0;
+    ctx->check = check_from_env(getenv("ATTN_CHECK"));
     ctx->override = copy_or_null(getenv("ATTN_PARAMS"), &failed);
     ctx->override_from = "ATTN_PARAMS";
     char path[4096];

@@ -1,5 +1,6 @@
 /* log.c -- leveled logging: to stderr at the level ATTN_LOG names
- * (error|warn|info|debug|none, default warn, read once per process), or to
+ * (error|warn|info|debug|none, default warn, read once per process; any
+ * other value is said on stderr and taken as warn), or to
  * the application's callback (attn_set_log_callback) up to its level. */
 #include "core/log.h"
 
@@ -22,10 +23,16 @@ static void log_init(void)
     const char *env = getenv("ATTN_LOG");
     if (env && *env) {
         static const char *names[] = {"error", "warn", "info", "debug"};
+        int known = 0;
         for (int i = 0; i < 4; i++)
-            if (strcmp(env, names[i]) == 0) env_level = i;
-        if (strcmp(env, "warning") == 0) env_level = ATTN_LOG_WARN;
-        if (strcmp(env, "none") == 0 || strcmp(env, "off") == 0) env_level = -1;
+            if (strcmp(env, names[i]) == 0) env_level = i, known = 1;
+        if (strcmp(env, "warning") == 0) env_level = ATTN_LOG_WARN, known = 1;
+        if (strcmp(env, "none") == 0 || strcmp(env, "off") == 0) env_level = -1, known = 1;
+        /* a typo ("verbose", "DEBUG") is said once, not silently the default;
+         * straight to stderr: attn_log would wait on this very pthread_once */
+        if (!known)
+            fprintf(stderr, "attn: warning: ATTN_LOG=\"%s\" is not error, warn, info, debug or "
+                    "none; logging at warn\n", env);
     }
     pthread_mutex_lock(&log_lock);
     if (!log_fn) atomic_store(&log_level, env_level);
