@@ -702,6 +702,15 @@ static void test_names_and_version(void)
     CU_ASSERT(atol == 2e-3 && rtol == 2e-3);
     attn_tolerance(ATTN_BF16, &atol, &rtol);
     CU_ASSERT(atol == 1.6e-2 && rtol == 1.6e-2);
+    /* unknown enums: NaN, which no difference is within (it once gave f32's) */
+    attn_tolerance((attn_dtype)9, &atol, &rtol);
+    CU_ASSERT(isnan(atol) && isnan(rtol));
+    attn_kv_tolerance(ATTN_KV_INT8, ATTN_F16, &atol, &rtol);
+    CU_ASSERT(atol > 2e-3 && rtol > 2e-3);
+    attn_kv_tolerance((attn_kv_storage)5, ATTN_F32, &atol, &rtol);
+    CU_ASSERT(isnan(atol) && isnan(rtol));
+    attn_kv_tolerance(ATTN_KV_INT8, (attn_dtype)9, &atol, &rtol);
+    CU_ASSERT(isnan(atol) && isnan(rtol));
 
     char want[32];
     snprintf(want, sizeof want, "%d.%d.%d", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,

@@ -28,7 +28,7 @@ const char *attn_dtype_name(attn_dtype t)
  * inputs and output (2^-11 and 2^-8 relative), not by the accumulation. */
 void attn_tolerance(attn_dtype t, double *atol, double *rtol)
 {
-    double a = 1e-5, r = 1e-4;
+    double a = NAN, r = NAN; /* an unknown dtype: no comparison passes */
     switch (t) {
     case ATTN_F32: a = 1e-5; r = 1e-4; break;
     case ATTN_F16: a = 2e-3; r = 2e-3; break;
@@ -61,6 +61,8 @@ void attn_kv_tolerance(attn_kv_storage s, attn_dtype t, double *atol, double *rt
     if (s == ATTN_KV_INT8) {
         a += KV_INT8_ATOL;
         r += KV_INT8_RTOL;
+    } else if (s != ATTN_KV_AS_DTYPE) {
+        a = r = NAN; /* an unknown storage, as an unknown dtype */
     }
     if (atol) *atol = a;
     if (rtol) *rtol = r;

@@ -50,7 +50,8 @@ typedef enum attn_kv_storage {
  *  |out - ref| <= atol + rtol * |ref|. ATTN_KV_AS_DTYPE: attn_tolerance(t).
  *  ATTN_KV_INT8: that plus int8's rounding, 5e-2 and 2e-2 (measured for
  *  values of unit scale and logits of deviation about 1; the error grows
- *  with the values' magnitude and with sharper attention). */
+ *  with the values' magnitude and with sharper attention). An unknown
+ *  storage or dtype gives NaN for both (no comparison passes). */
 ATTN_API void attn_kv_tolerance(attn_kv_storage s, attn_dtype t, double *atol, double *rtol);
 
 /* Everything that decides a cache's shape and memory. Zero-initialise it,

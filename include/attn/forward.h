@@ -53,7 +53,8 @@ ATTN_API attn_status attn_reference_forward(const attn_problem *p, const float *
                                    const attn_lengths *lengths, float *lse);
 
 /*! attn_tolerance() : the DESIGN tolerance for a storage type:
- *  |out - ref| <= atol + rtol * |ref|. */
+ *  |out - ref| <= atol + rtol * |ref|. An unknown dtype gives NaN for
+ *  both, so that no comparison against it passes. */
 ATTN_API void attn_tolerance(attn_dtype t, double *atol, double *rtol);
 
 /*! attn_problem_flops() : the floating-point work of attn_forward over p,
