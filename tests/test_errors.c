@@ -254,6 +254,8 @@ static void test_no_stale_message(void)
 
 /* ---- outputs attn writes must be writable by kernels ---- */
 
+/* Outputs made CL_MEM_READ_ONLY and inputs made CL_MEM_WRITE_ONLY are
+ * refused, naming them; read-only inputs are fine. */
 static void test_read_only_outputs(void)
 {
     fixture f;
@@ -308,6 +310,27 @@ static void test_read_only_outputs(void)
     CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
     clFinish(attn_context_queue(ctx));
     clReleaseMemObject(rq.buffer), clReleaseMemObject(rk.buffer), clReleaseMemObject(rv.buffer);
+
+    /* write-only inputs are not: a kernel reading one is undefined */
+    attn_tensor wq_t = f.q, wk_t = f.k;
+    wq_t.buffer = buffer(ctx, CL_MEM_WRITE_ONLY, (size_t)B * HQ * S * D * sizeof(float));
+    wk_t.buffer = buffer(ctx, CL_MEM_WRITE_ONLY, (size_t)B * HKV * S * D * sizeof(float));
+    FAILS(ctx, attn_forward(ctx, &f.p, &wq_t, &f.k, &f.v, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward", "q->buffer was created CL_MEM_WRITE_ONLY");
+    FAILS(ctx, attn_forward(ctx, &f.p, &f.q, &f.k, &wk_t, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward", "v->buffer was created CL_MEM_WRITE_ONLY");
+    FAILS(ctx, attn_forward_materialized(ctx, &f.p, &f.q, &wk_t, &f.v, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward_materialized", "k->buffer was created");
+    FAILS(ctx, attn_decode(ctx, f.cache, &dp, &wq_t, &o1, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_decode", "q->buffer was created CL_MEM_WRITE_ONLY");
+    FAILS(ctx, attn_kv_cache_append(f.cache, &wk_t, &f.v, 1, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_append", "k->buffer was created");
+    attn_problem sp = f.p;
+    sp.sinks_buffer = buffer(ctx, CL_MEM_WRITE_ONLY, HQ * sizeof(float));
+    FAILS(ctx, attn_forward(ctx, &sp, &f.q, &f.k, &f.v, &f.out, NULL, NULL, NULL),
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_forward", "p->sinks_buffer was created");
+    clReleaseMemObject(sp.sinks_buffer);
+    clReleaseMemObject(wq_t.buffer), clReleaseMemObject(wk_t.buffer);
     fixture_free(&f);
 }
 

@@ -371,9 +371,11 @@ static attn_status validate(attn_context *ctx, const attn_problem *p, const attn
     if (st != ATTN_SUCCESS) return st;
     size_t elem = attn_dtype_size(p->dtype), qhi = 0, khi = 0, vhi = 0, ohi = 0;
     int D = p->head_dim;
-    if ((st = check_tensor(ctx, q, "q", p->batch, p->q_heads, p->q_len, D, elem, &qhi)) ||
-        (kv && (st = check_tensor(ctx, k, "k", p->batch, p->kv_heads, p->kv_len, D, elem, &khi))) ||
-        (kv && (st = check_tensor(ctx, v, "v", p->batch, p->kv_heads, p->kv_len, D, elem, &vhi))) ||
+    if ((st = attn_validate_tensor(ctx, q, "q", p->batch, p->q_heads, p->q_len, D, elem, &qhi)) ||
+        (kv && (st = attn_validate_tensor(ctx, k, "k", p->batch, p->kv_heads, p->kv_len, D, elem,
+                                          &khi))) ||
+        (kv && (st = attn_validate_tensor(ctx, v, "v", p->batch, p->kv_heads, p->kv_len, D, elem,
+                                          &vhi))) ||
         (st = check_tensor(ctx, out, "out", p->batch, p->q_heads, p->q_len, D, elem, &ohi)) ||
         (st = attn_validate_writable(ctx, out->buffer, "out->buffer")) ||
         (st = check_out_rows(ctx, p, lengths, out)))
@@ -466,7 +468,21 @@ attn_status attn_validate_io(attn_context *ctx, const attn_problem *p, const att
 attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const char *name,
                                  int batch, int heads, int seq, int dim, size_t elem, size_t *hi)
 {
-    return check_tensor(ctx, t, name, batch, heads, seq, dim, elem, hi);
+    attn_status st = check_tensor(ctx, t, name, batch, heads, seq, dim, elem, hi);
+    if (st != ATTN_SUCCESS) return st;
+    char what[48];
+    snprintf(what, sizeof what, "%s->buffer", name);
+    return attn_validate_readable(ctx, t->buffer, what);
+}
+
+attn_status attn_validate_readable(attn_context *ctx, cl_mem m, const char *name)
+{
+    cl_mem_flags flags = 0;
+    if (clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS)
+        return INVALID(ctx, "%s is not a valid cl_mem", name);
+    if (flags & CL_MEM_WRITE_ONLY)
+        return INVALID(ctx, "%s was created CL_MEM_WRITE_ONLY, but attn reads it", name);
+    return ATTN_SUCCESS;
 }
 
 attn_status attn_validate_writable(attn_context *ctx, cl_mem m, const char *name)

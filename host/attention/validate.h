@@ -28,10 +28,16 @@ attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
 /* One tensor attn reads, of shape [batch, heads, seq, dim] with elements of
  * elem bytes: a valid cl_mem of ctx's context, one batch entry's elements
  * distinct (batch entries may share them: stride_batch 0 for one prompt
- * shared by the batch, or packed sequences), large enough; the highest
+ * shared by the batch, or packed sequences), large enough, not
+ * CL_MEM_WRITE_ONLY; the highest
  * element index it reaches in *hi. */
 attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const char *name,
                                  int batch, int heads, int seq, int dim, size_t elem, size_t *hi);
+
+/* A buffer attn reads (an input, the sinks, the mask) must not have been
+ * created CL_MEM_WRITE_ONLY: a kernel reading one is undefined behaviour.
+ * attn_validate_tensor checks it too. */
+attn_status attn_validate_readable(attn_context *ctx, cl_mem m, const char *name);
 
 /* A buffer attn writes (an output, the LSE) must not have been created
  * CL_MEM_READ_ONLY: a kernel writing one is undefined behaviour. */

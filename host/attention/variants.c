@@ -71,7 +71,7 @@ static attn_status check_buffer(attn_context *ctx, cl_mem m, const char *name, s
         return INVALID(ctx, "%s is not a valid cl_mem", name);
     if (owner != ctx->cl_ctx) return INVALID(ctx, "%s belongs to another cl_context than ctx's", name);
     if (bytes < need) return INVALID(ctx, "%s holds %zu bytes; it needs %zu", name, bytes, need);
-    return ATTN_SUCCESS;
+    return attn_validate_readable(ctx, m, name);
 }
 
 /* The highest element the mask reaches over [B][Hq][Sq][Skv], overflow-checked */

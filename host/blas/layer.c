@@ -169,6 +169,7 @@ static attn_status check_buffer(attn_context *ctx, cl_mem m, const char *name, i
                "%s belongs to another cl_context than the layer's", name);
     attn_status st;
     if (written && (st = attn_validate_writable(ctx, m, name)) != ATTN_SUCCESS) return st;
+    if (!written && (st = attn_validate_readable(ctx, m, name)) != ATTN_SUCCESS) return st;
     ATTN_CHECK(ctx, __builtin_add_overflow(offset, n, &need) ||
                         __builtin_mul_overflow(need, esize, &need) || need > bytes,
                ATTN_ERROR_INVALID_ARGUMENT, "%s holds %zu bytes; offset %zu + batch x seq x "

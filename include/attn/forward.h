@@ -22,7 +22,9 @@ extern "C" {
  *  (Hq*Sq with p->packed), written [B, Hq, Sq] ([Hq, Sq]) as natural-log
  *  sum-exp of the scaled, masked logits.
  *  out->buffer and lse are written by kernels: one created CL_MEM_READ_ONLY
- *  is ATTN_ERROR_INVALID_ARGUMENT naming it (q, k and v may be read-only).
+ *  is ATTN_ERROR_INVALID_ARGUMENT naming it (q, k and v may be read-only);
+ *  buffers attn reads -- q, k, v, p->sinks_buffer, p->mask.buffer -- must
+ *  not be CL_MEM_WRITE_ONLY (the same error).
  *  q, k and v are only read: they may share elements, across batch entries
  *  too (stride_batch 0 for one prompt the whole batch attends to), though
  *  one entry's elements must be distinct. The rows of out that are written
