@@ -10,6 +10,8 @@
 #include "tuning/tuning.h"
 #include "attention/mask_cache.h"
 
+#include <errno.h>
+#include <limits.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -81,6 +83,28 @@ static int select_visit(cl_platform_id pl, cl_uint pi, cl_device_id dev, cl_uint
 }
 
 /* attn_select_device without naming a call: context creation uses it too. */
+/* "P:D", two whole numbers (a sign allowed, to be refused): 1 and the
+ * indices; -1 when one is negative or past INT_MAX (sscanf's %d was
+ * undefined there); 0 when selector is not of that form (a name). */
+static int index_pair(const char *selector, int *p, int *d)
+{
+    const char *at = selector;
+    long long v[2];
+    for (int i = 0; i < 2; i++) {
+        const char *digits = at + (*at == '-' || *at == '+');
+        if (*digits < '0' || *digits > '9') return 0;
+        char *end;
+        errno = 0;
+        v[i] = strtoll(at, &end, 10);
+        if (errno == ERANGE) v[i] = -1; /* out of range either way */
+        if (*end != (i == 0 ? ':' : '\0')) return 0;
+        at = end + 1;
+    }
+    if (v[0] < 0 || v[1] < 0 || v[0] > INT_MAX || v[1] > INT_MAX) return -1;
+    *p = (int)v[0], *d = (int)v[1];
+    return 1;
+}
+
 static attn_status select_device(const char *selector, cl_platform_id *platform,
                                  cl_device_id *device)
 {
@@ -93,10 +117,12 @@ static attn_status select_device(const char *selector, cl_platform_id *platform,
     int stopped = 0;
     attn_status st;
     if (selector && *selector) {
-        int p, d, used = 0;
-        if (sscanf(selector, "%d:%d%n", &p, &d, &used) == 2 && selector[used] == 0) {
-            ATTN_CHECK(NULL, p < 0 || d < 0, ATTN_ERROR_INVALID_ARGUMENT,
-                       "%s \"%s\": platform and device indices must be >= 0", from, selector);
+        int p, d;
+        const int form = index_pair(selector, &p, &d);
+        if (form) {
+            ATTN_CHECK(NULL, form < 0, ATTN_ERROR_INVALID_ARGUMENT,
+                       "%s \"%s\": platform and device indices must be in 0..%d", from, selector,
+                       INT_MAX);
             s.want_p = p;
             s.want_d = d;
         } else {
