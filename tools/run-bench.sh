@@ -8,6 +8,15 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 
 bash tools/setup.sh
 echo
-build/tools/attn-info
+# attn-info marks the device attn-bench will use: the same --device
+info=()
+args=("$@")
+for ((i = 0; i < ${#args[@]}; i++)); do
+    case ${args[i]} in
+    --device) ((i + 1 < ${#args[@]})) && info=(--device "${args[i + 1]}") ;;
+    --device=*) info=(--device "${args[i]#--device=}") ;;
+    esac
+done
+build/tools/attn-info "${info[@]}"
 echo
 exec build/tools/attn-bench --check "$@"
