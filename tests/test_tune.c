@@ -859,11 +859,15 @@ static void test_compare_decode(void)
     /* --block-size and --kv-int8: refused without --decode or with a block
      * size that is none */
     const char *usage[][4] = {{"--kv-int8", NULL}, {"--decode", "--block-size", "24", NULL},
-                              {"--block-size", "16", NULL}, {"--seed", "-5", NULL}};
+                              {"--block-size", "16", NULL}, {"--seed", "-5", NULL},
+                              {"--decode", "--shapes", "hq=4:hkv=2:d=16:sq=65:skv=128", NULL},
+                              {"--decode", "--shapes", "hq=4:hkv=2:d=16:sq=16:skv=8", NULL}};
     const char *why[] = {"--kv-int8 goes with --decode", "--block-size wants 0 (contiguous)",
                          "--block-size goes with --decode",
-                         "--seed wants a non-negative integer"}; /* not 2^64 - 5 */
-    for (int i = 0; i < 4; i++) {
+                         "--seed wants a non-negative integer", /* not 2^64 - 5 */
+                         "sq = 65 exceeds ATTN_DECODE_MAX_Q_LEN", /* found before any device */
+                         "sq = 16 exceeds skv = 8"};
+    for (int i = 0; i < 6; i++) {
         CU_ASSERT_EQUAL(run_tool(usage[i], env, out, 1), 2);
         text = harness_read_file(out, NULL);
         CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, why[i]) : NULL);

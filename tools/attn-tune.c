@@ -392,10 +392,9 @@ static int cmd_tune(options *o)
     if (env && *env && !o->quiet)
         fprintf(stderr, "attn-tune: note: ATTN_PARAMS is ignored while tuning\n");
     attn_problem *shapes = NULL;
-    int nshapes = o->shapes ? tune_shapes_from_arg(o->shapes, &shapes, err, sizeof err)
-                  : o->decode ? tune_shapes_design_decode(&shapes) : tune_shapes_design(&shapes);
+    const int nshapes = tune_shapes_load(o->shapes, o->decode, &shapes, err, sizeof err);
     if (nshapes < 0) {
-        fprintf(stderr, "attn-tune: %s\nTry 'attn-tune --help'.\n", o->shapes ? err : "out of memory");
+        fprintf(stderr, "attn-tune: %s\nTry 'attn-tune --help'.\n", err);
         return EXIT_USAGE;
     }
     attn_context *ctx = NULL;

@@ -17,11 +17,9 @@ int tune_compare(const char *device, const char *shapes_arg, int entry, const at
     char err[1024];
     attn_problem *shapes = NULL;
     const int decode = entry == ATTN_ENTRY_DECODE;
-    int nshapes = shapes_arg ? tune_shapes_from_arg(shapes_arg, &shapes, err, sizeof err)
-                  : decode   ? tune_shapes_design_decode(&shapes)
-                             : tune_shapes_design(&shapes);
+    const int nshapes = tune_shapes_load(shapes_arg, decode, &shapes, err, sizeof err);
     if (nshapes < 0) {
-        fprintf(stderr, "attn-tune: %s\nTry 'attn-tune --help'.\n", shapes_arg ? err : "out of memory");
+        fprintf(stderr, "attn-tune: %s\nTry 'attn-tune --help'.\n", err);
         return EXIT_USAGE;
     }
     attn_context *ctx = NULL;

@@ -294,3 +294,33 @@ void tune_shape_format(const attn_problem *p, char *buf, size_t size)
     if (p->alibi_max_bias > 0.0f && at < size)
         snprintf(buf + at, size - at, " alibi=%g", (double)p->alibi_max_bias);
 }
+
+int tune_shapes_load(const char *arg, int decode, attn_problem **out, char *err, size_t errsize)
+{
+    const int n = arg ? tune_shapes_from_arg(arg, out, err, errsize)
+                  : decode ? tune_shapes_design_decode(out) : tune_shapes_design(out);
+    if (n < 0) {
+        if (!arg) snprintf(err, errsize, "out of host memory");
+        return -1;
+    }
+    for (int i = 0; decode && i < n; i++) {
+        const attn_problem *p = &(*out)[i];
+        const int too_long = p->q_len > ATTN_DECODE_MAX_Q_LEN;
+        if (too_long || p->q_len > p->kv_len) {
+            char shape[256];
+            tune_shape_format(p, shape, sizeof shape);
+            if (too_long)
+                snprintf(err, errsize, "--shapes: %s: a decode shape's sq = %d exceeds "
+                         "ATTN_DECODE_MAX_Q_LEN = %d (a longer block is a prefill against the "
+                         "cache: tune it without --decode)", shape, p->q_len, ATTN_DECODE_MAX_Q_LEN);
+            else
+                snprintf(err, errsize, "--shapes: %s: a decode shape's sq = %d exceeds skv = %d "
+                         "(the new queries are the cache's last tokens)", shape, p->q_len,
+                         p->kv_len);
+            free(*out);
+            *out = NULL;
+            return -1;
+        }
+    }
+    return n;
+}

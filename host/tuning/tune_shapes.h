@@ -38,6 +38,14 @@ int tune_shapes_design(attn_problem **out);
  * cache of 1024, 4096 and 16384 keys, causal, f32): attn-tune --decode. */
 int tune_shapes_design_decode(attn_problem **out);
 
+/* The shapes attn-tune works on: --shapes ARG when arg is not NULL (a
+ * file or a list), else the DESIGN set of the entry (decode nonzero: the
+ * decode set). A decode shape must be a block attn_decode runs through its
+ * decode kernels: sq at most ATTN_DECODE_MAX_Q_LEN (longer blocks are
+ * planned and tuned as prefill) and at most skv (the new queries are the
+ * cache's last tokens). Returns the count, or -1 with why in err. */
+int tune_shapes_load(const char *arg, int decode, attn_problem **out, char *err, size_t errsize);
+
 /* "B=1 Hq=8 Hkv=2 D=64 S=2048 f32 causal" (then " window=L/R softcap=C
  * alibi=M" for the variants it has) */
 void tune_shape_format(const attn_problem *p, char *buf, size_t size);
