@@ -475,22 +475,26 @@ attn_status attn_validate_tensor(attn_context *ctx, const attn_tensor *t, const 
     return attn_validate_readable(ctx, t->buffer, what);
 }
 
-attn_status attn_validate_readable(attn_context *ctx, cl_mem m, const char *name)
+/* m must not carry `flag`: CL_MEM_WRITE_ONLY for what attn reads,
+ * CL_MEM_READ_ONLY for what it writes */
+static attn_status check_access(attn_context *ctx, cl_mem m, const char *name, cl_mem_flags flag)
 {
     cl_mem_flags flags = 0;
     if (clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS)
         return INVALID(ctx, "%s is not a valid cl_mem", name);
-    if (flags & CL_MEM_WRITE_ONLY)
-        return INVALID(ctx, "%s was created CL_MEM_WRITE_ONLY, but attn reads it", name);
+    if (flags & flag)
+        return INVALID(ctx, "%s was created %s, but attn %s", name,
+                       flag == CL_MEM_WRITE_ONLY ? "CL_MEM_WRITE_ONLY" : "CL_MEM_READ_ONLY",
+                       flag == CL_MEM_WRITE_ONLY ? "reads it" : "writes to it");
     return ATTN_SUCCESS;
+}
+
+attn_status attn_validate_readable(attn_context *ctx, cl_mem m, const char *name)
+{
+    return check_access(ctx, m, name, CL_MEM_WRITE_ONLY);
 }
 
 attn_status attn_validate_writable(attn_context *ctx, cl_mem m, const char *name)
 {
-    cl_mem_flags flags = 0;
-    if (clGetMemObjectInfo(m, CL_MEM_FLAGS, sizeof flags, &flags, NULL) != CL_SUCCESS)
-        return INVALID(ctx, "%s is not a valid cl_mem", name);
-    if (flags & CL_MEM_READ_ONLY)
-        return INVALID(ctx, "%s was created CL_MEM_READ_ONLY, but attn writes to it", name);
-    return ATTN_SUCCESS;
+    return check_access(ctx, m, name, CL_MEM_READ_ONLY);
 }
