@@ -7,7 +7,9 @@
  * are checked independently: every element of every tensor inside its
  * buffer and reached once, out apart from K and V (and identical to Q or
  * apart from it), lengths inside the padded lengths, LSE large enough and a
- * buffer of its own. Accepted problems with a head dim of 4 or 7 and a sane
+ * buffer of its own. Tensors may also lie in sub-buffers cut from the
+ * largest buffer (clCreateSubBuffer), which alias it and each other: the
+ * checks count where the bytes lie, not the handles. Accepted problems with a head dim of 4 or 7 and a sane
  * scale (programs built once, in LLVMFuzzerInitialize) are also run: the
  * result must match the CPU reference and nothing outside O may change.
  * Other accepted problems are not enqueued, so no input can launch a large
@@ -25,6 +27,11 @@
 enum { NBUF = 5, MAXB = 8, MAXBYTES = 24576 };
 static const size_t buf_bytes[NBUF] = {2, 96, 1000, 4096, MAXBYTES};
 static cl_mem bufs[NBUF], foreign; /* foreign: a buffer of another cl_context */
+/* sub-buffers of bufs[NBUF - 1], each from its origin to the parent's end */
+enum { NSUB = 2 };
+static cl_mem subs[NSUB];
+static size_t sub_origin[NSUB];
+static int nsubs;
 static cl_context foreign_ctx;
 static const int run_dims[] = {4, 7}; /* head dims whose programs are built */
 
@@ -32,7 +39,7 @@ static const int run_dims[] = {4, 7}; /* head dims whose programs are built */
  * first word of the message, indices dropped), accepted, and run. */
 enum { NKEYS = 96 };
 static char reject_key[NKEYS][48];
-static unsigned long reject_count[NKEYS], n_rejected, n_accepted, n_run;
+static unsigned long reject_count[NKEYS], n_rejected, n_accepted, n_run, n_sub;
 
 static void count_rejection(const char *msg)
 {
@@ -59,9 +66,9 @@ static void count_rejection(const char *msg)
 
 static void print_counts(void)
 {
-    fprintf(stderr, "fuzz_forward_args: %lu rejected, %lu accepted, %lu of those run and compared "
-            "with the reference\n  rejected by the message's first word:", n_rejected, n_accepted,
-            n_run);
+    fprintf(stderr, "fuzz_forward_args: %lu rejected, %lu accepted (%lu through a sub-buffer), %lu "
+            "of those run and compared with the reference\n  rejected by the message's first word:",
+            n_rejected, n_accepted, n_sub, n_run);
     for (int i = 0; i < NKEYS && reject_key[i][0]; i++)
         fprintf(stderr, "%s %s %lu", i % 4 ? "," : "\n   ", reject_key[i], reject_count[i]);
     fprintf(stderr, "\n");
@@ -82,6 +89,18 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
     foreign_ctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
     if (err == CL_SUCCESS) foreign = clCreateBuffer(foreign_ctx, CL_MEM_READ_WRITE, MAXBYTES, NULL, &err);
     if (err != CL_SUCCESS) fuzz_fail("the second context: %d", err);
+    /* origins one and two alignment steps in (OpenCL's alignment of origins) */
+    cl_uint align_bits = 0;
+    clGetDeviceInfo(dev, CL_DEVICE_MEM_BASE_ADDR_ALIGN, sizeof align_bits, &align_bits, NULL);
+    const size_t step = align_bits / 8 ? align_bits / 8 : 128;
+    for (int i = 0; i < NSUB && (size_t)(i + 1) * step + 1024 <= MAXBYTES; i++) {
+        cl_buffer_region reg = {(size_t)(i + 1) * step, MAXBYTES - (size_t)(i + 1) * step};
+        subs[i] = clCreateSubBuffer(bufs[NBUF - 1], CL_MEM_READ_WRITE, CL_BUFFER_CREATE_TYPE_REGION,
+                                    &reg, &err);
+        if (err != CL_SUCCESS) fuzz_fail("clCreateSubBuffer: %d", err);
+        sub_origin[i] = reg.origin;
+        nsubs = i + 1;
+    }
     /* build what may run now, so that each run costs the same */
     for (int d = 0; d < (int)(sizeof run_dims / sizeof run_dims[0]); d++)
         for (int t = ATTN_F32; t <= ATTN_BF16; t++) {
@@ -100,7 +119,8 @@ int LLVMFuzzerInitialize(int *argc, char ***argv)
 
 static cl_mem pick_buffer(fuzz_reader *r)
 {
-    int sel = fuzz_u8(r) % (NBUF + 2);
+    int sel = fuzz_u8(r) % (NBUF + 2 + NSUB);
+    if (sel > NBUF && sel <= NBUF + NSUB) return sel - NBUF - 1 < nsubs ? subs[sel - NBUF - 1] : NULL;
     return sel < NBUF ? bufs[sel] : sel == NBUF ? foreign : NULL;
 }
 
@@ -148,11 +168,36 @@ static float read_scale(fuzz_reader *r)
 
 /* ---- the independent check of what validation accepted ---- */
 
-static int buffer_index(cl_mem m)
+/* The buffer of bufs that m is or was cut from, and m's byte origin in
+ * it; -1 for another context's buffer. */
+static int buffer_index_at(cl_mem m, size_t *origin)
 {
+    *origin = 0;
     for (int i = 0; i < NBUF; i++)
         if (bufs[i] == m) return i;
+    for (int i = 0; i < nsubs; i++)
+        if (subs[i] == m) {
+            *origin = sub_origin[i];
+            return NBUF - 1;
+        }
     return -1;
+}
+
+static int buffer_index(cl_mem m)
+{
+    size_t origin;
+    return buffer_index_at(m, &origin);
+}
+
+/* t as elements of its parent buffer (origins are multiples of 128 bytes,
+ * so of any element size) */
+static attn_tensor in_parent(const attn_tensor *t, size_t esize)
+{
+    size_t origin;
+    attn_tensor r = *t;
+    buffer_index_at(t->buffer, &origin);
+    r.offset += origin / esize;
+    return r;
 }
 
 static unsigned char marks[NBUF][MAXBYTES]; /* per element: 1 q, 2 k, 4 v, 8 out */
@@ -178,19 +223,24 @@ static void check_accepted(const attn_problem *p, const attn_tensor *q, const at
     const int seqs[4] = {p->q_len, p->kv_len, p->kv_len, p->q_len};
     const size_t esize = attn_dtype_size(p->dtype);
     memset(marks, 0, sizeof marks);
+    attn_tensor at[4]; /* as elements of the parent buffers */
+    int through_sub = 0;
     for (int i = 0; i < 4; i++) {
         int bi = ts[i] ? buffer_index(ts[i]->buffer) : -1;
         if (bi < 0) fuzz_fail("accepted tensor %d without a buffer of this context", i);
-        /* q, k, v are read only: batch entries may share elements */
-        int w = (i < 3 ? fuzz_input_walk : fuzz_tensor_walk)(ts[i], p->batch, heads[i], seqs[i],
+        at[i] = in_parent(ts[i], esize);
+        through_sub |= at[i].offset != ts[i]->offset;
+        /* q, k, v are read only: batch entries may share elements (each
+         * sub-buffer reaches its parent's end, so the limit is the parent's) */
+        int w = (i < 3 ? fuzz_input_walk : fuzz_tensor_walk)(&at[i], p->batch, heads[i], seqs[i],
                                                              p->head_dim, buf_bytes[bi] / esize,
                                                              marks[bi], (unsigned char)(1 << i));
         if (w == -1) fuzz_fail("accepted tensor %d reaches past its buffer (%zu bytes)", i, buf_bytes[bi]);
         if (w == -2) fuzz_fail("accepted tensor %d whose strides make elements overlap", i);
     }
-    const int in_place = q->buffer == o->buffer && q->offset == o->offset &&
-                         q->stride_batch == o->stride_batch && q->stride_head == o->stride_head &&
-                         q->stride_seq == o->stride_seq;
+    const int in_place = buffer_index(q->buffer) == buffer_index(o->buffer) &&
+                         at[0].offset == at[3].offset && q->stride_batch == o->stride_batch &&
+                         q->stride_head == o->stride_head && q->stride_seq == o->stride_seq;
     for (int bi = 0; bi < NBUF; bi++)
         for (size_t e = 0; e < MAXBYTES; e++) {
             unsigned m = marks[bi][e];
@@ -198,19 +248,23 @@ static void check_accepted(const attn_problem *p, const attn_tensor *q, const at
             if ((m & 8) && (m & 1) && !in_place)
                 fuzz_fail("accepted out overlapping q with another layout (element %zu)", e);
         }
+    n_sub += (unsigned long)through_sub;
     for (int b = 0; L && b < p->batch; b++) {
         check_extent(L->q_start, L->q_len, b, p->q_len, "q");
         check_extent(L->kv_start, L->kv_len, b, p->kv_len, "kv");
     }
     if (lse) {
-        size_t bytes = 0;
-        int bi = buffer_index(lse);
+        size_t origin;
+        int bi = buffer_index_at(lse, &origin);
         if (bi < 0) fuzz_fail("accepted an lse of another context");
-        bytes = buf_bytes[bi];
-        if (bytes < (size_t)p->batch * p->q_heads * p->q_len * sizeof(float))
-            fuzz_fail("accepted an lse of %zu bytes", bytes);
+        const size_t bytes = buf_bytes[bi] - origin, need = (size_t)p->batch * p->q_heads *
+                                                            p->q_len * sizeof(float);
+        if (bytes < need) fuzz_fail("accepted an lse of %zu bytes", bytes);
         for (int i = 0; i < 4; i++)
             if (ts[i]->buffer == lse) fuzz_fail("accepted an lse that is tensor %d's buffer", i);
+        /* nor may its floats lie on any tensor's elements through a sub-buffer */
+        for (size_t e = origin / esize; e < (origin + need + esize - 1) / esize; e++)
+            if (marks[bi][e]) fuzz_fail("accepted an lse over a tensor's element %zu", e);
     }
 }
 
@@ -268,9 +322,11 @@ static void run_and_compare(attn_context *ctx, const attn_problem *p, const attn
     float *hq = malloc(nq * 4), *hk = malloc(nkv * 4), *hv = malloc(nkv * 4);
     float *ref = malloc(nq * 4), *got = malloc(nq * 4), *ref_lse = malloc(nrows * 4);
     if (!hq || !hk || !hv || !ref || !got || !ref_lse) fuzz_fail("out of memory");
-    gather(before[buffer_index(q->buffer)], p->dtype, q, B, Hq, p->q_len, D, hq);
-    gather(before[buffer_index(k->buffer)], p->dtype, k, B, Hkv, p->kv_len, D, hk);
-    gather(before[buffer_index(v->buffer)], p->dtype, v, B, Hkv, p->kv_len, D, hv);
+    const attn_tensor pq = in_parent(q, es), pk = in_parent(k, es), pv = in_parent(v, es);
+    const attn_tensor po = in_parent(o, es);
+    gather(before[buffer_index(q->buffer)], p->dtype, &pq, B, Hq, p->q_len, D, hq);
+    gather(before[buffer_index(k->buffer)], p->dtype, &pk, B, Hkv, p->kv_len, D, hk);
+    gather(before[buffer_index(v->buffer)], p->dtype, &pv, B, Hkv, p->kv_len, D, hv);
     if (attn_reference_forward(p, hq, hk, hv, ref, L, ref_lse) != ATTN_SUCCESS)
         fuzz_fail("the reference refused an accepted problem");
 
@@ -288,15 +344,16 @@ static void run_and_compare(attn_context *ctx, const attn_problem *p, const attn
 
     double atol, rtol;
     attn_tolerance(p->dtype, &atol, &rtol);
-    const int ob = buffer_index(o->buffer), lb = lse ? buffer_index(lse) : -1;
-    gather(after[ob], p->dtype, o, B, Hq, p->q_len, D, got);
+    size_t lorigin = 0;
+    const int ob = buffer_index(o->buffer), lb = lse ? buffer_index_at(lse, &lorigin) : -1;
+    gather(after[ob], p->dtype, &po, B, Hq, p->q_len, D, got);
     for (size_t i = 0; i < nq; i++)
         if (!(fabs((double)got[i] - ref[i]) <= atol + rtol * fabs(ref[i])))
             fuzz_fail("B=%d Hq=%d Hkv=%d D=%d Sq=%d Skv=%d %s causal=%d scale=%g: O[%zu] = %.9g, "
                       "reference %.9g", B, Hq, Hkv, D, p->q_len, p->kv_len,
                       attn_dtype_name(p->dtype), p->causal, (double)p->scale, i, got[i], ref[i]);
     if (lse) {
-        memcpy(lse_got, after[lb], nrows * 4);
+        memcpy(lse_got, after[lb] + lorigin, nrows * 4);
         for (size_t i = 0; i < nrows; i++) {
             int same_inf = isinf(ref_lse[i]) && lse_got[i] == ref_lse[i];
             if (!same_inf && !(fabs((double)lse_got[i] - ref_lse[i]) <= atol + rtol * fabs(ref_lse[i])))
@@ -305,12 +362,12 @@ static void run_and_compare(attn_context *ctx, const attn_problem *p, const attn
     }
     /* nothing else changed: every byte outside O (and the LSE rows) is as written */
     memset(marks, 0, sizeof marks);
-    fuzz_tensor_walk(o, B, Hq, p->q_len, D, buf_bytes[ob] / es, marks[ob], 8);
+    fuzz_tensor_walk(&po, B, Hq, p->q_len, D, buf_bytes[ob] / es, marks[ob], 8);
     for (int bi = 0; bi < NBUF; bi++) {
         size_t n = buf_bytes[bi] / es;
         for (size_t e = 0; e < n; e++) {
             if (bi == ob && marks[bi][e]) continue;
-            if (bi == lb && e * es < nrows * 4) continue;
+            if (bi == lb && e * es >= lorigin && e * es < lorigin + nrows * 4) continue;
             if (memcmp(before[bi] + e * es, after[bi] + e * es, es) != 0)
                 fuzz_fail("buffer %d element %zu changed outside O", bi, e);
         }
