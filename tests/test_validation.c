@@ -669,32 +669,53 @@ static void test_sub_buffer_overlaps(void)
                        "out overlaps q with a different layout", watch));
     /* lse over out, over k; the sinks and the mask over out and over lse */
     CU_ASSERT(rejected("sub-buffer lse over out", ctx, &fx.p, &fx.q, &k, &v, &o, NULL, over,
-                       "lse and out->buffer are sub-buffers of one cl_mem", watch));
+                       "lse and out->buffer share bytes (their buffers are sub-buffers of one cl_mem)", watch));
     cl_mem l_over_k = cut(parent, ko, lb);
     CU_ASSERT(rejected("sub-buffer lse over k", ctx, &fx.p, &fx.q, &k, &v, &o, NULL, l_over_k,
-                       "lse and k->buffer are sub-buffers", watch));
+                       "lse and k->buffer share bytes", watch));
     attn_problem p = fx.p;
     p.sinks_buffer = over;
     CU_ASSERT(rejected("sub-buffer sinks over out", ctx, &p, &fx.q, &k, &v, &o, NULL, fx.lse,
-                       "p->sinks_buffer and out->buffer are sub-buffers", watch));
+                       "p->sinks_buffer and out->buffer share bytes (their buffers are sub-buffers", watch));
     p.sinks_buffer = cut(parent, lo, (size_t)HQ * sizeof(float));
     CU_ASSERT(rejected("sub-buffer sinks over lse", ctx, &p, &fx.q, &k, &v, &o, NULL, l_sub,
-                       "lse and p->sinks_buffer are sub-buffers", watch));
+                       "lse and p->sinks_buffer share bytes", watch));
     clReleaseMemObject(p.sinks_buffer);
     p = fx.p;
     p.mask = (attn_mask){over, NULL, ATTN_F32, 0, 0, 0, 0, 0, 0};
     CU_ASSERT(rejected("sub-buffer mask over out", ctx, &p, &fx.q, &k, &v, &o, NULL, fx.lse,
-                       "p->mask.buffer and out->buffer are sub-buffers", watch));
-    p.mask.buffer = l_sub; /* a part of its own, and lse cut one step into it */
+                       "p->mask.buffer and out->buffer share bytes", watch));
+    /* a part of its own, the mask reaching all of it ([B][HQ][SQ] floats),
+     * and lse cut one step into it */
+    p.mask = (attn_mask){l_sub, NULL, ATTN_F32, 0, (size_t)HQ * SQ, SQ, 1, 0, 0};
     cl_mem l_over_mask = cut(parent, lo + al, lb);
     CU_ASSERT(rejected("sub-buffer lse over mask", ctx, &p, &fx.q, &k, &v, &o, NULL,
-                       l_over_mask, "lse and p->mask.buffer are sub-buffers", watch));
+                       l_over_mask, "lse and p->mask.buffer share bytes", watch));
+    /* the mask as the parent itself, its one broadcast element on lse's
+     * first float: one buffer is a sub-buffer of the other */
+    p.mask = (attn_mask){parent, NULL, ATTN_F32, lo / sizeof(float), 0, 0, 0, 0, 0};
+    CU_ASSERT(rejected("parent mask over lse", ctx, &p, &fx.q, &k, &v, &o, NULL, l_sub,
+                       "lse and p->mask.buffer share bytes (one buffer is a sub-buffer of the "
+                       "other)", watch));
+    p.mask.offset = al / sizeof(float);
+    CU_ASSERT(rejected("parent mask over out", ctx, &p, &fx.q, &k, &v, &o, NULL, fx.lse,
+                       "p->mask.buffer and out->buffer share bytes (one buffer is a sub-buffer",
+                       watch));
 
     /* disjoint parts of one buffer: accepted and right */
     attn_status st = attn_forward(ctx, &fx.p, &fx.q, &k, &v, &o, NULL, l_sub, NULL);
     CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
     if (st != ATTN_SUCCESS) printf("\n  disjoint sub-buffers: %s\n", attn_last_error(ctx));
     else expect_matches_reference(ctx, &fx.p, &o, fx.hq, fx.hk, fx.hv, l_sub);
+    /* the parent as the mask, read only where k lies: out and lse are its
+     * sub-buffers but meet none of the bytes the mask reads. One element
+     * broadcast to every logit shifts each row alike, which softmax cancels,
+     * so the unmasked reference holds for out (lse moves by that element). */
+    p.mask = (attn_mask){parent, NULL, ATTN_F32, ko / sizeof(float), 0, 0, 0, 0, 0};
+    st = attn_forward(ctx, &p, &fx.q, &k, &v, &o, NULL, l_sub, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  parent as a mask beside its parts: %s\n", attn_last_error(ctx));
+    else expect_matches_reference(ctx, &fx.p, &o, fx.hq, fx.hk, fx.hv, NULL);
     /* two handles on the same bytes with one layout: in place */
     cl_mem q_sub = cut(parent, 0, ob);
     CU_ASSERT_EQUAL(clEnqueueCopyBuffer(queue, fx.q.buffer, q_sub, 0, 0, ob, 0, NULL, NULL), CL_SUCCESS);

@@ -7,6 +7,7 @@
 #include "attention/variants.h"
 
 #include <math.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -351,15 +352,22 @@ static int placed_meet(const placed *a, const placed *b, int same_shape, const a
 }
 
 /* How two tensors that meet share their memory, for the message. */
+/* How two cl_mem that met share memory, for a message */
 static const char *alias_kind(cl_mem a, cl_mem b)
 {
-    return a == b ? "in the same buffer" : "(their buffers are sub-buffers of one cl_mem)";
+    if (a == b) return "in the same buffer";
+    if (attn_mem_view_of(a).root == a || attn_mem_view_of(b).root == b)
+        return "(one buffer is a sub-buffer of the other)";
+    return "(their buffers are sub-buffers of one cl_mem)";
 }
 
-static size_t mem_bytes(cl_mem m)
+/* The bytes of the mask buffer the mask reads; its whole size if they
+ * cannot be computed (attn_validate_variants refuses that earlier) */
+static void mask_bytes(const attn_problem *p, size_t *lo, size_t *end)
 {
-    size_t bytes = 0;
-    return clGetMemObjectInfo(m, CL_MEM_SIZE, sizeof bytes, &bytes, NULL) == CL_SUCCESS ? bytes : 0;
+    if (attn_mask_byte_span(p, lo, end)) return;
+    *lo = 0;
+    *end = SIZE_MAX;
 }
 
 /* attn_validate_forward, or with kv 0 attn_validate_io (k and v unused) */
@@ -396,9 +404,11 @@ static attn_status validate(attn_context *ctx, const attn_problem *p, const attn
                          q->stride_head == out->stride_head && q->stride_seq == out->stride_seq;
     if (!in_place && placed_meet(&po, &pq, 1, p))
         return INVALID(ctx, "out overlaps q with a different layout (in place needs identical "
-                       "offset and strides)%s", q->buffer == out->buffer ? "" :
-                       " (q->buffer and out->buffer are sub-buffers of one cl_mem)");
+                       "offset and strides)%s%s", q->buffer == out->buffer ? "" : " ",
+                       q->buffer == out->buffer ? "" : alias_kind(q->buffer, out->buffer));
     const size_t sinks_bytes = (size_t)p->q_heads * sizeof(float);
+    size_t mask_lo = 0, mask_end = 0;
+    if (p->mask.buffer) mask_bytes(p, &mask_lo, &mask_end);
     if (lse) {
         size_t bytes = 0;
         cl_context owner = NULL;
@@ -423,15 +433,15 @@ static attn_status validate(attn_context *ctx, const attn_problem *p, const attn
         const char *names[4] = {"q->buffer", "out->buffer", "k->buffer", "v->buffer"};
         for (int i = 0; i < (kv ? 4 : 2); i++)
             if (attn_mem_bytes_meet(lse, 0, need, seen[i]->mem, seen[i]->lo, seen[i]->end))
-                return INVALID(ctx, "lse and %s are sub-buffers of one cl_mem whose bytes meet: "
-                               "lse must be memory of its own", names[i]);
+                return INVALID(ctx, "lse and %s share bytes %s: lse must be memory of its own",
+                               names[i], alias_kind(lse, seen[i]->mem));
         if (p->sinks_buffer && attn_mem_bytes_meet(lse, 0, need, p->sinks_buffer, 0, sinks_bytes))
-            return INVALID(ctx, "lse and p->sinks_buffer are sub-buffers of one cl_mem whose "
-                           "bytes meet (attn reads the sinks while it writes lse)");
+            return INVALID(ctx, "lse and p->sinks_buffer share bytes %s (attn reads the sinks "
+                           "while it writes lse)", alias_kind(lse, p->sinks_buffer));
         if (p->mask.buffer &&
-            attn_mem_bytes_meet(lse, 0, need, p->mask.buffer, 0, mem_bytes(p->mask.buffer)))
-            return INVALID(ctx, "lse and p->mask.buffer are sub-buffers of one cl_mem whose "
-                           "bytes meet (attn reads the mask while it writes lse)");
+            attn_mem_bytes_meet(lse, 0, need, p->mask.buffer, mask_lo, mask_end))
+            return INVALID(ctx, "lse and p->mask.buffer share bytes %s (attn reads the mask "
+                           "while it writes lse)", alias_kind(lse, p->mask.buffer));
     }
     if (p->sinks_buffer && p->sinks_buffer == out->buffer)
         return INVALID(ctx, "p->sinks_buffer is out->buffer: attn reads the sinks while it "
@@ -441,13 +451,14 @@ static attn_status validate(attn_context *ctx, const attn_problem *p, const attn
                        "writes out");
     if (p->sinks_buffer &&
         attn_mem_bytes_meet(out->buffer, po.lo, po.end, p->sinks_buffer, 0, sinks_bytes))
-        return INVALID(ctx, "p->sinks_buffer and out->buffer are sub-buffers of one cl_mem whose "
-                       "bytes meet: attn reads the sinks while it writes out");
-    /* the mask's whole view: the part it reads depends on its strides */
+        return INVALID(ctx, "p->sinks_buffer and out->buffer share bytes %s: attn reads the "
+                       "sinks while it writes out", alias_kind(p->sinks_buffer, out->buffer));
+    /* the mask's reach from its offset to its last element; what it reads
+     * in between depends on its strides */
     if (p->mask.buffer &&
-        attn_mem_bytes_meet(out->buffer, po.lo, po.end, p->mask.buffer, 0, mem_bytes(p->mask.buffer)))
-        return INVALID(ctx, "p->mask.buffer and out->buffer are sub-buffers of one cl_mem whose "
-                       "bytes meet: attn reads the mask while it writes out");
+        attn_mem_bytes_meet(out->buffer, po.lo, po.end, p->mask.buffer, mask_lo, mask_end))
+        return INVALID(ctx, "p->mask.buffer and out->buffer share bytes %s: attn reads the mask "
+                       "while it writes out", alias_kind(p->mask.buffer, out->buffer));
     return ATTN_SUCCESS;
 }
 

@@ -90,6 +90,14 @@ static int mask_reach(const attn_mask *m, const attn_problem *p, size_t *hi)
     return 1;
 }
 
+int attn_mask_byte_span(const attn_problem *p, size_t *lo, size_t *end)
+{
+    const size_t esize = attn_dtype_size(p->mask.dtype);
+    size_t hi;
+    return mask_reach(&p->mask, p, &hi) && !__builtin_mul_overflow(p->mask.offset, esize, lo) &&
+           !__builtin_mul_overflow(hi + 1, esize, end);
+}
+
 attn_status attn_validate_variants(attn_context *ctx, const attn_problem *p)
 {
     if (p->use_window && (p->window_left < -1 || p->window_right < -1))

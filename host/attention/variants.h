@@ -31,6 +31,11 @@ void attn_variant_names(unsigned flags, char *buf, size_t size);
  * capacity). A failure names the field. */
 attn_status attn_validate_variants(attn_context *ctx, const attn_problem *p);
 
+/* The bytes of p->mask.buffer the mask reaches, [*lo, *end), from its
+ * offset, strides and dtype; 0 when they overflow size_t (which
+ * attn_validate_variants refuses). */
+int attn_mask_byte_span(const attn_problem *p, size_t *lo, size_t *end);
+
 /* Appends " -DWINDOW=1 ..." for the variants p uses (nothing for none). */
 void attn_variant_options(const attn_problem *p, char *buf, size_t size);
 

@@ -33,7 +33,12 @@ extern "C" {
  *  lse is [Hq][Sq] (>= Hq*Sq floats). Memory, not handles, is compared:
  *  sub-buffers (clCreateSubBuffer) of one cl_mem are seen as the one
  *  allocation they are, for out, lse, p->sinks_buffer and p->mask.buffer
- *  (and attn_decode's out against the cache's K and V).
+ *  (and attn_decode's out against the cache's K and V); what counts is the
+ *  bytes each one reaches (the mask's from its offset to its last element
+ *  by its strides), so disjoint parts of one arena are accepted. OpenCL
+ *  itself leaves a buffer used beside its sub-buffer, or beside another
+ *  sub-buffer that overlaps it, undefined when either is written; attn
+ *  checks the bytes, which is what the devices it runs on need.
  *  done: NULL, or receives the completion event (caller releases it).
  *  All arguments are validated before anything is enqueued. */
 ATTN_API attn_status attn_forward(attn_context *ctx, const attn_problem *p,
