@@ -255,8 +255,9 @@ static void test_tune_shape_variants(void)
                             {"hq=8:d=64:s=64:sinks=1", "unknown field \"sinks\""},
                             {"hq=8:d=64:s=64:hq=16", "hq is given twice"},
                             {"hq=8:d=64:s=64:f16:bf16", "the dtype is given twice"},
-                            {"hq=8:d=64:s=64:causal:full", "causal or full is given twice"}};
-    for (int i = 0; i < 8; i++) {
+                            {"hq=8:d=64:s=64:causal:full", "causal or full is given twice"},
+                            {"hq=8:d=64:s=64:f16:fp16", "unknown word \"fp16\""}};
+    for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         s = NULL;
         CU_ASSERT_EQUAL(tune_shapes_parse(bad[i][0], "--shapes", &s, err, sizeof err), -1);
         if (!strstr(err, bad[i][1])) printf("\n  %s: \"%s\"\n", bad[i][0], err);

@@ -78,9 +78,13 @@ static int parse_one(char *item, attn_problem *p, char *err, size_t errsize)
     char *save = NULL;
     for (char *f = strtok_r(item, ":", &save); f; f = strtok_r(NULL, ":", &save)) {
         char *eq = strchr(f, '=');
-        const char *what = !eq ? (strcmp(f, "causal") == 0 || strcmp(f, "full") == 0 ? "causal or full"
-                                                                                   : "the dtype")
-                               : f;
+        const int is_dtype = !strcmp(f, "f32") || !strcmp(f, "f16") || !strcmp(f, "bf16");
+        const int is_mask = !strcmp(f, "causal") || !strcmp(f, "full");
+        if (!eq && !is_dtype && !is_mask) {
+            snprintf(err, errsize, "unknown word \"%s\" (f32, f16, bf16, causal or full)", f);
+            return -1;
+        }
+        const char *what = eq ? f : is_dtype ? "the dtype" : "causal or full";
         const size_t wlen = eq ? (size_t)(eq - f) : strlen(what);
         for (int i = 0; i < nseen; i++)
             if (strlen(seen[i]) == wlen && strncmp(seen[i], what, wlen) == 0) {
@@ -93,11 +97,7 @@ static int parse_one(char *item, attn_problem *p, char *err, size_t errsize)
             else if (strcmp(f, "f16") == 0) p->dtype = ATTN_F16;
             else if (strcmp(f, "bf16") == 0) p->dtype = ATTN_BF16;
             else if (strcmp(f, "causal") == 0) p->causal = 1;
-            else if (strcmp(f, "full") == 0) p->causal = 0;
-            else {
-                snprintf(err, errsize, "unknown word \"%s\" (f32, f16, bf16, causal or full)", f);
-                return -1;
-            }
+            else p->causal = 0; /* "full" */
             continue;
         }
         *eq = 0;
