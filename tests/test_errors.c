@@ -9,6 +9,7 @@
 #include "harness.h"
 
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -334,6 +335,37 @@ static void test_read_only_outputs(void)
     fixture_free(&f);
 }
 
+/* ---- a refused call leaves no event, even without a context ---- */
+
+/* Each call that hands back an event, refused before it reaches a context
+ * (its ctx, cache or layer NULL): *done must not keep the caller's value,
+ * which a caller would wait on or release. */
+static void test_null_handle_clears_done(void)
+{
+    fixture f;
+    fixture_init(&f);
+    attn_problem dp = f.p;
+    dp.q_len = 1;
+    const cl_event stale = (cl_event)(uintptr_t)0x1234;
+    cl_event ev[6] = {stale, stale, stale, stale, stale, stale};
+    CU_ASSERT_NOT_EQUAL(attn_forward(NULL, &f.p, &f.q, &f.k, &f.v, &f.out, NULL, NULL, &ev[0]),
+                        ATTN_SUCCESS);
+    CU_ASSERT_NOT_EQUAL(attn_forward_materialized(NULL, &f.p, &f.q, &f.k, &f.v, &f.out, NULL,
+                                                  NULL, &ev[1]), ATTN_SUCCESS);
+    CU_ASSERT_NOT_EQUAL(attn_decode(f.ctx, NULL, &dp, &f.q, &f.out, NULL, NULL, &ev[2]),
+                        ATTN_SUCCESS);
+    CU_ASSERT_NOT_EQUAL(attn_kv_cache_append(NULL, &f.k, &f.v, S, NULL, &ev[3]), ATTN_SUCCESS);
+    CU_ASSERT_NOT_EQUAL(attn_kv_cache_append_rows(NULL, &f.k, &f.v, S, NULL, NULL, &ev[4]),
+                        ATTN_SUCCESS);
+    CU_ASSERT_NOT_EQUAL(attn_layer_forward(NULL, 1, S, f.mem[3], 0, f.mem[3], 0, NULL, NULL,
+                                           &ev[5]), ATTN_SUCCESS);
+    for (int i = 0; i < 6; i++) {
+        CU_ASSERT_PTR_NULL(ev[i]);
+        if (ev[i]) printf("\n  call %d left *done as it was\n", i);
+    }
+    fixture_free(&f);
+}
+
 /* ---- counts in words ---- */
 
 static void test_plurals(void)
@@ -402,6 +434,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_no_stale_message),
     HARNESS_TEST(test_read_only_outputs),
     HARNESS_TEST(test_plurals),
+    HARNESS_TEST(test_null_handle_clears_done),
     HARNESS_END
 };
 

@@ -271,6 +271,7 @@ static attn_status append_call(attn_kv_cache *c, const char *fn, const attn_tens
                                const attn_tensor *v, int block_len, const int *starts,
                                const int *counts, cl_event *done)
 {
+    if (done) *done = NULL; /* every failure leaves no event behind, this one too */
     if (!c) return attn_fail_null(fn, "cache");
     attn_context *ctx = c->ctx;
     attn_call_begin(ctx, fn);
