@@ -716,6 +716,15 @@ static void test_sub_buffer_overlaps(void)
     CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
     if (st != ATTN_SUCCESS) printf("\n  parent as a mask beside its parts: %s\n", attn_last_error(ctx));
     else expect_matches_reference(ctx, &fx.p, &o, fx.hq, fx.hk, fx.hv, NULL);
+    /* one handle for lse (its first bytes), the mask (on k's first float)
+     * and out (at the end): the same buffer, bytes apart, accepted */
+    attn_tensor o_end = o;
+    o_end.buffer = parent;
+    o_end.offset = (total - ob) / sizeof(float);
+    st = attn_forward(ctx, &p, &fx.q, &k, &v, &o_end, NULL, parent, NULL);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    if (st != ATTN_SUCCESS) printf("\n  one handle, disjoint bytes: %s\n", attn_last_error(ctx));
+    else expect_matches_reference(ctx, &fx.p, &o_end, fx.hq, fx.hk, fx.hv, NULL);
     /* two handles on the same bytes with one layout: in place */
     cl_mem q_sub = cut(parent, 0, ob);
     CU_ASSERT_EQUAL(clEnqueueCopyBuffer(queue, fx.q.buffer, q_sub, 0, 0, ob, 0, NULL, NULL), CL_SUCCESS);
@@ -1089,16 +1098,17 @@ static void test_bad_variants(void)
     p.mask = (attn_mask){fused, NULL, ATTN_F32, 0, 0, 0, SKV, 1, 0};
     CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fused),
                     ATTN_ERROR_INVALID_ARGUMENT);
-    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "not p->sinks_buffer or p->mask.buffer"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "lse and p->mask.buffer share bytes in "
+                                                        "the same buffer"));
     p = fx.p;
     p.sinks_buffer = fx.lse;
-    VREJECTS(&p, "not p->sinks_buffer or p->mask.buffer");
+    VREJECTS(&p, "lse and p->sinks_buffer share bytes in the same buffer");
     p = fx.p;
     p.sinks_buffer = fx.out.buffer;
-    VREJECTS(&p, "p->sinks_buffer is out->buffer");
+    VREJECTS(&p, "p->sinks_buffer and out->buffer share bytes in the same buffer");
     p = fx.p;
     p.mask = (attn_mask){fx.out.buffer, NULL, ATTN_F32, 0, 0, 0, 0, 0, 0};
-    VREJECTS(&p, "p->mask.buffer is out->buffer");
+    VREJECTS(&p, "p->mask.buffer and out->buffer share bytes in the same buffer");
     clReleaseMemObject(fused);
 #undef VREJECTS
     clReleaseMemObject(foreign);

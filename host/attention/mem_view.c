@@ -3,6 +3,8 @@
  * cut from the same allocation as k is the same memory as k). */
 #include "attention/mem_view.h"
 
+#include <stdint.h>
+
 attn_mem_view attn_mem_view_of(cl_mem m)
 {
     attn_mem_view w = {m, 0};
@@ -27,10 +29,18 @@ attn_mem_view attn_mem_view_of(cl_mem m)
     return w;
 }
 
+/* a + b, or SIZE_MAX where that overflows (an end that far reaches all) */
+static size_t add_saturated(size_t a, size_t b)
+{
+    size_t r;
+    return __builtin_add_overflow(a, b, &r) ? SIZE_MAX : r;
+}
+
 int attn_mem_bytes_meet(cl_mem a, size_t a_lo, size_t a_hi, cl_mem b, size_t b_lo, size_t b_hi)
 {
     if (a_lo >= a_hi || b_lo >= b_hi) return 0;
     const attn_mem_view x = attn_mem_view_of(a), y = attn_mem_view_of(b);
     if (!x.root || x.root != y.root) return 0;
-    return x.origin + a_lo < y.origin + b_hi && y.origin + b_lo < x.origin + a_hi;
+    return add_saturated(x.origin, a_lo) < add_saturated(y.origin, b_hi) &&
+           add_saturated(y.origin, b_lo) < add_saturated(x.origin, a_hi);
 }

@@ -423,11 +423,6 @@ static attn_status validate(attn_context *ctx, const attn_problem *p, const attn
             return INVALID(ctx, "lse holds %zu bytes; %s floats need %zu", bytes,
                            p->packed ? "q_heads * q_len (p->packed)" : "batch * q_heads * q_len",
                            need);
-        if (lse == out->buffer || lse == q->buffer || (kv && (lse == k->buffer || lse == v->buffer)))
-            return INVALID(ctx, "lse must be a buffer of its own, not one of q, k, v or out");
-        if (lse == p->sinks_buffer || lse == p->mask.buffer)
-            return INVALID(ctx, "lse must be a buffer of its own, not p->sinks_buffer or "
-                           "p->mask.buffer (attn reads those while it writes lse)");
         if (p->packed && (st = check_packed_lse_rows(ctx, p, lengths)) != ATTN_SUCCESS) return st;
         const placed *seen[4] = {&pq, &po, &pk, &pv};
         const char *names[4] = {"q->buffer", "out->buffer", "k->buffer", "v->buffer"};
@@ -443,12 +438,6 @@ static attn_status validate(attn_context *ctx, const attn_problem *p, const attn
             return INVALID(ctx, "lse and p->mask.buffer share bytes %s (attn reads the mask "
                            "while it writes lse)", alias_kind(lse, p->mask.buffer));
     }
-    if (p->sinks_buffer && p->sinks_buffer == out->buffer)
-        return INVALID(ctx, "p->sinks_buffer is out->buffer: attn reads the sinks while it "
-                       "writes out");
-    if (p->mask.buffer && p->mask.buffer == out->buffer)
-        return INVALID(ctx, "p->mask.buffer is out->buffer: attn reads the mask while it "
-                       "writes out");
     if (p->sinks_buffer &&
         attn_mem_bytes_meet(out->buffer, po.lo, po.end, p->sinks_buffer, 0, sinks_bytes))
         return INVALID(ctx, "p->sinks_buffer and out->buffer share bytes %s: attn reads the "

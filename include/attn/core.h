@@ -135,7 +135,8 @@ typedef struct attn_tensor {
  * is no mask. Keys the mask hides are weighted by zero where their tile is
  * not hidden whole, so their V rows must be finite (0 * inf is NaN); keys
  * outside the lengths, the causal limit and the window are never read.
- * The mask must not be out's or lse's buffer. */
+ * The mask's elements, from its offset to the last its strides reach, must
+ * not share bytes with out or lse (the same buffer elsewhere is fine). */
 typedef struct attn_mask {
     cl_mem buffer;        /* the device calls' mask (read only), or NULL: no mask */
     const float *host;    /* attn_reference_forward's mask: float, same offset and strides */
