@@ -108,7 +108,8 @@ typedef struct attn_layer_timing {
  *  hidden and out: cl_mems holding [batch][seq][d_model] elements of
  *  cfg->dtype, contiguous, from element offsets hidden_offset / out_offset
  *  (they may be the same: hidden is consumed before out is written; out
- *  must not have been created CL_MEM_READ_ONLY).
+ *  must not have been created CL_MEM_READ_ONLY, nor hidden
+ *  CL_MEM_WRITE_ONLY).
  *  lengths (optional) are the attention's per-batch regions, as for
  *  attn_forward with q_len = kv_len = seq: pad rows of out are zero, and
  *  whatever pad rows of hidden hold never reaches a content row.

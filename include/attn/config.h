@@ -28,8 +28,8 @@ ATTN_API attn_status attn_context_set_check(attn_context *ctx, int enable);
  *  family is tiled, vector, flash or mma; flash has no decode kernel, so
  *  decode keeps its own plan under it; mma forced where attn_family_status
  *  finds it not usable runs on its exact but slow emulation, for testing). NULL or "" clears the override. The text is
- *  checked now: an unknown name, a value that is not an integer, outside
- *  its range or not a power of two where one is needed is
+ *  checked now: an unknown name, a name given twice, a value that is not
+ *  an integer, outside its range or not a power of two where one is needed is
  *  ATTN_ERROR_INVALID_ARGUMENT naming it, and the previous override stays.
  *  What depends on the problem (local memory, the work-group limit, keys a
  *  multiple of vec) is checked by each call, which then fails with

@@ -113,7 +113,11 @@ ATTN_API void attn_kv_cache_release(attn_kv_cache *cache);
  *  last block with a fork gets its own copy of that block first. A failed append (for any reason) leaves the cache
  *  without this step's keys, so attn_decode refuses the cache until an
  *  append succeeds (truncate and reset do not lift that).
- *  done: NULL, or receives the completion event. */
+ *  k and v must not have been created CL_MEM_WRITE_ONLY, and must not be
+ *  the cache's own buffers (attn_kv_cache_tensors) nor sub-buffers of
+ *  them: ATTN_ERROR_INVALID_ARGUMENT naming them.
+ *  done: NULL, or receives the completion event (set to NULL on any
+ *  failure). */
 ATTN_API attn_status attn_kv_cache_append(attn_kv_cache *cache, const attn_tensor *k,
                                           const attn_tensor *v, int block_len,
                                           const int *counts, cl_event *done);
@@ -235,7 +239,8 @@ ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tens
  *  0..L - q_lens[b] + i when p->causal (bottom-right inside the new block),
  *  all L keys otherwise. Rows past q_lens[b] get zeros and -inf LSE.
  *  lse: NULL or >= batch * q_heads * q_len floats, [B, Hq, q_len], natural
- *  log (out and lse not CL_MEM_READ_ONLY, as for attn_forward). The result equals attn_forward over attn_kv_cache_tensors with
+ *  log (out and lse not CL_MEM_READ_ONLY, q not CL_MEM_WRITE_ONLY, as for
+ *  attn_forward). The result equals attn_forward over attn_kv_cache_tensors with
  *  lengths {q_len = q_lens, kv_len = the cache's lengths}, within the DESIGN
  *  tolerance. Long prefixes are split into chunks that run in parallel and
  *  are combined with their LSEs; the number of splits comes from the
