@@ -302,9 +302,10 @@ static void child_selectors(void)
     attn_context *c = NULL;
     CU_ASSERT_NOT_EQUAL(attn_context_create("-1:0", &c), ATTN_SUCCESS);
     CU_ASSERT_PTR_NULL(c);
-    /* indices past INT_MAX: out of range, said so (sscanf's %d overflowed) */
-    const char *huge[] = {"0:99999999999999999999", "4294967296:0"};
-    for (int i = 0; i < 2; i++) {
+    /* indices past INT_MAX: out of range, said so (sscanf's %d overflowed);
+     * a minus sign too, on zero as well */
+    const char *huge[] = {"0:99999999999999999999", "4294967296:0", "-0:0", "0:-1"};
+    for (size_t i = 0; i < sizeof huge / sizeof huge[0]; i++) {
         CU_ASSERT_EQUAL(attn_context_create(huge[i], &c), ATTN_ERROR_INVALID_ARGUMENT);
         CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_create_error(), "indices must be in 0..2147483647"));
         CU_ASSERT_PTR_NULL(c);
