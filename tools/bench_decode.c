@@ -158,15 +158,23 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
  * refused). */
 static attn_status select_conf(attn_context *ctx, const char *base, const dconf *c)
 {
-    char text[512] = "", copy[512];
     if (!c->splits) return attn_context_set_params(ctx, base);
-    snprintf(copy, sizeof copy, "%s", base ? base : "");
+    /* base's items less any splits=, then ours: sized to fit, never cut */
+    const size_t size = (base ? strlen(base) : 0) + 32;
+    char *text = malloc(size), *copy = malloc(size);
+    if (!text || !copy) {
+        free(text), free(copy);
+        return ATTN_ERROR_OUT_OF_MEMORY;
+    }
+    snprintf(copy, size, "%s", base ? base : "");
     size_t n = 0;
     char *save = NULL;
-    for (char *t = strtok_r(copy, ", ", &save); t && n < sizeof text; t = strtok_r(NULL, ", ", &save))
-        if (strncmp(t, "splits=", 7) != 0) n += (size_t)snprintf(text + n, sizeof text - n, "%s,", t);
-    if (n < sizeof text) snprintf(text + n, sizeof text - n, "splits=%d", c->splits);
-    return attn_context_set_params(ctx, text);
+    for (char *t = strtok_r(copy, ", ", &save); t; t = strtok_r(NULL, ", ", &save))
+        if (strncmp(t, "splits=", 7) != 0) n += (size_t)snprintf(text + n, size - n, "%s,", t);
+    snprintf(text + n, size - n, "splits=%d", c->splits);
+    const attn_status st = attn_context_set_params(ctx, text);
+    free(text), free(copy);
+    return st;
 }
 
 /* The configurations of one shape, for the timing loop. */

@@ -17,6 +17,6 @@ for ((i = 0; i < ${#args[@]}; i++)); do
     --device=*) info=(--device "${args[i]#--device=}") ;;
     esac
 done
-build/tools/attn-info "${info[@]}"
+build/tools/attn-info ${info[@]+"${info[@]}"}  # bash < 4.4 calls "${info[@]}" unbound when empty
 echo
 exec build/tools/attn-bench --check "$@"
