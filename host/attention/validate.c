@@ -351,7 +351,6 @@ static int placed_meet(const placed *a, const placed *b, int same_shape, const a
     return tensors_meet(&a->t, a->hi, &b->t, b->hi, p->q_heads, p->q_len, p->head_dim, p->batch);
 }
 
-/* How two tensors that meet share their memory, for the message. */
 /* How two cl_mem that met share memory, for a message */
 static const char *alias_kind(cl_mem a, cl_mem b)
 {
