@@ -113,8 +113,9 @@ static void run_set(harness_family f, const char *params)
 
 /* Small tiles make tiny shapes span several tiles and end inside one. */
 static void test_vector_small_tiles(void) { run_set(HARNESS_VECTOR, "rows=4,keys=8,vec=4"); }
-/* the CPU heuristic's choice */
+/* the CPU heuristic's choices: native float16 (AVX-512), narrower (AVX2) */
 static void test_vector_default(void) { run_set(HARNESS_VECTOR, "rows=8,keys=32,vec=16"); }
+static void test_vector_narrow_default(void) { run_set(HARNESS_VECTOR, "rows=5,keys=16,vec=8"); }
 static void test_tiled_global_kv(void) { run_set(HARNESS_TILED, "rows=4,keys=8,wg=16,local_kv=0"); }
 static void test_tiled_local_kv(void) { run_set(HARNESS_TILED, "rows=4,keys=8,wg=16,local_kv=1"); }
 /* the GPU heuristic's choice */
@@ -334,6 +335,7 @@ static void test_peak(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_vector_small_tiles),
     HARNESS_TEST(test_vector_default),
+    HARNESS_TEST(test_vector_narrow_default),
     HARNESS_TEST(test_tiled_global_kv),
     HARNESS_TEST(test_tiled_local_kv),
     HARNESS_TEST(test_tiled_default),

@@ -8,6 +8,7 @@
  * child processes). */
 #define _XOPEN_SOURCE 700 /* strdup */
 #include "harness.h"
+#include "attention/decode.h" /* attn_decode_params_heuristic */
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/program.h"
@@ -146,7 +147,7 @@ static void test_private_memory(void)
     v.block_rows = 8;
     CU_ASSERT(attn_params_private_bytes(ATTN_ENTRY_DECODE, &v, &p) > 3152u * 4);
 
-    attn_device_limits gpu = {CL_DEVICE_TYPE_GPU, 65536, 16, 8, 0};
+    attn_device_limits gpu = {CL_DEVICE_TYPE_GPU, 65536, 16, 8, 0, 0};
     const attn_params h = attn_params_heuristic(&gpu, &p);
     char text[160];
     attn_params_format(&h, text, sizeof text);
@@ -159,6 +160,54 @@ static void test_private_memory(void)
     attn_params_fit(ATTN_ENTRY_PREFILL, &t, &cpu, &p);
     CU_ASSERT_EQUAL(t.block_rows, 16);
     CU_ASSERT(attn_params_private_bytes(ATTN_ENTRY_PREFILL, &t, &p) > ATTN_PRIVATE_BUDGET_GPU);
+}
+
+/* The CPU heuristic by native float width (desc_vector.c): AVX-512's 16 and
+ * an unknown width (0) keep the static defaults, narrower vectors (AVX2's 8,
+ * NEON's 4) take the narrow ones; decode and GPUs are not affected; and this
+ * device's plan is the heuristic for its own width. */
+static void test_cpu_width_defaults(void)
+{
+    const char *wide = "family=vector,rows=8,keys=32,vec=16";
+    const char *narrow = "family=vector,rows=5,keys=16,vec=8";
+    const struct { unsigned width; const char *want; } cases[] = {
+        {0, wide}, {16, wide}, {32, wide}, {8, narrow}, {4, narrow}, {1, narrow}};
+    attn_problem p = problem(64, 8, 2, 1024), pd = p;
+    pd.q_len = 1;
+    char text[160], gpu0[160];
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        attn_device_limits cpu = {CL_DEVICE_TYPE_CPU, 524288, 4096, 2, 0, cases[i].width};
+        attn_params h = attn_params_heuristic(&cpu, &p);
+        attn_params_format(&h, text, sizeof text);
+        CU_ASSERT_STRING_EQUAL(text, cases[i].want);
+        const attn_params d = attn_decode_params_heuristic(&cpu, &pd);
+        CU_ASSERT_EQUAL(d.family, ATTN_FAMILY_VECTOR);
+        CU_ASSERT_EQUAL(d.vec_width, 16);
+        CU_ASSERT_EQUAL(d.block_keys, 32);
+        attn_device_limits gpu = cpu;
+        gpu.type = CL_DEVICE_TYPE_GPU;
+        gpu.max_wg = 1024;
+        h = attn_params_heuristic(&gpu, &p);
+        attn_params_format(&h, text, sizeof text);
+        if (i == 0) snprintf(gpu0, sizeof gpu0, "%s", text);
+        CU_ASSERT_STRING_EQUAL(text, gpu0);
+    }
+    /* a GPU's plan may be the gated mma family's, which the limits alone
+     * do not say: the device's own plan is checked on CPUs */
+    attn_context *ctx = own_context();
+    attn_plan_info info;
+    CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
+    if (ctx->device_type & CL_DEVICE_TYPE_CPU) {
+        const attn_device_limits dev = attn_context_limits(ctx);
+        CU_ASSERT(dev.float_width > 0);
+        CU_ASSERT_EQUAL(dev.float_width, ctx->float_width);
+        const attn_params h = attn_params_heuristic(&dev, &p);
+        attn_params_format(&h, text, sizeof text);
+        CU_ASSERT_STRING_EQUAL(info.params, text);
+        CU_ASSERT_STRING_EQUAL(info.params, dev.float_width < 16 ? narrow : wide);
+    }
+    attn_context_release(ctx);
 }
 
 static void test_override_results(void)
@@ -458,7 +507,7 @@ static void register_tests(void)
 {
     static const harness_test tests[] = {
         HARNESS_TEST(test_set_params_errors), HARNESS_TEST(test_override_plan),
-        HARNESS_TEST(test_private_memory),
+        HARNESS_TEST(test_private_memory),   HARNESS_TEST(test_cpu_width_defaults),
         HARNESS_TEST(test_override_results),  HARNESS_TEST(test_set_tuning_db),
         HARNESS_TEST(test_set_dirs_errors),   HARNESS_TEST(test_set_cache_dir),
         HARNESS_TEST(test_set_kernel_dir),    HARNESS_TEST(test_log_callback),

@@ -283,8 +283,8 @@ static void test_split_equals_unsplit(void)
  * into chunks worth a combine. */
 static void test_split_heuristic(void)
 {
-    const attn_device_limits cpu = {CL_DEVICE_TYPE_CPU, 65536, 4096, 2, 0};
-    const attn_device_limits gpu = {CL_DEVICE_TYPE_GPU, 49152, 1024, 132, 0};
+    const attn_device_limits cpu = {CL_DEVICE_TYPE_CPU, 65536, 4096, 2, 0, 0};
+    const attn_device_limits gpu = {CL_DEVICE_TYPE_GPU, 49152, 1024, 132, 0, 0};
     const size_t f32_128 = 2 * 128 * 4;
     CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 32, 16384, f32_128), 1); /* DESIGN's set */
     CU_ASSERT_EQUAL(attn_decode_auto_splits(&cpu, 1, 16384, f32_128), 2);  /* one KV head */

@@ -60,7 +60,7 @@ static void test_flash_params_refused(void)
  * KiB of __local, 1024 work-items), whatever device runs the test. */
 static void test_flash_gpu_limits(void)
 {
-    const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 0};
+    const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 0, 0};
     attn_problem p = problem(64, 512);
     attn_params pr = attn_params_defaults(ATTN_FAMILY_FLASH);
     char err[256] = "";

@@ -108,6 +108,7 @@ static void test_tile_params(void)
         {HARNESS_TILED, "rows=4,keys=8,wg=16,local_kv=1"},
         {HARNESS_TILED, "rows=16,keys=64,wg=256,local_kv=1"},
         {HARNESS_VECTOR, "rows=4,keys=16,vec=8"},
+        {HARNESS_VECTOR, "rows=5,keys=16,vec=8"}, /* the default with AVX2 */
         {HARNESS_VECTOR, "rows=3,keys=8,vec=4"},
         {HARNESS_VECTOR, "rows=16,keys=64,vec=16"},
         {HARNESS_VECTOR, "rows=7,keys=16,vec=16"},

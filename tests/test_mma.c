@@ -48,7 +48,7 @@ static void test_mma_params_refused(void)
  * limits (48 KiB of __local, 1024 work-items), whatever device runs it. */
 static void test_mma_gpu_limits(void)
 {
-    const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 0};
+    const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 0, 0};
     attn_problem p = problem(128, 512, ATTN_F16);
     attn_params pr = attn_params_defaults(ATTN_FAMILY_MMA);
     char err[256] = "";
@@ -81,7 +81,7 @@ static void test_mma_gpu_limits(void)
     CU_ASSERT_EQUAL(attn_params_work_group(&pr), 256u);
     CU_ASSERT_EQUAL(attn_params_block_rows(&pr), 256);
     /* a device of 128 work-items a work-group */
-    const attn_device_limits small = {CL_DEVICE_TYPE_GPU, 48 * 1024, 128, 8, 0};
+    const attn_device_limits small = {CL_DEVICE_TYPE_GPU, 48 * 1024, 128, 8, 0, 0};
     CU_ASSERT(!attn_params_legal(&pr, &small, &p, err, sizeof err));
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "256 work-items a work-group exceed the device's max 128"));
     /* f32 (3xTF32): K and V as floats, Q's fragments twice the registers;
@@ -276,7 +276,7 @@ static void test_mma_decode_forced(void)
  * fewer), none for a problem it cannot run. */
 static void test_mma_search(void)
 {
-    const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 0};
+    const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 0, 0};
     attn_problem p = problem(128, 512, ATTN_F16);
     const attn_params base = attn_params_defaults(ATTN_FAMILY_TILED);
     attn_params *list = NULL;

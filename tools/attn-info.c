@@ -66,11 +66,12 @@ static void print_device(unsigned pi, unsigned di, const char *platform, cl_devi
     device_str(d, CL_DEVICE_VERSION, version, sizeof version);
     device_str(d, CL_DEVICE_OPENCL_C_VERSION, cversion, sizeof cversion);
     cl_device_type type = 0;
-    cl_uint cus = 0;
+    cl_uint cus = 0, fwidth = 0;
     cl_ulong local = 0, global = 0;
     size_t wg = 0, ext_size = 0;
     clGetDeviceInfo(d, CL_DEVICE_TYPE, sizeof type, &type, NULL);
     clGetDeviceInfo(d, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof cus, &cus, NULL);
+    clGetDeviceInfo(d, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof fwidth, &fwidth, NULL);
     clGetDeviceInfo(d, CL_DEVICE_LOCAL_MEM_SIZE, sizeof local, &local, NULL);
     clGetDeviceInfo(d, CL_DEVICE_GLOBAL_MEM_SIZE, sizeof global, &global, NULL);
     clGetDeviceInfo(d, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof wg, &wg, NULL);
@@ -84,8 +85,9 @@ static void print_device(unsigned pi, unsigned di, const char *platform, cl_devi
         free(ext);
     }
     printf("%c %u:%u  %s / %s\n", marked ? '*' : ' ', pi, di, platform, name);
-    printf("        vendor: %s   type: %s   compute units: %u\n", vendor, type_name(type),
-           (unsigned)cus);
+    /* the float vector width sets a CPU's vector-family defaults (desc_vector.c) */
+    printf("        vendor: %s   type: %s   compute units: %u   native float vector: %u\n",
+           vendor, type_name(type), (unsigned)cus, (unsigned)fwidth);
     printf("        local memory: %llu KiB   global memory: %llu MiB   max work-group: %zu"
            "   fp16 (cl_khr_fp16): %s\n",
            (unsigned long long)(local / 1024), (unsigned long long)(global >> 20), wg,

@@ -23,7 +23,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 1};
+static const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 1, 0};
 
 static void print_program(const char *label, const attn_params *pr, const attn_problem *p,
                           int entry, const char *cache_options)

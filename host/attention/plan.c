@@ -32,7 +32,8 @@ struct attn_plan_cache {
 
 attn_device_limits attn_context_limits(const attn_context *ctx)
 {
-    attn_device_limits dev = {ctx->device_type, ctx->local_mem, ctx->max_wg, ctx->compute_units, 0};
+    attn_device_limits dev = {ctx->device_type, ctx->local_mem, ctx->max_wg, ctx->compute_units, 0,
+                              ctx->float_width};
     return dev;
 }
 

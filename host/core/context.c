@@ -187,6 +187,8 @@ static void read_device_facts(attn_context *c)
     clGetDeviceInfo(c->device, CL_DRIVER_VERSION, sizeof c->driver, c->driver, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof c->device_type, &c->device_type, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof c->compute_units, &c->compute_units, NULL);
+    clGetDeviceInfo(c->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof c->float_width,
+                    &c->float_width, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof c->local_mem, &c->local_mem, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof c->max_wg, &c->max_wg, NULL);
     clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof c->max_alloc, &c->max_alloc, NULL);

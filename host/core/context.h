@@ -44,6 +44,7 @@ struct attn_context {
     /* device facts, read once */
     cl_device_type device_type;
     cl_uint compute_units;
+    cl_uint float_width; /* CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT: 16 with AVX-512, 8 with AVX2 */
     cl_ulong local_mem;
     size_t max_wg;
     cl_ulong max_alloc;

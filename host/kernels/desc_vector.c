@@ -21,6 +21,26 @@ static const attn_tunable_desc tunables[] = {
      3, {4, 8, 16}, "float vector width (4, 8 or 16)"},
 };
 
+/* A CPU with narrower native vectors than float16 (AVX2: 8 floats, 16 ymm
+ * registers; NEON: 4 floats, 32 registers) holds each float16 in two or
+ * more registers, and the defaults' 8 rows x D/16 float16 accumulators
+ * spill. On PoCL on an AVX2 EPYC (README, "Measured here"), interleaved
+ * sweeps of 19 settings over the DESIGN prefill set put rows 4 or 5, keys
+ * 16, vec 8 first, 1.4-1.9x the defaults' speed; 5 rows matched 4 at D 64
+ * and beat them by 1.06-1.19x at D 128 and in f16. Widths below 8 (NEON)
+ * are unmeasured and take the same. Prefill only: decode (B=4 Hq=32 Hkv=8
+ * D=128 kv 4096) ran 0.99x (f32) and 1.02x (f16) the defaults' speed with
+ * keys 16, vec 8, within the noise, and keeps them. */
+static const struct { int rows, keys, vec; } narrow_prefill = {5, 16, 8};
+
+void attn_vector_fit_width(int entry, attn_params *pr, unsigned float_width)
+{
+    if (entry != ATTN_ENTRY_PREFILL || float_width == 0 || float_width >= 16) return;
+    pr->block_rows = narrow_prefill.rows;
+    pr->block_keys = narrow_prefill.keys;
+    pr->vec_width = narrow_prefill.vec;
+}
+
 static const attn_constraint constraints[] = {
     {offsetof(attn_params, block_keys), offsetof(attn_params, vec_width)},
 };

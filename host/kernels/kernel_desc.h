@@ -91,6 +91,13 @@ typedef struct attn_family_desc {
 
 extern const attn_family_desc attn_desc_tiled, attn_desc_vector, attn_desc_flash, attn_desc_mma;
 
+/* The vector family's defaults for a CPU whose native float vector is
+ * float_width wide (CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT; 0 unknown): the
+ * static defaults are AVX-512's, narrower vectors get their own
+ * (desc_vector.c says what was measured). Changes only the fields of entry
+ * it applies to, in place. */
+void attn_vector_fit_width(int entry, attn_params *pr, unsigned float_width);
+
 /* The descriptor of family f, or NULL. */
 const attn_family_desc *attn_family_desc_of(int family);
 /* Every family, in attn_family order. */

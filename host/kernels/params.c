@@ -222,7 +222,11 @@ attn_params attn_params_heuristic(const attn_device_limits *dev, const attn_prob
         attn_params_fit(ATTN_ENTRY_PREFILL, &pr, dev, p);
         return pr;
     }
-    if (dev->type & CL_DEVICE_TYPE_CPU) return attn_params_defaults(ATTN_FAMILY_VECTOR);
+    if (dev->type & CL_DEVICE_TYPE_CPU) {
+        attn_params pr = attn_params_defaults(ATTN_FAMILY_VECTOR);
+        attn_vector_fit_width(ATTN_ENTRY_PREFILL, &pr, dev->float_width);
+        return pr;
+    }
     /* GPU-style starting points (llama.cpp's Vulkan table): 128 work-items,
      * 16 rows, 32 keys; 64 keys when D is not a multiple of 16. */
     attn_params pr = attn_params_defaults(ATTN_FAMILY_TILED);

@@ -40,6 +40,7 @@ typedef struct attn_device_limits {
     size_t max_wg;
     cl_uint compute_units;
     int mma; /* the mma family may be the default here (mma_gate.c's verdict; 0 unless asked) */
+    unsigned float_width; /* native float vector width; 0 = unknown (the static defaults) */
 } attn_device_limits;
 
 /* A family's entry points (kernel_desc.h). */
