@@ -9,6 +9,7 @@
 #define _XOPEN_SOURCE 700 /* strdup */
 #include "harness.h"
 #include "attention/decode.h" /* attn_decode_params_heuristic */
+#include "attention/plan.h"   /* attn_plan_family_start */
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/program.h"
@@ -206,6 +207,55 @@ static void test_cpu_width_defaults(void)
         attn_params_format(&h, text, sizeof text);
         CU_ASSERT_STRING_EQUAL(info.params, text);
         CU_ASSERT_STRING_EQUAL(info.params, dev.float_width < 16 ? narrow : wide);
+    }
+    attn_context_release(ctx);
+}
+
+/* An override naming another family than the plan's starts from that
+ * family's own heuristic (plan.c): every family's start is legal wherever
+ * it can run the problem, on CPUs of either width and on GPUs, for prefill
+ * and decode; and on this device "family=X" alone plans X, the vector
+ * family's 5 AVX2 rows never carried into tiled's 128 work-items (which
+ * they do not divide) or flash's micro-tiles. */
+static void test_override_other_family(void)
+{
+    const int dims[] = {40, 64, 128, 256};
+    const cl_device_type types[] = {CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU};
+    const unsigned widths[] = {8, 16};
+    char err[256];
+    for (int t = 0; t < 2; t++)
+        for (int w = 0; w < 2; w++)
+            for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
+                for (int entry = 0; entry < ATTN_ENTRY_COUNT; entry++)
+                    for (int fam = 0; fam < ATTN_FAMILY_COUNT; fam++) {
+                        attn_device_limits dev = {types[t], 49152, 1024, 8, 0, widths[w]};
+                        attn_problem p = problem(dims[d], 32, 8, 512);
+                        if (entry == ATTN_ENTRY_DECODE) p.q_len = 1;
+                        const attn_params pr = attn_plan_family_start(entry, &dev, &p, fam);
+                        CU_ASSERT_EQUAL(pr.family, fam);
+                        if (!attn_family_kernel(fam, entry) || attn_family_refuses(fam, &p))
+                            continue;
+                        const int legal = attn_params_legal(&pr, &dev, &p, err, sizeof err);
+                        if (!legal)
+                            printf("\n  type %d width %u D %d entry %d family %d: %s", t,
+                                   widths[w], dims[d], entry, fam, err);
+                        CU_ASSERT(legal);
+                    }
+    attn_context *ctx = own_context();
+    attn_problem p = problem(64, 8, 2, 256);
+    const char *names[] = {"tiled", "vector", "flash"};
+    for (int i = 0; i < 3; i++) {
+        char text[32];
+        snprintf(text, sizeof text, "family=%s", names[i]);
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, text), ATTN_SUCCESS);
+        attn_plan_info info;
+        const attn_status st = attn_prepare(ctx, &p, &info);
+        if (st != ATTN_SUCCESS) printf("\n  %s: %s", text, attn_last_error(ctx));
+        CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+        if (st == ATTN_SUCCESS) {
+            CU_ASSERT_STRING_EQUAL(info.family, names[i]);
+            CU_ASSERT_STRING_EQUAL(info.source, "override");
+        }
     }
     attn_context_release(ctx);
 }
@@ -508,6 +558,7 @@ static void register_tests(void)
     static const harness_test tests[] = {
         HARNESS_TEST(test_set_params_errors), HARNESS_TEST(test_override_plan),
         HARNESS_TEST(test_private_memory),   HARNESS_TEST(test_cpu_width_defaults),
+        HARNESS_TEST(test_override_other_family),
         HARNESS_TEST(test_override_results),  HARNESS_TEST(test_set_tuning_db),
         HARNESS_TEST(test_set_dirs_errors),   HARNESS_TEST(test_set_cache_dir),
         HARNESS_TEST(test_set_kernel_dir),    HARNESS_TEST(test_log_callback),

@@ -78,12 +78,15 @@ static void test_packed_scratch_follows_entries(void)
     const attn_tensor q = {m, 0, 0, (size_t)axis * c.D, (size_t)c.D};
     const attn_tensor k = {kv, 0, 0, (size_t)axis * c.D, (size_t)c.D};
     CU_ASSERT_EQUAL_FATAL(attn_context_release_workspace(ctx), ATTN_SUCCESS);
+    /* the case's 32-key blocks, not the device's default (16 keys on AVX2) */
+    CU_ASSERT_EQUAL_FATAL(harness_use_family(ctx, HARNESS_VECTOR, c.params), ATTN_SUCCESS);
     ctx->max_alloc = kv_bytes - 1;
     const attn_status st = attn_forward(ctx, &p, &q, &k, &k, &q, &L, NULL, NULL);
     ctx->max_alloc = limit;
     printf("  one byte short: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
     CU_ASSERT_EQUAL(st, ATTN_ERROR_OUT_OF_MEMORY);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "max allocation"));
+    CU_ASSERT_EQUAL(harness_use_params(ctx, NULL), ATTN_SUCCESS);
     clReleaseMemObject(m);
     clReleaseMemObject(kv);
 }

@@ -32,6 +32,12 @@ void attn_plan_fit_page(attn_params *pr, int page_rows);
 /* The device heuristic alone for entry point `entry` (ATTN_ENTRY_*): where
  * a plan starts, and the tuner's default. */
 attn_params attn_plan_heuristic(int entry, const attn_device_limits *dev, const attn_problem *p);
+/* Where a plan of `family` starts on device dev: that family's own
+ * heuristic (the vector family's as on a CPU, the others' as on a GPU; a
+ * family the heuristic would not pick for p, its defaults fitted to dev).
+ * An override that names another family than the plan's starts here. */
+attn_params attn_plan_family_start(int entry, const attn_device_limits *dev,
+                                   const attn_problem *p, int family);
 /* The device limits' mma flag for p at entry point `entry`: whether the
  * heuristic may choose the mma family (a problem it can run, on a device
  * where mma_gate.c verified it; the first such call verifies; a decode

@@ -24,7 +24,9 @@ ATTN_API attn_status attn_context_set_check(attn_context *ctx, int enable);
  *  attn_forward, attn_prepare, attn_decode and attn_decode_prepare on ctx
  *  plans with, over the heuristic's or the tuning database's choice:
  *  "name=value" pairs separated by commas, as ATTN_PARAMS
- *  ("family=tiled,rows=16"; names not given keep the planned value;
+ *  ("family=tiled,rows=16"; names not given keep the planned value, or,
+ *  where the text names another family than the plan's, that family's
+ *  own starting value on this device;
  *  family is tiled, vector, flash or mma; flash has no decode kernel, so
  *  decode keeps its own plan under it; mma forced where attn_family_status
  *  finds it not usable runs on its exact but slow emulation, for testing). NULL or "" clears the override. The text is
