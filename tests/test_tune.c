@@ -904,6 +904,46 @@ static void test_compare_decode(void)
     remove_dir();
 }
 
+/* Local search steps to the searched values just below and above each
+ * tunable: for a value on the list its neighbours there, for one off it (the
+ * AVX2 default's 5 vector rows, between 4 and 6) the two that bracket it. */
+static void test_neighbours_bracket(void)
+{
+    const attn_device_limits dev = {CL_DEVICE_TYPE_CPU, 65536, 4096, 2, 0, 8};
+    const attn_problem p = problem(64, 8, 2, 256, ATTN_F32, 1);
+    const struct {
+        int rows, below, above;
+    } cases[] = {{5, 4, 6}, {8, 6, 10}, {1, 0, 2}, {16, 12, 0}, {3, 2, 4}};
+    for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
+        const attn_params c = vector_params(cases[i].rows, 32, 8);
+        attn_params nb[16];
+        const int nn = attn_search_neighbours(&dev, ATTN_ENTRY_PREFILL, &p, NULL, &c, nb, 16);
+        int below = 0, above = 0, other = 0;
+        for (int k = 0; k < nn; k++) {
+            attn_params same = nb[k];
+            same.block_rows = c.block_rows;
+            if (!attn_params_equal(&same, &c)) continue; /* another tunable moved */
+            if (nb[k].block_rows == cases[i].below) below++;
+            else if (nb[k].block_rows == cases[i].above) above++;
+            else other++;
+        }
+        printf("\n  rows=%d: %d neighbours, below %d above %d other %d", cases[i].rows, nn, below,
+               above, other);
+        CU_ASSERT_EQUAL(below, cases[i].below > 0);
+        CU_ASSERT_EQUAL(above, cases[i].above > 0);
+        CU_ASSERT_EQUAL(other, 0);
+        /* keys 32 and vec 8 are on their lists: their neighbours too */
+        int keys16 = 0, keys64 = 0, vec4 = 0, vec16 = 0;
+        for (int k = 0; k < nn; k++) {
+            keys16 += nb[k].block_keys == 16;
+            keys64 += nb[k].block_keys == 64;
+            vec4 += nb[k].vec_width == 4;
+            vec16 += nb[k].vec_width == 16;
+        }
+        CU_ASSERT(keys16 == 1 && keys64 == 1 && vec4 == 1 && vec16 == 1);
+    }
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_tool_commands),
     HARNESS_TEST(test_wrong_candidates_rejected),
@@ -913,6 +953,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_time_spread),
     HARNESS_TEST(test_session),
     HARNESS_TEST(test_decode_space),
+    HARNESS_TEST(test_neighbours_bracket),
     HARNESS_TEST(test_session_decode),
     HARNESS_TEST(test_compare_decode),
     HARNESS_TEST(test_decode_cache_kinds_space),

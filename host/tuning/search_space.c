@@ -107,12 +107,20 @@ int attn_search_neighbours(const attn_device_limits *dev, int entry, const attn_
     int n = 0;
     for (int a = 0; a < na; a++) {
         const attn_tunable_desc *ax = axes[a];
-        int i = nearest_index(ax, attn_desc_get(c, ax->offset));
-        for (int step = -1; step <= 1; step += 2) {
-            int j = i + step;
-            if (j < 0 || j >= ax->nsearch || n >= max) continue;
+        const int v = attn_desc_get(c, ax->offset);
+        /* the searched values just below and just above v: its neighbours in
+         * the list, or, for a value off the list (a CPU's 5 vector rows
+         * between 4 and 6), the two that bracket it */
+        int below = -1, above = -1;
+        for (int i = 0; i < ax->nsearch; i++) {
+            if (ax->search[i] < v) below = i;
+            if (ax->search[i] > v && above < 0) above = i;
+        }
+        const int js[2] = {below, above};
+        for (int k = 0; k < 2; k++) {
+            if (js[k] < 0 || n >= max) continue;
             attn_params nb = *c;
-            *attn_desc_field(&nb, ax->offset) = ax->search[j];
+            *attn_desc_field(&nb, ax->offset) = ax->search[js[k]];
             if (searchable(&nb, dev, p, cache)) out[n++] = nb;
         }
     }

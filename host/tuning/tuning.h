@@ -44,7 +44,8 @@ int attn_search_enumerate(const attn_device_limits *dev, int entry, const attn_p
                           const attn_shape_class *cache, const attn_params *base,
                           unsigned families, attn_params **out);
 /* The legal candidates one step away from c: one searched tunable moved to
- * its neighbouring value. out holds at least 2 * 7 entries; returns the count. */
+ * the next searched value below or above its own (on the list or not). out
+ * holds at least 2 * 7 entries; returns the count. */
 int attn_search_neighbours(const attn_device_limits *dev, int entry, const attn_problem *p,
                            const attn_shape_class *cache, const attn_params *c, attn_params *out,
                            int max);
