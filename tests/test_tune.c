@@ -944,6 +944,61 @@ static void test_neighbours_bracket(void)
     }
 }
 
+/* The search's first candidates: the default, then each family's own start
+ * as a plan forced to that family begins (attn_plan_family_start), so that
+ * flash, which no heuristic picks, and tiled, which a GPU with tensor cores
+ * no longer starts from, are measured from a good start, not only at random. */
+static void seen_candidate(void *arg, int done, int planned, double elapsed_s, double budget_s,
+                           const attn_params *cand, const attn_candidate_result *r,
+                           const attn_params *best, double best_gflops)
+{
+    (void)done, (void)planned, (void)elapsed_s, (void)budget_s, (void)r, (void)best;
+    (void)best_gflops;
+    attn_params *seen = arg;
+    if (!cand) return;
+    for (int i = 0; i < 8; i++)
+        if (seen[i].block_rows == 0) {
+            seen[i] = *cand;
+            return;
+        }
+}
+
+static void test_search_seeds_each_family(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    const attn_problem p = problem(32, 4, 2, 48, ATTN_F32, 1);
+    attn_tune_bench *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &p, NULL, &b), ATTN_SUCCESS);
+    attn_device_limits dev;
+    attn_tune_bench_limits(b, &dev);
+    attn_params seen[8];
+    memset(seen, 0, sizeof seen);
+    attn_search_opts so;
+    memset(&so, 0, sizeof so);
+    so.budget_s = 60;
+    so.max_candidates = 3;
+    so.level = ATTN_TUNE_LEVEL_QUICK;
+    so.seed = 11;
+    so.families = 1u << ATTN_FAMILY_TILED | 1u << ATTN_FAMILY_VECTOR | 1u << ATTN_FAMILY_FLASH;
+    so.progress = seen_candidate;
+    so.progress_arg = seen;
+    attn_search_result res;
+    CU_ASSERT_EQUAL(attn_tune_search(b, &so, &res), ATTN_SUCCESS);
+    CU_ASSERT(!res.exhaustive && res.tested <= 3);
+    const int fams[] = {ATTN_FAMILY_VECTOR, ATTN_FAMILY_TILED, ATTN_FAMILY_FLASH};
+    for (int k = 0; k < 3; k++) {
+        const attn_params start = attn_plan_family_start(ATTN_ENTRY_PREFILL, &dev, &p, fams[k]);
+        char want[200], got[200];
+        attn_params_format(&start, want, sizeof want);
+        attn_params_format(&seen[k], got, sizeof got);
+        printf("\n  candidate %d: %s (the start: %s)", k + 1, got, want);
+        CU_ASSERT(attn_params_equal(&seen[k], &start));
+    }
+    CU_ASSERT(attn_params_equal(&seen[0], &res.dflt)); /* on a CPU, vector's start */
+    attn_tune_bench_free(b);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_tool_commands),
     HARNESS_TEST(test_wrong_candidates_rejected),
@@ -954,6 +1009,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_session),
     HARNESS_TEST(test_decode_space),
     HARNESS_TEST(test_neighbours_bracket),
+    HARNESS_TEST(test_search_seeds_each_family),
     HARNESS_TEST(test_session_decode),
     HARNESS_TEST(test_compare_decode),
     HARNESS_TEST(test_decode_cache_kinds_space),

@@ -1,6 +1,6 @@
 /* tune_search.c -- the tuner's search for one shape class within a budget:
  * every candidate when the space is small, else a seeded random start (the
- * default, each family's representative, a neighbouring class's winner,
+ * default, each family's start, a neighbouring class's winner,
  * random picks) followed by local search around the best; then the best few
  * and the default re-timed interleaved, near-ties going to the simpler. */
 #define _POSIX_C_SOURCE 200809L
@@ -173,18 +173,16 @@ static attn_status seed_queue(search *s, int dflt, int exhaustive, const attn_de
             if (push(s, i) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
         return ATTN_SUCCESS;
     }
-    /* each family's own heuristic: what a GPU and a CPU would start from
-     * (fitted to a paged cache's block, as the default is) */
-    const cl_device_type types[] = {CL_DEVICE_TYPE_GPU, CL_DEVICE_TYPE_CPU};
+    /* each family's own start, as a plan forced to that family begins
+     * (plan.c), fitted to a paged cache's block as the default is; one
+     * outside the searched values is skipped (find: -1) */
     attn_shape_class cls;
     attn_tune_bench_class(s->b, &cls);
-    for (int t = 0; t < 2; t++) {
-        attn_device_limits other = *dev;
-        other.type = types[t];
-        attn_params rep = attn_plan_heuristic(attn_tune_bench_entry(s->b), &other, p);
+    for (int f = 0; f < ATTN_FAMILY_COUNT; f++) {
+        if (s->o->families && !(s->o->families & (1u << f))) continue;
+        attn_params rep = attn_plan_family_start(attn_tune_bench_entry(s->b), dev, p, f);
         attn_plan_fit_page(&rep, cls.kv_block);
-        if (!(s->o->families && !(s->o->families & (1u << rep.family))) && push(s, find(s, &rep)) < 0)
-            return ATTN_ERROR_OUT_OF_MEMORY;
+        if (push(s, find(s, &rep)) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
     }
     if (s->o->hint && push(s, find(s, s->o->hint)) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
     int randoms = s->o->level >= ATTN_TUNE_LEVEL_FULL ? 8 : 3;
