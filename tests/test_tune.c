@@ -68,6 +68,21 @@ static attn_params vector_params(int rows, int keys, int vec)
     return pr;
 }
 
+/* A quick search's options: budget_s, at most max_candidates, seed and the
+ * families' bit mask; no hint, no progress callback. */
+static attn_search_opts quick_search(double budget_s, int max_candidates, uint64_t seed,
+                                     unsigned families)
+{
+    attn_search_opts so;
+    memset(&so, 0, sizeof so);
+    so.budget_s = budget_s;
+    so.max_candidates = max_candidates;
+    so.level = ATTN_TUNE_LEVEL_QUICK;
+    so.seed = seed;
+    so.families = families;
+    return so;
+}
+
 /* s with the first `from` replaced by `to` (malloc'd); the test fails when
  * from is not there (the kernel changed under the test). */
 static char *replace(const char *s, const char *from, const char *to)
@@ -162,13 +177,7 @@ static void test_wrong_candidates_rejected(void)
 
     /* a search that meets them (the wrong one as its hint) never picks one */
     attn_params hint = vector_params(2, 32, 16);
-    attn_search_opts so;
-    memset(&so, 0, sizeof so);
-    so.budget_s = 30;
-    so.max_candidates = 4;
-    so.level = ATTN_TUNE_LEVEL_QUICK;
-    so.seed = 7;
-    so.families = 1u << ATTN_FAMILY_VECTOR;
+    attn_search_opts so = quick_search(30, 4, 7, 1u << ATTN_FAMILY_VECTOR);
     so.hint = &hint;
     attn_search_result res;
     CU_ASSERT_EQUAL(attn_tune_search(b, &so, &res), ATTN_SUCCESS);
@@ -974,13 +983,9 @@ static void test_search_seeds_each_family(void)
     attn_tune_bench_limits(b, &dev);
     attn_params seen[8];
     memset(seen, 0, sizeof seen);
-    attn_search_opts so;
-    memset(&so, 0, sizeof so);
-    so.budget_s = 60;
-    so.max_candidates = 3;
-    so.level = ATTN_TUNE_LEVEL_QUICK;
-    so.seed = 11;
-    so.families = 1u << ATTN_FAMILY_TILED | 1u << ATTN_FAMILY_VECTOR | 1u << ATTN_FAMILY_FLASH;
+    attn_search_opts so = quick_search(60, 3, 11, 1u << ATTN_FAMILY_TILED |
+                                                      1u << ATTN_FAMILY_VECTOR |
+                                                      1u << ATTN_FAMILY_FLASH);
     so.progress = seen_candidate;
     so.progress_arg = seen;
     attn_search_result res;
