@@ -221,10 +221,10 @@ static void test_override_other_family(void)
 {
     const int dims[] = {40, 64, 128, 256};
     const cl_device_type types[] = {CL_DEVICE_TYPE_CPU, CL_DEVICE_TYPE_GPU};
-    const unsigned widths[] = {8, 16};
+    const unsigned widths[] = {1, 8, 16}; /* 1: NVIDIA's */
     char err[256];
     for (int t = 0; t < 2; t++)
-        for (int w = 0; w < 2; w++)
+        for (int w = 0; w < 3; w++)
             for (size_t d = 0; d < sizeof dims / sizeof dims[0]; d++)
                 for (int entry = 0; entry < ATTN_ENTRY_COUNT; entry++)
                     for (int fam = 0; fam < ATTN_FAMILY_COUNT; fam++) {
@@ -233,6 +233,10 @@ static void test_override_other_family(void)
                         if (entry == ATTN_ENTRY_DECODE) p.q_len = 1;
                         const attn_params pr = attn_plan_family_start(entry, &dev, &p, fam);
                         CU_ASSERT_EQUAL(pr.family, fam);
+                        /* the narrow-register vector start only on CPUs */
+                        if (fam == ATTN_FAMILY_VECTOR && entry == ATTN_ENTRY_PREFILL)
+                            CU_ASSERT_EQUAL(pr.block_rows,
+                                            types[t] == CL_DEVICE_TYPE_CPU && widths[w] < 16 ? 5 : 8);
                         if (!attn_family_kernel(fam, entry) || attn_family_refuses(fam, &p))
                             continue;
                         const int legal = attn_params_legal(&pr, &dev, &p, err, sizeof err);
@@ -345,6 +349,41 @@ static void test_set_tuning_db(void)
     CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &d, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
     attn_kv_cache_release(cache);
+    attn_context_release(ctx);
+    harness_remove_tree(dir);
+}
+
+/* A tuned entry that names only some of another family's fields plans as
+ * the same text does as an override: over that family's own start (plan.c's
+ * attn_plan_parse_over), not over the heuristic plan's rows (a CPU's 5
+ * vector rows do not divide tiled's 128 work-items). */
+static void test_tuned_entry_other_family(void)
+{
+    char dir[256], path[512], err[1024];
+    harness_temp_dir(dir, sizeof dir, "config");
+    snprintf(path, sizeof path, "%s/tuning.json", dir);
+    attn_context *ctx = own_context();
+    const attn_problem p = problem(64, 8, 2, 256);
+    const char *texts[] = {"family=tiled,keys=32,wg=128,local_kv=1", "family=flash,keys=32"};
+    for (int i = 0; i < 2; i++) {
+        attn_tuning_entry e = db_entry(ctx, &p, 0, i ? ATTN_FAMILY_FLASH : ATTN_FAMILY_TILED,
+                                       texts[i]);
+        attn_tuning_db db = {&e, 1, 1};
+        CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, NULL), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(ctx, path, ""), ATTN_SUCCESS);
+        attn_plan_info tuned, forced;
+        CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &tuned), ATTN_SUCCESS);
+        printf("\n  entry %s: %s (%s)", texts[i], tuned.params, tuned.source);
+        CU_ASSERT_STRING_EQUAL(tuned.source, "tuned");
+        CU_ASSERT_STRING_EQUAL(tuned.family, i ? "flash" : "tiled");
+        CU_ASSERT_EQUAL(harness_forward_check(ctx, &p, 31 + i), 0);
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(ctx, "", ""), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, texts[i]), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &forced), ATTN_SUCCESS);
+        CU_ASSERT_STRING_EQUAL(forced.source, "override");
+        CU_ASSERT_STRING_EQUAL(tuned.params, forced.params);
+    }
     attn_context_release(ctx);
     harness_remove_tree(dir);
 }
@@ -560,6 +599,7 @@ static void register_tests(void)
         HARNESS_TEST(test_private_memory),   HARNESS_TEST(test_cpu_width_defaults),
         HARNESS_TEST(test_override_other_family),
         HARNESS_TEST(test_override_results),  HARNESS_TEST(test_set_tuning_db),
+        HARNESS_TEST(test_tuned_entry_other_family),
         HARNESS_TEST(test_set_dirs_errors),   HARNESS_TEST(test_set_cache_dir),
         HARNESS_TEST(test_set_kernel_dir),    HARNESS_TEST(test_log_callback),
         HARNESS_TEST(test_environment_at_creation), HARNESS_END};

@@ -54,12 +54,32 @@ attn_params attn_plan_family_start(int entry, const attn_device_limits *dev,
     attn_device_limits as = *dev;
     as.type = family == ATTN_FAMILY_VECTOR ? CL_DEVICE_TYPE_CPU : CL_DEVICE_TYPE_GPU;
     as.mma = family == ATTN_FAMILY_MMA;
+    /* the vector defaults' narrow-register choice was measured on CPUs: a
+     * GPU's float width (1 on NVIDIA) says nothing about it */
+    if (!(dev->type & CL_DEVICE_TYPE_CPU)) as.float_width = 0;
     attn_params pr = attn_plan_heuristic(entry, &as, p);
     if (pr.family != family) { /* flash; mma where it refuses p */
         pr = attn_params_defaults(family);
         attn_params_fit(entry, &pr, &as, p);
     }
     return pr;
+}
+
+int attn_plan_parse_over(int entry, const attn_device_limits *dev, const attn_problem *p,
+                         const char *text, attn_params *pr, char *err, size_t size)
+{
+    attn_params out = *pr;
+    if (attn_params_parse(text, &out, err, size) != 0) return -1;
+    /* another family than pr's: the fields families share (rows, keys) mean
+     * other things in each (a CPU's 5 vector rows do not divide tiled's 128
+     * work-items), so text goes on that family's own start, not on pr's
+     * values; splits too start afresh, as they were chosen for pr's kernels */
+    if (out.family != pr->family) {
+        out = attn_plan_family_start(entry, dev, p, out.family);
+        if (attn_params_parse(text, &out, err, size) != 0) return -1; /* parsed once already */
+    }
+    *pr = out;
+    return 0;
 }
 
 int attn_plan_mma(attn_context *ctx, int entry, const attn_problem *p)
@@ -99,18 +119,8 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
         const int env = strcmp(ctx->override_from, "ATTN_PARAMS") == 0;
         snprintf(from, sizeof from, env ? "%s=\"%.500s\"" : "%s(\"%.500s\")", ctx->override_from,
                  text);
-        const int planned = pr.family;
-        if (attn_params_parse(text, &pr, err, sizeof err) != 0)
+        if (attn_plan_parse_over(entry, &dev, p, text, &pr, err, sizeof err) != 0)
             return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s: %s", from, err);
-        /* another family than the plan's: the fields families share (rows,
-         * keys) mean other things in each (a CPU's 5 vector rows do not
-         * divide tiled's 128 work-items), so the override's fields go on
-         * that family's own start, not on the plan's values */
-        if (pr.family != planned) {
-            pr = attn_plan_family_start(entry, &dev, p, pr.family);
-            if (attn_params_parse(text, &pr, err, sizeof err) != 0) /* parsed once already */
-                return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s: %s", from, err);
-        }
         attn_params_format(&pr, desc, sizeof desc);
         attn_log(ATTN_LOG_INFO, "%s applied to %s: %s,splits=%d", ctx->override_from,
                  entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc, pr.kv_splits);

@@ -33,11 +33,17 @@ void attn_plan_fit_page(attn_params *pr, int page_rows);
  * a plan starts, and the tuner's default. */
 attn_params attn_plan_heuristic(int entry, const attn_device_limits *dev, const attn_problem *p);
 /* Where a plan of `family` starts on device dev: that family's own
- * heuristic (the vector family's as on a CPU, the others' as on a GPU; a
- * family the heuristic would not pick for p, its defaults fitted to dev).
- * An override that names another family than the plan's starts here. */
+ * heuristic (the vector family's as on a CPU, the others' as on a GPU, with
+ * dev's other limits; a family the heuristic would not pick for p, its
+ * defaults fitted to those limits). An override or a tuned entry that names
+ * another family than the plan's starts here, and the tuner seeds it. */
 attn_params attn_plan_family_start(int entry, const attn_device_limits *dev,
                                    const attn_problem *p, int family);
+/* Parameter text (ATTN_PARAMS, attn_context_set_params, a tuning database
+ * entry) applied over *pr: its fields over pr's, or, where it names another
+ * family, over that family's start. 0, or -1 with err set and *pr as it was. */
+int attn_plan_parse_over(int entry, const attn_device_limits *dev, const attn_problem *p,
+                         const char *text, attn_params *pr, char *err, size_t size);
 /* The device limits' mma flag for p at entry point `entry`: whether the
  * heuristic may choose the mma family (a problem it can run, on a device
  * where mma_gate.c verified it; the first such call verifies; a decode

@@ -209,7 +209,7 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
     char cls[96], err[256];
     attn_shape_class_format(c, cls, sizeof cls);
     attn_params tuned = *pr;
-    if (attn_params_parse(e->params, &tuned, err, sizeof err) != 0 ||
+    if (attn_plan_parse_over(entry, dev, p, e->params, &tuned, err, sizeof err) != 0 ||
         !attn_params_legal(&tuned, dev, p, err, sizeof err)) {
         attn_log(ATTN_LOG_INFO, "tuned parameters %s do not apply to %s here (%s); using the "
                  "built-in ones", e->params, cls, err);
