@@ -162,6 +162,14 @@ static int random_unvisited(search *s)
     return -1;
 }
 
+/* Whether the searched values hold candidates of family f. */
+static int family_listed(const search *s, int f)
+{
+    for (int i = 0; i < s->n; i++)
+        if (s->c[i].pr.family == f) return 1;
+    return 0;
+}
+
 /* The search's order, before local search: default first. */
 static attn_status seed_queue(search *s, int dflt, int exhaustive, const attn_device_limits *dev,
                               const attn_problem *p)
@@ -173,16 +181,23 @@ static attn_status seed_queue(search *s, int dflt, int exhaustive, const attn_de
             if (push(s, i) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
         return ATTN_SUCCESS;
     }
-    /* each family's own start, as a plan forced to that family begins
-     * (plan.c), fitted to a paged cache's block as the default is; one
-     * outside the searched values is skipped (find: -1) */
+    /* each searched family's own start, as a plan forced to that family
+     * begins (plan.c), fitted to a paged cache's block as the default is;
+     * one outside the searched values (the AVX2 vector default's 5 rows)
+     * joins them, as the default does, where it is legal here */
     attn_shape_class cls;
     attn_tune_bench_class(s->b, &cls);
     for (int f = 0; f < ATTN_FAMILY_COUNT; f++) {
         if (s->o->families && !(s->o->families & (1u << f))) continue;
         attn_params rep = attn_plan_family_start(attn_tune_bench_entry(s->b), dev, p, f);
         attn_plan_fit_page(&rep, cls.kv_block);
-        if (push(s, find(s, &rep)) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
+        int i = find(s, &rep);
+        char err[256];
+        if (i < 0 && family_listed(s, f) && attn_params_legal(&rep, dev, p, err, sizeof err)) {
+            s->c[s->n].pr = rep; /* room: attn_tune_search allocates it */
+            i = s->n++;
+        }
+        if (push(s, i) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
     }
     if (s->o->hint && push(s, find(s, s->o->hint)) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
     int randoms = s->o->level >= ATTN_TUNE_LEVEL_FULL ? 8 : 3;
@@ -230,7 +245,9 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     int n = attn_search_enumerate(&dev, entry, p, cache, &dflt, o->families, &list);
     if (n < 0) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
                                 "attn_tune_search: out of host memory");
-    s.c = calloc((size_t)n + 1, sizeof *s.c);
+    /* room for the default and the families' starts where they lie off the
+     * searched values (seed_queue) */
+    s.c = calloc((size_t)n + 1 + ATTN_FAMILY_COUNT, sizeof *s.c);
     if (!s.c) {
         free(list);
         return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "attn_tune_search: out of host memory");
