@@ -479,7 +479,7 @@ static void test_invalid_arguments(void)
                     ATTN_SUCCESS);
 }
 
-/* ---- speed: S = 1000 must not slow the suites down ---- */
+/* ---- speed: the reference must not slow the suites down ---- */
 
 /* The reference's arithmetic without its rules: for every (head, query,
  * key) a double dot product of two contiguous rows, then the weighted sum of
@@ -522,9 +522,10 @@ static double cpu_seconds_since(clock_t t0) { return (double)(clock() - t0) / CL
  * data; the rules, the exp and the checks cost about as much again. A ratio
  * measured in the same process holds under sanitizers and on slow machines,
  * where a bound in seconds did not (10.4 s against 10 under ASan on an AVX2
- * EPYC). The reference with its V mix turned d-outer measured 5.2x here;
- * intact, 0.95-1.13x in release and under ASan. CPU time, each the better of
- * two runs, so a busy machine cannot tip it. */
+ * EPYC). The reference with its V mix turned d-outer measured 5.1-7.2x
+ * (two machines, four runs); intact, 0.95-1.2x in release and under ASan:
+ * the bound of 3 sits between them. CPU time, each the better of two runs,
+ * so a busy machine cannot tip it. */
 static void test_reference_speed(void)
 {
     attn_problem p = problem(1, 8, 2, 64, 512, 512, 0);
@@ -547,7 +548,7 @@ static void test_reference_speed(void)
     printf("(B=1 Hq=8 Hkv=2 D=64 S=512, not causal: reference %.3f s, plain pass %.3f s, "
            "%.2fx%s) ", t_ref, t_plain, ratio, isfinite(sink) ? "" : "?");
     CU_ASSERT(t_plain > 0.0);
-    CU_ASSERT(ratio < 4.0); /* loose: catches a lost loop order, not noise */
+    CU_ASSERT(ratio < 3.0); /* catches a lost loop order, not noise */
     CU_ASSERT_EQUAL(count_nan(out, nq), 0);
     free(q);
     free(k);
