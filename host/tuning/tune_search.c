@@ -49,6 +49,18 @@ static int find(const search *s, const attn_params *pr)
     return -1;
 }
 
+/* pr's index, added past the searched values when it lies outside them
+ * (the room for it: attn_tune_search's allocation). */
+static int find_or_add(search *s, const attn_params *pr)
+{
+    int i = find(s, pr);
+    if (i < 0) {
+        s->c[s->n].pr = *pr;
+        i = s->n++;
+    }
+    return i;
+}
+
 static int push(search *s, int i)
 {
     if (i < 0 || s->c[i].state != 0) return 0;
@@ -191,12 +203,10 @@ static attn_status seed_queue(search *s, int dflt, int exhaustive, const attn_de
         if (s->o->families && !(s->o->families & (1u << f))) continue;
         attn_params rep = attn_plan_family_start(attn_tune_bench_entry(s->b), dev, p, f);
         attn_plan_fit_page(&rep, cls.kv_block);
-        int i = find(s, &rep);
         char err[256];
-        if (i < 0 && family_listed(s, f) && attn_params_legal(&rep, dev, p, err, sizeof err)) {
-            s->c[s->n].pr = rep; /* room: attn_tune_search allocates it */
-            i = s->n++;
-        }
+        int i = find(s, &rep);
+        if (i < 0 && family_listed(s, f) && attn_params_legal(&rep, dev, p, err, sizeof err))
+            i = find_or_add(s, &rep);
         if (push(s, i) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
     }
     if (s->o->hint && push(s, find(s, s->o->hint)) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
@@ -255,11 +265,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     for (int i = 0; i < n; i++) s.c[i].pr = list[i];
     free(list);
     s.n = n;
-    int di = find(&s, &dflt);
-    if (di < 0) { /* the heuristic lies outside the searched values: add it */
-        s.c[s.n].pr = dflt;
-        di = s.n++;
-    }
+    const int di = find_or_add(&s, &dflt); /* the heuristic, searched or not */
     out->space = s.n;
     out->dflt = dflt;
     int limit = o->max_candidates > 0 ? o->max_candidates : SMALL_SPACE;
