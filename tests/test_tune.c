@@ -914,15 +914,16 @@ static void test_compare_decode(void)
 }
 
 /* Local search steps to the searched values just below and above each
- * tunable: for a value on the list its neighbours there, for one off it (the
- * AVX2 default's 5 vector rows, between 4 and 6) the two that bracket it. */
+ * tunable: for a value on the list its neighbours there, for one off it (7
+ * vector rows, between 6 and 8; 9 between 8 and 10) the two that bracket
+ * it. */
 static void test_neighbours_bracket(void)
 {
     const attn_device_limits dev = {CL_DEVICE_TYPE_CPU, 65536, 4096, 2, 0, 8};
     const attn_problem p = problem(64, 8, 2, 256, ATTN_F32, 1);
     const struct {
         int rows, below, above;
-    } cases[] = {{5, 4, 6}, {8, 6, 10}, {1, 0, 2}, {16, 12, 0}, {3, 2, 4}};
+    } cases[] = {{5, 4, 6}, {8, 6, 10}, {1, 0, 2}, {16, 12, 0}, {3, 2, 4}, {7, 6, 8}, {9, 8, 10}};
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         const attn_params c = vector_params(cases[i].rows, 32, 8);
         attn_params nb[16];
@@ -1014,6 +1015,67 @@ static void test_search_seeds_each_family(void)
     attn_tune_bench_free(b);
 }
 
+/* After the seeds, local search: the first candidate past them is a step
+ * from the best so far, not a random pick (drawn up front, random picks
+ * took a quick tune's few seconds a class from the steps around the
+ * default, or were skipped in families the starts showed slow). */
+typedef struct seen_with_best {
+    attn_params cand[8], best[8];
+    int n;
+} seen_with_best;
+
+static void seen_candidate_and_best(void *arg, int done, int planned, double elapsed_s,
+                                    double budget_s, const attn_params *cand,
+                                    const attn_candidate_result *r, const attn_params *best,
+                                    double best_gflops)
+{
+    (void)done, (void)planned, (void)elapsed_s, (void)budget_s, (void)r, (void)best_gflops;
+    seen_with_best *seen = arg;
+    if (!cand || seen->n == 8) return;
+    seen->cand[seen->n] = *cand;
+    if (best) seen->best[seen->n] = *best;
+    seen->n++;
+}
+
+static void test_search_steps_before_random(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    const attn_problem p = problem(32, 4, 2, 48, ATTN_F32, 1);
+    attn_tune_bench *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &p, NULL, &b), ATTN_SUCCESS);
+    attn_device_limits dev;
+    attn_tune_bench_limits(b, &dev);
+    const attn_params dflt = attn_tune_bench_default(b);
+    int seeds = 1;
+    const int fams[] = {ATTN_FAMILY_TILED, ATTN_FAMILY_VECTOR, ATTN_FAMILY_FLASH};
+    for (int k = 0; k < 3; k++) {
+        const attn_params start = attn_plan_family_start(ATTN_ENTRY_PREFILL, &dev, &p, fams[k]);
+        seeds += !attn_params_equal(&start, &dflt);
+    }
+    seen_with_best seen;
+    memset(&seen, 0, sizeof seen);
+    attn_search_opts so = quick_search(60, seeds + 1, 5, 1u << ATTN_FAMILY_TILED |
+                                                         1u << ATTN_FAMILY_VECTOR |
+                                                         1u << ATTN_FAMILY_FLASH);
+    so.progress = seen_candidate_and_best;
+    so.progress_arg = &seen;
+    attn_search_result res;
+    CU_ASSERT_EQUAL(attn_tune_search(b, &so, &res), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(seen.n, seeds + 1);
+    attn_params nb[16];
+    const int nn = attn_search_neighbours(&dev, ATTN_ENTRY_PREFILL, &p, NULL, &seen.best[seeds - 1],
+                                          nb, 16);
+    int step = 0;
+    for (int k = 0; k < nn; k++) step |= attn_params_equal(&nb[k], &seen.cand[seeds]);
+    char best[200], got[200];
+    attn_params_format(&seen.best[seeds - 1], best, sizeof best);
+    attn_params_format(&seen.cand[seeds], got, sizeof got);
+    printf("\n  after %d seeds: %s (best so far %s, %d steps from it)", seeds, got, best, nn);
+    CU_ASSERT(step);
+    attn_tune_bench_free(b);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_tool_commands),
     HARNESS_TEST(test_wrong_candidates_rejected),
@@ -1025,6 +1087,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_decode_space),
     HARNESS_TEST(test_neighbours_bracket),
     HARNESS_TEST(test_search_seeds_each_family),
+    HARNESS_TEST(test_search_steps_before_random),
     HARNESS_TEST(test_session_decode),
     HARNESS_TEST(test_compare_decode),
     HARNESS_TEST(test_decode_cache_kinds_space),

@@ -8,13 +8,15 @@
 #include <stdio.h>
 
 /* rows 4..16 covers DESIGN's measurements (4 rows 104 GFLOP/s, 8 rows 177,
- * 16 rows ~153 on PoCL); the odd sizes (6, 10, 12) exist because the best
- * block is set by how many accumulators fit the registers, and 1 and 2 for
- * decode, where a block's other rows would be computed in vain. Defaults
- * measured on PoCL (DESIGN.md): 8 rows x 32 keys x float16. */
+ * 16 rows ~153 on PoCL); the sizes between powers of two (3, 5, 6, 10, 12)
+ * exist because the best block is set by how many accumulators fit the
+ * registers (on AVX2, 16 ymm registers, the best lies at 4-5: see
+ * narrow_prefill below), and 1 and 2 for decode, where a block's other rows
+ * would be computed in vain. Defaults measured on PoCL (DESIGN.md): 8 rows
+ * x 32 keys x float16. */
 static const attn_tunable_desc tunables[] = {
     {"rows", "BLOCK_ROWS", offsetof(attn_params, block_rows), 1, 16, 0, 8,
-     8, {1, 2, 4, 6, 8, 10, 12, 16}, "query rows per work-item"},
+     10, {1, 2, 3, 4, 5, 6, 8, 10, 12, 16}, "query rows per work-item"},
     {"keys", "BLOCK_KEYS", offsetof(attn_params, block_keys), 4, 128, 1, 32,
      4, {16, 32, 64, 128}, "keys per K/V tile, a multiple of vec"},
     {"vec", "VEC_WIDTH", offsetof(attn_params, vec_width), 4, 16, 1, 16,

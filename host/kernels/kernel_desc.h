@@ -11,7 +11,7 @@
 
 #include <stddef.h>
 
-#define ATTN_DESC_MAX_SEARCH 8
+#define ATTN_DESC_MAX_SEARCH 10
 #define ATTN_DESC_MAX_SOURCES 10
 #define ATTN_DESC_MAX_SHRINK 6
 

@@ -1,7 +1,7 @@
 /* tune_search.c -- the tuner's search for one shape class within a budget:
- * every candidate when the space is small, else a seeded random start (the
- * default, each family's start, a neighbouring class's winner,
- * random picks) followed by local search around the best; then the best few
+ * every candidate when the space is small, else seeds (the default, each
+ * family's start, a neighbouring class's winner) followed by local search
+ * around the best, and random picks where it stalls; then the best few
  * and the default re-timed interleaved, near-ties going to the simpler. */
 #define _POSIX_C_SOURCE 200809L
 #include "core/context.h"
@@ -20,6 +20,7 @@
 #define SLOW_FACTOR 3.0  /* a candidate this much slower than the best is abandoned */
 #define VERIFY_SLOW 8.0  /* ... or this much slower on the small verification shape */
 #define FAMILY_PRUNE 4.0 /* a family whose best is this much slower gets no random picks */
+#define RANDOM_PICKS 3   /* a quick tune's, once local search stalls */
 
 typedef struct cand {
     attn_params pr;
@@ -31,7 +32,7 @@ typedef struct search {
     attn_tune_bench *b;
     const attn_search_opts *o;
     cand *c;
-    int n;
+    int n, cap;
     int *queue, qlen, qcap;
     int best;           /* index of the fastest valid candidate, -1 */
     double best_verify; /* its verification time */
@@ -42,27 +43,40 @@ typedef struct search {
     int measured;
 } search;
 
+/* Indexes push() takes besides a candidate's: find's "not there" (queues
+ * nothing) and find_or_add's "out of host memory". */
+#define NOT_FOUND (-1)
+#define NO_MEMORY (-2)
+
 static int find(const search *s, const attn_params *pr)
 {
     for (int i = 0; i < s->n; i++)
         if (attn_params_equal(&s->c[i].pr, pr)) return i;
-    return -1;
+    return NOT_FOUND;
 }
 
 /* pr's index, added past the searched values when it lies outside them
- * (the room for it: attn_tune_search's allocation). */
+ * (the default, a family's start, or a neighbour of one of them). */
 static int find_or_add(search *s, const attn_params *pr)
 {
     int i = find(s, pr);
-    if (i < 0) {
-        s->c[s->n].pr = *pr;
-        i = s->n++;
+    if (i >= 0) return i;
+    if (s->n == s->cap) {
+        int cap = 2 * s->cap + 8;
+        cand *c = realloc(s->c, (size_t)cap * sizeof *c);
+        if (!c) return NO_MEMORY;
+        memset(c + s->cap, 0, (size_t)(cap - s->cap) * sizeof *c);
+        s->c = c;
+        s->cap = cap;
     }
-    return i;
+    s->c[s->n].pr = *pr;
+    return s->n++;
 }
 
+/* Queues candidate i; -1 when out of host memory. */
 static int push(search *s, int i)
 {
+    if (i == NO_MEMORY) return -1;
     if (i < 0 || s->c[i].state != 0) return 0;
     if (s->qlen == s->qcap) {
         int cap = s->qcap ? 2 * s->qcap : 64;
@@ -182,7 +196,11 @@ static int family_listed(const search *s, int f)
     return 0;
 }
 
-/* The search's order, before local search: default first. */
+/* The search's order, before local search: default first, then each
+ * family's start and a similar class's winner. Random picks come only once
+ * local search stalls (attn_tune_search): drawn up front, they took a quick
+ * tune's few seconds a class from the steps around the default, the best
+ * candidates there, or landed in families the starts then showed slow. */
 static attn_status seed_queue(search *s, int dflt, int exhaustive, const attn_device_limits *dev,
                               const attn_problem *p)
 {
@@ -195,8 +213,8 @@ static attn_status seed_queue(search *s, int dflt, int exhaustive, const attn_de
     }
     /* each searched family's own start, as a plan forced to that family
      * begins (plan.c), fitted to a paged cache's block as the default is;
-     * one outside the searched values (the AVX2 vector default's 5 rows)
-     * joins them, as the default does, where it is legal here */
+     * one outside the searched values (a heuristic's choice the lists
+     * lack) joins them, as the default does, where it is legal here */
     attn_shape_class cls;
     attn_tune_bench_class(s->b, &cls);
     for (int f = 0; f < ATTN_FAMILY_COUNT; f++) {
@@ -210,11 +228,6 @@ static attn_status seed_queue(search *s, int dflt, int exhaustive, const attn_de
         if (push(s, i) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
     }
     if (s->o->hint && push(s, find(s, s->o->hint)) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
-    int randoms = s->o->level >= ATTN_TUNE_LEVEL_FULL ? 8 : 3;
-    for (int r = 0; r < randoms; r++) {
-        int i = random_unvisited(s);
-        if (i >= 0 && push(s, i) < 0) return ATTN_ERROR_OUT_OF_MEMORY;
-    }
     return ATTN_SUCCESS;
 }
 
@@ -256,8 +269,9 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     if (n < 0) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
                                 "attn_tune_search: out of host memory");
     /* room for the default and the families' starts where they lie off the
-     * searched values (seed_queue) */
-    s.c = calloc((size_t)n + 1 + ATTN_FAMILY_COUNT, sizeof *s.c);
+     * searched values (seed_queue); find_or_add grows it for neighbours */
+    s.cap = n + 1 + ATTN_FAMILY_COUNT;
+    s.c = calloc((size_t)s.cap, sizeof *s.c);
     if (!s.c) {
         free(list);
         return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "attn_tune_search: out of host memory");
@@ -279,21 +293,34 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     }
     report(&s, NULL, NULL, planned);
 
-    int head = 0;
+    int head = 0, randoms = 0;
     while (may_continue(&s)) {
         if (head == s.qlen) {
-            /* local search: the unmeasured neighbours of the best so far */
+            /* local search: the unmeasured neighbours of the best so far,
+             * also those off the searched values (a best off them, such as
+             * a family's start, keeps its off-list value as it steps in the
+             * other tunables) */
             attn_params nb[16];
             int nn = s.best >= 0
                          ? attn_search_neighbours(&dev, entry, p, cache, &s.c[s.best].pr, nb, 16) : 0;
             for (int k = 0; k < nn; k++)
-                if (push(&s, find(&s, &nb[k])) < 0) {
+                if (push(&s, find_or_add(&s, &nb[k])) < 0) {
                     st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
                                    "attn_tune_search: out of host memory");
                     goto done;
                 }
-            /* a local optimum: a full tune goes on with random picks */
-            if (head == s.qlen && o->level >= ATTN_TUNE_LEVEL_FULL) push(&s, random_unvisited(&s));
+            /* a local optimum: random picks (RANDOM_PICKS in a quick tune,
+             * any number in a full one), each from a family not found slow,
+             * and local search again around a new best */
+            if (head == s.qlen && (o->level >= ATTN_TUNE_LEVEL_FULL || randoms < RANDOM_PICKS)) {
+                randoms++;
+                const int r = random_unvisited(&s);
+                if (r >= 0 && push(&s, r) < 0) {
+                    st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
+                                   "attn_tune_search: out of host memory");
+                    goto done;
+                }
+            }
             if (head == s.qlen) break;
         }
         int i = s.queue[head++];
