@@ -6,7 +6,8 @@
  * lies about lengths; a process killed with SIGKILL while it writes the
  * cache; scratch allocations beyond the device's max allocation (simulated
  * by lowering the context's limit, and for real); kernel folders
- * (attn_context_set_kernel_dir) whose sources lack a kernel or are not files.
+ * (attn_context_set_kernel_dir) whose sources lack a kernel or are not files;
+ * a tuning database path that is a folder, a FIFO or a device.
  *
  * Elsewhere: truncated and garbage cache files, a cache path under a
  * regular file, threads storing at once (test_cache.c: test_corrupt_files,
@@ -22,6 +23,7 @@
 #include "core/errors.h"
 #include "core/hash.h"
 #include "core/program.h"
+#include "tuning/tuning.h"
 
 #include <dirent.h>
 #include <errno.h>
@@ -262,7 +264,7 @@ static void test_readonly_cache_dir(void)
 static void on_alarm(int sig)
 {
     (void)sig;
-    static const char msg[] = "\ntest_faults: timed out (a cache entry hung the reader)\n";
+    static const char msg[] = "\ntest_faults: timed out (a cache entry or tuning database hung its reader)\n";
     ssize_t w = write(2, msg, sizeof msg - 1);
     (void)w;
     _exit(3);
@@ -317,6 +319,51 @@ static void test_odd_cache_entries(void)
     printf("\n");
     CU_ASSERT_EQUAL(count_entries(elsewhere, NULL), 0);
     harness_remove_tree(elsewhere);
+    harness_remove_tree(dir);
+}
+
+/* The tuning database's path naming a folder, a FIFO or a device: each
+ * plan reads it, so a FIFO that blocked the open held the context's lock
+ * forever (an audit's finding); now it is refused as not a regular file,
+ * and the context plans without it. */
+static void test_odd_tuning_db(void)
+{
+    char dir[512], path[1024];
+    harness_temp_dir(dir, sizeof dir, "odd-db");
+    snprintf(path, sizeof path, "%s/tuning.json", dir);
+    static const char *kinds[] = {"folder", "FIFO", "link to /dev/zero"};
+    attn_problem p = problem(16, 16);
+    signal(SIGALRM, on_alarm);
+    for (int i = 0; i < 3; i++) {
+        if (unlink(path) != 0) rmdir(path);
+        int made = -1;
+        switch (i) {
+        case 0: made = mkdir(path, 0755); break;
+        case 1: made = mkfifo(path, 0644); break;
+        case 2: made = symlink("/dev/zero", path); break;
+        }
+        CU_ASSERT_EQUAL_FATAL(made, 0);
+        alarm(60);
+        attn_tuning_db db;
+        memset(&db, 0, sizeof db);
+        char err[1200] = "";
+        int missing = -1;
+        CU_ASSERT_EQUAL(attn_tuning_db_load(path, &db, &missing, err, sizeof err),
+                        ATTN_ERROR_TUNING_DB);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "not a regular file"));
+        CU_ASSERT_EQUAL(missing, 0);
+        attn_tuning_db_free(&db);
+        attn_context *c = new_context(NULL);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(c);
+        CU_ASSERT_EQUAL(attn_context_set_tuning_db(c, path, ""), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(harness_forward_check(c, &p, 30 + (uint64_t)i), 0);
+        attn_context_release(c);
+        alarm(0);
+        printf("\n  tuning database is a %s: %s; planned without it", kinds[i], err);
+    }
+    signal(SIGALRM, SIG_DFL);
+    printf("\n");
+    if (unlink(path) != 0) rmdir(path);
     harness_remove_tree(dir);
 }
 
@@ -616,6 +663,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_no_cache_dir_named),
     HARNESS_TEST(test_readonly_cache_dir),
     HARNESS_TEST(test_odd_cache_entries),
+    HARNESS_TEST(test_odd_tuning_db),
     HARNESS_TEST(test_lying_cache_headers),
     HARNESS_TEST(test_kill_during_store),
     HARNESS_TEST(test_scratch_limit_simulated),

@@ -4,45 +4,22 @@
 #define _POSIX_C_SOURCE 200809L
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/file_read.h"
 #include "core/log.h"
 #include "core/program.h"
 
-#include <fcntl.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 const char *attn_embedded_source(const char *name); /* generated */
 
-/* A regular file only, read whole: ftell on a folder gives LONG_MAX here
- * (an 8 EiB malloc, found by tests/test_faults.c under ASan), and opening
- * a FIFO would block. */
+/* A regular file only, read whole (file_read.h: a folder or FIFO in its
+ * place is refused, not read or waited on). */
 static char *read_file(const char *path, size_t *len)
 {
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    if (fd < 0) return NULL;
-    struct stat sb;
-    FILE *f = NULL;
-    char *buf = NULL;
-    if (fstat(fd, &sb) != 0 || !S_ISREG(sb.st_mode) || sb.st_size > (64 << 20) ||
-        !(f = fdopen(fd, "rb"))) {
-        close(fd);
-        return NULL;
-    }
-    const size_t n = (size_t)sb.st_size;
-    if ((buf = malloc(n + 1)) != NULL) {
-        if (fread(buf, 1, n, f) != n) {
-            free(buf);
-            buf = NULL;
-        } else {
-            buf[n] = 0;
-            if (len) *len = n;
-        }
-    }
-    fclose(f);
-    return buf;
+    char *text;
+    return attn_read_regular_file(path, 64 << 20, &text, len) == ATTN_READ_OK ? text : NULL;
 }
 
 char *attn_kernel_source(attn_context *ctx, const char *name)

@@ -3,6 +3,7 @@
  * format is in tuning.h; writing, locking and merging are tuning_db.c). */
 #define _DEFAULT_SOURCE /* fileno */
 #include "attention/decode.h" /* ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK */
+#include "core/file_read.h"
 #include "core/log.h"
 #include "tuning/tuning.h"
 
@@ -12,7 +13,6 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
 
 /* ---- reading ---- */
 
@@ -358,33 +358,26 @@ attn_status attn_tuning_db_load(const char *path, attn_tuning_db *db, int *missi
 {
     attn_tuning_db_free(db);
     if (missing) *missing = 0;
-    FILE *f = fopen(path, "rb");
-    if (!f) {
-        if (errno == ENOENT) {
-            if (missing) *missing = 1;
-            return ATTN_SUCCESS;
-        }
-        snprintf(err, errsize, "%s: cannot read: %s", path, strerror(errno));
-        return ATTN_ERROR_TUNING_DB;
-    }
-    struct stat sb;
-    char *text = NULL;
+    char *text;
+    size_t len = 0;
+    const size_t max = 64 << 20;
     attn_status st = ATTN_ERROR_TUNING_DB;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        snprintf(err, errsize, "%s: not a regular file", path);
-    } else if (sb.st_size > (64 << 20)) {
-        snprintf(err, errsize, "%s: %lld bytes is too large for a tuning database", path,
-                 (long long)sb.st_size);
-    } else if (!(text = malloc((size_t)sb.st_size + 1))) {
+    switch (attn_read_regular_file(path, max, &text, &len)) {
+    case ATTN_READ_OK: st = attn_tuning_db_parse(text, len, path, db, err, errsize); break;
+    case ATTN_READ_MISSING:
+        if (missing) *missing = 1;
+        return ATTN_SUCCESS;
+    case ATTN_READ_NOT_REGULAR: snprintf(err, errsize, "%s: not a regular file", path); break;
+    case ATTN_READ_TOO_LARGE:
+        snprintf(err, errsize, "%s: more than %zu bytes is too large for a tuning database", path,
+                 max);
+        break;
+    case ATTN_READ_NO_MEMORY:
         snprintf(err, errsize, "%s: out of host memory", path);
         st = ATTN_ERROR_OUT_OF_MEMORY;
-    } else if (fread(text, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size) {
-        snprintf(err, errsize, "%s: cannot read: %s", path, strerror(errno));
-    } else {
-        text[sb.st_size] = 0;
-        st = attn_tuning_db_parse(text, (size_t)sb.st_size, path, db, err, errsize);
+        break;
+    case ATTN_READ_FAILED: snprintf(err, errsize, "%s: cannot read: %s", path, strerror(errno)); break;
     }
     free(text);
-    fclose(f);
     return st;
 }
