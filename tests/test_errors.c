@@ -8,6 +8,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
+#include <limits.h>
 #include <pthread.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -161,6 +162,13 @@ static void test_messages_name_the_function(void)
               ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "batch");
         FAILS(ctx, attn_layer_forward(layer, 1, 4, NULL, 0, f.mem[3], 0, NULL, NULL, NULL),
               ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "hidden");
+        /* the attention's limits, named as the layer's arguments, not p's */
+        FAILS(ctx, attn_layer_forward(layer, 1, INT_MAX, f.mem[3], 0, f.mem[3], 0, NULL, NULL,
+                                      NULL),
+              ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "seq = 2147483647");
+        FAILS(ctx, attn_layer_forward(layer, INT_MAX, 1 << 20, f.mem[3], 0, f.mem[3], 0, NULL,
+                                      NULL, NULL),
+              ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "batch x q_heads x seq");
         attn_layer_release(layer);
     }
     free(wq), free(wk), free(wv), free(wo);
@@ -200,6 +208,11 @@ static void test_messages_name_the_function(void)
           ATTN_ERROR_INVALID_ARGUMENT, "attn_layer_forward", "layer is NULL");
     FAILS(NULL, attn_context_set_check(NULL, 1), ATTN_ERROR_INVALID_ARGUMENT,
           "attn_context_set_check", "ctx is NULL");
+    /* 0 or 1 only */
+    FAILS(f.ctx, attn_context_set_check(f.ctx, 7), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_context_set_check", "enable = 7");
+    FAILS(f.ctx, attn_context_set_check(f.ctx, -1), ATTN_ERROR_INVALID_ARGUMENT,
+          "attn_context_set_check", "enable = -1");
     fixture_free(&f);
 }
 

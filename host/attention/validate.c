@@ -50,9 +50,8 @@ attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
         if (sizes[i].value <= 0)
             return INVALID(ctx, "p->%s = %d must be positive", sizes[i].name, sizes[i].value);
     if (p->head_dim > 256) return INVALID(ctx, "p->head_dim = %d exceeds 256", p->head_dim);
-    /* kernels index rows with int and add lengths: keep clear of INT_MAX */
-    if (p->q_len > (1 << 30)) return INVALID(ctx, "p->q_len = %d exceeds 2^30", p->q_len);
-    if (p->kv_len > (1 << 30)) return INVALID(ctx, "p->kv_len = %d exceeds 2^30", p->kv_len);
+    if (p->q_len > ATTN_MAX_SEQ) return INVALID(ctx, "p->q_len = %d exceeds 2^30", p->q_len);
+    if (p->kv_len > ATTN_MAX_SEQ) return INVALID(ctx, "p->kv_len = %d exceeds 2^30", p->kv_len);
     if (p->q_heads % p->kv_heads)
         return INVALID(ctx, "p->q_heads = %d is not a multiple of p->kv_heads = %d", p->q_heads,
                        p->kv_heads);

@@ -316,9 +316,14 @@ attn_status attn_context_set_check(attn_context *ctx, int enable)
 {
     if (!ctx) return attn_fail_null(__func__, "ctx");
     attn_call_begin(ctx, __func__);
-    ctx->check = enable != 0;
+    attn_status st = ATTN_SUCCESS;
+    if (enable != 0 && enable != 1) /* not taken as "nonzero": a wrong argument, said so */
+        st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT,
+                       "attn_context_set_check: enable = %d is not 0 or 1", enable);
+    else
+        ctx->check = enable;
     attn_call_end(ctx);
-    return ATTN_SUCCESS;
+    return st;
 }
 
 attn_status attn_scratch_reserve(attn_context *ctx, attn_scratch *s, size_t bytes)

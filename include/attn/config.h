@@ -17,7 +17,8 @@ extern "C" {
  *  recomputes them with attn_reference_forward and returns
  *  ATTN_ERROR_MISMATCH (worst element in attn_last_error) when any element
  *  is beyond the DESIGN tolerance. ATTN_CHECK=1 in the environment turns it
- *  on for every new context. */
+ *  on for every new context. Any other enable is ATTN_ERROR_INVALID_ARGUMENT
+ *  and leaves the mode as it was. */
 ATTN_API attn_status attn_context_set_check(attn_context *ctx, int enable);
 
 /*! attn_context_set_params() : overrides the kernel parameters every
@@ -84,6 +85,8 @@ typedef void (*attn_log_fn)(attn_log_level level, const char *message, void *use
  *  severe to fn (with user), process-wide, instead of stderr. Calls of fn
  *  are serialized; fn must not call attn. NULL fn restores stderr at the
  *  level ATTN_LOG names (error, warn, info, debug or none; default warn).
+ *  max_level is a bound: above ATTN_LOG_DEBUG every message goes to fn,
+ *  below ATTN_LOG_ERROR none does.
  *  Thread-safe: after it returns, the previous fn is no longer called. */
 ATTN_API void attn_set_log_callback(attn_log_fn fn, void *user, attn_log_level max_level);
 
