@@ -14,6 +14,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/hash.h"
+#include "core/log.h"
 #include "core/program.h"
 
 #include <errno.h>
@@ -594,6 +595,11 @@ static void missing_sources(const char *dir, const char *const *files, int nfile
     attn_context_release(ctx);
 }
 
+static void ignore_log(attn_log_level level, const char *message, void *user)
+{
+    (void)level, (void)message, (void)user;
+}
+
 static void test_kernel_dir(void)
 {
     char cache[512], kdir[512], broken[512], partial[512], empty[512];
@@ -645,6 +651,14 @@ static void test_kernel_dir(void)
     CU_ASSERT(log && (strstr(log, "error") || strstr(log, "rror"))); /* the compiler's words */
     CU_ASSERT_EQUAL(ctx->programs_built, built);
     CU_ASSERT_EQUAL(count_bins(cache, NULL, 0), bins); /* nothing cached */
+    /* warnings off (-w, the options' end) unless attn logs at debug level,
+     * where the build log is shown: PoCL prints "N warnings generated." */
+    CU_ASSERT_EQUAL(strstr(msg, " -w\"") != NULL, !attn_log_enabled(ATTN_LOG_DEBUG));
+    attn_set_log_callback(ignore_log, NULL, ATTN_LOG_DEBUG);
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_ERROR_BUILD);
+    CU_ASSERT_PTR_NULL(strstr(attn_last_error(ctx), " -w\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "with options \"-cl-std"));
+    attn_set_log_callback(NULL, NULL, ATTN_LOG_WARN); /* back to ATTN_LOG's level */
     /* and attn_forward reports the same */
     {
         run r;

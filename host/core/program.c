@@ -80,17 +80,21 @@ static attn_status build_failure(attn_context *ctx, cl_program prog, cl_int err,
 }
 
 /* The options clBuildProgram gets (malloc'd; NULL when out of memory):
- * the caller's, with -DATTN_GPU=1 where gpu (common.cl's UNROLL) and, with
+ * the caller's, with -DATTN_GPU=1 where gpu (common.cl's UNROLL); with
  * verbose, -cl-nv-verbose (cl_nv_compiler_options: ptxas's registers, stack
- * frame and spills per kernel in the build log). Neither is in the
- * program's key: the device, which the key names, decides the first, and
- * the second changes no binary. */
+ * frame and spills per kernel in the build log); and -w unless attn logs
+ * at debug level, where the build log is shown: PoCL prints "N warnings
+ * generated." to stderr on every first build (clang's -Wpsabi notes on
+ * float16 arguments where the CPU lacks AVX-512), noise in an application's
+ * output. None is in the program's key: the device, which the key names,
+ * decides the first, and the others change no binary. */
 static char *device_options(const char *options, int gpu, int verbose)
 {
-    char *all = malloc(strlen(options) + 32);
+    const int quiet = !attn_log_enabled(ATTN_LOG_DEBUG);
+    char *all = malloc(strlen(options) + 40);
     if (all)
-        sprintf(all, "%s%s%s", options, gpu ? " -DATTN_GPU=1" : "",
-                verbose ? " -cl-nv-verbose" : "");
+        sprintf(all, "%s%s%s%s", options, gpu ? " -DATTN_GPU=1" : "",
+                verbose ? " -cl-nv-verbose" : "", quiet ? " -w" : "");
     return all;
 }
 
