@@ -270,6 +270,22 @@ static void on_alarm(int sig)
     _exit(3);
 }
 
+/* Puts kind k at path, replacing what was there (never through a link:
+ * only the entry itself goes): 0 a folder, 1 a FIFO, 2 a link to /dev/zero,
+ * 3 a dangling link, 4 a link to the folder elsewhere. 0 when made. */
+static int make_odd_entry(const char *path, int kind, const char *elsewhere)
+{
+    if (unlink(path) != 0) rmdir(path);
+    switch (kind) {
+    case 0: return mkdir(path, 0755);
+    case 1: return mkfifo(path, 0644);
+    case 2: return symlink("/dev/zero", path);
+    case 3: return symlink("/nonexistent/attn/entry", path);
+    case 4: return symlink(elsewhere, path);
+    }
+    return -1;
+}
+
 static void test_odd_cache_entries(void)
 {
     char dir[512], path[1024];
@@ -282,17 +298,7 @@ static void test_odd_cache_entries(void)
     attn_problem p = problem(16, 16);
     signal(SIGALRM, on_alarm);
     for (int i = 0; i < 5; i++) {
-        /* never through the link: only the entry itself goes */
-        if (unlink(path) != 0) rmdir(path);
-        int made = -1;
-        switch (i) {
-        case 0: made = mkdir(path, 0755); break;
-        case 1: made = mkfifo(path, 0644); break;
-        case 2: made = symlink("/dev/zero", path); break;
-        case 3: made = symlink("/nonexistent/attn/entry", path); break;
-        case 4: made = symlink(elsewhere, path); break;
-        }
-        CU_ASSERT_EQUAL_FATAL(made, 0);
+        CU_ASSERT_EQUAL_FATAL(make_odd_entry(path, i, elsewhere), 0);
         alarm(60); /* before the fix a FIFO blocked the open forever */
         attn_context *c = new_context(dir);
         CU_ASSERT_PTR_NOT_NULL_FATAL(c);
@@ -335,14 +341,7 @@ static void test_odd_tuning_db(void)
     attn_problem p = problem(16, 16);
     signal(SIGALRM, on_alarm);
     for (int i = 0; i < 3; i++) {
-        if (unlink(path) != 0) rmdir(path);
-        int made = -1;
-        switch (i) {
-        case 0: made = mkdir(path, 0755); break;
-        case 1: made = mkfifo(path, 0644); break;
-        case 2: made = symlink("/dev/zero", path); break;
-        }
-        CU_ASSERT_EQUAL_FATAL(made, 0);
+        CU_ASSERT_EQUAL_FATAL(make_odd_entry(path, i, NULL), 0);
         alarm(60);
         attn_tuning_db db;
         memset(&db, 0, sizeof db);

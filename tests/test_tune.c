@@ -954,80 +954,15 @@ static void test_neighbours_bracket(void)
     }
 }
 
-/* The search's first candidates: the default, then each searched family's
- * own start as a plan forced to that family begins (attn_plan_family_start),
- * so that flash, which no heuristic picks, and tiled, which a GPU with
- * tensor cores no longer starts from, are measured from a good start, not
- * only at random. The order is built from this device's own starts: on a
- * CPU the default is vector's start, on a GPU with tensor cores mma's. */
-static void seen_candidate(void *arg, int done, int planned, double elapsed_s, double budget_s,
-                           const attn_params *cand, const attn_candidate_result *r,
-                           const attn_params *best, double best_gflops)
-{
-    (void)done, (void)planned, (void)elapsed_s, (void)budget_s, (void)r, (void)best;
-    (void)best_gflops;
-    attn_params *seen = arg;
-    if (!cand) return;
-    for (int i = 0; i < 8; i++)
-        if (seen[i].block_rows == 0) {
-            seen[i] = *cand;
-            return;
-        }
-}
-
-static void test_search_seeds_each_family(void)
-{
-    attn_context *ctx = harness_context();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    const attn_problem p = problem(32, 4, 2, 48, ATTN_F32, 1);
-    attn_tune_bench *b = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &p, NULL, &b), ATTN_SUCCESS);
-    attn_device_limits dev;
-    attn_tune_bench_limits(b, &dev);
-    const attn_params dflt = attn_tune_bench_default(b);
-    attn_params want[4] = {dflt};
-    int nwant = 1;
-    const int fams[] = {ATTN_FAMILY_TILED, ATTN_FAMILY_VECTOR, ATTN_FAMILY_FLASH};
-    for (int k = 0; k < 3; k++) {
-        const attn_params start = attn_plan_family_start(ATTN_ENTRY_PREFILL, &dev, &p, fams[k]);
-        if (!attn_params_equal(&start, &dflt)) want[nwant++] = start;
-    }
-    attn_params seen[8];
-    memset(seen, 0, sizeof seen);
-    attn_search_opts so = quick_search(60, nwant, 11, 1u << ATTN_FAMILY_TILED |
-                                                          1u << ATTN_FAMILY_VECTOR |
-                                                          1u << ATTN_FAMILY_FLASH);
-    so.progress = seen_candidate;
-    so.progress_arg = seen;
-    attn_search_result res;
-    CU_ASSERT_EQUAL(attn_tune_search(b, &so, &res), ATTN_SUCCESS);
-    CU_ASSERT(!res.exhaustive && res.tested <= nwant);
-    CU_ASSERT(attn_params_equal(&res.dflt, &dflt));
-    for (int k = 0; k < nwant; k++) {
-        char w[200], got[200];
-        attn_params_format(&want[k], w, sizeof w);
-        attn_params_format(&seen[k], got, sizeof got);
-        printf("\n  candidate %d: %s (wanted %s)", k + 1, got, w);
-        CU_ASSERT(attn_params_equal(&seen[k], &want[k]));
-    }
-    /* on a CPU that is vector's start first: all three families' starts */
-    if (dev.type & CL_DEVICE_TYPE_CPU) CU_ASSERT_EQUAL(nwant, 3);
-    attn_tune_bench_free(b);
-}
-
-/* After the seeds, local search: the first candidate past them is a step
- * from the best so far, not a random pick (drawn up front, random picks
- * took a quick tune's few seconds a class from the steps around the
- * default, or were skipped in families the starts showed slow). */
+/* The candidates a search measured (the first 8) and the best after each. */
 typedef struct seen_with_best {
     attn_params cand[8], best[8];
     int n;
 } seen_with_best;
 
-static void seen_candidate_and_best(void *arg, int done, int planned, double elapsed_s,
-                                    double budget_s, const attn_params *cand,
-                                    const attn_candidate_result *r, const attn_params *best,
-                                    double best_gflops)
+static void seen_candidate(void *arg, int done, int planned, double elapsed_s, double budget_s,
+                           const attn_params *cand, const attn_candidate_result *r,
+                           const attn_params *best, double best_gflops)
 {
     (void)done, (void)planned, (void)elapsed_s, (void)budget_s, (void)r, (void)best_gflops;
     seen_with_best *seen = arg;
@@ -1037,31 +972,80 @@ static void seen_candidate_and_best(void *arg, int done, int planned, double ela
     seen->n++;
 }
 
-static void test_search_steps_before_random(void)
+/* A small prefill class, searched quickly over tiled, vector and flash for
+ * at most max_candidates (plus the seeds when max_candidates is 0): the
+ * seeds it should start with in want[] (the default, then each family's
+ * start that differs from it, in *nwant), what it measured in *seen. */
+static void search_small_class(int max_candidates, attn_params want[4], int *nwant,
+                               seen_with_best *seen, attn_device_limits *dev,
+                               attn_problem *p_out)
 {
     attn_context *ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     const attn_problem p = problem(32, 4, 2, 48, ATTN_F32, 1);
+    *p_out = p;
     attn_tune_bench *b = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &p, NULL, &b), ATTN_SUCCESS);
-    attn_device_limits dev;
-    attn_tune_bench_limits(b, &dev);
+    attn_tune_bench_limits(b, dev);
     const attn_params dflt = attn_tune_bench_default(b);
-    int seeds = 1;
+    want[0] = dflt;
+    *nwant = 1;
     const int fams[] = {ATTN_FAMILY_TILED, ATTN_FAMILY_VECTOR, ATTN_FAMILY_FLASH};
     for (int k = 0; k < 3; k++) {
-        const attn_params start = attn_plan_family_start(ATTN_ENTRY_PREFILL, &dev, &p, fams[k]);
-        seeds += !attn_params_equal(&start, &dflt);
+        const attn_params start = attn_plan_family_start(ATTN_ENTRY_PREFILL, dev, &p, fams[k]);
+        if (!attn_params_equal(&start, &dflt)) want[(*nwant)++] = start;
     }
-    seen_with_best seen;
-    memset(&seen, 0, sizeof seen);
-    attn_search_opts so = quick_search(60, seeds + 1, 5, 1u << ATTN_FAMILY_TILED |
-                                                         1u << ATTN_FAMILY_VECTOR |
-                                                         1u << ATTN_FAMILY_FLASH);
-    so.progress = seen_candidate_and_best;
-    so.progress_arg = &seen;
+    memset(seen, 0, sizeof *seen);
+    attn_search_opts so = quick_search(60, *nwant + max_candidates, 11,
+                                       1u << ATTN_FAMILY_TILED | 1u << ATTN_FAMILY_VECTOR |
+                                           1u << ATTN_FAMILY_FLASH);
+    so.progress = seen_candidate;
+    so.progress_arg = seen;
     attn_search_result res;
     CU_ASSERT_EQUAL(attn_tune_search(b, &so, &res), ATTN_SUCCESS);
+    CU_ASSERT(!res.exhaustive && res.tested <= *nwant + max_candidates);
+    CU_ASSERT(attn_params_equal(&res.dflt, &dflt));
+    attn_tune_bench_free(b);
+}
+
+/* The search's first candidates: the default, then each searched family's
+ * own start as a plan forced to that family begins (attn_plan_family_start),
+ * so that flash, which no heuristic picks, and tiled, which a GPU with
+ * tensor cores no longer starts from, are measured from a good start, not
+ * only at random. The order is built from this device's own starts: on a
+ * CPU the default is vector's start, on a GPU with tensor cores mma's. */
+static void test_search_seeds_each_family(void)
+{
+    attn_params want[4];
+    int nwant;
+    seen_with_best seen;
+    attn_device_limits dev;
+    attn_problem p;
+    search_small_class(0, want, &nwant, &seen, &dev, &p);
+    CU_ASSERT_EQUAL_FATAL(seen.n, nwant);
+    for (int k = 0; k < nwant; k++) {
+        char w[200], got[200];
+        attn_params_format(&want[k], w, sizeof w);
+        attn_params_format(&seen.cand[k], got, sizeof got);
+        printf("\n  candidate %d: %s (wanted %s)", k + 1, got, w);
+        CU_ASSERT(attn_params_equal(&seen.cand[k], &want[k]));
+    }
+    /* on a CPU that is vector's start first: all three families' starts */
+    if (dev.type & CL_DEVICE_TYPE_CPU) CU_ASSERT_EQUAL(nwant, 3);
+}
+
+/* After the seeds, local search: the first candidate past them is a step
+ * from the best so far, not a random pick (drawn up front, random picks
+ * took a quick tune's few seconds a class from the steps around the
+ * default, or were skipped in families the starts showed slow). */
+static void test_search_steps_before_random(void)
+{
+    attn_params want[4];
+    int seeds;
+    seen_with_best seen;
+    attn_device_limits dev;
+    attn_problem p;
+    search_small_class(1, want, &seeds, &seen, &dev, &p);
     CU_ASSERT_EQUAL_FATAL(seen.n, seeds + 1);
     attn_params nb[16];
     const int nn = attn_search_neighbours(&dev, ATTN_ENTRY_PREFILL, &p, NULL, &seen.best[seeds - 1],
@@ -1073,7 +1057,6 @@ static void test_search_steps_before_random(void)
     attn_params_format(&seen.cand[seeds], got, sizeof got);
     printf("\n  after %d seeds: %s (best so far %s, %d steps from it)", seeds, got, best, nn);
     CU_ASSERT(step);
-    attn_tune_bench_free(b);
 }
 
 static const harness_test tests[] = {
