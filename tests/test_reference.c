@@ -479,6 +479,121 @@ static void test_invalid_arguments(void)
                     ATTN_SUCCESS);
 }
 
+/* attn_reference_forward refuses p with L as attn_forward does: status and
+ * message (the small arrays hold every problem these tests give it). */
+static void expect_refused(const attn_problem *p, const attn_lengths *L, const char *why)
+{
+    float x[64] = {0}, out[64];
+    CU_ASSERT_EQUAL(attn_reference_forward(p, x, x, x, out, L, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    const char *got = attn_last_error(NULL);
+    if (!strstr(got, why)) printf("\n  got \"%s\", want \"%s\"\n", got, why);
+    CU_ASSERT(strstr(got, why) != NULL);
+}
+
+/* lengths named as attn_forward names them */
+static void test_refuses_lengths_as_attn_forward(void)
+{
+    const attn_problem ok = problem(1, 2, 1, 2, 4, 4, 0);
+    const int minus1[1] = {-1}, two[1] = {2}, three[1] = {3};
+    const attn_lengths L[2] = {{minus1, NULL, NULL, NULL}, {NULL, NULL, two, three}};
+    expect_refused(&ok, &L[0], "lengths->q_start[0] = -1 is outside [0, 4]");
+    expect_refused(&ok, &L[1], "lengths: kv_start[0] + kv_len[0] = 2 + 3 exceeds the padded length 4");
+}
+
+/* sinks NaN or +inf, slopes NaN or too large; a sink of -inf is none */
+static void test_refuses_nonfinite_sinks_and_slopes(void)
+{
+    const attn_problem ok = problem(1, 2, 1, 2, 4, 4, 0);
+    attn_problem p = ok;
+    float sinks[2] = {0.0f, NAN};
+    p.sinks = sinks;
+    expect_refused(&p, NULL, "p->sinks[1] = nan: a sink must be finite or -inf");
+    sinks[1] = INFINITY;
+    expect_refused(&p, NULL, "p->sinks[1] = inf: a sink must be finite or -inf");
+    sinks[1] = -INFINITY;
+    float x[64] = {0}, out[64];
+    CU_ASSERT_EQUAL(attn_reference_forward(&p, x, x, x, out, NULL, NULL), ATTN_SUCCESS);
+    p = ok;
+    float slopes[2] = {NAN, 0.5f};
+    p.alibi_slopes = slopes;
+    expect_refused(&p, NULL, "p->alibi_slopes[0] = nan is not finite or too large");
+    slopes[0] = FLT_MAX;
+    expect_refused(&p, NULL, "p->alibi_slopes[0] = 3.40282e+38 is not finite or too large");
+}
+
+/* A host mask whose offset and strides overflow size_t: the indices would
+ * wrap outside it. An offset of SIZE_MAX overflows only its hi + 1. */
+static void test_refuses_mask_overflow(void)
+{
+    attn_problem p = problem(1, 2, 1, 2, 4, 4, 0);
+    float mh[16] = {0};
+    p.mask.host = mh, p.mask.stride_q = SIZE_MAX / 2, p.mask.stride_kv = 1;
+    expect_refused(&p, NULL, "p->mask: offset and strides overflow size_t");
+    p.mask.stride_q = p.mask.stride_kv = 0, p.mask.offset = SIZE_MAX;
+    expect_refused(&p, NULL, "p->mask: offset and strides overflow size_t");
+}
+
+/* The rest of attn_forward's rules: a scale or a softcap its floats cannot
+ * take, both kinds of sinks given. */
+static void test_refuses_what_attn_forward_refuses(void)
+{
+    const attn_problem ok = problem(1, 2, 1, 2, 4, 4, 0);
+    attn_problem p = ok;
+    p.scale = FLT_MAX;
+    expect_refused(&p, NULL, "p->scale = 3.40282e+38 is too large");
+    p = ok;
+    p.softcap = 1e-40f;
+    expect_refused(&p, NULL, "is too small: scale / softcap overflows a float");
+    p = ok;
+    const float sinks[2] = {0.0f, 0.0f};
+    p.sinks = sinks, p.sinks_buffer = (cl_mem)(uintptr_t)1; /* never read */
+    expect_refused(&p, NULL, "p->sinks and p->sinks_buffer are both set");
+}
+
+/* ---- (k) in place, and inputs that share memory ---- */
+
+/* attn_forward allows out == q (same layout) and q, k, v sharing elements;
+ * the reference gives what it gives on separate arrays, bit for bit. Left
+ * padding, causal with more queries than keys (rows that see nothing),
+ * sinks and a mask: every kind of row. */
+static void test_in_place_and_shared_inputs(void)
+{
+    enum { B = 2, Hq = 2, Hkv = 2, D = 4, Sq = 6, Skv = 4, NQ = B * Hq * Sq * D };
+    const uint64_t seed = harness_seed(31);
+    const int q_start[B] = {0, 2}, q_len[B] = {6, 4};
+    const attn_lengths L = {q_start, q_len, NULL, NULL};
+    const float sinks[Hq] = {0.5f, -INFINITY};
+    float mask[Sq * Skv];
+    harness_fill_uniform(mask, Sq * Skv, seed + 3, -1, 1);
+    mask[5] = -INFINITY;
+    attn_problem p = problem(B, Hq, Hkv, D, Sq, Skv, 1);
+    p.sinks = sinks;
+    p.mask.host = mask, p.mask.stride_q = Skv, p.mask.stride_kv = 1;
+    float q[NQ], k[NQ], v[NQ], want[NQ], want_lse[B * Hq * Sq];
+    float got[NQ], got_lse[B * Hq * Sq];
+    harness_fill_normal(q, NQ, seed, 0, 1);
+    harness_fill_normal(k, NQ, seed + 1, 0, 1);
+    harness_fill_normal(v, NQ, seed + 2, 0, 1);
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, want, &L, want_lse), ATTN_SUCCESS);
+    memcpy(got, q, sizeof q); /* out == q */
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, got, k, v, got, &L, got_lse), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(memcmp(got, want, sizeof got), 0);
+    CU_ASSERT_EQUAL(memcmp(got_lse, want_lse, sizeof got_lse), 0);
+
+    /* q, k and v one array (Sq = Skv, Hq = Hkv: one shape), against copies */
+    p.q_len = Skv;
+    const attn_lengths none = {NULL, NULL, NULL, NULL};
+    float k2[NQ], v2[NQ];
+    memcpy(k2, q, sizeof q);
+    memcpy(v2, q, sizeof q);
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k2, v2, want, &none, want_lse),
+                          ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, q, q, got, &none, got_lse), ATTN_SUCCESS);
+    const size_t n = (size_t)B * Hq * Skv;
+    CU_ASSERT_EQUAL(memcmp(got, want, n * D * sizeof(float)), 0);
+    CU_ASSERT_EQUAL(memcmp(got_lse, want_lse, n * sizeof(float)), 0);
+}
+
 /* ---- speed: the reference must not slow the suites down ---- */
 
 /* The reference's arithmetic without its rules: for every (head, query,
@@ -834,6 +949,11 @@ static const harness_test reference_tests[] = {
     HARNESS_TEST(test_softmax_over_keys),
     HARNESS_TEST(test_large_logits_stable),
     HARNESS_TEST(test_invalid_arguments),
+    HARNESS_TEST(test_refuses_lengths_as_attn_forward),
+    HARNESS_TEST(test_refuses_nonfinite_sinks_and_slopes),
+    HARNESS_TEST(test_refuses_mask_overflow),
+    HARNESS_TEST(test_refuses_what_attn_forward_refuses),
+    HARNESS_TEST(test_in_place_and_shared_inputs),
     HARNESS_TEST(test_reference_speed),
     HARNESS_END,
 };

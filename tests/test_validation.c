@@ -1072,6 +1072,10 @@ static void test_bad_variants(void)
     p.mask.offset = 0;
     p.mask.stride_q = SIZE_MAX / 4;
     VREJECTS(&p, "p->mask: offset and strides overflow");
+    /* strides 0 and an offset of SIZE_MAX: only the end past it, hi + 1,
+     * overflows (it wrapped to a reach of 0 bytes, which any buffer held) */
+    p.mask.stride_q = p.mask.stride_kv = 0, p.mask.offset = SIZE_MAX;
+    VREJECTS(&p, "p->mask: offset and strides overflow");
     /* a mask of another cl_context */
     cl_device_id dev = attn_context_device(ctx);
     cl_int err;

@@ -38,8 +38,9 @@ static attn_status check_extent(attn_context *ctx, const int *start, const int *
     return ATTN_SUCCESS;
 }
 
-attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
-                                  const attn_lengths *lengths)
+/* attn_validate_problem; with buffers 0 the variants' buffers go unchecked */
+static attn_status validate_problem(attn_context *ctx, const attn_problem *p,
+                                    const attn_lengths *lengths, int buffers)
 {
     if (!p) return INVALID(ctx, "p (the problem) is NULL");
     const struct { int value; const char *name; } sizes[] = {
@@ -67,7 +68,7 @@ attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
     const double rows = (double)p->batch * p->q_heads * p->q_len;
     if (rows > 0x7fffffff)
         return INVALID(ctx, "batch * q_heads * q_len = %.0f exceeds 2^31 - 1", rows);
-    attn_status st = attn_validate_variants(ctx, p);
+    attn_status st = buffers ? attn_validate_variants(ctx, p) : attn_validate_variant_values(ctx, p);
     if (st != ATTN_SUCCESS || !lengths) return st;
     st = check_extent(ctx, lengths->q_start, lengths->q_len, "q_start", "q_len",
                                   p->batch, p->q_len);
@@ -75,6 +76,17 @@ attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
         st = check_extent(ctx, lengths->kv_start, lengths->kv_len, "kv_start", "kv_len", p->batch,
                           p->kv_len);
     return st;
+}
+
+attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
+                                  const attn_lengths *lengths)
+{
+    return validate_problem(ctx, p, lengths, 1);
+}
+
+attn_status attn_validate_problem_values(const attn_problem *p, const attn_lengths *lengths)
+{
+    return validate_problem(NULL, p, lengths, 0);
 }
 
 /* Element range [lo, hi] a tensor touches, with overflow checks. */

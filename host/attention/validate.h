@@ -28,6 +28,12 @@ attn_status attn_validate_io(attn_context *ctx, const attn_problem *p, const att
 
 attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
                                   const attn_lengths *lengths);
+/* attn_validate_problem without a context: the same checks and messages,
+ * into the thread's last error, but p->sinks_buffer and p->mask.buffer
+ * are not examined (no cl_mem is read: attn_validate_variant_values).
+ * attn_reference_forward's checks, so that it refuses what attn_forward
+ * refuses. */
+attn_status attn_validate_problem_values(const attn_problem *p, const attn_lengths *lengths);
 
 /* One tensor attn reads, of shape [batch, heads, seq, dim] with elements of
  * elem bytes: a valid cl_mem of ctx's context, one batch entry's elements

@@ -90,15 +90,30 @@ static int mask_reach(const attn_mask *m, const attn_problem *p, size_t *hi)
     return 1;
 }
 
+/* The bytes from the mask array's start to the end of its last element,
+ * of esize bytes each; 0 when they overflow size_t (hi + 1 included: an
+ * offset of SIZE_MAX must not wrap to an empty reach) */
+static int mask_end(const attn_problem *p, size_t esize, size_t *end)
+{
+    size_t hi, n;
+    return mask_reach(&p->mask, p, &hi) && !__builtin_add_overflow(hi, 1, &n) &&
+           !__builtin_mul_overflow(n, esize, end);
+}
+
 int attn_mask_byte_span(const attn_problem *p, size_t *lo, size_t *end)
 {
     const size_t esize = attn_dtype_size(p->mask.dtype);
-    size_t hi;
-    return mask_reach(&p->mask, p, &hi) && !__builtin_mul_overflow(p->mask.offset, esize, lo) &&
-           !__builtin_mul_overflow(hi + 1, esize, end);
+    return mask_end(p, esize, end) && !__builtin_mul_overflow(p->mask.offset, esize, lo);
 }
 
-attn_status attn_validate_variants(attn_context *ctx, const attn_problem *p)
+attn_status attn_validate_mask_reach(attn_context *ctx, const attn_problem *p, size_t esize,
+                                     size_t *end)
+{
+    if (!mask_end(p, esize, end)) return INVALID(ctx, "p->mask: offset and strides overflow size_t");
+    return ATTN_SUCCESS;
+}
+
+attn_status attn_validate_variant_values(attn_context *ctx, const attn_problem *p)
 {
     if (p->use_window && (p->window_left < -1 || p->window_right < -1))
         return INVALID(ctx, "p->window_left = %d, p->window_right = %d: each must be >= 0, or -1 "
@@ -117,11 +132,6 @@ attn_status attn_validate_variants(attn_context *ctx, const attn_problem *p)
         if (isnan(p->sinks[h]) || p->sinks[h] == INFINITY)
             return INVALID(ctx, "p->sinks[%d] = %g: a sink must be finite or -inf", h,
                            (double)p->sinks[h]);
-    attn_status st;
-    if (p->sinks_buffer &&
-        (st = check_buffer(ctx, p->sinks_buffer, "p->sinks_buffer",
-                           (size_t)p->q_heads * sizeof(float))) != ATTN_SUCCESS)
-        return st;
     if (!(p->alibi_max_bias >= 0.0f) || isinf(p->alibi_max_bias))
         return INVALID(ctx, "p->alibi_max_bias = %g must be finite and >= 0 (0 = off)",
                        (double)p->alibi_max_bias);
@@ -139,9 +149,22 @@ attn_status attn_validate_variants(attn_context *ctx, const attn_problem *p)
     if (!m->buffer) return ATTN_SUCCESS;
     if (m->dtype != ATTN_F32 && m->dtype != ATTN_F16)
         return INVALID(ctx, "p->mask.dtype = %d: the mask is ATTN_F32 or ATTN_F16", (int)m->dtype);
-    size_t hi, need;
-    if (!mask_reach(m, p, &hi) || __builtin_mul_overflow(hi + 1, attn_dtype_size(m->dtype), &need))
-        return INVALID(ctx, "p->mask: offset and strides overflow size_t");
+    size_t need;
+    return attn_validate_mask_reach(ctx, p, attn_dtype_size(m->dtype), &need);
+}
+
+attn_status attn_validate_variants(attn_context *ctx, const attn_problem *p)
+{
+    attn_status st = attn_validate_variant_values(ctx, p);
+    if (st != ATTN_SUCCESS) return st;
+    if (p->sinks_buffer &&
+        (st = check_buffer(ctx, p->sinks_buffer, "p->sinks_buffer",
+                           (size_t)p->q_heads * sizeof(float))) != ATTN_SUCCESS)
+        return st;
+    const attn_mask *m = &p->mask;
+    if (!m->buffer) return ATTN_SUCCESS;
+    size_t need;
+    mask_end(p, attn_dtype_size(m->dtype), &need); /* the values' check passed it */
     char what[64];
     snprintf(what, sizeof what, "p->mask.buffer ([%d][%d][%d][%d] by its strides)", p->batch,
              p->q_heads, p->q_len, p->kv_len);

@@ -30,6 +30,17 @@ void attn_variant_names(unsigned flags, char *buf, size_t size);
  * mask's extent (the padded lengths; decode: q_len and the cache's
  * capacity). A failure names the field. */
 attn_status attn_validate_variants(attn_context *ctx, const attn_problem *p);
+/* attn_validate_variants without the buffers' own checks (no cl_mem is
+ * read): the values, the host arrays' contents, the mask's dtype and
+ * reach. ctx may be NULL (the thread's last error: the reference's). */
+attn_status attn_validate_variant_values(attn_context *ctx, const attn_problem *p);
+
+/* The mask's reach by its offset and strides over [batch][q_heads][q_len]
+ * [kv_len], in *end: the bytes from its array's start past its last
+ * element, of esize bytes each; ATTN_ERROR_INVALID_ARGUMENT naming p->mask
+ * when that overflows size_t. */
+attn_status attn_validate_mask_reach(attn_context *ctx, const attn_problem *p, size_t esize,
+                                     size_t *end);
 
 /* The bytes of p->mask.buffer the mask reaches, [*lo, *end), from its
  * offset, strides and dtype; 0 when they overflow size_t (which
