@@ -429,6 +429,16 @@ static void test_bad_strides(void)
         t[i] = (attn_tensor[]){fx.q, fx.k, fx.v, fx.out}[i];
         t[i].stride_batch = SIZE_MAX / 2;
         REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, "overflow");
+        /* an offset that puts the last element at index SIZE_MAX: its end,
+         * one past it, wraps to 0 bytes (passed as a tiny tensor before) */
+        t[i] = (attn_tensor[]){fx.q, fx.k, fx.v, fx.out}[i];
+        const int heads = i == 1 || i == 2 ? fx.p.kv_heads : fx.p.q_heads;
+        const int seq = i == 1 || i == 2 ? fx.p.kv_len : fx.p.q_len;
+        const size_t last = (size_t)(fx.p.batch - 1) * t[i].stride_batch +
+                            (size_t)(heads - 1) * t[i].stride_head +
+                            (size_t)(seq - 1) * t[i].stride_seq + (size_t)fx.p.head_dim - 1;
+        t[i].offset = SIZE_MAX - last;
+        REJECTS(&fx, &fx.p, &t[0], &t[1], &t[2], &t[3], NULL, fx.lse, "overflow");
     }
     /* a sequence step below D is fine when there is one position only */
     attn_problem p1 = fx.p;

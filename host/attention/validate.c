@@ -206,7 +206,9 @@ static attn_status check_tensor(attn_context *ctx, const attn_tensor *t, const c
                        "overlap for shape [%d, %d, %d]", name, t->stride_head, t->stride_seq,
                        heads, seq, dim);
     size_t need;
-    if (!tensor_span(t, batch, heads, seq, dim, hi) || __builtin_mul_overflow(*hi + 1, elem, &need))
+    /* *hi == SIZE_MAX: one past it wraps to 0, a tensor of no bytes */
+    if (!tensor_span(t, batch, heads, seq, dim, hi) || *hi == SIZE_MAX ||
+        __builtin_mul_overflow(*hi + 1, elem, &need))
         return INVALID(ctx, "%s: offset and strides overflow size_t", name);
     if (need > bytes)
         return INVALID(ctx, "%s->buffer holds %zu bytes; offset and strides reach %zu bytes", name,
