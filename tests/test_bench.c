@@ -2,15 +2,18 @@
  * every option of the table the parser is made from is accepted by the
  * built tool and heads exactly one line of its --help, every option the
  * help lists is one the parser knows, and nothing is "not yet supported".
- * Also the list options' syntax (--dtype, --splits), the variant options'
+ * Also the list options' syntax (--dtype, --splits, --block-size: no
+ * repeats), the variant options'
  * syntax and refusals, the pairs a mask leaves, the threaded reference
  * with variants against the plain one, a tiny --variants run, and a tiny
- * --decode --mixed run's rows (lengths, bytes, memory and speed ratios). */
+ * --decode --mixed run's rows (lengths, bytes, memory and speed ratios),
+ * and the form of a failure's line. */
 #define _GNU_SOURCE
 #include "harness.h"
 #include "bench_options.h"
 #include "common.h"
 #include "measure/sampling.h"
+#include "tool_error.h"
 
 #include <cjson/cJSON.h>
 #include <math.h>
@@ -80,6 +83,9 @@ static void test_help_matches_parser(void)
     CU_ASSERT_EQUAL(run_bench(args, &help, NULL), 0);
     CU_ASSERT_PTR_NOT_NULL_FATAL(help);
     CU_ASSERT_PTR_NULL(strstr(help, "not yet supported"));
+    /* --window's example: a window of W keys is W-1 on the left (README) */
+    CU_ASSERT_PTR_NOT_NULL(strstr(help, "4095,0"));
+    CU_ASSERT_PTR_NULL(strstr(help, "4096,0"));
     char names[64][64];
     int n = help_headings(help, names, 64);
     CU_ASSERT(n > 0);
@@ -128,8 +134,16 @@ static void test_parser_accepts_table(void)
     }
     const char *unknown[] = {"--frobnicate", "--help", NULL};
     CU_ASSERT_EQUAL(run_bench(unknown, NULL, NULL), 2);
-    const char *twice[] = {"--dtype", "f16,f16", NULL};
-    CU_ASSERT_EQUAL(run_bench(twice, NULL, NULL), 2);
+    /* a list naming one configuration twice is refused, whichever list */
+    const char *twice[][4] = {{"--dtype", "f16,f16", NULL},
+                              {"--decode", "--splits", "auto,auto", NULL},
+                              {"--decode", "--block-size", "0,0", NULL}};
+    for (int i = 0; i < 3; i++) {
+        char *err = NULL;
+        CU_ASSERT_EQUAL(run_bench(twice[i], NULL, &err), 2);
+        CU_ASSERT(err && strstr(err, "without repeats"));
+        free(err);
+    }
     const char *materialized[] = {"--dtype", "f32,f16", "--compare-materialized", NULL};
     CU_ASSERT_EQUAL(run_bench(materialized, NULL, NULL), 2);
 }
@@ -149,8 +163,15 @@ static void test_list_syntax(void)
     CU_ASSERT(s[0] == 0 && s[1] == 1 && s[3] == 8);
     /* empty items too: "2,,4" is a typo, not the list 2,4 */
     const char *bad_s[] = {"", "0", "257", "two", "auto,x", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
-                           "2,,4", "2,", ",2"};
-    for (int i = 0; i < 9; i++) CU_ASSERT_EQUAL(bench_parse_splits(bad_s[i], s, BENCH_MAX_SPLITS), -1);
+                           "2,,4", "2,", ",2", "auto,auto", "2,4,2"};
+    for (int i = 0; i < 11; i++) CU_ASSERT_EQUAL(bench_parse_splits(bad_s[i], s, BENCH_MAX_SPLITS), -1);
+    int b[BENCH_MAX_BLOCKS];
+    CU_ASSERT_EQUAL(bench_parse_blocks("0,16,256", b, BENCH_MAX_BLOCKS), 3);
+    const char *bad_b[] = {"0,0", "16,0,16", "24", "0,"};
+    for (int i = 0; i < 4; i++) CU_ASSERT_EQUAL(bench_parse_blocks(bad_b[i], b, BENCH_MAX_BLOCKS), -1);
+    /* lengths are not configurations: sequences may share one */
+    int lens[4];
+    CU_ASSERT_EQUAL(bench_parse_packed("5,5", lens, 4), 2);
 }
 
 static void test_spread(void)
@@ -522,6 +543,33 @@ static void test_huge_shape_refused(void)
     free(err);
 }
 
+/* A library failure's line names the failing function once: the library's
+ * message begins with it (tool_error.h). */
+static void test_error_line(void)
+{
+    char text[256];
+    tool_error_text(text, sizeof text, "attn_forward", ATTN_ERROR_INVALID_ARGUMENT,
+                    "attn_forward: q is NULL");
+    CU_ASSERT_STRING_EQUAL(text, "ATTN_ERROR_INVALID_ARGUMENT: attn_forward: q is NULL");
+    /* a step the message does not name (not the library's) stays */
+    tool_error_text(text, sizeof text, "clCreateBuffer", ATTN_ERROR_OUT_OF_MEMORY, "(no detail)");
+    CU_ASSERT_STRING_EQUAL(text, "clCreateBuffer: ATTN_ERROR_OUT_OF_MEMORY: (no detail)");
+    tool_error_text(text, sizeof text, "attn_forward", ATTN_ERROR_OPENCL, "attn_forward_x: y");
+    CU_ASSERT_STRING_EQUAL(text, "attn_forward: ATTN_ERROR_OPENCL: attn_forward_x: y");
+    tool_error_text(text, sizeof text, NULL, ATTN_ERROR_IO, "m");
+    CU_ASSERT_STRING_EQUAL(text, "ATTN_ERROR_IO: m");
+    /* the built tool */
+    const char *args[] = {"--device", "no-such-device", "--seq", "16", NULL};
+    char *err = NULL;
+    CU_ASSERT_EQUAL(run_bench(args, NULL, &err), 1);
+    const char *says = "attn-bench: ATTN_ERROR_NO_DEVICE: attn_context_create: selector";
+    const char *at = err ? strstr(err, "attn_context_create") : NULL;
+    if (!err || strncmp(err, says, strlen(says)) != 0) printf("\n  stderr: %s", err ? err : "(none)");
+    CU_ASSERT(err && strncmp(err, says, strlen(says)) == 0);
+    CU_ASSERT(at && !strstr(at + 1, "attn_context_create"));
+    free(err);
+}
+
 /* GFLOP/s count visible pairs: a causal mask over a full problem counts as
  * causal, zeros add nothing hidden, prefix-LM adds the prefix's pairs. */
 static void test_mask_pairs(void)
@@ -682,6 +730,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_variant_syntax),
     HARNESS_TEST(test_variant_refusals),
     HARNESS_TEST(test_huge_shape_refused),
+    HARNESS_TEST(test_error_line),
     HARNESS_TEST(test_mask_pairs),
     HARNESS_TEST(test_threaded_reference),
     HARNESS_TEST(test_variants_run),

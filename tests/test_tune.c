@@ -766,6 +766,19 @@ static void test_tool_commands(void)
         printf("\n  usage error: %.160s", text);
         free(text);
     }
+    /* no device: the tuning run and --compare say so naming the function
+     * once, as the library's message begins with it */
+    const char *no_device[][6] = {{"--device", "no-such-device", "--shapes", "hq=2:d=16:s=64", NULL},
+                                  {"--device", "no-such-device", "--compare", "--shapes",
+                                   "hq=2:d=16:s=64", NULL}};
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(run_tool(no_device[i], env, out, 1), 1);
+        text = harness_read_file(out, NULL);
+        printf("\n  no device: %.200s", text);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "attn-tune: ATTN_ERROR_NO_DEVICE: attn_context_create: "));
+        CU_ASSERT_EQUAL(count_lines(text, "attn_context_create"), 1);
+        free(text);
+    }
 
     /* a corrupt database: the error names file and line, nothing is tuned */
     write_file(db, "{\n  \"format\": \"attn-tuning-db\",\n  \"entries\": [\n    {\"device\": 3}\n  ]\n}\n");

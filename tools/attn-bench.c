@@ -11,6 +11,7 @@
 #include "bench_report.h"
 #include "bench_variants.h"
 #include "common.h"
+#include "tool_error.h"
 
 #include <cjson/cJSON.h>
 #include <stdio.h>
@@ -42,8 +43,7 @@ static int custom_shape(const bench_options *o, prefill_shape *s)
 /* A library failure: status name and the context's message, on stderr. */
 static void report_failure(const char *what, attn_status st, const attn_context *ctx)
 {
-    fprintf(stderr, "attn-bench: %s: %s: %s\n", what, attn_status_name(st),
-            ctx ? attn_last_error(ctx) : attn_last_create_error());
+    tool_error("attn-bench", NULL, what, st, ctx ? attn_last_error(ctx) : attn_last_create_error());
 }
 
 int main(int argc, char **argv)

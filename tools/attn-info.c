@@ -3,6 +3,7 @@
  * unless --device is given). Uses only attn.h and OpenCL. */
 #define _POSIX_C_SOURCE 200809L
 #include "attn.h"
+#include "tool_error.h"
 
 #include <getopt.h>
 #include <stdio.h>
@@ -199,7 +200,7 @@ int main(int argc, char **argv)
 
     const char *env = getenv("ATTN_DEVICE");
     if (st != ATTN_SUCCESS) {
-        fprintf(stderr, "attn-info: %s: %s\n", attn_status_name(st), attn_last_create_error());
+        tool_error("attn-info", NULL, NULL, st, attn_last_create_error());
         return EXIT_FAILURE;
     }
     print_mma(selector);

@@ -5,6 +5,7 @@
  * the next run resumes). Also shows, exports, imports and forgets entries. */
 #define _POSIX_C_SOURCE 200809L
 #include "attn.h"
+#include "tool_error.h"
 #include "tune_compare.h"
 #include "tuning/tune_session.h"
 #include "tuning/tune_shapes.h"
@@ -237,7 +238,7 @@ static int db_path(char *buf, size_t size)
 
 static int db_error(attn_status st, const char *msg)
 {
-    fprintf(stderr, "attn-tune: %s: %s\n", attn_status_name(st), msg);
+    tool_error("attn-tune", NULL, NULL, st, msg);
     return EXIT_FAILURE;
 }
 
@@ -252,7 +253,9 @@ static int show_file(const char *label, const char *path, const attn_device_iden
     attn_status st = attn_tuning_db_load(path, &db, &missing, err, sizeof err);
     if (st != ATTN_SUCCESS) {
         fflush(stdout);
-        fprintf(stderr, "attn-tune: %s %s: %s: %s\n", label, path, attn_status_name(st), err);
+        char where[4200];
+        snprintf(where, sizeof where, "%s %s", label, path);
+        tool_error("attn-tune", where, NULL, st, err);
         return -1;
     }
     printf("%s %s: %s%zu entr%s\n", label, path, missing ? "missing, " : "", db.count,
@@ -385,34 +388,24 @@ static int cmd_forget(const options *o)
 static int cmd_tune(options *o)
 {
     const double run_t0 = attn_now_s(); /* the budget counts the whole run, start-up included */
-    char path[4096], err[1024];
+    char path[4096];
     if (!db_path(path, sizeof path)) return EXIT_FAILURE;
     /* the candidates are forced past any override (attn_tuning_force) */
     const char *env = getenv("ATTN_PARAMS");
     if (env && *env && !o->quiet)
         fprintf(stderr, "attn-tune: note: ATTN_PARAMS is ignored while tuning\n");
     attn_problem *shapes = NULL;
-    const int nshapes = tune_shapes_load(o->shapes, o->decode, &shapes, err, sizeof err);
-    if (nshapes < 0) {
-        fprintf(stderr, "attn-tune: %s\nTry 'attn-tune --help'.\n", err);
-        return EXIT_USAGE;
-    }
     attn_context *ctx = NULL;
-    attn_status st = attn_context_create(o->device, &ctx);
-    if (st != ATTN_SUCCESS) {
-        fprintf(stderr, "attn-tune: attn_context_create: %s: %s\n", attn_status_name(st),
-                attn_last_create_error());
-        free(shapes);
-        return EXIT_FAILURE;
-    }
-    attn_context_set_check(ctx, 0); /* the tuner verifies on its own */
+    int nshapes;
+    const int rc = tune_open(o->device, o->shapes, o->decode, &shapes, &nshapes, &ctx);
+    if (rc >= 0) return rc;
     const attn_tune_run_opts ro = {
         path, shapes, nshapes, o->quick ? ATTN_TUNE_LEVEL_QUICK : ATTN_TUNE_LEVEL_FULL,
         o->budget_s > 0 ? o->budget_s : o->quick ? QUICK_BUDGET_S : FULL_BUDGET_S, run_t0,
         o->max_candidates, o->families, o->seed, o->force, o->quiet,
         o->decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL, o->kv};
     attn_tune_run_result res;
-    st = attn_tune_run(ctx, &ro, &res);
+    const attn_status st = attn_tune_run(ctx, &ro, &res);
     attn_context_release(ctx);
     free(shapes);
     return st == ATTN_SUCCESS ? EXIT_SUCCESS : EXIT_FAILURE;

@@ -9,6 +9,7 @@
 #include "png_write.h"
 #include "measure/sampling.h"
 #include "tensor_file.h"
+#include "tool_error.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -367,7 +368,7 @@ int main(int argc, char **argv)
     rc = EXIT_FAILURE;
     attn_status st = attn_context_create(o.device, &ctx);
     if (st != ATTN_SUCCESS) {
-        fprintf(stderr, "attn-weights: %s: %s\n", attn_status_name(st), attn_last_create_error());
+        tool_error("attn-weights", NULL, NULL, st, attn_last_create_error());
         goto done;
     }
     w = malloc((size_t)Sq * Skv * sizeof *w);
@@ -397,8 +398,7 @@ int main(int argc, char **argv)
     st = attn_attention_weights(ctx, &p, &tq, &tk, &L, o.batch_index, o.head, w);
     free(lens);
     if (st != ATTN_SUCCESS) {
-        fprintf(stderr, "attn-weights: attn_attention_weights: %s: %s\n", attn_status_name(st),
-                attn_last_error(ctx));
+        tool_error("attn-weights", NULL, "attn_attention_weights", st, attn_last_error(ctx));
         goto done;
     }
     classify(kind, Sq, Skv, o.left_pad, ql, o.left_pad, kl, o.causal);

@@ -8,6 +8,7 @@
 #include "bench_compare.h"
 #include "bench_options.h"
 #include "common.h"
+#include "tool_error.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -183,9 +184,8 @@ static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
                 "twice the tolerance\n", r->max_diff, r->diff_ratio);
 done:
     if (st != ATTN_SUCCESS) {
-        fprintf(stderr, "attn-bench: %s: %s: %s\n", step, attn_status_name(st), attn_last_error(ctx));
-        snprintf(r->note, sizeof r->note, "%s: %s: %s", step, attn_status_name(st),
-                 attn_last_error(ctx));
+        tool_error("attn-bench", NULL, step, st, attn_last_error(ctx));
+        tool_error_text(r->note, sizeof r->note, step, st, attn_last_error(ctx));
     }
     cl_mem all[] = {bq, bk, bv, bo_t, bo_m};
     for (int i = 0; i < 5; i++)
@@ -250,9 +250,11 @@ static int run_layer(attn_context *ctx, const bench_compare_options *o, crow *r)
     r->attn_ms = attn_time_spread_of(ta, r->layer_reps).median_ms;
     r->layer_ok = 1;
 done:
-    if (st != ATTN_SUCCESS)
-        fprintf(stderr, "attn-bench: layer d_model=%d: %s: %s: %s\n", dm, step,
-                attn_status_name(st), attn_last_error(ctx));
+    if (st != ATTN_SUCCESS) {
+        char where[48];
+        snprintf(where, sizeof where, "layer d_model=%d", dm);
+        tool_error("attn-bench", where, step, st, attn_last_error(ctx));
+    }
     attn_layer_release(layer);
     if (hidden) clReleaseMemObject(hidden);
     if (out) clReleaseMemObject(out);

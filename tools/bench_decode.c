@@ -12,6 +12,7 @@
 #include "bench_decode_cache.h"
 #include "bench_decode_mixed.h"
 #include "common.h"
+#include "tool_error.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -52,7 +53,9 @@ void bench_decode_error(attn_context *ctx, cJSON *errors, const char *what, cons
 {
     const int lib = strncmp(step, "attn_", 5) == 0 && strcmp(step, "attn_reference_forward");
     const char *msg = lib ? attn_last_error(ctx) : "(no detail)";
-    fprintf(stderr, "attn-bench: decode %s: %s: %s: %s\n", what, step, attn_status_name(st), msg);
+    char where[320];
+    snprintf(where, sizeof where, "decode %s", what);
+    tool_error("attn-bench", where, step, st, msg);
     cJSON *e = cJSON_CreateObject();
     cJSON_AddStringToObject(e, "shape", what);
     cJSON_AddStringToObject(e, "step", step);

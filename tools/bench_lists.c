@@ -23,10 +23,20 @@ static char *next_item(char **at)
     return t;
 }
 
+/* Whether x is among v[0..n-1]. A list of configurations to compare
+ * refuses a repeat, which would time one configuration twice. */
+static int repeated(const int *v, int n, int x)
+{
+    for (int i = 0; i < n; i++)
+        if (v[i] == x) return 1;
+    return 0;
+}
+
 /* A comma-separated list of up to max integers in lo..hi, or the word
- * zero_word (when not NULL) for 0. Returns the count, or -1. */
-static int parse_int_list(const char *list, long lo, long hi, const char *zero_word, int *out,
-                          int max)
+ * zero_word (when not NULL) for 0, each once when distinct. Returns the
+ * count, or -1. */
+static int parse_int_list(const char *list, long lo, long hi, const char *zero_word, int distinct,
+                          int *out, int max)
 {
     char buf[1024];
     if (!list || strlen(list) >= sizeof buf) return -1;
@@ -42,6 +52,7 @@ static int parse_int_list(const char *list, long lo, long hi, const char *zero_w
             v = strtol(t, &end, 10);
             if (errno || end == t || *end || v < lo || v > hi) return -1;
         }
+        if (distinct && repeated(out, n, (int)v)) return -1;
         out[n++] = (int)v;
     }
     return n ? n : -1;
@@ -49,12 +60,12 @@ static int parse_int_list(const char *list, long lo, long hi, const char *zero_w
 
 int bench_parse_splits(const char *list, int *splits, int max)
 {
-    return parse_int_list(list, 1, 256, "auto", splits, max);
+    return parse_int_list(list, 1, 256, "auto", 1, splits, max);
 }
 
 int bench_parse_blocks(const char *list, int *blocks, int max)
 {
-    const int n = parse_int_list(list, 0, 256, NULL, blocks, max);
+    const int n = parse_int_list(list, 0, 256, NULL, 1, blocks, max);
     for (int i = 0; i < n; i++)
         if (blocks[i] && (blocks[i] < 16 || (blocks[i] & (blocks[i] - 1)))) return -1;
     return n;
@@ -63,7 +74,7 @@ int bench_parse_blocks(const char *list, int *blocks, int max)
 int bench_parse_mixed_lengths(const char *text, int *min, int *max)
 {
     int v[2];
-    if (parse_int_list(text, 1, 1 << 20, NULL, v, 2) != 2 || v[0] > v[1]) return -1;
+    if (parse_int_list(text, 1, 1 << 20, NULL, 0, v, 2) != 2 || v[0] > v[1]) return -1;
     *min = v[0], *max = v[1];
     return 2;
 }
@@ -79,7 +90,7 @@ void bench_mixed_lengths(int n, int min, int max, int *lens)
 
 int bench_parse_packed(const char *list, int *lens, int max)
 {
-    return parse_int_list(list, 1, 1 << 20, NULL, lens, max);
+    return parse_int_list(list, 1, 1 << 20, NULL, 0, lens, max); /* sequences may share a length */
 }
 
 int bench_parse_dtypes(const char *list, attn_dtype *dtypes, int max)
@@ -89,14 +100,13 @@ int bench_parse_dtypes(const char *list, attn_dtype *dtypes, int max)
     char buf[64];
     if (!list || strlen(list) >= sizeof buf) return -1;
     snprintf(buf, sizeof buf, "%s", list);
-    int n = 0;
+    int n = 0, seen[3]; /* the names' indices: no repeats, so at most 3 */
     char *at = buf;
     for (char *t; (t = next_item(&at));) {
         int k = 0;
         while (k < 3 && strcmp(t, names[k].name) != 0) k++;
-        if (k == 3 || n == max) return -1;
-        for (int i = 0; i < n; i++)
-            if (dtypes[i] == names[k].t) return -1; /* twice: a ratio of one */
+        if (k == 3 || n == max || repeated(seen, n, k)) return -1;
+        seen[n] = k;
         dtypes[n++] = names[k].t;
     }
     return n ? n : -1;

@@ -74,7 +74,8 @@ const bench_option_spec bench_option_specs[OPT_COUNT] = {
                           "device memory, largest difference; and the layer\n"
                           "(d_model = Hq*D) split into projections and attention"},
     [OPT_WINDOW] = {"window", "L,R", "sliding window: keys p-L..p+R of query position p,\n"
-                    "-1 = unlimited on that side (e.g. 4096,0; Mistral)"},
+                    "-1 = unlimited on that side; a causal window of W keys\n"
+                    "is W-1,0 (e.g. 4095,0: Mistral's 4096)"},
     [OPT_SOFTCAP] = {"softcap", "C", "logit softcap: s = C*tanh(s/C) (e.g. 50; Gemma 2)"},
     [OPT_SINKS] = {"sinks", "V|per-head", "attention sinks (gpt-oss): logit V for every head, or\n"
                    "per-head values -1, -0.75, ... 0.75 (head h: h%8/4 - 1)"},
@@ -281,8 +282,9 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
         case OPT_SPLITS:
             o->splits = optarg;
             if (bench_parse_splits(optarg, splits, BENCH_MAX_SPLITS) < 0) {
-                fprintf(stderr, "attn-bench: --splits wants up to %d comma-separated values, "
-                        "each \"auto\" or 1..256, not '%s'\n", BENCH_MAX_SPLITS, optarg);
+                fprintf(stderr, "attn-bench: --splits wants up to %d comma-separated values "
+                        "without repeats, each \"auto\" or 1..256, not '%s'\n", BENCH_MAX_SPLITS,
+                        optarg);
                 bad = -1;
             }
             break;
@@ -290,9 +292,9 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
         case OPT_BLOCKS:
             o->blocks = optarg;
             if (bench_parse_blocks(optarg, splits, BENCH_MAX_BLOCKS) < 0) {
-                fprintf(stderr, "attn-bench: --block-size wants up to %d comma-separated values, "
-                        "each 0 (contiguous) or a power of two in 16..256, not '%s'\n",
-                        BENCH_MAX_BLOCKS, optarg);
+                fprintf(stderr, "attn-bench: --block-size wants up to %d comma-separated values "
+                        "without repeats, each 0 (contiguous) or a power of two in 16..256, "
+                        "not '%s'\n", BENCH_MAX_BLOCKS, optarg);
                 bad = -1;
             }
             break;

@@ -61,10 +61,11 @@ void bench_options_usage(FILE *f);
  * --help or --version, 2 after a usage error, with the message on stderr). */
 int bench_options_parse(int argc, char **argv, bench_options *o);
 
-/* --splits LIST: up to BENCH_MAX_SPLITS values, each "auto" (stored as 0)
- * or 1..256, comma-separated. Returns the count, or -1 when list is not one. */
+/* --splits LIST: up to BENCH_MAX_SPLITS distinct values, each "auto" (stored
+ * as 0) or 1..256, comma-separated. Returns the count, or -1 when list is
+ * not one. */
 int bench_parse_splits(const char *list, int *splits, int max);
-/* --block-size LIST: up to max values, each 0 or a power of two in
+/* --block-size LIST: up to max distinct values, each 0 or a power of two in
  * 16..256, comma-separated. Returns the count, or -1. */
 int bench_parse_blocks(const char *list, int *blocks, int max);
 /* --mixed-lengths MIN,MAX: 1 <= MIN <= MAX <= 2^20. Returns 2, or -1. */

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench_prefill.h"
 #include "bench_options.h"
+#include "tool_error.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -258,8 +259,9 @@ int prefill_bench(attn_context *ctx, const prefill_config *c, int n, const prefi
         const char *msg = strcmp(what, "attn_prepare") == 0 || strcmp(what, "attn_forward") == 0
                               ? attn_last_error(ctx)
                               : "(no detail beyond any message above)";
-        fprintf(stderr, "attn-bench: %s %s: %s: %s: %s\n", sh, attn_dtype_name(c[bad].dtype),
-                what, attn_status_name(st), msg);
+        char where[300];
+        snprintf(where, sizeof where, "%s %s", sh, attn_dtype_name(c[bad].dtype));
+        tool_error("attn-bench", where, what, st, msg);
         cJSON *e = cJSON_CreateObject();
         cJSON_AddStringToObject(e, "shape", sh);
         cJSON_AddStringToObject(e, "dtype", attn_dtype_name(c[bad].dtype));

@@ -86,9 +86,12 @@ class Lengths(C.Structure):  # attn_lengths
 
 
 def parse_args(argv):
-    ap = argparse.ArgumentParser(description=__doc__.split("\n")[0],
+    # the docstring's paragraphs: the description, the usage (argparse's
+    # own), then the rest
+    paras = __doc__.split("\n\n")
+    ap = argparse.ArgumentParser(description=paras[0],
                                  formatter_class=argparse.RawDescriptionHelpFormatter,
-                                 epilog="\n".join(__doc__.split("\n")[10:]))
+                                 epilog="\n\n".join(paras[2:]))
     ap.add_argument("--lib", default=os.path.join(HERE, "..", "build", "libattn.so"))
     ap.add_argument("--device", default="", help="attn's device selector (as ATTN_DEVICE)")
     ap.add_argument("--cases", default=",".join(CASES))
@@ -102,7 +105,8 @@ def parse_args(argv):
     ap.add_argument("--torch-device", help="default: cuda where torch has it, else cpu")
     ap.add_argument("--backends", default=",".join(BACKENDS))
     ap.add_argument("--bench", type=int, default=0, metavar="REPS")
-    ap.add_argument("--json", metavar="FILE", help="every row, as a JSON list")
+    ap.add_argument("--json", metavar="FILE",
+                    help='writes {"run": {...}, "rows": [...]} (below)')
     ap.add_argument("--seed", type=int, default=20240501)
     a = ap.parse_args(argv)
     for name, known in (("cases", CASES), ("backends", BACKENDS), ("dtype", tuple(DTYPES))):

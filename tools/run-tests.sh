@@ -16,13 +16,18 @@
 #             through find_package and through pkg-config, and run
 #
 # Usage: run-tests.sh [STAGE...]   (default: all of them, in this order)
+#        run-tests.sh --help|-h    (this text)
 set -uo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+# The header comment above, without its "# ": the usage and the stages.
+usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' tools/run-tests.sh; }
 
 all=(main asan fuzz tsan oclgrind ptx valgrind install)
 stages=("$@")
 ((${#stages[@]})) || stages=("${all[@]}")
 for s in "${stages[@]}"; do
+    case $s in -h | --help) usage; exit 0 ;; esac
     [[ " ${all[*]} " == *" $s "* ]] || { echo "run-tests: unknown stage '$s' (${all[*]})" >&2; exit 2; }
 done
 

@@ -5,6 +5,7 @@
  * the dtype or int8), with the fp32 peak measured between rounds,
  * so that a tuned entry's gain is seen on this machine now. */
 #include "tune_compare.h"
+#include "tool_error.h"
 #include "tuning/tune_shapes.h"
 #include "tuning/tuning.h"
 
@@ -12,25 +13,35 @@
 #include <stdlib.h>
 #include <string.h>
 
-int tune_compare(const char *device, const char *shapes_arg, int entry, const attn_tune_cache *kv)
+int tune_open(const char *device, const char *shapes_arg, int decode, attn_problem **shapes,
+              int *nshapes, attn_context **ctx)
 {
     char err[1024];
-    attn_problem *shapes = NULL;
-    const int decode = entry == ATTN_ENTRY_DECODE;
-    const int nshapes = tune_shapes_load(shapes_arg, decode, &shapes, err, sizeof err);
-    if (nshapes < 0) {
+    *nshapes = tune_shapes_load(shapes_arg, decode, shapes, err, sizeof err);
+    if (*nshapes < 0) {
         fprintf(stderr, "attn-tune: %s\nTry 'attn-tune --help'.\n", err);
         return EXIT_USAGE;
     }
-    attn_context *ctx = NULL;
-    attn_status st = attn_context_create(device, &ctx);
+    const attn_status st = attn_context_create(device, ctx);
     if (st != ATTN_SUCCESS) {
-        fprintf(stderr, "attn-tune: attn_context_create: %s: %s\n", attn_status_name(st),
-                attn_last_create_error());
-        free(shapes);
+        tool_error("attn-tune", NULL, "attn_context_create", st, attn_last_create_error());
+        free(*shapes);
+        *shapes = NULL;
         return EXIT_FAILURE;
     }
-    attn_context_set_check(ctx, 0);
+    attn_context_set_check(*ctx, 0); /* the tuner checks on its own; --compare only times */
+    return -1;
+}
+
+int tune_compare(const char *device, const char *shapes_arg, int entry, const attn_tune_cache *kv)
+{
+    attn_problem *shapes = NULL;
+    attn_context *ctx = NULL;
+    const int decode = entry == ATTN_ENTRY_DECODE;
+    int nshapes;
+    const int rc = tune_open(device, shapes_arg, decode, &shapes, &nshapes, &ctx);
+    if (rc >= 0) return rc;
+    attn_status st;
     attn_device_identity id;
     attn_device_identity_of(ctx, &id);
     printf("attn-tune %s %s: %s / %s (driver %s, %u compute units)\n"
@@ -56,7 +67,7 @@ int tune_compare(const char *device, const char *shapes_arg, int entry, const at
         attn_params cands[2];
         if ((st = attn_tune_bench_create(ctx, entry, p, decode ? kv : NULL, &b)) != ATTN_SUCCESS ||
             (st = attn_tune_bench_plan(b, &info, &cands[0])) != ATTN_SUCCESS) {
-            fprintf(stderr, "attn-tune: %s: %s: %s\n", shape, attn_status_name(st), attn_last_error(ctx));
+            tool_error("attn-tune", shape, NULL, st, attn_last_error(ctx));
             attn_tune_bench_free(b);
             failed = 1;
             break;
@@ -78,7 +89,7 @@ int tune_compare(const char *device, const char *shapes_arg, int entry, const at
             t1[r] = ms[1];
         }
         if (st != ATTN_SUCCESS) {
-            fprintf(stderr, "attn-tune: %s: %s: %s\n", shape, attn_status_name(st), attn_last_error(ctx));
+            tool_error("attn-tune", shape, NULL, st, attn_last_error(ctx));
             failed = 1;
         } else if (!failed) {
             double flops = attn_problem_flops(p, NULL);

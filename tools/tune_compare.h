@@ -14,6 +14,13 @@
  * a cache of kind kv; NULL: contiguous, as the dtype).
  * Prints a row per shape; returns the exit status (0, 1 after a failure,
  * 2 for bad shapes). */
+/* Shared by the tuning run and --compare: the shapes of shapes_arg (as
+ * tune_shapes_load) and a context on device with the library's check mode
+ * off. Returns -1 to go on, else the exit status (2 for bad shapes, 1 when
+ * no context opens; said on stderr). */
+int tune_open(const char *device, const char *shapes_arg, int decode, attn_problem **shapes,
+              int *nshapes, attn_context **ctx);
+
 int tune_compare(const char *device, const char *shapes_arg, int entry, const attn_tune_cache *kv);
 
 #endif /* ATTN_TUNE_COMPARE_H */
