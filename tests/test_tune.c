@@ -1009,9 +1009,11 @@ static void search_small_class(int max_candidates, attn_params want[4], int *nwa
         if (!attn_params_equal(&start, &dflt)) want[(*nwant)++] = start;
     }
     memset(seen, 0, sizeof *seen);
+    /* the default's family too (mma on a GPU that has it): local search
+     * steps only within the searched families */
     attn_search_opts so = quick_search(60, *nwant + max_candidates, 11,
                                        1u << ATTN_FAMILY_TILED | 1u << ATTN_FAMILY_VECTOR |
-                                           1u << ATTN_FAMILY_FLASH);
+                                           1u << ATTN_FAMILY_FLASH | 1u << dflt.family);
     so.progress = seen_candidate;
     so.progress_arg = seen;
     attn_search_result res;
@@ -1072,6 +1074,38 @@ static void test_search_steps_before_random(void)
     CU_ASSERT(step);
 }
 
+/* A search limited to one family (attn-tune --family) measures the
+ * default whatever its family, and nothing else outside that family: the
+ * default's steps are not added (they were, and --family tiled on a CPU
+ * became a search of vector settings). */
+static void test_search_keeps_to_family(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    const attn_problem p = problem(32, 4, 2, 48, ATTN_F32, 1);
+    attn_tune_bench *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &p, NULL, &b), ATTN_SUCCESS);
+    const attn_params dflt = attn_tune_bench_default(b);
+    const int only = dflt.family == ATTN_FAMILY_TILED ? ATTN_FAMILY_VECTOR : ATTN_FAMILY_TILED;
+    seen_with_best seen;
+    memset(&seen, 0, sizeof seen);
+    attn_search_opts so = quick_search(60, 8, 11, 1u << only);
+    so.progress = seen_candidate;
+    so.progress_arg = &seen;
+    attn_search_result res;
+    CU_ASSERT_EQUAL(attn_tune_search(b, &so, &res), ATTN_SUCCESS);
+    int outside = 0;
+    for (int k = 0; k < seen.n; k++) {
+        char text[200];
+        attn_params_format(&seen.cand[k], text, sizeof text);
+        printf("\n  %d: %s", k + 1, text);
+        outside += seen.cand[k].family != only && !attn_params_equal(&seen.cand[k], &dflt);
+    }
+    CU_ASSERT(seen.n >= 2);
+    CU_ASSERT_EQUAL(outside, 0);
+    attn_tune_bench_free(b);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_tool_commands),
     HARNESS_TEST(test_wrong_candidates_rejected),
@@ -1084,6 +1118,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_neighbours_bracket),
     HARNESS_TEST(test_search_seeds_each_family),
     HARNESS_TEST(test_search_steps_before_random),
+    HARNESS_TEST(test_search_keeps_to_family),
     HARNESS_TEST(test_session_decode),
     HARNESS_TEST(test_compare_decode),
     HARNESS_TEST(test_decode_cache_kinds_space),

@@ -21,11 +21,11 @@ attn_status attn_validate_forward(attn_context *ctx, const attn_problem *p,
  * meet. */
 attn_status attn_validate_io(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
                              const attn_tensor *out, cl_mem lse);
-/* The problem alone (shapes, dtype, scale, lengths). */
 /* The longest q_len and kv_len: kernels index rows with int and add
  * lengths, so they keep clear of INT_MAX. */
 #define ATTN_MAX_SEQ (1 << 30)
 
+/* The problem alone (shapes, dtype, scale, lengths). */
 attn_status attn_validate_problem(attn_context *ctx, const attn_problem *p,
                                   const attn_lengths *lengths);
 /* attn_validate_problem without a context: the same checks and messages,

@@ -109,9 +109,9 @@ int attn_search_neighbours(const attn_device_limits *dev, int entry, const attn_
         const attn_tunable_desc *ax = axes[a];
         const int v = attn_desc_get(c, ax->offset);
         /* the searched values just below and just above v: its neighbours in
-         * the list, or, for a value off the list (7 vector rows set by
-         * ATTN_PARAMS or a tuned entry, between 6 and 8), the two that
-         * bracket it */
+         * the list, or, for a value off it (a heuristic default or family
+         * start the device's limits shrank between two searched values),
+         * the two that bracket it */
         int below = -1, above = -1;
         for (int i = 0; i < ax->nsearch; i++) {
             if (ax->search[i] < v) below = i;

@@ -188,6 +188,15 @@ static int random_unvisited(search *s)
     return -1;
 }
 
+/* Whether the search covers family f: --family's mask, else every family
+ * the best can be in (a named-only one only as the default, then searched).
+ * The default is measured whatever its family; its steps are not added
+ * outside the mask, which would turn --family tiled into a vector search. */
+static int searched_family(const search *s, int f)
+{
+    return !s->o->families || (s->o->families & (1u << f));
+}
+
 /* Whether the searched values hold candidates of family f. */
 static int family_listed(const search *s, int f)
 {
@@ -297,14 +306,15 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     while (may_continue(&s)) {
         if (head == s.qlen) {
             /* local search: the unmeasured neighbours of the best so far,
-             * also those off the searched values (a best off them, such as
-             * a family's start, keeps its off-list value as it steps in the
-             * other tunables) */
+             * also those off the searched values in a searched family (a
+             * best off them, such as a default or start the heuristic
+             * shrank, keeps its off-list value as it steps in the others) */
             attn_params nb[16];
             int nn = s.best >= 0
                          ? attn_search_neighbours(&dev, entry, p, cache, &s.c[s.best].pr, nb, 16) : 0;
             for (int k = 0; k < nn; k++)
-                if (push(&s, find_or_add(&s, &nb[k])) < 0) {
+                if (push(&s, searched_family(&s, nb[k].family) ? find_or_add(&s, &nb[k])
+                                                               : find(&s, &nb[k])) < 0) {
                     st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
                                    "attn_tune_search: out of host memory");
                     goto done;
