@@ -215,8 +215,9 @@ static attn_status prologue(attn_layer *l, int batch, int seq, cl_mem hidden, si
     /* the attention's limits, named as this call's arguments (p's fields
      * are not the caller's) */
     ATTN_CHECK(ctx, seq > ATTN_MAX_SEQ, ATTN_ERROR_INVALID_ARGUMENT, "seq = %d exceeds 2^30", seq);
-    ATTN_CHECK(ctx, (double)batch * c->q_heads * seq > 0x7fffffff, ATTN_ERROR_INVALID_ARGUMENT,
-               "batch x q_heads x seq = %.0f exceeds 2^31 - 1", (double)batch * c->q_heads * seq);
+    const double query_rows = (double)batch * c->q_heads * seq;
+    ATTN_CHECK(ctx, query_rows > 0x7fffffff, ATTN_ERROR_INVALID_ARGUMENT,
+               "batch x q_heads x seq = %.0f exceeds 2^31 - 1", query_rows);
     attn_status st = attn_validate_problem(ctx, p, lengths);
     if (st != ATTN_SUCCESS) return st;
     const size_t rows = (size_t)batch * (size_t)seq, esize = attn_dtype_size(c->dtype);

@@ -1,7 +1,6 @@
 /* tuning_db_read.c -- reading a tuning database: the JSON text checked
  * field by field, an error naming the file, line, entry and field (the
  * format is in tuning.h; writing, locking and merging are tuning_db.c). */
-#define _DEFAULT_SOURCE /* fileno */
 #include "attention/decode.h" /* ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK */
 #include "core/file_read.h"
 #include "core/log.h"
