@@ -163,8 +163,8 @@ static void test_list_syntax(void)
     CU_ASSERT(s[0] == 0 && s[1] == 1 && s[3] == 8);
     /* empty items too: "2,,4" is a typo, not the list 2,4 */
     const char *bad_s[] = {"", "0", "257", "two", "auto,x", "1,2,3,4,5,6,7,8,9,10,11,12,13,14,15,16,17",
-                           "2,,4", "2,", ",2", "auto,auto", "2,4,2"};
-    for (int i = 0; i < 11; i++) CU_ASSERT_EQUAL(bench_parse_splits(bad_s[i], s, BENCH_MAX_SPLITS), -1);
+                           "2,,4", "2,", ",2", "auto,auto", "2,4,2", "+2", "auto, 2"};
+    for (int i = 0; i < 13; i++) CU_ASSERT_EQUAL(bench_parse_splits(bad_s[i], s, BENCH_MAX_SPLITS), -1);
     int b[BENCH_MAX_BLOCKS];
     CU_ASSERT_EQUAL(bench_parse_blocks("0,16,256", b, BENCH_MAX_BLOCKS), 3);
     const char *bad_b[] = {"0,0", "16,0,16", "24", "0,"};
@@ -513,6 +513,10 @@ static void test_variant_refusals(void)
         /* the library's limit on lengths, 2^30, not INT_MAX */
         {{"--seq", "2147483647", NULL}, "--seq wants an integer in 1..1073741824"},
         {{"--kv-len", "1073741825", NULL}, "--kv-len wants an integer in 1..1073741824"},
+        /* whole numbers written plainly (strtol took a '+' and spaces) */
+        {{"--seq", "+64", NULL}, "--seq wants an integer"},
+        {{"--head-dim", " 16", NULL}, "--head-dim wants an integer"},
+        {{"--window", "+8,0", NULL}, "--window wants"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *err = NULL;

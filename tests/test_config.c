@@ -54,7 +54,13 @@ static void test_set_params_errors(void)
         {"rows=8;keys=16", "rows=8;keys=16"},       /* not an integer */
         {"rows=8,keys", "\"keys\""},                /* not name=value */
         {"rows=8,rows=16", "rows is given twice"},  /* a typo, not the last one */
-        {"family=tiled,family=vector", "family is given twice"}};
+        {"family=tiled,family=vector", "family is given twice"},
+        /* whole numbers written plainly: strtol's int cast took 2^32 + 1 as
+         * 1 (the vector family), and it took a '+' */
+        {"family=4294967297", "family=4294967297"},
+        {"family=+1", "family=+1"},
+        {"rows=+8", "rows=+8"},
+        {"rows=4294967304", "rows=4294967304"}};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_EQUAL(attn_context_set_params(ctx, bad[i].text), ATTN_ERROR_INVALID_ARGUMENT);
         const char *msg = attn_last_error(ctx);

@@ -299,6 +299,11 @@ static void child_selectors(void)
     check_selector("no-such-device-xyz", NULL);
     check_selector("0:99", NULL);
     check_selector("99:0", NULL);
+    /* indices are written plainly: with a '+' (which strtoll took) or a
+     * space, "P:D" is a name, and no device has it */
+    check_selector("+0:+0", NULL);
+    check_selector("0:+0", NULL);
+    check_selector(" 0:0", NULL);
     attn_context *c = NULL;
     CU_ASSERT_NOT_EQUAL(attn_context_create("-1:0", &c), ATTN_SUCCESS);
     CU_ASSERT_PTR_NULL(c);

@@ -125,6 +125,9 @@ static void test_softmax_work_groups(void)
     static const char *const sizes[] = {"1", "8", "128"};
     for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(softmax_child("--child-softmax", sizes[i], i), 0);
     CU_ASSERT_EQUAL(softmax_child("--child-softmax-refused", "3", 0), 0);
+    /* written plainly, or refused: strtol took " 8" and "+8" */
+    CU_ASSERT_EQUAL(softmax_child("--child-softmax-refused", " 8", 0), 0);
+    CU_ASSERT_EQUAL(softmax_child("--child-softmax-refused", "+8", 0), 0);
 }
 
 static void test_storage_types(void) { run_group("materialized/storage"); }

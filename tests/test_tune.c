@@ -759,8 +759,11 @@ static void test_tool_commands(void)
     free(text);
     const char *usage[][3] = {{"--budget", "soon", NULL}, {"--shapes", "hq=8:d=64", NULL},
                               {"--shapes", "hq=8:hkv=3:d=64:s=64", NULL}, {"--frobnicate", NULL, NULL},
-                              {"--decode", "--show", NULL}};
-    for (int i = 0; i < 5; i++) {
+                              {"--decode", "--show", NULL},
+                              /* whole numbers written plainly (strtol took the '+') */
+                              {"--shapes", "hq=+2:d=16:s=64", NULL},
+                              {"--max-candidates", "+3", NULL}};
+    for (int i = 0; i < 7; i++) {
         CU_ASSERT_EQUAL(run_tool(usage[i], env, out, 1), 2);
         text = harness_read_file(out, NULL);
         printf("\n  usage error: %.160s", text);

@@ -359,6 +359,8 @@ static void test_mixed_options_refused(void)
     expect_refusal(shape, 2, "need --q and --k", out);
     const char *bad_shape[] = {"--q", "q", "--k", "k", "--q-shape", "2,x,8", "--out", out, NULL};
     expect_refusal(bad_shape, 2, "shape '2,x,8' is not", out);
+    const char *plus_shape[] = {"--q", "q", "--k", "k", "--q-shape", "2,+4,8", "--out", out, NULL};
+    expect_refusal(plus_shape, 2, "shape '2,+4,8' is not", out); /* strtol took the '+' */
 }
 
 static void test_bad_npy_refused(void)

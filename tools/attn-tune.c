@@ -135,15 +135,14 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_DECODE: o->decode = 1; break;
         case OPT_KV_INT8: o->kv.storage = ATTN_KV_INT8; break;
         case OPT_BLOCK_SIZE: {
-            errno = 0;
-            const long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end ||
-                (v != 0 && (v < ATTN_KV_MIN_BLOCK || v > ATTN_KV_MAX_BLOCK || (v & (v - 1))))) {
+            int v = 0;
+            if (attn_parse_int(optarg, 0, ATTN_KV_MAX_BLOCK, &v) ||
+                (v != 0 && (v < ATTN_KV_MIN_BLOCK || (v & (v - 1))))) {
                 fprintf(stderr, "attn-tune: --block-size wants 0 (contiguous) or a power of two "
                         "in %d..%d, not '%s'\n", ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK, optarg);
                 bad = 1;
             }
-            o->kv.block_size = (int)v;
+            o->kv.block_size = v;
             break;
         }
         case OPT_BUDGET:
@@ -156,14 +155,13 @@ static int parse_args(int argc, char **argv, options *o)
             }
             break;
         case OPT_MAXCAND: {
-            errno = 0;
-            long v = strtol(optarg, &end, 10);
-            if (errno || end == optarg || *end || v < 1 || v > 100000) {
+            int v = 0;
+            if (attn_parse_int(optarg, 1, 100000, &v)) {
                 fprintf(stderr, "attn-tune: --max-candidates wants an integer in 1..100000, not "
                         "'%s'\n", optarg);
                 bad = 1;
             }
-            o->max_candidates = (int)v;
+            o->max_candidates = v;
             break;
         }
         case OPT_FAMILY: {

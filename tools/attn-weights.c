@@ -5,6 +5,7 @@
  * masks' structure can be seen. Uses only attn.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "attn.h"
+#include "core/text.h"
 #include "heatmap.h"
 #include "png_write.h"
 #include "measure/sampling.h"
@@ -75,15 +76,11 @@ static void usage(FILE *f)
 
 static int parse_int(const char *opt, const char *text, int lo, int hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) {
+    if (attn_parse_int(text, lo, hi, out)) {
         fprintf(stderr, "attn-weights: --%s wants an integer in %d..%d, not '%s'\n", opt, lo, hi,
                 text);
         return -1;
     }
-    *out = (int)v;
     return 0;
 }
 

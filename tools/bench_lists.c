@@ -4,6 +4,7 @@
  * (bench_options.c) and the tests use them. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_options.h"
+#include "core/text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -47,10 +48,7 @@ static int parse_int_list(const char *list, long lo, long hi, const char *zero_w
         if (n == max) return -1;
         long v = 0;
         if (!zero_word || strcmp(t, zero_word) != 0) {
-            char *end;
-            errno = 0;
-            v = strtol(t, &end, 10);
-            if (errno || end == t || *end || v < lo || v > hi) return -1;
+            if (attn_parse_long(t, lo, hi, &v)) return -1;
         }
         if (distinct && repeated(out, n, (int)v)) return -1;
         out[n++] = (int)v;

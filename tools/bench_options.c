@@ -4,6 +4,7 @@
  * catches an option the parser does not handle. */
 #define _POSIX_C_SOURCE 200809L
 #include "bench_options.h"
+#include "core/text.h"
 
 #include <errno.h>
 #include <getopt.h>
@@ -171,15 +172,11 @@ static int parse_float(const char *opt, const char *text, float lo, float hi, fl
 
 static int parse_int(const char *opt, const char *text, int lo, int hi, int *out)
 {
-    char *end;
-    errno = 0;
-    long v = strtol(text, &end, 10);
-    if (errno || end == text || *end || v < lo || v > hi) {
+    if (attn_parse_int(text, lo, hi, out)) {
         fprintf(stderr, "attn-bench: --%s wants an integer in %d..%d, not '%s'\n", opt, lo, hi,
                 text);
         return -1;
     }
-    *out = (int)v;
     return 0;
 }
 

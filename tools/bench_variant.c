@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "bench_variant.h"
 #include "common.h"
+#include "core/text.h"
 
 #include <errno.h>
 #include <math.h>
@@ -22,17 +23,6 @@ const char *bench_mask_name(bench_mask_kind k)
     return k >= 0 && k < BENCH_MASK_COUNT ? mask_names[k] : "?";
 }
 
-/* A whole-text integer in lo..hi. */
-static int whole_int(const char *t, long lo, long hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long x = strtol(t, &end, 10);
-    if (errno || end == t || *end || x < lo || x > hi) return -1;
-    *out = (int)x;
-    return 0;
-}
-
 int bench_parse_window(const char *text, bench_variant *v)
 {
     char buf[64];
@@ -42,7 +32,7 @@ int bench_parse_window(const char *text, bench_variant *v)
     if (!comma) return -1;
     *comma = 0;
     int l, r;
-    if (whole_int(buf, -1, 1 << 30, &l) || whole_int(comma + 1, -1, 1 << 30, &r)) return -1;
+    if (attn_parse_int(buf, -1, 1 << 30, &l) || attn_parse_int(comma + 1, -1, 1 << 30, &r)) return -1;
     v->use_window = 1, v->window_left = l, v->window_right = r;
     return 0;
 }

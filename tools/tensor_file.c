@@ -30,10 +30,10 @@ int tensor_shape_parse(const char *text, int dims[4], char *err, size_t en)
     int n = 0;
     const char *p = text;
     for (;;) {
-        char *end;
+        char *end = NULL;
         errno = 0;
-        const long x = strtol(p, &end, 10);
-        if (end == p || errno || x < 1 || x > INT_MAX || n == 4)
+        const long x = *p >= '0' && *p <= '9' ? strtol(p, &end, 10) : 0; /* no spaces or '+' */
+        if (x == 0 || errno || x > INT_MAX || n == 4)
             return fail(err, en, "shape '%s' is not 2 to 4 positive integers like B,H,S,D", text);
         v[n++] = x;
         if (*end == 0) break;

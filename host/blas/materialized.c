@@ -7,6 +7,7 @@
  * sinks, ALiBi, mask, packed) applies in the row kernel. */
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/text.h"
 #include "core/launch.h"
 #include "attention/validate.h"
 #include "attention/forward.h"
@@ -34,9 +35,9 @@ static attn_status softmax_wg(attn_context *ctx, size_t *out)
     size_t want = (ctx->device_type & CL_DEVICE_TYPE_CPU) ? 1 : 128, wg = 1;
     const char *env = ctx->softmax_wg;
     if (env) {
-        char *end;
-        const long v = strtol(env, &end, 10);
-        ATTN_CHECK(ctx, *end || v < 1 || v > 256 || (v & (v - 1)) || (size_t)v > ctx->max_wg,
+        int v = 0;
+        ATTN_CHECK(ctx,
+                   attn_parse_int(env, 1, 256, &v) || (v & (v - 1)) || (size_t)v > ctx->max_wg,
                    ATTN_ERROR_INVALID_ARGUMENT, "ATTN_SOFTMAX_WG=\"%s\": expected a power of two "
                    "in 1..%zu", env, ctx->max_wg < 256 ? ctx->max_wg : 256);
         want = (size_t)v;

@@ -83,17 +83,17 @@ static int select_visit(cl_platform_id pl, cl_uint pi, cl_device_id dev, cl_uint
 }
 
 /* attn_select_device without naming a call: context creation uses it too. */
-/* "P:D", two whole numbers (a '-' sign is recognised, to be refused, "-0"
- * too): 1 and the indices; -1 when one is negative or past INT_MAX
- * (sscanf's %d was undefined there); 0 when selector is not of that form
- * (a name). */
+/* "P:D", two whole numbers written plainly (a '-' sign is recognised, to
+ * be refused, "-0" too; no '+' or spaces): 1 and the indices; -1 when one
+ * is negative or past INT_MAX (sscanf's %d was undefined there); 0 when
+ * selector is not of that form (a name). */
 static int index_pair(const char *selector, int *p, int *d)
 {
     const char *at = selector;
     long long v[2];
     int negative = 0;
     for (int i = 0; i < 2; i++) {
-        const char *digits = at + (*at == '-' || *at == '+');
+        const char *digits = at + (*at == '-');
         if (*digits < '0' || *digits > '9') return 0;
         negative |= *at == '-';
         char *end;

@@ -1,8 +1,10 @@
-/* text.c -- case-insensitive matching of device names and selectors
- * (text.h), once for the library and attn-tune. */
+/* text.c -- case-insensitive matching of device names and selectors, and
+ * strict whole numbers (text.h), once for the library and the tools. */
 #include "core/text.h"
 
 #include <ctype.h>
+#include <errno.h>
+#include <stdlib.h>
 #include <string.h>
 
 int attn_contains_ci(const char *hay, const char *needle)
@@ -21,4 +23,25 @@ int attn_contains_ci(const char *hay, const char *needle)
 int attn_equal_ci(const char *a, const char *b)
 {
     return strlen(a) == strlen(b) && attn_contains_ci(a, b);
+}
+
+int attn_parse_long(const char *text, long lo, long hi, long *out)
+{
+    if (!text) return -1;
+    const char *digits = text + (*text == '-');
+    if (*digits < '0' || *digits > '9') return -1; /* also "", "-", " 1", "+1" */
+    char *end;
+    errno = 0;
+    const long v = strtol(text, &end, 10);
+    if (errno || *end || v < lo || v > hi) return -1;
+    *out = v;
+    return 0;
+}
+
+int attn_parse_int(const char *text, int lo, int hi, int *out)
+{
+    long v;
+    if (attn_parse_long(text, lo, hi, &v)) return -1;
+    *out = (int)v;
+    return 0;
 }

@@ -1,6 +1,7 @@
-/* text.h -- small string matching (text.c) shared by the library and the
- * tools that link its internals: choosing a device by part of its name
- * (context.c) and naming devices to forget (attn-tune). */
+/* text.h -- small string matching and number parsing (text.c) shared by
+ * the library and the tools: choosing a device by part of its name
+ * (context.c), naming devices to forget (attn-tune), and reading whole
+ * numbers from options, environment variables and the override syntax. */
 #ifndef ATTN_CORE_TEXT_H
 #define ATTN_CORE_TEXT_H
 
@@ -9,5 +10,14 @@
 int attn_contains_ci(const char *hay, const char *needle);
 /* 1 when a and b are equal ignoring ASCII case, else 0. */
 int attn_equal_ci(const char *a, const char *b);
+
+/* A whole number written plainly: an optional '-' and decimal digits, the
+ * whole string, nothing else (no spaces, no '+', no "0x"), in lo..hi.
+ * Returns 0 with the value in *out, else -1 and *out untouched. strtol
+ * alone skips leading spaces, takes a '+', and a caller casting its long
+ * to int wraps "4294967297" to 1. */
+int attn_parse_long(const char *text, long lo, long hi, long *out);
+/* The same for an int (lo..hi within int's range). */
+int attn_parse_int(const char *text, int lo, int hi, int *out);
 
 #endif /* ATTN_CORE_TEXT_H */

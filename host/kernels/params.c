@@ -4,6 +4,7 @@
  * the plan string, the legality check and the -D option string. */
 #define _POSIX_C_SOURCE 200809L
 #include "core/context.h"
+#include "core/text.h"
 #include "kernels/kernel_desc.h"
 #include "attention/variants.h"
 
@@ -263,9 +264,9 @@ static int family_value(const char *value)
 {
     const int named = attn_family_named(value);
     if (named >= 0) return named;
-    char *end;
-    long v = strtol(value, &end, 10);
-    return end != value && !*end && attn_family_desc_of((int)v) ? (int)v : -1;
+    int v;
+    return !attn_parse_int(value, 0, ATTN_FAMILY_COUNT - 1, &v) && attn_family_desc_of(v) ? v
+                                                                                           : -1;
 }
 
 /* One pass over "name=value,...": with apply 0 it only finds family=. */
@@ -303,18 +304,17 @@ static int parse_pass(char *buf, attn_params *out, int apply, char *err, size_t 
             continue;
         }
         if (!apply) continue;
-        char *end;
-        long v = strtol(value, &end, 10);
-        if (end == value || *end || v < t->min || v > t->max) {
+        int v;
+        if (attn_parse_int(value, t->min, t->max, &v)) {
             snprintf(err, errsize, "%s=%s: expected an integer in %d..%d", item, value, t->min,
                      t->max);
             return -1;
         }
-        if (out_of_range(t, (int)v)) { /* not a power of two */
-            range_error(t, (int)v, NULL, err, errsize);
+        if (out_of_range(t, v)) { /* not a power of two */
+            range_error(t, v, NULL, err, errsize);
             return -1;
         }
-        *attn_desc_field(out, t->offset) = (int)v;
+        *attn_desc_field(out, t->offset) = v;
     }
     return 0;
 }

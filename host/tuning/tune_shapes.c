@@ -2,6 +2,7 @@
  * tune_shapes.h) and the DESIGN prefill set. */
 #define _POSIX_C_SOURCE 200809L
 #include "tuning/tune_shapes.h"
+#include "core/text.h"
 
 #include <errno.h>
 #include <limits.h>
@@ -10,16 +11,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
-
-static int field_int(const char *value, int lo, int hi, int *out)
-{
-    char *end;
-    errno = 0;
-    long v = strtol(value, &end, 10);
-    if (errno || end == value || *end || v < lo || v > hi) return -1;
-    *out = (int)v;
-    return 0;
-}
 
 /* A positive finite float; 0 or -1. */
 static int field_float(const char *value, float *out)
@@ -46,8 +37,8 @@ static int variant_field(const char *key, const char *value, attn_problem *p, ch
         snprintf(left, sizeof left, "%.*s", slash ? (int)(slash - value) : (int)strlen(value), value);
         p->use_window = 1;
         p->window_right = -1;
-        if (field_int(left, 0, 1 << 30, &p->window_left) == 0 &&
-            (!slash || field_int(slash + 1, -1, 1 << 30, &p->window_right) == 0))
+        if (attn_parse_int(left, 0, 1 << 30, &p->window_left) == 0 &&
+            (!slash || attn_parse_int(slash + 1, -1, 1 << 30, &p->window_right) == 0))
             return 0;
         snprintf(err, errsize, "window=%s: expected L or L/R, keys back and ahead (0..2^30; R "
                  "may be -1, unlimited)", value);
@@ -117,7 +108,7 @@ static int parse_one(char *item, attn_problem *p, char *err, size_t errsize)
                      "softcap, alibi)", key);
             return -1;
         }
-        if (field_int(value, lo, hi, dst) != 0) {
+        if (attn_parse_int(value, lo, hi, dst) != 0) {
             snprintf(err, errsize, "%s=%s: expected an integer in %d..%d", key, value, lo, hi);
             return -1;
         }
