@@ -26,20 +26,23 @@ static attn_status for_each_device(device_visit fn, void *arg, int *stopped)
     cl_uint np = 0;
     *stopped = 0;
     cl_int err = clGetPlatformIDs(0, NULL, &np);
-    if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || np == 0)
+    if (err == -1001 /* CL_PLATFORM_NOT_FOUND_KHR */ || (err == CL_SUCCESS && np == 0))
         return ATTN_FAIL(NULL, ATTN_ERROR_NO_DEVICE,
                          "no OpenCL platform found (is an ICD installed in /etc/OpenCL/vendors?)");
-    if (err != CL_SUCCESS) return attn_fail_cl(NULL, err, "clGetPlatformIDs");
     cl_platform_id plats[64];
     if (np > 64) np = 64;
-    clGetPlatformIDs(np, plats, NULL);
+    /* the lists are used only when the driver filled them (test_cl_faults:
+     * a failed second call left them uninitialised, and the ICD crashed) */
+    if (err == CL_SUCCESS) err = clGetPlatformIDs(np, plats, NULL);
+    if (err != CL_SUCCESS) return attn_fail_cl(NULL, err, "clGetPlatformIDs");
     for (cl_uint p = 0; p < np && !*stopped; p++) {
         cl_uint nd = 0;
         if (clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, 0, NULL, &nd) != CL_SUCCESS || nd == 0)
             continue;
         cl_device_id devs[64];
         if (nd > 64) nd = 64;
-        clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL);
+        if ((err = clGetDeviceIDs(plats[p], CL_DEVICE_TYPE_ALL, nd, devs, NULL)) != CL_SUCCESS)
+            return attn_fail_cl(NULL, err, "clGetDeviceIDs");
         for (cl_uint d = 0; d < nd && !*stopped; d++)
             *stopped = fn(plats[p], p, devs[d], d, arg);
     }
@@ -179,20 +182,54 @@ int attn_device_has_extension(cl_device_id device, const char *name)
     return found;
 }
 
-static void read_device_facts(attn_context *c)
+/* A platform's (pl) or else a device's string, cut to fit buf: a name
+ * longer than the field is no error. */
+static cl_int info_string(cl_platform_id pl, cl_device_id dev, cl_uint what, char *buf,
+                          size_t size)
 {
-    clGetPlatformInfo(c->platform, CL_PLATFORM_NAME, sizeof c->platform_name, c->platform_name, NULL);
-    clGetDeviceInfo(c->device, CL_DEVICE_VENDOR, sizeof c->vendor, c->vendor, NULL);
-    clGetDeviceInfo(c->device, CL_DEVICE_NAME, sizeof c->device_name, c->device_name, NULL);
-    clGetDeviceInfo(c->device, CL_DRIVER_VERSION, sizeof c->driver, c->driver, NULL);
-    clGetDeviceInfo(c->device, CL_DEVICE_TYPE, sizeof c->device_type, &c->device_type, NULL);
-    clGetDeviceInfo(c->device, CL_DEVICE_MAX_COMPUTE_UNITS, sizeof c->compute_units, &c->compute_units, NULL);
-    clGetDeviceInfo(c->device, CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, sizeof c->float_width,
-                    &c->float_width, NULL);
-    clGetDeviceInfo(c->device, CL_DEVICE_LOCAL_MEM_SIZE, sizeof c->local_mem, &c->local_mem, NULL);
-    clGetDeviceInfo(c->device, CL_DEVICE_MAX_WORK_GROUP_SIZE, sizeof c->max_wg, &c->max_wg, NULL);
-    clGetDeviceInfo(c->device, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof c->max_alloc, &c->max_alloc, NULL);
+    size_t n = 0;
+    cl_int err = pl ? clGetPlatformInfo(pl, what, 0, NULL, &n)
+                    : clGetDeviceInfo(dev, what, 0, NULL, &n);
+    if (err != CL_SUCCESS) return err;
+    char *all = malloc(n + 1);
+    if (!all) return CL_OUT_OF_HOST_MEMORY;
+    err = pl ? clGetPlatformInfo(pl, what, n, all, NULL) : clGetDeviceInfo(dev, what, n, all, NULL);
+    if (err == CL_SUCCESS) {
+        all[n] = 0;
+        snprintf(buf, size, "%s", all);
+    }
+    free(all);
+    return err;
+}
+
+/* The device's facts: names for the caches' keys and the tuning database,
+ * limits for planning. A query that fails fails the context, naming it
+ * (test_cl_faults: a max allocation left at 0 had made every later call
+ * fail as if the device could allocate nothing). */
+static attn_status read_device_facts(attn_context *c)
+{
+    cl_int err = info_string(c->platform, NULL, CL_PLATFORM_NAME, c->platform_name,
+                             sizeof c->platform_name);
+    if (err != CL_SUCCESS) return attn_fail_cl(NULL, err, "clGetPlatformInfo(CL_PLATFORM_NAME)");
+#define DEVICE_STRING(what, field)                                                                 \
+    if ((err = info_string(NULL, c->device, what, c->field, sizeof c->field)) != CL_SUCCESS)       \
+        return attn_fail_cl(NULL, err, "clGetDeviceInfo(" #what ")");
+#define DEVICE_FACT(what, field)                                                                   \
+    if ((err = clGetDeviceInfo(c->device, what, sizeof c->field, &c->field, NULL)) != CL_SUCCESS)  \
+        return attn_fail_cl(NULL, err, "clGetDeviceInfo(" #what ")");
+    DEVICE_STRING(CL_DEVICE_VENDOR, vendor)
+    DEVICE_STRING(CL_DEVICE_NAME, device_name)
+    DEVICE_STRING(CL_DRIVER_VERSION, driver)
+    DEVICE_FACT(CL_DEVICE_TYPE, device_type)
+    DEVICE_FACT(CL_DEVICE_MAX_COMPUTE_UNITS, compute_units)
+    DEVICE_FACT(CL_DEVICE_NATIVE_VECTOR_WIDTH_FLOAT, float_width)
+    DEVICE_FACT(CL_DEVICE_LOCAL_MEM_SIZE, local_mem)
+    DEVICE_FACT(CL_DEVICE_MAX_WORK_GROUP_SIZE, max_wg)
+    DEVICE_FACT(CL_DEVICE_MAX_MEM_ALLOC_SIZE, max_alloc)
+#undef DEVICE_FACT
+#undef DEVICE_STRING
     c->nv_cc = attn_nv_compute_capability(c->device);
+    return ATTN_SUCCESS;
 }
 
 static attn_context *context_new(void)
@@ -239,7 +276,7 @@ attn_status attn_context_create(const char *selector, attn_context **out)
         goto fail;
     }
     c->profiling = 1;
-    read_device_facts(c);
+    if ((st = read_device_facts(c)) != ATTN_SUCCESS) goto fail;
     attn_log(ATTN_LOG_INFO, "device: %s / %s (%s)", c->platform_name, c->device_name, c->driver);
     *out = c;
     return ATTN_SUCCESS;
@@ -280,7 +317,11 @@ attn_status attn_context_create_from_queue(cl_command_queue queue, attn_context 
     c->queue = queue;
     c->profiling = (qp & CL_QUEUE_PROFILING_ENABLE) != 0;
     c->out_of_order = (qp & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) != 0;
-    read_device_facts(c);
+    const attn_status st = read_device_facts(c);
+    if (st != ATTN_SUCCESS) {
+        attn_context_release(c); /* the queue and context retained above too */
+        return st;
+    }
     *out = c;
     return ATTN_SUCCESS;
 }
