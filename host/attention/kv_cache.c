@@ -242,12 +242,15 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
     if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS ||
         (st = attn_kernel_enqueue(ctx, kern, 3, global, NULL, 0, NULL, &ev)) != ATTN_SUCCESS)
         goto done;
-    /* enqueued: the pages stay and only now do the lengths move (even if
-     * the ordering below fails: the copy will run) */
+    /* enqueued: the pages stay and only now do the lengths move. The copy
+     * will run, so the ordering below must not fail the call, which the
+     * caller would make again (test_cl_faults found it did): it falls back
+     * to a wait, and only a device that can do neither reports an error
+     * with the rows appended. */
     grown = 0;
     for (int b = 0; b < c->batch; b++)
         c->len[b] += append_rows_of(c, b, block_len, starts, counts).s[1];
-    if ((st = attn_queue_order(ctx)) != ATTN_SUCCESS) goto done;
+    if ((st = attn_queue_order_after(ctx, ev)) != ATTN_SUCCESS) goto done;
     if (done) {
         *done = ev;
         ev = NULL;
