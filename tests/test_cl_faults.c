@@ -1,0 +1,336 @@
+/* test_cl_faults.c -- every OpenCL call attn makes, failed in turn.
+ *
+ * A workload of the library's main paths -- creating a context; a GQA
+ * forward in f16 with left padding, an additive mask kept by version and
+ * LSE, twice (the second from the mask's cached summary); a KV cache
+ * created, filled from the padded K/V and decoded against -- is run once
+ * to count its OpenCL calls, then once more for each call, with that call
+ * failing (cl_faults.c: CL_OUT_OF_RESOURCES, an allocation failure or
+ * CL_OUT_OF_HOST_MEMORY, as a driver short of memory gives; information
+ * queries and device lists too). For each run:
+ *   - an attn call that fails does so because of the fault, never another
+ *     reason, with a message; nothing crashes (and, in the ASan build,
+ *     nothing leaks or is read out of bounds);
+ *   - a failed call changes nothing that the next call could see: the same
+ *     call again on the same context (or cache) succeeds, and the cache's
+ *     lengths are as before the failure;
+ *   - every result reported as a success, after a fault or not, matches
+ *     the CPU reference;
+ *   - everything attn created (buffers, kernels, programs, events, queues,
+ *     contexts) is released when the cache and the context are.
+ * Three ways: programs from the disk cache (what users run once kernels
+ * are built), built from source (no disk cache), and on an application's
+ * out-of-order queue (attn's ordering barriers fail too).
+ *
+ * What it found, now fixed: a failed second clGetPlatformIDs or
+ * clGetDeviceIDs left the lists uninitialised and the ICD crashed; a failed
+ * device query made a context whose every call then failed (a max
+ * allocation of 0); and on an out-of-order queue an append whose trailing
+ * barrier failed reported failure after the lengths had grown, so the
+ * retry appended twice. */
+#include "cl_faults.h"
+#include "harness.h"
+
+#include <math.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+enum { B = 2, HQ = 4, HKV = 2, D = 20, S = 13 };
+static const int q_start[B] = {0, 4}, q_len[B] = {S, S - 4};
+static const int dec_start[B] = {0, 0}, dec_len[B] = {1, 1};
+
+typedef struct inputs {
+    float q[B * HQ * S * D], k[B * HKV * S * D], v[B * HKV * S * D];
+    float mask[S * S];
+    float qd[B * HQ * D];
+    float ref[B * HQ * S * D], ref_lse[B * HQ * S], ref_dec[B * HQ * D];
+} inputs;
+
+static inputs in;
+
+static attn_problem forward_problem(void)
+{
+    attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = S,
+                      .kv_len = S, .dtype = ATTN_F16, .causal = 1};
+    p.mask = (attn_mask){.host = in.mask, .dtype = ATTN_F32, .stride_q = S, .stride_kv = 1,
+                         .version = 1};
+    return p;
+}
+
+static attn_problem decode_problem(void)
+{
+    return (attn_problem){.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = 1,
+                          .kv_len = S, .dtype = ATTN_F16, .causal = 1};
+}
+
+/* Inputs rounded through f16 and the reference results, once. */
+static void make_inputs(void)
+{
+    harness_fill_normal(in.q, sizeof in.q / sizeof(float), 11, 0, 1);
+    harness_fill_normal(in.k, sizeof in.k / sizeof(float), 12, 0, 1);
+    harness_fill_normal(in.v, sizeof in.v / sizeof(float), 13, 0, 1);
+    harness_fill_normal(in.qd, sizeof in.qd / sizeof(float), 14, 0, 1);
+    harness_fill_uniform(in.mask, S * S, 15, -2, 2);
+    for (int i = 0; i < S * S; i += 7) in.mask[i] = -INFINITY;
+    harness_round(ATTN_F16, in.q, sizeof in.q / sizeof(float));
+    harness_round(ATTN_F16, in.k, sizeof in.k / sizeof(float));
+    harness_round(ATTN_F16, in.v, sizeof in.v / sizeof(float));
+    harness_round(ATTN_F16, in.qd, sizeof in.qd / sizeof(float));
+    attn_problem p = forward_problem();
+    const attn_lengths l = {q_start, q_len, q_start, q_len};
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, in.q, in.k, in.v, in.ref, &l, in.ref_lse),
+                          ATTN_SUCCESS);
+    /* decode: the one new query of each sequence sees every key appended */
+    attn_problem pd = decode_problem();
+    const attn_lengths ld = {dec_start, dec_len, q_start, q_len};
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&pd, in.qd, in.k, in.v, in.ref_dec, &ld, NULL),
+                          ATTN_SUCCESS);
+}
+
+/* ---- one run ---- */
+
+typedef struct run {
+    long fail_at;
+    int out_of_order;    /* the context wraps the test's own out-of-order queue */
+    int from_source;     /* no disk cache: every program built from source */
+    int wrong;           /* checks that failed in this run */
+    int failures;        /* attn calls that failed */
+    const char *stopped; /* the call that failed, for the report */
+} run;
+
+static void say(run *r, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+static void say(run *r, const char *fmt, ...)
+{
+    printf("\n  fault %ld (%s): ", r->fail_at, cl_faults_failed() ? cl_faults_failed() : "none");
+    va_list ap;
+    va_start(ap, fmt);
+    vprintf(fmt, ap);
+    va_end(ap);
+    r->wrong++;
+}
+
+/* After an armed attn call: a failure must come from the fault, with a
+ * message; returns 1 when the call is to be made again. */
+static int failed(run *r, attn_context *ctx, const char *what, attn_status st,
+                  const char *fault_before)
+{
+    if (st == ATTN_SUCCESS) return 0;
+    const char *msg = ctx ? attn_last_error(ctx) : attn_last_create_error();
+    r->failures++;
+    r->stopped = what;
+    if (!cl_faults_failed() || fault_before)
+        say(r, "%s failed with no fault of its own: %s", what, msg);
+    else if (!msg || !*msg)
+        say(r, "%s failed without a message", what);
+    return 1;
+}
+
+static int compare(run *r, const char *what, const float *got, const float *ref, size_t n)
+{
+    double atol, rtol;
+    attn_tolerance(ATTN_F16, &atol, &rtol);
+    if (harness_compare(what, got, ref, n, atol, rtol, 0) == 0) return 0;
+    say(r, "%s differs from the reference", what);
+    return -1;
+}
+
+/* The forward, made again once if it failed; its results checked. */
+static void forward_step(run *r, attn_context *ctx, const attn_tensor *tq, const attn_tensor *tk,
+                         const attn_tensor *tv, const attn_tensor *to, cl_mem lse, cl_mem mask,
+                         const char *what)
+{
+    attn_problem p = forward_problem();
+    p.mask.buffer = mask;
+    const attn_lengths l = {q_start, q_len, q_start, q_len};
+    const cl_ushort nan16 = 0x7e00; /* O to NaN: a skipped or half-done write shows */
+    clEnqueueFillBuffer(attn_context_queue(ctx), to->buffer, &nan16, sizeof nan16, 0,
+                        sizeof(cl_ushort) * B * HQ * S * D, 0, NULL, NULL);
+    for (int attempt = 0; attempt < 2; attempt++) {
+        const char *before = cl_faults_failed();
+        cl_faults_arm();
+        const attn_status st = attn_forward(ctx, &p, tq, tk, tv, to, &l, lse, NULL);
+        cl_faults_disarm();
+        if (!failed(r, ctx, what, st, before)) break;
+        if (attempt == 1) return;
+    }
+    static float got[B * HQ * S * D], got_lse[B * HQ * S];
+    clFinish(attn_context_queue(ctx)); /* an out-of-order queue: reads wait for nothing */
+    if (harness_download(ctx, ATTN_F16, to, B, HQ, S, D, got) ||
+        harness_read_floats(ctx, lse, got_lse, B * HQ * S)) {
+        say(r, "%s: reading the results back failed", what);
+        return;
+    }
+    compare(r, what, got, in.ref, B * HQ * S * D);
+    compare(r, "lse", got_lse, in.ref_lse, B * HQ * S);
+}
+
+static void run_once(run *r)
+{
+    cl_faults_reset(r->fail_at);
+    const char *sel = getenv("ATTN_TEST_DEVICE");
+    attn_context *ctx = NULL;
+    cl_context own_context = NULL;
+    cl_command_queue own_queue = NULL;
+    if (r->out_of_order) {
+        cl_platform_id pl;
+        cl_device_id dev;
+        cl_int err;
+        CU_ASSERT_EQUAL_FATAL(attn_select_device(sel, &pl, &dev), ATTN_SUCCESS);
+        own_context = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(own_context);
+        own_queue = clCreateCommandQueue(own_context, dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE,
+                                         &err);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(own_queue);
+    }
+    for (int attempt = 0; attempt < 2 && !ctx; attempt++) {
+        const char *before = cl_faults_failed();
+        cl_faults_arm();
+        const attn_status st = own_queue ? attn_context_create_from_queue(own_queue, &ctx)
+                                         : attn_context_create(sel, &ctx);
+        cl_faults_disarm();
+        if (failed(r, NULL, "attn_context_create", st, before) && ctx)
+            say(r, "a failed attn_context_create left a context");
+    }
+    if (!ctx) {
+        say(r, "attn_context_create failed twice");
+        return;
+    }
+    if (r->from_source) CU_ASSERT_EQUAL(attn_context_set_cache_dir(ctx, NULL), ATTN_SUCCESS);
+    attn_tensor tq, tk, tv, to, tqd, tod;
+    cl_mem bq = harness_upload(ctx, ATTN_F16, in.q, B, HQ, S, D, NULL, &tq);
+    cl_mem bk = harness_upload(ctx, ATTN_F16, in.k, B, HKV, S, D, NULL, &tk);
+    cl_mem bv = harness_upload(ctx, ATTN_F16, in.v, B, HKV, S, D, NULL, &tv);
+    cl_mem bo = harness_alloc(ctx, ATTN_F16, B, HQ, S, D, NULL, &to);
+    cl_mem bqd = harness_upload(ctx, ATTN_F16, in.qd, B, HQ, 1, D, NULL, &tqd);
+    cl_mem bod = harness_alloc(ctx, ATTN_F16, B, HQ, 1, D, NULL, &tod);
+    cl_mem lse = harness_float_buffer(ctx, B * HQ * S);
+    cl_int err;
+    cl_mem mask = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR,
+                                 sizeof in.mask, in.mask, &err);
+    CU_ASSERT_FATAL(bq && bk && bv && bo && bqd && bod && lse && mask);
+
+    forward_step(r, ctx, &tq, &tk, &tv, &to, lse, mask, "attn_forward");
+    forward_step(r, ctx, &tq, &tk, &tv, &to, lse, mask, "attn_forward (mask summary kept)");
+
+    attn_kv_cache *cache = NULL;
+    for (int attempt = 0; attempt < 2 && !cache; attempt++) {
+        const char *before = cl_faults_failed();
+        cl_faults_arm();
+        const attn_status st = attn_kv_cache_create(ctx, B, HKV, D, S + 3, ATTN_F16, &cache);
+        cl_faults_disarm();
+        if (failed(r, ctx, "attn_kv_cache_create", st, before) && cache)
+            say(r, "a failed attn_kv_cache_create left a cache");
+    }
+    if (cache) {
+        int appended = 0;
+        for (int attempt = 0; attempt < 2 && !appended; attempt++) {
+            const char *before = cl_faults_failed();
+            cl_faults_arm();
+            const attn_status st =
+                attn_kv_cache_append_rows(cache, &tk, &tv, S, q_start, q_len, NULL);
+            cl_faults_disarm();
+            appended = !failed(r, ctx, "attn_kv_cache_append_rows", st, before);
+            int lens[B] = {-1, -1};
+            attn_kv_cache_lengths(cache, lens);
+            for (int b = 0; b < B; b++)
+                if (lens[b] != (appended ? q_len[b] : 0))
+                    say(r, "the cache's length %d after %s append is wrong", lens[b],
+                        appended ? "an accepted" : "a failed");
+        }
+        attn_problem pd = decode_problem();
+        int decoded = 0;
+        for (int attempt = 0; appended && attempt < 2 && !decoded; attempt++) {
+            const char *before = cl_faults_failed();
+            cl_faults_arm();
+            const attn_status st = attn_decode(ctx, cache, &pd, &tqd, &tod, NULL, NULL, NULL);
+            cl_faults_disarm();
+            decoded = !failed(r, ctx, "attn_decode", st, before);
+        }
+        static float got[B * HQ * D];
+        if (decoded) {
+            clFinish(attn_context_queue(ctx));
+            if (harness_download(ctx, ATTN_F16, &tod, B, HQ, 1, D, got))
+                say(r, "reading the decode back failed");
+            else
+                compare(r, "attn_decode", got, in.ref_dec, B * HQ * D);
+        }
+        attn_kv_cache_release(cache);
+    } else {
+        say(r, "attn_kv_cache_create failed twice");
+    }
+    clReleaseMemObject(bq), clReleaseMemObject(bk), clReleaseMemObject(bv);
+    clReleaseMemObject(bo), clReleaseMemObject(bqd), clReleaseMemObject(bod);
+    clReleaseMemObject(lse), clReleaseMemObject(mask);
+    attn_context_release(ctx);
+    if (own_queue) clReleaseCommandQueue(own_queue), clReleaseContext(own_context);
+    for (int kind = 0; kind < CL_FAULTS_KINDS; kind++)
+        if (cl_faults_live(kind) != 0) {
+            say(r, "%ld OpenCL objects of kind %s left unreleased", cl_faults_live(kind),
+                cl_faults_kind_name(kind));
+        }
+}
+
+/* ---- the tests ---- */
+
+static void each_call_failed(int out_of_order, int from_source)
+{
+    make_inputs();
+    run clean = {.out_of_order = out_of_order, .from_source = from_source};
+    run_once(&clean); /* fills the disk cache; counts the calls */
+    run_once(&clean); /* the same from the disk cache */
+    const long n = cl_faults_calls();
+    printf("\n  %ld OpenCL calls in the workload", n);
+    CU_ASSERT_EQUAL_FATAL(clean.wrong, 0);
+    CU_ASSERT_EQUAL(clean.failures, 0);
+    CU_ASSERT(n > 20);
+    int wrong = 0, runs_failing = 0;
+    for (long at = 1; at <= n; at++) {
+        run r = {.fail_at = at, .out_of_order = out_of_order, .from_source = from_source};
+        run_once(&r);
+        if (!cl_faults_failed()) {
+            printf("\n  fault %ld: the run made fewer calls than the clean one (%ld)", at,
+                   cl_faults_calls());
+            wrong++;
+        }
+        wrong += r.wrong;
+        runs_failing += r.failures > 0;
+    }
+    printf("\n  %ld runs, each with one call failed: %d with an attn call that failed "
+           "(and succeeded when made again), %d problems",
+           n, runs_failing, wrong);
+    CU_ASSERT_EQUAL(wrong, 0);
+}
+
+static void test_each_call_failed(void) { each_call_failed(0, 0); }
+
+/* The same with every program built from source (no disk cache). */
+static void test_each_call_failed_from_source(void) { each_call_failed(0, 1); }
+
+/* The same on an application's out-of-order queue, where attn orders its
+ * commands with barriers (attn_queue_order), which may fail too. */
+static void test_each_call_failed_out_of_order(void)
+{
+    cl_platform_id pl;
+    cl_device_id dev;
+    cl_command_queue_properties props = 0;
+    CU_ASSERT_EQUAL_FATAL(attn_select_device(getenv("ATTN_TEST_DEVICE"), &pl, &dev), ATTN_SUCCESS);
+    clGetDeviceInfo(dev, CL_DEVICE_QUEUE_PROPERTIES, sizeof props, &props, NULL);
+    if (!(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
+        printf("\n  skipped: the device has no out-of-order queues");
+        return;
+    }
+    each_call_failed(1, 0);
+}
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_each_call_failed),
+    HARNESS_TEST(test_each_call_failed_from_source),
+    HARNESS_TEST(test_each_call_failed_out_of_order),
+    HARNESS_END
+};
+
+static void register_tests(void) { harness_add_suite("cl_faults", tests); }
+
+int main(void) { return harness_run("test_cl_faults", register_tests); }
