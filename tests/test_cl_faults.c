@@ -20,7 +20,10 @@
  *     contexts) is released when the cache and the context are.
  * Three ways: programs from the disk cache (what users run once kernels
  * are built), built from source (no disk cache), and on an application's
- * out-of-order queue (attn's ordering barriers fail too).
+ * out-of-order queue (attn's ordering barriers fail too). A second,
+ * serving workload (test_serving_calls_failed) does the same for a paged
+ * int8 cache (fork, copy on write, truncation, a speculative decode with
+ * forced splits) and a forward with every variant on BSHD tensors.
  *
  * What it found, now fixed: a failed second clGetPlatformIDs or
  * clGetDeviceIDs left the lists uninitialised and the ICD crashed; a failed
@@ -274,12 +277,12 @@ static void run_once(run *r)
 
 /* ---- the tests ---- */
 
-static void each_call_failed(int out_of_order, int from_source)
+static void each_call_failed(void (*work)(run *), int out_of_order, int from_source)
 {
     make_inputs();
     run clean = {.out_of_order = out_of_order, .from_source = from_source};
-    run_once(&clean); /* fills the disk cache; counts the calls */
-    run_once(&clean); /* the same from the disk cache */
+    work(&clean); /* fills the disk cache; counts the calls */
+    work(&clean); /* the same from the disk cache */
     const long n = cl_faults_calls();
     printf("\n  %ld OpenCL calls in the workload", n);
     CU_ASSERT_EQUAL_FATAL(clean.wrong, 0);
@@ -288,7 +291,7 @@ static void each_call_failed(int out_of_order, int from_source)
     int wrong = 0, runs_failing = 0;
     for (long at = 1; at <= n; at++) {
         run r = {.fail_at = at, .out_of_order = out_of_order, .from_source = from_source};
-        run_once(&r);
+        work(&r);
         if (!cl_faults_failed()) {
             printf("\n  fault %ld: the run made fewer calls than the clean one (%ld)", at,
                    cl_faults_calls());
@@ -303,10 +306,10 @@ static void each_call_failed(int out_of_order, int from_source)
     CU_ASSERT_EQUAL(wrong, 0);
 }
 
-static void test_each_call_failed(void) { each_call_failed(0, 0); }
+static void test_each_call_failed(void) { each_call_failed(run_once, 0, 0); }
 
 /* The same with every program built from source (no disk cache). */
-static void test_each_call_failed_from_source(void) { each_call_failed(0, 1); }
+static void test_each_call_failed_from_source(void) { each_call_failed(run_once, 0, 1); }
 
 /* The same on an application's out-of-order queue, where attn orders its
  * commands with barriers (attn_queue_order), which may fail too. */
@@ -321,13 +324,179 @@ static void test_each_call_failed_out_of_order(void)
         printf("\n  skipped: the device has no out-of-order queues");
         return;
     }
-    each_call_failed(1, 0);
+    each_call_failed(run_once, 1, 0);
+}
+
+/* ---- a serving workload: a paged int8 cache, a fork, copy on write, a
+ * truncation and a speculative decode with forced splits; a forward with
+ * every variant on BSHD tensors ---- */
+
+enum { SB = 3, SCAP = 40, SA = 20, SQ = 2 };
+
+/* Makes an attn call armed, and once more if it failed (the fault is
+ * spent by then): st is the last status. */
+#define ARMED(r, ctx, what, st, call)                                                              \
+    for (int attempt_ = 0; attempt_ < 2; attempt_++) {                                             \
+        const char *before_ = cl_faults_failed();                                                  \
+        cl_faults_arm();                                                                           \
+        st = (call);                                                                               \
+        cl_faults_disarm();                                                                        \
+        if (!failed(r, ctx, what, st, before_)) break;                                             \
+    }
+
+typedef struct serving_inputs {
+    float k[SB * HKV * SA * D], v[SB * HKV * SA * D]; /* the block appended to sequence 0 */
+    float k1[SB * HKV * D], v1[SB * HKV * D];         /* one token appended to sequence 1 */
+    float q[SB * HQ * SQ * D];
+    float ck[SB * HKV * (SA + 1) * D], cv[SB * HKV * (SA + 1) * D]; /* each sequence's K/V */
+    float ref[SB * HQ * SQ * D];
+    float vq[B * HQ * S * D], vk[B * HKV * S * D], vv[B * HKV * S * D], vref[B * HQ * S * D];
+    float sinks[HQ], slopes[HQ];
+} serving_inputs;
+
+static serving_inputs sv;
+static const int sv_qlens[SB] = {SQ, SQ, 0}, sv_kvlens[SB] = {SA - 2, SA + 1, 0};
+
+static attn_problem variants_problem(void)
+{
+    return (attn_problem){.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = S,
+                          .kv_len = S, .dtype = ATTN_F32, .causal = 1, .use_window = 1,
+                          .window_left = 5, .window_right = 0, .softcap = 20, .sinks = sv.sinks,
+                          .alibi_slopes = sv.slopes};
+}
+
+static void make_serving_inputs(void)
+{
+    harness_fill_normal(sv.k, sizeof sv.k / sizeof(float), 21, 0, 1);
+    harness_fill_normal(sv.v, sizeof sv.v / sizeof(float), 22, 0, 1);
+    harness_fill_normal(sv.k1, sizeof sv.k1 / sizeof(float), 23, 0, 1);
+    harness_fill_normal(sv.v1, sizeof sv.v1 / sizeof(float), 24, 0, 1);
+    harness_fill_normal(sv.q, sizeof sv.q / sizeof(float), 25, 0, 1);
+    /* sequence 0: the block's first SA - 2 rows (truncated); 1: all SA rows
+     * (forked) and the one token; 2: empty */
+    memset(sv.ck, 0, sizeof sv.ck), memset(sv.cv, 0, sizeof sv.cv);
+    for (int s = 0; s < 2; s++)
+        for (int h = 0; h < HKV; h++)
+            for (int t = 0; t < sv_kvlens[s]; t++) {
+                const float *fk = t < SA ? &sv.k[((size_t)h * SA + t) * D] /* batch 0 */
+                                         : &sv.k1[((size_t)1 * HKV + h) * D];
+                const float *fv = t < SA ? &sv.v[((size_t)h * SA + t) * D]
+                                         : &sv.v1[((size_t)1 * HKV + h) * D];
+                const size_t at = (((size_t)s * HKV + h) * (SA + 1) + t) * D;
+                memcpy(&sv.ck[at], fk, D * sizeof(float));
+                memcpy(&sv.cv[at], fv, D * sizeof(float));
+            }
+    attn_problem p = {.batch = SB, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = SQ,
+                      .kv_len = SA + 1, .dtype = ATTN_F32, .causal = 1};
+    const int zero[SB] = {0, 0, 0};
+    const attn_lengths l = {zero, sv_qlens, zero, sv_kvlens};
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, sv.q, sv.ck, sv.cv, sv.ref, &l, NULL),
+                          ATTN_SUCCESS);
+    harness_fill_normal(sv.vq, sizeof sv.vq / sizeof(float), 26, 0, 1);
+    harness_fill_normal(sv.vk, sizeof sv.vk / sizeof(float), 27, 0, 1);
+    harness_fill_normal(sv.vv, sizeof sv.vv / sizeof(float), 28, 0, 1);
+    for (int h = 0; h < HQ; h++) sv.sinks[h] = 0.25f * (float)h - 0.5f;
+    CU_ASSERT_EQUAL_FATAL(attn_alibi_slopes(HQ, 8.0f, sv.slopes), ATTN_SUCCESS);
+    attn_problem vp = variants_problem();
+    const attn_lengths vl = {q_start, q_len, q_start, q_len};
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&vp, sv.vq, sv.vk, sv.vv, sv.vref, &vl, NULL),
+                          ATTN_SUCCESS);
+}
+
+static int compare_with(run *r, const char *what, const float *got, const float *ref, size_t n,
+                        double atol, double rtol)
+{
+    if (harness_compare(what, got, ref, n, atol, rtol, 0) == 0) return 0;
+    say(r, "%s differs from the reference", what);
+    return -1;
+}
+
+static void serving_once(run *r)
+{
+    cl_faults_reset(r->fail_at);
+    attn_context *ctx = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+    const harness_layout bshd = {.order = HARNESS_BSHD, .seq_pad = 3};
+    attn_tensor tk, tv, tk1, tv1, tq, to, vq, vk, vv, vo;
+    cl_mem bufs[] = {
+        harness_upload(ctx, ATTN_F32, sv.k, SB, HKV, SA, D, NULL, &tk),
+        harness_upload(ctx, ATTN_F32, sv.v, SB, HKV, SA, D, NULL, &tv),
+        harness_upload(ctx, ATTN_F32, sv.k1, SB, HKV, 1, D, NULL, &tk1),
+        harness_upload(ctx, ATTN_F32, sv.v1, SB, HKV, 1, D, NULL, &tv1),
+        harness_upload(ctx, ATTN_F32, sv.q, SB, HQ, SQ, D, NULL, &tq),
+        harness_alloc(ctx, ATTN_F32, SB, HQ, SQ, D, NULL, &to),
+        harness_upload(ctx, ATTN_F32, sv.vq, B, HQ, S, D, &bshd, &vq),
+        harness_upload(ctx, ATTN_F32, sv.vk, B, HKV, S, D, &bshd, &vk),
+        harness_upload(ctx, ATTN_F32, sv.vv, B, HKV, S, D, &bshd, &vv),
+        harness_alloc(ctx, ATTN_F32, B, HQ, S, D, &bshd, &vo)};
+    const int nbufs = (int)(sizeof bufs / sizeof bufs[0]);
+    for (int i = 0; i < nbufs; i++) CU_ASSERT_PTR_NOT_NULL_FATAL(bufs[i]);
+
+    /* every variant at once, BSHD with padded rows */
+    attn_status st = ATTN_SUCCESS;
+    attn_problem vp = variants_problem();
+    const attn_lengths vl = {q_start, q_len, q_start, q_len};
+    ARMED(r, ctx, "attn_forward (variants)", st,
+          attn_forward(ctx, &vp, &vq, &vk, &vv, &vo, &vl, NULL, NULL))
+    static float got[B * HQ * S * D];
+    double atol, rtol;
+    attn_tolerance(ATTN_F32, &atol, &rtol);
+    if (st == ATTN_SUCCESS && harness_download(ctx, ATTN_F32, &vo, B, HQ, S, D, got) == 0)
+        compare_with(r, "attn_forward (variants)", got, sv.vref, B * HQ * S * D, atol, rtol);
+
+    const attn_kv_cache_desc desc = {.batch = SB, .kv_heads = HKV, .head_dim = D,
+                                     .capacity = SCAP, .dtype = ATTN_F32, .block_size = 16,
+                                     .storage = ATTN_KV_INT8};
+    attn_kv_cache *cache = NULL;
+    ARMED(r, ctx, "attn_kv_cache_create_desc", st, attn_kv_cache_create_desc(ctx, &desc, &cache))
+    if (!cache) {
+        say(r, "attn_kv_cache_create_desc failed twice");
+        goto release;
+    }
+    const int block0[SB] = {SA, 0, 0}, token1[SB] = {0, 1, 0};
+    ARMED(r, ctx, "attn_kv_cache_append (sequence 0)", st,
+          attn_kv_cache_append(cache, &tk, &tv, SA, block0, NULL))
+    ARMED(r, ctx, "attn_kv_cache_seq_fork", st, attn_kv_cache_seq_fork(cache, 0, 1))
+    ARMED(r, ctx, "attn_kv_cache_append (copy on write)", st,
+          attn_kv_cache_append(cache, &tk1, &tv1, 1, token1, NULL))
+    ARMED(r, ctx, "attn_kv_cache_truncate", st, attn_kv_cache_truncate(cache, 0, SA - 2))
+    int lens[SB] = {-1, -1, -1};
+    attn_kv_cache_lengths(cache, lens);
+    for (int b = 0; b < SB; b++)
+        if (lens[b] != sv_kvlens[b])
+            say(r, "sequence %d holds %d tokens, not %d", b, lens[b], sv_kvlens[b]);
+    /* splits forced, so that the merge of split results runs too */
+    CU_ASSERT_EQUAL(attn_context_set_params(ctx, "splits=3"), ATTN_SUCCESS);
+    attn_problem pd = {.batch = SB, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = SQ,
+                       .kv_len = 1, .dtype = ATTN_F32, .causal = 1};
+    ARMED(r, ctx, "attn_decode (speculative, split)", st,
+          attn_decode(ctx, cache, &pd, &tq, &to, sv_qlens, NULL, NULL))
+    static float gotd[SB * HQ * SQ * D];
+    attn_kv_tolerance(ATTN_KV_INT8, ATTN_F32, &atol, &rtol);
+    if (st == ATTN_SUCCESS && harness_download(ctx, ATTN_F32, &to, SB, HQ, SQ, D, gotd) == 0)
+        compare_with(r, "attn_decode (speculative, split)", gotd, sv.ref, SB * HQ * SQ * D, atol,
+                     rtol);
+    attn_kv_cache_release(cache);
+release:
+    for (int i = 0; i < nbufs; i++) clReleaseMemObject(bufs[i]);
+    attn_context_release(ctx);
+    for (int kind = 0; kind < CL_FAULTS_KINDS; kind++)
+        if (cl_faults_live(kind) != 0)
+            say(r, "%ld OpenCL objects of kind %s left unreleased", cl_faults_live(kind),
+                cl_faults_kind_name(kind));
+}
+
+static void test_serving_calls_failed(void)
+{
+    make_serving_inputs();
+    each_call_failed(serving_once, 0, 0);
 }
 
 static const harness_test tests[] = {
     HARNESS_TEST(test_each_call_failed),
     HARNESS_TEST(test_each_call_failed_from_source),
     HARNESS_TEST(test_each_call_failed_out_of_order),
+    HARNESS_TEST(test_serving_calls_failed),
     HARNESS_END
 };
 
