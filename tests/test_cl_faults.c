@@ -492,11 +492,63 @@ static void test_serving_calls_failed(void)
     each_call_failed(serving_once, 0, 0);
 }
 
+/* ---- CLBlast's cache ---- */
+
+/* A context made, used for a materialized forward (CLBlast), and kept. */
+static attn_context *clblast_context(void)
+{
+    attn_context *ctx = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+    attn_tensor tq, tk, tv, to;
+    cl_mem m[] = {harness_upload(ctx, ATTN_F32, in.q, B, HQ, S, D, NULL, &tq),
+                  harness_upload(ctx, ATTN_F32, in.k, B, HKV, S, D, NULL, &tk),
+                  harness_upload(ctx, ATTN_F32, in.v, B, HKV, S, D, NULL, &tv),
+                  harness_alloc(ctx, ATTN_F32, B, HQ, S, D, NULL, &to)};
+    attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = S,
+                      .kv_len = S, .dtype = ATTN_F32, .causal = 1};
+    const attn_status st = attn_forward_materialized(ctx, &p, &tq, &tk, &tv, &to, NULL, NULL, NULL);
+    if (st != ATTN_SUCCESS) printf("\n  attn_forward_materialized: %s", attn_last_error(ctx));
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(clFinish(attn_context_queue(ctx)), CL_SUCCESS);
+    for (int i = 0; i < 4; i++) clReleaseMemObject(m[i]);
+    return ctx;
+}
+
+/* CLBlast keeps the programs it compiled per OpenCL context for the life
+ * of the process, and each keeps its context alive: one program (and one
+ * context) stayed behind each released attn context that had used it.
+ * Once the last such context is released nothing may stay; while another
+ * one lives, it keeps working. */
+static void test_clblast_lets_go(void)
+{
+    if (!attn_has_clblast()) {
+        printf("\n  skipped: this build has no CLBlast");
+        return;
+    }
+    make_inputs();
+    for (int round = 0; round < 3; round++) {
+        attn_context_release(clblast_context());
+        CU_ASSERT_EQUAL(cl_faults_live(CL_FAULTS_PROGRAM), 0);
+        CU_ASSERT_EQUAL(cl_faults_live(CL_FAULTS_CONTEXT), 0);
+    }
+    attn_context *a = clblast_context(), *b = clblast_context();
+    attn_context_release(a);
+    attn_context_release(clblast_context()); /* b still uses CLBlast meanwhile */
+    attn_context_release(b);
+    for (int kind = 0; kind < CL_FAULTS_KINDS; kind++) {
+        if (cl_faults_live(kind) != 0)
+            printf("\n  %ld objects of kind %s left", cl_faults_live(kind),
+                   cl_faults_kind_name(kind));
+        CU_ASSERT_EQUAL(cl_faults_live(kind), 0);
+    }
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_each_call_failed),
     HARNESS_TEST(test_each_call_failed_from_source),
     HARNESS_TEST(test_each_call_failed_out_of_order),
     HARNESS_TEST(test_serving_calls_failed),
+    HARNESS_TEST(test_clblast_lets_go),
     HARNESS_END
 };
 

@@ -19,6 +19,12 @@ attn_status attn_device_gather_f32(attn_context *ctx, attn_dtype t, const attn_t
  * saying the build has none (clblast.c). The CLBlast paths ask it after
  * validating their arguments, before any work. */
 attn_status attn_clblast_required(attn_context *ctx);
+/* At attn_context_release: CLBlast keeps the programs it compiled for an
+ * OpenCL context for the life of the process, and they keep that context
+ * alive; when the last attn context that called CLBlast goes, its caches
+ * are cleared (CLBlastClearCache), so that creating and releasing contexts
+ * does not pile up released contexts. Nothing in a build without CLBlast. */
+void attn_clblast_release(attn_context *ctx);
 /* CLBlast indexes buffers with int: the largest element index it can reach. */
 #define ATTN_CLBLAST_MAX_INDEX 0x7fffffff
 /* f32 GEMMs through CLBlast, row-major (clblast.c): C[m,n] = A[m,k] op(B),

@@ -21,6 +21,8 @@ attn_status attn_clblast_required(attn_context *ctx)
                      "with ATTN_WITH_CLBLAST=OFF, or CLBlast was not found)");
 }
 
+void attn_clblast_release(attn_context *ctx) { (void)ctx; }
+
 /* Never reached: every caller asks attn_clblast_required first. */
 #pragma GCC diagnostic ignored "-Wunused-parameter"
 attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k, cl_mem a,
@@ -39,6 +41,7 @@ attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n,
 }
 #else
 #include <clblast_c.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 
@@ -46,6 +49,32 @@ attn_status attn_clblast_required(attn_context *ctx)
 {
     (void)ctx;
     return ATTN_SUCCESS;
+}
+
+/* Live attn contexts that have called CLBlast. CLBlast's only way to let
+ * go of a context's programs is to clear everything, so it waits for the
+ * last of them (test_cl_faults: test_clblast_lets_go counted a program, and
+ * so an OpenCL context, kept per released attn context). */
+static pthread_mutex_t users_lock = PTHREAD_MUTEX_INITIALIZER;
+static int users;
+
+/* Under ctx's lock, as every CLBlast call is. */
+static void note_user(attn_context *ctx)
+{
+    if (ctx->clblast_used) return;
+    ctx->clblast_used = 1;
+    pthread_mutex_lock(&users_lock);
+    users++;
+    pthread_mutex_unlock(&users_lock);
+}
+
+void attn_clblast_release(attn_context *ctx)
+{
+    if (!ctx->clblast_used) return;
+    pthread_mutex_lock(&users_lock);
+    /* in-flight commands keep their own references to the programs */
+    if (--users == 0) CLBlastClearCache();
+    pthread_mutex_unlock(&users_lock);
 }
 
 static const char *clblast_name(CLBlastStatusCode c)
@@ -111,6 +140,7 @@ attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_
         (st = indexable(ctx, b_off, ldb, trans_b ? n : k, trans_b ? k : n, "B", what)) ||
         (st = indexable(ctx, c_off, ldc, m, n, "C", what)))
         return st;
+    note_user(ctx);
     CLBlastStatusCode r = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
                                        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k,
                                        1.0f, a, a_off, lda, b, b_off, ldb, 0.0f, c, c_off, ldc,
@@ -153,6 +183,7 @@ attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n,
         b_offs[h] = b_off + h / group * b_hs;
         c_offs[h] = c_off + h * c_hs;
     }
+    note_user(ctx);
     CLBlastStatusCode r = CLBlastSgemmBatched(
         CLBlastLayoutRowMajor, CLBlastTransposeNo,
         trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alphas, a, a_offs, lda, b,

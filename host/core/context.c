@@ -1,6 +1,7 @@
 /* context.c -- device selection, the attn_context's life cycle and the
  * scratch buffers it owns (its errors: errors.c). */
 #define _POSIX_C_SOURCE 200809L
+#include "blas/blas.h"
 #include "core/config.h"
 #include "core/context.h"
 #include "attention/mma_gate.h"
@@ -343,6 +344,7 @@ void attn_context_release(attn_context *ctx)
         if (scratch[i]->mem) clReleaseMemObject(scratch[i]->mem);
     for (int i = 0; i < ATTN_MAT_BUFFERS; i++)
         if (ctx->mat[i].mem) clReleaseMemObject(ctx->mat[i].mem);
+    attn_clblast_release(ctx);
     if (ctx->queue) clReleaseCommandQueue(ctx->queue);
     if (ctx->cl_ctx) clReleaseContext(ctx->cl_ctx);
     pthread_mutex_destroy(&ctx->lock);

@@ -63,6 +63,7 @@ struct attn_context {
     attn_scratch kt, vp;   /* the vector family's packed K and V */
     attn_scratch mask_tiles; /* prefill: an additive mask's per-tile summary (variants.c) */
     struct attn_mask_cache *mask_cache; /* summaries of masks with a version (mask_cache.c) */
+    int clblast_used;      /* a CLBlast call was made through this context (clblast.c) */
     int out_of_order;      /* the queue may reorder: each forward starts with a barrier */
     attn_scratch mat[ATTN_MAT_BUFFERS]; /* the materialized path's buffers (materialized.c) */
     struct attn_tuning_state *tuning; /* the tuning database as read (tuning_lookup.c), or NULL */

@@ -21,7 +21,13 @@ extern "C" {
  * attn_layer_create validate their arguments as usual (a bad one is still
  * ATTN_ERROR_INVALID_ARGUMENT naming it), then return ATTN_ERROR_UNSUPPORTED
  * with the message "<function>: this build of attn has no CLBlast (...)",
- * having done nothing; attn_layer_forward then has no layer to run. */
+ * having done nothing; attn_layer_forward then has no layer to run.
+ * CLBlast keeps the kernels it compiles for each OpenCL context for the
+ * life of the process, and they keep that context alive; it can only let
+ * go of all of them at once (CLBlastClearCache). attn calls it when the
+ * last attn context that used CLBlast is released, so that contexts made
+ * and released in turn do not accumulate; an application that also calls
+ * CLBlast itself then rebuilds its kernels on their next use. */
 
 /*! attn_has_clblast() : @return 1 when this library was built with CLBlast
  *  (the functions below work), 0 when they return ATTN_ERROR_UNSUPPORTED. */
