@@ -98,6 +98,7 @@ typedef struct run {
     long fail_at;
     int out_of_order;    /* the context wraps the test's own out-of-order queue */
     int from_source;     /* no disk cache: every program built from source */
+    int materialized;    /* the context and attn_forward_materialized alone */
     int wrong;           /* checks that failed in this run */
     int failures;        /* attn calls that failed */
     const char *stopped; /* the call that failed, for the report */
@@ -142,7 +143,7 @@ static int compare(run *r, const char *what, const float *got, const float *ref,
 /* The forward, made again once if it failed; its results checked. */
 static void forward_step(run *r, attn_context *ctx, const attn_tensor *tq, const attn_tensor *tk,
                          const attn_tensor *tv, const attn_tensor *to, cl_mem lse, cl_mem mask,
-                         const char *what)
+                         const char *what, int materialized)
 {
     attn_problem p = forward_problem();
     p.mask.buffer = mask;
@@ -153,7 +154,9 @@ static void forward_step(run *r, attn_context *ctx, const attn_tensor *tq, const
     for (int attempt = 0; attempt < 2; attempt++) {
         const char *before = cl_faults_failed();
         cl_faults_arm();
-        const attn_status st = attn_forward(ctx, &p, tq, tk, tv, to, &l, lse, NULL);
+        const attn_status st =
+            materialized ? attn_forward_materialized(ctx, &p, tq, tk, tv, to, &l, lse, NULL)
+                         : attn_forward(ctx, &p, tq, tk, tv, to, &l, lse, NULL);
         cl_faults_disarm();
         if (!failed(r, ctx, what, st, before)) break;
         if (attempt == 1) return;
@@ -214,8 +217,12 @@ static void run_once(run *r)
                                  sizeof in.mask, in.mask, &err);
     CU_ASSERT_FATAL(bq && bk && bv && bo && bqd && bod && lse && mask);
 
-    forward_step(r, ctx, &tq, &tk, &tv, &to, lse, mask, "attn_forward");
-    forward_step(r, ctx, &tq, &tk, &tv, &to, lse, mask, "attn_forward (mask summary kept)");
+    if (r->materialized) {
+        forward_step(r, ctx, &tq, &tk, &tv, &to, lse, mask, "attn_forward_materialized", 1);
+        goto release;
+    }
+    forward_step(r, ctx, &tq, &tk, &tv, &to, lse, mask, "attn_forward", 0);
+    forward_step(r, ctx, &tq, &tk, &tv, &to, lse, mask, "attn_forward (mask summary kept)", 0);
 
     attn_kv_cache *cache = NULL;
     for (int attempt = 0; attempt < 2 && !cache; attempt++) {
@@ -263,6 +270,7 @@ static void run_once(run *r)
     } else {
         say(r, "attn_kv_cache_create failed twice");
     }
+release:
     clReleaseMemObject(bq), clReleaseMemObject(bk), clReleaseMemObject(bv);
     clReleaseMemObject(bo), clReleaseMemObject(bqd), clReleaseMemObject(bod);
     clReleaseMemObject(lse), clReleaseMemObject(mask);
@@ -277,10 +285,12 @@ static void run_once(run *r)
 
 /* ---- the tests ---- */
 
-static void each_call_failed(void (*work)(run *), int out_of_order, int from_source)
+/* The workload once clean, then once per OpenCL call with that call failed;
+ * `how` sets the way (out of order, from source, materialized). */
+static void each_call_failed(void (*work)(run *), run how)
 {
     make_inputs();
-    run clean = {.out_of_order = out_of_order, .from_source = from_source};
+    run clean = how;
     work(&clean); /* fills the disk cache; counts the calls */
     work(&clean); /* the same from the disk cache */
     const long n = cl_faults_calls();
@@ -290,7 +300,8 @@ static void each_call_failed(void (*work)(run *), int out_of_order, int from_sou
     CU_ASSERT(n > 20);
     int wrong = 0, runs_failing = 0;
     for (long at = 1; at <= n; at++) {
-        run r = {.fail_at = at, .out_of_order = out_of_order, .from_source = from_source};
+        run r = how;
+        r.fail_at = at;
         work(&r);
         if (!cl_faults_failed()) {
             printf("\n  fault %ld: the run made fewer calls than the clean one (%ld)", at,
@@ -306,10 +317,10 @@ static void each_call_failed(void (*work)(run *), int out_of_order, int from_sou
     CU_ASSERT_EQUAL(wrong, 0);
 }
 
-static void test_each_call_failed(void) { each_call_failed(run_once, 0, 0); }
+static void test_each_call_failed(void) { each_call_failed(run_once, (run){0}); }
 
 /* The same with every program built from source (no disk cache). */
-static void test_each_call_failed_from_source(void) { each_call_failed(run_once, 0, 1); }
+static void test_each_call_failed_from_source(void) { each_call_failed(run_once, (run){.from_source = 1}); }
 
 /* The same on an application's out-of-order queue, where attn orders its
  * commands with barriers (attn_queue_order), which may fail too. */
@@ -324,7 +335,7 @@ static void test_each_call_failed_out_of_order(void)
         printf("\n  skipped: the device has no out-of-order queues");
         return;
     }
-    each_call_failed(run_once, 1, 0);
+    each_call_failed(run_once, (run){.out_of_order = 1});
 }
 
 /* ---- a serving workload: a paged int8 cache, a fork, copy on write, a
@@ -489,7 +500,7 @@ release:
 static void test_serving_calls_failed(void)
 {
     make_serving_inputs();
-    each_call_failed(serving_once, 0, 0);
+    each_call_failed(serving_once, (run){0});
 }
 
 /* ---- CLBlast's cache ---- */
@@ -543,12 +554,24 @@ static void test_clblast_lets_go(void)
     }
 }
 
+/* The materialized path: attn's conversions and softmax, and CLBlast's
+ * GEMMs, whose OpenCL calls go through cl_faults.c as well. */
+static void test_materialized_calls_failed(void)
+{
+    if (!attn_has_clblast()) {
+        printf("\n  skipped: this build has no CLBlast");
+        return;
+    }
+    each_call_failed(run_once, (run){.materialized = 1});
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_each_call_failed),
     HARNESS_TEST(test_each_call_failed_from_source),
     HARNESS_TEST(test_each_call_failed_out_of_order),
     HARNESS_TEST(test_serving_calls_failed),
     HARNESS_TEST(test_clblast_lets_go),
+    HARNESS_TEST(test_materialized_calls_failed),
     HARNESS_END
 };
 

@@ -367,7 +367,7 @@ int bench_compare(attn_context *ctx, const attn_problem *problems, size_t n,
     if (o->format == 0)
         printf("tiled = attn_forward, mat. = attn_forward_materialized (CLBlast GEMMs); speedup = "
                "mat. ms / tiled ms; MiB = Q, K, V, O plus each path's own buffers (CLBlast's "
-               "temporaries not counted); layer: d_model = Hq * D, medians of its projections "
+               "temporary among them); layer: d_model = Hq * D, medians of its projections "
                "and attention\n");
     for (size_t i = 0; i < n; i++) {
         crow r;

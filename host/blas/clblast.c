@@ -7,6 +7,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "blas/blas.h"
+#include "core/launch.h"
 
 #ifndef ATTN_HAVE_CLBLAST
 #error "ATTN_HAVE_CLBLAST must be defined, 0 or 1 (cmake/clblast.cmake)"
@@ -128,6 +129,36 @@ static attn_status indexable(attn_context *ctx, size_t off, size_t ld, size_t ro
  * row's length, although nothing is read through it. */
 static size_t ld_at_least(size_t ld, size_t cols) { return ld < cols ? cols : ld; }
 
+/* One GEMM on attn's own temporary buffer (ctx->mat[ATTN_MAT_GEMM_TEMP]).
+ * CLBlast must never allocate: its Buffer constructor, when clCreateBuffer
+ * fails, throws from the buffer's deleter while unwinding, and the C++
+ * runtime aborts the whole process (CLBlast 1.5.3 and upstream; found by
+ * test_cl_faults). Its batched GEMM always allocates (offsets and scalars),
+ * so the heads are separate calls. */
+static attn_status gemm_on_temp(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
+                                cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off,
+                                size_t ldb, cl_mem c, size_t c_off, size_t ldc, const char *what)
+{
+    const CLBlastTranspose tb = trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
+    size_t bytes = 0;
+    note_user(ctx);
+    CLBlastStatusCode r = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, CLBlastTransposeNo, tb,
+                                                     m, n, k, a_off, lda, b_off, ldb, c_off, ldc,
+                                                     &ctx->queue, &bytes);
+    if (r != CLBlastSuccess) return clblast_fail(ctx, r, "CLBlastSGemmTempBufferSize", what);
+    attn_scratch *temp = &ctx->mat[ATTN_MAT_GEMM_TEMP];
+    attn_status st;
+    /* at least one byte: CLBlast wraps whatever it is given. On an
+     * out-of-order queue the previous GEMM may still use the buffer. */
+    if ((st = attn_scratch_reserve(ctx, temp, bytes ? bytes : 1)) != ATTN_SUCCESS ||
+        (bytes && (st = attn_queue_order(ctx)) != ATTN_SUCCESS))
+        return st;
+    r = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo, tb, m, n, k, 1.0f, a,
+                                   a_off, lda, b, b_off, ldb, 0.0f, c, c_off, ldc, &ctx->queue,
+                                   NULL, temp->mem);
+    return r == CLBlastSuccess ? ATTN_SUCCESS : clblast_fail(ctx, r, "CLBlastSgemm", what);
+}
+
 attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k, cl_mem a,
                        size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb, cl_mem c,
                        size_t c_off, size_t ldc, const char *what)
@@ -140,12 +171,7 @@ attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_
         (st = indexable(ctx, b_off, ldb, trans_b ? n : k, trans_b ? k : n, "B", what)) ||
         (st = indexable(ctx, c_off, ldc, m, n, "C", what)))
         return st;
-    note_user(ctx);
-    CLBlastStatusCode r = CLBlastSgemm(CLBlastLayoutRowMajor, CLBlastTransposeNo,
-                                       trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k,
-                                       1.0f, a, a_off, lda, b, b_off, ldb, 0.0f, c, c_off, ldc,
-                                       &ctx->queue, NULL);
-    return r == CLBlastSuccess ? ATTN_SUCCESS : clblast_fail(ctx, r, "CLBlastSgemm", what);
+    return gemm_on_temp(ctx, trans_b, m, n, k, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, what);
 }
 
 attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
@@ -163,32 +189,16 @@ attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n,
                         trans_b ? k : n, "B", what)) ||
         (st = indexable(ctx, c_off + (count - 1) * c_hs, ldc, m, n, "C", what)))
         return st;
-    /* One batched call with an offset per query head: head h reads KV head
-     * h / group through its B offset, so K and V are broadcast, never
-     * copied. Not CLBlastSgemmStridedBatched: its indirect path (large
-     * products) ignores the offset and stride of any operand it decides not
-     * to copy (CLBlast 1.5.3, and the same code upstream), which gave wrong
-     * P V results at S = 4096 with GQA; the offset-array routine checks them. */
-    float *scalars = malloc(2 * count * sizeof *scalars);
-    size_t *offs = malloc(3 * count * sizeof *offs);
-    if (!scalars || !offs) {
-        free(scalars), free(offs);
-        return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory (%s)", what);
-    }
-    float *alphas = scalars, *betas = scalars + count;
-    size_t *a_offs = offs, *b_offs = offs + count, *c_offs = offs + 2 * count;
-    for (size_t h = 0; h < count; h++) {
-        alphas[h] = 1.0f, betas[h] = 0.0f;
-        a_offs[h] = a_off + h * a_hs;
-        b_offs[h] = b_off + h / group * b_hs;
-        c_offs[h] = c_off + h * c_hs;
-    }
-    note_user(ctx);
-    CLBlastStatusCode r = CLBlastSgemmBatched(
-        CLBlastLayoutRowMajor, CLBlastTransposeNo,
-        trans_b ? CLBlastTransposeYes : CLBlastTransposeNo, m, n, k, alphas, a, a_offs, lda, b,
-        b_offs, ldb, betas, c, c_offs, ldc, count, &ctx->queue, NULL);
-    free(scalars), free(offs);
-    return r == CLBlastSuccess ? ATTN_SUCCESS : clblast_fail(ctx, r, "CLBlastSgemmBatched", what);
+    /* One call per query head: head h reads KV head h / group through its
+     * B offset, so K and V are broadcast, never copied. (Not CLBlast's
+     * batched GEMMs: the offset-array one allocates, gemm_on_temp says
+     * why that aborts; the strided one's indirect path ignores the offset
+     * and stride of an operand it decides not to copy, which gave wrong
+     * P V results at S = 4096 with GQA, CLBlast 1.5.3.) */
+    for (size_t h = 0; h < count; h++)
+        if ((st = gemm_on_temp(ctx, trans_b, m, n, k, a, a_off + h * a_hs, lda, b,
+                               b_off + h / group * b_hs, ldb, c, c_off + h * c_hs, ldc, what)))
+            return st;
+    return ATTN_SUCCESS;
 }
 #endif /* ATTN_HAVE_CLBLAST */

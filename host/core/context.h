@@ -31,7 +31,7 @@ typedef struct attn_scratch {
     size_t bytes;
 } attn_scratch;
 /* The materialized path's buffers: scores, then f32 copies of Q, K, V, O. */
-enum { ATTN_MAT_SCORES, ATTN_MAT_Q, ATTN_MAT_K, ATTN_MAT_V, ATTN_MAT_O, ATTN_MAT_BUFFERS };
+enum { ATTN_MAT_SCORES, ATTN_MAT_Q, ATTN_MAT_K, ATTN_MAT_V, ATTN_MAT_O, ATTN_MAT_GEMM_TEMP, ATTN_MAT_BUFFERS };
 
 struct attn_context {
     cl_platform_id platform;
