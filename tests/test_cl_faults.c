@@ -23,14 +23,17 @@
  * out-of-order queue (attn's ordering barriers fail too). A second,
  * serving workload (test_serving_calls_failed) does the same for a paged
  * int8 cache (fork, copy on write, truncation, a speculative decode with
- * forced splits) and a forward with every variant on BSHD tensors.
+ * forced splits) and a forward with every variant on BSHD tensors, and a
+ * third the materialized path, whose CLBlast calls are failed too.
  *
  * What it found, now fixed: a failed second clGetPlatformIDs or
  * clGetDeviceIDs left the lists uninitialised and the ICD crashed; a failed
  * device query made a context whose every call then failed (a max
- * allocation of 0); and on an out-of-order queue an append whose trailing
+ * allocation of 0); on an out-of-order queue an append whose trailing
  * barrier failed reported failure after the lengths had grown, so the
- * retry appended twice. */
+ * retry appended twice; a failed allocation inside CLBlast aborted the
+ * process (clblast.c's gemm_on_temp); and CLBlast's cache kept an OpenCL
+ * context alive per released attn context (test_clblast_lets_go). */
 #include "cl_faults.h"
 #include "harness.h"
 
