@@ -134,6 +134,26 @@ static int failed(run *r, attn_context *ctx, const char *what, attn_status st,
     return 1;
 }
 
+/* Makes an attn call armed, and once more if it failed (the fault is
+ * spent by then): st is the last status. */
+#define ARMED(r, ctx, what, st, call)                                                              \
+    for (int attempt_ = 0; attempt_ < 2; attempt_++) {                                             \
+        const char *before_ = cl_faults_failed();                                                  \
+        cl_faults_arm();                                                                           \
+        st = (call);                                                                               \
+        cl_faults_disarm();                                                                        \
+        if (!failed(r, ctx, what, st, before_)) break;                                             \
+    }
+
+/* After the context is released: every object made is released too. */
+static void check_released(run *r)
+{
+    for (int kind = 0; kind < CL_FAULTS_KINDS; kind++)
+        if (cl_faults_live(kind) != 0)
+            say(r, "%ld OpenCL objects of kind %s left unreleased", cl_faults_live(kind),
+                cl_faults_kind_name(kind));
+}
+
 static int compare(run *r, const char *what, const float *got, const float *ref, size_t n)
 {
     double atol, rtol;
@@ -154,16 +174,11 @@ static void forward_step(run *r, attn_context *ctx, const attn_tensor *tq, const
     const cl_ushort nan16 = 0x7e00; /* O to NaN: a skipped or half-done write shows */
     clEnqueueFillBuffer(attn_context_queue(ctx), to->buffer, &nan16, sizeof nan16, 0,
                         sizeof(cl_ushort) * B * HQ * S * D, 0, NULL, NULL);
-    for (int attempt = 0; attempt < 2; attempt++) {
-        const char *before = cl_faults_failed();
-        cl_faults_arm();
-        const attn_status st =
-            materialized ? attn_forward_materialized(ctx, &p, tq, tk, tv, to, &l, lse, NULL)
-                         : attn_forward(ctx, &p, tq, tk, tv, to, &l, lse, NULL);
-        cl_faults_disarm();
-        if (!failed(r, ctx, what, st, before)) break;
-        if (attempt == 1) return;
-    }
+    attn_status st = ATTN_SUCCESS;
+    ARMED(r, ctx, what, st,
+          materialized ? attn_forward_materialized(ctx, &p, tq, tk, tv, to, &l, lse, NULL)
+                       : attn_forward(ctx, &p, tq, tk, tv, to, &l, lse, NULL))
+    if (st != ATTN_SUCCESS) return;
     static float got[B * HQ * S * D], got_lse[B * HQ * S];
     clFinish(attn_context_queue(ctx)); /* an out-of-order queue: reads wait for nothing */
     if (harness_download(ctx, ATTN_F16, to, B, HQ, S, D, got) ||
@@ -193,15 +208,10 @@ static void run_once(run *r)
                                          &err);
         CU_ASSERT_PTR_NOT_NULL_FATAL(own_queue);
     }
-    for (int attempt = 0; attempt < 2 && !ctx; attempt++) {
-        const char *before = cl_faults_failed();
-        cl_faults_arm();
-        const attn_status st = own_queue ? attn_context_create_from_queue(own_queue, &ctx)
-                                         : attn_context_create(sel, &ctx);
-        cl_faults_disarm();
-        if (failed(r, NULL, "attn_context_create", st, before) && ctx)
-            say(r, "a failed attn_context_create left a context");
-    }
+    attn_status st = ATTN_SUCCESS;
+    ARMED(r, NULL, "attn_context_create", st,
+          own_queue ? attn_context_create_from_queue(own_queue, &ctx)
+                    : attn_context_create(sel, &ctx))
     if (!ctx) {
         say(r, "attn_context_create failed twice");
         return;
@@ -228,41 +238,24 @@ static void run_once(run *r)
     forward_step(r, ctx, &tq, &tk, &tv, &to, lse, mask, "attn_forward (mask summary kept)", 0);
 
     attn_kv_cache *cache = NULL;
-    for (int attempt = 0; attempt < 2 && !cache; attempt++) {
-        const char *before = cl_faults_failed();
-        cl_faults_arm();
-        const attn_status st = attn_kv_cache_create(ctx, B, HKV, D, S + 3, ATTN_F16, &cache);
-        cl_faults_disarm();
-        if (failed(r, ctx, "attn_kv_cache_create", st, before) && cache)
-            say(r, "a failed attn_kv_cache_create left a cache");
-    }
+    ARMED(r, ctx, "attn_kv_cache_create", st,
+          attn_kv_cache_create(ctx, B, HKV, D, S + 3, ATTN_F16, &cache))
     if (cache) {
-        int appended = 0;
-        for (int attempt = 0; attempt < 2 && !appended; attempt++) {
-            const char *before = cl_faults_failed();
-            cl_faults_arm();
-            const attn_status st =
-                attn_kv_cache_append_rows(cache, &tk, &tv, S, q_start, q_len, NULL);
-            cl_faults_disarm();
-            appended = !failed(r, ctx, "attn_kv_cache_append_rows", st, before);
-            int lens[B] = {-1, -1};
-            attn_kv_cache_lengths(cache, lens);
-            for (int b = 0; b < B; b++)
-                if (lens[b] != (appended ? q_len[b] : 0))
-                    say(r, "the cache's length %d after %s append is wrong", lens[b],
-                        appended ? "an accepted" : "a failed");
-        }
+        /* a failed append that had moved the lengths shows here, after the
+         * second attempt appended again */
+        ARMED(r, ctx, "attn_kv_cache_append_rows", st,
+              attn_kv_cache_append_rows(cache, &tk, &tv, S, q_start, q_len, NULL))
+        int lens[B] = {-1, -1};
+        attn_kv_cache_lengths(cache, lens);
+        for (int b = 0; b < B; b++)
+            if (lens[b] != (st == ATTN_SUCCESS ? q_len[b] : 0))
+                say(r, "sequence %d holds %d tokens after the append", b, lens[b]);
         attn_problem pd = decode_problem();
-        int decoded = 0;
-        for (int attempt = 0; appended && attempt < 2 && !decoded; attempt++) {
-            const char *before = cl_faults_failed();
-            cl_faults_arm();
-            const attn_status st = attn_decode(ctx, cache, &pd, &tqd, &tod, NULL, NULL, NULL);
-            cl_faults_disarm();
-            decoded = !failed(r, ctx, "attn_decode", st, before);
-        }
+        if (st == ATTN_SUCCESS)
+            ARMED(r, ctx, "attn_decode", st,
+                  attn_decode(ctx, cache, &pd, &tqd, &tod, NULL, NULL, NULL))
         static float got[B * HQ * D];
-        if (decoded) {
+        if (st == ATTN_SUCCESS) {
             clFinish(attn_context_queue(ctx));
             if (harness_download(ctx, ATTN_F16, &tod, B, HQ, 1, D, got))
                 say(r, "reading the decode back failed");
@@ -279,11 +272,7 @@ release:
     clReleaseMemObject(lse), clReleaseMemObject(mask);
     attn_context_release(ctx);
     if (own_queue) clReleaseCommandQueue(own_queue), clReleaseContext(own_context);
-    for (int kind = 0; kind < CL_FAULTS_KINDS; kind++)
-        if (cl_faults_live(kind) != 0) {
-            say(r, "%ld OpenCL objects of kind %s left unreleased", cl_faults_live(kind),
-                cl_faults_kind_name(kind));
-        }
+    check_released(r);
 }
 
 /* ---- the tests ---- */
@@ -346,17 +335,6 @@ static void test_each_call_failed_out_of_order(void)
  * every variant on BSHD tensors ---- */
 
 enum { SB = 3, SCAP = 40, SA = 20, SQ = 2 };
-
-/* Makes an attn call armed, and once more if it failed (the fault is
- * spent by then): st is the last status. */
-#define ARMED(r, ctx, what, st, call)                                                              \
-    for (int attempt_ = 0; attempt_ < 2; attempt_++) {                                             \
-        const char *before_ = cl_faults_failed();                                                  \
-        cl_faults_arm();                                                                           \
-        st = (call);                                                                               \
-        cl_faults_disarm();                                                                        \
-        if (!failed(r, ctx, what, st, before_)) break;                                             \
-    }
 
 typedef struct serving_inputs {
     float k[SB * HKV * SA * D], v[SB * HKV * SA * D]; /* the block appended to sequence 0 */
@@ -494,10 +472,7 @@ static void serving_once(run *r)
 release:
     for (int i = 0; i < nbufs; i++) clReleaseMemObject(bufs[i]);
     attn_context_release(ctx);
-    for (int kind = 0; kind < CL_FAULTS_KINDS; kind++)
-        if (cl_faults_live(kind) != 0)
-            say(r, "%ld OpenCL objects of kind %s left unreleased", cl_faults_live(kind),
-                cl_faults_kind_name(kind));
+    check_released(r);
 }
 
 static void test_serving_calls_failed(void)
