@@ -23,7 +23,8 @@
  * out-of-order queue (attn's ordering barriers fail too). A second,
  * serving workload (test_serving_calls_failed) does the same for a paged
  * int8 cache (fork, copy on write, truncation, a speculative decode with
- * forced splits) and a forward with every variant on BSHD tensors, and a
+ * forced splits) and a forward with every variant on BSHD tensors in
+ * check mode, and a
  * third the materialized path, whose CLBlast calls are failed too.
  *
  * What it found, now fixed: a failed second clGetPlatformIDs or
@@ -424,12 +425,15 @@ static void serving_once(run *r)
     const int nbufs = (int)(sizeof bufs / sizeof bufs[0]);
     for (int i = 0; i < nbufs; i++) CU_ASSERT_PTR_NOT_NULL_FATAL(bufs[i]);
 
-    /* every variant at once, BSHD with padded rows */
+    /* every variant at once, BSHD with padded rows, in check mode (which
+     * reads the inputs and the result back and runs the reference) */
     attn_status st = ATTN_SUCCESS;
     attn_problem vp = variants_problem();
     const attn_lengths vl = {q_start, q_len, q_start, q_len};
-    ARMED(r, ctx, "attn_forward (variants)", st,
+    CU_ASSERT_EQUAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
+    ARMED(r, ctx, "attn_forward (variants, check mode)", st,
           attn_forward(ctx, &vp, &vq, &vk, &vv, &vo, &vl, NULL, NULL))
+    CU_ASSERT_EQUAL(attn_context_set_check(ctx, 0), ATTN_SUCCESS);
     static float got[B * HQ * S * D];
     double atol, rtol;
     attn_tolerance(ATTN_F32, &atol, &rtol);
