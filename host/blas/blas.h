@@ -32,9 +32,9 @@ void attn_clblast_release(attn_context *ctx);
 attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k, cl_mem a,
                        size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb, cl_mem c,
                        size_t c_off, size_t ldc, const char *what);
-/* The same for every query head h < hq at once: A and C advance by a_hs and
- * c_hs per query head, B by b_hs per KV head h / (hq / hkv); one batched call
- * with per-head offsets, K/V broadcast by offsets (never copied). */
+/* The same for every query head h < hq: A and C advance by a_hs and c_hs
+ * per query head, B by b_hs per KV head h / (hq / hkv); a GEMM per head on
+ * one temporary buffer, K/V broadcast by offsets (never copied). */
 attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
                              int hq, int hkv, cl_mem a, size_t a_off, size_t lda, size_t a_hs,
                              cl_mem b, size_t b_off, size_t ldb, size_t b_hs, cl_mem c,

@@ -129,33 +129,46 @@ static attn_status indexable(attn_context *ctx, size_t off, size_t ld, size_t ro
  * row's length, although nothing is read through it. */
 static size_t ld_at_least(size_t ld, size_t cols) { return ld < cols ? cols : ld; }
 
-/* One GEMM on attn's own temporary buffer (ctx->mat[ATTN_MAT_GEMM_TEMP]).
+/* The GEMMs run on attn's own temporary buffer (ctx->mat[ATTN_MAT_GEMM_TEMP]).
  * CLBlast must never allocate: its Buffer constructor, when clCreateBuffer
  * fails, throws from the buffer's deleter while unwinding, and the C++
  * runtime aborts the whole process (CLBlast 1.5.3 and upstream; found by
  * test_cl_faults). Its batched GEMM always allocates (offsets and scalars),
- * so the heads are separate calls. */
-static attn_status gemm_on_temp(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
-                                cl_mem a, size_t a_off, size_t lda, cl_mem b, size_t b_off,
-                                size_t ldb, cl_mem c, size_t c_off, size_t ldc, const char *what)
+ * so heads are separate calls. */
+
+/* Reserves the temporary for a GEMM with these offsets: CLBlast copies an
+ * operand only when its offset is not 0 (or its shape needs padding), so
+ * one head with offsets and one without bound every head's need. */
+static attn_status gemm_temp(attn_context *ctx, CLBlastTranspose tb, size_t m, size_t n, size_t k,
+                             const size_t off[2][3], size_t lda, size_t ldb, size_t ldc,
+                             const char *what, size_t *bytes)
 {
-    const CLBlastTranspose tb = trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
-    size_t bytes = 0;
+    *bytes = 0;
     note_user(ctx);
-    CLBlastStatusCode r = CLBlastSGemmTempBufferSize(CLBlastLayoutRowMajor, CLBlastTransposeNo, tb,
-                                                     m, n, k, a_off, lda, b_off, ldb, c_off, ldc,
-                                                     &ctx->queue, &bytes);
-    if (r != CLBlastSuccess) return clblast_fail(ctx, r, "CLBlastSGemmTempBufferSize", what);
-    attn_scratch *temp = &ctx->mat[ATTN_MAT_GEMM_TEMP];
+    for (int i = 0; i < 2; i++) {
+        size_t need = 0;
+        CLBlastStatusCode r = CLBlastSGemmTempBufferSize(
+            CLBlastLayoutRowMajor, CLBlastTransposeNo, tb, m, n, k, off[i][0], lda, off[i][1],
+            ldb, off[i][2], ldc, &ctx->queue, &need); /* bytes (CLBlast's clblast.cpp) */
+        if (r != CLBlastSuccess) return clblast_fail(ctx, r, "CLBlastSGemmTempBufferSize", what);
+        if (need > *bytes) *bytes = need;
+    }
+    /* at least one byte: CLBlast wraps whatever it is given */
+    return attn_scratch_reserve(ctx, &ctx->mat[ATTN_MAT_GEMM_TEMP], *bytes ? *bytes : 1);
+}
+
+/* One GEMM on the temporary gemm_temp reserved; with an out-of-order queue
+ * a barrier first, since the previous GEMM may still use it. */
+static attn_status gemm_with_temp(attn_context *ctx, CLBlastTranspose tb, size_t m, size_t n,
+                                  size_t k, cl_mem a, size_t a_off, size_t lda, cl_mem b,
+                                  size_t b_off, size_t ldb, cl_mem c, size_t c_off, size_t ldc,
+                                  size_t bytes, const char *what)
+{
     attn_status st;
-    /* at least one byte: CLBlast wraps whatever it is given. On an
-     * out-of-order queue the previous GEMM may still use the buffer. */
-    if ((st = attn_scratch_reserve(ctx, temp, bytes ? bytes : 1)) != ATTN_SUCCESS ||
-        (bytes && (st = attn_queue_order(ctx)) != ATTN_SUCCESS))
-        return st;
-    r = CLBlastSgemmWithTempBuffer(CLBlastLayoutRowMajor, CLBlastTransposeNo, tb, m, n, k, 1.0f, a,
-                                   a_off, lda, b, b_off, ldb, 0.0f, c, c_off, ldc, &ctx->queue,
-                                   NULL, temp->mem);
+    if (bytes && (st = attn_queue_order(ctx)) != ATTN_SUCCESS) return st;
+    CLBlastStatusCode r = CLBlastSgemmWithTempBuffer(
+        CLBlastLayoutRowMajor, CLBlastTransposeNo, tb, m, n, k, 1.0f, a, a_off, lda, b, b_off, ldb,
+        0.0f, c, c_off, ldc, &ctx->queue, NULL, ctx->mat[ATTN_MAT_GEMM_TEMP].mem);
     return r == CLBlastSuccess ? ATTN_SUCCESS : clblast_fail(ctx, r, "CLBlastSgemm", what);
 }
 
@@ -171,7 +184,12 @@ attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_
         (st = indexable(ctx, b_off, ldb, trans_b ? n : k, trans_b ? k : n, "B", what)) ||
         (st = indexable(ctx, c_off, ldc, m, n, "C", what)))
         return st;
-    return gemm_on_temp(ctx, trans_b, m, n, k, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, what);
+    const CLBlastTranspose tb = trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const size_t off[2][3] = {{a_off, b_off, c_off}, {a_off, b_off, c_off}};
+    size_t bytes;
+    if ((st = gemm_temp(ctx, tb, m, n, k, off, lda, ldb, ldc, what, &bytes))) return st;
+    return gemm_with_temp(ctx, tb, m, n, k, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, bytes,
+                          what);
 }
 
 attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
@@ -195,9 +213,15 @@ attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n,
      * why that aborts; the strided one's indirect path ignores the offset
      * and stride of an operand it decides not to copy, which gave wrong
      * P V results at S = 4096 with GQA, CLBlast 1.5.3.) */
+    const CLBlastTranspose tb = trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
+    const size_t last = count - 1, off[2][3] = {
+        {a_off, b_off, c_off}, {a_off + last * a_hs, b_off + last / group * b_hs, c_off + last * c_hs}};
+    size_t bytes;
+    if ((st = gemm_temp(ctx, tb, m, n, k, off, lda, ldb, ldc, what, &bytes))) return st;
     for (size_t h = 0; h < count; h++)
-        if ((st = gemm_on_temp(ctx, trans_b, m, n, k, a, a_off + h * a_hs, lda, b,
-                               b_off + h / group * b_hs, ldb, c, c_off + h * c_hs, ldc, what)))
+        if ((st = gemm_with_temp(ctx, tb, m, n, k, a, a_off + h * a_hs, lda, b,
+                                 b_off + h / group * b_hs, ldb, c, c_off + h * c_hs, ldc, bytes,
+                                 what)))
             return st;
     return ATTN_SUCCESS;
 }

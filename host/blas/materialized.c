@@ -1,6 +1,6 @@
 /* materialized.c -- attention the usual way, as a baseline for the tiled
- * kernels and a second, independent check of them: S = Q K^T by a CLBlast
- * batched GEMM (one offset per head), a kernel that scales, masks and
+ * kernels and a second, independent check of them: S = Q K^T by CLBlast
+ * GEMMs (one per query head, by offsets), a kernel that scales, masks and
  * soft-maxes each row in fp32 (cl/materialized.cl), then O = P V likewise;
  * and, through the same steps, the softmax weights of one (batch entry,
  * head) for diagnostics. Every variant of attn_problem (window, softcap,

@@ -30,7 +30,9 @@ typedef struct attn_scratch {
     cl_mem mem;
     size_t bytes;
 } attn_scratch;
-/* The materialized path's buffers: scores, then f32 copies of Q, K, V, O. */
+/* The CLBlast paths' buffers: the materialized path's scores and f32
+ * copies of Q, K, V, O, and the temporary every GEMM of the context
+ * (layers' too) hands CLBlast (clblast.c's gemm_with_temp). */
 enum { ATTN_MAT_SCORES, ATTN_MAT_Q, ATTN_MAT_K, ATTN_MAT_V, ATTN_MAT_O, ATTN_MAT_GEMM_TEMP, ATTN_MAT_BUFFERS };
 
 struct attn_context {

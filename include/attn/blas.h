@@ -26,8 +26,14 @@ extern "C" {
  * life of the process, and they keep that context alive; it can only let
  * go of all of them at once (CLBlastClearCache). attn calls it when the
  * last attn context that used CLBlast is released, so that contexts made
- * and released in turn do not accumulate; an application that also calls
- * CLBlast itself then rebuilds its kernels on their next use. */
+ * and released in turn do not accumulate; the next context that uses
+ * CLBlast, and an application that calls CLBlast itself, then compile its
+ * kernels again. Release attn's contexts before the process exits (not
+ * from an atexit handler or a static destructor, which may run after
+ * CLBlast's own caches are gone). The GEMMs run on a temporary buffer the
+ * context keeps with its workspace (attn_context_workspace_bytes counts
+ * it, attn_context_release_workspace frees it): CLBlast must not allocate,
+ * because a failed allocation inside it ends the process. */
 
 /*! attn_has_clblast() : @return 1 when this library was built with CLBlast
  *  (the functions below work), 0 when they return ATTN_ERROR_UNSUPPORTED. */
@@ -36,8 +42,8 @@ ATTN_API int attn_has_clblast(void);
 /*! attn_forward_materialized() :
  *  The same contract, arguments and outputs as attn_forward (zeros and -inf
  *  LSE for rows with no visible key, out may be q, check mode applies), done
- *  the usual way: per batch entry, S = Q K^T for all query heads by one
- *  CLBlast batched GEMM over that entry's content rows and keys (K/V heads
+ *  the usual way: per batch entry, S = Q K^T for each query head by a
+ *  CLBlast GEMM over that entry's content rows and keys (K/V heads
  *  broadcast to their query heads by offsets, never copied), a kernel that
  *  scales, masks and soft-maxes each row in fp32, then O = P V by GEMMs.
  *  A baseline for the tiled kernels and an independent check of them.
