@@ -32,7 +32,8 @@ int bench_parse_window(const char *text, bench_variant *v)
     if (!comma) return -1;
     *comma = 0;
     int l, r;
-    if (attn_parse_int(buf, -1, 1 << 30, &l) || attn_parse_int(comma + 1, -1, 1 << 30, &r)) return -1;
+    if (attn_parse_int(buf, -1, 1 << 30, &l) || attn_parse_int(comma + 1, -1, 1 << 30, &r))
+        return -1;
     v->use_window = 1, v->window_left = l, v->window_right = r;
     return 0;
 }

@@ -136,16 +136,17 @@ static size_t ld_at_least(size_t ld, size_t cols) { return ld < cols ? cols : ld
  * test_cl_faults). Its batched GEMM always allocates (offsets and scalars),
  * so heads are separate calls. */
 
-/* Reserves the temporary for a GEMM with these offsets: CLBlast copies an
- * operand only when its offset is not 0 (or its shape needs padding), so
- * one head with offsets and one without bound every head's need. */
+/* Reserves the temporary for GEMMs with any of the nsets offset sets
+ * (A, B, C): CLBlast copies an operand only when its offset is not 0 (or
+ * its shape needs padding), so the first and the last head bound every
+ * head's need. */
 static attn_status gemm_temp(attn_context *ctx, CLBlastTranspose tb, size_t m, size_t n, size_t k,
-                             const size_t off[2][3], size_t lda, size_t ldb, size_t ldc,
+                             const size_t off[][3], int nsets, size_t lda, size_t ldb, size_t ldc,
                              const char *what, size_t *bytes)
 {
     *bytes = 0;
     note_user(ctx);
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < nsets; i++) {
         size_t need = 0;
         CLBlastStatusCode r = CLBlastSGemmTempBufferSize(
             CLBlastLayoutRowMajor, CLBlastTransposeNo, tb, m, n, k, off[i][0], lda, off[i][1],
@@ -185,9 +186,9 @@ attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_
         (st = indexable(ctx, c_off, ldc, m, n, "C", what)))
         return st;
     const CLBlastTranspose tb = trans_b ? CLBlastTransposeYes : CLBlastTransposeNo;
-    const size_t off[2][3] = {{a_off, b_off, c_off}, {a_off, b_off, c_off}};
+    const size_t off[1][3] = {{a_off, b_off, c_off}};
     size_t bytes;
-    if ((st = gemm_temp(ctx, tb, m, n, k, off, lda, ldb, ldc, what, &bytes))) return st;
+    if ((st = gemm_temp(ctx, tb, m, n, k, off, 1, lda, ldb, ldc, what, &bytes))) return st;
     return gemm_with_temp(ctx, tb, m, n, k, a, a_off, lda, b, b_off, ldb, c, c_off, ldc, bytes,
                           what);
 }
@@ -209,7 +210,7 @@ attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n,
         return st;
     /* One call per query head: head h reads KV head h / group through its
      * B offset, so K and V are broadcast, never copied. (Not CLBlast's
-     * batched GEMMs: the offset-array one allocates, gemm_on_temp says
+     * batched GEMMs: the offset-array one allocates, the comment above gemm_temp says
      * why that aborts; the strided one's indirect path ignores the offset
      * and stride of an operand it decides not to copy, which gave wrong
      * P V results at S = 4096 with GQA, CLBlast 1.5.3.) */
@@ -217,7 +218,8 @@ attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n,
     const size_t last = count - 1, off[2][3] = {
         {a_off, b_off, c_off}, {a_off + last * a_hs, b_off + last / group * b_hs, c_off + last * c_hs}};
     size_t bytes;
-    if ((st = gemm_temp(ctx, tb, m, n, k, off, lda, ldb, ldc, what, &bytes))) return st;
+    if ((st = gemm_temp(ctx, tb, m, n, k, off, count > 1 ? 2 : 1, lda, ldb, ldc, what, &bytes)))
+        return st;
     for (size_t h = 0; h < count; h++)
         if ((st = gemm_with_temp(ctx, tb, m, n, k, a, a_off + h * a_hs, lda, b,
                                  b_off + h / group * b_hs, ldb, c, c_off + h * c_hs, ldc, bytes,

@@ -86,18 +86,12 @@ attn_status attn_kernel_run(attn_context *ctx, cl_kernel k, const attn_karg *arg
     return attn_kernel_enqueue(ctx, k, dims, global, local, 0, NULL, NULL);
 }
 
-attn_status attn_queue_order(attn_context *ctx)
-{
-    if (!ctx->out_of_order) return ATTN_SUCCESS;
-    cl_int err = clEnqueueBarrierWithWaitList(ctx->queue, 0, NULL, NULL);
-    return err == CL_SUCCESS ? ATTN_SUCCESS
-                             : attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
-}
+attn_status attn_queue_order(attn_context *ctx) { return attn_queue_order_after(ctx, NULL); }
 
 attn_status attn_queue_order_after(attn_context *ctx, cl_event ev)
 {
     if (!ctx->out_of_order) return ATTN_SUCCESS;
     cl_int err = clEnqueueBarrierWithWaitList(ctx->queue, 0, NULL, NULL);
-    if (err == CL_SUCCESS || clWaitForEvents(1, &ev) == CL_SUCCESS) return ATTN_SUCCESS;
+    if (err == CL_SUCCESS || (ev && clWaitForEvents(1, &ev) == CL_SUCCESS)) return ATTN_SUCCESS;
     return attn_fail_cl(ctx, err, "clEnqueueBarrierWithWaitList");
 }

@@ -49,10 +49,10 @@ attn_status attn_kernel_run(attn_context *ctx, cl_kernel k, const attn_karg *arg
                             cl_uint dims, const size_t *global, const size_t *local);
 /* On an out-of-order queue, a barrier between dependent steps; else nothing. */
 attn_status attn_queue_order(attn_context *ctx);
-/* The same after a command (ev) whose effect the caller already counts on
- * (a cache's lengths have grown): when the barrier cannot be enqueued, the
- * host waits for ev instead, which orders later commands as well; an error
- * only when both fail. */
+/* The same after a command (ev, or NULL: attn_queue_order) whose effect the
+ * caller already counts on (a cache's lengths have grown): when the barrier
+ * cannot be enqueued, the host waits for ev instead, which orders later
+ * commands as well; an error only when both fail. */
 attn_status attn_queue_order_after(attn_context *ctx, cl_event ev);
 
 #endif /* ATTN_CORE_LAUNCH_H */
