@@ -67,299 +67,158 @@ static void *real_fn(const char *name)
 
 static void count(int kind, long d) { atomic_fetch_add(&live[kind], d); }
 
-/* An object-returning call that may fail: its error and NULL. */
-#define FAIL_CREATE(name, errcode_ret, error)                                                      \
-    do {                                                                                           \
+/* The three shapes of a wrapped call, each given its parameter list and
+ * the same names as an argument list. A create that fails returns NULL and
+ * its error; a created object is counted as one of its kind. */
+#define CREATE(type, kind, name, error, params, args)                                              \
+    CL_API_ENTRY type CL_API_CALL name params                                                      \
+    {                                                                                              \
+        REAL(name);                                                                                \
         if (fail_now(#name)) {                                                                     \
-            if (errcode_ret) *(errcode_ret) = (error);                                             \
+            if (errcode_ret) *errcode_ret = (error);                                               \
             return NULL;                                                                           \
         }                                                                                          \
-    } while (0)
+        type made = real_##name args;                                                              \
+        if (made) count(kind, 1);                                                                  \
+        return made;                                                                               \
+    }
 
-/* An enqueue with an event to return: it counts as one more event. */
-static cl_int enqueued(cl_int err, cl_event *event)
-{
-    if (err == CL_SUCCESS && event) count(CL_FAULTS_EVENT, 1);
-    return err;
-}
+/* A call returning a cl_int that may fail, doing nothing (a failed query
+ * writes nothing: a caller that goes on reads what it had before). */
+#define FAILABLE(name, error, params, args)                                                        \
+    CL_API_ENTRY cl_int CL_API_CALL name params                                                    \
+    {                                                                                              \
+        REAL(name);                                                                                \
+        if (fail_now(#name)) return (error);                                                       \
+        return real_##name args;                                                                   \
+    }
+
+/* An enqueue that may fail; the event it returns, when asked for, counts. */
+#define ENQUEUE(name, params, args)                                                                \
+    CL_API_ENTRY cl_int CL_API_CALL name params                                                    \
+    {                                                                                              \
+        REAL(name);                                                                                \
+        if (fail_now(#name)) return CL_OUT_OF_RESOURCES;                                           \
+        const cl_int err = real_##name args;                                                       \
+        if (err == CL_SUCCESS && event) count(CL_FAULTS_EVENT, 1);                                 \
+        return err;                                                                                \
+    }
+
+typedef void(CL_CALLBACK *context_notify)(const char *, const void *, size_t, void *);
+typedef void(CL_CALLBACK *build_notify)(cl_program, void *);
 
 /* ---- creating ---- */
 
-CL_API_ENTRY cl_context CL_API_CALL
-clCreateContext(const cl_context_properties *properties, cl_uint num_devices,
-                const cl_device_id *devices,
-                void(CL_CALLBACK *pfn_notify)(const char *, const void *, size_t, void *),
-                void *user_data, cl_int *errcode_ret)
-{
-    REAL(clCreateContext);
-    FAIL_CREATE(clCreateContext, errcode_ret, CL_OUT_OF_HOST_MEMORY);
-    cl_context c = real_clCreateContext(properties, num_devices, devices, pfn_notify, user_data,
-                                        errcode_ret);
-    if (c) count(CL_FAULTS_CONTEXT, 1);
-    return c;
-}
+CREATE(cl_context, CL_FAULTS_CONTEXT, clCreateContext, CL_OUT_OF_HOST_MEMORY,
+       (const cl_context_properties *properties, cl_uint num_devices, const cl_device_id *devices,
+        context_notify pfn_notify, void *user_data, cl_int *errcode_ret),
+       (properties, num_devices, devices, pfn_notify, user_data, errcode_ret))
+CREATE(cl_command_queue, CL_FAULTS_QUEUE, clCreateCommandQueue, CL_OUT_OF_RESOURCES,
+       (cl_context context, cl_device_id device, cl_command_queue_properties properties,
+        cl_int *errcode_ret),
+       (context, device, properties, errcode_ret))
+CREATE(cl_mem, CL_FAULTS_MEM, clCreateBuffer, CL_MEM_OBJECT_ALLOCATION_FAILURE,
+       (cl_context context, cl_mem_flags flags, size_t size, void *host_ptr, cl_int *errcode_ret),
+       (context, flags, size, host_ptr, errcode_ret))
+CREATE(cl_program, CL_FAULTS_PROGRAM, clCreateProgramWithSource, CL_OUT_OF_HOST_MEMORY,
+       (cl_context context, cl_uint n, const char **strings, const size_t *lengths,
+        cl_int *errcode_ret),
+       (context, n, strings, lengths, errcode_ret))
+CREATE(cl_program, CL_FAULTS_PROGRAM, clCreateProgramWithBinary, CL_OUT_OF_HOST_MEMORY,
+       (cl_context context, cl_uint num_devices, const cl_device_id *device_list,
+        const size_t *lengths, const unsigned char **binaries, cl_int *binary_status,
+        cl_int *errcode_ret),
+       (context, num_devices, device_list, lengths, binaries, binary_status, errcode_ret))
+CREATE(cl_kernel, CL_FAULTS_KERNEL, clCreateKernel, CL_OUT_OF_RESOURCES,
+       (cl_program program, const char *kernel_name, cl_int *errcode_ret),
+       (program, kernel_name, errcode_ret))
 
-CL_API_ENTRY cl_command_queue CL_API_CALL
-clCreateCommandQueue(cl_context context, cl_device_id device,
-                     cl_command_queue_properties properties, cl_int *errcode_ret)
-{
-    REAL(clCreateCommandQueue);
-    FAIL_CREATE(clCreateCommandQueue, errcode_ret, CL_OUT_OF_RESOURCES);
-    cl_command_queue q = real_clCreateCommandQueue(context, device, properties, errcode_ret);
-    if (q) count(CL_FAULTS_QUEUE, 1);
-    return q;
-}
+/* ---- building, arguments, device lists and information ---- */
 
-CL_API_ENTRY cl_mem CL_API_CALL clCreateBuffer(cl_context context, cl_mem_flags flags, size_t size,
-                                               void *host_ptr, cl_int *errcode_ret)
-{
-    REAL(clCreateBuffer);
-    FAIL_CREATE(clCreateBuffer, errcode_ret, CL_MEM_OBJECT_ALLOCATION_FAILURE);
-    cl_mem m = real_clCreateBuffer(context, flags, size, host_ptr, errcode_ret);
-    if (m) count(CL_FAULTS_MEM, 1);
-    return m;
-}
+FAILABLE(clBuildProgram, CL_OUT_OF_HOST_MEMORY,
+         (cl_program program, cl_uint num_devices, const cl_device_id *device_list,
+          const char *options, build_notify pfn_notify, void *user_data),
+         (program, num_devices, device_list, options, pfn_notify, user_data))
+FAILABLE(clSetKernelArg, CL_OUT_OF_RESOURCES,
+         (cl_kernel kernel, cl_uint arg_index, size_t arg_size, const void *arg_value),
+         (kernel, arg_index, arg_size, arg_value))
+FAILABLE(clGetPlatformIDs, CL_OUT_OF_HOST_MEMORY,
+         (cl_uint num_entries, cl_platform_id *platforms, cl_uint *num_platforms),
+         (num_entries, platforms, num_platforms))
+FAILABLE(clGetDeviceIDs, CL_OUT_OF_HOST_MEMORY,
+         (cl_platform_id platform, cl_device_type type, cl_uint num_entries,
+          cl_device_id *devices, cl_uint *num_devices),
+         (platform, type, num_entries, devices, num_devices))
 
-CL_API_ENTRY cl_program CL_API_CALL clCreateProgramWithSource(cl_context context, cl_uint n,
-                                                              const char **strings,
-                                                              const size_t *lengths,
-                                                              cl_int *errcode_ret)
-{
-    REAL(clCreateProgramWithSource);
-    FAIL_CREATE(clCreateProgramWithSource, errcode_ret, CL_OUT_OF_HOST_MEMORY);
-    cl_program p = real_clCreateProgramWithSource(context, n, strings, lengths, errcode_ret);
-    if (p) count(CL_FAULTS_PROGRAM, 1);
-    return p;
-}
-
-CL_API_ENTRY cl_program CL_API_CALL
-clCreateProgramWithBinary(cl_context context, cl_uint num_devices, const cl_device_id *device_list,
-                          const size_t *lengths, const unsigned char **binaries,
-                          cl_int *binary_status, cl_int *errcode_ret)
-{
-    REAL(clCreateProgramWithBinary);
-    FAIL_CREATE(clCreateProgramWithBinary, errcode_ret, CL_OUT_OF_HOST_MEMORY);
-    cl_program p = real_clCreateProgramWithBinary(context, num_devices, device_list, lengths,
-                                                  binaries, binary_status, errcode_ret);
-    if (p) count(CL_FAULTS_PROGRAM, 1);
-    return p;
-}
-
-CL_API_ENTRY cl_kernel CL_API_CALL clCreateKernel(cl_program program, const char *kernel_name,
-                                                  cl_int *errcode_ret)
-{
-    REAL(clCreateKernel);
-    FAIL_CREATE(clCreateKernel, errcode_ret, CL_OUT_OF_RESOURCES);
-    cl_kernel k = real_clCreateKernel(program, kernel_name, errcode_ret);
-    if (k) count(CL_FAULTS_KERNEL, 1);
-    return k;
-}
-
-/* ---- building, arguments, information a caller depends on ---- */
-
-CL_API_ENTRY cl_int CL_API_CALL
-clBuildProgram(cl_program program, cl_uint num_devices, const cl_device_id *device_list,
-               const char *options, void(CL_CALLBACK *pfn_notify)(cl_program, void *),
-               void *user_data)
-{
-    REAL(clBuildProgram);
-    if (fail_now("clBuildProgram")) return CL_OUT_OF_HOST_MEMORY;
-    return real_clBuildProgram(program, num_devices, device_list, options, pfn_notify, user_data);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clSetKernelArg(cl_kernel kernel, cl_uint arg_index,
-                                               size_t arg_size, const void *arg_value)
-{
-    REAL(clSetKernelArg);
-    if (fail_now("clSetKernelArg")) return CL_OUT_OF_RESOURCES;
-    return real_clSetKernelArg(kernel, arg_index, arg_size, arg_value);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clGetProgramInfo(cl_program program, cl_program_info param_name,
-                                                 size_t size, void *value, size_t *size_ret)
-{
-    REAL(clGetProgramInfo);
-    if (fail_now("clGetProgramInfo")) return CL_OUT_OF_HOST_MEMORY;
-    return real_clGetProgramInfo(program, param_name, size, value, size_ret);
-}
-
-/* The information queries: a failure writes nothing (a caller that goes
- * on with the value it did not get reads what it had before). */
+/* The information queries: object, what, size, value, size returned. */
 #define INFO_QUERY(name, obj_type, info_type)                                                      \
-    CL_API_ENTRY cl_int CL_API_CALL name(obj_type obj, info_type param, size_t size, void *value,  \
-                                         size_t *size_ret)                                         \
-    {                                                                                              \
-        REAL(name);                                                                                \
-        if (fail_now(#name)) return CL_OUT_OF_HOST_MEMORY;                                         \
-        return real_##name(obj, param, size, value, size_ret);                                     \
-    }
+    FAILABLE(name, CL_OUT_OF_HOST_MEMORY,                                                          \
+             (obj_type obj, info_type param, size_t size, void *value, size_t *size_ret),          \
+             (obj, param, size, value, size_ret))
 
 INFO_QUERY(clGetPlatformInfo, cl_platform_id, cl_platform_info)
 INFO_QUERY(clGetDeviceInfo, cl_device_id, cl_device_info)
 INFO_QUERY(clGetCommandQueueInfo, cl_command_queue, cl_command_queue_info)
 INFO_QUERY(clGetMemObjectInfo, cl_mem, cl_mem_info)
+INFO_QUERY(clGetProgramInfo, cl_program, cl_program_info)
 INFO_QUERY(clGetKernelInfo, cl_kernel, cl_kernel_info)
 INFO_QUERY(clGetEventProfilingInfo, cl_event, cl_profiling_info)
 
-CL_API_ENTRY cl_int CL_API_CALL clGetProgramBuildInfo(cl_program program, cl_device_id device,
-                                                      cl_program_build_info param, size_t size,
-                                                      void *value, size_t *size_ret)
-{
-    REAL(clGetProgramBuildInfo);
-    if (fail_now("clGetProgramBuildInfo")) return CL_OUT_OF_HOST_MEMORY;
-    return real_clGetProgramBuildInfo(program, device, param, size, value, size_ret);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clGetKernelWorkGroupInfo(cl_kernel kernel, cl_device_id device,
-                                                         cl_kernel_work_group_info param,
-                                                         size_t size, void *value,
-                                                         size_t *size_ret)
-{
-    REAL(clGetKernelWorkGroupInfo);
-    if (fail_now("clGetKernelWorkGroupInfo")) return CL_OUT_OF_HOST_MEMORY;
-    return real_clGetKernelWorkGroupInfo(kernel, device, param, size, value, size_ret);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clGetPlatformIDs(cl_uint num_entries, cl_platform_id *platforms,
-                                                 cl_uint *num_platforms)
-{
-    REAL(clGetPlatformIDs);
-    if (fail_now("clGetPlatformIDs")) return CL_OUT_OF_HOST_MEMORY;
-    return real_clGetPlatformIDs(num_entries, platforms, num_platforms);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clGetDeviceIDs(cl_platform_id platform, cl_device_type type,
-                                               cl_uint num_entries, cl_device_id *devices,
-                                               cl_uint *num_devices)
-{
-    REAL(clGetDeviceIDs);
-    if (fail_now("clGetDeviceIDs")) return CL_OUT_OF_HOST_MEMORY;
-    return real_clGetDeviceIDs(platform, type, num_entries, devices, num_devices);
-}
+FAILABLE(clGetProgramBuildInfo, CL_OUT_OF_HOST_MEMORY,
+         (cl_program program, cl_device_id device, cl_program_build_info param, size_t size,
+          void *value, size_t *size_ret),
+         (program, device, param, size, value, size_ret))
+FAILABLE(clGetKernelWorkGroupInfo, CL_OUT_OF_HOST_MEMORY,
+         (cl_kernel kernel, cl_device_id device, cl_kernel_work_group_info param, size_t size,
+          void *value, size_t *size_ret),
+         (kernel, device, param, size, value, size_ret))
 
 /* ---- enqueueing and waiting ---- */
 
-CL_API_ENTRY cl_int CL_API_CALL
-clEnqueueNDRangeKernel(cl_command_queue queue, cl_kernel kernel, cl_uint work_dim,
-                       const size_t *global_offset, const size_t *global_size,
-                       const size_t *local_size, cl_uint nwait, const cl_event *wait,
-                       cl_event *event)
-{
-    REAL(clEnqueueNDRangeKernel);
-    if (fail_now("clEnqueueNDRangeKernel")) return CL_OUT_OF_RESOURCES;
-    return enqueued(real_clEnqueueNDRangeKernel(queue, kernel, work_dim, global_offset,
-                                                global_size, local_size, nwait, wait, event),
-                    event);
-}
+ENQUEUE(clEnqueueNDRangeKernel,
+        (cl_command_queue queue, cl_kernel kernel, cl_uint work_dim, const size_t *global_offset,
+         const size_t *global_size, const size_t *local_size, cl_uint nwait,
+         const cl_event *wait, cl_event *event),
+        (queue, kernel, work_dim, global_offset, global_size, local_size, nwait, wait, event))
+ENQUEUE(clEnqueueReadBuffer,
+        (cl_command_queue queue, cl_mem buffer, cl_bool blocking, size_t offset, size_t size,
+         void *ptr, cl_uint nwait, const cl_event *wait, cl_event *event),
+        (queue, buffer, blocking, offset, size, ptr, nwait, wait, event))
+ENQUEUE(clEnqueueWriteBuffer,
+        (cl_command_queue queue, cl_mem buffer, cl_bool blocking, size_t offset, size_t size,
+         const void *ptr, cl_uint nwait, const cl_event *wait, cl_event *event),
+        (queue, buffer, blocking, offset, size, ptr, nwait, wait, event))
+ENQUEUE(clEnqueueReadBufferRect,
+        (cl_command_queue queue, cl_mem buffer, cl_bool blocking, const size_t *buffer_origin,
+         const size_t *host_origin, const size_t *region, size_t buffer_row_pitch,
+         size_t buffer_slice_pitch, size_t host_row_pitch, size_t host_slice_pitch, void *ptr,
+         cl_uint nwait, const cl_event *wait, cl_event *event),
+        (queue, buffer, blocking, buffer_origin, host_origin, region, buffer_row_pitch,
+         buffer_slice_pitch, host_row_pitch, host_slice_pitch, ptr, nwait, wait, event))
+ENQUEUE(clEnqueueCopyBuffer,
+        (cl_command_queue queue, cl_mem src, cl_mem dst, size_t src_offset, size_t dst_offset,
+         size_t size, cl_uint nwait, const cl_event *wait, cl_event *event),
+        (queue, src, dst, src_offset, dst_offset, size, nwait, wait, event))
+ENQUEUE(clEnqueueCopyBufferRect,
+        (cl_command_queue queue, cl_mem src, cl_mem dst, const size_t *src_origin,
+         const size_t *dst_origin, const size_t *region, size_t src_row_pitch,
+         size_t src_slice_pitch, size_t dst_row_pitch, size_t dst_slice_pitch, cl_uint nwait,
+         const cl_event *wait, cl_event *event),
+        (queue, src, dst, src_origin, dst_origin, region, src_row_pitch, src_slice_pitch,
+         dst_row_pitch, dst_slice_pitch, nwait, wait, event))
+ENQUEUE(clEnqueueFillBuffer,
+        (cl_command_queue queue, cl_mem buffer, const void *pattern, size_t pattern_size,
+         size_t offset, size_t size, cl_uint nwait, const cl_event *wait, cl_event *event),
+        (queue, buffer, pattern, pattern_size, offset, size, nwait, wait, event))
+ENQUEUE(clEnqueueMarkerWithWaitList,
+        (cl_command_queue queue, cl_uint nwait, const cl_event *wait, cl_event *event),
+        (queue, nwait, wait, event))
+ENQUEUE(clEnqueueBarrierWithWaitList,
+        (cl_command_queue queue, cl_uint nwait, const cl_event *wait, cl_event *event),
+        (queue, nwait, wait, event))
 
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueReadBuffer(cl_command_queue queue, cl_mem buffer,
-                                                    cl_bool blocking, size_t offset, size_t size,
-                                                    void *ptr, cl_uint nwait,
-                                                    const cl_event *wait, cl_event *event)
-{
-    REAL(clEnqueueReadBuffer);
-    if (fail_now("clEnqueueReadBuffer")) return CL_OUT_OF_RESOURCES;
-    return enqueued(real_clEnqueueReadBuffer(queue, buffer, blocking, offset, size, ptr, nwait,
-                                             wait, event),
-                    event);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueWriteBuffer(cl_command_queue queue, cl_mem buffer,
-                                                     cl_bool blocking, size_t offset, size_t size,
-                                                     const void *ptr, cl_uint nwait,
-                                                     const cl_event *wait, cl_event *event)
-{
-    REAL(clEnqueueWriteBuffer);
-    if (fail_now("clEnqueueWriteBuffer")) return CL_OUT_OF_RESOURCES;
-    return enqueued(real_clEnqueueWriteBuffer(queue, buffer, blocking, offset, size, ptr, nwait,
-                                              wait, event),
-                    event);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL
-clEnqueueReadBufferRect(cl_command_queue queue, cl_mem buffer, cl_bool blocking,
-                        const size_t *buffer_origin, const size_t *host_origin,
-                        const size_t *region, size_t buffer_row_pitch, size_t buffer_slice_pitch,
-                        size_t host_row_pitch, size_t host_slice_pitch, void *ptr, cl_uint nwait,
-                        const cl_event *wait, cl_event *event)
-{
-    REAL(clEnqueueReadBufferRect);
-    if (fail_now("clEnqueueReadBufferRect")) return CL_OUT_OF_RESOURCES;
-    return enqueued(real_clEnqueueReadBufferRect(queue, buffer, blocking, buffer_origin,
-                                                 host_origin, region, buffer_row_pitch,
-                                                 buffer_slice_pitch, host_row_pitch,
-                                                 host_slice_pitch, ptr, nwait, wait, event),
-                    event);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueCopyBuffer(cl_command_queue queue, cl_mem src,
-                                                    cl_mem dst, size_t src_offset,
-                                                    size_t dst_offset, size_t size, cl_uint nwait,
-                                                    const cl_event *wait, cl_event *event)
-{
-    REAL(clEnqueueCopyBuffer);
-    if (fail_now("clEnqueueCopyBuffer")) return CL_OUT_OF_RESOURCES;
-    return enqueued(real_clEnqueueCopyBuffer(queue, src, dst, src_offset, dst_offset, size, nwait,
-                                             wait, event),
-                    event);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL
-clEnqueueCopyBufferRect(cl_command_queue queue, cl_mem src, cl_mem dst, const size_t *src_origin,
-                        const size_t *dst_origin, const size_t *region, size_t src_row_pitch,
-                        size_t src_slice_pitch, size_t dst_row_pitch, size_t dst_slice_pitch,
-                        cl_uint nwait, const cl_event *wait, cl_event *event)
-{
-    REAL(clEnqueueCopyBufferRect);
-    if (fail_now("clEnqueueCopyBufferRect")) return CL_OUT_OF_RESOURCES;
-    return enqueued(real_clEnqueueCopyBufferRect(queue, src, dst, src_origin, dst_origin, region,
-                                                 src_row_pitch, src_slice_pitch, dst_row_pitch,
-                                                 dst_slice_pitch, nwait, wait, event),
-                    event);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueFillBuffer(cl_command_queue queue, cl_mem buffer,
-                                                    const void *pattern, size_t pattern_size,
-                                                    size_t offset, size_t size, cl_uint nwait,
-                                                    const cl_event *wait, cl_event *event)
-{
-    REAL(clEnqueueFillBuffer);
-    if (fail_now("clEnqueueFillBuffer")) return CL_OUT_OF_RESOURCES;
-    return enqueued(real_clEnqueueFillBuffer(queue, buffer, pattern, pattern_size, offset, size,
-                                             nwait, wait, event),
-                    event);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueMarkerWithWaitList(cl_command_queue queue, cl_uint nwait,
-                                                            const cl_event *wait, cl_event *event)
-{
-    REAL(clEnqueueMarkerWithWaitList);
-    if (fail_now("clEnqueueMarkerWithWaitList")) return CL_OUT_OF_RESOURCES;
-    return enqueued(real_clEnqueueMarkerWithWaitList(queue, nwait, wait, event), event);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clEnqueueBarrierWithWaitList(cl_command_queue queue,
-                                                             cl_uint nwait, const cl_event *wait,
-                                                             cl_event *event)
-{
-    REAL(clEnqueueBarrierWithWaitList);
-    if (fail_now("clEnqueueBarrierWithWaitList")) return CL_OUT_OF_RESOURCES;
-    return enqueued(real_clEnqueueBarrierWithWaitList(queue, nwait, wait, event), event);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clFinish(cl_command_queue queue)
-{
-    REAL(clFinish);
-    if (fail_now("clFinish")) return CL_OUT_OF_RESOURCES;
-    return real_clFinish(queue);
-}
-
-CL_API_ENTRY cl_int CL_API_CALL clWaitForEvents(cl_uint n, const cl_event *events)
-{
-    REAL(clWaitForEvents);
-    if (fail_now("clWaitForEvents")) return CL_OUT_OF_RESOURCES;
-    return real_clWaitForEvents(n, events);
-}
+FAILABLE(clFinish, CL_OUT_OF_RESOURCES, (cl_command_queue queue), (queue))
+FAILABLE(clWaitForEvents, CL_OUT_OF_RESOURCES, (cl_uint n, const cl_event *events), (n, events))
 
 /* ---- retaining and releasing (never failed, always counted) ---- */
 

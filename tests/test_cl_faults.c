@@ -33,11 +33,13 @@
  * allocation of 0); on an out-of-order queue an append whose trailing
  * barrier failed reported failure after the lengths had grown, so the
  * retry appended twice; a failed allocation inside CLBlast aborted the
- * process (clblast.c's gemm_on_temp); and CLBlast's cache kept an OpenCL
+ * process (clblast.c: the comment above gemm_temp); and CLBlast's cache kept an OpenCL
  * context alive per released attn context (test_clblast_lets_go). */
 #include "cl_faults.h"
 #include "harness.h"
+#include "core/text.h"
 
+#include <limits.h>
 #include <math.h>
 #include <stdarg.h>
 #include <stdio.h>
@@ -289,15 +291,16 @@ release:
 
 /* ---- the tests ---- */
 
-/* Which calls to fail: every one ($ATTN_CL_FAULTS_EVERY=N: every N-th).
+/* Which calls to fail: every one ($ATTN_CL_FAULTS_EVERY=N, N >= 1: every
+ * N-th).
  * A GPU builds programs and makes contexts far more slowly than PoCL, and
  * the mma family's first plan on a context verifies it (mma_gate.c): there
  * about 100 calls spread over the workload, so that the suite stays within
  * its time on a GPU too. */
 static long call_stride(long n)
 {
-    const char *env = getenv("ATTN_CL_FAULTS_EVERY");
-    if (env && *env) return atol(env) > 0 ? atol(env) : 1;
+    long every;
+    if (attn_parse_long(getenv("ATTN_CL_FAULTS_EVERY"), 1, LONG_MAX, &every) == 0) return every;
     cl_platform_id pl;
     cl_device_id dev;
     cl_device_type type = CL_DEVICE_TYPE_CPU;
