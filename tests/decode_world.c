@@ -9,12 +9,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-void use_params(harness_family family, int rows, int splits)
+void use_params(attn_context *ctx, harness_family family, int rows, int splits)
 {
     char text[64];
     if (family == HARNESS_MMA) snprintf(text, sizeof text, "warps=1,splits=%d", splits);
     else snprintf(text, sizeof text, "rows=%d,splits=%d", rows, splits);
-    harness_use_family(harness_context(), family, rows ? text : NULL);
+    harness_use_family(ctx, family, rows ? text : NULL);
 }
 
 /* ---- one world of sequences: host data and its uncached results ---- */
@@ -54,7 +54,7 @@ void world_results(attn_context *ctx, world *w, attn_dtype dt, harness_family fa
     cl_mem bo = harness_alloc(ctx, dt, B, HQ, w->N, D, NULL, &to);
     cl_mem lse = harness_float_buffer(ctx, (size_t)B * HQ * w->N);
     CU_ASSERT_FATAL(bq && bk && bv && bo && lse);
-    use_params(fam, 0, 0);
+    use_params(ctx, fam, 0, 0);
     attn_status st = attn_forward(ctx, &p, &tq, &tk, &tv, &to, &L, lse, NULL);
     if (st != ATTN_SUCCESS) printf("\n  attn_forward: %s\n", attn_last_error(ctx));
     CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);

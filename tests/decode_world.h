@@ -14,12 +14,12 @@ static const harness_family families[] = {HARNESS_VECTOR, HARNESS_TILED, HARNESS
 static const attn_dtype dtypes[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
 #define NDT 3
 
-/* The parameters of the calls that follow: family, the decode tile (4 rows:
+/* The parameters of ctx's calls that follow: family, the decode tile (4 rows:
  * with the 4 query heads per KV head of these tests, q_len > 1 takes
  * several tiles; mma, whose tiles are warps of 16 rows: one warp, so that
  * q_len > 4 takes several) and the number of splits (0 = automatic);
  * rows = 0: the family's defaults. */
-void use_params(harness_family family, int rows, int splits);
+void use_params(attn_context *ctx, harness_family family, int rows, int splits);
 
 /* ---- one world of sequences: host data and its uncached results ---- */
 

@@ -245,6 +245,38 @@ attn_context *harness_context(void)
     return NULL;
 }
 
+int harness_out_of_order_context(attn_context **ctx, cl_command_queue *queue, cl_context *cl)
+{
+    *ctx = NULL, *queue = NULL, *cl = NULL;
+    attn_context *h = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
+    cl_device_id dev = attn_context_device(h);
+    cl_command_queue_properties supported = 0;
+    clGetDeviceInfo(dev, CL_DEVICE_QUEUE_PROPERTIES, sizeof supported, &supported, NULL);
+    if (!(supported & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
+        printf("\n  the device has no out-of-order queues: skipped\n");
+        return 0;
+    }
+    cl_int err;
+    *cl = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    *queue = clCreateCommandQueue(*cl, dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
+    if (err == CL_SUCCESS && attn_context_create_from_queue(*queue, ctx) == ATTN_SUCCESS) return 1;
+    printf("\n  an attn context on an out-of-order queue: %d, %s\n", (int)err,
+           attn_last_create_error());
+    harness_app_release(*ctx, *queue, *cl);
+    *ctx = NULL, *queue = NULL, *cl = NULL;
+    CU_FAIL_FATAL("harness_out_of_order_context");
+    return 0;
+}
+
+void harness_app_release(attn_context *ctx, cl_command_queue queue, cl_context cl)
+{
+    attn_context_release(ctx);
+    if (queue) clReleaseCommandQueue(queue);
+    if (cl) clReleaseContext(cl);
+}
+
 /* ---- device tensors ---- */
 
 size_t harness_layout_tensor(const harness_layout *l, int B, int H, int S, int D,
@@ -357,8 +389,12 @@ int harness_download(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, 
         printf("harness: out of memory reading %zu bytes\n", bytes);
         return -1;
     }
-    err = clEnqueueReadBuffer(attn_context_queue(ctx), t->buffer, CL_TRUE, 0, bytes, host, 0,
-                              NULL, NULL);
+    /* an application's out-of-order queue could run the read before the
+     * kernels that write the tensor: everything enqueued finishes first */
+    err = clFinish(attn_context_queue(ctx));
+    if (err == CL_SUCCESS)
+        err = clEnqueueReadBuffer(attn_context_queue(ctx), t->buffer, CL_TRUE, 0, bytes, host, 0,
+                                  NULL, NULL);
     if (err != CL_SUCCESS) {
         printf("harness: clEnqueueReadBuffer failed: %d\n", (int)err);
         free(host);
@@ -400,8 +436,10 @@ int harness_read_floats(attn_context *ctx, cl_mem buf, float *dst, size_t n)
 {
     if (!ctx || !buf || (!dst && n)) return -1;
     if (n == 0) return 0;
-    cl_int err = clEnqueueReadBuffer(attn_context_queue(ctx), buf, CL_TRUE, 0, n * sizeof *dst,
-                                     dst, 0, NULL, NULL);
+    cl_int err = clFinish(attn_context_queue(ctx)); /* as harness_download */
+    if (err == CL_SUCCESS)
+        err = clEnqueueReadBuffer(attn_context_queue(ctx), buf, CL_TRUE, 0, n * sizeof *dst, dst,
+                                  0, NULL, NULL);
     if (err != CL_SUCCESS) {
         printf("harness: clEnqueueReadBuffer(%zu floats) failed: %d\n", n, (int)err);
         return -1;

@@ -85,6 +85,14 @@ int harness_compare(const char *what, const float *got, const float *ref, size_t
  * current test, and returns NULL. */
 attn_context *harness_context(void);
 
+/* An application's out-of-order queue on harness_context's device, in a
+ * cl_context of its own, and an attn context made from it. Returns 1 with
+ * *ctx, *queue and *cl set; 0 (and prints "skipped") where the device has
+ * no out-of-order queues; fails the test (aborting it) where creation
+ * fails. harness_app_release releases the three. */
+int harness_out_of_order_context(attn_context **ctx, cl_command_queue *queue, cl_context *cl);
+void harness_app_release(attn_context *ctx, cl_command_queue queue, cl_context cl);
+
 /* ---- device tensors ---- */
 
 enum { HARNESS_BHSD = 0, HARNESS_BSHD = 1 };

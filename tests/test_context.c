@@ -510,20 +510,10 @@ static void test_from_queue(void)
  * buffers, so each must wait for the previous one. */
 static void test_out_of_order_queue(void)
 {
-    attn_context *h = harness_context();
-    CU_ASSERT_PTR_NOT_NULL_FATAL(h);
-    cl_command_queue_properties supported = 0;
-    clGetDeviceInfo(attn_context_device(h), CL_DEVICE_QUEUE_PROPERTIES, sizeof supported,
-                    &supported, NULL);
-    if (!(supported & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
-        printf("\n  the device has no out-of-order queues: skipped\n");
-        return;
-    }
+    attn_context *ctx;
+    cl_command_queue q;
     cl_context cctx;
-    cl_command_queue q = app_queue(CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &cctx);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
-    attn_context *ctx = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_context_create_from_queue(q, &ctx), ATTN_SUCCESS);
+    if (!harness_out_of_order_context(&ctx, &q, &cctx)) return;
 
     /* same shape (scratch reused), then a longer KV (scratch grows), then
      * short again; a few rounds, since a missing wait shows only sometimes */
@@ -578,9 +568,7 @@ static void test_out_of_order_queue(void)
         CU_ASSERT_EQUAL(job_errors(ctx, &j), 0);
         job_free(&j);
     }
-    attn_context_release(ctx);
-    clReleaseCommandQueue(q);
-    clReleaseContext(cctx);
+    harness_app_release(ctx, q, cctx);
 }
 
 /* ---- the done event ---- */

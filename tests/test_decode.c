@@ -132,7 +132,7 @@ static void generation(attn_context *ctx, harness_family fam, attn_dtype dt)
         int cur[B];
         attn_kv_cache_lengths(cache, cur);
         append_from(ctx, cache, &dr, dt, cur, SPEC, spec, &step_layout);
-        use_params(fam, 4, 2);
+        use_params(ctx, fam, 4, 2);
         snprintf(what, sizeof what, "%s %s speculative block", family, attn_dtype_name(dt));
         decode_check(ctx, cache, &dr, dt, SPEC, spec, what, seed, 0);
     }
@@ -151,7 +151,7 @@ static void generation(attn_context *ctx, harness_family fam, attn_dtype dt)
         int cur[B];
         attn_kv_cache_lengths(cache, cur);
         append_from(ctx, cache, &fin, dt, cur, 1, ones, &step_layout);
-        use_params(fam, 4, 3);
+        use_params(ctx, fam, 4, 3);
         snprintf(what, sizeof what, "%s %s after truncation and re-append", family,
                  attn_dtype_name(dt));
         decode_check(ctx, cache, &fin, dt, 1, ones, what, seed, 0);
@@ -163,7 +163,7 @@ static void generation(attn_context *ctx, harness_family fam, attn_dtype dt)
         int cur[B];
         attn_kv_cache_lengths(cache, cur);
         append_from(ctx, cache, &fin, dt, cur, 2, last, &step_layout);
-        use_params(fam, 4, 1);
+        use_params(ctx, fam, 4, 1);
         snprintf(what, sizeof what, "%s %s ragged step", family, attn_dtype_name(dt));
         out = decode_check(ctx, cache, &fin, dt, 2, last, what, seed, 1);
     }
@@ -194,7 +194,7 @@ static void generation(attn_context *ctx, harness_family fam, attn_dtype dt)
         attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = 2,
                           .kv_len = CAP, .dtype = dt, .causal = 1, .scale = 0.0f};
         attn_lengths L = {NULL, last, NULL, cur};
-        use_params(fam, 0, 0);
+        use_params(ctx, fam, 0, 0);
         attn_status st = attn_forward(ctx, &p, &tq, &ck, &cv, &to, &L, NULL, NULL);
         if (st != ATTN_SUCCESS) printf("\n  forward over the cache: %s\n", attn_last_error(ctx));
         CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
@@ -245,13 +245,13 @@ static void test_split_equals_unsplit(void)
         for (int ql = 1; ql <= 3; ql += 2) {
             const int q_lens[B] = {ql, ql, ql};
             char what[128];
-            use_params(families[f], 4, 1);
+            use_params(ctx, families[f], 4, 1);
             snprintf(what, sizeof what, "%s q_len %d unsplit", harness_family_name(families[f]),
                      ql);
             float *base = decode_check(ctx, cache, &w, ATTN_F32, ql, q_lens, what, seed, 1);
             CU_ASSERT_PTR_NOT_NULL_FATAL(base);
             for (size_t s = 0; s < sizeof splits / sizeof splits[0]; s++) {
-                use_params(families[f], 4, splits[s]);
+                use_params(ctx, families[f], 4, splits[s]);
                 snprintf(what, sizeof what, "%s q_len %d splits=%d",
                          harness_family_name(families[f]), ql, splits[s]);
                 float *got = decode_check(ctx, cache, &w, ATTN_F32, ql, q_lens, what, seed, 1);
@@ -264,7 +264,7 @@ static void test_split_equals_unsplit(void)
         }
     /* the plan reports the splits it chose */
     attn_plan_info info;
-    use_params(HARNESS_VECTOR, 4, 5);
+    use_params(ctx, HARNESS_VECTOR, 4, 5);
     attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D, .q_len = 1,
                       .kv_len = 0, .dtype = ATTN_F32, .causal = 1, .scale = 0.0f};
     CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, &info), ATTN_SUCCESS);
@@ -311,7 +311,7 @@ static void test_empty_sequences(void)
     for (int f = 0; f < NFAM; f++)
         for (int splits = 1; splits <= 2; splits++) {
             char what[96];
-            use_params(families[f], 4, splits);
+            use_params(ctx, families[f], 4, splits);
             snprintf(what, sizeof what, "%s empty sequences, splits=%d",
                      harness_family_name(families[f]), splits);
             decode_check(ctx, cache, &w, ATTN_F32, 2, q_lens, what, seed, 0);
@@ -320,7 +320,7 @@ static void test_empty_sequences(void)
     attn_kv_cache_reset(cache, -1);
     const int none[B] = {0, 0, 0};
     for (int f = 0; f < NFAM; f++) {
-        use_params(families[f], 4, 0);
+        use_params(ctx, families[f], 4, 0);
         decode_check(ctx, cache, &w, ATTN_F32, 1, none, "an empty batch", seed, 0);
     }
     harness_use_params(ctx, NULL);
@@ -551,7 +551,7 @@ static void left_padded(attn_context *ctx, harness_family fam, attn_dtype dt,
     CU_ASSERT_EQUAL(attn_kv_cache_lengths(cache, lens), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(memcmp(lens, prompt, sizeof lens), 0);
     char what[160];
-    use_params(fam, 4, 0);
+    use_params(ctx, fam, 4, 0);
     snprintf(what, sizeof what, "%s %s %s left-padded prompt, all its rows",
              harness_family_name(fam), attn_dtype_name(dt), lname);
     decode_check(ctx, cache, &w, dt, P, prompt, what, seed, 0);

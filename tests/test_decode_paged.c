@@ -6,7 +6,8 @@
  * diverge (copy on write of their shared partial block), truncation across
  * a block boundary and new tokens there, a sequence removed and its blocks
  * reused by a new one -- with splits forced and automatic; long sequences
- * over many blocks, split and unsplit; the shared case table (GQA, MQA, a
+ * over many blocks, split and unsplit; the story again on an application's
+ * out-of-order queue; the shared case table (GQA, MQA, a
  * head dim of 40, a window, sinks, ALiBi) through paged caches; the keys per
  * block clamped to the page; check mode; and q/out/lse refused with the
  * contiguous cache's messages.
@@ -79,7 +80,7 @@ static void step(attn_context *ctx, attn_kv_cache *cache, const world *w, attn_d
     }
     const harness_layout layout = {HARNESS_BHSD, 2, 4, 1};
     if (n) append_from(ctx, cache, w, dt, cur, n, counts, &layout);
-    use_params(fam, 4, splits);
+    use_params(ctx, fam, 4, splits);
     char label[200];
     snprintf(label, sizeof label, "%s (splits=%d)", what, splits);
     decode_check(ctx, cache, w, dt, q, q_lens, label, seed, 0);
@@ -169,6 +170,24 @@ static void test_story(void)
             for (int t = 0; t < NDT; t++) story(ctx, blocks[k], families[f], dtypes[t]);
 }
 
+/* ---- the story on an application's out-of-order queue ----
+ * Nothing between attn's calls waits (the test drains the queue only to
+ * read results back): the appends, a fork's copy on write, truncation, a
+ * removed sequence's reused blocks and split decodes are ordered by attn's
+ * barriers alone. PoCL reorders such a queue, but seldom here, where each
+ * step drains it: without attn's barriers this test failed one run in six
+ * (test_context's out-of-order test, with six forwards in flight, every
+ * run); a driver that runs commands side by side is the real check. */
+static void test_story_out_of_order(void)
+{
+    attn_context *ctx;
+    cl_command_queue queue;
+    cl_context cl;
+    if (!harness_out_of_order_context(&ctx, &queue, &cl)) return;
+    for (int f = 0; f < NFAM; f++) story(ctx, 16, families[f], ATTN_F16);
+    harness_app_release(ctx, queue, cl);
+}
+
 /* ---- long sequences over many blocks: split equals unsplit ---- */
 
 static void test_long_split_unsplit(void)
@@ -189,13 +208,13 @@ static void test_long_split_unsplit(void)
             for (int ql = 1; ql <= 3; ql += 2) {
                 const int q_lens[B] = {ql, ql, ql};
                 char what[128];
-                use_params(families[f], 4, 1);
+                use_params(ctx, families[f], 4, 1);
                 snprintf(what, sizeof what, "block %d %s q_len %d unsplit", blocks[k],
                          harness_family_name(families[f]), ql);
                 float *base = decode_check(ctx, cache, &w, ATTN_F32, ql, q_lens, what, seed, 1);
                 CU_ASSERT_PTR_NOT_NULL_FATAL(base);
                 for (size_t s = 0; s < sizeof splits / sizeof splits[0]; s++) {
-                    use_params(families[f], 4, splits[s]);
+                    use_params(ctx, families[f], 4, splits[s]);
                     snprintf(what, sizeof what, "block %d %s q_len %d splits=%d", blocks[k],
                              harness_family_name(families[f]), ql, splits[s]);
                     float *got = decode_check(ctx, cache, &w, ATTN_F32, ql, q_lens, what, seed, 1);
@@ -323,6 +342,7 @@ static void test_refusals_as_contiguous(void)
 
 static const harness_test tests[] = {
     HARNESS_TEST(test_story),
+    HARNESS_TEST(test_story_out_of_order),
     HARNESS_TEST(test_long_split_unsplit),
     HARNESS_TEST(test_case_table_paged),
     HARNESS_TEST(test_keys_clamped_to_block),

@@ -63,7 +63,7 @@ static void chunked(attn_context *ctx, harness_family fam, attn_dtype dt, int bl
         char what[160];
         snprintf(what, sizeof what, "%s %s block %d: chunk %d (%d rows)",
                  harness_family_name(fam), attn_dtype_name(dt), block, step, most);
-        use_params(fam, 0, 0);
+        use_params(ctx, fam, 0, 0);
         decode_check(ctx, cache, &w, dt, most, counts, what, seed, 0);
         for (int b = 0; b < B; b++) cur[b] += counts[b];
     }
@@ -102,7 +102,7 @@ static void test_boundary(void)
         world w;
         world_make(ctx, &w, ATTN_F32, families[f], seed);
         attn_kv_cache *cache = world_cache(ctx, &w, ATTN_F32, N, 16);
-        use_params(families[f], 0, 0);
+        use_params(ctx, families[f], 0, 0);
         const int q64[B] = {64, 64, 64}, q65[B] = {65, 65, 65};
         float *a = decode_check(ctx, cache, &w, ATTN_F32, 64, q64, "last 64", seed, 1);
         float *b = decode_check(ctx, cache, &w, ATTN_F32, 65, q65, "last 65", seed, 1);
@@ -164,7 +164,7 @@ static void test_check_mode_and_plan(void)
         if (families[f] == HARNESS_VECTOR) {
             CU_ASSERT_EQUAL_FATAL(harness_use_family(ctx, HARNESS_VECTOR, "keys=32"), ATTN_SUCCESS);
         } else {
-            use_params(families[f], 0, 0);
+            use_params(ctx, families[f], 0, 0);
         }
         CU_ASSERT_EQUAL_FATAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
         decode_check(ctx, cache, &w, ATTN_F16, 120, q, "paged, check mode", seed, 0);

@@ -371,22 +371,10 @@ static void test_bad_arguments(void)
  * it a real check.) */
 static void test_out_of_order_queue(void)
 {
-    attn_context *h = harness_context();
-    cl_device_id dev = attn_context_device(h);
-    cl_command_queue_properties supported = 0;
-    clGetDeviceInfo(dev, CL_DEVICE_QUEUE_PROPERTIES, sizeof supported, &supported, NULL);
-    if (!(supported & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
-        printf("\n  the device has no out-of-order queues: skipped\n");
-        return;
-    }
-    cl_int err;
-    cl_context cctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
-    cl_command_queue queue =
-        clCreateCommandQueue(cctx, dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
-    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
-    attn_context *ctx = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_context_create_from_queue(queue, &ctx), ATTN_SUCCESS);
+    attn_context *ctx;
+    cl_command_queue queue;
+    cl_context cctx;
+    if (!harness_out_of_order_context(&ctx, &queue, &cctx)) return;
     const attn_layer_config cfg = config(40, 4, 2, 16, ATTN_F16, 1);
     weights w = make_weights(&cfg, 2401);
     attn_layer *layer = NULL;
@@ -420,9 +408,7 @@ static void test_out_of_order_queue(void)
     free(got);
     free_weights(&w);
     attn_layer_release(layer);
-    attn_context_release(ctx);
-    clReleaseCommandQueue(queue);
-    clReleaseContext(cctx);
+    harness_app_release(ctx, queue, cctx);
 }
 
 /* CLBlast's indirect GEMMs (pad/transpose copies around the main kernel),

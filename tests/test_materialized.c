@@ -355,22 +355,10 @@ static void test_weights(void)
 
 static void test_out_of_order_queue(void)
 {
-    attn_context *h = harness_context();
-    cl_device_id dev = attn_context_device(h);
-    cl_command_queue_properties supported = 0;
-    clGetDeviceInfo(dev, CL_DEVICE_QUEUE_PROPERTIES, sizeof supported, &supported, NULL);
-    if (!(supported & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
-        printf("\n  the device has no out-of-order queues: skipped\n");
-        return;
-    }
-    cl_int err;
-    cl_context cctx = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
-    cl_command_queue queue =
-        clCreateCommandQueue(cctx, dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
-    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
-    attn_context *ctx = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_context_create_from_queue(queue, &ctx), ATTN_SUCCESS);
+    attn_context *ctx;
+    cl_command_queue queue;
+    cl_context cctx;
+    if (!harness_out_of_order_context(&ctx, &queue, &cctx)) return;
 
     enum { B = 3, HQ = 4, HKV = 2, D = 32, S = 40 };
     static const int qs[B] = {0, 9, 0}, ql[B] = {40, 31, 17}, ks[B] = {0, 9, 0}, kl[B] = {40, 31, 17};
@@ -422,9 +410,7 @@ static void test_out_of_order_queue(void)
     for (int i = 0; i < 8; i++) clReleaseMemObject(mem[i]);
     for (int i = 0; i < 2; i++) free(q[i]), free(k[i]), free(v[i]), free(ref[i]);
     free(got), free(w);
-    attn_context_release(ctx);
-    clReleaseCommandQueue(queue);
-    clReleaseContext(cctx);
+    harness_app_release(ctx, queue, cctx);
 }
 
 /* ==== the variants: sliding window, softcap, sinks, ALiBi, additive mask,
