@@ -517,6 +517,10 @@ static void test_variant_refusals(void)
         {{"--seq", "+64", NULL}, "--seq wants an integer"},
         {{"--head-dim", " 16", NULL}, "--head-dim wants an integer"},
         {{"--window", "+8,0", NULL}, "--window wants"},
+        /* decimal numbers written plainly too (strtof took these) */
+        {{"--softcap", " 50", NULL}, "--softcap wants a number"},
+        {{"--alibi", "0x8", NULL}, "--alibi wants a number"},
+        {{"--sinks", "+1", NULL}, "--sinks wants a finite logit"},
     };
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
         char *err = NULL;

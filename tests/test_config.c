@@ -4,8 +4,9 @@
  * estimates and the GPU heuristic's budget, attn_context_set_tuning_db (a
  * hand-written entry for a forward and for a decode, cached until the next
  * change), the program-cache and kernel-source folders, the log callback
- * and its level, and the environment read when a context is created (in
- * child processes). */
+ * and its level, the environment read when a context is created (in
+ * child processes), and the number syntax they, the tools and the
+ * environment share (core/text.c). */
 #define _XOPEN_SOURCE 700 /* strdup */
 #include "harness.h"
 #include "attention/decode.h" /* attn_decode_params_heuristic */
@@ -13,6 +14,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/program.h"
+#include "core/text.h"
 #include "tuning/tuning.h"
 
 #include <stdio.h>
@@ -598,6 +600,63 @@ static void test_environment_at_creation(void)
     CU_ASSERT_EQUAL(harness_run_child("child_bad_params", bad, NULL), 0);
 }
 
+/* One string a number parser reads: whether it takes it, and as what. */
+typedef struct syntax_case {
+    const char *text;
+    int ok;
+    double value;
+} syntax_case;
+
+static int parse_whole(const char *text, double *out)
+{
+    long v;
+    if (attn_parse_long(text, -7, 4096, &v)) return -1;
+    *out = (double)v;
+    return 0;
+}
+
+static int parse_decimal(const char *text, double *out)
+{
+    return attn_parse_double(text, -3.0, 100.0, out);
+}
+
+static void check_syntax(const char *name, int (*parse)(const char *, double *),
+                         const syntax_case *c, size_t n)
+{
+    for (size_t i = 0; i < n; i++) {
+        double v = 12345.0;
+        const int ok = parse(c[i].text, &v) == 0;
+        CU_ASSERT_EQUAL(ok, c[i].ok);
+        CU_ASSERT_EQUAL(v, ok ? c[i].value : 12345.0); /* a refusal leaves it alone */
+        if (ok != c[i].ok) printf("\n  %s(\"%s\"): %d\n", name, c[i].text, ok);
+    }
+}
+
+/* Whole and decimal numbers as the override text, the tools' options and
+ * the environment read them: written plainly, the whole string, in range. */
+static void test_number_syntax(void)
+{
+    static const syntax_case whole[] = {
+        {"0", 1, 0},     {"-7", 1, -7},  {"4096", 1, 4096}, {"007", 1, 7},   {"", 0, 0},
+        {"-", 0, 0},     {" 1", 0, 0},   {"1 ", 0, 0},      {"+1", 0, 0},    {"0x10", 0, 0},
+        {"1.0", 0, 0},   {"1e3", 0, 0},  {"--1", 0, 0},     {"4097", 0, 0},  {"-8", 0, 0},
+        {"99999999999999999999", 0, 0}};
+    check_syntax("attn_parse_long", parse_whole, whole, sizeof whole / sizeof *whole);
+    int n = 5;
+    CU_ASSERT_EQUAL(attn_parse_int("4294967297", 0, 10, &n), -1); /* no wrap to 1 */
+    CU_ASSERT_EQUAL(n, 5);
+    CU_ASSERT_EQUAL(attn_parse_long(NULL, 0, 10, NULL), -1);
+
+    static const syntax_case decimal[] = {
+        {"0.5", 1, 0.5},  {".5", 1, 0.5},  {"-.5", 1, -0.5}, {"5.", 1, 5.0},  {"1e2", 1, 100.0},
+        {"-3", 1, -3.0},  {"100", 1, 100}, {" 1", 0, 0},     {"+1", 0, 0},    {"1 ", 0, 0},
+        {".", 0, 0},      {"-", 0, 0},     {"", 0, 0},       {"1e", 0, 0},    {"0x10", 0, 0},
+        {"inf", 0, 0},    {"nan", 0, 0},   {"-nan", 0, 0},   {"1e999", 0, 0}, {"1e-999", 0, 0},
+        {"100.5", 0, 0},  {"-3.5", 0, 0},  {"1,5", 0, 0}};
+    check_syntax("attn_parse_double", parse_decimal, decimal, sizeof decimal / sizeof *decimal);
+    CU_ASSERT_EQUAL(attn_parse_double(NULL, 0, 1, NULL), -1);
+}
+
 static void register_tests(void)
 {
     static const harness_test tests[] = {
@@ -608,7 +667,8 @@ static void register_tests(void)
         HARNESS_TEST(test_tuned_entry_other_family),
         HARNESS_TEST(test_set_dirs_errors),   HARNESS_TEST(test_set_cache_dir),
         HARNESS_TEST(test_set_kernel_dir),    HARNESS_TEST(test_log_callback),
-        HARNESS_TEST(test_environment_at_creation), HARNESS_END};
+        HARNESS_TEST(test_environment_at_creation), HARNESS_TEST(test_number_syntax),
+        HARNESS_END};
     static const harness_test children[] = {
         HARNESS_TEST(child_params_and_check), HARNESS_TEST(child_bad_params), HARNESS_END};
     harness_add_suite("config", tests);

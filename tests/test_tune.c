@@ -762,8 +762,9 @@ static void test_tool_commands(void)
                               {"--decode", "--show", NULL},
                               /* whole numbers written plainly (strtol took the '+') */
                               {"--shapes", "hq=+2:d=16:s=64", NULL},
-                              {"--max-candidates", "+3", NULL}};
-    for (int i = 0; i < 7; i++) {
+                              {"--max-candidates", "+3", NULL},
+                              {"--budget", " 5", NULL}, {"--budget", "+5", NULL}};
+    for (int i = 0; i < 9; i++) {
         CU_ASSERT_EQUAL(run_tool(usage[i], env, out, 1), 2);
         text = harness_read_file(out, NULL);
         printf("\n  usage error: %.160s", text);
@@ -885,14 +886,17 @@ static void test_compare_decode(void)
      * size that is none */
     const char *usage[][4] = {{"--kv-int8", NULL}, {"--decode", "--block-size", "24", NULL},
                               {"--block-size", "16", NULL}, {"--seed", "-5", NULL},
+                              {"--seed", " 5", NULL}, {"--seed", "+5", NULL},
                               {"--decode", "--shapes", "hq=4:hkv=2:d=16:sq=65:skv=128", NULL},
                               {"--decode", "--shapes", "hq=4:hkv=2:d=16:sq=16:skv=8", NULL}};
     const char *why[] = {"--kv-int8 goes with --decode", "--block-size wants 0 (contiguous)",
                          "--block-size goes with --decode",
                          "--seed wants a non-negative integer", /* not 2^64 - 5 */
+                         "--seed wants a non-negative integer", /* strtoull skipped the space */
+                         "--seed wants a non-negative integer",
                          "sq = 65 exceeds ATTN_DECODE_MAX_Q_LEN", /* found before any device */
                          "sq = 16 exceeds skv = 8"};
-    for (int i = 0; i < 6; i++) {
+    for (int i = 0; i < 8; i++) {
         CU_ASSERT_EQUAL(run_tool(usage[i], env, out, 1), 2);
         text = harness_read_file(out, NULL);
         CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, why[i]) : NULL);

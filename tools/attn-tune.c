@@ -12,6 +12,7 @@
 #include "attention/decode.h" /* ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK */
 #include "core/text.h"
 
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <stdio.h>
@@ -146,9 +147,7 @@ static int parse_args(int argc, char **argv, options *o)
             break;
         }
         case OPT_BUDGET:
-            errno = 0;
-            o->budget_s = strtod(optarg, &end);
-            if (errno || end == optarg || *end || !(o->budget_s > 0) || o->budget_s > 1e7) {
+            if (attn_parse_double(optarg, 0.0, 1e7, &o->budget_s) || !(o->budget_s > 0)) {
                 fprintf(stderr, "attn-tune: --budget wants a number of seconds > 0, not '%s'\n",
                         optarg);
                 bad = 1;
@@ -178,8 +177,9 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_SEED:
             errno = 0;
             o->seed = strtoull(optarg, &end, 10);
-            /* strtoull takes "-5" as 2^64 - 5: a sign is refused */
-            if (errno || end == optarg || *end || strchr(optarg, '-') || strchr(optarg, '+')) {
+            /* digits only: strtoull skips spaces, takes a '+' and "-5" as
+             * 2^64 - 5 (attn_parse_long stops at LONG_MAX) */
+            if (!isdigit((unsigned char)optarg[0]) || errno || end == optarg || *end) {
                 fprintf(stderr, "attn-tune: --seed wants a non-negative integer, not '%s'\n",
                         optarg);
                 bad = 1;

@@ -6,7 +6,6 @@
 #include "bench_options.h"
 #include "core/text.h"
 
-#include <errno.h>
 #include <getopt.h>
 #include <limits.h>
 #include <stdlib.h>
@@ -158,15 +157,13 @@ void bench_options_usage(FILE *f)
 
 static int parse_float(const char *opt, const char *text, float lo, float hi, float *out)
 {
-    char *end;
-    errno = 0;
-    float v = strtof(text, &end);
-    if (errno || end == text || *end || !(v >= lo && v <= hi)) {
+    double v;
+    if (attn_parse_double(text, lo, hi, &v)) {
         fprintf(stderr, "attn-bench: --%s wants a number in %g..%g, not '%s'\n", opt, (double)lo,
                 (double)hi, text);
         return -1;
     }
-    *out = v;
+    *out = (float)v;
     return 0;
 }
 

@@ -7,7 +7,7 @@
 #include "common.h"
 #include "core/text.h"
 
-#include <errno.h>
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -45,11 +45,9 @@ int bench_parse_sinks(const char *text, bench_variant *v)
         v->sinks = BENCH_SINKS_PER_HEAD;
         return 0;
     }
-    char *end;
-    errno = 0;
-    float x = strtof(text, &end);
-    if (errno || end == text || *end || !isfinite(x)) return -1;
-    v->sinks = BENCH_SINKS_VALUE, v->sink_value = x;
+    double x;
+    if (attn_parse_double(text, -FLT_MAX, FLT_MAX, &x)) return -1;
+    v->sinks = BENCH_SINKS_VALUE, v->sink_value = (float)x;
     return 0;
 }
 

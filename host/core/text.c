@@ -1,5 +1,6 @@
 /* text.c -- case-insensitive matching of device names and selectors, and
- * strict whole numbers (text.h), once for the library and the tools. */
+ * strict whole and decimal numbers (text.h), once for the library and the
+ * tools. */
 #include "core/text.h"
 
 #include <ctype.h>
@@ -43,5 +44,20 @@ int attn_parse_int(const char *text, int lo, int hi, int *out)
     long v;
     if (attn_parse_long(text, lo, hi, &v)) return -1;
     *out = (int)v;
+    return 0;
+}
+
+int attn_parse_double(const char *text, double lo, double hi, double *out)
+{
+    if (!text) return -1;
+    const char *p = text + (*text == '-');
+    const int digit = isdigit((unsigned char)p[0]) ||
+                      (p[0] == '.' && isdigit((unsigned char)p[1]));
+    if (!digit || strpbrk(text, "xX")) return -1; /* strtod reads hexadecimal too */
+    char *end;
+    errno = 0;
+    const double v = strtod(text, &end);
+    if (errno || *end || !(v >= lo && v <= hi)) return -1; /* NaN fails the range */
+    *out = v;
     return 0;
 }

@@ -1,7 +1,8 @@
 /* text.h -- small string matching and number parsing (text.c) shared by
  * the library and the tools: choosing a device by part of its name
  * (context.c), naming devices to forget (attn-tune), and reading whole
- * numbers from options, environment variables and the override syntax. */
+ * and decimal numbers from options, environment variables and the
+ * override syntax. */
 #ifndef ATTN_CORE_TEXT_H
 #define ATTN_CORE_TEXT_H
 
@@ -19,5 +20,10 @@ int attn_equal_ci(const char *a, const char *b);
 int attn_parse_long(const char *text, long lo, long hi, long *out);
 /* The same for an int (lo..hi within int's range). */
 int attn_parse_int(const char *text, int lo, int hi, int *out);
+/* A decimal number written plainly: an optional '-', then a digit or a
+ * point and a digit, the whole string as strtod reads it ("0.5", "1e3";
+ * not " 1", "+1", "0x10", "inf", "nan", nor one that overflows or
+ * underflows), in lo..hi. Returns 0 with the value in *out, else -1. */
+int attn_parse_double(const char *text, double lo, double hi, double *out);
 
 #endif /* ATTN_CORE_TEXT_H */

@@ -5,21 +5,19 @@
 #include "core/text.h"
 
 #include <errno.h>
+#include <float.h>
 #include <limits.h>
-#include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
 
-/* A positive finite float; 0 or -1. */
+/* A positive finite float written plainly (attn_parse_double); 0 or -1. */
 static int field_float(const char *value, float *out)
 {
-    char *end;
-    errno = 0;
-    const float v = strtof(value, &end);
-    if (errno || end == value || *end || !(v > 0.0f) || isinf(v)) return -1;
-    *out = v;
+    double v;
+    if (attn_parse_double(value, 0.0, FLT_MAX, &v) || !(v > 0.0)) return -1;
+    *out = (float)v;
     return 0;
 }
 
