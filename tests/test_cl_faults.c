@@ -24,7 +24,7 @@
  * serving workload (test_serving_calls_failed) does the same for a paged
  * int8 cache (fork, copy on write, truncation, a speculative decode with
  * forced splits) and a forward with every variant on BSHD tensors in
- * check mode, and a
+ * check mode, on the library's queue and on an out-of-order one, and a
  * third the materialized path, whose CLBlast calls are failed too.
  *
  * What it found, now fixed: a failed second clGetPlatformIDs or
@@ -206,24 +206,32 @@ static void forward_step(run *r, attn_context *ctx, const attn_tensor *tq, const
         compare(r, "lse", got_lse, in.ref_lse, B * HQ * S, atol, rtol);
 }
 
+/* With r->out_of_order, the test's own out-of-order queue (and its
+ * context) on the test device, made while no call is armed; else NULL. */
+static cl_command_queue own_queue_for(const run *r, cl_context *own_context)
+{
+    *own_context = NULL;
+    if (!r->out_of_order) return NULL;
+    cl_platform_id pl;
+    cl_device_id dev;
+    cl_int err;
+    CU_ASSERT_EQUAL_FATAL(attn_select_device(getenv("ATTN_TEST_DEVICE"), &pl, &dev),
+                          ATTN_SUCCESS);
+    *own_context = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(*own_context);
+    cl_command_queue q =
+        clCreateCommandQueue(*own_context, dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    return q;
+}
+
 static void run_once(run *r)
 {
     cl_faults_reset(r->fail_at);
     const char *sel = getenv("ATTN_TEST_DEVICE");
     attn_context *ctx = NULL;
-    cl_context own_context = NULL;
-    cl_command_queue own_queue = NULL;
-    if (r->out_of_order) {
-        cl_platform_id pl;
-        cl_device_id dev;
-        cl_int err;
-        CU_ASSERT_EQUAL_FATAL(attn_select_device(sel, &pl, &dev), ATTN_SUCCESS);
-        own_context = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(own_context);
-        own_queue = clCreateCommandQueue(own_context, dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE,
-                                         &err);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(own_queue);
-    }
+    cl_context own_context;
+    cl_command_queue own_queue = own_queue_for(r, &own_context);
     attn_status st = ATTN_SUCCESS;
     ARMED(r, NULL, "attn_context_create", st,
           own_queue ? attn_context_create_from_queue(own_queue, &ctx)
@@ -347,18 +355,21 @@ static void test_each_call_failed_from_source(void) { each_call_failed(run_once,
 
 /* The same on an application's out-of-order queue, where attn orders its
  * commands with barriers (attn_queue_order), which may fail too. */
-static void test_each_call_failed_out_of_order(void)
+static int has_out_of_order_queues(void)
 {
     cl_platform_id pl;
     cl_device_id dev;
     cl_command_queue_properties props = 0;
     CU_ASSERT_EQUAL_FATAL(attn_select_device(getenv("ATTN_TEST_DEVICE"), &pl, &dev), ATTN_SUCCESS);
     clGetDeviceInfo(dev, CL_DEVICE_QUEUE_PROPERTIES, sizeof props, &props, NULL);
-    if (!(props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE)) {
-        printf("\n  skipped: the device has no out-of-order queues");
-        return;
-    }
-    each_call_failed(run_once, (run){.out_of_order = 1});
+    if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) return 1;
+    printf("\n  skipped: the device has no out-of-order queues");
+    return 0;
+}
+
+static void test_each_call_failed_out_of_order(void)
+{
+    if (has_out_of_order_queues()) each_call_failed(run_once, (run){.out_of_order = 1});
 }
 
 /* ---- a serving workload: a paged int8 cache, a fork, copy on write, a
@@ -430,7 +441,11 @@ static void serving_once(run *r)
 {
     cl_faults_reset(r->fail_at);
     attn_context *ctx = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+    cl_context own_context;
+    cl_command_queue own_queue = own_queue_for(r, &own_context);
+    CU_ASSERT_EQUAL_FATAL(own_queue ? attn_context_create_from_queue(own_queue, &ctx)
+                                    : attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx),
+                          ATTN_SUCCESS);
     const harness_layout bshd = {.order = HARNESS_BSHD, .seq_pad = 3};
     attn_tensor tk, tv, tk1, tv1, tq, to, vq, vk, vv, vo;
     cl_mem bufs[] = {
@@ -496,6 +511,7 @@ static void serving_once(run *r)
 release:
     for (int i = 0; i < nbufs; i++) clReleaseMemObject(bufs[i]);
     attn_context_release(ctx);
+    if (own_queue) clReleaseCommandQueue(own_queue), clReleaseContext(own_context);
     check_released(r);
 }
 
@@ -503,6 +519,16 @@ static void test_serving_calls_failed(void)
 {
     make_serving_inputs();
     each_call_failed(serving_once, (run){0});
+}
+
+/* The same on an application's out-of-order queue: the pool's copies on
+ * write, the sequence operations and the split decode ordered by
+ * barriers that may fail too. */
+static void test_serving_calls_failed_out_of_order(void)
+{
+    if (!has_out_of_order_queues()) return;
+    make_serving_inputs();
+    each_call_failed(serving_once, (run){.out_of_order = 1});
 }
 
 /* ---- CLBlast's cache ---- */
@@ -572,6 +598,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_each_call_failed_from_source),
     HARNESS_TEST(test_each_call_failed_out_of_order),
     HARNESS_TEST(test_serving_calls_failed),
+    HARNESS_TEST(test_serving_calls_failed_out_of_order),
     HARNESS_TEST(test_clblast_lets_go),
     HARNESS_TEST(test_materialized_calls_failed),
     HARNESS_END

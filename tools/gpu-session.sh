@@ -233,7 +233,7 @@ fi
 # ---- ctest: the suite on the device ----
 if want ctest; then
     # (the gate's tests and the drift table have steps of their own;
-    # test_cl_faults reruns its workloads about 500 times on a GPU, one
+    # test_cl_faults reruns its workloads about 600 times on a GPU, one
     # pass building from source: gpu-check.sh runs it, this short session
     # does not)
     run ctest 240 ctest --test-dir "$b" --output-on-failure -j8 --timeout 200 \
