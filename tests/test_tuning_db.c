@@ -254,6 +254,7 @@ static void test_tune_shape_variants(void)
                             {"hq=8:d=64:s=64:alibi=inf", "alibi=inf"},
                             {"hq=8:d=64:s=64:softcap=0x10", "softcap=0x10"}, /* strtof: 16 */
                             {"hq=8:d=64:s=64:alibi=+8", "alibi=+8"},
+                            {"hq=8:d=64:s=64:softcap=1e-50", "softcap=1e-50"}, /* 0 as a float */
                             {"hq=8:d=64:s=64:sinks=1", "unknown field \"sinks\""},
                             {"hq=8:d=64:s=64:hq=16", "hq is given twice"},
                             {"hq=8:d=64:s=64:f16:bf16", "the dtype is given twice"},

@@ -16,7 +16,8 @@
 static int field_float(const char *value, float *out)
 {
     double v;
-    if (attn_parse_double(value, 0.0, FLT_MAX, &v) || !(v > 0.0)) return -1;
+    /* positive as a float: 1e-50 would round to 0, the variant off */
+    if (attn_parse_double(value, 0.0, FLT_MAX, &v) || !((float)v > 0.0f)) return -1;
     *out = (float)v;
     return 0;
 }
