@@ -85,6 +85,11 @@ int harness_compare(const char *what, const float *got, const float *ref, size_t
  * current test, and returns NULL. */
 attn_context *harness_context(void);
 
+/* 1 when dev offers out-of-order queues; else 0, and prints "skipped". */
+int harness_out_of_order_supported(cl_device_id dev);
+/* An out-of-order queue on dev in a cl_context of its own (*cl); fails the
+ * test (aborting it) where either cannot be made. */
+cl_command_queue harness_out_of_order_queue(cl_device_id dev, cl_context *cl);
 /* An application's out-of-order queue on harness_context's device, in a
  * cl_context of its own, and an attn context made from it. Returns 1 with
  * *ctx, *queue and *cl set; 0 (and prints "skipped") where the device has

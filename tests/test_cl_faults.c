@@ -208,21 +208,23 @@ static void forward_step(run *r, attn_context *ctx, const attn_tensor *tq, const
 
 /* With r->out_of_order, the test's own out-of-order queue (and its
  * context) on the test device, made while no call is armed; else NULL. */
+/* The test device, chosen as harness_context chooses it (a context of
+ * the harness's own would stay alive across the runs' counts). */
+static cl_device_id test_device(void)
+{
+    cl_platform_id pl;
+    cl_device_id dev;
+    CU_ASSERT_EQUAL_FATAL(attn_select_device(getenv("ATTN_TEST_DEVICE"), &pl, &dev),
+                          ATTN_SUCCESS);
+    return dev;
+}
+
+/* With r->out_of_order, the test's own out-of-order queue (and its
+ * context) on the test device, made while no call is armed; else NULL. */
 static cl_command_queue own_queue_for(const run *r, cl_context *own_context)
 {
     *own_context = NULL;
-    if (!r->out_of_order) return NULL;
-    cl_platform_id pl;
-    cl_device_id dev;
-    cl_int err;
-    CU_ASSERT_EQUAL_FATAL(attn_select_device(getenv("ATTN_TEST_DEVICE"), &pl, &dev),
-                          ATTN_SUCCESS);
-    *own_context = clCreateContext(NULL, 1, &dev, NULL, NULL, &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(*own_context);
-    cl_command_queue q =
-        clCreateCommandQueue(*own_context, dev, CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE, &err);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
-    return q;
+    return r->out_of_order ? harness_out_of_order_queue(test_device(), own_context) : NULL;
 }
 
 static void run_once(run *r)
@@ -355,17 +357,7 @@ static void test_each_call_failed_from_source(void) { each_call_failed(run_once,
 
 /* The same on an application's out-of-order queue, where attn orders its
  * commands with barriers (attn_queue_order), which may fail too. */
-static int has_out_of_order_queues(void)
-{
-    cl_platform_id pl;
-    cl_device_id dev;
-    cl_command_queue_properties props = 0;
-    CU_ASSERT_EQUAL_FATAL(attn_select_device(getenv("ATTN_TEST_DEVICE"), &pl, &dev), ATTN_SUCCESS);
-    clGetDeviceInfo(dev, CL_DEVICE_QUEUE_PROPERTIES, sizeof props, &props, NULL);
-    if (props & CL_QUEUE_OUT_OF_ORDER_EXEC_MODE_ENABLE) return 1;
-    printf("\n  skipped: the device has no out-of-order queues");
-    return 0;
-}
+static int has_out_of_order_queues(void) { return harness_out_of_order_supported(test_device()); }
 
 static void test_each_call_failed_out_of_order(void)
 {
