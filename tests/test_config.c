@@ -17,6 +17,7 @@
 #include "core/text.h"
 #include "tuning/tuning.h"
 
+#include <float.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -655,6 +656,20 @@ static void test_number_syntax(void)
         {"100.5", 0, 0},  {"-3.5", 0, 0},  {"1,5", 0, 0}};
     check_syntax("attn_parse_double", parse_decimal, decimal, sizeof decimal / sizeof *decimal);
     CU_ASSERT_EQUAL(attn_parse_double(NULL, 0, 1, NULL), -1);
+
+    /* floats: the range checked on the float, underflow and overflow refused */
+    float f = 5.0f;
+    CU_ASSERT_EQUAL(attn_parse_float("0.001", 1e-3f, 1.0f, &f), 0); /* the double is below 1e-3f */
+    CU_ASSERT_EQUAL(f, 1e-3f);
+    CU_ASSERT_EQUAL(attn_parse_float("3.4028235e38", 0.0f, FLT_MAX, &f), 0);
+    CU_ASSERT_EQUAL(f, FLT_MAX);
+    f = 5.0f;
+    CU_ASSERT_EQUAL(attn_parse_float("1e-50", -1.0f, 1.0f, &f), -1);
+    CU_ASSERT_EQUAL(attn_parse_float("1e39", 0.0f, FLT_MAX, &f), -1);
+    CU_ASSERT_EQUAL(attn_parse_float(" 1", 0.0f, 2.0f, &f), -1);
+    CU_ASSERT_EQUAL(f, 5.0f);
+    CU_ASSERT_EQUAL(attn_parse_float("0", 0.0f, 1.0f, &f), 0);
+    CU_ASSERT_EQUAL(f, 0.0f);
 }
 
 static void register_tests(void)

@@ -6,10 +6,8 @@
 #include "bench_options.h"
 #include "core/text.h"
 
-#include <float.h>
 #include <getopt.h>
 #include <limits.h>
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -159,14 +157,11 @@ void bench_options_usage(FILE *f)
 
 static int parse_float(const char *opt, const char *text, float lo, float hi, float *out)
 {
-    double d; /* bounds compared as floats: 0.001 parses below 1e-3f */
-    const float v = attn_parse_double(text, -FLT_MAX, FLT_MAX, &d) ? NAN : (float)d;
-    if (!(v >= lo && v <= hi)) {
+    if (attn_parse_float(text, lo, hi, out)) {
         fprintf(stderr, "attn-bench: --%s wants a number in %g..%g, not '%s'\n", opt, (double)lo,
                 (double)hi, text);
         return -1;
     }
-    *out = v;
     return 0;
 }
 

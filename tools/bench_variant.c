@@ -45,9 +45,8 @@ int bench_parse_sinks(const char *text, bench_variant *v)
         v->sinks = BENCH_SINKS_PER_HEAD;
         return 0;
     }
-    double x;
-    if (attn_parse_double(text, -FLT_MAX, FLT_MAX, &x)) return -1;
-    v->sinks = BENCH_SINKS_VALUE, v->sink_value = (float)x;
+    if (attn_parse_float(text, -FLT_MAX, FLT_MAX, &v->sink_value)) return -1;
+    v->sinks = BENCH_SINKS_VALUE;
     return 0;
 }
 

@@ -5,6 +5,7 @@
 
 #include <ctype.h>
 #include <errno.h>
+#include <float.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -58,6 +59,16 @@ int attn_parse_double(const char *text, double lo, double hi, double *out)
     errno = 0;
     const double v = strtod(text, &end);
     if (errno || *end || !(v >= lo && v <= hi)) return -1; /* NaN fails the range */
+    *out = v;
+    return 0;
+}
+
+int attn_parse_float(const char *text, float lo, float hi, float *out)
+{
+    double d;
+    if (attn_parse_double(text, -DBL_MAX, DBL_MAX, &d)) return -1;
+    const float v = (float)d; /* past FLT_MAX: inf, outside any finite range */
+    if ((d != 0.0 && v == 0.0f) || !(v >= lo && v <= hi)) return -1; /* underflow, as strtof */
     *out = v;
     return 0;
 }

@@ -25,5 +25,9 @@ int attn_parse_int(const char *text, int lo, int hi, int *out);
  * not " 1", "+1", "0x10", "inf", "nan", nor one that overflows or
  * underflows), in lo..hi. Returns 0 with the value in *out, else -1. */
 int attn_parse_double(const char *text, double lo, double hi, double *out);
+/* The same read as a float, the range checked on the float, as strtof's
+ * result was ("0.001" is 1e-3f); one that underflows to 0.0f ("1e-50")
+ * or overflows is refused, as strtof's ERANGE was. */
+int attn_parse_float(const char *text, float lo, float hi, float *out);
 
 #endif /* ATTN_CORE_TEXT_H */

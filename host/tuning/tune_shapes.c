@@ -12,14 +12,10 @@
 #include <string.h>
 #include <unistd.h>
 
-/* A positive finite float written plainly (attn_parse_double); 0 or -1. */
+/* A positive finite float written plainly (attn_parse_float); 0 or -1. */
 static int field_float(const char *value, float *out)
 {
-    double v;
-    /* positive as a float: 1e-50 would round to 0, the variant off */
-    if (attn_parse_double(value, 0.0, FLT_MAX, &v) || !((float)v > 0.0f)) return -1;
-    *out = (float)v;
-    return 0;
+    return attn_parse_float(value, FLT_TRUE_MIN, FLT_MAX, out);
 }
 
 /* The variants a shape can name by value alone (those with host arrays or
