@@ -8,6 +8,7 @@
 #include "tuning/tune_progress.h"
 #include "tuning/tune_shapes.h"
 #include "core/program.h"
+#include "core/text.h"
 
 #include <stdio.h>
 #include <stdlib.h>
@@ -67,7 +68,8 @@ static void utc_now(char *buf, size_t size)
 static void test_delay(double class_t0)
 {
     const char *env = getenv("ATTN_TUNE_TEST_DELAY_MS");
-    double want = env ? atof(env) * 1e-3 : 0;
+    double want = 0; /* unset, or not a plain number of ms up to an hour: no delay */
+    if (env && attn_parse_double(env, 0, 3.6e6, &want) == 0) want *= 1e-3;
     while (want > 0 && attn_now_s() - class_t0 < want) {
         struct timespec ts = {0, 20 * 1000 * 1000};
         nanosleep(&ts, NULL);
