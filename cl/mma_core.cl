@@ -7,7 +7,8 @@
  * warps owns BLOCK_ROWS query rows of one (batch, head); each warp owns
  * MMA_MTILES m-tiles of 16 rows, and each lane rows g and g + 8 of each
  * (g = lane >> 2, t = lane & 3). Q's A fragments are loaded once into
- * registers; per key tile K and V are staged in __local (mma_stage), S =
+ * registers, or read at each k-step (MMA_QREGS 0: mma_q); per key tile K
+ * and V are staged in __local (mma_stage), S =
  * Q.K^T (mma_scores) and O += P.V (mma_weights) run on fragments, the row
  * maxima and sums combine across the four lanes of a row with mma_xor, and P goes from S's
  * accumulators into P.V's A fragments in registers (no shuffle). Joined
@@ -46,6 +47,59 @@ inline float2 mma_logits(variants va, tile_rows m, int b, float2 s, int key, int
     s.x = in_span(key, lo, hi) ? tile_logit(va, m, b, s.x, key, i, h, add_mask) : MASKED;
     s.y = in_span(key + 1, lo, hi) ? tile_logit(va, m, b, s.y, key + 1, i, h, add_mask) : MASKED;
     return s;
+}
+
+/* Where mma_scores finds Q's A fragments for one m-tile. MMA_QREGS 1: all
+ * of them held in registers, read once (QSTEPS x 4 registers a lane: 64 at
+ * D 256 in f16, at D 128 in f32). MMA_QREGS 0: read from global memory at
+ * each k-step of each key tile, through the L1 cache (a warp's 16 rows are
+ * 8 KiB at D 256 in f16), as FlashAttention-2 reads Q from shared memory
+ * by default; this frees those registers for O's accumulators, where
+ * ptxas spilled (tools/check-ptx.sh's report; the tuner weighs it).
+ * In place (o == q) stays safe: a lane writes O only for its own rows,
+ * after the row sums' mma_xor, which every lane of the warp reaches after
+ * its last read of those rows' Q. */
+typedef struct {
+#if MMA_QREGS
+    mma_qfrag a[QSTEPS];
+#else
+    __global const storage_t *q;
+    ulong q0, q1; /* the first elements of rows g and g + 8 */
+    int live0, live1;
+#endif
+} mma_q;
+
+inline void mma_q_init(mma_q *qs, __global const storage_t *q, ulong q0, ulong q1, int live0,
+                       int live1)
+{
+#if MMA_QREGS
+    UNROLL
+    for (int kk = 0; kk < QSTEPS; kk++) qs->a[kk] = mma_q_frag(q, q0, q1, live0, live1, kk);
+#else
+    qs->q = q;
+    qs->q0 = q0;
+    qs->q1 = q1;
+    qs->live0 = live0;
+    qs->live1 = live1;
+#endif
+}
+
+/* S = Q.K^T of one m-tile over the staged tile, as mma_scores_step lays it
+ * out (without qscale; an int8 cache's K scales applied). */
+inline void mma_scores(float4 *s, const mma_q *qs, __local const mma_local *tl, __local uint *ws)
+{
+    UNROLL
+    for (int j = 0; j < NTILES; j++) s[j] = (float4)(0.0f);
+    MMA_LOOP
+    for (int kk = 0; kk < QSTEPS; kk++) {
+#if MMA_QREGS
+        const mma_qfrag a = qs->a[kk];
+#else
+        const mma_qfrag a = mma_q_frag(qs->q, qs->q0, qs->q1, qs->live0, qs->live1, kk);
+#endif
+        mma_scores_step(s, a, kk, tl, ws);
+    }
+    mma_scores_finish(s, tl);
 }
 
 /* The maximum of v over the four lanes of a row (4g .. 4g + 3). */
@@ -91,7 +145,7 @@ inline __attribute__((always_inline)) void mma_attend(
     float4 tot[MMA_MTILES][DTILES]; /* O folded out of acc every MMA_FOLD_KEYS keys */
     int nfold = 0;
 #endif
-    mma_qfrag qa[MMA_MTILES][QSTEPS]; /* Q's A fragments, as stored (qscale applies to S) */
+    mma_q qa[MMA_MTILES]; /* Q's A fragments, as stored (qscale applies to S) */
     UNROLL
     for (int mt = 0; mt < MMA_MTILES; mt++) {
         const int r0 = (mma_warp() * MMA_MTILES + mt) * 16 + g;
@@ -105,7 +159,7 @@ inline __attribute__((always_inline)) void mma_attend(
             mrow[r] = MAX_INIT;
             l[r] = 0.0f;
         }
-        mma_load_q(qa[mt], q, row_index(qg, b, rh[2 * mt], ri[2 * mt]),
+        mma_q_init(&qa[mt], q, row_index(qg, b, rh[2 * mt], ri[2 * mt]),
                    row_index(qg, b, rh[2 * mt + 1], ri[2 * mt + 1]), rhi[2 * mt] > rlo[2 * mt],
                    rhi[2 * mt + 1] > rlo[2 * mt + 1]);
         UNROLL
@@ -134,7 +188,7 @@ inline __attribute__((always_inline)) void mma_attend(
         for (int mt = 0; mt < MMA_MTILES; mt++) {
             const int r0 = 2 * mt, r1 = r0 + 1;
             float4 s[NTILES]; /* S for keys j0 + 8 j .. (mma_scores) */
-            mma_scores(s, qa[mt], tl, ws);
+            mma_scores(s, &qa[mt], tl, ws);
             const int lo0 = guard ? rlo[r0] : j0, hi0 = guard ? rhi[r0] : rtop[r0];
             const int lo1 = guard ? rlo[r1] : j0, hi1 = guard ? rhi[r1] : rtop[r1];
             float mx0 = MASKED, mx1 = MASKED;

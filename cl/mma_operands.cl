@@ -1,7 +1,8 @@
 /* mma_operands.cl -- the mma family's shape and its operands per storage
  * type: how Q's fragments are held, how a K/V tile is staged in __local,
- * and the two products of a tile on mma_ops.cl's fragments (S = Q.K^T for
- * all of the tile's n-tiles, O += P.V from S). mma.cl's kernel is written
+ * and the two products of a tile on mma_ops.cl's fragments (S = Q.K^T one
+ * k-step at a time, for all of the tile's n-tiles: mma_scores_step; O +=
+ * P.V from S). mma.cl's kernel is written
  * against these and is the same for every type. Joined after mma_ops.cl.
  *  - f16, bf16 (STORAGE 1, 2): m16n8k16 on the stored 16-bit values; K
  *    row-major and V transposed in __local as pairs of 16-bit values; P
@@ -20,6 +21,9 @@
 #endif
 #ifndef BLOCK_KEYS
 #define BLOCK_KEYS 64      /* keys per K/V tile, a multiple of 16 */
+#endif
+#ifndef MMA_QREGS
+#define MMA_QREGS 1        /* 1: Q's A fragments held in registers; 0: read at each k-step */
 #endif
 
 #if HEAD_DIM % 16 || BLOCK_KEYS % 16
@@ -151,19 +155,14 @@ inline uint mma_int8_pair(__global const cache_t *p, ulong at, float s)
 }
 #endif
 
-/* The A fragments of this lane's rows g (q0: its first element) and g + 8
- * (q1); a dead row's are zeros. */
-inline void mma_load_q(mma_qfrag *qa, __global const storage_t *q, ulong q0, ulong q1, int live0,
-                       int live1)
+/* The A fragment of k-step kk of this lane's rows g (q0: its first
+ * element) and g + 8 (q1); a dead row's are zeros. */
+inline mma_qfrag mma_q_frag(__global const storage_t *q, ulong q0, ulong q1, int live0, int live1,
+                            int kk)
 {
-    const ulong t2 = 2 * (mma_lane() & 3);
-    UNROLL
-    for (int kk = 0; kk < QSTEPS; kk++) {
-        const ulong d = 16 * kk + t2;
-        qa[kk] = (uint4)(live0 ? mma_pair(q, q0 + d) : 0u, live1 ? mma_pair(q, q1 + d) : 0u,
-                         live0 ? mma_pair(q, q0 + d + 8) : 0u,
-                         live1 ? mma_pair(q, q1 + d + 8) : 0u);
-    }
+    const ulong d = 16 * kk + 2 * (mma_lane() & 3);
+    return (uint4)(live0 ? mma_pair(q, q0 + d) : 0u, live1 ? mma_pair(q, q1 + d) : 0u,
+                   live0 ? mma_pair(q, q0 + d + 8) : 0u, live1 ? mma_pair(q, q1 + d + 8) : 0u);
 }
 
 /* V's uint4 u (8 16-bit values of key c) with non-finite values zeroed
@@ -279,28 +278,32 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int l
     }
 }
 
-/* S = Q.K^T of one m-tile over the staged tile: s[j] for keys 8 j .. 8 j
- * + 7, .s0, .s1 row g keys 2t, 2t + 1; .s2, .s3 row g + 8 (without qscale;
- * an int8 cache's K scales applied). */
-inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *tl,
-                       __local uint *ws)
+/* k-step kk of S = Q.K^T of one m-tile over the staged tile (mma_core.cl's
+ * mma_scores), a its A fragment: s[j] for keys 8 j .. 8 j + 7, .s0, .s1
+ * row g keys 2t, 2t + 1; .s2, .s3 row g + 8 */
+inline void mma_scores_step(float4 *s, mma_qfrag a, int kk, __local const mma_local *tl,
+                            __local uint *ws)
 {
-    const int g = mma_lane() >> 2, t = mma_lane() & 3;
+    __local const uint *kr = tl->k + (mma_lane() >> 2) * KS + (mma_lane() & 3) + 8 * kk;
     MMA_LOOP
-    for (int j = 0; j < NTILES; j++) {
-        s[j] = (float4)(0.0f);
-        __local const uint *kr = tl->k + (8 * j + g) * KS + t;
-        MMA_LOOP
-        for (int kk = 0; kk < QSTEPS; kk++)
-            MMA_OP(&s[j], qa[kk], (uint2)(kr[8 * kk], kr[8 * kk + 4]), ws);
+    for (int j = 0; j < NTILES; j++)
+        MMA_OP(&s[j], a, (uint2)(kr[8 * j * KS], kr[8 * j * KS + 4]), ws);
+}
+
+/* S's last touch, after its k-steps: an int8 cache's K scales applied. */
+inline void mma_scores_finish(float4 *s, __local const mma_local *tl)
+{
 #ifdef KV_INT8 /* keys 8 j + 2t, + 1: their rows' K scales */
+    const int t = mma_lane() & 3;
+    UNROLL
+    for (int j = 0; j < NTILES; j++) {
         const float k0 = MMA_KSCALE(tl, 8 * j + 2 * t), k1 = MMA_KSCALE(tl, 8 * j + 2 * t + 1);
         s[j].s0 *= k0;
         s[j].s1 *= k1;
         s[j].s2 *= k0;
         s[j].s3 *= k1;
-#endif
     }
+#endif
 }
 
 /* O += P.V with P = exp2(s - mb) (mb: the rows' maxima, as s's layout;
@@ -401,16 +404,12 @@ inline void mma_3xtf32(float4 *d, uint4 abig, uint4 asmall, float b0, float b1, 
     mma_tf32(d, abig, (uint2)(x.x, y.x), ws);
 }
 
-inline void mma_load_q(mma_qfrag *qa, __global const storage_t *q, ulong q0, ulong q1, int live0,
-                       int live1)
+inline mma_qfrag mma_q_frag(__global const storage_t *q, ulong q0, ulong q1, int live0, int live1,
+                            int kk)
 {
-    const ulong t2 = 2 * (mma_lane() & 3);
-    UNROLL
-    for (int kk = 0; kk < QSTEPS; kk++) {
-        const ulong d = 8 * kk + t2;
-        qa[kk] = (float4)(live0 ? LOAD(q, q0 + d) : 0.0f, live1 ? LOAD(q, q1 + d) : 0.0f,
-                          live0 ? LOAD(q, q0 + d + 1) : 0.0f, live1 ? LOAD(q, q1 + d + 1) : 0.0f);
-    }
+    const ulong d = 8 * kk + 2 * (mma_lane() & 3);
+    return (float4)(live0 ? LOAD(q, q0 + d) : 0.0f, live1 ? LOAD(q, q1 + d) : 0.0f,
+                    live0 ? LOAD(q, q0 + d + 1) : 0.0f, live1 ? LOAD(q, q1 + d + 1) : 0.0f);
 }
 
 /* V's float4 (4 dims of key c) with non-finite values zeroed and the key
@@ -478,24 +477,22 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int l
 }
 
 /* B's (k t, n g), (k t + 4, n g) of k-step kk: K[key 8 j + g][dims 8 kk +
- * 2t, + 1], one float2. Q is split once a k-step, for all n-tiles. */
-inline void mma_scores(float4 *s, const mma_qfrag *qa, __local const mma_local *tl,
-                       __local uint *ws)
+ * 2t, + 1], one float2. Q's fragment a is split once, for all n-tiles. */
+inline void mma_scores_step(float4 *s, mma_qfrag a, int kk, __local const mma_local *tl,
+                            __local uint *ws)
 {
     const int g = mma_lane() >> 2, t = mma_lane() & 3;
-    UNROLL
-    for (int j = 0; j < NTILES; j++) s[j] = (float4)(0.0f);
+    uint4 qb, qs;
+    mma_split4(a, &qb, &qs);
     MMA_LOOP
-    for (int kk = 0; kk < QSTEPS; kk++) {
-        uint4 qb, qs;
-        mma_split4(qa[kk], &qb, &qs);
-        MMA_LOOP
-        for (int j = 0; j < NTILES; j++) {
-            const float2 kb = tl->k[((8 * j + g) * KS + 8 * kk + 2 * t) / 2];
-            mma_3xtf32(&s[j], qb, qs, kb.x, kb.y, ws);
-        }
+    for (int j = 0; j < NTILES; j++) {
+        const float2 kb = tl->k[((8 * j + g) * KS + 8 * kk + 2 * t) / 2];
+        mma_3xtf32(&s[j], qb, qs, kb.x, kb.y, ws);
     }
 }
+
+/* Nothing after the k-steps: an int8 cache is dequantized in staging. */
+inline void mma_scores_finish(float4 *s, __local const mma_local *tl) {}
 
 /* One k-step per S n-tile j (its 8 keys): A's (g, t), (g + 8, t), (g, t +
  * 4), (g + 8, t + 4) are P's (g, key 2t), (g + 8, 2t), (g, 2t + 1), (g + 8,

@@ -472,6 +472,7 @@ const harness_case harness_cases[] = {
     VTILES16("warps=1,keys=16", 64, ATTN_F16),
     VTILES16("warps=2,keys=32,mtiles=2", 32, ATTN_BF16),
     VTILES16("warps=8,keys=128", 16, ATTN_F16),
+    VTILES16("warps=2,keys=16,mtiles=2,qregs=0", 64, ATTN_F16), /* Q read at each k-step */
     /* packed with the other variants */
 #define P(name_) F("variants/packed_combos", name_), .packed = 1, .poison_pads = 1
     {P("packed + window 8 + sinks, 1/7/33/64 f16"), SHAPE(4, 4, 2, 64, 105, 105), .dtype = ATTN_F16,

@@ -143,6 +143,11 @@ static void test_mma_two_mtiles(void)
 {
     run_group_set("oclgrind/mma", HARNESS_MMA, "warps=1,keys=32,mtiles=2");
 }
+/* Q's fragments read at each k-step of each key tile (qregs=0) */
+static void test_mma_q_read(void)
+{
+    run_group_set("oclgrind/mma", HARNESS_MMA, "warps=2,keys=16,mtiles=2,qregs=0");
+}
 
 /* row (n floats) as an int8 cache holds it: quantized and dequantized */
 static void quant_dequant_row(float *row, int n)
@@ -345,6 +350,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_flash_wide),
     HARNESS_TEST(test_mma_two_warps),
     HARNESS_TEST(test_mma_two_mtiles),
+    HARNESS_TEST(test_mma_q_read),
     HARNESS_TEST(test_decode_vector),
     HARNESS_TEST(test_decode_tiled),
     HARNESS_TEST(test_decode_mma),

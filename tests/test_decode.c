@@ -340,6 +340,11 @@ static void test_mqa_odd_dim(void)
 static void test_case_table(void)
 {
     harness_run_group("decode/table", harness_decode_entry, "attn_decode");
+    /* the mma decode kernel reading Q at each k-step (qregs=0), split and not */
+    harness_run_group_as("decode/table", harness_decode_entry, "attn_decode", HARNESS_MMA,
+                         "warps=1,qregs=0,splits=2");
+    harness_run_group_as("decode/table", harness_decode_entry, "attn_decode", HARNESS_MMA,
+                         "warps=2,keys=16,mtiles=2,qregs=0,splits=1");
 }
 
 /* ---- refusals ---- */

@@ -41,7 +41,13 @@ static void test_dtypes(void) { run_group("forward/dtypes"); }
 static void test_dtype_head_dim_sweep(void) { run_group("forward/dtype_sweep"); }
 static void test_custom_scale(void) { run_group("forward/custom_scale"); }
 static void test_wide_loads(void) { run_group("forward/wide_loads"); }
-static void test_in_place(void) { run_group("forward/in_place"); }
+static void test_in_place(void)
+{
+    run_group("forward/in_place");
+    /* mma reading Q at each k-step: O's rows written where Q's are read */
+    harness_run_group_as("forward/in_place", attn_forward, "attn_forward", HARNESS_MMA,
+                         "warps=2,keys=16,qregs=0");
+}
 static void test_default_params(void) { run_group("forward/default_params"); }
 
 /* ---- Sq > Skv and fully masked rows: zeros and -inf, never NaN ---- */
@@ -119,6 +125,8 @@ static void test_tile_params(void)
         {HARNESS_MMA, "warps=1,keys=16"},          /* one warp; tiles of 16 rows and keys */
         {HARNESS_MMA, "warps=2,keys=32,mtiles=2"}, /* two m-tiles a warp */
         {HARNESS_MMA, "warps=8,keys=128,mtiles=2"}, /* 256 rows: one row block */
+        {HARNESS_MMA, "warps=2,keys=32,mtiles=2,qregs=0"}, /* Q read at each k-step */
+        {HARNESS_MMA, "warps=1,keys=16,qregs=0"},
     };
     /* lengths that are not multiples of any tile, a padded batch, GQA */
     for (size_t i = 0; i < sizeof sets / sizeof sets[0]; i++)

@@ -35,7 +35,8 @@ static void test_mma_params_refused(void)
     attn_context *ctx = context();
     /* out of range or not a power of two: refused when set */
     const char *bad[] = {"family=mma,warps=3", "family=mma,warps=16", "family=mma,keys=48",
-                         "family=mma,keys=8", "family=mma,mtiles=3"};
+                         "family=mma,keys=8", "family=mma,mtiles=3", "family=mma,qregs=2",
+                         "family=mma,qregs=-1"};
     for (size_t i = 0; i < sizeof bad / sizeof bad[0]; i++) {
         CU_ASSERT_EQUAL(attn_context_set_params(ctx, bad[i]), ATTN_ERROR_INVALID_ARGUMENT);
         printf("\n  %s: %s", bad[i], attn_last_error(ctx));
@@ -153,17 +154,24 @@ static void test_mma_plan(void)
     attn_plan_info h, o;
     CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &h), ATTN_SUCCESS);
     CU_ASSERT_STRING_NOT_EQUAL(h.family, "mma"); /* nobody's default */
-    const char *want = "family=mma,warps=2,keys=32,mtiles=2";
-    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, want), ATTN_SUCCESS);
+    const char *set = "family=mma,warps=2,keys=32,mtiles=2";
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, set), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &o), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(o.family, "mma");
     CU_ASSERT_STRING_EQUAL(o.source, "override");
-    CU_ASSERT_STRING_EQUAL(o.params, want);
+    CU_ASSERT_STRING_EQUAL(o.params, "family=mma,warps=2,keys=32,mtiles=2,qregs=1"); /* default */
     /* by hand from cl/mma_operands.cl at D 32: K 32 x (16 + 4), Vt 32 x (16
      * + 4), marks 32 + 1 (+ 3 to 16 bytes), scratch 2 x 192 uints; qa 2 x 2
      * uint4, acc 2 x 4 float4, s 4 float4, 7 values x 4 rows */
     CU_ASSERT_EQUAL(o.local_bytes, 4u * (32 * 20 + 32 * 20 + 36 + 2 * 192));
     CU_ASSERT_EQUAL(o.private_bytes, 4u * (16 + 32 + 16 + 28));
+    /* Q read at each k-step: qa is 2 x (a pointer, two offsets, two flags) */
+    const char *read = "family=mma,warps=2,keys=32,mtiles=2,qregs=0";
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, read), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &o), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(o.params, read);
+    CU_ASSERT_EQUAL(o.local_bytes, 4u * (32 * 20 + 32 * 20 + 36 + 2 * 192));
+    CU_ASSERT_EQUAL(o.private_bytes, 4u * (2 * 8 + 32 + 16 + 28));
     harness_use_params(ctx, NULL);
 }
 
@@ -286,9 +294,9 @@ static void test_mma_search(void)
     free(list);
     n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, NULL, &base, 1u << ATTN_FAMILY_MMA,
                               &list);
-    /* 4 warps x 4 keys x 2 m-tiles, less 128 keys (K 128 x 68 + Vt 128 x
-     * 68 uints and the scratch: 73 KiB and more) */
-    CU_ASSERT_EQUAL(n, 4 * 3 * 2);
+    /* 4 warps x 4 keys x 2 m-tiles x Q held or read, less 128 keys (K 128
+     * x 68 + Vt 128 x 68 uints and the scratch: 73 KiB and more) */
+    CU_ASSERT_EQUAL(n, 4 * 3 * 2 * 2);
     char err[256];
     for (int i = 0; i < n; i++) {
         CU_ASSERT_EQUAL(list[i].family, ATTN_FAMILY_MMA);
@@ -299,7 +307,7 @@ static void test_mma_search(void)
     p.dtype = ATTN_F32;
     n = attn_search_enumerate(&h200, ATTN_ENTRY_PREFILL, &p, NULL, &base, 1u << ATTN_FAMILY_MMA,
                               &list);
-    CU_ASSERT_EQUAL(n, 4 * 2 * 2);
+    CU_ASSERT_EQUAL(n, 4 * 2 * 2 * 2);
     free(list);
     /* decode, over a cache of blocks of 16: its splits too, keys 16 */
     p.dtype = ATTN_F16;

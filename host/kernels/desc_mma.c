@@ -38,6 +38,12 @@ static const attn_tunable_desc tunables[] = {
      4, {16, 32, 64, 128}, "keys per K/V tile"},
     {"mtiles", "MMA_MTILES", offsetof(attn_params, mma_mtiles), 1, 2, 0, 1,
      2, {1, 2}, "m-tiles of 16 query rows per warp"},
+    /* 0 frees QSTEPS x 4 registers a lane (64 at D 256 f16, D 128 f32),
+     * where ptxas spills O's accumulators, for Q reads through the L1 cache
+     * at every key tile (cl/mma_core.cl's mma_q); unmeasured on a GPU, so
+     * the default keeps Q in registers and the tuner weighs both */
+    {"qregs", "MMA_QREGS", offsetof(attn_params, mma_qregs), 0, 1, 0, 1,
+     2, {0, 1}, "1: Q's fragments held in registers, 0: read at each k-step"},
 };
 
 static size_t work_group(const attn_params *pr) { return 32 * (size_t)pr->mma_warps; }
@@ -109,7 +115,9 @@ static size_t private_bytes(const attn_params *pr, const attn_problem *p, int en
 {
     const size_t mt = (size_t)pr->mma_mtiles, d = (size_t)p->head_dim;
     const size_t qsteps = p->dtype == ATTN_F32 ? d / 8 : d / 16;
-    size_t words = mt * qsteps * 4;          /* qa [MMA_MTILES][QSTEPS] uint4 or float4 */
+    /* qa [MMA_MTILES]: QSTEPS uint4 or float4, or (qregs 0) a pointer, two
+     * row offsets and two flags */
+    size_t words = mt * (pr->mma_qregs ? qsteps * 4 : 8);
     words += mt * (d / 8) * 4;               /* acc [MMA_MTILES][D/8] float4 */
     if (folds(pr, p, entry)) words += mt * (d / 8) * 4; /* tot, as acc */
     words += (size_t)pr->block_keys / 8 * 4; /* s [BLOCK_KEYS/8] float4 */

@@ -31,6 +31,7 @@ typedef struct attn_params {
     int prefetch;   /* flash: 1 = the next K/V tile read into registers during this one */
     int mma_warps;  /* mma: warps (32 work-items) per work-group */
     int mma_mtiles; /* mma: m-tiles of 16 query rows per warp */
+    int mma_qregs;  /* mma: 1 = Q's fragments held in registers, 0 = read at each k-step */
 } attn_params;
 
 /* Device facts the heuristic and the legality check need. */
