@@ -54,8 +54,8 @@ inline float2 mma_logits(variants va, tile_rows m, int b, float2 s, int key, int
  * D 256 in f16, at D 128 in f32). MMA_QREGS 0: read from global memory at
  * each k-step of each key tile, through the L1 cache (a warp's 16 rows are
  * 8 KiB at D 256 in f16), as FlashAttention-2 reads Q from shared memory
- * by default; this frees those registers for O's accumulators, where
- * ptxas spilled (tools/check-ptx.sh's report; the tuner weighs it).
+ * by default; this frees those registers for the rest (ptxas's spills
+ * with it are mixed: README's check-ptx notes; the tuner weighs it).
  * In place (o == q) stays safe: a lane writes O only for its own rows,
  * after the row sums' mma_xor, which every lane of the warp reaches after
  * its last read of those rows' Q. */

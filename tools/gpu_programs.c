@@ -98,9 +98,12 @@ static void prefill(attn_dtype dt, int dim)
         }
     }
     for (int i = 0; i < nsets; i++) {
-        attn_params pr = attn_params_defaults(ATTN_FAMILY_TILED);
+        /* over the plan, as ATTN_PARAMS goes in gpu-session.sh: a set
+         * naming another family starts from that family's own plan, so that
+         * fields it leaves out (keys) are that family's, not tiled's */
+        attn_params pr = attn_plan_heuristic(ATTN_ENTRY_PREFILL, &h200, &p);
         char err[160], label[64];
-        if (attn_params_parse(sets[i], &pr, err, sizeof err) != 0) {
+        if (attn_plan_parse_over(ATTN_ENTRY_PREFILL, &h200, &p, sets[i], &pr, err, sizeof err)) {
             fprintf(stderr, "gpu-programs: %s: %s\n", sets[i], err);
             exit(1);
         }

@@ -38,10 +38,11 @@ static const attn_tunable_desc tunables[] = {
      4, {16, 32, 64, 128}, "keys per K/V tile"},
     {"mtiles", "MMA_MTILES", offsetof(attn_params, mma_mtiles), 1, 2, 0, 1,
      2, {1, 2}, "m-tiles of 16 query rows per warp"},
-    /* 0 frees QSTEPS x 4 registers a lane (64 at D 256 f16, D 128 f32),
-     * where ptxas spills O's accumulators, for Q reads through the L1 cache
-     * at every key tile (cl/mma_core.cl's mma_q); unmeasured on a GPU, so
-     * the default keeps Q in registers and the tuner weighs both */
+    /* 0 frees QSTEPS x 4 registers a lane (64 at D 256 f16, D 128 f32) for
+     * Q reads through the L1 cache at every key tile (cl/mma_core.cl's
+     * mma_q). ptxas's spills with it are mixed (README: some halve, some do
+     * not move), and no GPU has timed it: the default keeps Q in registers
+     * and the tuner weighs both */
     {"qregs", "MMA_QREGS", offsetof(attn_params, mma_qregs), 0, 1, 0, 1,
      2, {0, 1}, "1: Q's fragments held in registers, 0: read at each k-step"},
 };
