@@ -56,9 +56,9 @@ inline float2 mma_logits(variants va, tile_rows m, int b, float2 s, int key, int
  * 8 KiB at D 256 in f16), as FlashAttention-2 reads Q from shared memory
  * by default; this frees those registers for the rest (ptxas's spills
  * with it are mixed: README's check-ptx notes; the tuner weighs it).
- * In place (o == q) stays safe: a lane writes O only for its own rows,
- * after the row sums' mma_xor, which every lane of the warp reaches after
- * its last read of those rows' Q. */
+ * In place (o == q) stays safe: each lane writes O only at the elements
+ * of Q it read itself (q and o share one layout: validate.c), and a row
+ * belongs to one work-group. */
 typedef struct {
 #if MMA_QREGS
     mma_qfrag a[QSTEPS];
@@ -145,7 +145,7 @@ inline __attribute__((always_inline)) void mma_attend(
     float4 tot[MMA_MTILES][DTILES]; /* O folded out of acc every MMA_FOLD_KEYS keys */
     int nfold = 0;
 #endif
-    mma_q qa[MMA_MTILES]; /* Q's A fragments, as stored (qscale applies to S) */
+    mma_q qa[MMA_MTILES]; /* Q's A fragments as stored, or where to read them (mma_q) */
     UNROLL
     for (int mt = 0; mt < MMA_MTILES; mt++) {
         const int r0 = (mma_warp() * MMA_MTILES + mt) * 16 + g;
@@ -171,7 +171,8 @@ inline __attribute__((always_inline)) void mma_attend(
     }
     for (int c = tid; c < BLOCK_KEYS; c += MMA_WG) tl->vbad[c] = 0; /* no tile's tag */
     if (tid == 0) tl->vany = 0;
-    /* the global fence orders the Q reads before any O write when out == q */
+    /* the global fence orders qregs=1's Q reads before any O write when
+     * out == q (qregs=0: mma_q says why in place stays safe) */
     barrier(CLK_LOCAL_MEM_FENCE | CLK_GLOBAL_MEM_FENCE);
 
     for (int j0 = jfirst; j0 < hmax; j0 += BLOCK_KEYS) {
