@@ -141,16 +141,19 @@ static cl_int build_source(attn_context *ctx, cl_program prog, const char *optio
     return err;
 }
 
+/* Into the disk cache, if ctx has one: with none, the binary is not asked
+ * for (PoCL serialises the whole program for it; under AddressSanitizer
+ * that was most of a build from source's time). */
 static void store_binary(attn_context *ctx, cl_program prog, const char *key_text, uint64_t key)
 {
     size_t len = 0;
+    if (!ctx->cache_dir || !*ctx->cache_dir) return;
     if (clGetProgramInfo(prog, CL_PROGRAM_BINARY_SIZES, sizeof len, &len, NULL) != CL_SUCCESS ||
         len == 0)
         return;
     unsigned char *bin = malloc(len);
     if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
         attn_disk_cache_store(ctx->cache_dir, key_text, key, bin, len);
-    (void)ctx;
     free(bin);
 }
 
