@@ -317,10 +317,33 @@ static long call_stride(long n)
     return (type & CL_DEVICE_TYPE_CPU) || n <= 100 ? 1 : (n + 99) / 100;
 }
 
+/* Which of those this process runs: part i of n ($ATTN_CL_FAULTS_PART=i/n,
+ * 0 <= i < n; default 0/1): the i-th, (i + n)-th, (i + 2n)-th ... of them.
+ * tests/CMakeLists.txt runs the suite as several ctest tests so that each
+ * stays within its timeout under AddressSanitizer, where a run costs ten
+ * times what it costs in a Release build. */
+static void call_part(long *part, long *parts)
+{
+    *part = 0, *parts = 1;
+    const char *e = getenv("ATTN_CL_FAULTS_PART");
+    if (!e || !*e) return;
+    const char *slash = strchr(e, '/');
+    char first[32];
+    const size_t len = slash ? (size_t)(slash - e) : 0;
+    if (slash && len < sizeof first) memcpy(first, e, len), first[len] = 0;
+    if (!slash || len >= sizeof first || attn_parse_long(first, 0, LONG_MAX, part) != 0 ||
+        attn_parse_long(slash + 1, 1, LONG_MAX, parts) != 0 || *part >= *parts) {
+        printf("\n  ATTN_CL_FAULTS_PART=\"%s\": expected i/n with 0 <= i < n\n", e);
+        CU_FAIL_FATAL("ATTN_CL_FAULTS_PART");
+    }
+}
+
 /* The workload once clean, then once per OpenCL call with that call failed;
  * `how` sets the way (out of order, from source, materialized). */
 static void each_call_failed(void (*work)(run *), run how)
 {
+    long part, parts;
+    call_part(&part, &parts);
     make_inputs();
     run clean = how;
     work(&clean); /* fills the disk cache; counts the calls */
@@ -332,7 +355,7 @@ static void each_call_failed(void (*work)(run *), run how)
     CU_ASSERT(n > 20);
     const long every = call_stride(n);
     int wrong = 0, runs_failing = 0, runs = 0;
-    for (long at = 1; at <= n; at += every, runs++) {
+    for (long at = 1 + part * every; at <= n; at += every * parts, runs++) {
         run r = how;
         r.fail_at = at;
         work(&r);
@@ -344,9 +367,10 @@ static void each_call_failed(void (*work)(run *), run how)
         wrong += r.wrong;
         runs_failing += r.failures > 0;
     }
-    printf("\n  %d runs (every %ld. call of %ld), each with one call failed: %d with an attn call "
-           "that failed (and succeeded when made again), %d problems",
-           runs, every, n, runs_failing, wrong);
+    printf("\n  %d runs (every %ld. call of %ld, part %ld of %ld), each with one call failed: %d "
+           "with an attn call that failed (and succeeded when made again), %d problems",
+           runs, every, n, part + 1, parts, runs_failing, wrong);
+    CU_ASSERT(runs > 0);
     CU_ASSERT_EQUAL(wrong, 0);
 }
 
@@ -585,6 +609,8 @@ static void test_materialized_calls_failed(void)
     each_call_failed(run_once, (run){.materialized = 1});
 }
 
+/* tests/CMakeLists.txt runs these in parts, picked by name (ATTN_TEST_FILTER):
+ * a test added here needs a part there. */
 static const harness_test tests[] = {
     HARNESS_TEST(test_each_call_failed),
     HARNESS_TEST(test_each_call_failed_from_source),
