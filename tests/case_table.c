@@ -343,6 +343,11 @@ const harness_case harness_cases[] = {
     {.group = "decode/table", .name = "decode GQA bf16 full, split", .families = HARNESS_DECODE,
      .params = "rows=4,splits=3", SHAPE(3, 8, 2, 64, 3, 40), .dtype = ATTN_BF16,
      LENS(NULL, dc_ql, NULL, dc_kl2), .poison_pads = 1, .lk = BSHD, .lv = BSHD_GAPPY, .seed = 4503},
+    /* in place at a head dim mma takes (the MQA rows above are D40): O's
+     * rows written over the Q rows the kernel reads, split and merged */
+    {.group = "decode/table", .name = "decode GQA f16 in place, split", .families = HARNESS_DECODE,
+     .params = "rows=4,splits=2", SHAPE(3, 8, 2, 64, 3, 40), .dtype = ATTN_F16, .causal = 1,
+     LENS(NULL, dc_ql, NULL, dc_kl2), .in_place = 1, .poison_pads = 1, .seed = 4507},
 
     /* the tiled kernel's cache rows in 16-byte vectors: D37 (row stride 48)
      * ends inside a vector (f32's 10th, f16's 5th), D12 inside bf16's 2nd:
@@ -698,6 +703,10 @@ const harness_case harness_cases[] = {
      .causal = 1, ALL_LAYOUTS(ODD_OFFSETS), .seed = 686},
     {OCL_MMA("mma odd offsets f32 D16"), SHAPE(1, 2, 1, 16, 9, 11), ALL_LAYOUTS(ODD_OFFSETS),
      .seed = 687},
+    /* in place: each lane writes only the Q elements it read (mma_core.cl);
+     * a write into a row another lane still reads is a race Oclgrind sees */
+    {OCL_MMA("mma in place GQA padded bf16 D16"), SHAPE(2, 4, 2, 16, 13, 13), .dtype = ATTN_BF16,
+     .causal = 1, LENS(og_qs, og_ql, og_ks, og_kl), .in_place = 1, .seed = 688},
 };
 
 const size_t harness_ncases = sizeof harness_cases / sizeof harness_cases[0];

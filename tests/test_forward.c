@@ -47,6 +47,8 @@ static void test_in_place(void)
     /* mma reading Q at each k-step: O's rows written where Q's are read */
     harness_run_group_as("forward/in_place", attn_forward, "attn_forward", HARNESS_MMA,
                          "warps=2,keys=16,qregs=0");
+    harness_run_group_as("forward/in_place", attn_forward, "attn_forward", HARNESS_MMA,
+                         "warps=1,keys=32,mtiles=2,qregs=0"); /* two m-tiles a warp */
 }
 static void test_default_params(void) { run_group("forward/default_params"); }
 

@@ -5,7 +5,8 @@
  * cannot run (f32 past D 128 or its key limit, head dims not a multiple of
  * 16) keeping the device's plan with one
  * INFO line, decode forced onto it over every cache kind, and the
- * tuner searching it only when named. Its results are checked in the forward matrices (test_forward,
+ * tuner searching it only when named, and Q read at each k-step (qregs=0)
+ * giving the bits Q held gives. Its results are checked in the forward matrices (test_forward,
  * test_variants*, test_seed_failures: the HARNESS_MMA runs). */
 #include "cases.h"
 #include "kernels/kernel_desc.h"
@@ -280,6 +281,37 @@ static void test_mma_decode_forced(void)
     CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
 }
 
+/* Q read at each k-step (qregs=0) sums the same products in the same
+ * order as Q held in registers: the same bits, forward and decode, in each
+ * storage type, with padding and GQA, one and two m-tiles a warp. */
+static void test_mma_q_read_same(void)
+{
+    static const struct {
+        const char *name, *held, *read;
+        harness_entry entry;
+        const char *entry_name;
+    } runs[] = {
+        {"tiles causal padded", "warps=2,keys=32,mtiles=2", "warps=2,keys=32,mtiles=2,qregs=0",
+         attn_forward, "attn_forward"},
+        {"tiles causal padded f16 D32", "warps=1,keys=16", "warps=1,keys=16,qregs=0", attn_forward,
+         "attn_forward"},
+        {"tiles Sq>Skv bf16 D48", "warps=2,keys=16,mtiles=2", "warps=2,keys=16,mtiles=2,qregs=0",
+         attn_forward, "attn_forward"},
+        {"decode GQA f32 ragged caches", "warps=1,splits=2", "warps=1,splits=2,qregs=0",
+         harness_decode_entry, "attn_decode"},
+        {"decode GQA bf16 full, split", "warps=2,keys=16,mtiles=2,splits=3",
+         "warps=2,keys=16,mtiles=2,splits=3,qregs=0", harness_decode_entry, "attn_decode"},
+    };
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        harness_case held = *harness_case_named(runs[i].name), read = held;
+        held.families = read.families = HARNESS_MMA;
+        held.params = runs[i].held, read.params = runs[i].read;
+        CU_ASSERT_EQUAL(harness_case_same(&held, &read, HARNESS_MMA, runs[i].entry,
+                                          runs[i].entry_name, 1),
+                        0);
+    }
+}
+
 /* The tuner's candidates: mma's only when named, all of them legal (f32's
  * fewer), none for a problem it cannot run. */
 static void test_mma_search(void)
@@ -335,6 +367,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_mma_plan),
     HARNESS_TEST(test_mma_fallback),
     HARNESS_TEST(test_mma_decode_forced),
+    HARNESS_TEST(test_mma_q_read_same),
     HARNESS_TEST(test_mma_search),
     HARNESS_END,
 };
