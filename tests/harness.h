@@ -14,7 +14,8 @@
  * Environment: ATTN_TEST_DEVICE (selector for harness_context, default the
  * library's own choice), ATTN_TEST_SEED (overrides harness_seed's default),
  * ATTN_TEST_FILTER (runs only tests whose name contains it, or one of its
- * comma-separated strings), ATTN_TEST_SKIP
+ * comma-separated strings; a program none of whose tests match fails),
+ * ATTN_TEST_SKIP
  * (a comma-separated list of test names not to run), ATTN_TEST_CHILD (set
  * by harness_run_child: run only that child check). */
 #ifndef ATTN_HARNESS_H

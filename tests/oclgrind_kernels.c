@@ -7,8 +7,9 @@
  * Families: vector (attn_pack_kv + attn_fwd_vector) at small and default
  * tiles; tiled with K/V read from global (local_kv=0) and staged in __local
  * (local_kv=1), and its 16-byte staging on the "oclgrind/wide" rows; flash (attn_fwd_flash) at three micro-tile shapes; mma
- * (attn_fwd_mma, mma_ops.cl's emulation) on its own f16/bf16 rows
- * ("oclgrind/mma") at two shapes. Shapes: the "oclgrind/tiny" rows of the shared case table
+ * (attn_fwd_mma, mma_ops.cl's emulation) on its own f16, bf16 and f32 rows
+ * ("oclgrind/mma", one of them in place) under three tile sets, one reading
+ * Q at each k-step. Shapes: the "oclgrind/tiny" rows of the shared case table
  * (case_table.c), run by the shared runner (cases.c): lengths that end
  * mid-tile, Sq != Skv on the causal diagonal, left and right padding with an
  * empty batch entry, GQA and MQA, head dims that are not a multiple of 4,

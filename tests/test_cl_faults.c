@@ -370,7 +370,7 @@ static void each_call_failed(void (*work)(run *), run how)
     printf("\n  %d runs (every %ld. call of %ld, part %ld of %ld), each with one call failed: %d "
            "with an attn call that failed (and succeeded when made again), %d problems",
            runs, every, n, part + 1, parts, runs_failing, wrong);
-    CU_ASSERT(runs > 0);
+    if (!runs) printf("\n  (with ATTN_CL_FAULTS_EVERY=%ld, no failed call falls in this part)", every);
     CU_ASSERT_EQUAL(wrong, 0);
 }
 

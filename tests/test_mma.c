@@ -231,16 +231,16 @@ static void test_mma_fallback(void)
 }
 
 /* The plan attn_decode_prepare reports for a cache of desc under params
- * (NULL: the device's own), for q_len new queries of 2 query heads per KV
- * head. */
-static attn_plan_info decode_plan(const attn_kv_cache_desc *desc, const char *params, int q_len)
+ * (NULL: the device's own), for q_len new queries of q_heads query heads. */
+static attn_plan_info decode_plan_heads(const attn_kv_cache_desc *desc, const char *params,
+                                        int q_heads, int q_len)
 {
     attn_context *ctx = context();
     attn_kv_cache *cache = NULL;
     attn_plan_info info;
     memset(&info, 0, sizeof info);
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, desc, &cache), ATTN_SUCCESS);
-    attn_problem p = harness_problem(1, 2 * desc->kv_heads, desc->kv_heads, desc->head_dim, q_len,
+    attn_problem p = harness_problem(desc->batch, q_heads, desc->kv_heads, desc->head_dim, q_len,
                                      desc->capacity, 1);
     p.dtype = desc->dtype;
     CU_ASSERT_EQUAL(harness_use_params(ctx, params), ATTN_SUCCESS);
@@ -248,6 +248,12 @@ static attn_plan_info decode_plan(const attn_kv_cache_desc *desc, const char *pa
     harness_use_params(ctx, NULL);
     attn_kv_cache_release(cache);
     return info;
+}
+
+/* ... with 2 query heads per KV head */
+static attn_plan_info decode_plan(const attn_kv_cache_desc *desc, const char *params, int q_len)
+{
+    return decode_plan_heads(desc, params, 2 * desc->kv_heads, q_len);
 }
 
 /* Forced, decode runs on mma (cl/decode_mma.cl) over every cache kind:
@@ -291,21 +297,35 @@ static void test_mma_q_read_same(void)
         harness_entry entry;
         const char *entry_name;
     } runs[] = {
-        {"tiles causal padded", "warps=2,keys=32,mtiles=2", "warps=2,keys=32,mtiles=2,qregs=0",
+        {"tiles causal padded", "warps=2,keys=32,mtiles=2,qregs=1",
+         "warps=2,keys=32,mtiles=2,qregs=0", attn_forward, "attn_forward"},
+        {"tiles causal padded f16 D32", "warps=1,keys=16,qregs=1", "warps=1,keys=16,qregs=0",
          attn_forward, "attn_forward"},
-        {"tiles causal padded f16 D32", "warps=1,keys=16", "warps=1,keys=16,qregs=0", attn_forward,
-         "attn_forward"},
-        {"tiles Sq>Skv bf16 D48", "warps=2,keys=16,mtiles=2", "warps=2,keys=16,mtiles=2,qregs=0",
-         attn_forward, "attn_forward"},
-        {"decode GQA f32 ragged caches", "warps=1,splits=2", "warps=1,splits=2,qregs=0",
+        {"tiles Sq>Skv bf16 D48", "warps=2,keys=16,mtiles=2,qregs=1",
+         "warps=2,keys=16,mtiles=2,qregs=0", attn_forward, "attn_forward"},
+        {"decode GQA f32 ragged caches", "warps=1,splits=2,qregs=1", "warps=1,splits=2,qregs=0",
          harness_decode_entry, "attn_decode"},
-        {"decode GQA bf16 full, split", "warps=2,keys=16,mtiles=2,splits=3",
+        {"decode GQA bf16 full, split", "warps=2,keys=16,mtiles=2,splits=3,qregs=1",
          "warps=2,keys=16,mtiles=2,splits=3,qregs=0", harness_decode_entry, "attn_decode"},
     };
     for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
         harness_case held = *harness_case_named(runs[i].name), read = held;
         held.families = read.families = HARNESS_MMA;
         held.params = runs[i].held, read.params = runs[i].read;
+        /* the runs force mma on attn_forward's plan (cases.c); decode's is
+         * checked here, or a plan fallen back to another family would
+         * compare with itself */
+        if (runs[i].entry == harness_decode_entry)
+            for (int r = 0; r < 2; r++) {
+                char set[128];
+                snprintf(set, sizeof set, "family=mma,%s", r ? runs[i].read : runs[i].held);
+                const attn_kv_cache_desc d = {.batch = held.B, .kv_heads = held.Hkv,
+                                              .head_dim = held.D, .capacity = held.Skv,
+                                              .dtype = held.dtype};
+                const attn_plan_info info = decode_plan_heads(&d, set, held.Hq, held.Sq);
+                CU_ASSERT_STRING_EQUAL(info.family, "mma");
+                CU_ASSERT_PTR_NOT_NULL(strstr(info.params, r ? "qregs=0" : "qregs=1"));
+            }
         CU_ASSERT_EQUAL(harness_case_same(&held, &read, HARNESS_MMA, runs[i].entry,
                                           runs[i].entry_name, 1),
                         0);
