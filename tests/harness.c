@@ -26,24 +26,14 @@ static int g_ctx_failed;        /* creation failed once: do not retry */
 
 /* ---- running ---- */
 
-/* Whether name is one of the comma-separated names in list. */
-static int skipped(const char *name, const char *list)
-{
-    size_t n = strlen(name);
-    for (const char *p = list; *p; p += *p == ',') {
-        size_t len = strcspn(p, ",");
-        if (len == n && strncmp(p, name, n) == 0) return 1;
-        p += len;
-    }
-    return 0;
-}
-
-/* Whether name contains one of the comma-separated strings in list. */
-static int filtered_in(const char *name, const char *list)
+/* Whether one of the comma-separated entries of list is name (exact) or a
+ * part of it (!exact). Empty entries match nothing. */
+static int listed(const char *name, const char *list, int exact)
 {
     for (const char *p = list; *p; p += *p == ',') {
-        size_t len = strcspn(p, ",");
-        for (const char *at = name; len && *at; at++)
+        const size_t len = strcspn(p, ",");
+        if (len && exact && strlen(name) == len && strncmp(p, name, len) == 0) return 1;
+        for (const char *at = name; len && !exact && *at; at++)
             if (strncmp(at, p, len) == 0) return 1;
         p += len;
     }
@@ -64,8 +54,8 @@ int harness_add_suite(const char *suite, const harness_test *tests)
     CU_pSuite s = CU_add_suite(suite, NULL, NULL);
     if (!s) goto fail;
     for (const harness_test *t = tests; t->name; t++) {
-        if (filter && *filter && !filtered_in(t->name, filter)) continue;
-        if (skip && *skip && skipped(t->name, skip)) continue;
+        if (filter && *filter && !listed(t->name, filter, 0)) continue;
+        if (skip && *skip && listed(t->name, skip, 1)) continue;
         if (!CU_add_test(s, t->name, t->fn)) goto fail;
     }
     return 0;

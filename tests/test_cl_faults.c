@@ -320,8 +320,8 @@ static long call_stride(long n)
 /* Which of those this process runs: part i of n ($ATTN_CL_FAULTS_PART=i/n,
  * 0 <= i < n; default 0/1): the i-th, (i + n)-th, (i + 2n)-th ... of them.
  * tests/CMakeLists.txt runs the suite as several ctest tests so that each
- * stays within its timeout under AddressSanitizer, where a run costs ten
- * times what it costs in a Release build. */
+ * stays within its timeout under AddressSanitizer, where a run costs 3 to
+ * 15 times what it costs in a Release build. */
 static void call_part(long *part, long *parts)
 {
     *part = 0, *parts = 1;
