@@ -16,8 +16,8 @@
 #            (checked against the CPU reference) and B=4 Hq=32 Hkv=8 D=128
 #            S=4096 (the targets): the default plan (mma where the gate
 #            verified it) and the sets of tools/gpu-prefill-sets.txt (a
-#            second mma shape, mma reading Q at each k-step, tiled, flash
-#            without and with prefetch)
+#            second mma shape, mma reading Q at each k-step, mma's
+#            spill-free corner, tiled, flash without and with prefetch)
 #   torch    tools/compare-torch.py --bench on those shapes and B=1 Hq=32
 #            D=128 S=2048 (when torch imports)
 #   decode   the DESIGN decode set (f32/f16, contiguous and paged, int8) as a
