@@ -40,12 +40,8 @@ filter=${1:-}
 rm -rf "$out"
 mkdir -p "$out"
 
-if [[ ! -f $libclc ]]; then
-    export DEBIAN_FRONTEND=noninteractive
-    install_libclc() { apt-get install -y -qq --no-install-recommends libclc-14 >/dev/null; }
-    { install_libclc || { apt-get update -qq && install_libclc; }; } && [[ -f $libclc ]] ||
-        { echo "check-ptx: cannot install libclc-14 ($libclc)"; exit 1; }
-fi
+. tools/opencl-clang.sh
+opencl_clang_setup check-ptx "$libclc" || exit 1
 
 # fetch_ptxas -- unpacks ptxas from Debian's non-free archive
 fetch_ptxas() {
@@ -75,16 +71,8 @@ if ! "$ptxas" --version >/dev/null 2>&1; then
 fi
 echo "check-ptx: $("$ptxas" --version | tail -1); $(clang --version | head -1)"
 
-opencl_h=$(clang -print-resource-dir)/include/opencl-c.h
-# NVIDIA's compiler takes `asm` in OpenCL C; clang wants GNU keywords for it.
-# static: C99's inline alone emits no body for a call left uninlined.
-clang_opts=(-x cl -cl-std=CL1.2 -target nvptx64-unknown-nvidiacl -march=sm_80 -O2 -S
-            -Xclang -include -Xclang "$opencl_h" -Xclang -mlink-builtin-bitcode -Xclang "$libclc"
-            -fgnu-keywords "-Dinline=static inline __attribute__((always_inline))")
-
-build/tools/gpu-programs tools/gpu-prefill-sets.txt >"$out/programs.all"
-# one line per distinct program (a shrink can make two labels one program)
-awk -F'\t' -v f="$filter" 'index($1, f) && !seen[$2 FS $3 FS $4]++' "$out/programs.all" >"$out/programs.tsv"
+clang_opts=("${clang_cl_opts[@]}" -target nvptx64-unknown-nvidiacl -march=sm_80)
+opencl_programs "$out" "$filter" tools/gpu-prefill-sets.txt || exit 1
 
 # kernel_info LOG KERNEL -- "regs stack spill_st spill_ld smem" of the entry
 kernel_info() {
@@ -107,11 +95,8 @@ n=0
     while IFS=$'\t' read -r label kernel sources options; do
         n=$((n + 1))
         src=$out/$n.cl
-        for f in $sources; do
-            printf '#line 1 "%s"\n' "$f"
-            cat "cl/$f"
-            echo
-        done >"$src"
+        # shellcheck disable=SC2086 # sources is a list of files
+        opencl_join $sources >"$src"
         # shellcheck disable=SC2086 # options is a list of flags
         if ! clang "${clang_opts[@]}" $options "$src" -o "$out/$n.ptx" 2>"$out/$n.clang.log"; then
             echo "FAILED $n $label: clang"

@@ -1,8 +1,9 @@
 /* gpu_programs.c -- the OpenCL programs attn would build on an NVIDIA H200,
  * one a line, for tools/check-ptx.sh (which compiles each to PTX with clang
- * and assembles it with NVIDIA's ptxas, on a machine without a GPU).
+ * and assembles it with NVIDIA's ptxas, on a machine without a GPU), or
+ * with --amd on an AMD GPU, for tools/check-amdgcn.sh.
  *
- * usage: gpu-programs [SETS]
+ * usage: gpu-programs [--amd] [SETS]
  * Prints "label<TAB>kernel<TAB>sources<TAB>options" per program: the
  * planner's own pieces (attn_params_fit on the H200's limits, the family's
  * sources, attn_params_options, the cache's -D options, -DMMA_PTX=1 and
@@ -13,7 +14,13 @@
  * which tools/gpu-session.sh times: one ATTN_PARAMS string a line, '#'
  * comments), and the mma gate's two fragment checks. The limits are the
  * ones measured there (../shared/gpu/README.md): 48 KiB of __local
- * memory, work-groups of 1024, 132 compute units. */
+ * memory, work-groups of 1024, 132 compute units.
+ *
+ * --amd: the same on an AMD GPU's limits as ROCm's OpenCL reports them
+ * (64 KiB of __local memory, work-groups of at most 256 by default, 110
+ * compute units: an MI250X die), tiled and flash only: the mma family
+ * there is mma_ops.cl's emulation, which the planner never chooses
+ * (mma_gate.c verifies NVIDIA's PTX only), so no mma program, no sets. */
 #include "attention/decode.h"
 #include "attention/plan.h"
 #include "kernels/kernel_desc.h"
@@ -24,6 +31,8 @@
 #include <string.h>
 
 static const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 1, 0};
+static const attn_device_limits amd = {CL_DEVICE_TYPE_GPU, 64 * 1024, 256, 110, 0, 0};
+static const attn_device_limits *dev = &h200;
 
 static void print_program(const char *label, const attn_params *pr, const attn_problem *p,
                           int entry, const char *cache_options)
@@ -88,10 +97,13 @@ static void prefill(attn_dtype dt, int dim)
     const int families[] = {ATTN_FAMILY_TILED, ATTN_FAMILY_FLASH, ATTN_FAMILY_MMA};
     for (int f = 0; f < 3; f++) {
         if (attn_family_refuses(families[f], &p)) continue;
+        if (families[f] == ATTN_FAMILY_MMA && !dev->mma) continue;
         for (int prefetch = 0; prefetch < 1 + (families[f] == ATTN_FAMILY_FLASH); prefetch++) {
-            attn_params pr = attn_params_defaults(families[f]);
+            /* the family's start as the tuner takes it: the plan where
+             * the heuristic picks the family (tiled's rows and keys by D) */
+            attn_params pr = attn_plan_family_start(ATTN_ENTRY_PREFILL, dev, &p, families[f]);
             pr.prefetch = prefetch;
-            attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &h200, &p);
+            attn_params_fit(ATTN_ENTRY_PREFILL, &pr, dev, &p);
             char label[64];
             snprintf(label, sizeof label, "prefill,%s,d%d", attn_dtype_name(dt), dim);
             print_program(label, &pr, &p, ATTN_ENTRY_PREFILL, "");
@@ -101,14 +113,14 @@ static void prefill(attn_dtype dt, int dim)
         /* over the plan, as ATTN_PARAMS goes in gpu-session.sh: a set
          * naming another family starts from that family's own plan, so that
          * fields it leaves out (keys) are that family's, not tiled's */
-        attn_params pr = attn_plan_heuristic(ATTN_ENTRY_PREFILL, &h200, &p);
+        attn_params pr = attn_plan_heuristic(ATTN_ENTRY_PREFILL, dev, &p);
         char err[160], label[64];
-        if (attn_plan_parse_over(ATTN_ENTRY_PREFILL, &h200, &p, sets[i], &pr, err, sizeof err)) {
+        if (attn_plan_parse_over(ATTN_ENTRY_PREFILL, dev, &p, sets[i], &pr, err, sizeof err)) {
             fprintf(stderr, "gpu-programs: %s: %s\n", sets[i], err);
             exit(1);
         }
         if (attn_family_refuses(pr.family, &p)) continue;
-        attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &h200, &p);
+        attn_params_fit(ATTN_ENTRY_PREFILL, &pr, dev, &p);
         snprintf(label, sizeof label, "prefill,%s,d%d,session", attn_dtype_name(dt), dim);
         print_program(label, &pr, &p, ATTN_ENTRY_PREFILL, "");
     }
@@ -124,7 +136,7 @@ static void decode(attn_dtype dt, int dim)
                 const attn_problem p = {.batch = 4, .q_heads = 32, .kv_heads = 8,
                                         .head_dim = dim, .q_len = q_len, .kv_len = 16384,
                                         .dtype = dt, .causal = 1};
-                attn_params pr = attn_decode_params_heuristic(&h200, &p);
+                attn_params pr = attn_decode_params_heuristic(dev, &p);
                 if (page) attn_plan_fit_page(&pr, page);
                 /* the fields attn_kv_cache_options reads */
                 const attn_kv_cache c = {.storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE,
@@ -147,11 +159,16 @@ static void decode(attn_dtype dt, int dim)
 
 int main(int argc, char **argv)
 {
-    if (argc > 2) {
-        fprintf(stderr, "usage: gpu-programs [SETS]\n");
+    int arg = 1;
+    if (arg < argc && strcmp(argv[arg], "--amd") == 0) {
+        dev = &amd;
+        arg++;
+    }
+    if (argc - arg > 1 || (arg < argc && dev == &amd) || (arg < argc && argv[arg][0] == '-')) {
+        fprintf(stderr, "usage: gpu-programs [SETS] | gpu-programs --amd\n");
         return 2;
     }
-    if (argc == 2) read_sets(argv[1]);
+    if (arg < argc) read_sets(argv[arg]);
     const attn_dtype types[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
     for (int t = 0; t < 3; t++)
         for (int dim = 64; dim <= 256; dim *= 2) {
@@ -159,7 +176,7 @@ int main(int argc, char **argv)
             decode(types[t], dim);
         }
     /* mma_check.c's two programs */
-    for (int tf32 = 0; tf32 < 2; tf32++)
+    for (int tf32 = 0; tf32 < 2 && dev->mma; tf32++)
         printf("mma_check,%s\tattn_mma_check\tmma_ops.cl mma_check.cl\t"
                "-cl-std=CL1.2 -DMMA_CHECK_TF32=%d -DMMA_PTX=1 -DATTN_GPU=1\n", tf32 ? "tf32" : "16-bit", tf32);
     return 0;

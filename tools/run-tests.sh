@@ -11,6 +11,8 @@
 #   oclgrind  every kernel family on Oclgrind's simulated device
 #   ptx       the programs of an NVIDIA H200 compiled to PTX and assembled
 #             by NVIDIA's ptxas for sm_80 and sm_90 (no GPU needed)
+#   amdgcn    the programs of an AMD GPU compiled by clang for gfx90a (CDNA2)
+#             and gfx1030 (RDNA2) (no GPU needed)
 #   valgrind  Memcheck over a subset of the tests and the example
 #   install   cmake --install to a temporary prefix; the example built
 #             through find_package and through pkg-config, and run
@@ -23,7 +25,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # The header comment above, without its "# ": the usage and the stages.
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' tools/run-tests.sh; }
 
-all=(main asan fuzz tsan oclgrind ptx valgrind install)
+all=(main asan fuzz tsan oclgrind ptx amdgcn valgrind install)
 stages=("$@")
 ((${#stages[@]})) || stages=("${all[@]}")
 for s in "${stages[@]}"; do

@@ -1,0 +1,49 @@
+# shellcheck shell=bash
+# opencl-clang.sh -- sourced by check-ptx.sh and check-amdgcn.sh: the
+# programs of build/tools/gpu-programs, joined from cl/ as program.c joins
+# them, and the clang options that compile them as OpenCL C 1.2 for a GPU
+# target (libclc's builtins for it linked in). Run from the repository root.
+
+# opencl_clang_setup NAME LIBCLC -- installs libclc-14 when LIBCLC (the
+# target's builtins) is missing, and sets clang_cl_opts, the options every
+# target shares: NVIDIA's compiler takes `asm` in OpenCL C, clang wants GNU
+# keywords for it; static, because C99's inline alone emits no body for a
+# call left uninlined (always_inline, as NVIDIA's and AMD's compilers inline
+# every function). NAME prefixes the messages.
+opencl_clang_setup() {
+    local name=$1 libclc=$2
+    if [[ ! -f $libclc ]]; then
+        export DEBIAN_FRONTEND=noninteractive
+        install_libclc() { apt-get install -y -qq --no-install-recommends libclc-14 >/dev/null; }
+        { install_libclc || { apt-get update -qq && install_libclc; }; } && [[ -f $libclc ]] ||
+            { echo "$name: cannot install libclc-14 ($libclc)"; return 1; }
+    fi
+    local opencl_h
+    opencl_h=$(clang -print-resource-dir)/include/opencl-c.h
+    # shellcheck disable=SC2034 # read by the scripts that source this
+    clang_cl_opts=(-x cl -cl-std=CL1.2 -O2 -S -Xclang -include -Xclang "$opencl_h"
+                   -Xclang -mlink-builtin-bitcode -Xclang "$libclc" -fgnu-keywords
+                   "-Dinline=static inline __attribute__((always_inline))")
+}
+
+# opencl_programs OUT FILTER [gpu-programs ARGS] -- OUT/programs.tsv, one
+# line per distinct program whose label contains FILTER (a shrink can make
+# two labels one program): "label<TAB>kernel<TAB>sources<TAB>options"
+opencl_programs() {
+    local out=$1 filter=$2
+    shift 2
+    build/tools/gpu-programs "$@" >"$out/programs.all" || return 1
+    awk -F'\t' -v f="$filter" 'index($1, f) && !seen[$2 FS $3 FS $4]++' "$out/programs.all" \
+        >"$out/programs.tsv"
+}
+
+# opencl_join SOURCES -- the program's source on stdout: each file of cl/
+# in turn under a #line naming it
+opencl_join() {
+    local f
+    for f in "$@"; do
+        printf '#line 1 "%s"\n' "$f"
+        cat "cl/$f"
+        echo
+    done
+}
