@@ -1,0 +1,160 @@
+/* test_gpu_plans.c -- the parameters the planner gives the GPUs attn is
+ * built for, run on this device against the CPU reference.
+ *
+ * A user's first run on a GPU is the plan for that GPU's limits, at the
+ * model's head dim; the other suites run the families at parameters of
+ * their own on small head dims. Here, for the H200's limits (48 KiB of
+ * __local memory, work-groups of 1024, 132 compute units) and an AMD
+ * GPU's as ROCm's OpenCL reports them (64 KiB, 256, 110:
+ * tools/gpu_programs.c --amd, which lists the same programs for
+ * check-ptx.sh and check-amdgcn.sh), at D 64, 128 and 256:
+ *   - prefill: tiled, and flash without and with prefetch, each from
+ *     the start the planner and the tuner take (attn_plan_family_start,
+ *     fitted), on DESIGN's large shape (B 4, Hq 32, Hkv 8, S 4096);
+ *   - decode: the decode heuristic's tiled plan for one new token over a
+ *     contiguous cache and for a block of four over a paged one (blocks
+ *     of 16), splits left automatic;
+ * each run forced (prefill's plan checked to be exactly those parameters)
+ * on a small GQA problem with right and left padding, Sq < Skv, odd
+ * lengths and a row that sees no key, the storage types in turn (the
+ * GPUs' shared plans in different ones). The mma family's plans
+ * are test_mma's (its emulation here is slow). */
+#include "cases.h"
+#include "attention/decode.h"
+#include "attention/plan.h"
+#include "kernels/params.h"
+
+#include <stdio.h>
+#include <string.h>
+
+typedef struct gpu {
+    const char *name;
+    attn_device_limits limits;
+} gpu;
+
+static const gpu gpus[] = {
+    {"H200", {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 0, 0}},
+    {"AMD", {CL_DEVICE_TYPE_GPU, 64 * 1024, 256, 110, 0, 0}},
+};
+enum { NGPUS = sizeof gpus / sizeof gpus[0] };
+static const int dims[] = {64, 128, 256};
+static const attn_dtype types[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+
+/* Programs already run: a plan both GPUs share runs once. */
+#define MAX_SEEN 64
+static struct {
+    char params[160];
+    int d, entry;
+    attn_dtype dtype;
+} seen[MAX_SEEN];
+static int nseen;
+
+static int first_time(const char *params, int d, attn_dtype dt, int entry)
+{
+    for (int i = 0; i < nseen; i++)
+        if (seen[i].d == d && seen[i].dtype == dt && seen[i].entry == entry &&
+            strcmp(seen[i].params, params) == 0)
+            return 0;
+    CU_ASSERT_FATAL(nseen < MAX_SEEN);
+    snprintf(seen[nseen].params, sizeof seen[nseen].params, "%s", params);
+    seen[nseen].d = d, seen[nseen].dtype = dt, seen[nseen].entry = entry;
+    nseen++;
+    return 1;
+}
+
+/* The tunables after "family=NAME," of a formatted plan, as the harness
+ * takes them (it names the family itself). */
+static const char *tunables(const char *params)
+{
+    const char *comma = strchr(params, ',');
+    return comma ? comma + 1 : "";
+}
+
+/* pr forced on p, run through entry under f and compared with the
+ * reference; attn_prepare first shows the plan is pr exactly (prefill). */
+static void run(const char *gpu_name, const attn_params *pr, harness_family f,
+                harness_entry entry, const char *entry_name, const attn_problem *p,
+                const attn_lengths *L)
+{
+    char params[160], name[240];
+    attn_params_format(pr, params, sizeof params);
+    if (!first_time(params, p->head_dim, p->dtype, entry == attn_forward)) return;
+    snprintf(name, sizeof name, "%s's %s D %d %s: %s", gpu_name, entry_name, p->head_dim,
+             attn_dtype_name(p->dtype), params);
+    printf("\n  %s", name);
+    if (entry == attn_forward) {
+        attn_context *ctx = harness_context();
+        attn_plan_info info;
+        CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
+        const attn_status st = attn_prepare(ctx, p, &info);
+        if (st != ATTN_SUCCESS) printf(": %s", attn_last_error(ctx));
+        CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+        if (st == ATTN_SUCCESS && strcmp(info.params, params) != 0) {
+            printf(": the plan here is %s", info.params);
+            CU_FAIL("the GPU's plan did not run as given");
+        }
+        harness_use_params(ctx, NULL);
+    }
+    harness_case c = harness_case_of(name, p, L, NULL, NULL, NULL, NULL);
+    c.params = tunables(params);
+    c.seed = harness_seed(8100 + (uint64_t)nseen);
+    CU_ASSERT_EQUAL(harness_case_run(&c, f, entry, entry_name, NULL, NULL), 0);
+}
+
+/* B 2, Hq 4, Hkv 2; entry 0 right-padded with more queries than keys (its
+ * first 4 rows see none), entry 1 left-padded; Sq 37 < Skv 45. */
+static void test_gpu_prefill_plans(void)
+{
+    static const int q_start[] = {0, 5}, q_len[] = {34, 29}, kv_start[] = {0, 7},
+                     kv_len[] = {30, 38};
+    const attn_lengths L = {q_start, q_len, kv_start, kv_len};
+    for (int g = 0; g < NGPUS; g++)
+        for (int di = 0; di < 3; di++)
+            for (int k = 0; k < 3; k++) { /* tiled, flash, flash with prefetch */
+                const int fam = k ? ATTN_FAMILY_FLASH : ATTN_FAMILY_TILED;
+                attn_problem big = harness_problem(4, 32, 8, dims[di], 4096, 4096, 1);
+                big.dtype = types[(g + di + k) % 3]; /* the GPUs' shared plans in other types */
+                attn_params pr = attn_plan_family_start(ATTN_ENTRY_PREFILL, &gpus[g].limits,
+                                                        &big, fam);
+                pr.prefetch = k == 2;
+                attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &gpus[g].limits, &big);
+                attn_problem p = harness_problem(2, 4, 2, dims[di], 37, 45, 1);
+                p.dtype = big.dtype;
+                run(gpus[g].name, &pr, k ? HARNESS_FLASH : HARNESS_TILED, attn_forward,
+                    "attn_forward", &p, &L);
+            }
+}
+
+/* B 2, Hq 4, Hkv 2 over 45 cache rows, entry 1 holding 31 */
+static void test_gpu_decode_plans(void)
+{
+    static const int zero[] = {0, 0}, q1[] = {1, 1}, q4[] = {4, 3}, kv_len[] = {45, 31};
+    for (int g = 0; g < NGPUS; g++)
+        for (int di = 0; di < 3; di++)
+            for (int block = 0; block <= 4; block += 4) { /* q_len 1 contiguous, 4 paged */
+                const int q_len = block ? 4 : 1, page = block ? 16 : 0;
+                attn_problem big = harness_problem(4, 32, 8, dims[di], q_len, 16384, 1);
+                big.dtype = types[(g + di + block / 4 + 1) % 3];
+                attn_params pr = attn_decode_params_heuristic(&gpus[g].limits, &big);
+                CU_ASSERT_EQUAL(pr.family, ATTN_FAMILY_TILED);
+                if (page) attn_plan_fit_page(&pr, page);
+                pr.kv_splits = 0; /* the big problem's splits are for 16384 keys */
+                attn_problem p = harness_problem(2, 4, 2, dims[di], q_len, 45, 1);
+                p.dtype = big.dtype;
+                const attn_lengths L = {zero, block ? q4 : q1, zero, kv_len};
+                harness_decode_blocks(page);
+                run(gpus[g].name, &pr, HARNESS_TILED, harness_decode_entry, "attn_decode", &p,
+                    &L);
+                harness_decode_blocks(0);
+            }
+}
+
+static const harness_test tests[] = {
+    HARNESS_TEST(test_gpu_prefill_plans),
+    HARNESS_TEST(test_gpu_decode_plans),
+    HARNESS_END,
+};
+
+static void register_tests(void) { harness_add_suite("gpu_plans", tests); }
+
+int main(void) { return harness_run("test_gpu_plans", register_tests); }
