@@ -14,11 +14,13 @@
  *   - decode: the decode heuristic's tiled plan for one new token over a
  *     contiguous cache and for a block of four over a paged one (blocks
  *     of 16), splits left automatic;
+ *   - the H200's own default, the mma family (its emulation here), at D
+ *     128 in f16 and f32 and at D 256 in bf16;
  * each run forced (prefill's plan checked to be exactly those parameters)
  * on a small GQA problem with right and left padding, Sq < Skv, odd
  * lengths and a row that sees no key, the storage types in turn (the
- * GPUs' shared plans in different ones). The mma family's plans
- * are test_mma's (its emulation here is slow). */
+ * GPUs' shared plans in different ones). mma's decode kernel is left to
+ * test_mma and the decode matrices. */
 #include "cases.h"
 #include "attention/decode.h"
 #include "attention/plan.h"
@@ -101,13 +103,15 @@ static void run(const char *gpu_name, const attn_params *pr, harness_family f,
     CU_ASSERT_EQUAL(harness_case_run(&c, f, entry, entry_name, NULL, NULL), 0);
 }
 
-/* B 2, Hq 4, Hkv 2; entry 0 right-padded with more queries than keys (its
- * first 4 rows see none), entry 1 left-padded; Sq 37 < Skv 45. */
+/* The prefill runs' lengths (B 2, Sq 37 < Skv 45): entry 0 right-padded
+ * with more queries than keys (its first 4 rows see none), entry 1
+ * left-padded. */
+static const int q_start[] = {0, 5}, q_len[] = {34, 29}, kv_start[] = {0, 7}, kv_len[] = {30, 38};
+static const attn_lengths lengths = {q_start, q_len, kv_start, kv_len};
+
+/* B 2, Hq 4, Hkv 2, the lengths above */
 static void test_gpu_prefill_plans(void)
 {
-    static const int q_start[] = {0, 5}, q_len[] = {34, 29}, kv_start[] = {0, 7},
-                     kv_len[] = {30, 38};
-    const attn_lengths L = {q_start, q_len, kv_start, kv_len};
     for (int g = 0; g < NGPUS; g++)
         for (int di = 0; di < 3; di++)
             for (int k = 0; k < 3; k++) { /* tiled, flash, flash with prefetch */
@@ -121,14 +125,36 @@ static void test_gpu_prefill_plans(void)
                 attn_problem p = harness_problem(2, 4, 2, dims[di], 37, 45, 1);
                 p.dtype = big.dtype;
                 run(gpus[g].name, &pr, k ? HARNESS_FLASH : HARNESS_TILED, attn_forward,
-                    "attn_forward", &p, &L);
+                    "attn_forward", &p, &lengths);
             }
+}
+
+/* The H200's default, the mma family, at the head dims the other suites
+ * leave to it (they run it at D 64 and less): f16 at D 128 (issue 11's
+ * target shape), bf16 at D 256 (half the key tile), f32 at D 128 (3xTF32).
+ * Its emulation here builds slowly: three programs, not every type. */
+static void test_gpu_mma_plans(void)
+{
+    static const struct {
+        int d;
+        attn_dtype dtype;
+    } runs[] = {{128, ATTN_F16}, {256, ATTN_BF16}, {128, ATTN_F32}};
+    for (size_t i = 0; i < sizeof runs / sizeof runs[0]; i++) {
+        attn_problem big = harness_problem(4, 32, 8, runs[i].d, 4096, 4096, 1);
+        big.dtype = runs[i].dtype;
+        const attn_params pr =
+            attn_plan_family_start(ATTN_ENTRY_PREFILL, &gpus[0].limits, &big, ATTN_FAMILY_MMA);
+        CU_ASSERT_EQUAL_FATAL(pr.family, ATTN_FAMILY_MMA);
+        attn_problem p = harness_problem(2, 4, 2, runs[i].d, 37, 45, 1);
+        p.dtype = runs[i].dtype;
+        run(gpus[0].name, &pr, HARNESS_MMA, attn_forward, "attn_forward", &p, &lengths);
+    }
 }
 
 /* B 2, Hq 4, Hkv 2 over 45 cache rows, entry 1 holding 31 */
 static void test_gpu_decode_plans(void)
 {
-    static const int zero[] = {0, 0}, q1[] = {1, 1}, q4[] = {4, 3}, kv_len[] = {45, 31};
+    static const int zero[] = {0, 0}, q1[] = {1, 1}, q4[] = {4, 3}, rows[] = {45, 31};
     for (int g = 0; g < NGPUS; g++)
         for (int di = 0; di < 3; di++)
             for (int block = 0; block <= 4; block += 4) { /* q_len 1 contiguous, 4 paged */
@@ -141,10 +167,10 @@ static void test_gpu_decode_plans(void)
                 pr.kv_splits = 0; /* the big problem's splits are for 16384 keys */
                 attn_problem p = harness_problem(2, 4, 2, dims[di], q_len, 45, 1);
                 p.dtype = big.dtype;
-                const attn_lengths L = {zero, block ? q4 : q1, zero, kv_len};
+                const attn_lengths dl = {zero, block ? q4 : q1, zero, rows};
                 harness_decode_blocks(page);
                 run(gpus[g].name, &pr, HARNESS_TILED, harness_decode_entry, "attn_decode", &p,
-                    &L);
+                    &dl);
                 harness_decode_blocks(0);
             }
 }
@@ -152,6 +178,7 @@ static void test_gpu_decode_plans(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_gpu_prefill_plans),
     HARNESS_TEST(test_gpu_decode_plans),
+    HARNESS_TEST(test_gpu_mma_plans),
     HARNESS_END,
 };
 
