@@ -19,8 +19,10 @@
 # It prints each entry kernel's VGPRs (and AGPRs), SGPRs, scratch bytes a
 # lane, spilled VGPRs and SGPRs, __local (LDS) bytes, the work-groups its
 # LDS lets a compute unit hold (64 KiB a CU on CDNA, as much as one
-# work-group may take: a tile that fills it runs alone) and LLVM's occupancy
-# (waves a SIMD, from registers) per architecture to build/amdgcn/report.txt. It fails on a
+# work-group may take: a tile that fills it runs alone) and LLVM's
+# occupancy figure (waves a SIMD, from the registers and the LDS) per
+# architecture to build/amdgcn/report.txt; a program that fails keeps its
+# assembly there. It fails on a
 # compile error, on scratch without spills (a private array indexed at run
 # time, kept in off-chip memory: a loop over it that is not UNROLL, as
 # check-ptx.sh fails a stack frame without spills) and on more than 64 KiB
@@ -92,13 +94,14 @@ n=0
             ((lds > 0)) && per_cu=$((65536 / lds))
             printf '%-4s %-90s %-7s %5s %5s %5s %7s %6s %6s %6s %5s %4s\n' "$n" "$label" "$arch" \
                 "$vgpr" "$agpr" "$sgpr" "$scratch" "$vspill" "$sspill" "$lds" "$per_cu" "$occ"
+            rm -f "$out/$n.$arch.rc"
             if ((scratch > 0 && vspill == 0 && sspill == 0)); then
                 echo "FAILED $n $label: $arch: $scratch bytes of scratch without spills"
-            fi
-            if ((lds > 65536)); then
+            elif ((lds > 65536)); then
                 echo "FAILED $n $label: $arch: $lds bytes of LDS, over 64 KiB"
+            else
+                rm -f "$out/$n.$arch.s"
             fi
-            rm -f "$out/$n.$arch.s" "$out/$n.$arch.rc"
         done
     done <"$out/programs.tsv"
 } | tee "$out/report.txt"

@@ -3,7 +3,7 @@
  * and assembles it with NVIDIA's ptxas, on a machine without a GPU), or
  * with --amd on an AMD GPU, for tools/check-amdgcn.sh.
  *
- * usage: gpu-programs [--amd] [SETS]
+ * usage: gpu-programs [SETS] | gpu-programs --amd
  * Prints "label<TAB>kernel<TAB>sources<TAB>options" per program: the
  * planner's own pieces (attn_params_fit on the H200's limits, the family's
  * sources, attn_params_options, the cache's -D options, -DMMA_PTX=1 and

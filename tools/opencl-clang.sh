@@ -19,7 +19,7 @@ opencl_clang_setup() {
             { echo "$name: cannot install libclc-14 ($libclc)"; return 1; }
     fi
     local opencl_h
-    opencl_h=$(clang -print-resource-dir)/include/opencl-c.h
+    opencl_h=$(clang -print-resource-dir)/include/opencl-c.h || return 1
     # shellcheck disable=SC2034 # read by the scripts that source this
     clang_cl_opts=(-x cl -cl-std=CL1.2 -O2 -S -Xclang -include -Xclang "$opencl_h"
                    -Xclang -mlink-builtin-bitcode -Xclang "$libclc" -fgnu-keywords
