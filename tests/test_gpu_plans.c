@@ -3,11 +3,9 @@
  *
  * A user's first run on a GPU is the plan for that GPU's limits, at the
  * model's head dim; the other suites run the families at parameters of
- * their own on small head dims. Here, for the H200's limits (48 KiB of
- * __local memory, work-groups of 1024, 132 compute units) and an AMD
- * GPU's as ROCm's OpenCL reports them (64 KiB, 256, 110:
- * tools/gpu_programs.c --amd, which lists the same programs for
- * check-ptx.sh and check-amdgcn.sh), at D 64, 128 and 256:
+ * their own on small head dims. Here, for the H200's limits and an AMD
+ * GPU's (kernels/gpu_limits.h, which tools/gpu_programs.c also lists its
+ * programs for check-ptx.sh and check-amdgcn.sh on), at D 64, 128 and 256:
  *   - prefill: tiled, and flash without and with prefetch, each from
  *     the start the planner and the tuner take (attn_plan_family_start,
  *     fitted), on DESIGN's large shape (B 4, Hq 32, Hkv 8, S 4096);
@@ -25,6 +23,7 @@
 #include "cases.h"
 #include "attention/decode.h"
 #include "attention/plan.h"
+#include "kernels/gpu_limits.h"
 #include "kernels/params.h"
 
 #include <stdio.h>
@@ -36,8 +35,8 @@ typedef struct gpu {
 } gpu;
 
 static const gpu gpus[] = {
-    {"H200", {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 1, 0}}, /* mma: the gate's verdict there */
-    {"AMD", {CL_DEVICE_TYPE_GPU, 64 * 1024, 256, 110, 0, 0}},
+    {"H200", ATTN_GPU_LIMITS_H200},
+    {"AMD", ATTN_GPU_LIMITS_AMD},
 };
 enum { NGPUS = sizeof gpus / sizeof gpus[0] };
 static const int dims[] = {64, 128, 256};

@@ -12,17 +12,16 @@
  * D 64, 128 and 256, prefill and decode (KV as the dtype and int8, contiguous
  * and paged), the prefill sets of file SETS (tools/gpu-prefill-sets.txt,
  * which tools/gpu-session.sh times: one ATTN_PARAMS string a line, '#'
- * comments), and the mma gate's two fragment checks. The limits are the
- * ones measured there (../shared/gpu/README.md): 48 KiB of __local
- * memory, work-groups of 1024, 132 compute units.
+ * comments), and the mma gate's two fragment checks, on the H200's limits
+ * (kernels/gpu_limits.h).
  *
- * --amd: the same on an AMD GPU's limits as ROCm's OpenCL reports them
- * (64 KiB of __local memory, work-groups of at most 256 by default, 110
- * compute units: an MI250X die), tiled and flash only: the mma family
- * there is mma_ops.cl's emulation, which the planner never chooses
- * (mma_gate.c verifies NVIDIA's PTX only), so no mma program, no sets. */
+ * --amd: the same on an AMD GPU's limits (kernels/gpu_limits.h), tiled
+ * and flash only: the mma family there is mma_ops.cl's emulation, which
+ * the planner never chooses (mma_gate.c verifies NVIDIA's PTX only), so
+ * no mma program, no sets. */
 #include "attention/decode.h"
 #include "attention/plan.h"
+#include "kernels/gpu_limits.h"
 #include "kernels/kernel_desc.h"
 #include "kernels/params.h"
 
@@ -30,8 +29,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static const attn_device_limits h200 = {CL_DEVICE_TYPE_GPU, 48 * 1024, 1024, 132, 1, 0};
-static const attn_device_limits amd = {CL_DEVICE_TYPE_GPU, 64 * 1024, 256, 110, 0, 0};
+static const attn_device_limits h200 = ATTN_GPU_LIMITS_H200;
+static const attn_device_limits amd = ATTN_GPU_LIMITS_AMD;
 static const attn_device_limits *dev = &h200;
 
 static void print_program(const char *label, const attn_params *pr, const attn_problem *p,
