@@ -125,7 +125,4 @@ n=0
     done <"$out/programs.tsv"
 } | tee "$out/report.txt"
 
-failed=$(grep -c '^FAILED' "$out/report.txt" || true)
-total=$(wc -l <"$out/programs.tsv")
-echo "check-ptx: $total programs, $failed failures (report: $out/report.txt)"
-((failed == 0))
+opencl_verdict check-ptx "$out"

@@ -47,3 +47,13 @@ opencl_join() {
         echo
     done
 }
+
+# opencl_verdict NAME OUT -- the stage's last line from OUT/report.txt and
+# OUT/programs.tsv; fails when the report has a FAILED line
+opencl_verdict() {
+    local name=$1 out=$2 failed total
+    failed=$(grep -c '^FAILED' "$out/report.txt" || true)
+    total=$(wc -l <"$out/programs.tsv")
+    echo "$name: $total programs, $failed failures (report: $out/report.txt)"
+    ((failed == 0))
+}
