@@ -1,5 +1,6 @@
 # shellcheck shell=bash
-# opencl-clang.sh -- sourced by check-ptx.sh and check-amdgcn.sh: the
+# opencl-clang.sh -- sourced by check-ptx.sh and check-amdgcn.sh (and, for
+# the program list, the joining and the verdict, check-intel.sh): the
 # programs of build/tools/gpu-programs, joined from cl/ as program.c joins
 # them, and the clang options that compile them as OpenCL C 1.2 for a GPU
 # target (libclc's builtins for it linked in). Run from the repository root.

@@ -13,6 +13,8 @@
 #             by NVIDIA's ptxas for sm_80 and sm_90 (no GPU needed)
 #   amdgcn    the programs of an AMD GPU compiled by clang for gfx90a (CDNA2)
 #             and gfx1030 (RDNA2) (no GPU needed)
+#   intel     the programs of an Intel GPU compiled by Intel's own compiler
+#             (ocloc, IGC) for Arc (Xe-HPG) and Iris Xe (Xe-LP) (no GPU needed)
 #   valgrind  Memcheck over a subset of the tests and the example
 #   install   cmake --install to a temporary prefix; the example built
 #             through find_package and through pkg-config, and run
@@ -25,7 +27,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # The header comment above, without its "# ": the usage and the stages.
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' tools/run-tests.sh; }
 
-all=(main asan fuzz tsan oclgrind ptx amdgcn valgrind install)
+all=(main asan fuzz tsan oclgrind ptx amdgcn intel valgrind install)
 stages=("$@")
 ((${#stages[@]})) || stages=("${all[@]}")
 for s in "${stages[@]}"; do

@@ -1,6 +1,6 @@
 /* gpu_limits.h -- the limits of the GPUs attn plans for without one at
- * hand, for tools/gpu_programs.c (the programs check-ptx.sh and
- * check-amdgcn.sh compile) and tests/test_gpu_plans.c (the same plans run
+ * hand, for tools/gpu_programs.c (the programs check-ptx.sh,
+ * check-amdgcn.sh and check-intel.sh compile) and tests/test_gpu_plans.c (the same plans run
  * against the reference): one place, so that both mean the same GPU. */
 #ifndef ATTN_GPU_LIMITS_H
 #define ATTN_GPU_LIMITS_H
@@ -15,5 +15,9 @@
  * work-groups of at most 256 by default, 110 compute units (an MI250X
  * die); no mma (mma_gate.c verifies NVIDIA's PTX only). */
 #define ATTN_GPU_LIMITS_AMD {CL_DEVICE_TYPE_GPU, 64 * 1024, 256, 110, 0, 0}
+/* An Intel GPU as its OpenCL runtime (NEO) reports an Arc A770: 64 KiB of
+ * __local memory, work-groups of 1024, 512 compute units (its EUs); no
+ * mma. */
+#define ATTN_GPU_LIMITS_INTEL {CL_DEVICE_TYPE_GPU, 64 * 1024, 1024, 512, 0, 0}
 
 #endif /* ATTN_GPU_LIMITS_H */

@@ -1,0 +1,130 @@
+#!/usr/bin/env bash
+# check-intel.sh -- the programs attn would build on an Intel GPU, compiled
+# by Intel's own OpenCL compiler on a machine without one.
+#
+# build/tools/gpu-programs --intel lists them: the planner's own options on
+# the limits Intel's OpenCL runtime reports for an Arc A770 (64 KiB of
+# __local memory, work-groups of 1024, 512 compute units), the tiled and
+# flash families (flash with and without prefetch) and the tiled decode
+# kernel, every storage type, D 64, 128 and 256, KV as the dtype and int8,
+# contiguous and paged, with -DATTN_GPU=1 as program.c adds it on a GPU.
+# Each is joined from cl/ as program.c joins it and compiled by ocloc, the
+# offline front of the compiler Intel's runtime builds with (IGC, Debian
+# 12's intel-opencl-icd), for acm-g10 (Xe-HPG: Arc A770) and tgllp (Xe-LP:
+# the Iris Xe of 11th-generation laptops). The packages are unpacked under
+# build/intel-igc, not installed: no Intel ICD is registered, so the other
+# stages' OpenCL is untouched. A program that fails here fails on a user's
+# Intel GPU of the same compiler version; newer drivers may differ.
+#
+# It prints each kernel's SIMD width (lanes a hardware thread runs: 8, 16
+# or 32), the registers it was given (GRFs of 32 bytes a thread), the
+# registers IGC's warning says it spilled, the scratch and private bytes a
+# thread and the __local (SLM) bytes to build/intel/report.txt; a program
+# that fails keeps its build log there. It fails on a compile error, on
+# scratch without spills or on private memory (a private array indexed at
+# run time, kept in memory: a loop over it that is not UNROLL, as
+# check-ptx.sh fails a stack frame without spills) and on more than 64 KiB
+# of SLM (the planner's estimate would be wrong); spills are reported only.
+# Usage: check-intel.sh [FILTER] (only programs whose label contains FILTER).
+set -euo pipefail
+cd "$(dirname "${BASH_SOURCE[0]}")/.."
+
+out=build/intel
+igc=build/intel-igc
+filter=${1:-}
+rm -rf "$out"
+mkdir -p "$out"
+
+# ocloc and the libraries it loads, unpacked once under $igc
+packages="intel-opencl-icd libigc1 libigdfcl1 libigdgmm12 libopencl-clang14 libllvmspirvlib14"
+if [[ ! -x $igc/usr/bin/ocloc ]]; then
+    rm -rf "$igc"
+    mkdir -p "$igc/debs"
+    # shellcheck disable=SC2086 # packages is a list
+    # (as root, apt's download sandbox user could not write there)
+    download() { (cd "$igc/debs" && apt-get download -qq -o APT::Sandbox::User=root $packages); }
+    download || { apt-get update -qq && download; } ||
+        { echo "check-intel: cannot download $packages"; exit 1; }
+    for deb in "$igc"/debs/*.deb; do dpkg-deb -x "$deb" "$igc"; done
+fi
+export LD_LIBRARY_PATH=$PWD/$igc/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
+ocloc=$igc/usr/bin/ocloc
+# what the unpacked libraries need from the system: LLVM 14 (setup.sh's clang)
+missing=$(ldd "$igc"/usr/lib/x86_64-linux-gnu/*.so* "$ocloc" | awk '/not found/ { print $1 }' |
+    sort -u | tr '\n' ' ')
+[[ -z $missing ]] || { echo "check-intel: ocloc's libraries lack $missing"; exit 1; }
+echo "check-intel: ocloc of intel-opencl-icd" \
+    "$(dpkg-deb -f "$igc"/debs/intel-opencl-icd_*.deb Version)"
+
+. tools/opencl-clang.sh
+opencl_programs "$out" "$filter" --intel || exit 1
+
+# kernel_info DUMP -- "simd grf scratch private slm" from the patch tokens
+# ocloc disasm wrote to DUMP/PTM.txt (IGC's patch_shared.h: 15 the local
+# surface, 16 stateless private memory, 18 the VFE state with the scratch a
+# thread, 23 the execution environment), each a line of byte values
+kernel_info() {
+    awk '
+        function hex(s, i, v) {
+            for (i = 1; i <= length(s); i++) v = v * 16 + index("0123456789abcdef", substr(s, i, 1)) - 1
+            return v
+        }
+        function word(i, j, v) { for (j = 4; j >= 1; j--) v = v * 256 + hex(b[4 * i + j]); return v }
+        $2 == "Token" { tok = $3 }
+        $1 == "Hex" {
+            n = split($0, b, " ")  # b[1] is "Hex"
+            for (i = 1; i < n; i++) b[i] = b[i + 1]
+            if (tok == 15) slm = word(1)
+            if (tok == 16) priv = word(3)
+            if (tok == 18) scratch = word(1)
+            if (tok == 23) { simd = word(3); grf = word(20); found = 1 }
+        }
+        END { if (found) print simd, grf, scratch + 0, priv + 0, slm + 0; else exit 1 }' "$1/PTM.txt"
+}
+
+devices="acm-g10 tgllp"
+n=0
+{
+    printf '%-4s %-90s %-8s %4s %4s %6s %7s %7s %6s\n' "#" "program" "device" "simd" "grf" \
+        "spills" "scratch" "private" "slm"
+    while IFS=$'\t' read -r label kernel sources options; do
+        n=$((n + 1))
+        src=$out/$n.cl
+        # shellcheck disable=SC2086 # sources is a list of files
+        opencl_join $sources >"$src"
+        for dev in $devices; do # both at once (CI has two cores), reported in order
+            # (an if: set -e would end the job at a failed build, writing no status)
+            if "$ocloc" compile -file "$src" -device "$dev" -options "$options" \
+                -output "$n.$dev" -output_no_suffix -out_dir "$out" >"$out/$n.$dev.log" 2>&1 &&
+                "$ocloc" disasm -file "$out/$n.$dev" -device "$dev" -dump "$out/$n.$dev.dump" \
+                    >>"$out/$n.$dev.log" 2>&1; then echo 0; else echo 1; fi >"$out/$n.$dev.rc" &
+        done
+        wait
+        for dev in $devices; do
+            if [[ $(cat "$out/$n.$dev.rc") != 0 ]]; then
+                echo "FAILED $n $label: ocloc $dev"
+                grep -v '^$' "$out/$n.$dev.log" | sed 's/^/    /' | head -20 || true
+                continue
+            fi
+            if ! read -r simd grf scratch private slm < <(kernel_info "$out/$n.$dev.dump"); then
+                echo "FAILED $n $label: $dev: no figures for $kernel"
+                continue
+            fi
+            # "warning: kernel K compiled SIMD8 allocated 128 regs and spilled around 131"
+            spills=$(sed -n 's/.*spilled around \([0-9]*\).*/\1/p' "$out/$n.$dev.log" | head -1)
+            printf '%-4s %-90s %-8s %4s %4s %6s %7s %7s %6s\n' "$n" "$label" "$dev" "$simd" "$grf" \
+                "${spills:-0}" "$scratch" "$private" "$slm"
+            rm -rf "$out/$n.$dev.rc" "$out/$n.$dev" "$out/$n.$dev.spv" "$out/$n.$dev.dump"
+            if ((private > 0 || (scratch > 0 && ${spills:-0} == 0))); then
+                echo "FAILED $n $label: $dev: $scratch bytes of scratch without spills," \
+                    "$private of private memory"
+            elif ((slm > 65536)); then
+                echo "FAILED $n $label: $dev: $slm bytes of SLM, over 64 KiB"
+            else
+                rm -f "$out/$n.$dev.log"
+            fi
+        done
+    done <"$out/programs.tsv"
+} | tee "$out/report.txt"
+
+opencl_verdict check-intel "$out"
