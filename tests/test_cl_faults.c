@@ -20,7 +20,9 @@
  *     contexts) is released when the cache and the context are.
  * Three ways: programs from the disk cache (what users run once kernels
  * are built), built from source (no disk cache), and on an application's
- * out-of-order queue (attn's ordering barriers fail too). A second,
+ * out-of-order queue (attn's ordering barriers fail too); and the forward
+ * alone on an empty disk cache, where each program is built and then its
+ * binary queried and stored (a failed store leaves no file). A second,
  * serving workload (test_serving_calls_failed) does the same for a paged
  * int8 cache (fork, copy on write, truncation, a speculative decode with
  * forced splits) and a forward with every variant on BSHD tensors in
@@ -104,6 +106,8 @@ typedef struct run {
     long fail_at;
     int out_of_order;    /* the context wraps the test's own out-of-order queue */
     int from_source;     /* no disk cache: every program built from source */
+    int cold_cache;      /* a forward alone, on a disk cache of its own, empty: every
+                          * program built from source, then stored (store_binary) */
     int materialized;    /* the context and attn_forward_materialized alone */
     int wrong;           /* checks that failed in this run */
     int failures;        /* attn calls that failed */
@@ -243,6 +247,11 @@ static void run_once(run *r)
         return;
     }
     if (r->from_source) CU_ASSERT_EQUAL(attn_context_set_cache_dir(ctx, NULL), ATTN_SUCCESS);
+    char cache_dir[128] = "";
+    if (r->cold_cache) {
+        harness_temp_dir(cache_dir, sizeof cache_dir, "cl-faults-cache");
+        CU_ASSERT_EQUAL(attn_context_set_cache_dir(ctx, cache_dir), ATTN_SUCCESS);
+    }
     attn_tensor tq, tk, tv, to, tqd, tod;
     cl_mem bq = harness_upload(ctx, ATTN_F16, in.q, B, HQ, S, D, NULL, &tq);
     cl_mem bk = harness_upload(ctx, ATTN_F16, in.k, B, HKV, S, D, NULL, &tk);
@@ -258,6 +267,17 @@ static void run_once(run *r)
 
     if (r->materialized) {
         forward_step(r, ctx, &tq, &tk, &tv, &to, lse, mask, "attn_forward_materialized", 1);
+        goto release;
+    }
+    if (r->cold_cache) {
+        forward_step(r, ctx, &tq, &tk, &tv, &to, lse, mask, "attn_forward (cold disk cache)", 0);
+        /* a store that failed leaves nothing half-written; one that ran
+         * with no fault stored every program */
+        if (harness_count_files(cache_dir, ".tmp") != 0)
+            say(r, "the disk cache kept a temporary file");
+        if (!r->fail_at && harness_count_files(cache_dir, ".bin") < 1)
+            say(r, "the clean run stored no program in the disk cache");
+        harness_remove_tree(cache_dir);
         goto release;
     }
     forward_step(r, ctx, &tq, &tk, &tv, &to, lse, mask, "attn_forward", 0);
@@ -378,6 +398,10 @@ static void test_each_call_failed(void) { each_call_failed(run_once, (run){0}); 
 
 /* The same with every program built from source (no disk cache). */
 static void test_each_call_failed_from_source(void) { each_call_failed(run_once, (run){.from_source = 1}); }
+
+/* A forward on an empty disk cache: each program built from source and
+ * stored, whose binary queries (clGetProgramInfo) fail in turn too. */
+static void test_each_call_failed_cold_cache(void) { each_call_failed(run_once, (run){.cold_cache = 1}); }
 
 /* The same on an application's out-of-order queue, where attn orders its
  * commands with barriers (attn_queue_order), which may fail too. */
@@ -614,6 +638,7 @@ static void test_materialized_calls_failed(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_each_call_failed),
     HARNESS_TEST(test_each_call_failed_from_source),
+    HARNESS_TEST(test_each_call_failed_cold_cache),
     HARNESS_TEST(test_each_call_failed_out_of_order),
     HARNESS_TEST(test_serving_calls_failed),
     HARNESS_TEST(test_serving_calls_failed_out_of_order),
