@@ -16,15 +16,18 @@
 # stages' OpenCL is untouched. A program that fails here fails on a user's
 # Intel GPU of the same compiler version; newer drivers may differ.
 #
-# It prints each kernel's SIMD width (lanes a hardware thread runs: 8, 16
-# or 32), the registers it was given (GRFs of 32 bytes a thread), the
-# registers IGC's warning says it spilled, the scratch and private bytes a
-# thread and the __local (SLM) bytes to build/intel/report.txt; a program
-# that fails keeps its build log there. It fails on a compile error, on
-# scratch without spills or on private memory (a private array indexed at
-# run time, kept in memory: a loop over it that is not UNROLL, as
-# check-ptx.sh fails a stack frame without spills) and on more than 64 KiB
-# of SLM (the planner's estimate would be wrong); spills are reported only.
+# It prints the entry kernel's SIMD width (lanes a hardware thread runs: 8,
+# 16 or 32), the registers it was given (GRFs of 32 bytes a thread), the
+# registers IGC's warning says it spilled, its scratch (a thread) and
+# private (a work-item) bytes and its __local (SLM) bytes to
+# build/intel/report.txt; a program that fails keeps its build log there.
+# It fails, in any kernel of the program, on a compile error, on scratch
+# without spills or on private memory (a private array indexed at run
+# time, kept in memory: a loop over it that is not UNROLL, as check-ptx.sh
+# fails a stack frame without spills; on tgllp such an array goes to
+# scratch, so in a kernel that also spills it passes unseen) and on more
+# than 64 KiB of SLM (the planner's estimate would be wrong); spills are
+# reported only.
 # Usage: check-intel.sh [FILTER] (only programs whose label contains FILTER).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -35,34 +38,41 @@ filter=${1:-}
 rm -rf "$out"
 mkdir -p "$out"
 
-# ocloc and the libraries it loads, unpacked once under $igc
+# ocloc and the libraries it loads, unpacked once under $igc: into a
+# folder of their own first, renamed when whole (an interrupted unpack is
+# redone, not taken for the compiler)
 packages="intel-opencl-icd libigc1 libigdfcl1 libigdgmm12 libopencl-clang14 libllvmspirvlib14"
-if [[ ! -x $igc/usr/bin/ocloc ]]; then
-    rm -rf "$igc"
-    mkdir -p "$igc/debs"
-    # shellcheck disable=SC2086 # packages is a list
+if [[ ! -d $igc ]]; then
+    rm -rf "$igc.part"
+    mkdir -p "$igc.part/debs"
     # (as root, apt's download sandbox user could not write there)
-    download() { (cd "$igc/debs" && apt-get download -qq -o APT::Sandbox::User=root $packages); }
+    # shellcheck disable=SC2086 # packages is a list
+    download() { (cd "$igc.part/debs" && apt-get download -qq -o APT::Sandbox::User=root $packages); }
     download || { apt-get update -qq && download; } ||
         { echo "check-intel: cannot download $packages"; exit 1; }
-    for deb in "$igc"/debs/*.deb; do dpkg-deb -x "$deb" "$igc"; done
+    for deb in "$igc.part"/debs/*.deb; do
+        dpkg-deb -x "$deb" "$igc.part" || { echo "check-intel: cannot unpack $deb"; exit 1; }
+    done
+    mv "$igc.part" "$igc"
 fi
 export LD_LIBRARY_PATH=$PWD/$igc/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 ocloc=$igc/usr/bin/ocloc
 # what the unpacked libraries need from the system: LLVM 14 (setup.sh's clang)
-missing=$(ldd "$igc"/usr/lib/x86_64-linux-gnu/*.so* "$ocloc" | awk '/not found/ { print $1 }' |
-    sort -u | tr '\n' ' ')
-[[ -z $missing ]] || { echo "check-intel: ocloc's libraries lack $missing"; exit 1; }
+missing=$(ldd "$igc"/usr/lib/x86_64-linux-gnu/*.so* "$ocloc" 2>&1 |
+    awk '/not found|No such file/ { print $1 }' | sort -u | tr '\n' ' ') || true
+[[ -z $missing ]] || { echo "check-intel: ocloc or its libraries lack $missing (remove $igc" \
+    "to download them again)"; exit 1; }
 echo "check-intel: ocloc of intel-opencl-icd" \
     "$(dpkg-deb -f "$igc"/debs/intel-opencl-icd_*.deb Version)"
 
 . tools/opencl-clang.sh
 opencl_programs "$out" "$filter" --intel || exit 1
 
-# kernel_info DUMP -- "simd grf scratch private slm" from the patch tokens
-# ocloc disasm wrote to DUMP/PTM.txt (IGC's patch_shared.h: 15 the local
-# surface, 16 stateless private memory, 18 the VFE state with the scratch a
-# thread, 23 the execution environment), each a line of byte values
+# kernel_info DUMP -- "kernel simd grf scratch private slm" for each kernel
+# of the program, from the patch tokens ocloc disasm wrote to DUMP/PTM.txt
+# (IGC's patch_list.h and patch_shared.h: 15 the local surface, 18 and 55
+# the scratch a thread of slots 0 and 1, 23 the execution environment, 38
+# stateless private memory), each token a line of byte values
 kernel_info() {
     awk '
         function hex(s, i, v) {
@@ -70,16 +80,22 @@ kernel_info() {
             return v
         }
         function word(i, j, v) { for (j = 4; j >= 1; j--) v = v * 256 + hex(b[4 * i + j]); return v }
+        $1 == "KernelName" { k[++nk] = $2 }
         $2 == "Token" { tok = $3 }
-        $1 == "Hex" {
+        $1 == "Hex" && nk {
             n = split($0, b, " ")  # b[1] is "Hex"
             for (i = 1; i < n; i++) b[i] = b[i + 1]
-            if (tok == 15) slm = word(1)
-            if (tok == 16) priv = word(3)
-            if (tok == 18) scratch = word(1)
-            if (tok == 23) { simd = word(3); grf = word(20); found = 1 }
+            if (tok == 15) slm[nk] = word(1)
+            if (tok == 18 || tok == 55) scratch[nk] += word(1)
+            if (tok == 23) { simd[nk] = word(3); grf[nk] = word(20) }
+            if (tok == 38) priv[nk] = word(3)
         }
-        END { if (found) print simd, grf, scratch + 0, priv + 0, slm + 0; else exit 1 }' "$1/PTM.txt"
+        END {
+            for (i = 1; i <= nk; i++)
+                if (simd[i]) print k[i], simd[i], grf[i], scratch[i] + 0, priv[i] + 0, slm[i] + 0
+                else exit 1
+            exit nk == 0
+        }' "$1/PTM.txt"
 }
 
 devices="acm-g10 tgllp"
@@ -106,23 +122,35 @@ n=0
                 grep -v '^$' "$out/$n.$dev.log" | sed 's/^/    /' | head -20 || true
                 continue
             fi
-            if ! read -r simd grf scratch private slm < <(kernel_info "$out/$n.$dev.dump"); then
+            if ! kernel_info "$out/$n.$dev.dump" >"$out/$n.$dev.kernels" ||
+                ! grep -q "^$kernel " "$out/$n.$dev.kernels"; then
                 echo "FAILED $n $label: $dev: no figures for $kernel"
                 continue
             fi
-            # "warning: kernel K compiled SIMD8 allocated 128 regs and spilled around 131"
-            spills=$(sed -n 's/.*spilled around \([0-9]*\).*/\1/p' "$out/$n.$dev.log" | head -1)
-            printf '%-4s %-90s %-8s %4s %4s %6s %7s %7s %6s\n' "$n" "$label" "$dev" "$simd" "$grf" \
-                "${spills:-0}" "$scratch" "$private" "$slm"
-            rm -rf "$out/$n.$dev.rc" "$out/$n.$dev" "$out/$n.$dev.spv" "$out/$n.$dev.dump"
-            if ((private > 0 || (scratch > 0 && ${spills:-0} == 0))); then
-                echo "FAILED $n $label: $dev: $scratch bytes of scratch without spills," \
-                    "$private of private memory"
-            elif ((slm > 65536)); then
-                echo "FAILED $n $label: $dev: $slm bytes of SLM, over 64 KiB"
-            else
-                rm -f "$out/$n.$dev.log"
-            fi
+            ok=1
+            # every kernel of the program checked (a decode program also has
+            # attn_decode_combine), the entry kernel's figures reported
+            while read -r name simd grf scratch private slm; do
+                # "warning: kernel K  compiled SIMD8 allocated 128 regs and spilled around 131"
+                spills=$(sed -n "s/.*kernel $name  *compiled.*spilled around \([0-9]*\).*/\1/p" \
+                    "$out/$n.$dev.log" | head -1)
+                spills=${spills:-0}
+                if [[ $name == "$kernel" ]]; then
+                    printf '%-4s %-90s %-8s %4s %4s %6s %7s %7s %6s\n' "$n" "$label" "$dev" \
+                        "$simd" "$grf" "$spills" "$scratch" "$private" "$slm"
+                fi
+                if ((private > 0 || (scratch > 0 && spills == 0))); then
+                    echo "FAILED $n $label: $dev: $name: $scratch bytes of scratch without" \
+                        "spills, $private of private memory a work-item"
+                    ok=0
+                elif ((slm > 65536)); then
+                    echo "FAILED $n $label: $dev: $name: $slm bytes of SLM, over 64 KiB"
+                    ok=0
+                fi
+            done <"$out/$n.$dev.kernels"
+            rm -rf "$out/$n.$dev.rc" "$out/$n.$dev" "$out/$n.$dev.spv" "$out/$n.$dev.dump" \
+                "$out/$n.$dev.kernels"
+            if ((ok)); then rm -f "$out/$n.$dev.log"; fi
         done
     done <"$out/programs.tsv"
 } | tee "$out/report.txt"

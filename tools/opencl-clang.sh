@@ -50,11 +50,13 @@ opencl_join() {
 }
 
 # opencl_verdict NAME OUT -- the stage's last line from OUT/report.txt and
-# OUT/programs.tsv; fails when the report has a FAILED line
+# OUT/programs.tsv; fails when the report has a FAILED line, or when there
+# was no program to compile (a FILTER that matches none)
 opencl_verdict() {
     local name=$1 out=$2 failed total
     failed=$(grep -c '^FAILED' "$out/report.txt" || true)
     total=$(wc -l <"$out/programs.tsv")
     echo "$name: $total programs, $failed failures (report: $out/report.txt)"
-    ((failed == 0))
+    ((total > 0)) || echo "$name: no program's label contains the filter"
+    ((failed == 0 && total > 0))
 }
