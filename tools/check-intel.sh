@@ -7,17 +7,20 @@
 # __local memory, work-groups of 1024, 512 compute units), the tiled and
 # flash families (flash with and without prefetch) and the tiled decode
 # kernel, every storage type, D 64, 128 and 256, KV as the dtype and int8,
-# contiguous and paged, with -DATTN_GPU=1 as program.c adds it on a GPU.
-# Each is joined from cl/ as program.c joins it and compiled by ocloc, the
-# offline front of the compiler Intel's runtime builds with (IGC, Debian
-# 12's intel-opencl-icd), for acm-g10 (Xe-HPG: Arc A770) and tgllp (Xe-LP:
-# the Iris Xe of 11th-generation laptops). The packages are unpacked under
+# contiguous and paged, with -DATTN_GPU=1 as program.c adds it on a GPU;
+# --intel-pvc the same for a Data Center GPU Max 1100 (128 KiB of __local
+# memory, 448 compute units: some larger tiles). Each is joined from cl/
+# as program.c joins it and compiled by ocloc, the offline front of the
+# compiler Intel's runtime builds with (IGC, Debian 12's intel-opencl-icd):
+# the Arc's for acm-g10 (Xe-HPG: Arc A770) and tgllp (Xe-LP: the Iris Xe
+# of 11th-generation laptops), the Max's for pvc (Xe-HPC, Ponte Vecchio,
+# whose registers are 64 bytes). The packages are unpacked under
 # build/intel-igc, not installed: no Intel ICD is registered, so the other
 # stages' OpenCL is untouched. A program that fails here fails on a user's
 # Intel GPU of the same compiler version; newer drivers may differ.
 #
 # It prints the entry kernel's SIMD width (lanes a hardware thread runs: 8,
-# 16 or 32), the registers it was given (GRFs of 32 bytes a thread), the
+# 16 or 32), the registers it was given (GRFs a thread), the
 # registers IGC's warning says it spilled, its scratch (a thread) and
 # private (a work-item) bytes and its __local (SLM) bytes to
 # build/intel/report.txt; a program that fails keeps its build log there.
@@ -26,8 +29,8 @@
 # time, kept in memory: a loop over it that is not UNROLL, as check-ptx.sh
 # fails a stack frame without spills; on tgllp such an array goes to
 # scratch, so in a kernel that also spills it passes unseen) and on more
-# than 64 KiB of SLM (the planner's estimate would be wrong); spills are
-# reported only.
+# than the SLM the device's limits give a work-group (64 KiB, the Max's
+# 128: the planner's estimate would be wrong); spills are reported only.
 # Usage: check-intel.sh [FILTER] (only programs whose label contains FILTER).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -66,7 +69,14 @@ echo "check-intel: ocloc of intel-opencl-icd" \
     "$(dpkg-deb -f "$igc"/debs/intel-opencl-icd_*.deb Version)"
 
 . tools/opencl-clang.sh
+# each program and the devices it is compiled for: an Arc's programs for
+# Arc and Iris Xe (the same limits but for the work-group size), a Data
+# Center GPU Max's (twice the SLM: larger tiles) for it
 opencl_programs "$out" "$filter" --intel || exit 1
+awk '{ print $0 "\tacm-g10 tgllp" }' "$out/programs.tsv" >"$out/programs.devices"
+opencl_programs "$out" "$filter" --intel-pvc || exit 1
+awk '{ print $0 "\tpvc" }' "$out/programs.tsv" >>"$out/programs.devices"
+cut -f1-4 "$out/programs.devices" >"$out/programs.tsv" # what opencl_verdict counts
 
 # kernel_info DUMP -- "kernel simd grf scratch private slm" for each kernel
 # of the program, from the patch tokens ocloc disasm wrote to DUMP/PTM.txt
@@ -98,17 +108,16 @@ kernel_info() {
         }' "$1/PTM.txt"
 }
 
-devices="acm-g10 tgllp"
 n=0
 {
     printf '%-4s %-90s %-8s %4s %4s %6s %7s %7s %6s\n' "#" "program" "device" "simd" "grf" \
         "spills" "scratch" "private" "slm"
-    while IFS=$'\t' read -r label kernel sources options; do
+    while IFS=$'\t' read -r label kernel sources options devices; do
         n=$((n + 1))
         src=$out/$n.cl
         # shellcheck disable=SC2086 # sources is a list of files
         opencl_join $sources >"$src"
-        for dev in $devices; do # both at once (CI has two cores), reported in order
+        for dev in $devices; do # at once (CI has two cores), reported in order
             # (an if: set -e would end the job at a failed build, writing no status)
             if "$ocloc" compile -file "$src" -device "$dev" -options "$options" \
                 -output "$n.$dev" -output_no_suffix -out_dir "$out" >"$out/$n.$dev.log" 2>&1 &&
@@ -117,6 +126,8 @@ n=0
         done
         wait
         for dev in $devices; do
+            slm_max=65536 # what a work-group may take: the limits gpu-programs planned on
+            [[ $dev == pvc ]] && slm_max=131072
             if [[ $(cat "$out/$n.$dev.rc") != 0 ]]; then
                 echo "FAILED $n $label: ocloc $dev"
                 grep -v '^$' "$out/$n.$dev.log" | sed 's/^/    /' | head -20 || true
@@ -143,8 +154,9 @@ n=0
                     echo "FAILED $n $label: $dev: $name: $scratch bytes of scratch without" \
                         "spills, $private of private memory a work-item"
                     ok=0
-                elif ((slm > 65536)); then
-                    echo "FAILED $n $label: $dev: $name: $slm bytes of SLM, over 64 KiB"
+                elif ((slm > slm_max)); then
+                    echo "FAILED $n $label: $dev: $name: $slm bytes of SLM, over $((slm_max / 1024))" \
+                        "KiB"
                     ok=0
                 fi
             done <"$out/$n.$dev.kernels"
@@ -152,7 +164,7 @@ n=0
                 "$out/$n.$dev.kernels"
             if ((ok)); then rm -f "$out/$n.$dev.log"; fi
         done
-    done <"$out/programs.tsv"
+    done <"$out/programs.devices"
 } | tee "$out/report.txt"
 
 opencl_verdict check-intel "$out"

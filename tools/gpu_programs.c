@@ -1,10 +1,10 @@
 /* gpu_programs.c -- the OpenCL programs attn would build on an NVIDIA H200,
  * one a line, for tools/check-ptx.sh (which compiles each to PTX with clang
  * and assembles it with NVIDIA's ptxas, on a machine without a GPU), or
- * with --amd on an AMD GPU, for tools/check-amdgcn.sh, or with --intel on
- * an Intel GPU, for tools/check-intel.sh.
+ * with --amd on an AMD GPU, for tools/check-amdgcn.sh, or with --intel or
+ * --intel-pvc on an Intel GPU, for tools/check-intel.sh.
  *
- * usage: gpu-programs [SETS] | gpu-programs --amd | gpu-programs --intel
+ * usage: gpu-programs [SETS] | gpu-programs --amd | --intel | --intel-pvc
  * Prints "label<TAB>kernel<TAB>sources<TAB>options" per program: the
  * planner's own pieces (attn_params_fit on the H200's limits, the family's
  * sources, attn_params_options, the cache's -D options, -DMMA_PTX=1 and
@@ -19,7 +19,8 @@
  * --amd: the same on an AMD GPU's limits (kernels/gpu_limits.h), tiled
  * and flash only: the mma family there is mma_ops.cl's emulation, which
  * the planner never chooses (mma_gate.c verifies NVIDIA's PTX only), so
- * no mma program, no sets. --intel: the same on an Intel GPU's limits. */
+ * no mma program, no sets. --intel, --intel-pvc: the same on an Intel Arc's
+ * and an Intel Data Center GPU Max's limits. */
 #include "attention/decode.h"
 #include "attention/plan.h"
 #include "kernels/gpu_limits.h"
@@ -33,6 +34,7 @@
 static const attn_device_limits h200 = ATTN_GPU_LIMITS_H200;
 static const attn_device_limits amd = ATTN_GPU_LIMITS_AMD;
 static const attn_device_limits intel = ATTN_GPU_LIMITS_INTEL;
+static const attn_device_limits intel_pvc = ATTN_GPU_LIMITS_INTEL_PVC;
 static const attn_device_limits *dev = &h200;
 
 static void print_program(const char *label, const attn_params *pr, const attn_problem *p,
@@ -161,13 +163,19 @@ static void decode(attn_dtype dt, int dim)
 int main(int argc, char **argv)
 {
     int arg = 1;
-    if (arg < argc && (strcmp(argv[arg], "--amd") == 0 || strcmp(argv[arg], "--intel") == 0)) {
-        dev = argv[arg][2] == 'a' ? &amd : &intel;
-        arg++;
-    }
+    static const struct {
+        const char *flag;
+        const attn_device_limits *dev;
+    } others[] = {{"--amd", &amd}, {"--intel", &intel}, {"--intel-pvc", &intel_pvc}};
+    for (int i = 0; i < 3; i++)
+        if (arg < argc && strcmp(argv[arg], others[i].flag) == 0) {
+            dev = others[i].dev;
+            arg++;
+            break;
+        }
     if (argc - arg > 1 || (arg < argc && dev != &h200) || (arg < argc && argv[arg][0] == '-')) {
-        fprintf(stderr, "usage: gpu-programs [SETS] | gpu-programs --amd | "
-                "gpu-programs --intel\n");
+        fprintf(stderr, "usage: gpu-programs [SETS] | gpu-programs --amd | --intel | "
+                "--intel-pvc\n");
         return 2;
     }
     if (arg < argc) read_sets(argv[arg]);

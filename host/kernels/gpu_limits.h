@@ -19,5 +19,8 @@
  * __local memory, work-groups of 1024, 512 compute units (its EUs); no
  * mma. */
 #define ATTN_GPU_LIMITS_INTEL {CL_DEVICE_TYPE_GPU, 64 * 1024, 1024, 512, 0, 0}
+/* Intel's data-centre GPU, a Data Center GPU Max 1100 (Xe-HPC, Ponte
+ * Vecchio): 128 KiB of __local memory, work-groups of 1024, 448 EUs. */
+#define ATTN_GPU_LIMITS_INTEL_PVC {CL_DEVICE_TYPE_GPU, 128 * 1024, 1024, 448, 0, 0}
 
 #endif /* ATTN_GPU_LIMITS_H */
