@@ -70,8 +70,9 @@ echo "check-intel: ocloc of intel-opencl-icd" \
 
 . tools/opencl-clang.sh
 # each program and the devices it is compiled for: an Arc's programs for
-# Arc and Iris Xe (the same limits but for the work-group size), a Data
-# Center GPU Max's (twice the SLM: larger tiles) for it
+# Arc and for Iris Xe (whose plans at its limits are the Arc's: 64 KiB, and
+# work-groups of 128), a Data Center GPU Max's (twice the SLM: larger
+# tiles) for it
 opencl_programs "$out" "$filter" --intel || exit 1
 awk '{ print $0 "\tacm-g10 tgllp" }' "$out/programs.tsv" >"$out/programs.devices"
 opencl_programs "$out" "$filter" --intel-pvc || exit 1
@@ -127,7 +128,7 @@ n=0
         wait
         for dev in $devices; do
             slm_max=65536 # what a work-group may take: the limits gpu-programs planned on
-            [[ $dev == pvc ]] && slm_max=131072
+            if [[ $dev == pvc ]]; then slm_max=131072; fi
             if [[ $(cat "$out/$n.$dev.rc") != 0 ]]; then
                 echo "FAILED $n $label: ocloc $dev"
                 grep -v '^$' "$out/$n.$dev.log" | sed 's/^/    /' | head -20 || true
