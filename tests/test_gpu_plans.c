@@ -3,9 +3,10 @@
  *
  * A user's first run on a GPU is the plan for that GPU's limits, at the
  * model's head dim; the other suites run the families at parameters of
- * their own on small head dims. Here, for the H200's limits and an AMD
- * GPU's (kernels/gpu_limits.h, which tools/gpu_programs.c also lists its
- * programs for check-ptx.sh and check-amdgcn.sh on), at D 64, 128 and 256:
+ * their own on small head dims. Here, for the H200's limits, an AMD
+ * GPU's and an Intel Data Center GPU Max's (kernels/gpu_limits.h, which
+ * tools/gpu_programs.c also lists its programs for check-ptx.sh,
+ * check-amdgcn.sh and check-intel.sh on), at D 64, 128 and 256:
  *   - prefill: tiled, and flash without and with prefetch, each from
  *     the start the planner and the tuner take (attn_plan_family_start,
  *     fitted), on DESIGN's large shape (B 4, Hq 32, Hkv 8, S 4096);
@@ -37,6 +38,9 @@ typedef struct gpu {
 static const gpu gpus[] = {
     {"H200", ATTN_GPU_LIMITS_H200},
     {"AMD", ATTN_GPU_LIMITS_AMD},
+    /* an Arc's plans are the AMD GPU's; the Max's twice the local memory
+     * makes larger tiles at D 128 and 256 */
+    {"Intel Max", ATTN_GPU_LIMITS_INTEL_PVC},
 };
 enum { NGPUS = sizeof gpus / sizeof gpus[0] };
 static const int dims[] = {64, 128, 256};
