@@ -109,23 +109,36 @@ kernel_info() {
         }' "$1/PTM.txt"
 }
 
+# compile N DEV OPTIONS -- program N (OUT/N.cl) built for DEV and its
+# patch tokens dumped; OUT/N.DEV.rc says whether that went well, .log how
+# (an if: set -e would end the job at a failed build, writing no status)
+compile() {
+    local n=$1 dev=$2 options=$3
+    if "$ocloc" compile -file "$out/$n.cl" -device "$dev" -options "$options" \
+        -output "$n.$dev" -output_no_suffix -out_dir "$out" >"$out/$n.$dev.log" 2>&1 &&
+        "$ocloc" disasm -file "$out/$n.$dev" -device "$dev" -dump "$out/$n.$dev.dump" \
+            >>"$out/$n.$dev.log" 2>&1; then echo 0; else echo 1; fi >"$out/$n.$dev.rc"
+}
+export -f compile
+export ocloc out
+
+# every build first, two at a time (CI has two cores; a Max's program has
+# one device), then the report in order
+echo "check-intel: $(wc -l <"$out/programs.tsv") programs, compiling"
+n=0
+while IFS=$'\t' read -r label kernel sources options devices; do
+    n=$((n + 1))
+    # shellcheck disable=SC2086 # sources is a list of files
+    opencl_join $sources >"$out/$n.cl"
+    for dev in $devices; do printf '%s\0%s\0%s\0' "$n" "$dev" "$options"; done
+done <"$out/programs.devices" | xargs -0 -n 3 -P 2 bash -c 'compile "$@"' compile
+
 n=0
 {
     printf '%-4s %-90s %-8s %4s %4s %6s %7s %7s %6s\n' "#" "program" "device" "simd" "grf" \
         "spills" "scratch" "private" "slm"
     while IFS=$'\t' read -r label kernel sources options devices; do
         n=$((n + 1))
-        src=$out/$n.cl
-        # shellcheck disable=SC2086 # sources is a list of files
-        opencl_join $sources >"$src"
-        for dev in $devices; do # at once (CI has two cores), reported in order
-            # (an if: set -e would end the job at a failed build, writing no status)
-            if "$ocloc" compile -file "$src" -device "$dev" -options "$options" \
-                -output "$n.$dev" -output_no_suffix -out_dir "$out" >"$out/$n.$dev.log" 2>&1 &&
-                "$ocloc" disasm -file "$out/$n.$dev" -device "$dev" -dump "$out/$n.$dev.dump" \
-                    >>"$out/$n.$dev.log" 2>&1; then echo 0; else echo 1; fi >"$out/$n.$dev.rc" &
-        done
-        wait
         for dev in $devices; do
             slm_max=65536 # what a work-group may take: the limits gpu-programs planned on
             if [[ $dev == pvc ]]; then slm_max=131072; fi
