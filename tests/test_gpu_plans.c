@@ -20,10 +20,11 @@
  * problem, every pad NaN, against the reference: prefill with right and
  * left padding, Sq < Skv, odd lengths and rows that see no key; decode
  * over ragged cache lengths. The storage types go in turn, so that a plan
- * both GPUs share runs in different ones. */
+ * the GPUs share runs in different ones. */
 #include "cases.h"
 #include "attention/decode.h"
 #include "attention/plan.h"
+#include "core/context.h"
 #include "kernels/gpu_limits.h"
 #include "kernels/params.h"
 
@@ -83,7 +84,9 @@ static void plan_of(const attn_problem *p, int decode, int page, const char *par
 
 /* pr forced on p (a decode: over a cache paged by page rows, or
  * contiguous), run through entry under f with lengths L and compared with
- * the reference, every pad NaN; first, the plan must be pr exactly. */
+ * the reference, every pad NaN; first, the plan must be pr exactly. A plan
+ * this device cannot hold (a GPU with less local memory than the one
+ * planned for) is reported skipped, with why. */
 static void run(const char *gpu_name, const attn_params *pr, harness_family f,
                 harness_entry entry, const char *entry_name, const attn_problem *p,
                 const attn_lengths *L, int page)
@@ -93,6 +96,12 @@ static void run(const char *gpu_name, const attn_params *pr, harness_family f,
     snprintf(name, sizeof name, "%s's %s D %d %s%s: %s", gpu_name, entry_name, p->head_dim,
              attn_dtype_name(p->dtype), page ? " paged" : "", params);
     printf("\n  %s", name);
+    const attn_device_limits here = attn_context_limits(harness_context());
+    char why[160];
+    if (!attn_params_legal(pr, &here, p, why, sizeof why)) {
+        printf(": skipped, not usable on this device: %s", why);
+        return;
+    }
     plan_of(p, entry != attn_forward, page, params, planned, sizeof planned);
     /* a decode's automatic splits are this device's and this problem's */
     const size_t n = strlen(params);
