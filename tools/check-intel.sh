@@ -27,8 +27,9 @@
 # It fails, in any kernel of the program, on a compile error, on scratch
 # without spills or on private memory (a private array indexed at run
 # time, kept in memory: a loop over it that is not UNROLL, as check-ptx.sh
-# fails a stack frame without spills; on tgllp such an array goes to
-# scratch, so in a kernel that also spills it passes unseen) and on more
+# fails a stack frame without spills; on tgllp and pvc such an array goes
+# to scratch, so in a kernel that also spills it passes unseen, which for
+# the Max's own larger tiles is most of them) and on more
 # than the SLM the device's limits give a work-group (64 KiB, the Max's
 # 128: the planner's estimate would be wrong); spills are reported only.
 # Usage: check-intel.sh [FILTER] (only programs whose label contains FILTER).
@@ -131,7 +132,8 @@ while IFS=$'\t' read -r label kernel sources options devices; do
     # shellcheck disable=SC2086 # sources is a list of files
     opencl_join $sources >"$out/$n.cl"
     for dev in $devices; do printf '%s\0%s\0%s\0' "$n" "$dev" "$options"; done
-done <"$out/programs.devices" | xargs -0 -n 3 -P 2 bash -c 'compile "$@"' compile
+done <"$out/programs.devices" | xargs -0 -r -n 3 -P 2 bash -c 'compile "$@"' compile ||
+    true # a job that died wrote no .rc: the report says FAILED for it
 
 n=0
 {
@@ -139,10 +141,12 @@ n=0
         "spills" "scratch" "private" "slm"
     while IFS=$'\t' read -r label kernel sources options devices; do
         n=$((n + 1))
+        # (read collapses an empty field, which would leave this one empty)
+        [[ -n $devices ]] || echo "FAILED $n $label: no device to build for"
         for dev in $devices; do
             slm_max=65536 # what a work-group may take: the limits gpu-programs planned on
             if [[ $dev == pvc ]]; then slm_max=131072; fi
-            if [[ $(cat "$out/$n.$dev.rc") != 0 ]]; then
+            if [[ $(cat "$out/$n.$dev.rc" 2>/dev/null) != 0 ]]; then
                 echo "FAILED $n $label: ocloc $dev"
                 grep -v '^$' "$out/$n.$dev.log" | sed 's/^/    /' | head -20 || true
                 continue

@@ -167,7 +167,7 @@ int main(int argc, char **argv)
         const char *flag;
         const attn_device_limits *dev;
     } others[] = {{"--amd", &amd}, {"--intel", &intel}, {"--intel-pvc", &intel_pvc}};
-    for (int i = 0; i < 3; i++)
+    for (size_t i = 0; i < sizeof others / sizeof others[0]; i++)
         if (arg < argc && strcmp(argv[arg], others[i].flag) == 0) {
             dev = others[i].dev;
             arg++;
