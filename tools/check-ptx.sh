@@ -21,8 +21,10 @@
 # always_inline makes clang do here; its PTX goes through the same ptxas.
 # A stack frame without spills is a private array indexed at run time
 # (kept in off-chip local memory, not registers: a loop over it that is not
-# UNROLL) and fails the check; spills (register pressure: the mma family
-# in f32, and at D 256) are reported only.
+# UNROLL) and fails the check, as does more __local than the H200's
+# limits give a work-group (the planner's estimate would be wrong); spills
+# (register pressure: the mma family in f32, and at D 256) are reported
+# only.
 #
 # ptxas comes from Debian's non-free nvidia-cuda-toolkit package, unpacked
 # (only /usr/bin/ptxas) into $ATTN_PTXAS_DIR (default /var/cache/attn-ptxas)
@@ -89,6 +91,8 @@ kernel_info() {
         }' "$1"
 }
 
+# the __local a work-group may take on the limits the programs were planned on
+smem_max=$(build/tools/gpu-programs --local-limit)
 n=0
 {
     printf '%-4s %-100s %-5s %5s %6s %6s %6s %6s\n' "#" "program" "arch" "regs" "stack" "spill" "fill" "local"
@@ -119,6 +123,8 @@ n=0
             # time: a loop over it that is not UNROLL (common.cl)
             if ((stack > 0 && spill == 0)); then
                 echo "FAILED $n $label: $arch: a $stack-byte stack frame without spills"
+            elif ((smem > smem_max)); then
+                echo "FAILED $n $label: $arch: $smem bytes of __local, over $((smem_max / 1024)) KiB"
             fi
         done
         rm -f "$out/$n".*.cubin

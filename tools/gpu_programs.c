@@ -5,6 +5,7 @@
  * --intel-pvc on an Intel GPU, for tools/check-intel.sh.
  *
  * usage: gpu-programs [SETS] | gpu-programs --amd | --intel | --intel-pvc
+ *        | gpu-programs [--amd | --intel | --intel-pvc] --local-limit
  * Prints "label<TAB>kernel<TAB>sources<TAB>options" per program: the
  * planner's own pieces (attn_params_fit on the H200's limits, the family's
  * sources, attn_params_options, the cache's -D options, -DMMA_PTX=1 and
@@ -173,9 +174,16 @@ int main(int argc, char **argv)
             arg++;
             break;
         }
+    /* --local-limit: the __local bytes a work-group may take on those
+     * limits, for a check that compares a compiler's figure with them */
+    if (argc - arg == 1 && strcmp(argv[arg], "--local-limit") == 0) {
+        printf("%llu\n", (unsigned long long)dev->local_mem);
+        return 0;
+    }
     if (argc - arg > 1 || (arg < argc && dev != &h200) || (arg < argc && argv[arg][0] == '-')) {
         fprintf(stderr, "usage: gpu-programs [SETS] | gpu-programs --amd | --intel | "
-                "--intel-pvc\n");
+                "--intel-pvc\n       gpu-programs [--amd | --intel | --intel-pvc] "
+                "--local-limit\n");
         return 2;
     }
     if (arg < argc) read_sets(argv[arg]);
