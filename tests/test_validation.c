@@ -695,9 +695,14 @@ static void test_sub_buffer_overlaps(void)
     p.mask = (attn_mask){over, NULL, ATTN_F32, 0, 0, 0, 0, 0, 0};
     CU_ASSERT(rejected("sub-buffer mask over out", ctx, &p, &fx.q, &k, &v, &o, NULL, fx.lse,
                        "p->mask.buffer and out->buffer share bytes", watch));
-    /* a part of its own, the mask reaching all of it ([B][HQ][SQ] floats),
-     * and lse cut one step into it */
-    p.mask = (attn_mask){l_sub, NULL, ATTN_F32, 0, (size_t)HQ * SQ, SQ, 1, 0, 0};
+    /* a part of its own from lse's origin, the mask's two batches one
+     * alignment step apart (at least [HQ][SQ] floats: the step may be
+     * longer than lse, 512 bytes on Mesa's rusticl against lse's 256), and
+     * lse cut one step in, over the second batch */
+    const size_t mask_batch = al / sizeof(float) > (size_t)HQ * SQ ? al / sizeof(float)
+                                                                    : (size_t)HQ * SQ;
+    cl_mem mask_sub = cut(parent, lo, (mask_batch * (B - 1) + (size_t)HQ * SQ) * sizeof(float));
+    p.mask = (attn_mask){mask_sub, NULL, ATTN_F32, 0, mask_batch, SQ, 1, 0, 0};
     cl_mem l_over_mask = cut(parent, lo + al, lb);
     CU_ASSERT(rejected("sub-buffer lse over mask", ctx, &p, &fx.q, &k, &v, &o, NULL,
                        l_over_mask, "lse and p->mask.buffer share bytes", watch));
@@ -781,7 +786,8 @@ static void test_sub_buffer_overlaps(void)
     clReleaseMemObject(bk);
     attn_kv_cache_release(cache);
 
-    cl_mem subs[] = {o_sub, k_sub, v_sub, l_sub, over, q_over, l_over_k, l_over_mask, q_sub};
+    cl_mem subs[] = {o_sub, k_sub, v_sub, l_sub, over,
+                     q_over, l_over_k, mask_sub, l_over_mask, q_sub};
     for (size_t i = 0; i < sizeof subs / sizeof subs[0]; i++) clReleaseMemObject(subs[i]);
     clReleaseMemObject(parent);
     fixture_free(&fx);
