@@ -110,7 +110,7 @@ inline float mma_row_max(float v, __local uint *ws)
 }
 
 /* The tile's attention over keys [m.j_lo, m.j_end) of kv (tile.cl's
- * kv_tile finds each key tile's rows), with the variants of va; tl and
+ * kv_tile_row finds each key tile's rows), with the variants of va; tl and
  * scr, the work-group's __local tiles and mma_ops.cl scratch. A row's
  * result: unsplit (nsplit 1), O at row (b, h, i) of o and, with write_lse,
  * its natural-log LSE (finish_row: with the sink; -inf for an empty row);

@@ -188,8 +188,7 @@ inline void mma_finite_quad(uint4 u, uint *w, __local mma_local *tl, int c, int 
  * path's stores are 8-way at D >= 64). */
 inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
 {
-    int jb; /* key j0 + c at row jb + c of kv (paged: the tile's page) */
-    kv = kv_tile(kv, j0, &jb);
+    const kv_row jb = kv_tile_row(kv, j0); /* key j0 + c at row jb + c of kv */
     const int tag = j0 + 1;
     const int tid = get_local_id(0);
     for (int x = tid; x < BLOCK_KEYS * MMA_QV; x += MMA_WG) {
@@ -243,8 +242,7 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int l
         return;
     }
 #endif
-    int jb; /* key j0 + c at row jb + c of kv (paged: the tile's page) */
-    kv = kv_tile(kv, j0, &jb);
+    const kv_row jb = kv_tile_row(kv, j0); /* key j0 + c at row jb + c of kv */
     const int tag = j0 + 1;
     const int tid = get_local_id(0);
     for (int x = tid; x < BLOCK_KEYS * DP; x += MMA_WG) {
@@ -431,8 +429,7 @@ inline float4 mma_finite4(float4 v, __local mma_local *tl, int c, int tag)
  * are multiples of 4) */
 inline void mma_stage_wide(__local mma_local *tl, kv_rows kv, int j0, int lo, int hi)
 {
-    int jb; /* key j0 + c at row jb + c of kv (paged: the tile's page) */
-    kv = kv_tile(kv, j0, &jb);
+    const kv_row jb = kv_tile_row(kv, j0); /* key j0 + c at row jb + c of kv */
     for (int x = get_local_id(0); x < BLOCK_KEYS * (HEAD_DIM / 4); x += MMA_WG) {
         const int c = x / (HEAD_DIM / 4), d = x % (HEAD_DIM / 4) * 4;
         __local float4 *k = (__local float4 *)((__local float *)tl->k + c * KS + d);
@@ -459,8 +456,7 @@ inline void mma_stage(__local mma_local *tl, kv_rows kv, int wide, int j0, int l
         return;
     }
 #endif
-    int jb; /* key j0 + c at row jb + c of kv (paged: the tile's page) */
-    kv = kv_tile(kv, j0, &jb);
+    const kv_row jb = kv_tile_row(kv, j0); /* key j0 + c at row jb + c of kv */
     for (int x = get_local_id(0); x < BLOCK_KEYS * HEAD_DIM; x += MMA_WG) {
         const int c = x / HEAD_DIM, d = x % HEAD_DIM;
         const int in = in_span(j0 + c, lo, hi);

@@ -14,7 +14,7 @@ typedef storage_t cache_t;
  * KV_INT8 (decode only) row j's scale at kscale[j] (vscale[j]). A paged
  * decode (PAGE_ROWS, kv_cache_rows.cl) has no such run of rows: k and v
  * (and the scales) are the whole cache and the rest names whose rows these
- * are, for kv_tile. */
+ * are, for kv_tile_row. */
 typedef struct {
     __global const cache_t *k, *v;
     ulong kstride, vstride;
@@ -47,32 +47,37 @@ inline int kv_rows_aligned16(kv_rows kv, int vw)
     return ALIGNED16(kv.k) && ALIGNED16(kv.v) && kv.kstride % vw == 0 && kv.vstride % vw == 0;
 }
 
-/* The rows of the tile of keys from j0, a multiple of BLOCK_KEYS: key j0 +
- * c at row *jb + c of the result. Paged, the tile lies inside one page
- * (cache_row), looked up here once per tile: its first row, *jb = 0.
- * Otherwise kv itself and *jb = j0, so that prefill and the contiguous
- * decode compile as they did before pages. */
-inline kv_rows kv_tile(kv_rows kv, int j0, int *jb)
+/* A row of kv (key j0 + c of a tile is at row kv_tile_row(kv, j0) + c):
+ * paged, a row of the whole cache, whose count may pass INT_MAX (kv_heads
+ * runs of head_rows rows, each at most INT_MAX); otherwise a row of the
+ * head's run, as an int, so that prefill and the contiguous decode compile
+ * as they did before pages. */
+#ifdef PAGE_ROWS
+typedef ulong kv_row;
+#else
+typedef int kv_row;
+#endif
+
+/* The row of key j0 (a multiple of BLOCK_KEYS) in kv, the tile's keys in
+ * the rows after it. Paged, the tile lies inside one page (cache_row),
+ * looked up here once per tile; otherwise j0 itself. An index, not kv's
+ * pointers moved to the page: Mesa 22.3's rusticl (llvmpipe) miscompiled
+ * that form once a work-group's loop crossed pages (a barrier in the loop,
+ * the moved pointers changing with each tile): paged decodes read the
+ * wrong rows (found by tools/check-rusticl.sh). */
+inline kv_row kv_tile_row(kv_rows kv, int j0)
 {
 #ifdef PAGE_ROWS
-    const ulong r = cache_row(kv.pages, kv.max_pages, kv.head_rows, kv.kv_heads, kv.b, kv.hk, j0);
-    kv.k += r * kv.kstride;
-    kv.v += r * kv.vstride;
-#ifdef KV_INT8
-    kv.kscale += r;
-    kv.vscale += r;
-#endif
-    *jb = 0;
+    return cache_row(kv.pages, kv.max_pages, kv.head_rows, kv.kv_heads, kv.b, kv.hk, j0);
 #else
-    *jb = j0;
+    return j0;
 #endif
-    return kv;
 }
 
 #ifdef DECODE_KERNELS
 /* A decode's K/V rows of sequence b, KV head hk in the cache
  * (KV_CACHE_PARAMS, kv_cache_rows.cl): paged, the whole cache and whose
- * rows they are (kv_tile looks a page up per tile); contiguous, the head's
+ * rows they are (kv_tile_row looks a page up per tile); contiguous, the head's
  * run of rows from its row 0. */
 inline kv_rows decode_kv_rows(__global const cache_t *kc, __global const cache_t *vc,
                               int head_rows, __global const int *pages, int max_pages,
@@ -100,7 +105,7 @@ inline kv_rows decode_kv_rows(__global const cache_t *kc, __global const cache_t
 /* The arguments of the work-group families' decode kernels
  * (decode_tiled.cl, decode_mma.cl): global (nsplit * work-group, kv_heads *
  * ntiles, B). The cache: KV_CACHE_PARAMS (KV_INT8: int8 rows and one scale
- * per row), a tile's rows found by cache_row (through kv_tile); split s
+ * per row), a tile's rows found by cache_row (through kv_tile_row); split s
  * covers chunk keys from decode_key_base + s * chunk, chunk a multiple of
  * BLOCK_KEYS. */
 #define DECODE_TILE_PARAMS                                                                      \

@@ -200,7 +200,7 @@ inline void softmax_row(__local tiled_local *tl, int row)
 }
 
 /* The tile's attention over keys [m.j_lo, m.j_end) of kv (key j of content
- * order at row j; tile.cl's kv_tile finds each tile's rows), with the
+ * order at row j; tile.cl's kv_tile_row finds each tile's rows), with the
  * variants of va. A row's result: unsplit (nsplit 1), O at row (b, h, i)
  * of o and, with write_lse, its natural-log LSE
  * (finish_row: with the sink; -inf for an empty row); split, a partial for
@@ -288,8 +288,7 @@ inline __attribute__((always_inline)) void tiled_attend(
         }
 #endif
         const int nk = min(BLOCK_KEYS, hmax - j0); /* keys of this tile inside the range */
-        int jb;
-        const kv_rows t = kv_tile(kv, j0, &jb); /* key j0 + c at row jb + c */
+        const kv_row jb = kv_tile_row(kv, j0); /* key j0 + c at row jb + c of kv */
 #if LOCAL_KV
         /* a key some live row sees, else zeros (a row outside the keys may
          * hold inf or NaN); KV_INT8: dequantized here, once per element */
@@ -298,11 +297,11 @@ inline __attribute__((always_inline)) void tiled_attend(
             for (int i = tid; i < BLOCK_KEYS * KV_NV; i += WG_SIZE) {
                 const int c = i / KV_NV, d = i % KV_NV * KV_VW;
                 const int in = in_span(j0 + c, lmin, j0 + nk);
-                const int jr = jb + c;
-                stage_kv16(tl->k + c * DS + d, d, t.k + (ulong)jr * t.kstride + d,
-                           in ? K_SCALED(1.0f, t, jr) : 0.0f, in);
-                stage_kv16(tl->v + c * DS + d, d, t.v + (ulong)jr * t.vstride + d,
-                           in ? V_SCALED(1.0f, t, jr) : 0.0f, in);
+                const kv_row jr = jb + c;
+                stage_kv16(tl->k + c * DS + d, d, kv.k + (ulong)jr * kv.kstride + d,
+                           in ? K_SCALED(1.0f, kv, jr) : 0.0f, in);
+                stage_kv16(tl->v + c * DS + d, d, kv.v + (ulong)jr * kv.vstride + d,
+                           in ? V_SCALED(1.0f, kv, jr) : 0.0f, in);
             }
 #endif
 #ifndef DECODE_KERNELS /* a decode's vectors cover its rows (KV_TAIL 0) */
@@ -312,9 +311,9 @@ inline __attribute__((always_inline)) void tiled_attend(
             const int c = i / nd, d = d0 + i % nd;
             const int in = in_span(j0 + c, lmin, j0 + nk);
             tl->k[c * DS + d] =
-                in ? K_SCALED(KV_LOAD(t.k, (ulong)(jb + c) * t.kstride + d), t, jb + c) : 0.0f;
+                in ? K_SCALED(KV_LOAD(kv.k, (ulong)(jb + c) * kv.kstride + d), kv, jb + c) : 0.0f;
             tl->v[c * DS + d] =
-                in ? V_SCALED(KV_LOAD(t.v, (ulong)(jb + c) * t.vstride + d), t, jb + c) : 0.0f;
+                in ? V_SCALED(KV_LOAD(kv.v, (ulong)(jb + c) * kv.vstride + d), kv, jb + c) : 0.0f;
         }
 #endif
         barrier(CLK_LOCAL_MEM_FENCE);
@@ -338,7 +337,8 @@ inline __attribute__((always_inline)) void tiled_attend(
 #if LOCAL_KV
                 s = score(tl->q + r * DS, tl->k + c * DS);
 #else
-                s = K_SCALED(score(tl->q + r * DS, t.k + (ulong)(jb + c) * t.kstride), t, jb + c);
+                s = K_SCALED(score(tl->q + r * DS, kv.k + (ulong)(jb + c) * kv.kstride), kv,
+                             jb + c);
 #endif
                 s = tile_logit(va, m, b, s, j, qi, qh, add_mask);
             }
@@ -370,8 +370,8 @@ inline __attribute__((always_inline)) void tiled_attend(
                 if (d < HEAD_DIM) acc[t] = mad(pc, vr[d], acc[t]);
             }
 #else
-            const float pc = V_SCALED(pr[c], t, jb + c); /* KV_INT8: V's scale in P */
-            __global const cache_t *vr = t.v + (ulong)(jb + c) * t.vstride;
+            const float pc = V_SCALED(pr[c], kv, jb + c); /* KV_INT8: V's scale in P */
+            __global const cache_t *vr = kv.v + (ulong)(jb + c) * kv.vstride;
             UNROLL
             for (int t = 0; t < DPT; t++) {
                 const int d = lane + t * TPR;
