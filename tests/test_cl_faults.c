@@ -18,11 +18,11 @@
  *     the CPU reference;
  *   - everything attn created (buffers, kernels, programs, events, queues,
  *     contexts) is released when the cache and the context are.
- * Three ways: programs from the disk cache (what users run once kernels
+ * Four ways: programs from the disk cache (what users run once kernels
  * are built), built from source (no disk cache), and on an application's
- * out-of-order queue (attn's ordering barriers fail too); and the forward
- * alone on an empty disk cache, where each program is built and then its
- * binary queried and stored (a failed store leaves no file). A second,
+ * out-of-order queue (attn's ordering barriers fail too); the fourth, the
+ * forward alone on an empty disk cache, where each program is built and
+ * then its binary queried and stored (a failed store leaves no file). A second,
  * serving workload (test_serving_calls_failed) does the same for a paged
  * int8 cache (fork, copy on write, truncation, a speculative decode with
  * forced splits) and a forward with every variant on BSHD tensors in
