@@ -64,7 +64,8 @@ kernel_info() {
 
 archs="gfx90a gfx1030"
 # the LDS a work-group may take on the limits the programs were planned on
-lds_max=$(build/tools/gpu-programs --amd --local-limit)
+lds_max=$(build/tools/gpu-programs --amd --local-limit) ||
+    { echo "check-amdgcn: gpu-programs --amd --local-limit failed"; exit 1; }
 n=0
 {
     printf '%-4s %-90s %-7s %5s %5s %5s %7s %6s %6s %6s %5s %4s\n' "#" "program" "arch" "vgpr" \

@@ -92,7 +92,8 @@ kernel_info() {
 }
 
 # the __local a work-group may take on the limits the programs were planned on
-smem_max=$(build/tools/gpu-programs --local-limit)
+smem_max=$(build/tools/gpu-programs --local-limit) ||
+    { echo "check-ptx: gpu-programs --local-limit failed"; exit 1; }
 n=0
 {
     printf '%-4s %-100s %-5s %5s %6s %6s %6s %6s\n' "#" "program" "arch" "regs" "stack" "spill" "fill" "local"
