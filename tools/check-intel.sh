@@ -42,42 +42,34 @@ filter=${1:-}
 rm -rf "$out"
 mkdir -p "$out"
 
-# ocloc and the libraries it loads, unpacked once under $igc: into a
-# folder of their own first, renamed when whole (an interrupted unpack is
-# redone, not taken for the compiler)
-packages="intel-opencl-icd libigc1 libigdfcl1 libigdgmm12 libopencl-clang14 libllvmspirvlib14"
-if [[ ! -d $igc ]]; then
-    rm -rf "$igc.part"
-    mkdir -p "$igc.part/debs"
-    # (as root, apt's download sandbox user could not write there)
-    # shellcheck disable=SC2086 # packages is a list
-    download() { (cd "$igc.part/debs" && apt-get download -qq -o APT::Sandbox::User=root $packages); }
-    download || { apt-get update -qq && download; } ||
-        { echo "check-intel: cannot download $packages"; exit 1; }
-    for deb in "$igc.part"/debs/*.deb; do
-        dpkg-deb -x "$deb" "$igc.part" || { echo "check-intel: cannot unpack $deb"; exit 1; }
-    done
-    mv "$igc.part" "$igc"
-fi
+# ocloc and the libraries it loads, unpacked once under $igc
+. tools/unpack-debs.sh
+unpack_debs check-intel "$igc" intel-opencl-icd libigc1 libigdfcl1 libigdgmm12 \
+    libopencl-clang14 libllvmspirvlib14 || exit 1
 export LD_LIBRARY_PATH=$PWD/$igc/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}
 ocloc=$igc/usr/bin/ocloc
 # what the unpacked libraries need from the system: LLVM 14 (setup.sh's clang)
-missing=$(ldd "$igc"/usr/lib/x86_64-linux-gnu/*.so* "$ocloc" 2>&1 |
-    awk '/not found|No such file/ { print $1 }' | sort -u | tr '\n' ' ') || true
+missing=$(missing_libs "$igc"/usr/lib/x86_64-linux-gnu/*.so* "$ocloc")
 [[ -z $missing ]] || { echo "check-intel: ocloc or its libraries lack $missing (remove $igc" \
     "to download them again)"; exit 1; }
 echo "check-intel: ocloc of intel-opencl-icd" \
     "$(dpkg-deb -f "$igc"/debs/intel-opencl-icd_*.deb Version)"
 
 . tools/opencl-clang.sh
-# each program and the devices it is compiled for: an Arc's programs for
-# Arc and for Iris Xe (whose plans at its limits are the Arc's: 64 KiB, and
-# work-groups of 128), a Data Center GPU Max's (twice the SLM: larger
-# tiles) for it
-opencl_programs "$out" "$filter" --intel || exit 1
-awk '{ print $0 "\tacm-g10 tgllp" }' "$out/programs.tsv" >"$out/programs.devices"
-opencl_programs "$out" "$filter" --intel-pvc || exit 1
-awk '{ print $0 "\tpvc" }' "$out/programs.tsv" >>"$out/programs.devices"
+# each program, the devices it is compiled for and the SLM a work-group
+# may take on the limits it was planned on (gpu_limits.h, through
+# gpu-programs): an Arc's programs for Arc (acm-g10) and for Iris Xe
+# (tgllp, whose plans at its limits are the Arc's: 64 KiB, and work-groups
+# of 128), a Data Center GPU Max's (twice the SLM: larger tiles) for it
+: >"$out/programs.devices"
+for set in "--intel acm-g10 tgllp" "--intel-pvc pvc"; do
+    read -r flag devices <<<"$set"
+    opencl_programs "$out" "$filter" "$flag" || exit 1
+    slm_max=$(build/tools/gpu-programs "$flag" --local-limit) ||
+        { echo "check-intel: gpu-programs $flag --local-limit failed"; exit 1; }
+    awk -v d="$devices" -v m="$slm_max" '{ print $0 "\t" d "\t" m }' "$out/programs.tsv" \
+        >>"$out/programs.devices"
+done
 cut -f1-4 "$out/programs.devices" >"$out/programs.tsv" # what opencl_verdict counts
 
 # kernel_info DUMP -- "kernel simd grf scratch private slm" for each kernel
@@ -127,7 +119,7 @@ export ocloc out
 # one device), then the report in order
 echo "check-intel: $(wc -l <"$out/programs.tsv") programs, compiling"
 n=0
-while IFS=$'\t' read -r label kernel sources options devices; do
+while IFS=$'\t' read -r label kernel sources options devices _; do
     n=$((n + 1))
     # shellcheck disable=SC2086 # sources is a list of files
     opencl_join $sources >"$out/$n.cl"
@@ -139,13 +131,11 @@ n=0
 {
     printf '%-4s %-90s %-8s %4s %4s %6s %7s %7s %6s\n' "#" "program" "device" "simd" "grf" \
         "spills" "scratch" "private" "slm"
-    while IFS=$'\t' read -r label kernel sources options devices; do
+    while IFS=$'\t' read -r label kernel sources options devices slm_max; do
         n=$((n + 1))
         # (read collapses an empty field, which would leave this one empty)
         [[ -n $devices ]] || echo "FAILED $n $label: no device to build for"
         for dev in $devices; do
-            slm_max=65536 # what a work-group may take: the limits gpu-programs planned on
-            if [[ $dev == pvc ]]; then slm_max=131072; fi
             if [[ $(cat "$out/$n.$dev.rc" 2>/dev/null) != 0 ]]; then
                 echo "FAILED $n $label: ocloc $dev"
                 grep -v '^$' "$out/$n.$dev.log" | sed 's/^/    /' | head -20 || true
