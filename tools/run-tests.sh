@@ -15,6 +15,9 @@
 #             and gfx1030 (RDNA2) (no GPU needed)
 #   intel     the programs of an Intel GPU compiled by Intel's own compiler
 #             (ocloc, IGC) for Arc (Xe-HPG) and Iris Xe (Xe-LP) (no GPU needed)
+#   rusticl   the GPU plans, mma, the work-group families' kernels at tiny
+#             sizes and the API suites on a second OpenCL implementation,
+#             Mesa's rusticl (llvmpipe)
 #   valgrind  Memcheck over a subset of the tests and the example
 #   install   cmake --install to a temporary prefix; the example built
 #             through find_package and through pkg-config, and run
@@ -27,7 +30,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 # The header comment above, without its "# ": the usage and the stages.
 usage() { sed -n '2,/^[^#]/s/^# \{0,1\}//p' tools/run-tests.sh; }
 
-all=(main asan fuzz tsan oclgrind ptx amdgcn intel valgrind install)
+all=(main asan fuzz tsan oclgrind ptx amdgcn intel rusticl valgrind install)
 stages=("$@")
 ((${#stages[@]})) || stages=("${all[@]}")
 for s in "${stages[@]}"; do
