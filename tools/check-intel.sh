@@ -43,7 +43,7 @@ rm -rf "$out"
 mkdir -p "$out"
 
 # ocloc and the libraries it loads, unpacked once under $igc
-. tools/unpack-debs.sh
+. tools/debian-packages.sh
 unpack_debs check-intel "$igc" intel-opencl-icd libigc1 libigdfcl1 libigdgmm12 \
     libopencl-clang14 libllvmspirvlib14 || exit 1
 export LD_LIBRARY_PATH=$PWD/$igc/usr/lib/x86_64-linux-gnu${LD_LIBRARY_PATH:+:$LD_LIBRARY_PATH}

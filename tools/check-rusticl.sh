@@ -36,7 +36,7 @@ cd "$(dirname "${BASH_SOURCE[0]}")/.."
 dir=build/rusticl
 suites=${1:-'^(test_gpu_plans|test_mma|test_mma_gate|test_validation|test_errors|test_context)$'}
 
-. tools/unpack-debs.sh
+. tools/debian-packages.sh
 unpack_debs check-rusticl "$dir" mesa-opencl-icd || exit 1
 lib=$PWD/$dir/usr/lib/x86_64-linux-gnu/libRusticlOpenCL.so.1
 [[ -f $lib ]] || { echo "check-rusticl: the package has no $lib (remove $dir to download it" \
@@ -47,11 +47,8 @@ lib=$PWD/$dir/usr/lib/x86_64-linux-gnu/libRusticlOpenCL.so.1
 deps="libllvm15 libclang-cpp15 libllvmspirvlib15 libdrm2 libdrm-amdgpu1 libdrm-nouveau2
       libdrm-radeon1 libelf1 libsensors5 libzstd1 libexpat1 libclc-14"
 if [[ -n $(missing_libs "$lib") || ! -f /usr/lib/clc/spirv64-mesa3d-.spv ]]; then
-    export DEBIAN_FRONTEND=noninteractive
     # shellcheck disable=SC2086 # deps is a list
-    install_deps() { apt-get install -y -qq --no-install-recommends $deps >/dev/null; }
-    install_deps || { apt-get update -qq && install_deps; } ||
-        { echo "check-rusticl: cannot install $deps"; exit 1; }
+    apt_install check-rusticl $deps || exit 1
 fi
 missing=$(missing_libs "$lib")
 [[ -z $missing ]] || { echo "check-rusticl: rusticl lacks $missing"; exit 1; }

@@ -5,6 +5,8 @@
 # them, and the clang options that compile them as OpenCL C 1.2 for a GPU
 # target (libclc's builtins for it linked in). Run from the repository root.
 
+. tools/debian-packages.sh # apt_install
+
 # opencl_clang_setup NAME LIBCLC -- installs libclc-14 when LIBCLC (the
 # target's builtins) is missing, and sets clang_cl_opts, the options every
 # target shares: NVIDIA's compiler takes `asm` in OpenCL C, clang wants GNU
@@ -14,10 +16,8 @@
 opencl_clang_setup() {
     local name=$1 libclc=$2
     if [[ ! -f $libclc ]]; then
-        export DEBIAN_FRONTEND=noninteractive
-        install_libclc() { apt-get install -y -qq --no-install-recommends libclc-14 >/dev/null; }
-        { install_libclc || { apt-get update -qq && install_libclc; }; } && [[ -f $libclc ]] ||
-            { echo "$name: cannot install libclc-14 ($libclc)"; return 1; }
+        apt_install "$name" libclc-14 || return 1
+        [[ -f $libclc ]] || { echo "$name: libclc-14 installed, but no $libclc"; return 1; }
     fi
     local opencl_h
     opencl_h=$(clang -print-resource-dir)/include/opencl-c.h || return 1
