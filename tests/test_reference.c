@@ -498,6 +498,15 @@ static void test_refuses_lengths_as_attn_forward(void)
     const attn_lengths L[2] = {{minus1, NULL, NULL, NULL}, {NULL, NULL, two, three}};
     expect_refused(&ok, &L[0], "lengths->q_start[0] = -1 is outside [0, 4]");
     expect_refused(&ok, &L[1], "lengths: kv_start[0] + kv_len[0] = 2 + 3 exceeds the padded length 4");
+    /* at the largest padded length start + len passes INT_MAX: still refused
+     * (it wrapped negative once, and the region ran 2^30 rows past the end) */
+    const int most[1] = {1 << 30};
+    const attn_problem longest = problem(1, 1, 1, 1, 1 << 30, 1 << 30, 0);
+    const attn_lengths wrap[2] = {{NULL, NULL, most, most}, {most, most, NULL, NULL}};
+    expect_refused(&longest, &wrap[0], "lengths: kv_start[0] + kv_len[0] = 1073741824 + "
+                                       "1073741824 exceeds the padded length 1073741824");
+    expect_refused(&longest, &wrap[1], "lengths: q_start[0] + q_len[0] = 1073741824 + "
+                                       "1073741824 exceeds the padded length 1073741824");
 }
 
 /* sinks NaN or +inf, slopes NaN or too large; a sink of -inf is none */

@@ -31,7 +31,7 @@ static attn_status check_extent(attn_context *ctx, const int *start, const int *
     if ((st = check_lengths(ctx, len, lname, batch, padded)) != ATTN_SUCCESS) return st;
     for (int b = 0; b < batch; b++) {
         int s = start ? start[b] : 0, n = len ? len[b] : padded;
-        if (s + n > padded)
+        if (n > padded - s) /* both in [0, padded]: s + n may pass INT_MAX */
             return INVALID(ctx, "lengths: %s[%d] + %s[%d] = %d + %d exceeds the padded length %d",
                            sname, b, lname, b, s, n, padded);
     }
