@@ -263,6 +263,17 @@ static void test_no_stale_message(void)
     pthread_join(t, NULL);
     CU_ASSERT(names(theirs, "attn_forward", "ctx is NULL"));
     CU_ASSERT(names(attn_last_error(NULL), "attn_kv_cache_tensors", NULL));
+    /* a call on a context leaves the thread's message alone, though it
+     * converts inside (an int8 cache's read dequantizes; it once cleared it) */
+    const attn_kv_cache_desc desc = {.batch = B, .kv_heads = HKV, .head_dim = D, .capacity = 4,
+                                     .dtype = ATTN_F16, .storage = ATTN_KV_INT8};
+    attn_kv_cache *q8 = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &q8), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(q8, &f.k, &f.v, 1, NULL, NULL), ATTN_SUCCESS);
+    uint16_t kr[HKV * D], vr[HKV * D];
+    CU_ASSERT_EQUAL(attn_kv_cache_read(q8, 0, 0, 1, kr, vr), ATTN_SUCCESS);
+    CU_ASSERT(names(attn_last_error(NULL), "attn_kv_cache_tensors", NULL));
+    attn_kv_cache_release(q8);
     fixture_free(&f);
 }
 

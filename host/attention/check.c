@@ -4,6 +4,7 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "attention/check.h"
+#include "attention/convert.h"
 #include "attention/validate.h"
 
 #include <math.h>
@@ -34,7 +35,7 @@ static attn_status read_floats(attn_context *ctx, cl_mem m, attn_dtype dtype, si
     if (!raw) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "check mode: out of host memory");
     cl_int err = clEnqueueReadBuffer(ctx->queue, m, CL_TRUE, offset * elem, n * elem, raw, 0,
                                      NULL, NULL);
-    if (err == CL_SUCCESS && raw != dst) attn_convert_to_f32(dtype, raw, dst, n);
+    if (err == CL_SUCCESS && raw != dst) attn_load_to_f32(dtype, raw, dst, n);
     if (raw != dst) free(raw);
     return err == CL_SUCCESS ? ATTN_SUCCESS : attn_fail_cl(ctx, err, "clEnqueueReadBuffer (check mode)");
 }

@@ -81,42 +81,50 @@ uint16_t attn_bf16_bits(float f)
 
 static float bf16_to_f32(uint16_t b) { return bits_float((uint32_t)b << 16); }
 
-/* What both conversions check (their call already named by
- * attn_thread_call_begin), and the f32 case, a plain copy. Returns 1 with
- * *st set when that settles the call, 0 when 16-bit values remain. */
-static int check_or_copy(attn_dtype t, const void *src, void *dst, size_t n, attn_status *st)
+/* What both public conversions check (their call already named by
+ * attn_thread_call_begin). */
+static attn_status check_args(attn_dtype t, const void *src, const void *dst, size_t n)
 {
-    *st = ATTN_ERROR_INVALID_ARGUMENT;
-    if (attn_dtype_size(t) == 0) {
-        *st = ATTN_FAIL(NULL, *st, "dtype %d is not an attn_dtype", (int)t);
-        return 1;
+    if (attn_dtype_size(t) == 0)
+        return ATTN_FAIL(NULL, ATTN_ERROR_INVALID_ARGUMENT, "dtype %d is not an attn_dtype", (int)t);
+    if (n > 0 && (!src || !dst))
+        return ATTN_FAIL(NULL, ATTN_ERROR_INVALID_ARGUMENT, "%s is NULL", !src ? "src" : "dst");
+    return ATTN_SUCCESS;
+}
+
+void attn_store_from_f32(attn_dtype t, const float *src, void *dst, size_t n)
+{
+    if (t == ATTN_F32) {
+        if (n > 0) memmove(dst, src, n * sizeof(float)); /* tolerates dst == src */
+        return;
     }
-    if (n > 0 && (!src || !dst)) {
-        *st = ATTN_FAIL(NULL, *st, "%s is NULL", !src ? "src" : "dst");
-        return 1;
+    uint16_t *d = dst;
+    for (size_t i = 0; i < n; i++)
+        d[i] = t == ATTN_F16 ? attn_f16_bits(src[i]) : attn_bf16_bits(src[i]);
+}
+
+void attn_load_to_f32(attn_dtype t, const void *src, float *dst, size_t n)
+{
+    if (t == ATTN_F32) {
+        if (n > 0) memmove(dst, src, n * sizeof(float));
+        return;
     }
-    *st = ATTN_SUCCESS;
-    if (n > 0 && t == ATTN_F32) memmove(dst, src, n * sizeof(float)); /* tolerates dst == src */
-    return n == 0 || t == ATTN_F32;
+    const uint16_t *s = src;
+    for (size_t i = 0; i < n; i++) dst[i] = t == ATTN_F16 ? f16_to_f32(s[i]) : bf16_to_f32(s[i]);
 }
 
 attn_status attn_convert_from_f32(attn_dtype t, const float *src, void *dst, size_t n)
 {
     attn_thread_call_begin(__func__);
-    attn_status st;
-    if (check_or_copy(t, src, dst, n, &st)) return st;
-    uint16_t *d = dst;
-    for (size_t i = 0; i < n; i++)
-        d[i] = t == ATTN_F16 ? attn_f16_bits(src[i]) : attn_bf16_bits(src[i]);
-    return ATTN_SUCCESS;
+    attn_status st = check_args(t, src, dst, n);
+    if (st == ATTN_SUCCESS) attn_store_from_f32(t, src, dst, n);
+    return st;
 }
 
 attn_status attn_convert_to_f32(attn_dtype t, const void *src, float *dst, size_t n)
 {
     attn_thread_call_begin(__func__);
-    attn_status st;
-    if (check_or_copy(t, src, dst, n, &st)) return st;
-    const uint16_t *s = src;
-    for (size_t i = 0; i < n; i++) dst[i] = t == ATTN_F16 ? f16_to_f32(s[i]) : bf16_to_f32(s[i]);
-    return ATTN_SUCCESS;
+    attn_status st = check_args(t, src, dst, n);
+    if (st == ATTN_SUCCESS) attn_load_to_f32(t, src, dst, n);
+    return st;
 }

@@ -12,6 +12,7 @@
 #include "attention/validate.h"
 #include "attention/forward.h"
 #include "attention/check.h"
+#include "attention/convert.h"
 #include "attention/plan.h"
 #include "attention/mma_gate.h"
 #include "attention/variants.h"
@@ -376,8 +377,8 @@ static attn_status read_check_inputs(attn_context *ctx, attn_kv_cache *c, const 
         for (int h = 0; st == ATTN_SUCCESS && h < c->kv_heads; h++) {
             const size_t at = ((size_t)b * c->kv_heads + h) * cap * D;
             const size_t from = (size_t)h * n * attn_dtype_size(c->dtype);
-            if ((st = attn_convert_to_f32(c->dtype, raw + from, hk + at, n)) == ATTN_SUCCESS)
-                st = attn_convert_to_f32(c->dtype, rv + from, hv + at, n);
+            attn_load_to_f32(c->dtype, raw + from, hk + at, n);
+            attn_load_to_f32(c->dtype, rv + from, hv + at, n);
         }
     }
     free(raw);

@@ -3,6 +3,7 @@
  * when contiguous), read a sequence's K/V back to the host, and the pool's
  * counts. */
 #define _POSIX_C_SOURCE 200809L
+#include "attention/convert.h"
 #include "attention/decode.h"
 #include "attention/kv_quant.h"
 #include "core/context.h"
@@ -153,7 +154,7 @@ static attn_status read_one(attn_kv_cache *c, cl_mem buf, cl_mem scales, int seq
     }
     if (st == ATTN_SUCCESS && int8) {
         for (size_t i = 0; i < n; i++) f[i] = attn_kv_dequantize(q[i], s[i / D]);
-        st = attn_convert_from_f32(c->dtype, f, out, n);
+        attn_store_from_f32(c->dtype, f, out, n);
     }
     free(q);
     free(s);

@@ -7,6 +7,7 @@
 #include "core/launch.h"
 #include "attention/validate.h"
 #include "attention/forward.h"
+#include "attention/convert.h"
 #include "blas/blas.h"
 
 #include <math.h>
@@ -78,8 +79,8 @@ static attn_status upload(attn_context *ctx, attn_dtype t, const float *const *p
     for (int i = 0; i < nparts; row += rows[i], i++)
         memcpy(host + row * cols, parts[i], rows[i] * cols * sizeof *host);
     if (narrow) { /* the layer computes with the weights the storage type can hold */
-        attn_convert_from_f32(t, host, narrow, n);
-        attn_convert_to_f32(t, narrow, host, n);
+        attn_store_from_f32(t, host, narrow, n);
+        attn_load_to_f32(t, narrow, host, n);
     }
     cl_int err;
     *out = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_ONLY | CL_MEM_COPY_HOST_PTR, n * sizeof *host,

@@ -9,6 +9,7 @@
 #include "core/log.h"
 #include "attention/validate.h"
 #include "attention/check.h"
+#include "attention/convert.h"
 #include "tuning/tune_bench.h"
 
 #include <math.h>
@@ -52,8 +53,8 @@ static attn_status make_input(attn_context *ctx, attn_dtype t, size_t n, uint64_
     }
     for (size_t i = 0; i < n; i++)
         f[i] = (float)((double)(attn_splitmix64(&seed) >> 11) * 0x1.0p-52 - 1.0);
-    attn_convert_from_f32(t, f, raw, n);
-    attn_convert_to_f32(t, raw, f, n);
+    attn_store_from_f32(t, f, raw, n);
+    attn_load_to_f32(t, raw, f, n);
     cl_int err;
     *out = clCreateBuffer(ctx->cl_ctx, CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR, n * es, raw, &err);
     if (err != CL_SUCCESS) {
