@@ -639,6 +639,24 @@ static void test_round_trip(void)
     attn_shape_class_of(&p1, &c3);
     CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &c3, &found), ATTN_TIER_EXACT);
 
+    /* so is one of a family this build does not know, or a value beyond
+     * its range: kept, listed, never applied; the file stays usable */
+    const char *newer[] = {"family=newfam,rows=8", "family=9,rows=8",
+                           "family=vector,rows=8,keys=1048576,vec=16"};
+    for (int i = 0; i < 3; i++) {
+        attn_problem pn = problem(48 + 32 * i, 2, 2, 256); /* no other entry of its D */
+        attn_tuning_entry en = entry(&fake_dev, "0123456789abcdef", &pn, newer[i]);
+        CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &en, 1, err, sizeof err), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(attn_tuning_db_load(path, &back, NULL, err, sizeof err), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(back.count, (size_t)5 + i);
+        CU_ASSERT(entries_equal(&back.entries[4 + i], &en));
+        char why[256] = "";
+        CU_ASSERT_EQUAL(attn_tuning_entry_params(&en, NULL, why, sizeof why), ATTN_PARAMS_UNKNOWN);
+        printf("\n  %s: %s", newer[i], why);
+        attn_shape_class_of(&pn, &c3);
+        CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &c3, &found), ATTN_TIER_NONE);
+    }
+
     /* a missing file is an empty database, and so is {} */
     path_in(path, sizeof path, "none.json");
     CU_ASSERT_EQUAL(attn_tuning_db_load(path, &back, &missing, err, sizeof err), ATTN_SUCCESS);
@@ -726,6 +744,78 @@ static void prepare_heuristic(void *arg)
     }
 }
 
+/* Dedupe of many entries (a file of thousands, or an --import) gives what
+ * put of each in turn gives: the first one's place, the last one's value;
+ * and so does reading a file that holds the twins. */
+static int same_entries(const attn_tuning_db *a, const attn_tuning_db *b)
+{
+    int same = a->count == b->count;
+    for (size_t i = 0; same && i < a->count; i++) same = entries_equal(&a->entries[i], &b->entries[i]);
+    return same;
+}
+
+static void test_dedupe_as_put(void)
+{
+    attn_tuning_db by_put, all, back;
+    attn_tuning_db_init(&by_put);
+    attn_tuning_db_init(&all);
+    attn_tuning_db_init(&back);
+    unsigned seed = 12345;
+    for (int i = 0; i < 3000; i++) {
+        seed = seed * 1103515245u + 12345u;
+        const unsigned r = seed >> 8;
+        attn_device_identity dev = fake_dev;
+        snprintf(dev.driver, sizeof dev.driver, "%u.0", r % 3);
+        dev.compute_units = 4 + (r >> 2) % 2;
+        attn_problem p = problem(16 << ((r >> 3) % 4), 4, 1 << ((r >> 5) % 3), 64 << ((r >> 7) % 5));
+        p.causal = (r >> 10) & 1;
+        attn_tuning_entry e = entry(&dev, "0123456789abcdef", &p, "family=vector,rows=8");
+        e.tested = i; /* which one it was */
+        CU_ASSERT_EQUAL_FATAL(attn_tuning_db_put(&by_put, &e), 0);
+        CU_ASSERT_EQUAL_FATAL(attn_tuning_db_append(&all, &e), 0);
+    }
+    printf("\n  3000 entries, %zu slots", by_put.count);
+    CU_ASSERT(by_put.count > 100 && by_put.count < 1000);
+    char *text = attn_tuning_db_print(&all);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    char err[1024] = "";
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "twins", &back, err, sizeof err),
+                    ATTN_SUCCESS);
+    CU_ASSERT(same_entries(&back, &by_put));
+    CU_ASSERT_EQUAL(all.count, 3000);
+    CU_ASSERT_EQUAL(attn_tuning_db_dedupe(&all), 0);
+    CU_ASSERT(same_entries(&all, &by_put));
+    free(text);
+    attn_tuning_db_free(&by_put);
+    attn_tuning_db_free(&all);
+    attn_tuning_db_free(&back);
+}
+
+/* A database that is a symbolic link (a dotfile kept elsewhere) is updated
+ * where the link points, the link kept; and the file keeps its mode. */
+static void test_save_through_link(void)
+{
+    fresh_dir();
+    char real[512], link[512], err[1024] = "";
+    path_in(real, sizeof real, "real.json");
+    path_in(link, sizeof link, "link.json");
+    write_file(real, "{}\n");
+    CU_ASSERT_EQUAL_FATAL(chmod(real, 0600), 0);
+    CU_ASSERT_EQUAL_FATAL(symlink("real.json", link), 0);
+    attn_problem p = problem(64, 8, 2, 512);
+    attn_tuning_entry e = entry(&fake_dev, "0123456789abcdef", &p, "family=vector,rows=8");
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(link, &e, 1, err, sizeof err), ATTN_SUCCESS);
+    struct stat st;
+    CU_ASSERT(lstat(link, &st) == 0 && S_ISLNK(st.st_mode));
+    CU_ASSERT(stat(real, &st) == 0 && (st.st_mode & 07777) == 0600);
+    attn_tuning_db db;
+    attn_tuning_db_init(&db);
+    CU_ASSERT_EQUAL(attn_tuning_db_load(real, &db, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(db.count, 1);
+    attn_tuning_db_free(&db);
+    remove_dir();
+}
+
 static void test_corrupt_files(void)
 {
     fresh_dir();
@@ -753,6 +843,10 @@ static void test_corrupt_files(void)
         {"entries_obj.json", fixed_obj, ":4: \"entries\" must be an array"},
         {"format.json", "{\"format\": \"something else\", \"entries\": []}", "not a tuning database"},
         {"binary.json", "\x01\x02\xff{", ":1:3: not valid JSON"},
+        /* two files pasted together: the next merge would drop the second */
+        {"pasted.json", "{}\n{\"entries\": []}\n", ":2:1: text after the end of the JSON"},
+        {"tail.json", "{\"entries\": []} junk", ":1:17: text after the end of the JSON"},
+        {"twice.json", "{} {}", ":1:4: text after"},
     };
     attn_problem p = problem(16, 2, 1, 64);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1102,6 +1196,8 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_concurrent_writers), /* forks: before any OpenCL thread exists */
     HARNESS_TEST(test_update_cleans_up),    /* forks too */
     HARNESS_TEST(test_corrupt_files),
+    HARNESS_TEST(test_dedupe_as_put),
+    HARNESS_TEST(test_save_through_link),
     HARNESS_TEST(test_lookup_tiers),
     HARNESS_TEST(test_problem_flops),
     HARNESS_TEST(test_problem_flops_window),

@@ -272,8 +272,11 @@ static int show_file(const char *label, const char *path, const attn_device_iden
             attn_tuning_tier t = attn_tuning_db_lookup(&single, here, hashes, &e->cls, &one);
             mark = t == ATTN_TIER_EXACT ? " [this device]" : t == ATTN_TIER_STALE ? " [stale: re-tune]" : "";
         }
-        printf("  %s / %s (%u CUs, driver %s)%s\n", e->device.platform, e->device.name,
-               e->device.compute_units, e->device.driver, mark);
+        char why[256], unusable[300] = "";
+        if (attn_tuning_entry_params(e, NULL, why, sizeof why) != 0)
+            snprintf(unusable, sizeof unusable, " [not for this attn (a newer one's?): %s]", why);
+        printf("  %s / %s (%u CUs, driver %s)%s%s\n", e->device.platform, e->device.name,
+               e->device.compute_units, e->device.driver, mark, unusable);
         char iqr[32] = "";
         if (e->spread.max_ms > 0)
             snprintf(iqr, sizeof iqr, ", IQR %.1f%%", 100 * attn_time_spread_iqr(&e->spread));

@@ -8,6 +8,7 @@
 #include "kernels/kernel_desc.h"
 #include "attention/variants.h"
 
+#include <limits.h>
 #include <stddef.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -280,25 +281,25 @@ static int parse_pass(char *buf, attn_params *out, int apply, char *err, size_t 
         char *eq = strchr(item, '=');
         if (!eq) {
             snprintf(err, errsize, "\"%s\" is not name=value", item);
-            return -1;
+            return ATTN_PARAMS_SYNTAX;
         }
         *eq = 0;
         const char *value = eq + 1;
         const attn_tunable_desc *t = find_tunable(item, f);
         if (!t) {
             snprintf(err, errsize, "unknown tunable \"%s\"", item);
-            return -1;
+            return ATTN_PARAMS_UNKNOWN;
         }
         for (int i = 0; i < nseen; i++)
             if (seen[i] == t->offset) {
                 snprintf(err, errsize, "%s is given twice", item);
-                return -1;
+                return ATTN_PARAMS_SYNTAX;
             }
         if (nseen < 32) seen[nseen++] = t->offset;
         if (t->offset == offsetof(attn_params, family)) {
             if ((out->family = family_value(value)) < 0) {
                 snprintf(err, errsize, "family=%s: expected tiled, vector, flash or mma", value);
-                return -1;
+                return *value ? ATTN_PARAMS_UNKNOWN : ATTN_PARAMS_SYNTAX;
             }
             f = attn_family_desc_of(out->family);
             continue;
@@ -308,11 +309,13 @@ static int parse_pass(char *buf, attn_params *out, int apply, char *err, size_t 
         if (attn_parse_int(value, t->min, t->max, &v)) {
             snprintf(err, errsize, "%s=%s: expected an integer in %d..%d", item, value, t->min,
                      t->max);
-            return -1;
+            /* an integer out of this build's range may be a newer one's */
+            return attn_parse_int(value, INT_MIN, INT_MAX, &v) ? ATTN_PARAMS_SYNTAX
+                                                               : ATTN_PARAMS_UNKNOWN;
         }
         if (out_of_range(t, v)) { /* not a power of two */
             range_error(t, v, NULL, err, errsize);
-            return -1;
+            return ATTN_PARAMS_UNKNOWN;
         }
         *attn_desc_field(out, t->offset) = v;
     }
@@ -324,13 +327,14 @@ int attn_params_parse(const char *text, attn_params *params, char *err, size_t e
     char buf[512], again[512];
     if (snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf) {
         snprintf(err, errsize, "too long");
-        return -1;
+        return ATTN_PARAMS_SYNTAX;
     }
     memcpy(again, buf, sizeof buf);
     attn_params out = *params;
     /* the family first, wherever it is written: the ranges are its own */
-    if (parse_pass(buf, &out, 0, err, errsize) != 0 || parse_pass(again, &out, 1, err, errsize) != 0)
-        return -1;
+    int bad = parse_pass(buf, &out, 0, err, errsize);
+    if (bad == 0) bad = parse_pass(again, &out, 1, err, errsize);
+    if (bad != 0) return bad;
     *params = out;
     return 0;
 }

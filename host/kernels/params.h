@@ -91,10 +91,17 @@ int attn_params_mma_suits(const attn_problem *p);
  * where dev->mma and the problem suits it). */
 attn_params attn_params_heuristic(const attn_device_limits *dev, const attn_problem *p);
 
+/* What attn_params_parse returns on failure: text no attn writes (not
+ * name=value, a name twice, a value that is not an integer), or text of the
+ * right form that this build does not know (a tunable or family, or a value
+ * out of its range: a newer attn may have written it). */
+enum { ATTN_PARAMS_SYNTAX = -1, ATTN_PARAMS_UNKNOWN = -2 };
+
 /* Parses "family=vector,rows=8,keys=32,..." over *params (fields not named
  * keep their value); each value must be in the range of the family in
  * effect (named in text, else params->family; any family when that is not
- * one). Returns 0 on success, else -1 with why in err. */
+ * one). Returns 0 on success, else ATTN_PARAMS_SYNTAX or
+ * ATTN_PARAMS_UNKNOWN with why in err. */
 int attn_params_parse(const char *text, attn_params *params, char *err, size_t errsize);
 
 /* Whether params are legal for this device and problem (ranges, divisibility,

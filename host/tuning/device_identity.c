@@ -22,8 +22,17 @@ int attn_device_same(const attn_device_identity *a, const attn_device_identity *
            strcmp(a->name, b->name) == 0 && a->compute_units == b->compute_units;
 }
 
+int attn_device_compare(const attn_device_identity *a, const attn_device_identity *b)
+{
+    int c;
+    if ((c = strcmp(a->platform, b->platform)) || (c = strcmp(a->vendor, b->vendor)) ||
+        (c = strcmp(a->name, b->name)) || (c = strcmp(a->driver, b->driver)))
+        return c;
+    return (a->compute_units > b->compute_units) - (a->compute_units < b->compute_units);
+}
+
 int attn_device_exact(const attn_device_identity *a, const attn_device_identity *b)
 {
-    return attn_device_same(a, b) && strcmp(a->driver, b->driver) == 0;
+    return attn_device_compare(a, b) == 0;
 }
 

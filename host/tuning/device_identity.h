@@ -16,5 +16,7 @@ void attn_device_identity_of(const attn_context *ctx, attn_device_identity *id);
 int attn_device_same(const attn_device_identity *a, const attn_device_identity *b);
 /* attn_device_same and the same driver too. */
 int attn_device_exact(const attn_device_identity *a, const attn_device_identity *b);
+/* An order on identities (strcmp's sign), 0 exactly when attn_device_exact. */
+int attn_device_compare(const attn_device_identity *a, const attn_device_identity *b);
 
 #endif /* ATTN_DEVICE_IDENTITY_H */

@@ -73,12 +73,20 @@ int attn_variant_flags_parse(const char *names, unsigned *flags, char *err, size
     return 0;
 }
 
+int attn_shape_class_compare(const attn_shape_class *a, const attn_shape_class *b)
+{
+    const long x[] = {a->head_dim, a->dtype,   a->causal,  a->group,   a->q_bucket,
+                      a->kv_bucket, a->decode, a->kv_int8, a->kv_block, (long)a->variants};
+    const long y[] = {b->head_dim, b->dtype,   b->causal,  b->group,   b->q_bucket,
+                      b->kv_bucket, b->decode, b->kv_int8, b->kv_block, (long)b->variants};
+    for (size_t i = 0; i < sizeof x / sizeof x[0]; i++)
+        if (x[i] != y[i]) return x[i] < y[i] ? -1 : 1;
+    return 0;
+}
+
 int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b)
 {
-    return a->head_dim == b->head_dim && a->dtype == b->dtype && a->causal == b->causal &&
-           a->group == b->group && a->q_bucket == b->q_bucket && a->kv_bucket == b->kv_bucket &&
-           a->decode == b->decode && a->kv_int8 == b->kv_int8 && a->kv_block == b->kv_block &&
-           a->variants == b->variants;
+    return attn_shape_class_compare(a, b) == 0;
 }
 
 /* |log2(a / b)| in half octaves */

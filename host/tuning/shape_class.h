@@ -42,6 +42,8 @@ void attn_decode_class_of(const attn_problem *p, int page_rows, int kv_int8,
  * blocks of 16, then " +window,softcap" for the variants) */
 void attn_shape_class_format(const attn_shape_class *c, char *buf, size_t size);
 int attn_shape_class_equal(const attn_shape_class *a, const attn_shape_class *b);
+/* An order on classes (strcmp's sign), 0 exactly when equal: every field. */
+int attn_shape_class_compare(const attn_shape_class *a, const attn_shape_class *b);
 /* How far apart two classes of the same head dim, type, causality,
  * variants and (decode) cache kind are: octaves of group, q and kv bucket summed; -1 when they
  * cannot substitute. */

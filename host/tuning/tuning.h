@@ -94,6 +94,13 @@ void attn_tuning_db_free(attn_tuning_db *db);
 /* Adds e, replacing an entry of the same device (driver included) and
  * class. Returns 0, or -1 when out of memory. */
 int attn_tuning_db_put(attn_tuning_db *db, const attn_tuning_entry *e);
+/* Adds e at the end, whatever is there. Returns 0, or -1 when out of memory. */
+int attn_tuning_db_append(attn_tuning_db *db, const attn_tuning_entry *e);
+/* Leaves one entry a device (driver included) and class, as attn_tuning_db_put
+ * of each in turn would: the first one's place, the last one's value; in
+ * O(n log n), for files of many entries. Returns 0, or -1 when out of memory
+ * (db unchanged). */
+int attn_tuning_db_dedupe(attn_tuning_db *db);
 
 /* The user's database: $ATTN_TUNING_DB, else $XDG_DATA_HOME/attn/tuning.json,
  * else ~/.local/share/attn/tuning.json. Returns 0 when none can be named. */
@@ -136,6 +143,12 @@ typedef enum attn_tuning_tier {
     ATTN_TIER_STALE = 1, /* same device, other driver or kernel sources changed */
     ATTN_TIER_EXACT = 2  /* same device, driver and kernel sources */
 } attn_tuning_tier;
+
+/* An entry's params as this build reads them: 0 and *out (when given), or
+ * ATTN_PARAMS_SYNTAX (a corrupt entry) or ATTN_PARAMS_UNKNOWN (a newer
+ * attn's: never applied) with why. */
+int attn_tuning_entry_params(const attn_tuning_entry *e, attn_params *out, char *why,
+                             size_t size);
 
 /* The best entry of db for class c on device id: the exact tier first, then
  * stale, each the nearest class (attn_shape_class_distance). hashes[f] is

@@ -12,6 +12,7 @@
 #include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <limits.h>
 #include <math.h>
 #include <signal.h>
 #include <stdio.h>
@@ -42,6 +43,11 @@ int attn_tuning_db_put(attn_tuning_db *db, const attn_tuning_entry *e)
             db->entries[i] = *e;
             return 0;
         }
+    return attn_tuning_db_append(db, e);
+}
+
+int attn_tuning_db_append(attn_tuning_db *db, const attn_tuning_entry *e)
+{
     if (db->count == db->capacity) {
         size_t cap = db->capacity ? db->capacity * 2 : 16;
         attn_tuning_entry *grown = realloc(db->entries, cap * sizeof *grown);
@@ -50,6 +56,46 @@ int attn_tuning_db_put(attn_tuning_db *db, const attn_tuning_entry *e)
         db->capacity = cap;
     }
     db->entries[db->count++] = *e;
+    return 0;
+}
+
+/* device (driver included), then class; ties in array order */
+static int slot_order(const void *pa, const void *pb)
+{
+    const attn_tuning_entry *a = *(const attn_tuning_entry *const *)pa;
+    const attn_tuning_entry *b = *(const attn_tuning_entry *const *)pb;
+    int c = attn_device_compare(&a->device, &b->device);
+    if (!c) c = attn_shape_class_compare(&a->cls, &b->cls);
+    return c ? c : (a > b) - (a < b);
+}
+
+int attn_tuning_db_dedupe(attn_tuning_db *db)
+{
+    const size_t n = db->count;
+    if (n < 2) return 0;
+    const attn_tuning_entry **order = malloc(n * sizeof *order);
+    unsigned char *dropped = calloc(n, 1);
+    if (!order || !dropped) {
+        free(order);
+        free(dropped);
+        return -1;
+    }
+    for (size_t i = 0; i < n; i++) order[i] = &db->entries[i];
+    qsort(order, n, sizeof *order, slot_order);
+    /* a run of one slot: the first keeps its place, the last its value */
+    for (size_t i = 0, j; i < n; i = j) {
+        for (j = i + 1; j < n && attn_device_exact(&order[j]->device, &order[i]->device) &&
+                        attn_shape_class_equal(&order[j]->cls, &order[i]->cls);
+             j++)
+            dropped[order[j] - db->entries] = 1;
+        if (j - i > 1) db->entries[order[i] - db->entries] = *order[j - 1];
+    }
+    size_t kept = 0;
+    for (size_t i = 0; i < n; i++)
+        if (!dropped[i]) db->entries[kept++] = db->entries[i];
+    db->count = kept;
+    free(order);
+    free(dropped);
     return 0;
 }
 
@@ -169,9 +215,19 @@ static int make_parent_dirs(const char *path)
     return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
+/* The file a symbolic link names (a dotfile kept elsewhere): the rename
+ * must replace it, not the link. Else path itself. */
+static const char *link_target(const char *path, char buf[PATH_MAX])
+{
+    struct stat st;
+    return lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && realpath(path, buf) ? buf : path;
+}
+
 attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char *err,
                                 size_t errsize)
 {
+    char target[PATH_MAX];
+    path = link_target(path, target);
     char *text = attn_tuning_db_print(db);
     if (!text) {
         snprintf(err, errsize, "%s: out of host memory", path);
@@ -186,6 +242,8 @@ attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char
         free(text);
         return ATTN_ERROR_IO;
     }
+    struct stat old;
+    if (stat(path, &old) == 0) fchmod(fileno(f), old.st_mode & 07777); /* keep its mode */
     size_t n = strlen(text);
     int ok = fwrite(text, 1, n, f) == n && fputc('\n', f) != EOF && fflush(f) == 0;
     ok = fsync(fileno(f)) == 0 && ok; /* the data reaches the disk before the rename */
@@ -268,6 +326,8 @@ static void remove_stale_temporaries(const char *path)
 attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db, void *arg),
                                   void *arg, char *err, size_t errsize)
 {
+    char target[PATH_MAX]; /* one lock for every link to the file */
+    path = link_target(path, target);
     char lock[4200];
     snprintf(lock, sizeof lock, "%s.lock", path);
     if (make_parent_dirs(path) != 0) {
@@ -307,8 +367,8 @@ static int merge_fn(attn_tuning_db *db, void *arg)
 {
     const merge_arg *m = arg;
     for (size_t i = 0; i < m->n; i++)
-        if (attn_tuning_db_put(db, &m->entries[i]) != 0) return -1;
-    return 0;
+        if (attn_tuning_db_append(db, &m->entries[i]) != 0) return -1;
+    return attn_tuning_db_dedupe(db);
 }
 
 attn_status attn_tuning_db_merge_file(const char *path, const attn_tuning_entry *entries,

@@ -24,6 +24,13 @@ static int line_of(const char *text, size_t off)
     return line;
 }
 
+static size_t column_of(const char *text, size_t off)
+{
+    size_t col = 1;
+    while (col <= off && text[off - col] != '\n') col++;
+    return col;
+}
+
 /* The line where element `index` of the top-level "entries" array starts
  * (cJSON keeps no positions): a scan that follows strings and nesting.
  * Returns the line of the array itself for index -1, 1 when not found. */
@@ -234,14 +241,11 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
         return bad(r, "\"class.variants\": %s", why_v);
 
     if (get_string(r, j, "params", e->params, sizeof e->params, 1)) return -1;
-    attn_params check = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,
-                         .wg_size = 1, .vec_width = 16};
     char why[256];
-    /* a tunable this build does not know (a newer attn wrote it) leaves the
-     * entry unusable here, not the file corrupt: lookup skips it, and a
-     * merge keeps it */
-    if (attn_params_parse(e->params, &check, why, sizeof why) != 0 &&
-        strncmp(why, "unknown tunable", 15) != 0) {
+    /* a tunable, family or range this build does not know (a newer attn
+     * wrote it) leaves the entry unusable here, not the file corrupt:
+     * lookup skips it, a merge keeps it, and attn-tune --show says why */
+    if (attn_tuning_entry_params(e, NULL, why, sizeof why) == ATTN_PARAMS_SYNTAX) {
         char what[512];
         snprintf(what, sizeof what, "\"params\": %s", why);
         return bad(r, "%s", what);
@@ -299,8 +303,7 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
     if (!root) {
         const char *at = end ? end : cJSON_GetErrorPtr();
         size_t off = at && at >= text && at <= text + len ? (size_t)(at - text) : 0;
-        size_t col = 1;
-        while (col <= off && text[off - col] != '\n') col++;
+        const size_t col = column_of(text, off);
         char near[24];
         size_t n = 0;
         for (size_t i = off; i < len && n < sizeof near - 1 && text[i] != '\n'; i++)
@@ -310,6 +313,16 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
         snprintf(err, errsize, "%s:%d:%zu: not valid JSON near \"%s\"%s", name,
                  line_of(text, off), col, near,
                  early ? " (the file ends too early: truncated?)" : "");
+        return ATTN_ERROR_TUNING_DB;
+    }
+    /* cJSON stops after the first value: text after it (two files pasted
+     * together, a tail of junk) would be dropped by the next merge */
+    size_t rest = end && end >= text && end <= text + len ? (size_t)(end - text) : len;
+    while (rest < len && strchr(" \t\r\n", text[rest]) && text[rest]) rest++;
+    if (rest < len) {
+        snprintf(err, errsize, "%s:%d:%zu: text after the end of the JSON object", name,
+                 line_of(text, rest), column_of(text, rest));
+        cJSON_Delete(root);
         return ATTN_ERROR_TUNING_DB;
     }
     attn_status st = ATTN_ERROR_TUNING_DB;
@@ -339,12 +352,16 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
                 st = ATTN_ERROR_TUNING_DB;
                 break;
             }
-            if (attn_tuning_db_put(db, &e) != 0) {
+            if (attn_tuning_db_append(db, &e) != 0) {
                 snprintf(err, errsize, "%s: out of host memory", name);
                 st = ATTN_ERROR_OUT_OF_MEMORY;
                 break;
             }
             r.index++;
+        }
+        if (st == ATTN_SUCCESS && attn_tuning_db_dedupe(db) != 0) {
+            snprintf(err, errsize, "%s: out of host memory", name);
+            st = ATTN_ERROR_OUT_OF_MEMORY;
         }
     }
     cJSON_Delete(root);

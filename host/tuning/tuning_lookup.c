@@ -27,13 +27,22 @@ attn_status attn_kernel_source_hash(attn_context *ctx, int family, char out[17])
 
 /* ---- lookup ---- */
 
-static int entry_family(const attn_tuning_entry *e)
+int attn_tuning_entry_params(const attn_tuning_entry *e, attn_params *out, char *why,
+                             size_t size)
 {
+    /* a family's own fields come from its text; the rest must be legal */
     attn_params pr = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,
                       .wg_size = 1, .vec_width = 16};
-    char err[128];
-    if (attn_params_parse(e->params, &pr, err, sizeof err) != 0) return -1;
-    return pr.family;
+    const int st = attn_params_parse(e->params, &pr, why, size);
+    if (st == 0 && out) *out = pr;
+    return st;
+}
+
+static int entry_family(const attn_tuning_entry *e)
+{
+    attn_params pr;
+    char err[256];
+    return attn_tuning_entry_params(e, &pr, err, sizeof err) != 0 ? -1 : pr.family;
 }
 
 static attn_tuning_tier entry_tier(const attn_tuning_entry *e, const attn_device_identity *id,
@@ -141,8 +150,8 @@ static void load_one(const char *path, const attn_device_identity *id, attn_tuni
         return;
     }
     for (size_t i = 0; i < all.count; i++)
-        if (attn_device_same(&all.entries[i].device, id) &&
-            attn_tuning_db_put(keep, &all.entries[i]) != 0)
+        if (attn_device_same(&all.entries[i].device, id) && /* no twins: load deduped */
+            attn_tuning_db_append(keep, &all.entries[i]) != 0)
             break;
     attn_log(ATTN_LOG_DEBUG, "tuning database %s: %s%zu entries, %zu for this device", path,
              missing ? "missing, " : "", all.count, keep->count);
