@@ -176,7 +176,7 @@ int main(int argc, char **argv)
         failed |= prefill_bench(ctx, confs, o.ndtypes * layouts, &how, NULL, results, errors);
     }
 
-    if (peak > 0 && attn_device_peak_gflops(ctx, &peak_end) != ATTN_SUCCESS) {
+    if (peak > 0 && (st = attn_device_peak_gflops(ctx, &peak_end)) != ATTN_SUCCESS) {
         report_failure("attn_device_peak_gflops", st, ctx);
         peak_end = 0;
         failed = 1;

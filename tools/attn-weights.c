@@ -355,7 +355,7 @@ int main(int argc, char **argv)
     const char *why = NULL;
     if (o.head >= H) why = "--head must be below the number of query heads";
     else if (o.batch_index >= B) why = "--batch-index must be below the batch size";
-    else if (o.left_pad + o.right_pad > Sq || o.left_pad + o.right_pad > Skv)
+    else if ((long)o.left_pad + o.right_pad > Sq || (long)o.left_pad + o.right_pad > Skv)
         why = "the padding exceeds a sequence's length";
     if (why) {
         fprintf(stderr, "attn-weights: %s (Q is %d,%d,%d,%d as B,H,S,D)\n", why, B, H, Sq, D);
