@@ -2,7 +2,7 @@
  * work-group streams float vectors, K/V pre-packed): the core
  * cl/vector_core.cl with the entries cl/vector.cl (prefill) and
  * cl/decode_vector.cl (decode). */
-#include "attention/decode.h" /* attn_kv_dim_pad: decode's DIM_PAD */
+#include "attention/decode.h" /* attn_kv_dim_pad, ATTN_KV_ROW_ALIGN */
 #include "kernels/kernel_desc.h"
 
 #include <stdio.h>
@@ -14,10 +14,15 @@
  * narrow_prefill below), and 1 and 2 for decode, where a block's other rows
  * would be computed in vain. Defaults measured on PoCL (DESIGN.md): 8 rows
  * x 32 keys x float16. */
+enum { MAX_KEYS = 128 };
+/* The decode kernel reads a sequence's last block whole, up to MAX_KEYS
+ * rows past its end: a contiguous cache's rows are rounded up so that
+ * they stay inside it (a paged cache's pages are whole blocks). */
+_Static_assert(MAX_KEYS <= ATTN_KV_ROW_ALIGN, "decode_vector.cl's tail block would pass the cache");
 static const attn_tunable_desc tunables[] = {
     {"rows", "BLOCK_ROWS", offsetof(attn_params, block_rows), 1, 16, 0, 8,
      10, {1, 2, 3, 4, 5, 6, 8, 10, 12, 16}, "query rows per work-item"},
-    {"keys", "BLOCK_KEYS", offsetof(attn_params, block_keys), 4, 128, 1, 32,
+    {"keys", "BLOCK_KEYS", offsetof(attn_params, block_keys), 4, MAX_KEYS, 1, 32,
      4, {16, 32, 64, 128}, "keys per K/V tile, a multiple of vec"},
     {"vec", "VEC_WIDTH", offsetof(attn_params, vec_width), 4, 16, 1, 16,
      3, {4, 8, 16}, "float vector width (4, 8 or 16)"},
