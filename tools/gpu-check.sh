@@ -209,14 +209,20 @@ if ((run_bench)); then
     if ((rc == 0)); then note "bench decode" ok; else note "bench decode" "FAILED (exit $rc)"; failed=1; fi
     # attn against PyTorch's SDPA backends on the same GPU (issue 11's exercise 3)
     # (torch on CUDA where it has it: the tool's default)
-    if python3 -c 'import torch' 2>/dev/null; then
-        step "compare-torch.py --dtype f16,f32"
-        python3 tools/compare-torch.py --lib "$build/libattn.so" --device "$sel" --dtype f16,f32 \
+    # (Debian's python3-torch installs for /usr/bin/python3, which a pyenv
+    # or venv python3 first on PATH does not see)
+    torch_py=""
+    for py in python3 /usr/bin/python3; do
+        if "$py" -c 'import torch' 2>/dev/null; then torch_py=$py; break; fi
+    done
+    if [[ -n $torch_py ]]; then
+        step "compare-torch.py --dtype f16,f32 ($torch_py)"
+        "$torch_py" tools/compare-torch.py --lib "$build/libattn.so" --device "$sel" --dtype f16,f32 \
             --bench 5 --json "$outdir/compare-torch.json"
         rc=$?
         if ((rc == 0)); then note torch ok; else note torch "FAILED (exit $rc)"; failed=1; fi
     else
-        note torch "skipped: python3 does not import torch"
+        note torch "skipped: neither python3 nor /usr/bin/python3 imports torch"
     fi
 fi
 

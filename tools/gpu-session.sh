@@ -194,19 +194,24 @@ fi
 
 # ---- torch: PyTorch's SDPA backends on the same GPU, same inputs ----
 if want torch; then
-    if python3 -c 'import torch' 2>/dev/null; then
+    torch_py="" # the first that imports it: a pyenv or venv python3 misses Debian's
+    for py in python3 /usr/bin/python3; do
+        if "$py" -c 'import torch' 2>/dev/null; then torch_py=$py; break; fi
+    done
+    if [[ -n $torch_py ]]; then
         # the targets' shape in every type (causal, and padded by lengths);
         # the small one over every case; B=1 D=128 causal
         for job in "1 f16,bf16,f32 plain,lengths" "0 f16,f32 plain,noncausal,lengths,mask,window" \
                    "2 f16,f32 plain"; do
             read -r si dt cases <<<"$job"
             # shellcheck disable=SC2086
-            run "torch-s$si" 150 python3 tools/compare-torch.py --lib "$b/libattn.so" \
+            run "torch-s$si" 150 "$torch_py" tools/compare-torch.py --lib "$b/libattn.so" \
                 --device "$sel" --torch-device "$torch_device" --dtype "$dt" ${shapes[$si]} \
                 --cases "$cases" --bench 10 --json "$work/torch-s$si.json"
         done
     else
-        echo "torch                        skipped: torch does not import" | tee -a "$summary"
+        echo "torch                        skipped: neither python3 nor /usr/bin/python3 imports torch" |
+            tee -a "$summary"
     fi
 fi
 
