@@ -228,6 +228,21 @@ static void test_mma_fallback(void)
                                             41),
                     0);
     free(q), free(k), free(v), free(o), free(l);
+
+    /* f32 past ATTN_MMA_F32_MAX_KEYS is refused by its exact length, which
+     * shares a bucket (a plan cache slot) with lengths the family runs: the
+     * cached mma plan once served the longer problem too */
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=mma"), ATTN_SUCCESS);
+    attn_problem lp = problem(32, 1, ATTN_F32);
+    const int keys[] = {ATTN_MMA_F32_MAX_KEYS, ATTN_MMA_F32_MAX_KEYS + 1, ATTN_MMA_F32_MAX_KEYS};
+    for (int i = 0; i < 3; i++) {
+        lp.kv_len = keys[i];
+        attn_plan_info info;
+        CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &lp, &info), ATTN_SUCCESS);
+        printf("\n  f32 %d keys under family=mma: %s", keys[i], info.params);
+        CU_ASSERT_EQUAL(strcmp(info.family, "mma") == 0, keys[i] <= ATTN_MMA_F32_MAX_KEYS);
+    }
+    harness_use_params(ctx, NULL);
 }
 
 /* The plan attn_decode_prepare reports for a cache of desc under params

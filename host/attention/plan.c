@@ -20,6 +20,7 @@ typedef struct plan_entry {
     int entry;              /* ATTN_ENTRY_* */
     attn_shape_class cls;   /* cls.decode set for decode */
     int q_len;              /* decode: the heuristic's rows follow q_len exactly */
+    unsigned refusals;      /* refusals_of the problem planned */
     attn_params pr;
     const char *source;
 } plan_entry;
@@ -162,6 +163,17 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
     return ATTN_SUCCESS;
 }
 
+/* The families that refuse p, a bit each. A family may refuse by exact
+ * length where the class has only a bucket (mma's f32 past
+ * ATTN_MMA_F32_MAX_KEYS keys): a plan serves only problems refused alike. */
+static unsigned refusals_of(const attn_problem *p)
+{
+    unsigned bits = 0;
+    for (int f = 0; f < ATTN_FAMILY_COUNT; f++)
+        if (attn_family_desc_of(f) && attn_family_refuses(f, p)) bits |= 1u << f;
+    return bits;
+}
+
 /* attn_plan of class cls (a decode class names its cache's kind) */
 static attn_status plan_of(attn_context *ctx, int entry, const attn_problem *p,
                            const attn_shape_class *cls, attn_params *out, const char **source)
@@ -176,11 +188,13 @@ static attn_status plan_of(attn_context *ctx, int entry, const attn_problem *p,
                          "usable here: %s", err);
     }
     const int q_len = cls->decode ? p->q_len : 0;
+    const unsigned refusals = refusals_of(p);
     if (!ctx->plans) ctx->plans = calloc(1, sizeof *ctx->plans);
     struct attn_plan_cache *c = ctx->plans;
     for (int i = 0; c && i < c->n; i++) {
         const plan_entry *e = &c->e[i];
-        if (e->entry == entry && e->q_len == q_len && attn_shape_class_equal(&e->cls, cls)) {
+        if (e->entry == entry && e->q_len == q_len && e->refusals == refusals &&
+            attn_shape_class_equal(&e->cls, cls)) {
             *out = e->pr;
             *source = e->source;
             return ATTN_SUCCESS;
@@ -194,6 +208,7 @@ static attn_status plan_of(attn_context *ctx, int entry, const attn_problem *p,
     e->entry = entry;
     e->cls = *cls;
     e->q_len = q_len;
+    e->refusals = refusals;
     e->pr = *out;
     e->source = *source;
     return ATTN_SUCCESS;
