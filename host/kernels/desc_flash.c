@@ -60,7 +60,7 @@ static size_t local_bytes(const attn_params *pr, const attn_problem *p)
     bytes += 2 * 16 * keys * ds4;                                /* k, v */
     bytes += 4 * rows * keys;                                    /* p */
     if (pr->tile_n > 0) bytes += 4 * rows * (keys / (size_t)pr->tile_n); /* red [rows][CG] */
-    return bytes;
+    return (bytes + 15) / 16 * 16; /* the struct's size: a multiple of its float4s' alignment */
 }
 
 /* float4 of a K (or V) tile each work-item reads (KV_PER_WI) */
