@@ -32,10 +32,12 @@ picked where torch tells. A backend without GQA gets K/V expanded to the
 query heads, and one refusing an f32 mask with a 16-bit query gets it cast
 (each said in its row). Where SDPA is missing (torch < 2.0, Debian's
 1.13) the one runner is matmul: softmax(scale Q K^T + mask) V in float32.
-With --bench REPS every runner is timed REPS times, interleaved (one run of
-each in turn, after a warm-up; attn with clFinish, torch with its device's
-synchronize): median, min and max ms and TFLOP/s at the median, 4 D flops
-per visible query-key pair for all. --json FILE writes {"run": the shape,
+With --bench REPS every runner is timed REPS times, interleaved (one timing
+of each in turn, after a warm-up; attn waited for with clFinish, torch with
+its device's synchronize; a call shorter than TIMED_MS repeated back to
+back within a timing, calls_per_timing in the row): median, min and max ms
+a call and TFLOP/s at the median, 4 D flops per visible query-key pair for
+all. --json FILE writes {"run": the shape,
 seed, torch and devices, "rows": one per runner and case} after every case,
 so a run stopped early keeps what finished; a case that fails (attn's or
 torch's error) is a row of its own, and the others still run.
@@ -56,6 +58,7 @@ DTYPES = {"f32": 0, "f16": 1, "bf16": 2}  # attn_dtype
 CL_MEM_READ_WRITE, CL_MEM_COPY_HOST_PTR = 1, 1 << 5
 CASES = ("plain", "noncausal", "lengths", "mask", "mask-f16", "window")
 BACKENDS = ("default", "flash", "efficient", "cudnn", "math")
+TIMED_MS, MAX_CALLS = 2.0, 100  # a timing holds at least this long (or this many calls)
 
 
 class Tensor(C.Structure):  # attn_tensor
@@ -275,13 +278,13 @@ def attn_runner(at, a, case):
         keep += arrs
         lens = Lengths(*arrs)
 
-    def run():
+    def run():  # enqueues; the timing loop waits with clFinish
         at.check(at.lib.attn_forward(at.ctx, C.byref(p), C.byref(tq), C.byref(tk), C.byref(tv),
                                      C.byref(to), C.byref(lens) if lens else None, None, None),
                  "attn_forward")
-        at.cl.clFinish(at.queue)
 
     run()
+    at.cl.clFinish(at.queue)
     got = at.read(bo, torch.empty(B, Hq, S, D, dtype=case.tdt)).float()
     run.keep = keep
     return run, got
@@ -347,7 +350,7 @@ def torch_runners(torch, a, case, dev):
                     continue
             note = "; ".join(x for x in ("" if gqa or g == 1 else "K/V expanded", mnote) if x)
             if name == "default":
-                picked = default_choice(torch, q, kk, vv, am, causal)
+                picked = default_choice(torch, q, kk, vv, am, causal, gqa)
                 note = "; ".join(x for x in (picked, note) if x)
             ok[name] = (run, out.float().cpu(), note)
             break
@@ -356,11 +359,16 @@ def torch_runners(torch, a, case, dev):
     return ok, why
 
 
-def default_choice(torch, q, k, v, am, causal):
+def default_choice(torch, q, k, v, am, causal, gqa):
     """Which backend SDPA's own choice ran ("" where torch does not say)."""
     try:
         from torch.nn.attention import SDPBackend
-        choice = torch._fused_sdp_choice(q, k, v, am, 0.0, causal)
+        try:  # asked without enable_gqa, a GQA call rules out every fused kernel
+            choice = torch._fused_sdp_choice(q, k, v, am, 0.0, causal, enable_gqa=gqa)
+        except TypeError:  # before torch 2.5: no GQA in SDPA, nor in the question
+            if gqa:
+                return ""
+            choice = torch._fused_sdp_choice(q, k, v, am, 0.0, causal)
         return "picked %s" % SDPBackend(choice).name
     except Exception:  # a private function: absent or changed in some versions
         return ""
@@ -444,13 +452,24 @@ def run_case(torch, at, a, case, dev, rows):
     good, why = torch_runners(torch, a, case, dev)
     runners.update(good)
     times = {n: [] for n in runners}
-    for _ in range(a.bench):  # interleaved: one run of each in turn
-        for n, (run, _, _) in runners.items():
-            sync(torch, dev)
-            t0 = time.perf_counter()
-            run()
-            sync(torch, dev)
-            times[n].append((time.perf_counter() - t0) * 1e3)
+    finish = {n: (lambda: at.cl.clFinish(at.queue)) if n == "attn" else (lambda: sync(torch, dev))
+              for n in runners}
+
+    def timed(n, calls):
+        """ms a call, over calls back to back between two waits"""
+        finish[n]()
+        t0 = time.perf_counter()
+        for _ in range(calls):
+            runners[n][0]()
+        finish[n]()
+        return (time.perf_counter() - t0) * 1e3 / calls
+    # a short call is repeated back to back, so that the wait and Python's
+    # launch around it (tens of microseconds) do not count as its time
+    calls = {n: max(1, min(MAX_CALLS, math.ceil(TIMED_MS / max(timed(n, 1), 1e-3))))
+             for n in (runners if a.bench else ())}
+    for _ in range(a.bench):  # interleaved: one timing of each in turn
+        for n in runners:
+            times[n].append(timed(n, calls[n]))
     ok = True
     for n, (_, out, note) in runners.items():
         worst, share = error(torch, out, ref, case.rows, atol, rtol)
@@ -463,7 +482,7 @@ def run_case(torch, at, a, case, dev, rows):
             t = times[n]
             med = statistics.median(t)
             row.update(median_ms=med, min_ms=min(t), max_ms=max(t), reps=len(t),
-                       tflops=case.flops / med / 1e9)
+                       calls_per_timing=calls[n], tflops=case.flops / med / 1e9)
             line += "; %.3f ms (%.3f..%.3f) %.3g TFLOP/s" % (med, min(t), max(t), row["tflops"])
         print(line + ("; " + note if note else ""), flush=True)
         rows.append(row)

@@ -10,8 +10,6 @@
 # from $OUT). The steps, in order:
 #   build    tools/gpu-check.sh --no-tests --no-bench: .debs, ICD, build-gpu/
 #   gate     attn-info, the mma family's PTX check and gate tests on the device
-#   regs     NVIDIA's ptxas figures (registers, stack frame, spills) of each
-#            prefill set's programs at D=128, f16 and f32 (-cl-nv-verbose)
 #   prefill  attn-bench, interleaved f16/bf16/f32, on B=1 Hq=8 D=64 S=2048
 #            (checked against the CPU reference) and B=4 Hq=32 Hkv=8 D=128
 #            S=4096 (the targets): the default plan (mma where the gate
@@ -23,6 +21,8 @@
 #   decode   the DESIGN decode set (f32/f16, contiguous and paged, int8) as a
 #            share of copy bandwidth, its splits; mma decode (a speculative
 #            block of 8, MQA) against the tiled decode forced
+#   regs     NVIDIA's ptxas figures (registers, stack frame, spills) of each
+#            prefill set's programs at D=128, f16 and f32 (-cl-nv-verbose)
 #   ctest    the suite on the device
 #   more     prefill's families on B=1 Hq=32 D=128 S=2048 and B=4 D=64 S=4096
 #   tune     attn-tune of flash and mma, then attn-tune --compare
@@ -50,7 +50,7 @@ usage() {
 EOF
 }
 
-debs="" sel=nvidia budget=540 rehearse=0 steps=build,gate,regs,prefill,torch,decode,ctest,more,tune,again,drift
+debs="" sel=nvidia budget=540 rehearse=0 steps=build,gate,prefill,torch,decode,regs,ctest,more,tune,again,drift
 while (($#)); do
     case $1 in
     --debs) debs=${2:?--debs needs a folder}; shift 2 ;;
@@ -111,7 +111,9 @@ run() {
 }
 
 # ---- build (gpu-check.sh's unpacking, ICD and build; its tests and bench are ours) ----
-if want build || [[ ! -x $b/tools/attn-bench ]]; then
+# (a later call that carries the .debs again replaces the folder it was
+# unpacked in, which the build's libraries and ICD point into: unpack again)
+if want build || [[ ! -x $b/tools/attn-bench ]] || [[ -n $debs && ! -f $debs/root/.unpacked ]]; then
     args=(--platform "$sel" --no-tests --no-bench)
     [[ -n $debs ]] && args+=(--debs "$debs")
     run build 240 env OUT="$work" bash tools/gpu-check.sh "${args[@]}"
@@ -157,7 +159,7 @@ if ((rehearse)); then # the same steps on shapes a CPU runs in seconds
             "--batch 1 --q-heads 2 --kv-heads 2 --head-dim 16 --seq 64")
     tshapes=hq=4:hkv=2:d=64:s=128 mshapes=hq=4:hkv=2:d=32:s=64:f16
     dshape=(--batch 1 --q-heads 8 --kv-heads 2 --head-dim 64 --kv-len 512) torch_device=cpu
-    chunk=("${dshape[@]}" --q-len 64)
+    chunk=("${dshape[@]}" --q-len 96) # past ATTN_DECODE_MAX_Q_LEN, as 512 is: prefill on the cache
     steps=${steps/ctest/} steps=${steps/drift/} # CI's job, and minutes on a CPU
 fi
 prefill_round() { # ROUND ORDER(forward|reverse) SHAPE...
@@ -176,17 +178,6 @@ prefill_round() { # ROUND ORDER(forward|reverse) SHAPE...
         done
     done
 }
-if want regs; then
-    # programs built afresh (a cache of their own) at debug level: program.c
-    # then builds with -cl-nv-verbose and logs the build log, ptxas's lines
-    rm -rf "$b/regs-cache"
-    for pi in "${!sets[@]}"; do
-        run "regs-p$pi" 45 env ATTN_LOG=debug ATTN_CACHE_DIR="$b/regs-cache" \
-            ATTN_PARAMS="${sets[$pi]}" "$b/tools/attn-bench" --device "$sel" --batch 1 \
-            --q-heads 32 --kv-heads 8 --head-dim 128 --seq 256 --dtype f16,f32 --reps 1 \
-            --no-check --format csv
-    done
-fi
 if want prefill; then
     printf '%s\n' "${sets[@]/#/set: }" "${shapes[@]/#/shape: }" >"$work/prefill-sets.txt"
     prefill_round 1 forward 0 1
@@ -233,6 +224,20 @@ if want decode; then
         run "decode-mqa-${tag:-plan}" 45 env ATTN_PARAMS="$params" "$b/tools/attn-bench" \
             --device "$sel" --decode --dtype f16,bf16 --reps 20 "${dshape[@]}" --q-heads 32 \
             --kv-heads 1
+    done
+fi
+
+# ---- regs: NVIDIA's own register and spill figures (after the timings:
+# a diagnosis of them, and each program is built once more) ----
+if want regs; then
+    # programs built afresh (a cache of their own) at debug level: program.c
+    # then builds with -cl-nv-verbose and logs the build log, ptxas's lines
+    rm -rf "$b/regs-cache"
+    for pi in "${!sets[@]}"; do
+        run "regs-p$pi" 45 env ATTN_LOG=debug ATTN_CACHE_DIR="$b/regs-cache" \
+            ATTN_PARAMS="${sets[$pi]}" "$b/tools/attn-bench" --device "$sel" --batch 1 \
+            --q-heads 32 --kv-heads 8 --head-dim 128 --seq 256 --dtype f16,f32 --reps 1 \
+            --no-check --format csv
     done
 fi
 
