@@ -142,23 +142,14 @@ static void test_check_mode(void)
     attn_context_set_check(ctx, 0);
 }
 
-/* ---- refusal: a scores buffer beyond the device's max allocation ---- */
+/* ---- refusal: a buffer beyond the device's max allocation ---- */
 
-static void test_refuses_beyond_max_alloc(void)
+/* attn_forward_materialized at Hq heads, S = q_len = kv_len, D = 1 (tiny
+ * tensors): refused with ATTN_ERROR_UNSUPPORTED and `want` in the message,
+ * nothing allocated, nothing written. */
+static void refused_at(attn_context *ctx, int Hq, int S, const char *want)
 {
-    attn_context *ctx = harness_context();
-    cl_ulong max_alloc = 0;
-    CU_ASSERT_EQUAL_FATAL(clGetDeviceInfo(attn_context_device(ctx), CL_DEVICE_MAX_MEM_ALLOC_SIZE,
-                                          sizeof max_alloc, &max_alloc, NULL), CL_SUCCESS);
-    /* Hq x S x S floats just past the limit; D = 1 keeps the tensors tiny */
-    const int Hq = 2, D = 1;
-    const double s = ceil(sqrt((double)max_alloc / (4.0 * Hq))) + 1;
-    if (s > (1 << 28)) {
-        printf("\n  max allocation %llu bytes: no refusal reachable, skipped\n",
-               (unsigned long long)max_alloc);
-        return;
-    }
-    const int S = (int)s;
+    const int D = 1;
     attn_problem p = {.batch = 1, .q_heads = Hq, .kv_heads = 1, .head_dim = D, .q_len = S,
                       .kv_len = S, .dtype = ATTN_F32, .causal = 1, .scale = 0};
     attn_tensor tq, tk, tv, to;
@@ -176,8 +167,8 @@ static void test_refuses_beyond_max_alloc(void)
     attn_status st = attn_forward_materialized(ctx, &p, &tq, &tk, &tv, &to, NULL, ml, &done);
     CU_ASSERT_EQUAL(st, ATTN_ERROR_UNSUPPORTED);
     CU_ASSERT_PTR_NULL(done);
-    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "max allocation"));
-    printf("\n  S=%d: %s: %s\n", S, attn_status_name(st), attn_last_error(ctx));
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), want));
+    printf("\n  Hq=%d S=%d: %s: %s\n", Hq, S, attn_status_name(st), attn_last_error(ctx));
     CU_ASSERT_EQUAL(attn_context_workspace_bytes(ctx, &after), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(after, before); /* nothing allocated */
     /* nothing written: O and LSE are still all NaN */
@@ -190,6 +181,27 @@ static void test_refuses_beyond_max_alloc(void)
     clReleaseMemObject(mq), clReleaseMemObject(mk), clReleaseMemObject(mv);
     clReleaseMemObject(mo), clReleaseMemObject(ml);
     free(x), free(o), free(l);
+}
+
+/* The scores of two heads just past the limit; then one head's scores
+ * just within it, whose GEMM temporary (CLBlast's padded copies of the
+ * scores, Q and K) is not: once found only after the scores were
+ * allocated and the work begun. */
+static void test_refuses_beyond_max_alloc(void)
+{
+    attn_context *ctx = harness_context();
+    cl_ulong max_alloc = 0;
+    CU_ASSERT_EQUAL_FATAL(clGetDeviceInfo(attn_context_device(ctx), CL_DEVICE_MAX_MEM_ALLOC_SIZE,
+                                          sizeof max_alloc, &max_alloc, NULL), CL_SUCCESS);
+    const double past = ceil(sqrt((double)max_alloc / (4.0 * 2))) + 1;
+    const double within = floor(sqrt((double)max_alloc / 4.0));
+    if (within > (1 << 28)) {
+        printf("\n  max allocation %llu bytes: no refusal reachable, skipped\n",
+               (unsigned long long)max_alloc);
+        return;
+    }
+    refused_at(ctx, 2, (int)past, "max allocation");
+    refused_at(ctx, 1, (int)within, "the GEMM's temporary");
 }
 
 /* ---- bad arguments: named, nothing written ---- */

@@ -32,6 +32,12 @@ void attn_clblast_release(attn_context *ctx);
 attn_status attn_sgemm(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k, cl_mem a,
                        size_t a_off, size_t lda, cl_mem b, size_t b_off, size_t ldb, cl_mem c,
                        size_t c_off, size_t ldc, const char *what);
+/* Whether the temporary of any such GEMM of at most m x n x k (every
+ * operand copied and padded by CLBlast) fits one allocation and CLBlast's
+ * int indices: ATTN_ERROR_UNSUPPORTED naming `what` if not. For refusing
+ * before any work; attn_sgemm* check their own as well. */
+attn_status attn_sgemm_temp_fits(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
+                                 const char *what);
 /* The same for every query head h < hq: A and C advance by a_hs and c_hs
  * per query head, B by b_hs per KV head h / (hq / hkv); a GEMM per head on
  * one temporary buffer, K/V broadcast by offsets (never copied). */

@@ -40,6 +40,12 @@ attn_status attn_sgemm_heads(attn_context *ctx, int trans_b, size_t m, size_t n,
 {
     return attn_clblast_required(ctx);
 }
+
+attn_status attn_sgemm_temp_fits(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
+                                 const char *what)
+{
+    return attn_clblast_required(ctx);
+}
 #else
 #include <clblast_c.h>
 #include <pthread.h>
@@ -136,6 +142,36 @@ static size_t ld_at_least(size_t ld, size_t cols) { return ld < cols ? cols : ld
  * test_cl_faults). Its batched GEMM always allocates (offsets and scalars),
  * so heads are separate calls. */
 
+/* A temporary of `bytes` for `what`: within one allocation, and within
+ * CLBlast's int indices (its padded copies sit one after another in it). */
+static attn_status temp_allowed(attn_context *ctx, size_t bytes, const char *what)
+{
+    ATTN_CHECK(ctx, (cl_ulong)bytes > ctx->max_alloc, ATTN_ERROR_UNSUPPORTED,
+               "%s: the GEMM's temporary (CLBlast's padded copies of its operands) needs %zu "
+               "bytes, more than the device's max allocation of %llu bytes "
+               "(CL_DEVICE_MAX_MEM_ALLOC_SIZE)", what, bytes, (unsigned long long)ctx->max_alloc);
+    ATTN_CHECK(ctx, bytes / sizeof(float) > (size_t)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
+               "%s: the GEMM's temporary (CLBlast's padded copies of its operands) holds %zu "
+               "floats; CLBlast indexes buffers with int (at most %d)", what,
+               bytes / sizeof(float), ATTN_CLBLAST_MAX_INDEX);
+    return ATTN_SUCCESS;
+}
+
+attn_status attn_sgemm_temp_fits(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
+                                 const char *what)
+{
+    if (m == 0 || n == 0) return ATTN_SUCCESS;
+    note_user(ctx);
+    /* offsets of 1: every operand copied, the most any GEMM of at most
+     * these sizes takes (the copies are padded sizes, which grow with them) */
+    size_t need = 0;
+    CLBlastStatusCode r = CLBlastSGemmTempBufferSize(
+        CLBlastLayoutRowMajor, CLBlastTransposeNo, trans_b ? CLBlastTransposeYes : CLBlastTransposeNo,
+        m, n, k, 1, k, 1, trans_b ? k : n, 1, n, &ctx->queue, &need);
+    if (r != CLBlastSuccess) return clblast_fail(ctx, r, "CLBlastSGemmTempBufferSize", what);
+    return temp_allowed(ctx, need, what);
+}
+
 /* Reserves the temporary for GEMMs with any of the nsets offset sets
  * (A, B, C): CLBlast copies an operand only when its offset is not 0 (or
  * its shape needs padding), so the first and the last head bound every
@@ -154,6 +190,8 @@ static attn_status gemm_temp(attn_context *ctx, CLBlastTranspose tb, size_t m, s
         if (r != CLBlastSuccess) return clblast_fail(ctx, r, "CLBlastSGemmTempBufferSize", what);
         if (need > *bytes) *bytes = need;
     }
+    attn_status st = temp_allowed(ctx, *bytes, what);
+    if (st != ATTN_SUCCESS) return st;
     /* at least one byte: CLBlast wraps whatever it is given */
     return attn_scratch_reserve(ctx, &ctx->mat[ATTN_MAT_GEMM_TEMP], *bytes ? *bytes : 1);
 }

@@ -181,6 +181,12 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
     ATTN_CHECK(ctx, last > (double)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
                "materialized attention: %s reach element %.0f; CLBlast indexes buffers with int "
                "(at most %d)", which, last, ATTN_CLBLAST_MAX_INDEX);
+    /* and the GEMMs' temporary, which for one head is about its scores */
+    if ((st = attn_sgemm_temp_fits(ctx, 1, (size_t)Sq, (size_t)Skv, (size_t)D,
+                                   "materialized attention, S = Q K^T")) ||
+        (st = attn_sgemm_temp_fits(ctx, 0, (size_t)Sq, (size_t)D, (size_t)Skv,
+                                   "materialized attention, O = P V")))
+        return st;
     size_t wg;
     if ((st = softmax_wg(ctx, &wg)) != ATTN_SUCCESS) return st;
     cl_kernel softmax = NULL, rows_out = NULL;
@@ -294,6 +300,7 @@ static attn_status weights(attn_context *ctx, const attn_problem *p, const attn_
     const int hk = h / (p->q_heads / p->kv_heads), wide = p->dtype != ATTN_F32;
     size_t wg;
     if ((st = fits(ctx, (double)m * n, "the scores of one head (q_len x kv_len floats)")) ||
+        (st = attn_sgemm_temp_fits(ctx, 1, m, n, D, "attention weights, S = Q K^T")) ||
         (st = softmax_wg(ctx, &wg)))
         return st;
     float *host = malloc((m && n ? m * n : 1) * sizeof *host);

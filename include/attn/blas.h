@@ -54,10 +54,12 @@ ATTN_API int attn_has_clblast(void);
  *  work here, and keys the window, causal rule or mask hide get weight
  *  exactly zero (their V rows must be finite: 0 * NaN is NaN).
  *  It needs one device buffer of q_heads x q_len x kv_len floats (padded
- *  lengths) and, for f16/bf16, f32 copies of Q, K, V and O; when any would
- *  exceed CL_DEVICE_MAX_MEM_ALLOC_SIZE it returns ATTN_ERROR_UNSUPPORTED
- *  before doing anything. CLBlast may allocate temporaries of its own. The
- *  context keeps its buffers for reuse (attn_context_release_workspace). */
+ *  lengths), a GEMM temporary of about one head's scores plus its Q and K
+ *  (CLBlast's padded copies) and, for f16/bf16, f32 copies of Q, K, V and
+ *  O; when any would exceed CL_DEVICE_MAX_MEM_ALLOC_SIZE, or reach past
+ *  2^31 - 1 elements (CLBlast indexes with int), it returns
+ *  ATTN_ERROR_UNSUPPORTED before doing anything. The context keeps these
+ *  buffers for reuse (attn_context_release_workspace). */
 ATTN_API attn_status attn_forward_materialized(attn_context *ctx, const attn_problem *p,
                                                const attn_tensor *q, const attn_tensor *k,
                                                const attn_tensor *v, const attn_tensor *out,
