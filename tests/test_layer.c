@@ -330,6 +330,10 @@ static void test_bad_arguments(void)
     bad.d_model = 0;
     CU_ASSERT_EQUAL(attn_layer_create(ctx, &bad, w, w, w, w, &layer), ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "d_model"));
+    bad = cfg;
+    bad.scale = 3e38f; /* finite, but not times log2(e): refused here, by the caller's name */
+    CU_ASSERT_EQUAL(attn_layer_create(ctx, &bad, w, w, w, w, &layer), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "cfg->scale = 3e+38 is too large"));
     CU_ASSERT_EQUAL(attn_layer_create(ctx, &cfg, w, w, NULL, w, &layer), ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "w_v"));
     CU_ASSERT_PTR_NULL(layer);

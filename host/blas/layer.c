@@ -51,6 +51,9 @@ static attn_status check_config(attn_context *ctx, const attn_layer_config *c)
     ATTN_CHECK(ctx, (unsigned)c->dtype > ATTN_BF16, ATTN_ERROR_INVALID_ARGUMENT,
                "cfg->dtype = %d is not an attn_dtype", (int)c->dtype);
     ATTN_CHECK(ctx, !isfinite(c->scale), ATTN_ERROR_INVALID_ARGUMENT, "cfg->scale is not finite");
+    /* as attn_validate_problem refuses p->scale, but named as the caller set it */
+    ATTN_CHECK(ctx, !isfinite(c->scale * 1.4426950408889634f), ATTN_ERROR_INVALID_ARGUMENT,
+               "cfg->scale = %g is too large: scale * log2(e) overflows a float", (double)c->scale);
     const double width = ((double)c->q_heads + 2.0 * c->kv_heads) * c->head_dim;
     ATTN_CHECK(ctx, width * c->d_model > 1e15 || (double)c->d_model > 1e9,
                ATTN_ERROR_INVALID_ARGUMENT, "cfg: d_model = %d with %.0f projection columns is "
