@@ -26,7 +26,8 @@
 # compile error, on scratch without spills (a private array indexed at run
 # time, kept in off-chip memory: a loop over it that is not UNROLL, as
 # check-ptx.sh fails a stack frame without spills) and on more than 64 KiB
-# of LDS (the planner's estimate would be wrong); spills are reported only.
+# of LDS or than the planner's estimate (lmem= in the label); spills are
+# reported only.
 # Usage: check-amdgcn.sh [FILTER] (only programs whose label contains FILTER).
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
@@ -102,6 +103,8 @@ n=0
                 echo "FAILED $n $label: $arch: $scratch bytes of scratch without spills"
             elif ((lds > lds_max)); then
                 echo "FAILED $n $label: $arch: $lds bytes of LDS, over $((lds_max / 1024)) KiB"
+            elif [[ $label =~ ,lmem=([0-9]+)B ]] && ((lds > BASH_REMATCH[1])); then
+                echo "FAILED $n $label: $arch: $lds bytes of LDS, more than the planner's estimate"
             else
                 rm -f "$out/$n.$arch.s"
             fi

@@ -22,7 +22,9 @@
 # A stack frame without spills is a private array indexed at run time
 # (kept in off-chip local memory, not registers: a loop over it that is not
 # UNROLL) and fails the check, as does more __local than the H200's
-# limits give a work-group (the planner's estimate would be wrong); spills
+# limits give a work-group or than the planner's estimate the plan was
+# fitted by (lmem= in the label: a device with just that much would refuse
+# it); spills
 # (register pressure: the mma family in f32, and at D 256) are reported
 # only.
 #
@@ -126,6 +128,9 @@ n=0
                 echo "FAILED $n $label: $arch: a $stack-byte stack frame without spills"
             elif ((smem > smem_max)); then
                 echo "FAILED $n $label: $arch: $smem bytes of __local, over $((smem_max / 1024)) KiB"
+            elif [[ $label =~ ,lmem=([0-9]+)B ]] && ((smem > BASH_REMATCH[1])); then
+                echo "FAILED $n $label: $arch: $smem bytes of __local, more than the planner's" \
+                    "estimate (a device with that much less would refuse the plan)"
             fi
         done
         rm -f "$out/$n".*.cubin

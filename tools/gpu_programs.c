@@ -53,8 +53,10 @@ static void print_program(const char *label, const attn_params *pr, const attn_p
     char params[160];
     attn_params_format(pr, params, sizeof params);
     /* the private-memory estimate the shrink loop used, next to ptxas's
-     * registers in check-ptx.sh's report */
-    printf("%s,%s,est=%zuB\t%s\t", label, params, attn_params_private_bytes(entry, pr, p), kernel);
+     * registers in check-ptx.sh's report; and the __local one the plan was
+     * fitted by, which the check stages hold each compiler's figure to */
+    printf("%s,%s,est=%zuB,lmem=%zuB\t%s\t", label, params,
+           attn_params_private_bytes(entry, pr, p), attn_params_local_bytes(pr, p), kernel);
     for (int i = 0; i < n; i++) printf("%s%s", i ? " " : "", names[i]);
     printf("\t%s\n", opts);
 }
