@@ -36,6 +36,16 @@ endforeach()
 string(APPEND ATTN_PC_LIBS_PRIVATE " -lm -pthread")
 if(ATTN_LIBRARY_TYPE STREQUAL "STATIC")
   foreach(lib ${ATTN_PRIVATE_LIBRARIES})
+    # a file in the linker's own folders by name (-lclblast), so that the
+    # package links on another layout (/usr/lib64) too; elsewhere (a
+    # CMAKE_PREFIX_PATH folder) the file found here is the best guess
+    if(IS_ABSOLUTE "${lib}")
+      get_filename_component(dir "${lib}" DIRECTORY)
+      if(dir IN_LIST CMAKE_C_IMPLICIT_LINK_DIRECTORIES)
+        get_filename_component(lib "${lib}" NAME_WE)
+        string(REGEX REPLACE "^lib" "" lib "${lib}")
+      endif()
+    endif()
     target_link_libraries(attn INTERFACE "$<INSTALL_INTERFACE:$<LINK_ONLY:${lib}>>")
   endforeach()
 endif()

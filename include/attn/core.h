@@ -5,6 +5,10 @@
 #ifndef ATTN_PUBLIC_CORE_H
 #define ATTN_PUBLIC_CORE_H
 
+/* attn needs only OpenCL 1.2's API. An application that calls newer
+ * OpenCL itself defines CL_TARGET_OPENCL_VERSION (200, 300) before
+ * including attn.h, or includes CL/cl.h first; attn's build does not
+ * impose its own on the application. */
 #ifndef CL_TARGET_OPENCL_VERSION
 #define CL_TARGET_OPENCL_VERSION 120
 #endif
