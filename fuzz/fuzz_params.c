@@ -1,11 +1,12 @@
 /* fuzz_params.c -- any text as a parameter override ("family=vector,
  * rows=8,...", what ATTN_PARAMS and attn_context_set_params take) for
- * attn_params_parse, over any family's defaults. A failure changes nothing
- * and says why within the error buffer's size; a success leaves a real
- * family, every changed field inside the range of a tunable at that field
- * (the family's own, where it has one), and parses again to itself; over
- * the defaults of the family it names, as the planner parses it, it is
- * accepted too, and its formatted form parses back to the same tunables. */
+ * attn_params_parse, over any family's defaults. A failure is one of its
+ * two kinds, changes nothing and says why within the error buffer's size;
+ * a success leaves a real family, every changed field inside the range of
+ * a tunable at that field (the family's own, where it has one), and parses
+ * again to itself; over the defaults of the family it names, as the
+ * planner parses it, it is accepted too, and its formatted form parses
+ * back to the same tunables. */
 #include "fuzz_util.h"
 #include "kernels/kernel_desc.h"
 #include "kernels/params.h"
@@ -52,7 +53,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 
     const attn_params start = attn_params_defaults(start_family);
     attn_params pr = start;
-    if (attn_params_parse(text, &pr, err, errsize) != 0) {
+    const int rc = attn_params_parse(text, &pr, err, errsize);
+    if (rc != 0) {
+        if (rc != ATTN_PARAMS_SYNTAX && rc != ATTN_PARAMS_UNKNOWN)
+            fuzz_fail("refused with %d, neither ATTN_PARAMS_SYNTAX nor ATTN_PARAMS_UNKNOWN", rc);
         if (memcmp(&pr, &start, sizeof pr) != 0) fuzz_fail("a refused override changed params");
         if (!memchr(err, 0, errsize)) fuzz_fail("the error is not terminated within its buffer");
         if (errsize > 1 && err[0] == 0) fuzz_fail("refused without a reason");
