@@ -494,6 +494,8 @@ static void test_variant_refusals(void)
         {{"--packed", "10,20", "--batch", "2", NULL}, "--packed sets the batch"},
         {{"--packed", "10,20", "--seq", "64", NULL}, "--packed sets the lengths"},
         {{"--decode", "--packed", "4,5", NULL}, "--packed applies to prefill"},
+        {{"--decode", "--no-causal", NULL}, "--no-causal applies to prefill"},
+        {{"--variants", "--no-causal", NULL}, "--no-causal applies to prefill"},
         {{"--decode", "--block-size", "0,24", NULL}, "--block-size wants up to"},
         {{"--decode", "--block-size", "512", NULL}, "--block-size wants up to"},
         {{"--block-size", "16", NULL}, "--block-size applies to --decode only"},

@@ -185,6 +185,7 @@ int main(int argc, char **argv)
     if (o.format == BENCH_TEXT && peak_end > 0)
         printf("fp32 FMA peak: %.1f GFLOP/s before the runs, %.1f after (%.1f%% apart)\n", peak,
                peak_end, 100 * drift);
+    if (o.format == BENCH_TEXT) printf("times read off the %s clock\n", tool_clock_name());
     if (drift > ATTN_NOISE_LIMIT)
         bench_warn_noise(warnings, "the fp32 peak was %.1f GFLOP/s before the runs and %.1f after "
                    "(%.0f%% apart, more than %.0f%%): the machine is too noisy to rank results",

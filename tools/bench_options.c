@@ -188,6 +188,8 @@ static int check_variant_use(const bench_options *o, int mask_dtype_given, int f
         why = "--compare-materialized takes no variant option (--window ... --packed)";
     else if (o->decode && v->npacked) why = "--packed applies to prefill (attn_decode refuses "
                                             "packed batches)";
+    else if (!o->causal && (o->decode || o->variants))
+        why = "--no-causal applies to prefill: --decode and --variants run causal";
     else if (o->variants && (o->decode || o->compare))
         why = "--variants is a prefill run of its own; not with --decode or "
               "--compare-materialized";

@@ -175,6 +175,7 @@ int bench_print_json(const device_facts *dev, double peak, double peak_end, doub
     if (peak_end > 0) cJSON_AddNumberToObject(root, "peak_gflops_end", peak_end);
     else cJSON_AddNullToObject(root, "peak_gflops_end");
     cJSON_AddNumberToObject(root, "peak_change", drift);
+    cJSON_AddStringToObject(root, "clock", tool_clock_name()); /* what the times were read off */
     cJSON_AddBoolToObject(root, "noisy", cJSON_GetArraySize(warnings) > 0);
     cJSON_AddNumberToObject(root, "seed", TOOL_SEED);
     cJSON_AddItemToObject(root, "results", results);

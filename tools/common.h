@@ -22,10 +22,16 @@
 /* Runs configuration i of arg once (enqueues it; the caller waits). */
 typedef attn_status (*tool_run_fn)(void *arg, int i);
 
-/* Host wall time of run(arg, i) and clFinish on ctx's queue (a forward may
- * enqueue a pre-pass and a split decode two kernels, so one event would
- * miss part of the work). *ms is set on success. */
+/* The time of run(arg, i), all it enqueues (a forward may enqueue a
+ * pre-pass and a split decode two kernels, so one kernel's event would
+ * miss part of the work): the device's, between two markers around it
+ * with the queue held until both are enqueued, where the queue is in order
+ * and profiled and the device gives marker times; else host wall time of
+ * the call and clFinish. The first call decides the clock for the run
+ * (tool_clock_name says which); a call that decides it is itself timed by
+ * it only when the device's clock works. *ms is set on success. */
 attn_status tool_timed(attn_context *ctx, tool_run_fn run, void *arg, int i, double *ms);
+const char *tool_clock_name(void);
 
 /* Reps for about target_ms when one run takes one_ms, within
  * [min_reps, max_reps]; `fixed` instead when it is not 0. */
