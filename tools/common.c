@@ -29,6 +29,49 @@ static attn_status finish(cl_command_queue queue)
     return ATTN_ERROR_OPENCL;
 }
 
+/* A call that waits on its own queue (the library's first plan of a kind
+ * verifying the mma family, check mode's read-back) would wait forever
+ * for the held marker: the gate is let go after this long regardless, and
+ * the run goes on on the host's clock. Each configuration's first call is
+ * never held (seen_before): that is where the library settles its plans. */
+#define GATE_TIMEOUT_S 5
+
+typedef struct gate_watch {
+    pthread_mutex_t mu;
+    pthread_cond_t cv;
+    int done, fired;
+    cl_event gate;
+} gate_watch;
+
+static void *watch_gate(void *p)
+{
+    gate_watch *w = p;
+    struct timespec until;
+    clock_gettime(CLOCK_REALTIME, &until);
+    until.tv_sec += GATE_TIMEOUT_S;
+    pthread_mutex_lock(&w->mu);
+    while (!w->done && pthread_cond_timedwait(&w->cv, &w->mu, &until) == 0) continue;
+    if (!w->done) {
+        w->fired = 1;
+        clSetUserEventStatus(w->gate, CL_COMPLETE);
+    }
+    pthread_mutex_unlock(&w->mu);
+    return NULL;
+}
+
+/* Whether run(arg, i) has been timed before (a bounded memory: past it,
+ * every call counts as seen). */
+static int seen_before(tool_run_fn run, void *arg, int i)
+{
+    static struct { tool_run_fn run; void *arg; int i; } seen[512];
+    static int n;
+    for (int k = 0; k < n; k++)
+        if (seen[k].run == run && seen[k].arg == arg && seen[k].i == i) return 1;
+    if (n == (int)(sizeof seen / sizeof seen[0])) return 1;
+    seen[n].run = run, seen[n].arg = arg, seen[n].i = i, n++;
+    return 0;
+}
+
 /* The device time of what run(arg, i) enqueues: a marker waiting for a user
  * event, the call, a second marker, and only then the event set, so the
  * device runs the call's kernels back to back; the time from the first
@@ -50,13 +93,27 @@ static int device_timed(attn_context *ctx, tool_run_fn run, void *arg, int i, do
     cl_event gate = clCreateUserEvent(attn_context_cl_context(ctx), &err), m[2] = {NULL, NULL};
     if (err != CL_SUCCESS) return 0;
     int got = 0, ran = 0;
-    if (clEnqueueMarkerWithWaitList(queue, 1, &gate, &m[0]) == CL_SUCCESS) {
+    gate_watch w = {PTHREAD_MUTEX_INITIALIZER, PTHREAD_COND_INITIALIZER, 0, 0, gate};
+    pthread_t watcher;
+    const int watched = pthread_create(&watcher, NULL, watch_gate, &w) == 0;
+    if (watched && clEnqueueMarkerWithWaitList(queue, 1, &gate, &m[0]) == CL_SUCCESS) {
         *st = run(arg, i);
         ran = 1;
         if (*st == ATTN_SUCCESS && clEnqueueMarkerWithWaitList(queue, 0, NULL, &m[1]) == CL_SUCCESS)
             got = 1;
     }
-    clSetUserEventStatus(gate, CL_COMPLETE); /* always: the queue must not stay held */
+    pthread_mutex_lock(&w.mu);
+    w.done = 1;
+    if (!w.fired) clSetUserEventStatus(gate, CL_COMPLETE); /* always: the queue must not stay held */
+    pthread_cond_signal(&w.cv);
+    pthread_mutex_unlock(&w.mu);
+    if (watched) pthread_join(watcher, NULL);
+    if (w.fired) {
+        fprintf(stderr, "attn-bench: a call waited on its own queue (check mode?); timing on the "
+                "host's clock from here\n");
+        got = 0;
+        g_clock = CLOCK_HOST;
+    }
     attn_status fin = finish(queue);
     if (*st == ATTN_SUCCESS) *st = fin;
     cl_ulong end[2] = {0, 0};
@@ -79,7 +136,7 @@ static int device_timed(attn_context *ctx, tool_run_fn run, void *arg, int i, do
 attn_status tool_timed(attn_context *ctx, tool_run_fn run, void *arg, int i, double *ms)
 {
     attn_status st = ATTN_SUCCESS;
-    if (g_clock != CLOCK_HOST) {
+    if (g_clock != CLOCK_HOST && seen_before(run, arg, i)) {
         double got = -1;
         const int r = device_timed(ctx, run, arg, i, &got, &st);
         if (r < 0) return st;

@@ -29,7 +29,11 @@ typedef attn_status (*tool_run_fn)(void *arg, int i);
  * and profiled and the device gives marker times; else host wall time of
  * the call and clFinish. The first call decides the clock for the run
  * (tool_clock_name says which); a call that decides it is itself timed by
- * it only when the device's clock works. *ms is set on success. */
+ * it only when the device's clock works. The first call of each (run, arg,
+ * i) is timed on the host, never held (the library may settle a plan
+ * there, waiting on the queue): a warm-up, whose time is not a sample. A
+ * held call that waits on its queue is let go after a few seconds, and the
+ * run goes on on the host's clock. *ms is set on success. */
 attn_status tool_timed(attn_context *ctx, tool_run_fn run, void *arg, int i, double *ms);
 const char *tool_clock_name(void);
 
