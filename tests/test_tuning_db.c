@@ -813,6 +813,14 @@ static void test_save_through_link(void)
     CU_ASSERT_EQUAL(attn_tuning_db_load(real, &db, NULL, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(db.count, 1);
     attn_tuning_db_free(&db);
+    /* a link to a file not made yet: the file is made where it points */
+    char later[512], dangling[512];
+    path_in(later, sizeof later, "later.json");
+    path_in(dangling, sizeof dangling, "dangling.json");
+    CU_ASSERT_EQUAL_FATAL(symlink("later.json", dangling), 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(dangling, &e, 1, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT(lstat(dangling, &st) == 0 && S_ISLNK(st.st_mode));
+    CU_ASSERT(stat(later, &st) == 0 && S_ISREG(st.st_mode));
     remove_dir();
 }
 

@@ -216,11 +216,20 @@ static int make_parent_dirs(const char *path)
 }
 
 /* The file a symbolic link names (a dotfile kept elsewhere): the rename
- * must replace it, not the link. Else path itself. */
+ * must replace it, not the link. Else path itself. A link to a file not
+ * made yet is followed one step (relative to the link's folder). */
 static const char *link_target(const char *path, char buf[PATH_MAX])
 {
     struct stat st;
-    return lstat(path, &st) == 0 && S_ISLNK(st.st_mode) && realpath(path, buf) ? buf : path;
+    if (lstat(path, &st) != 0 || !S_ISLNK(st.st_mode)) return path;
+    if (realpath(path, buf)) return buf;
+    char to[PATH_MAX];
+    const ssize_t n = readlink(path, to, sizeof to - 1);
+    if (n <= 0) return path;
+    to[n] = 0;
+    const char *slash = strrchr(path, '/');
+    const int dir = to[0] == '/' || !slash ? 0 : (int)(slash - path + 1);
+    return snprintf(buf, PATH_MAX, "%.*s%s", dir, path, to) < PATH_MAX ? buf : path;
 }
 
 attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char *err,
