@@ -150,11 +150,8 @@ static attn_status temp_allowed(attn_context *ctx, size_t bytes, const char *wha
                "%s: the GEMM's temporary (CLBlast's padded copies of its operands) needs %zu "
                "bytes, more than the device's max allocation of %llu bytes "
                "(CL_DEVICE_MAX_MEM_ALLOC_SIZE)", what, bytes, (unsigned long long)ctx->max_alloc);
-    ATTN_CHECK(ctx, bytes / sizeof(float) > (size_t)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
-               "%s: the GEMM's temporary (CLBlast's padded copies of its operands) holds %zu "
-               "floats; CLBlast indexes buffers with int (at most %d)", what,
-               bytes / sizeof(float), ATTN_CLBLAST_MAX_INDEX);
-    return ATTN_SUCCESS;
+    return indexable(ctx, 0, 0, 1, bytes / sizeof(float),
+                     "the GEMM's temporary (CLBlast's padded copies of its operands)", what);
 }
 
 attn_status attn_sgemm_temp_fits(attn_context *ctx, int trans_b, size_t m, size_t n, size_t k,
