@@ -16,5 +16,6 @@ export LSAN_OPTIONS="suppressions=$ROOT/tools/sanitizers/lsan.supp:print_suppres
 export UBSAN_OPTIONS="print_stacktrace=1:halt_on_error=1"
 export TSAN_OPTIONS="suppressions=$ROOT/tools/sanitizers/tsan.supp:halt_on_error=1:second_deadlock_stack=1"
 # Kernel binaries do not depend on how the host was compiled: share the
-# main build's PoCL cache (made by tools/setup.sh's build and its tests).
-export POCL_CACHE_DIR="$ROOT/build/pocl-cache"
+# main build's PoCL cache (made by tools/setup.sh's build and its tests),
+# with the tests' generic work-group functions (tests/CMakeLists.txt).
+export POCL_CACHE_DIR="$ROOT/build/pocl-cache" POCL_WORK_GROUP_SPECIALIZATION=0
