@@ -262,6 +262,99 @@ static void test_spread_and_types_decode(void)
     check_run_json(args, 4, 2);
 }
 
+/* The fields of one CSV line, quotes respected (the variant's text has
+ * commas): into f (at most max), returns the count. */
+static int csv_fields(const char *line, char f[][64], int max)
+{
+    int n = 0, quoted = 0;
+    size_t at = 0;
+    for (const char *c = line;; c++) {
+        if (*c == '"') {
+            quoted = !quoted;
+        } else if ((*c == ',' && !quoted) || *c == '\n' || !*c) {
+            if (n < max) f[n][at < 63 ? at : 63] = 0;
+            n++, at = 0;
+            if (*c != ',') return n;
+        } else if (n < max && at < 63) {
+            f[n][at++] = *c;
+        }
+    }
+}
+
+/* --packed: each row's ratio to its type's padded row is named so
+ * (time_ratio_to_padded: JSON, and CSV's last column); its ratio to the
+ * first type is to that type's row of the same layout, 1 with one type.
+ * A run without --packed has no padded ratio. */
+static void packed_ratios_json(const char *const *args, int want_rows)
+{
+    char *out = NULL, *err = NULL;
+    CU_ASSERT_EQUAL(run_bench(args, &out, &err), 0);
+    cJSON *root = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results"), *r;
+    CU_ASSERT_EQUAL_FATAL(cJSON_GetArraySize(results), want_rows);
+    double md[8] = {0};
+    int k = 0;
+    cJSON_ArrayForEach(r, results) md[k++] = number(r, "median_ms");
+    k = 0;
+    cJSON_ArrayForEach(r, results)
+    {
+        const cJSON *v = cJSON_GetObjectItemCaseSensitive(r, "variant");
+        const cJSON *layout = cJSON_GetObjectItemCaseSensitive(v, "layout");
+        CU_ASSERT_STRING_EQUAL(cJSON_IsString(layout) ? layout->valuestring : "",
+                               k % 2 ? "packed" : "padded");
+        CU_ASSERT_DOUBLE_EQUAL(number(r, "time_ratio_to_padded"), md[k] / md[k - k % 2], 1e-6);
+        CU_ASSERT_DOUBLE_EQUAL(number(r, "time_ratio_to_first_dtype"), md[k] / md[k % 2], 1e-6);
+        k++;
+    }
+    cJSON_Delete(root);
+    free(out), free(err);
+}
+
+static void test_packed_ratios(void)
+{
+    const char *one[] = {"--packed", "5,17", "--head-dim", "16", "--q-heads", "2", "--reps",
+                         "3", "--no-check", "--format", "json", NULL};
+    packed_ratios_json(one, 2);
+    const char *two[] = {"--packed", "5,17", "--head-dim", "16", "--q-heads", "2", "--dtype",
+                         "f32,f16", "--reps", "3", "--no-check", "--format", "json", NULL};
+    packed_ratios_json(two, 4);
+
+    const char *csv_args[] = {"--packed", "5,17", "--head-dim", "16", "--q-heads", "2",
+                              "--reps", "3", "--no-check", "--format", "csv", NULL};
+    char *out = NULL, *err = NULL;
+    CU_ASSERT_EQUAL(run_bench(csv_args, &out, &err), 0);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    static char f[40][64];
+    const char *line = strstr(out, "batch,");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(line);
+    const int nh = csv_fields(line, f, 40);
+    CU_ASSERT_STRING_EQUAL(f[nh - 1], "time_ratio_to_padded");
+    CU_ASSERT_STRING_EQUAL(f[nh - 3], "time_ratio_to_first_dtype");
+    int rows = 0;
+    for (line = strchr(line, '\n'); line && line[1]; line = strchr(line + 1, '\n')) {
+        CU_ASSERT_EQUAL(csv_fields(line + 1, f, 40), nh);
+        CU_ASSERT_STRING_EQUAL(f[nh - 3], "1.0000"); /* one type: its own */
+        if (rows == 0) CU_ASSERT_STRING_EQUAL(f[nh - 1], "1.0000"); /* the padded row */
+        CU_ASSERT(atof(f[nh - 1]) > 0);
+        rows++;
+    }
+    CU_ASSERT_EQUAL(rows, 2);
+    free(out), free(err);
+
+    const char *plain[] = {"--seq", "20", "--head-dim", "16", "--q-heads", "2", "--reps", "3",
+                           "--no-check", "--format", "json", NULL};
+    CU_ASSERT_EQUAL(run_bench(plain, &out, &err), 0);
+    cJSON *root = cJSON_Parse(out);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(root);
+    const cJSON *results = cJSON_GetObjectItemCaseSensitive(root, "results"), *r;
+    CU_ASSERT_EQUAL(cJSON_GetArraySize(results), 1);
+    cJSON_ArrayForEach(r, results)
+        CU_ASSERT_PTR_NULL(cJSON_GetObjectItemCaseSensitive(r, "time_ratio_to_padded"));
+    cJSON_Delete(root);
+    free(out), free(err);
+}
+
 /* --block-size: a row per cache and splits, block-major within a type,
  * each with its block size and its ratio to the first cache's row of the
  * same splits. */
@@ -733,6 +826,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_spread),
     HARNESS_TEST(test_spread_and_types_prefill),
     HARNESS_TEST(test_spread_and_types_decode),
+    HARNESS_TEST(test_packed_ratios),
     HARNESS_TEST(test_decode_blocks),
     HARNESS_TEST(test_mixed_lengths),
     HARNESS_TEST(test_decode_mixed),

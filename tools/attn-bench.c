@@ -114,7 +114,9 @@ int main(int argc, char **argv)
     for (int i = 0; i < o.ndtypes; i++)
         snprintf(types + strlen(types), sizeof types - strlen(types), "%s%s", i ? "," : "",
                  attn_dtype_name(o.dtypes[i]));
-    const int ratios = o.ndtypes > 1 || (o.variant.npacked && !o.variants);
+    const bench_ratio ratios = o.variants ? BENCH_RATIO_NONE
+                               : o.ndtypes > 1 ? BENCH_RATIO_FIRST_DTYPE
+                               : o.variant.npacked ? BENCH_RATIO_PADDED : BENCH_RATIO_NONE;
     if (o.format == BENCH_TEXT) {
         if (peak > 0) printf("fp32 FMA peak: %.1f GFLOP/s (before the runs)\n", peak);
         printf("dtype %s%s, seed %u, check %s\n", types,
@@ -155,7 +157,8 @@ int main(int argc, char **argv)
         free(probs);
         nshapes = 0;
     } else if (o.variants) {
-        const prefill_how how = {o.reps, o.check, (int)o.format, 0, 1, peak};
+        const prefill_how how = {.reps = o.reps, .check = o.check, .format = (int)o.format,
+                                 .ratios = BENCH_RATIO_NONE, .period = 0, .peak = peak};
         const int seq_given = o.seq || o.q_len || o.kv_len;
         failed |= bench_variants(ctx, &custom, o.dtypes[0], seq_given, &o.variant, &how, results,
                                  errors);
@@ -164,8 +167,9 @@ int main(int argc, char **argv)
     /* each shape: every type (and with --packed, the padded and the packed
      * layout of each), type-major, timed interleaved */
     const int layouts = o.variant.npacked ? 2 : 1;
-    const prefill_how how = {o.reps, o.check, (int)o.format, ratios, o.ndtypes > 1 ? layouts : 1,
-                             peak};
+    const prefill_how how = {.reps = o.reps, .check = o.check, .format = (int)o.format,
+                             .ratios = ratios, .period = layouts, .packed = layouts > 1,
+                             .peak = peak};
     for (size_t i = 0; i < nshapes; i++) {
         prefill_config confs[2 * BENCH_MAX_DTYPES];
         for (int k = 0; k < o.ndtypes * layouts; k++) {

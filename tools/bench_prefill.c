@@ -76,6 +76,7 @@ static attn_status run_setup(attn_context *ctx, const prefill_config *c, prefill
     r->variant = c->variant;
     r->flops = bench_variant_flops(p, d->vd.has_lengths ? &d->vd.lengths : NULL);
     r->ratio = 1;
+    r->padded_ratio = -1;
     size_t nq = p->packed ? 1 : (size_t)p->batch, nkv = nq;
     if (!mul_ok(&nq, (size_t)p->q_heads) || !mul_ok(&nq, (size_t)p->q_len) ||
         !mul_ok(&nq, (size_t)p->head_dim) || !mul_ok(&nkv, (size_t)p->kv_heads) ||
@@ -230,7 +231,9 @@ static attn_status time_all(attn_context *ctx, const prefill_config *c, int n,
     }
     for (int i = 0; i < n; i++) {
         const double base = runs[i % period].r.median_ms;
+        const double padded = runs[i - i % 2].r.median_ms;
         runs[i].r.ratio = base > 0 ? runs[i].r.median_ms / base : 0;
+        if (how->packed) runs[i].r.padded_ratio = padded > 0 ? runs[i].r.median_ms / padded : 0;
     }
     for (int i = 0; how->check && i < n; i++) {
         *failed = i;

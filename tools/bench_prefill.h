@@ -23,8 +23,10 @@ typedef struct prefill_how {
     int reps;      /* 0 = calibrate */
     int check;     /* compare with the reference when the shape is small enough */
     int format;    /* bench_format: rows on stdout in text or CSV */
-    int ratios;    /* text: show the ratio column */
-    int period;    /* row i's ratio is to row i % period's median time */
+    bench_ratio ratios; /* text: the ratio column shown */
+    int period;    /* rows per type: row i's ratio is to row i % period's median time
+                    * (0: each row is its own base) */
+    int packed;    /* rows come in pairs, padded then packed: padded_ratio */
     double peak;   /* fp32 peak for the fractions (0: unknown) */
 } prefill_how;
 

@@ -50,20 +50,21 @@ void bench_read_device(attn_context *ctx, device_facts *f)
             : t & CL_DEVICE_TYPE_ACCELERATOR ? "accelerator" : "other";
 }
 
-void prefill_text_header(int ratios)
+void prefill_text_header(bench_ratio ratios)
 {
     printf("%-38s %-5s %-7s %-9s %5s %10s %9s %9s %6s %9s %6s%s  %-9s %s\n", "shape", "dtype",
            "family", "source", "reps", "median ms", "min ms", "max ms", "IQR", "GFLOP/s", "peak",
            ratios ? "  ratio" : "", "max error", "check");
 }
 
-void prefill_text_row(const prefill_row *r, double peak, int ratios)
+void prefill_text_row(const prefill_row *r, double peak, bench_ratio ratios)
 {
     char sh[256], pk[16] = "-", err[32] = "-", ratio[16] = "";
     prefill_text(&r->s, r->causal, &r->variant, sh, sizeof sh);
     if (peak > 0) snprintf(pk, sizeof pk, "%.1f%%", 100.0 * r->gflops / peak);
     if (r->checked) snprintf(err, sizeof err, "%.2e", r->chk.max_error);
-    if (ratios) snprintf(ratio, sizeof ratio, " %6.3f", r->ratio);
+    if (ratios) snprintf(ratio, sizeof ratio, " %6.3f",
+                         ratios == BENCH_RATIO_PADDED ? r->padded_ratio : r->ratio);
     char check[64];
     tool_check_text(r->checked, &r->chk, check, sizeof check);
     printf("%-38s %-5s %-7s %-9s %5d %10.3f %9.3f %9.3f %5.1f%% %9.2f %6s%s  %-9s %s  [%s]\n", sh,
@@ -79,7 +80,7 @@ void prefill_csv_header(void)
     printf("batch,q_heads,kv_heads,head_dim,q_len,kv_len,dtype,causal,family,params,"
            "params_source,reps,median_ms,min_ms,gflops,peak_gflops,peak_fraction,max_error,"
            "max_error_ratio,mean_error,nonfinite,check,q1_ms,q3_ms,max_ms,iqr_fraction,"
-           "time_ratio_to_first_dtype,variant\n");
+           "time_ratio_to_first_dtype,variant,time_ratio_to_padded\n");
 }
 
 void prefill_csv_row(const prefill_row *r, double peak)
@@ -94,11 +95,12 @@ void prefill_csv_row(const prefill_row *r, double peak)
         printf("%.3e,%.4g,%.3e,%zu,", r->chk.max_error, r->chk.max_ratio, r->chk.mean_error,
                r->chk.nonfinite);
     else printf(",,,,");
-    char vt[192];
+    char vt[192], padded[32] = "";
     bench_variant_text(&r->variant, vt, sizeof vt);
-    printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f,\"%s\"\n", tool_check_word(r->checked, &r->chk),
+    if (r->padded_ratio >= 0) snprintf(padded, sizeof padded, "%.4f", r->padded_ratio);
+    printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f,\"%s\",%s\n", tool_check_word(r->checked, &r->chk),
            r->spread.q1_ms, r->spread.q3_ms,
-           r->spread.max_ms, attn_time_spread_iqr(&r->spread), r->ratio, vt);
+           r->spread.max_ms, attn_time_spread_iqr(&r->spread), r->ratio, vt, padded);
     fflush(stdout);
 }
 
@@ -109,6 +111,7 @@ cJSON *prefill_json_row(const prefill_row *r, double peak)
     tool_json_problem(j, &p);
     tool_json_plan(j, &r->plan);
     tool_json_times(j, r->reps, &r->spread, r->ratio, r->flops, peak);
+    if (r->padded_ratio >= 0) cJSON_AddNumberToObject(j, "time_ratio_to_padded", r->padded_ratio);
     tool_json_check(j, r->checked, &r->chk, 1);
     bench_variant_json(j, &r->variant);
     return j;

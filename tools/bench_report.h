@@ -24,7 +24,8 @@ typedef struct prefill_row {
     int reps;
     double median_ms, min_ms, flops, gflops;
     attn_time_spread spread; /* of the timed runs */
-    double ratio;            /* median time / the first dtype's (--dtype LIST), 1 for it */
+    double ratio;            /* median time / the first dtype's same layout's, 1 for it */
+    double padded_ratio;     /* --packed: median time / the same type's padded row's; else -1 */
     int checked;             /* 0 = skipped (too large or --no-check) */
     tool_check chk;          /* when checked */
 } prefill_row;
@@ -45,10 +46,15 @@ void prefill_text(const prefill_shape *s, int causal, const bench_variant *v, ch
 
 void bench_read_device(attn_context *ctx, device_facts *f);
 
+/* The ratio the text's ratio column shows: none, the first type's
+ * (--dtype LIST), or the padded layout's (--packed with one type). CSV and
+ * JSON give each ratio that a row has in its own column and field. */
+typedef enum bench_ratio { BENCH_RATIO_NONE, BENCH_RATIO_FIRST_DTYPE, BENCH_RATIO_PADDED } bench_ratio;
+
 /* One row per line; CSV's new columns go at the end, so that readers by
- * position keep working. ratios: the --dtype LIST column is shown. */
-void prefill_text_header(int ratios);
-void prefill_text_row(const prefill_row *r, double peak, int ratios);
+ * position keep working. */
+void prefill_text_header(bench_ratio ratio);
+void prefill_text_row(const prefill_row *r, double peak, bench_ratio ratio);
 void prefill_csv_header(void);
 void prefill_csv_row(const prefill_row *r, double peak);
 cJSON *prefill_json_row(const prefill_row *r, double peak);
