@@ -153,6 +153,40 @@ static int failed(run *r, attn_context *ctx, const char *what, attn_status st,
         if (!failed(r, ctx, what, st, before_)) break;                                             \
     }
 
+/* A cache's lengths (its first 8 sequences, of at most 64) and free blocks. */
+typedef struct cache_state {
+    int lens[8], free_blocks;
+} cache_state;
+
+static cache_state cache_state_of(const attn_kv_cache *c)
+{
+    cache_state s;
+    memset(&s, 0xff, sizeof s);
+    int lens[64];
+    for (int i = 0; i < 64; i++) lens[i] = -1;
+    if (attn_kv_cache_lengths(c, lens) == ATTN_SUCCESS) memcpy(s.lens, lens, sizeof s.lens);
+    attn_kv_cache_pool(c, &s.free_blocks, NULL);
+    return s;
+}
+
+/* ARMED for a call on a KV cache: a failed attempt must leave the cache's
+ * lengths and pool as they were (decode.h: a failed append, fork or
+ * truncate changes nothing). */
+#define ARMED_CACHE(r, ctx, cache, what, st, call)                                                 \
+    for (int attempt_ = 0; attempt_ < 2; attempt_++) {                                             \
+        const cache_state state_ = cache_state_of(cache);                                          \
+        const char *before_ = cl_faults_failed();                                                  \
+        cl_faults_arm();                                                                           \
+        st = (call);                                                                               \
+        cl_faults_disarm();                                                                        \
+        if (!failed(r, ctx, what, st, before_)) break;                                             \
+        const cache_state after_ = cache_state_of(cache);                                          \
+        if (memcmp(&state_, &after_, sizeof state_) != 0)                                          \
+            say(r, "%s failed and changed the cache: free blocks %d -> %d, lengths %d,%d,%d -> "  \
+                "%d,%d,%d", what, state_.free_blocks, after_.free_blocks, state_.lens[0],         \
+                state_.lens[1], state_.lens[2], after_.lens[0], after_.lens[1], after_.lens[2]);   \
+    }
+
 /* After the context is released: every object made is released too. */
 static void check_released(run *r)
 {
@@ -530,12 +564,13 @@ static void serving_once(run *r)
         goto release;
     }
     const int block0[SB] = {SA, 0, 0}, token1[SB] = {0, 1, 0};
-    ARMED(r, ctx, "attn_kv_cache_append (sequence 0)", st,
-          attn_kv_cache_append(cache, &tk, &tv, SA, block0, NULL))
-    ARMED(r, ctx, "attn_kv_cache_seq_fork", st, attn_kv_cache_seq_fork(cache, 0, 1))
-    ARMED(r, ctx, "attn_kv_cache_append (copy on write)", st,
-          attn_kv_cache_append(cache, &tk1, &tv1, 1, token1, NULL))
-    ARMED(r, ctx, "attn_kv_cache_truncate", st, attn_kv_cache_truncate(cache, 0, SA - 2))
+    ARMED_CACHE(r, ctx, cache, "attn_kv_cache_append (sequence 0)", st,
+                attn_kv_cache_append(cache, &tk, &tv, SA, block0, NULL))
+    ARMED_CACHE(r, ctx, cache, "attn_kv_cache_seq_fork", st, attn_kv_cache_seq_fork(cache, 0, 1))
+    ARMED_CACHE(r, ctx, cache, "attn_kv_cache_append (copy on write)", st,
+                attn_kv_cache_append(cache, &tk1, &tv1, 1, token1, NULL))
+    ARMED_CACHE(r, ctx, cache, "attn_kv_cache_truncate", st,
+                attn_kv_cache_truncate(cache, 0, SA - 2))
     int lens[SB] = {-1, -1, -1};
     attn_kv_cache_lengths(cache, lens);
     for (int b = 0; b < SB; b++)

@@ -76,6 +76,9 @@ struct attn_kv_cache {
      * table when table_dirty (kv_pool.c: attn_kv_pool_table); contiguous,
      * the table {0, 1, .., batch-1} made at creation */
     int *table, *refs;
+    /* the last attn_kv_pool_grow's copies on write, for attn_kv_pool_ungrow:
+     * [2b] the shared page sequence b left (-1: none), [2b + 1] its copy */
+    int *grow_cow;
     int free_pages;
     cl_mem table_mem;
     int table_dirty;
@@ -113,9 +116,11 @@ int attn_kv_pool_pages_of(const attn_kv_cache *c, int b);
  * first (copy on write). All or nothing: ATTN_ERROR_OUT_OF_MEMORY naming
  * the first sequence the pool cannot serve, and nothing changes. */
 attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n);
-/* Undoes attn_kv_pool_grow's new pages (same counts, n) when the append
- * fails after it, before the lengths move (a page copied on write stays
- * the sequence's own copy). */
+/* Undoes the attn_kv_pool_grow just made (same counts, n) when the append
+ * fails after it, before the lengths move: its new pages go back, and a
+ * sequence that copied a shared page on write shares it again (the copy,
+ * already enqueued, lands in a free page), so the table, the reference
+ * counts and the free pages are as before the append. */
 void attn_kv_pool_ungrow(attn_kv_cache *c, const int *counts, int n);
 /* copy(c, buf, unit, from, to): enqueues a copy inside buf, unit bytes per
  * cache row (a page's rows, or a contiguous sequence's). */

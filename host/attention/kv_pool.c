@@ -30,9 +30,11 @@ attn_status attn_kv_pool_create(attn_kv_cache *c)
     }
     c->table = calloc(entries, sizeof *c->table);
     c->refs = calloc((size_t)c->num_pages, sizeof *c->refs);
-    if (!c->table || !c->refs)
+    c->grow_cow = malloc(sizeof *c->grow_cow * 2 * (size_t)c->batch);
+    if (!c->table || !c->refs || !c->grow_cow)
         return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory for the block "
                          "table of %zu entries and %d blocks", entries, c->num_pages);
+    for (int b = 0; b < c->batch; b++) c->grow_cow[2 * b] = -1;
     c->free_pages = c->num_pages;
     c->table_dirty = 1;
     return ATTN_SUCCESS;
@@ -43,6 +45,7 @@ void attn_kv_pool_free(attn_kv_cache *c)
     if (c->table_mem) clReleaseMemObject(c->table_mem);
     free(c->table);
     free(c->refs);
+    free(c->grow_cow);
 }
 
 int attn_kv_pool_pages_of(const attn_kv_cache *c, int b)
@@ -162,8 +165,7 @@ attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n)
     attn_context *ctx = c->ctx;
     /* every sequence first: all or nothing. cow_pages[2b]: the shared page
      * sequence b will copy (-1: none), [2b + 1] the copy */
-    int *cow_pages = malloc(sizeof *cow_pages * 2 * (size_t)c->batch);
-    if (!cow_pages) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
+    int *cow_pages = c->grow_cow;
     int want = 0;
     for (int b = 0; b < c->batch; b++) {
         const int add = counts ? counts[b] : n, last = last_page(c, b);
@@ -172,7 +174,7 @@ attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n)
         const int need = pages_needed(c, b, add, released, &cow);
         cow_pages[2 * b] = cow ? last : -1;
         if (need > c->free_pages - want) {
-            free(cow_pages);
+            for (int i = 0; i < c->batch; i++) cow_pages[2 * i] = -1; /* nothing to undo */
             return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
                              "sequence %d: appending %d token%s to its %d needs %d more block%s "
                              "of %d tokens%s, but the pool has %d free of %d (after the "
@@ -203,16 +205,7 @@ attn_status attn_kv_pool_grow(attn_kv_cache *c, const int *counts, int n)
     for (int b = 0; b < c->batch && st == ATTN_SUCCESS; b++)
         if (cow_pages[2 * b] >= 0)
             st = attn_kv_copy_buffers(c, copy_page, cow_pages[2 * b], cow_pages[2 * b + 1]);
-    if (st != ATTN_SUCCESS) /* undo: the lengths never moved */
-        for (int b = 0; b < c->batch; b++) {
-            release_new(c, b, counts ? counts[b] : n);
-            if (cow_pages[2 * b] < 0) continue;
-            int *e = entry(c, b, attn_kv_pool_pages_of(c, b) - 1);
-            c->refs[cow_pages[2 * b]]++;
-            drop_page(c, *e);
-            *e = cow_pages[2 * b];
-        }
-    free(cow_pages);
+    if (st != ATTN_SUCCESS) attn_kv_pool_ungrow(c, counts, n); /* the lengths never moved */
     return st;
 }
 
@@ -225,8 +218,18 @@ void attn_kv_pool_shrink(attn_kv_cache *c, int b, int length)
 
 void attn_kv_pool_ungrow(attn_kv_cache *c, const int *counts, int n)
 {
-    if (c->paged)
-        for (int b = 0; b < c->batch; b++) release_new(c, b, counts ? counts[b] : n);
+    if (!c->paged) return;
+    for (int b = 0; b < c->batch; b++) {
+        release_new(c, b, counts ? counts[b] : n);
+        int *cow = &c->grow_cow[2 * b];
+        if (cow[0] < 0) continue;
+        int *e = entry(c, b, attn_kv_pool_pages_of(c, b) - 1);
+        c->refs[cow[0]]++;
+        drop_page(c, *e);
+        *e = cow[0];
+        cow[0] = -1; /* undone once */
+        c->table_dirty = 1;
+    }
 }
 
 void attn_kv_pool_share(attn_kv_cache *c, int src, int dst)
