@@ -250,7 +250,14 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
     grown = 0;
     for (int b = 0; b < c->batch; b++)
         c->len[b] += append_rows_of(c, b, block_len, starts, counts).s[1];
-    if ((st = attn_queue_order_after(ctx, ev)) != ATTN_SUCCESS) goto done;
+    if ((st = attn_queue_order_after(ctx, ev)) != ATTN_SUCCESS) {
+        /* the status alone reads as "not appended": say that they were */
+        char why[ATTN_ERROR_MAX];
+        snprintf(why, sizeof why, "%s", ctx->error);
+        st = ATTN_FAIL(ctx, st, "the rows were appended (the lengths include them), but "
+                       "nothing could order later work after them: %s", why);
+        goto done;
+    }
     if (done) {
         *done = ev;
         ev = NULL;

@@ -80,7 +80,8 @@ ATTN_API void attn_context_release(attn_context *ctx);
  *  attn_last_error(NULL) : the same for the calling thread's last call that
  *  had no context to carry its message: a call given a NULL ctx, cache or
  *  layer ("attn_kv_cache_append: cache is NULL"), attn_context_create*,
- *  attn_select_device, attn_reference_forward and attn_convert_*. Such a
+ *  attn_select_device, attn_reference_forward, attn_convert_*,
+ *  attn_alibi_slopes and attn_kv_cache_bytes. Such a
  *  call clears it when it starts and leaves every context's message alone,
  *  so after one read attn_last_error(NULL), not attn_last_error(ctx), which
  *  still holds ctx's own last failure. Per thread (C11 _Thread_local). */

@@ -91,7 +91,8 @@ ATTN_API attn_status attn_kv_cache_create_desc(attn_context *ctx, const attn_kv_
  *  table), without creating it: the seed's exercise 5, so that an engine
  *  can size its pool. For a paged desc with num_blocks 0 it is the size at
  *  the default pool. ATTN_ERROR_INVALID_ARGUMENT naming a bad field (the
- *  same checks as creation, except the device's limits). */
+ *  same checks as creation, except the device's limits), in
+ *  attn_last_error(NULL): it has no context. */
 ATTN_API attn_status attn_kv_cache_bytes(const attn_kv_cache_desc *desc, size_t *bytes);
 
 /*! attn_kv_cache_release() : frees the cache's device buffers; accepts NULL. */
@@ -110,9 +111,14 @@ ATTN_API void attn_kv_cache_release(attn_kv_cache *cache);
  *  sequence changes; so is a paged cache's pool that cannot give every
  *  sequence its new blocks (ATTN_ERROR_OUT_OF_MEMORY naming the first
  *  sequence it cannot serve). Paged, a sequence sharing a partly filled
- *  last block with a fork gets its own copy of that block first. A failed append (for any reason) leaves the cache
- *  without this step's keys, so attn_decode refuses the cache until an
- *  append succeeds (truncate and reset do not lift that).
+ *  last block with a fork gets its own copy of that block first. A failed
+ *  append (for any reason) leaves the cache without this step's keys (its
+ *  lengths, blocks and pool as before the call), so attn_decode refuses
+ *  the cache until an append succeeds (truncate and reset do not lift
+ *  that). One exception, on an out-of-order queue only: when the append
+ *  is enqueued but neither a barrier nor a wait can order later work
+ *  after it, the rows are appended and the lengths include them;
+ *  ATTN_ERROR_OPENCL says so in its message.
  *  k and v must not have been created CL_MEM_WRITE_ONLY, and must not be
  *  the cache's own buffers (attn_kv_cache_tensors) nor sub-buffers of
  *  them: ATTN_ERROR_INVALID_ARGUMENT naming them.
