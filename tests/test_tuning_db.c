@@ -942,6 +942,86 @@ static void child_tiers_from_env(void)
     attn_context_release(c2);
 }
 
+/* The user's file and the system's, each with an exact entry of its own
+ * class: a problem gets the nearer class, whichever file holds it; the
+ * user's file wins only a tie. Before, any exact user entry won, however
+ * far its class. */
+static void test_lookup_nearer_file(void)
+{
+    fresh_dir();
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_device_identity here;
+    attn_device_identity_of(ctx, &here);
+    char hv[17], user[512], sys[512], err[1024];
+    CU_ASSERT_EQUAL_FATAL(attn_kernel_source_hash(ctx, ATTN_FAMILY_VECTOR, hv), ATTN_SUCCESS);
+    const attn_problem short_p = problem(16, 2, 2, 64), long_p = problem(16, 2, 2, 4096);
+    const char *short_params = "family=vector,rows=2,keys=32,vec=16";
+    const char *long_params = "family=vector,rows=4,keys=32,vec=16";
+    attn_tuning_entry ue = entry(&here, hv, &short_p, short_params);
+    attn_tuning_entry se = entry(&here, hv, &long_p, long_params);
+    attn_tuning_db udb = {&ue, 1, 1}, sdb = {&se, 1, 1};
+    path_in(user, sizeof user, "user.json");
+    path_in(sys, sizeof sys, "system.json");
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(user, &udb, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(sys, &sdb, err, sizeof err), ATTN_SUCCESS);
+    attn_context *c2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, user, sys), ATTN_SUCCESS);
+    attn_plan_info info;
+    CU_ASSERT_EQUAL(attn_prepare(c2, &long_p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "tuned");
+    CU_ASSERT_STRING_EQUAL(info.params, long_params);
+    CU_ASSERT_EQUAL(attn_prepare(c2, &short_p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.params, short_params);
+    attn_context_release(c2);
+    /* a tie of class and tier: the user's */
+    ue = entry(&here, hv, &long_p, short_params);
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(user, &udb, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, user, sys), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(c2, &long_p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.params, short_params);
+    attn_context_release(c2);
+    remove_dir();
+}
+
+/* An exact entry whose parameters cannot run the problem: the built-in
+ * ones, with one warning for the class (it was logged at info level, so
+ * a tuned class planned as untuned without a word). */
+static void prepare_twice(void *path)
+{
+    attn_context *c2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, ""), ATTN_SUCCESS);
+    const attn_problem p = problem(24, 2, 2, 64);
+    attn_plan_info info;
+    for (int i = 0; i < 2; i++) {
+        CU_ASSERT_EQUAL(attn_prepare(c2, &p, &info), ATTN_SUCCESS);
+        CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
+    }
+    attn_context_release(c2);
+}
+
+static void test_lookup_illegal_warns(void)
+{
+    fresh_dir();
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_device_identity here;
+    attn_device_identity_of(ctx, &here);
+    char hv[17], path[512], err[1024];
+    CU_ASSERT_EQUAL_FATAL(attn_kernel_source_hash(ctx, ATTN_FAMILY_VECTOR, hv), ATTN_SUCCESS);
+    /* mma takes head dims that are multiples of 16 only */
+    const attn_problem p = problem(24, 2, 2, 64);
+    attn_tuning_entry e = entry(&here, hv, &p, "family=mma");
+    attn_tuning_db db = {&e, 1, 1};
+    path_in(path, sizeof path, "tuning.json");
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(count_stderr(prepare_twice, path, "do not apply here"), 1);
+    remove_dir();
+}
+
 static void test_lookup_tiers(void)
 {
     fresh_dir();
@@ -1207,6 +1287,8 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_dedupe_as_put),
     HARNESS_TEST(test_save_through_link),
     HARNESS_TEST(test_lookup_tiers),
+    HARNESS_TEST(test_lookup_nearer_file),
+    HARNESS_TEST(test_lookup_illegal_warns),
     HARNESS_TEST(test_problem_flops),
     HARNESS_TEST(test_problem_flops_window),
     HARNESS_TEST(test_problem_flops_closed_form),

@@ -101,10 +101,20 @@ struct attn_tuning_state {
     char hash[ATTN_ENTRY_COUNT][ATTN_FAMILY_COUNT][17]; /* per entry point and family */
     int forced;
     attn_params force;
-    attn_shape_class warned[MAX_WARNED]; /* classes already warned about (stale) */
+    attn_shape_class warned[MAX_WARNED]; /* classes already warned about */
     int nwarned;
     attn_device_identity id;
 };
+
+/* 1 the first time class c is warned about on this context: one warning
+ * per class, however often the plan cache forgets it. */
+static int first_for_class(struct attn_tuning_state *s, const attn_shape_class *c)
+{
+    for (int i = 0; i < s->nwarned && i < MAX_WARNED; i++)
+        if (attn_shape_class_equal(&s->warned[i], c)) return 0;
+    s->warned[s->nwarned++ % MAX_WARNED] = *c;
+    return 1;
+}
 
 static struct attn_tuning_state *state(attn_context *ctx)
 {
@@ -211,8 +221,15 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
     const attn_tuning_entry *eu, *es, *e;
     attn_tuning_tier tu = attn_tuning_db_lookup(&s->user, id, hashes, c, &eu);
     attn_tuning_tier ts = attn_tuning_db_lookup(&s->sys, id, hashes, c, &es);
-    attn_tuning_tier tier = tu >= ts ? tu : ts; /* the user's file wins a tie */
-    e = tu >= ts ? eu : es;
+    /* the better tier, then the nearer class; the user's file wins a tie
+     * of both (a distant class of the user's must not hide the system
+     * file's own) */
+    int user_first = tu > ts;
+    if (tu == ts && tu != ATTN_TIER_NONE)
+        user_first = attn_shape_class_distance(&eu->cls, c) <=
+                     attn_shape_class_distance(&es->cls, c);
+    const attn_tuning_tier tier = user_first ? tu : ts;
+    e = user_first ? eu : es;
     if (tier == ATTN_TIER_NONE) return;
 
     char cls[96], err[256];
@@ -220,8 +237,10 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
     attn_params tuned = *pr;
     if (attn_plan_parse_over(entry, dev, p, e->params, &tuned, err, sizeof err) != 0 ||
         !attn_params_legal(&tuned, dev, p, err, sizeof err)) {
-        attn_log(ATTN_LOG_INFO, "tuned parameters %s do not apply to %s here (%s); using the "
-                 "built-in ones", e->params, cls, err);
+        /* a tuned class that silently plans as if untuned would go unseen */
+        if (first_for_class(s, c))
+            attn_log(ATTN_LOG_WARN, "%s: tuned parameters %s do not apply here (%s); using "
+                     "the built-in ones", cls, e->params, err);
         return;
     }
     *pr = tuned;
@@ -230,10 +249,7 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
         attn_log(ATTN_LOG_DEBUG, "%s: tuned parameters %s", cls, e->params);
         return;
     }
-    /* one warning per class, however often the plan cache forgets it */
-    for (int i = 0; i < s->nwarned && i < MAX_WARNED; i++)
-        if (attn_shape_class_equal(&s->warned[i], c)) return;
-    s->warned[s->nwarned++ % MAX_WARNED] = *c;
+    if (!first_for_class(s, c)) return;
     const char *why = strcmp(e->device.driver, id->driver) != 0 ? "another driver" : "older kernel sources";
     attn_log(ATTN_LOG_WARN, "%s: using parameters tuned under %s (driver \"%s\", kernel "
              "sources %s; now \"%s\", %s); run attn-tune again for this device", cls, why,
