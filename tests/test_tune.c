@@ -350,6 +350,22 @@ static void test_budget_and_summary(void)
     }
     attn_tuning_db_free(&tdb);
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "f32 only"));
+    /* --quiet still says that classes were left (on stderr), once */
+    char db2[512], out2[512], env_db2[600];
+    path_in(db2, sizeof db2, "quiet.json");
+    path_in(out2, sizeof out2, "quiet.txt");
+    snprintf(env_db2, sizeof env_db2, "ATTN_TUNING_DB=%s", db2);
+    const char *const slow2[] = {env_db2, "ATTN_TUNE_TEST_DELAY_MS=2500", NULL};
+    const char *quiet[] = {"--shapes", "hq=2:hkv=1:d=16:s=64,hq=2:hkv=1:d=16:s=128,"
+                           "hq=2:hkv=1:d=16:s=256,hq=2:hkv=1:d=16:s=512", "--family", "vector",
+                           "--max-candidates", "2", "--budget", "4", "--quiet", NULL};
+    CU_ASSERT_EQUAL(run_tool(quiet, slow2, out2, 1), 0);
+    char *qtext = harness_read_file(out2, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(qtext);
+    printf("\n  --quiet --budget 4:\n%s", qtext);
+    CU_ASSERT_EQUAL(count_lines(qtext, "not tuned for want of time"), 1);
+    CU_ASSERT_EQUAL(count_lines(qtext, "not tuned: the budget is spent"), 0);
+    free(qtext);
     /* progress "  [i/n] done/planned ..." against the summary "of planned planned" */
     int planned[8] = {0}, summaries = 0;
     for (const char *line = text; line && *line;) {

@@ -75,7 +75,7 @@ static void usage(FILE *f)
         "                        flash is prefill only)\n"
         "  --force               re-tune classes the database already holds\n"
         "  --seed N              seed of the random start (default 1)\n"
-        "  --quiet               print nothing but errors\n"
+        "  --quiet               print nothing but errors and classes left untuned\n"
         "  --show                list the database's entries and exit\n"
         "  --export FILE         write the database to FILE and exit\n"
         "  --import FILE         merge FILE's entries into the database and exit\n"

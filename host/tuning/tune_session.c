@@ -359,6 +359,9 @@ static void print_summary(session *s, double start)
             printf("; %d class%s not tuned for want of time: run again to go on (finished "
                    "classes are kept)", r->unstarted, r->unstarted == 1 ? "" : "es");
         printf("\n");
+    } else if (r->unstarted) { /* a script must learn that classes are left */
+        fprintf(stderr, "attn-tune: %d class%s not tuned for want of time: run again to go on "
+                "(finished classes are kept)\n", r->unstarted, r->unstarted == 1 ? "" : "es");
     }
 }
 
