@@ -773,14 +773,15 @@ static void test_tool_commands(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "--block-size N"));
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "--kv-int8"));
     free(text);
-    const char *usage[][3] = {{"--budget", "soon", NULL}, {"--shapes", "hq=8:d=64", NULL},
+    const char *usage[][4] = {{"--budget", "soon", NULL}, {"--shapes", "hq=8:d=64", NULL},
                               {"--shapes", "hq=8:hkv=3:d=64:s=64", NULL}, {"--frobnicate", NULL, NULL},
                               {"--decode", "--show", NULL},
                               /* whole numbers written plainly (strtol took the '+') */
                               {"--shapes", "hq=+2:d=16:s=64", NULL},
                               {"--max-candidates", "+3", NULL},
-                              {"--budget", " 5", NULL}, {"--budget", "+5", NULL}};
-    for (int i = 0; i < 9; i++) {
+                              {"--budget", " 5", NULL}, {"--budget", "+5", NULL},
+                              {"--decode", "--family", "flash", NULL}}; /* no decode kernel */
+    for (int i = 0; i < 10; i++) {
         CU_ASSERT_EQUAL(run_tool(usage[i], env, out, 1), 2);
         text = harness_read_file(out, NULL);
         printf("\n  usage error: %.160s", text);
@@ -799,6 +800,16 @@ static void test_tool_commands(void)
         CU_ASSERT_EQUAL(count_lines(text, "attn_context_create"), 1);
         free(text);
     }
+
+    /* a family that cannot run the class (mma: head dims of multiples of
+     * 16): the class fails and nothing is stored, so a later run tunes it */
+    const char *no_cand[] = {"--family", "mma", "--quick", "--shapes", "hq=2:hkv=1:d=24:s=64", NULL};
+    CU_ASSERT_EQUAL(run_tool(no_cand, env, out, 1), 1);
+    text = harness_read_file(out, NULL);
+    printf("\n  no candidate: %.300s", text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "no candidate of the families searched"));
+    free(text);
+    CU_ASSERT_EQUAL(access(db, F_OK), -1);
 
     /* a corrupt database: the error names file and line, nothing is tuned */
     write_file(db, "{\n  \"format\": \"attn-tuning-db\",\n  \"entries\": [\n    {\"device\": 3}\n  ]\n}\n");

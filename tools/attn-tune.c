@@ -213,6 +213,11 @@ static int parse_args(int argc, char **argv, options *o)
                 o->kv.block_size ? "block-size" : "kv-int8");
         bad = 1;
     }
+    if (!bad && o->decode && o->families == 1u << ATTN_FAMILY_FLASH) {
+        fprintf(stderr, "attn-tune: --family flash has no decode kernel; --decode searches "
+                "tiled, vector or mma\n");
+        bad = 1;
+    }
     if (!bad && o->decode && commands - o->compare) {
         fprintf(stderr, "attn-tune: --decode goes with tuning or --compare, not with --show, "
                 "--export, --import or --forget\n");

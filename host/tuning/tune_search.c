@@ -277,6 +277,14 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     int n = attn_search_enumerate(&dev, entry, p, cache, &dflt, o->families, &list);
     if (n < 0) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY,
                                 "attn_tune_search: out of host memory");
+    /* a search limited to families that cannot run the class would time
+     * the built-in default alone and store it as tuned, and the class
+     * would then be skipped as done by every later run */
+    if (n == 0 && o->families) {
+        free(list);
+        return ATTN_FAIL(ctx, ATTN_ERROR_UNSUPPORTED, "attn_tune_search: no candidate of the "
+                         "families searched can run this class here; nothing was stored");
+    }
     /* room for the default and the families' starts where they lie off the
      * searched values (seed_queue); find_or_add grows it for neighbours */
     s.cap = n + 1 + ATTN_FAMILY_COUNT;
