@@ -11,8 +11,10 @@
 #include <stddef.h>
 
 /* A tuning database entry serves every problem of its class: head dim,
- * storage type, causal, GQA group and variants exactly; the query and key
- * lengths by power-of-two bucket (the nearest bucket serves unseen lengths). */
+ * storage type, causal, variants and a decode's cache kind exactly; the GQA
+ * group and the query and key lengths' power-of-two buckets by nearness
+ * (attn_shape_class_distance: half-octaves summed), so the nearest entry
+ * serves an unseen group or length. */
 typedef struct attn_shape_class {
     int head_dim;
     attn_dtype dtype;
