@@ -780,8 +780,12 @@ static void test_tool_commands(void)
                               {"--shapes", "hq=+2:d=16:s=64", NULL},
                               {"--max-candidates", "+3", NULL},
                               {"--budget", " 5", NULL}, {"--budget", "+5", NULL},
-                              {"--decode", "--family", "flash", NULL}}; /* no decode kernel */
-    for (int i = 0; i < 10; i++) {
+                              {"--decode", "--family", "flash", NULL}, /* no decode kernel */
+                              {"--export", "", NULL}, {"--bogus", "--help", NULL},
+                              /* an L too long to read was cut to its first digits, 0 */
+                              {"--shapes", "hq=2:d=16:s=64:window=000000000000000000000000000000"
+                                           "00000005", NULL}};
+    for (int i = 0; i < 13; i++) {
         CU_ASSERT_EQUAL(run_tool(usage[i], env, out, 1), 2);
         text = harness_read_file(out, NULL);
         printf("\n  usage error: %.160s", text);

@@ -148,8 +148,8 @@ static int parse_args(int argc, char **argv, options *o)
         }
         case OPT_BUDGET:
             if (attn_parse_double(optarg, 0.0, 1e7, &o->budget_s) || !(o->budget_s > 0)) {
-                fprintf(stderr, "attn-tune: --budget wants a number of seconds > 0, not '%s'\n",
-                        optarg);
+                fprintf(stderr, "attn-tune: --budget wants a number of seconds > 0 and at most "
+                        "1e7, not '%s'\n", optarg);
                 bad = 1;
             }
             break;
@@ -191,7 +191,7 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_IMPORT: o->import_file = optarg; break;
         case OPT_FORGET: o->forget = optarg; break;
         case OPT_COMPARE: o->compare = 1; break;
-        case OPT_HELP: usage(stdout); return EXIT_SUCCESS;
+        case OPT_HELP: usage(stdout); return bad ? EXIT_USAGE : EXIT_SUCCESS;
         case OPT_VERSION:
             printf("attn-tune %d.%d.%d (libattn %s)\n", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
                    ATTN_VERSION_PATCH, attn_version_string());
@@ -199,6 +199,15 @@ static int parse_args(int argc, char **argv, options *o)
         default: bad = 1; break;
         }
     }
+    /* "" would reach the file calls, whose message names no option */
+    const char *const named[][2] = {{"export", o->export_file}, {"import", o->import_file},
+                                    {"forget", o->forget}};
+    for (int i = 0; i < 3 && !bad; i++)
+        if (named[i][1] && !*named[i][1]) {
+            fprintf(stderr, "attn-tune: --%s wants %s, not ''\n", named[i][0],
+                    i == 2 ? "a device" : "a file name");
+            bad = 1;
+        }
     if (!bad && optind < argc) {
         fprintf(stderr, "attn-tune: unexpected argument '%s'\n", argv[optind]);
         bad = 1;

@@ -29,10 +29,12 @@ static int variant_field(const char *key, const char *value, attn_problem *p, ch
     if (strcmp(key, "window") == 0) {
         char left[32];
         const char *slash = strchr(value, '/');
-        snprintf(left, sizeof left, "%.*s", slash ? (int)(slash - value) : (int)strlen(value), value);
+        const size_t llen = slash ? (size_t)(slash - value) : strlen(value);
+        snprintf(left, sizeof left, "%.*s", (int)(llen < sizeof left ? llen : 0), value);
         p->use_window = 1;
         p->window_right = -1;
-        if (attn_parse_int(left, 0, 1 << 30, &p->window_left) == 0 &&
+        /* a longer L would be cut to its first digits: refused as empty */
+        if (llen < sizeof left && attn_parse_int(left, 0, 1 << 30, &p->window_left) == 0 &&
             (!slash || attn_parse_int(slash + 1, -1, 1 << 30, &p->window_right) == 0))
             return 0;
         snprintf(err, errsize, "window=%s: expected L or L/R, keys back and ahead (0..2^30; R "
@@ -298,7 +300,9 @@ int tune_shapes_load(const char *arg, int decode, attn_problem **out, char *err,
             if (too_long)
                 snprintf(err, errsize, "--shapes: %s: a decode shape's sq = %d exceeds "
                          "ATTN_DECODE_MAX_Q_LEN = %d (a longer block is a prefill against the "
-                         "cache: tune it without --decode)", shape, p->q_len, ATTN_DECODE_MAX_Q_LEN);
+                         "cache: tune it without --decode; a shape without sq= has sq = skv, "
+                         "so give sq=1 for one new query)", shape, p->q_len,
+                         ATTN_DECODE_MAX_Q_LEN);
             else
                 snprintf(err, errsize, "--shapes: %s: a decode shape's sq = %d exceeds skv = %d "
                          "(the new queries are the cache's last tokens)", shape, p->q_len,
