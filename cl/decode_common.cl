@@ -19,6 +19,16 @@
  * MASKED in common.cl, and skipped by the combine */
 #define EMPTY_LSE (-FLT_MAX)
 
+/* A split's log2 LSE from its running max m and denominator l: EMPTY_LSE
+ * when no key of it was visible (its O is not written), NaN when one of
+ * its logits was not finite (l NaN), so that the combine gives the row what
+ * a single pass gives it (finish_row: no visible key) instead of merging
+ * the other splits as if that one were empty. */
+inline float split_lse(float m, float l)
+{
+    return l > 0.0f ? m + log2(l) : isnan(l) ? NAN : EMPTY_LSE;
+}
+
 /* The first key any new query of a sequence can see, where its splits
  * start: 0, or with a window's left limit the first query's position minus
  * it, rounded down to a whole block, so that the splits share out the keys
@@ -65,9 +75,13 @@ __kernel void attn_decode_combine(__global const float *part_o, __global const f
     const ulong row = ((ulong)b * q_heads + h) * sq + i;
     __global const float *pl = part_lse + row * nsplit;
     float m = EMPTY_LSE;
-    for (int s = 0; s < nsplit; s++) m = max(m, pl[s]);
-    float wsum = 0.0f, acc = 0.0f;
+    int poisoned = 0; /* a split met a non-finite logit: the row as a single pass leaves it */
     for (int s = 0; s < nsplit; s++) {
+        m = max(m, pl[s]);
+        poisoned |= isnan(pl[s]);
+    }
+    float wsum = 0.0f, acc = 0.0f;
+    for (int s = 0; s < nsplit && !poisoned; s++) {
         const float ls = pl[s];
         if (ls <= EMPTY_LSE) continue; /* its O was never written */
         const float w = exp2(ls - m);

@@ -283,7 +283,7 @@ inline __attribute__((always_inline)) void mma_attend(
         if (nsplit == 1 && write_lse)
             lse[variant_lse_index(b, q_heads, m.sq, rh[r], ri[r])] = lse_l2 * LN2;
 #ifdef DECODE_KERNELS
-        if (nsplit > 1) part_lse[pr] = lt > 0.0f ? mrow[r] + log2(lt) : EMPTY_LSE;
+        if (nsplit > 1) part_lse[pr] = split_lse(mrow[r], lt);
 #endif
     }
 }

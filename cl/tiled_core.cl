@@ -418,7 +418,7 @@ inline __attribute__((always_inline)) void tiled_attend(
                 if (d < HEAD_DIM) part_o[pr * DIM_PAD + d] = (tot[t] - cmp[t]) * inv;
             }
         }
-        if (lane == 0) part_lse[pr] = l > 0.0f ? tl->m[row] + log2(l) : EMPTY_LSE;
+        if (lane == 0) part_lse[pr] = split_lse(tl->m[row], l);
 #endif
     }
 }

@@ -271,7 +271,7 @@ inline __attribute__((always_inline)) void vec_store(
             if (l > 0.0f)
                 for (int c = 0; c < NCHUNK; c++)
                     vstoreV((tot[r][c] - cmp[r][c]) * inv, c, part_o + pr * DIM_PAD);
-            part_lse[pr] = l > 0.0f ? m[r] + log2(l) : EMPTY_LSE;
+            part_lse[pr] = split_lse(m[r], l);
 #endif
         }
     }

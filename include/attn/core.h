@@ -168,11 +168,17 @@ typedef struct attn_problem {
     int kv_len;    /* padded key/value length: the S of K's and V's buffers, >= 1 */
     attn_dtype dtype; /* storage type of Q, K, V and O; accumulation is fp32 */
     int causal;    /* nonzero: bottom-right aligned causal mask */
-    float scale;   /* logit scale; 0 means 1/sqrt(head_dim). |scale * q.k|
-                    * must stay below FLT_MAX / log2(e), about 2.4e38: the
-                    * kernels work in log2 units, and a logit beyond that
-                    * overflows (a row then reads as having no visible key;
-                    * check mode reports the mismatch) */
+    float scale;   /* logit scale; 0 means 1/sqrt(head_dim). Every logit a
+                    * query sees must be finite and |scale * q.k| below
+                    * FLT_MAX / (2 log2(e)), about 1.1e38: the kernels work
+                    * in log2 units from a running max that starts at
+                    * -FLT_MAX / 2. A NaN or infinite logit (NaN or inf in
+                    * a visible Q or K row, or past that bound) is outside
+                    * the contract: the kernels then give that row zeros
+                    * (as for no visible key; with sinks, the sink's LSE),
+                    * the same for any decode split count, while the CPU
+                    * reference gives NaN or keeps the key; check mode
+                    * reports the mismatch */
 
     /* ---- Variants. Every field zero (as `attn_problem p = {0}` or the
      * positional initialisers of attn 0.2 leave them) is plain attention.
