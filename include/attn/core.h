@@ -174,11 +174,12 @@ typedef struct attn_problem {
                     * in log2 units from a running max that starts at
                     * -FLT_MAX / 2. A NaN or infinite logit (NaN or inf in
                     * a visible Q or K row, or past that bound) is outside
-                    * the contract: the kernels then give that row zeros
+                    * the contract: the kernels then hide that key (a NaN
+                    * logit where a mask is applied) or give the row zeros
                     * (as for no visible key; with sinks, the sink's LSE),
                     * the same for any decode split count, while the CPU
-                    * reference gives NaN or keeps the key; check mode
-                    * reports the mismatch */
+                    * reference may give NaN; check mode reports the
+                    * mismatch */
 
     /* ---- Variants. Every field zero (as `attn_problem p = {0}` or the
      * positional initialisers of attn 0.2 leave them) is plain attention.
