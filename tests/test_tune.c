@@ -492,6 +492,47 @@ static void test_session(void)
     remove_dir();
 }
 
+/* The kernel timed is the kernel verified. An f32 prefill past mma's
+ * plain sum (ATTN_MMA_F32_PLAIN_KEYS keys) builds its kernel with MMA_FOLD:
+ * the verification shape then has a row that long too, built the same. A
+ * decode candidate whose forced splits leave chunks that long on the
+ * timing cache only is refused unverified, before anything runs. Before,
+ * both were verified on another build than the one timed and stored. */
+static void test_timed_kernel_verified(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    const attn_params mma = attn_params_defaults(ATTN_FAMILY_MMA);
+    char topt[1024], vopt[1024];
+    attn_problem p = problem(16, 2, 2, ATTN_MMA_F32_PLAIN_KEYS + 4, ATTN_F32, 1);
+    p.q_len = 16;
+    attn_tune_bench *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &p, NULL, &b), ATTN_SUCCESS);
+    attn_params_options(&mma, &b->tp, ATTN_ENTRY_PREFILL, topt, sizeof topt);
+    attn_params_options(&mma, &b->vp, ATTN_ENTRY_PREFILL, vopt, sizeof vopt);
+    CU_ASSERT_PTR_NOT_NULL(strstr(topt, "MMA_FOLD"));
+    CU_ASSERT_STRING_EQUAL(topt, vopt);
+    int longest = 0;
+    for (int i = 0; i < ATTN_TUNE_VB; i++)
+        if (b->vlen.kv_len[i] > longest) longest = b->vlen.kv_len[i];
+    CU_ASSERT(longest > ATTN_MMA_F32_PLAIN_KEYS && longest <= b->vp.kv_len);
+    attn_tune_bench_free(b);
+
+    p = problem(16, 2, 2, 2 * ATTN_MMA_F32_PLAIN_KEYS, ATTN_F32, 1);
+    p.q_len = 1;
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_DECODE, &p, NULL, &b), ATTN_SUCCESS);
+    attn_params one = mma;
+    one.kv_splits = 1; /* the whole cache in one chunk: folded on the timing cache only */
+    const attn_measure_opts mo = {1.0, 1, 2, 0, 0, 0, 0};
+    attn_candidate_result r;
+    CU_ASSERT_EQUAL(attn_tune_measure(b, &one, &mo, &r), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(r.status, ATTN_CAND_DEVICE);
+    CU_ASSERT_PTR_NOT_NULL(strstr(r.why, "could not be verified"));
+    printf("\n  splits=1 over %d keys: %s: %.200s", p.kv_len, attn_candidate_status_name(r.status),
+           r.why);
+    attn_tune_bench_free(b);
+}
+
 /* The decode search space: the family's tunables and the KV splits, none
  * of them splitting the keys finer than one key block. */
 static void test_decode_space(void)
@@ -1150,6 +1191,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_correct_candidates_pass),
     HARNESS_TEST(test_resume_after_kill),
     HARNESS_TEST(test_budget_and_summary),
+    HARNESS_TEST(test_timed_kernel_verified),
     HARNESS_TEST(test_time_spread),
     HARNESS_TEST(test_session),
     HARNESS_TEST(test_decode_space),

@@ -27,6 +27,7 @@ struct attn_tune_bench {
     attn_tensor vq, vk, vv;
     attn_kv_cache *vcache; /* decode: vk and vv appended to vlen.kv_len */
     int vq_len[ATTN_TUNE_VB];
+    int vkv_len[ATTN_TUNE_VB]; /* prefill: the verification's key lengths */
     float *ref_o, *ref_lse, *nan_host;
     size_t n_o, n_lse;
     int warned_wall, logged_times;

@@ -11,6 +11,7 @@
 #include "attention/check.h"
 #include "attention/convert.h"
 #include "tuning/tune_bench.h"
+#include "kernels/params.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -143,12 +144,22 @@ attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_prob
     v->q_heads = 2 * group;
     v->q_len = VSQ;
     v->kv_len = VSKV;
+    memcpy(b->vkv_len, v_kv_len, sizeof v_kv_len);
+    /* f32 rows past ATTN_MMA_F32_PLAIN_KEYS build mma's kernel another way
+     * (MMA_FOLD): the verification then has such a row too, so that the
+     * kernel timed is the kernel verified (attn_tune_measure checks) */
+    if (entry == ATTN_ENTRY_PREFILL && p->dtype == ATTN_F32 &&
+        p->kv_len > ATTN_MMA_F32_PLAIN_KEYS) {
+        v->kv_len += ATTN_MMA_F32_PLAIN_KEYS;
+        b->vkv_len[1] += ATTN_MMA_F32_PLAIN_KEYS; /* the offset diagonal, 67 queries */
+    }
     b->vlen.q_start = v_q_start;
     b->vlen.q_len = v_q_len;
     b->vlen.kv_start = v_kv_start;
-    b->vlen.kv_len = v_kv_len;
+    b->vlen.kv_len = b->vkv_len;
     if (entry == ATTN_ENTRY_DECODE && (st = attn_tune_decode_shape(b)) != ATTN_SUCCESS) goto fail;
-    const size_t vnq = (size_t)VB * v->q_heads * v->q_len * D, vnkv = (size_t)VB * 2 * VSKV * D;
+    const int vskv = v->kv_len;
+    const size_t vnq = (size_t)VB * v->q_heads * v->q_len * D, vnkv = (size_t)VB * 2 * vskv * D;
     float *hq = malloc(vnq * sizeof *hq), *hk = malloc(vnkv * sizeof *hk);
     float *hv = malloc(vnkv * sizeof *hv);
     b->n_o = vnq;
@@ -162,8 +173,8 @@ attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_prob
                (st = make_input(ctx, p->dtype, vnkv, 22, hk, &m[1])) == ATTN_SUCCESS &&
                (st = make_input(ctx, p->dtype, vnkv, 23, hv, &m[2])) == ATTN_SUCCESS) {
         b->vq = bhsd(m[0], v->q_heads, v->q_len, D);
-        b->vk = bhsd(m[1], 2, VSKV, D);
-        b->vv = bhsd(m[2], 2, VSKV, D);
+        b->vk = bhsd(m[1], 2, vskv, D);
+        b->vv = bhsd(m[2], 2, vskv, D);
         m[0] = m[1] = m[2] = NULL;
         st = attn_reference_forward(v, hq, hk, hv, b->ref_o, &b->vlen, b->ref_lse);
         if (st != ATTN_SUCCESS)
@@ -365,6 +376,18 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
     if (r->why[0] || !attn_params_legal(pr, &dev, &b->tp, r->why, sizeof r->why) ||
         !attn_params_legal(pr, &dev, &b->vp, r->why, sizeof r->why)) {
         r->status = ATTN_CAND_DEVICE; /* never enumerated; a caller's own candidate */
+        return ATTN_SUCCESS;
+    }
+    /* the kernel timed must be the kernel verified: a decode candidate
+     * whose forced splits leave f32 chunks past mma's plain sum builds
+     * another kernel on the timing cache than on the verification's */
+    char topt[1024], vopt[1024];
+    attn_params_options(pr, &b->tp, b->entry, topt, sizeof topt);
+    attn_params_options(pr, &b->vp, b->entry, vopt, sizeof vopt);
+    if (strcmp(topt, vopt) != 0) {
+        r->status = ATTN_CAND_DEVICE;
+        snprintf(r->why, sizeof r->why, "built with \"%.300s\" on the timing shape but \"%.300s\" "
+                 "on the verification shape: it could not be verified", topt, vopt);
         return ATTN_SUCCESS;
     }
     attn_status st = attn_tuning_force(ctx, pr);
