@@ -6,6 +6,7 @@
  * them; decode classes per cache kind (int8, a paged cache's block size); concurrent writers losing nothing; and attn_problem_flops, the
  * work the entries' GFLOP/s are counted by. */
 #define _XOPEN_SOURCE 700 /* dup2, mkdir, nftw */
+#define _DEFAULT_SOURCE   /* setgroups */
 #include "harness.h"
 #include "core/program.h"
 #include "tuning/tuning.h"
@@ -13,6 +14,7 @@
 #include "tuning/tune_shapes.h"
 
 #include <dirent.h>
+#include <grp.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -1022,6 +1024,45 @@ static void test_lookup_illegal_warns(void)
     remove_dir();
 }
 
+/* attn_tuning_db_check_writable: a folder the tuner cannot write is
+ * refused by name before any tuning (it was found after the first class's
+ * search); a writable one, and one it makes, pass. Root writes anywhere, so
+ * the refusal is checked in a child that becomes nobody (skipped where it
+ * cannot). */
+static void test_check_writable(void)
+{
+    fresh_dir();
+    char ok[512], made[512], ro[512], inside[600], err[1024];
+    path_in(ok, sizeof ok, "tuning.json");
+    path_in(made, sizeof made, "new/folder/tuning.json");
+    CU_ASSERT_EQUAL(attn_tuning_db_check_writable(ok, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_tuning_db_check_writable(made, err, sizeof err), ATTN_SUCCESS);
+    path_in(ro, sizeof ro, "ro");
+    CU_ASSERT_EQUAL_FATAL(mkdir(ro, 0555), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(g_dir, 0755), 0); /* nobody must get in */
+    snprintf(inside, sizeof inside, "%s/tuning.json", ro);
+    fflush(stdout);
+    const pid_t pid = fork();
+    CU_ASSERT_FATAL(pid >= 0);
+    if (pid == 0) {
+        if (getuid() == 0 &&
+            (setgroups(0, NULL) != 0 || setgid(65534) != 0 || setuid(65534) != 0))
+            _exit(77);
+        char e[1024] = "";
+        const attn_status st = attn_tuning_db_check_writable(inside, e, sizeof e);
+        printf("\n  child: %s: %s", attn_status_name(st), e);
+        fflush(stdout);
+        _exit(st == ATTN_ERROR_IO && strstr(e, ro) && strstr(e, "not writable") ? 0 : 1);
+    }
+    int status = 0;
+    CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
+    CU_ASSERT(WIFEXITED(status));
+    if (WEXITSTATUS(status) == 77) printf("\n  (refusal not checked: cannot drop root)");
+    else CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
+    chmod(ro, 0755);
+    remove_dir();
+}
+
 static void test_lookup_tiers(void)
 {
     fresh_dir();
@@ -1289,6 +1330,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_lookup_tiers),
     HARNESS_TEST(test_lookup_nearer_file),
     HARNESS_TEST(test_lookup_illegal_warns),
+    HARNESS_TEST(test_check_writable),
     HARNESS_TEST(test_problem_flops),
     HARNESS_TEST(test_problem_flops_window),
     HARNESS_TEST(test_problem_flops_closed_form),

@@ -169,7 +169,11 @@ static void save(session *s, const job *jb, const attn_search_result *res, const
     char err[1024];
     attn_status st = attn_tuning_db_merge_file(s->o->db_path, &e, 1, err, sizeof err);
     if (st != ATTN_SUCCESS) {
-        fprintf(stderr, "attn-tune: %s: %s\n", attn_status_name(st), err);
+        /* the search's result, so that the time spent is not lost */
+        fprintf(stderr, "attn-tune: %s: %s\nattn-tune: %s: not stored: %s (%.1f GFLOP/s, "
+                "default %s %.1f); the classes after it were not tuned\n",
+                attn_status_name(st), err, cls, e.params, e.gflops, e.default_params,
+                e.default_gflops);
         failed(s, st);
         s->stop = 1;
         return;
@@ -410,6 +414,13 @@ attn_status attn_tune_run(attn_context *ctx, const attn_tune_run_opts *opts,
         goto done;
     }
     make_jobs(&s, &db);
+    /* before any class is tuned, not after the first one's search */
+    if (out->to_tune > 0 &&
+        (st = attn_tuning_db_check_writable(opts->db_path, err, sizeof err)) != ATTN_SUCCESS) {
+        fprintf(stderr, "attn-tune: %s: %s\n", attn_status_name(st), err);
+        failed(&s, st);
+        goto done;
+    }
     if (!opts->quiet) print_header(&s);
     const double peak_s = peak_before(&s);
     const attn_tune_progress pg = {opts->quiet, isatty(STDERR_FILENO), "", 0, out->to_tune,

@@ -131,6 +131,11 @@ attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char
  * atomically. */
 attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db, void *arg),
                                   void *arg, char *err, size_t errsize);
+/* Whether attn_tuning_db_update could write path: its folder made and
+ * writable (the lock, the temporary and the rename happen there). Nothing
+ * is written; a full disk shows only when the write comes. ATTN_ERROR_IO
+ * naming the folder otherwise. */
+attn_status attn_tuning_db_check_writable(const char *path, char *err, size_t errsize);
 /* The common update: merge entries into the file (same device and class
  * replaced). */
 attn_status attn_tuning_db_merge_file(const char *path, const attn_tuning_entry *entries,

@@ -367,6 +367,26 @@ attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db
     return st;
 }
 
+attn_status attn_tuning_db_check_writable(const char *path, char *err, size_t errsize)
+{
+    char target[PATH_MAX], dir[4200];
+    path = link_target(path, target);
+    if (make_parent_dirs(path) != 0) {
+        snprintf(err, errsize, "%s: cannot make its folder: %s", path, strerror(errno));
+        return ATTN_ERROR_IO;
+    }
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, sizeof dir, ".");
+    else if (slash == path) snprintf(dir, sizeof dir, "/");
+    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    if (access(dir, W_OK | X_OK) != 0) {
+        snprintf(err, errsize, "%s: its folder %s is not writable (%s): nothing tuned could be "
+                 "stored", path, dir, strerror(errno));
+        return ATTN_ERROR_IO;
+    }
+    return ATTN_SUCCESS;
+}
+
 typedef struct merge_arg {
     const attn_tuning_entry *entries;
     size_t n;
