@@ -38,12 +38,14 @@ report() {
     # a target that died early has no statistics: "?" each, never an exit
     local rc runs speed added cov
     rc=$(cat "$work/rc" 2>/dev/null || echo "no status")
+    [[ -f "$work/log" ]] || echo "(no log: the target did not start)" > "$work/log"
     runs=$(sed -n 's/^stat::number_of_executed_units: *//p' "$work/log" | tail -1) || true
     speed=$(sed -n 's/^stat::average_exec_per_sec: *//p' "$work/log" | tail -1) || true
     added=$(sed -n 's/^stat::new_units_added: *//p' "$work/log" | tail -1) || true
     cov=$(grep -o 'cov: [0-9]*' "$work/log" | tail -1 | cut -d' ' -f2) || true
     printf 'fuzz: %-20s %ss: %s executions (%s/s), %s seeds, %s new inputs, coverage %s edges: ' \
-        "$name" "$secs" "${runs:-?}" "${speed:-?}" "$(cat "$work/nseeds")" "${added:-?}" "${cov:-?}"
+        "$name" "$secs" "${runs:-?}" "${speed:-?}" "$(cat "$work/nseeds" 2>/dev/null || echo '?')" \
+        "${added:-?}" "${cov:-?}"
     if [[ $rc == 0 ]]; then
         echo "no findings"
     else
@@ -53,7 +55,7 @@ report() {
         echo "  (full log: $work/log)"
     fi
     # the target's own summary, when it prints one
-    sed -n '/^fuzz_[a-z_]*: [0-9]* rejected/,/^$/p' "$work/log" | sed 's/^/  /'
+    sed -n '/^fuzz_[a-z_]*: [0-9]* rejected/,/^$/p' "$work/log" 2>/dev/null | sed 's/^/  /' || true
 }
 
 names=()
@@ -61,7 +63,7 @@ while read -r name bin seeds; do
     [[ -n "$name" ]] || continue
     names+=("$name")
     while (($(jobs -rp | wc -l) >= $(nproc))); do wait -n || true; done
-    fuzz_one "$name" "$bin" "$seeds" &
+    fuzz_one "$name" "$bin" "$seeds" </dev/null & # not the list: the loop reads it
 done < "$list"
 wait
 failed=0

@@ -251,11 +251,17 @@ static attn_status append_locked(attn_kv_cache *c, const attn_tensor *k, const a
     for (int b = 0; b < c->batch; b++)
         c->len[b] += append_rows_of(c, b, block_len, starts, counts).s[1];
     if ((st = attn_queue_order_after(ctx, ev)) != ATTN_SUCCESS) {
-        /* the status alone reads as "not appended": say that they were */
+        /* ATTN_ERROR_OUT_OF_MEMORY (the barrier's likely failure) would read
+         * as the pool's refusal, after which nothing changed: the status
+         * is OPENCL, and the message says the rows were appended. The
+         * barrier's message, without the call's name it begins with. */
         char why[ATTN_ERROR_MAX];
-        snprintf(why, sizeof why, "%s", ctx->error);
-        st = ATTN_FAIL(ctx, st, "the rows were appended (the lengths include them), but "
-                       "nothing could order later work after them: %s", why);
+        const char *w = ctx->error;
+        const size_t cn = ctx->call ? strlen(ctx->call) : 0;
+        if (cn && strncmp(w, ctx->call, cn) == 0 && strncmp(w + cn, ": ", 2) == 0) w += cn + 2;
+        snprintf(why, sizeof why, "%s", w);
+        st = ATTN_FAIL(ctx, ATTN_ERROR_OPENCL, "the rows were appended (the lengths include "
+                       "them), but nothing could order later work after them: %s", why);
         goto done;
     }
     if (done) {

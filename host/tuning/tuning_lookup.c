@@ -94,6 +94,9 @@ const attn_tuning_entry *attn_tuning_db_find_current(const attn_tuning_db *db,
 /* ---- the per-context state ---- */
 
 #define MAX_WARNED 32
+/* the warnings given once per class: parameters tuned elsewhere (another
+ * driver, older sources), and parameters that cannot run the problem */
+enum { WARN_STALE, WARN_ILLEGAL, WARN_KINDS };
 
 struct attn_tuning_state {
     int loaded;
@@ -101,18 +104,19 @@ struct attn_tuning_state {
     char hash[ATTN_ENTRY_COUNT][ATTN_FAMILY_COUNT][17]; /* per entry point and family */
     int forced;
     attn_params force;
-    attn_shape_class warned[MAX_WARNED]; /* classes already warned about */
-    int nwarned;
+    attn_shape_class warned[WARN_KINDS][MAX_WARNED]; /* classes warned about, per kind */
+    int nwarned[WARN_KINDS];
     attn_device_identity id;
 };
 
-/* 1 the first time class c is warned about on this context: one warning
- * per class, however often the plan cache forgets it. */
-static int first_for_class(struct attn_tuning_state *s, const attn_shape_class *c)
+/* 1 the first time class c is warned about on this context for `kind`:
+ * one warning of each kind per class, however often the plan cache
+ * forgets it. */
+static int first_for_class(struct attn_tuning_state *s, int kind, const attn_shape_class *c)
 {
-    for (int i = 0; i < s->nwarned && i < MAX_WARNED; i++)
-        if (attn_shape_class_equal(&s->warned[i], c)) return 0;
-    s->warned[s->nwarned++ % MAX_WARNED] = *c;
+    for (int i = 0; i < s->nwarned[kind] && i < MAX_WARNED; i++)
+        if (attn_shape_class_equal(&s->warned[kind][i], c)) return 0;
+    s->warned[kind][s->nwarned[kind]++ % MAX_WARNED] = *c;
     return 1;
 }
 
@@ -238,7 +242,7 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
     if (attn_plan_parse_over(entry, dev, p, e->params, &tuned, err, sizeof err) != 0 ||
         !attn_params_legal(&tuned, dev, p, err, sizeof err)) {
         /* a tuned class that silently plans as if untuned would go unseen */
-        if (first_for_class(s, c))
+        if (first_for_class(s, WARN_ILLEGAL, c))
             attn_log(ATTN_LOG_WARN, "%s: tuned parameters %s do not apply here (%s); using "
                      "the built-in ones", cls, e->params, err);
         return;
@@ -249,7 +253,7 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
         attn_log(ATTN_LOG_DEBUG, "%s: tuned parameters %s", cls, e->params);
         return;
     }
-    if (!first_for_class(s, c)) return;
+    if (!first_for_class(s, WARN_STALE, c)) return;
     const char *why = strcmp(e->device.driver, id->driver) != 0 ? "another driver" : "older kernel sources";
     attn_log(ATTN_LOG_WARN, "%s: using parameters tuned under %s (driver \"%s\", kernel "
              "sources %s; now \"%s\", %s); run attn-tune again for this device", cls, why,
@@ -264,7 +268,7 @@ void attn_tuning_reload(attn_context *ctx)
     attn_tuning_db_free(&s->user);
     attn_tuning_db_free(&s->sys);
     s->loaded = 0;
-    s->nwarned = 0;
+    memset(s->nwarned, 0, sizeof s->nwarned);
 }
 
 attn_status attn_tuning_force(attn_context *ctx, const attn_params *pr)
