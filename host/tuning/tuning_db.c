@@ -299,18 +299,26 @@ static void lock_release(const char *lock, int fd)
     close(fd);
 }
 
+/* Path's folder into dir ("." when it names none, "/" for the root's
+ * files); returns its base name, within path. */
+static const char *folder_of(const char *path, char *dir, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, size, ".");
+    else if (slash == path) snprintf(dir, size, "/");
+    else snprintf(dir, size, "%.*s", (int)(slash - path), path);
+    return slash ? slash + 1 : path;
+}
+
 /* Removes "BASE.PID.tmp" beside path whose writer (PID) is gone: a save
  * killed between writing and renaming (SIGKILL) leaves one. Called under
  * the lock; a live process's temporary, possibly being written, stays. */
 static void remove_stale_temporaries(const char *path)
 {
     char dir[4096];
-    snprintf(dir, sizeof dir, "%s", path);
-    char *slash = strrchr(dir, '/');
-    const char *base = slash ? slash + 1 : path;
-    if (slash) *slash = 0;
+    const char *base = folder_of(path, dir, sizeof dir);
     size_t blen = strlen(base);
-    DIR *d = opendir(slash ? (*dir ? dir : "/") : ".");
+    DIR *d = opendir(dir);
     if (!d) return;
     struct dirent *de;
     while ((de = readdir(d)) != NULL) {
@@ -324,7 +332,7 @@ static void remove_stale_temporaries(const char *path)
             continue;
         if (kill((pid_t)pid, 0) == 0 || errno != ESRCH) continue; /* alive, or not ours to ask */
         char full[8300];
-        snprintf(full, sizeof full, "%s/%s", slash ? (*dir ? dir : "") : ".", n);
+        snprintf(full, sizeof full, "%s/%s", strcmp(dir, "/") == 0 ? "" : dir, n);
         if (unlink(full) == 0)
             attn_log(ATTN_LOG_INFO, "tuning database: removed %s, left by process %ld, which "
                      "is gone", full, pid);
@@ -375,10 +383,7 @@ attn_status attn_tuning_db_check_writable(const char *path, char *err, size_t er
         snprintf(err, errsize, "%s: cannot make its folder: %s", path, strerror(errno));
         return ATTN_ERROR_IO;
     }
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, sizeof dir, ".");
-    else if (slash == path) snprintf(dir, sizeof dir, "/");
-    else snprintf(dir, sizeof dir, "%.*s", (int)(slash - path), path);
+    folder_of(path, dir, sizeof dir);
     if (access(dir, W_OK | X_OK) != 0) {
         snprintf(err, errsize, "%s: its folder %s is not writable (%s): nothing tuned could be "
                  "stored", path, dir, strerror(errno));
