@@ -112,7 +112,8 @@ static int entries_equal(const attn_tuning_entry *a, const attn_tuning_entry *b)
            strcmp(a->default_params, b->default_params) == 0 && a->default_ms == b->default_ms &&
            a->default_gflops == b->default_gflops && a->max_error == b->max_error &&
            a->error_ratio == b->error_ratio && a->level == b->level && a->tested == b->tested &&
-           a->rejected == b->rejected;
+           a->rejected == b->rejected && strcmp(a->foreign_class, b->foreign_class) == 0 &&
+           strcmp(a->foreign_why, b->foreign_why) == 0 && strcmp(a->extra, b->extra) == 0;
 }
 
 /* Runs fn with stderr captured in a file; returns how many lines of it
@@ -214,12 +215,19 @@ static void test_variant_classes(void)
     CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &cw, &got), ATTN_TIER_EXACT);
     CU_ASSERT(got && strcmp(got->params, ew.params) == 0);
 
-    /* an unknown variant name: the file is corrupt, naming the field */
+    /* an unknown variant name (a newer attn's?): the file stays usable, the
+     * entry is kept whole and never applied, and says why */
     memcpy(strstr(text, "window,softcap"), "window,softcab", 14);
     CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
-                    ATTN_ERROR_TUNING_DB);
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "class.variants"));
-    CU_ASSERT_PTR_NOT_NULL(strstr(err, "softcab"));
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 2);
+    CU_ASSERT_PTR_NOT_NULL(strstr(back.entries[1].foreign_class, "\"window,softcab\""));
+    char why[256] = "";
+    CU_ASSERT_EQUAL(attn_tuning_entry_params(&back.entries[1], NULL, why, sizeof why),
+                    ATTN_PARAMS_UNKNOWN);
+    CU_ASSERT(strstr(why, "class.variants") && strstr(why, "softcab"));
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &cw, &got), ATTN_TIER_NONE);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &c, &got), ATTN_TIER_EXACT);
     free(text);
     attn_tuning_db_free(&db);
     attn_tuning_db_free(&back);
@@ -442,14 +450,17 @@ static void test_int8_decode_class(void)
     CU_ASSERT(entries_equal(&back.entries[1], &q8));
     attn_tuning_db_free(&back);
     /* kv_int8 without decode: an error naming the field */
-    char *bad = strstr(text, "\"decode\"");
+    char *bad = strstr(text, "\"decode\":\ttrue");
     CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
-    bad = strstr(bad + 1, "\"decode\""); /* the int8 entry's */
+    bad = strstr(bad + 1, "\"decode\":\ttrue"); /* the int8 entry's */
     CU_ASSERT_PTR_NOT_NULL_FATAL(bad);
-    memcpy(bad + 1, "dekode", 6); /* an unknown key: decode is absent */
-    CU_ASSERT_NOT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+    char *prefill = malloc(strlen(text) + 2);
+    snprintf(prefill, strlen(text) + 2, "%.*s\"decode\":\tfalse%s", (int)(bad - text), text,
+             bad + strlen("\"decode\":\ttrue"));
+    CU_ASSERT_NOT_EQUAL(attn_tuning_db_parse(prefill, strlen(prefill), "mem", &back, err, sizeof err),
                         ATTN_SUCCESS);
     CU_ASSERT_PTR_NOT_NULL(strstr(err, "class.kv_int8"));
+    free(prefill);
     free(text);
     attn_tuning_db_free(&back);
     attn_tuning_db_free(&db);
@@ -539,27 +550,32 @@ static void test_paged_decode_class(void)
     free(old_text);
     attn_tuning_db_free(&old);
 
-    /* refused: not a power of two, out of range, in a prefill class (the
-     * b64 entry's "decode" key misspelt: decode is absent) */
+    /* refused: not a power of two, in a prefill class (the b64 entry's
+     * "decode" false); a power of two outside this build's range (a newer
+     * attn's?) is kept, never applied */
     char *b64_at = strstr(text, "\"kv_block\":\t64"), *decode_at = NULL;
     CU_ASSERT_PTR_NOT_NULL_FATAL(b64_at);
-    for (char *at = strstr(text, "\"decode\""); at && at < b64_at; at = strstr(at + 1, "\"decode\""))
+    for (char *at = strstr(text, "\"decode\":\ttrue"); at && at < b64_at;
+         at = strstr(at + 1, "\"decode\":\ttrue"))
         decode_at = at;
     CU_ASSERT_PTR_NOT_NULL_FATAL(decode_at);
-    static const struct { const char *to, *why; } bad[] = {
-        {"\"kv_block\":\t48", "class.kv_block"},
-        {"\"kv_block\":\t512", "\"kv_block\" must be an integer in 16..256"},
-        {"\"dekode\"", "class.kv_block"},
+    static const struct { const char *to, *why; attn_status st; } bad[] = {
+        {"\"kv_block\":\t48", "class.kv_block", ATTN_ERROR_TUNING_DB},
+        {"\"kv_block\":\t512", "class.kv_block 512 is outside this attn's 16..256", ATTN_SUCCESS},
+        {"\"decode\":\tfalse", "class.kv_block", ATTN_ERROR_TUNING_DB},
     };
     for (int i = 0; i < 3; i++) {
         char *at = i < 2 ? b64_at : decode_at;
-        const size_t len = strlen(i < 2 ? "\"kv_block\":\t64" : "\"decode\"");
+        const size_t len = strlen(i < 2 ? "\"kv_block\":\t64" : "\"decode\":\ttrue");
         const size_t n = strlen(text) + 8;
         char *doctored = malloc(n);
         snprintf(doctored, n, "%.*s%s%s", (int)(at - text), text, bad[i].to, at + len);
         err[0] = 0;
         CU_ASSERT_EQUAL(attn_tuning_db_parse(doctored, strlen(doctored), "mem", &back, err,
-                                             sizeof err), ATTN_ERROR_TUNING_DB);
+                                             sizeof err), bad[i].st);
+        for (size_t k = 0; k < back.count; k++) /* the kept one's why */
+            if (back.entries[k].foreign_class[0])
+                attn_tuning_entry_params(&back.entries[k], NULL, err, sizeof err);
         if (!strstr(err, bad[i].why)) printf("\n  case %d: %s", i, err);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i].why));
         attn_tuning_db_free(&back);
@@ -823,6 +839,142 @@ static void test_save_through_link(void)
     CU_ASSERT_EQUAL(attn_tuning_db_merge_file(dangling, &e, 1, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT(lstat(dangling, &st) == 0 && S_ISLNK(st.st_mode));
     CU_ASSERT(stat(later, &st) == 0 && S_ISREG(st.st_mode));
+    remove_dir();
+}
+
+/* One entry of fake_dev's as a newer attn might write it: `cls` the class
+ * object's members, `more` members after params ("" or starting with ","). */
+static void foreign_entry(char *buf, size_t size, const char *cls, const char *params,
+                          const char *more)
+{
+    snprintf(buf, size,
+             "{\"device\": {\"platform\": \"%s\", \"vendor\": \"%s\", \"name\": \"%s\", "
+             "\"driver\": \"%s\", \"compute_units\": %u},\n"
+             " \"kernel_hash\": \"0123456789abcdef\", \"class\": {%s},\n"
+             " \"params\": \"%s\"%s}",
+             fake_dev.platform, fake_dev.vendor, fake_dev.name, fake_dev.driver,
+             fake_dev.compute_units, cls, params, more);
+}
+
+/* What a newer attn may write and this build cannot read: a class with a
+ * field, storage type, head dim or variant it does not know, and fields
+ * beside the ones it reads. The file stays usable; such a class is kept
+ * whole, listed with why, never applied and never taken for the class it
+ * resembles; a merge writes everything back as it was. */
+static void test_foreign_entries(void)
+{
+    fresh_dir();
+    const char *known = "\"head_dim\": 64, \"dtype\": \"f32\", \"causal\": true, \"group\": 4, "
+                        "\"q_bucket\": 2048, \"kv_bucket\": 2048";
+    static const struct { const char *cls_tail, *why; } newer[] = {
+        {", \"kv_fp8\": true", "class field \"kv_fp8\" is unknown"}, /* else: known's twin */
+        {"", "class.dtype \"fp8\" is unknown"},
+        {"", "class.head_dim 512 is beyond this attn's 256"},
+        {", \"variants\": \"window,chunked\"", "unknown variant \"chunked\""},
+    };
+    char e[5][1024], cls[512];
+    foreign_entry(e[0], sizeof e[0], known, "family=vector,rows=8",
+                  ", \"notes\": \"kept\", "
+                  "\"shape\": {\"batch\": 1, \"q_heads\": 8, \"kv_heads\": 2, \"q_len\": 2048, "
+                  "\"kv_len\": 2048, \"pages\": [1, 2]}");
+    char *cu = strstr(e[0], "\"compute_units\": 4}"); /* and one in the device */
+    CU_ASSERT_PTR_NOT_NULL_FATAL(cu);
+    char tail[1024];
+    snprintf(tail, sizeof tail, "%s", cu + strlen("\"compute_units\": 4}"));
+    snprintf(cu, sizeof e[0] - (size_t)(cu - e[0]), "\"compute_units\": 4, \"uuid\": \"GPU-1\"}%s",
+             tail);
+    for (int i = 0; i < 4; i++) {
+        snprintf(cls, sizeof cls, "%s%s", known, newer[i].cls_tail);
+        if (i == 1) memcpy(strstr(cls, "\"f32\""), "\"fp8\"", 5);
+        if (i == 2) snprintf(cls, sizeof cls, "\"head_dim\": 512%s", strchr(known, ','));
+        foreign_entry(e[1 + i], sizeof e[1 + i], cls, "family=tiled,rows=16", "");
+    }
+    char text[8192];
+    snprintf(text, sizeof text,
+             "{\"format\": \"attn-tuning-db\", \"version\": 1, \"entries\": [\n%s,\n%s,\n%s,\n%s,\n%s]}\n",
+             e[0], e[1], e[2], e[3], e[4]);
+    attn_tuning_db db, back;
+    attn_tuning_db_init(&db);
+    attn_tuning_db_init(&back);
+    char err[1024] = "";
+    const attn_status st = attn_tuning_db_parse(text, strlen(text), "mem", &db, err, sizeof err);
+    if (st != ATTN_SUCCESS) printf("\n  %s", err);
+    CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(db.count, 5);
+    /* the known class applies, with its own params, and keeps its extras */
+    attn_problem p = problem(64, 8, 2, 2048);
+    attn_shape_class c;
+    attn_shape_class_of(&p, &c);
+    const attn_tuning_entry *got = NULL;
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &fake_dev, NULL, &c, &got), ATTN_TIER_EXACT);
+    CU_ASSERT(got == &db.entries[0]);
+    CU_ASSERT_STRING_EQUAL(db.entries[0].foreign_class, "");
+    CU_ASSERT_STRING_EQUAL(db.entries[0].extra, "{\"device\":{\"uuid\":\"GPU-1\"},"
+                                                "\"shape\":{\"pages\":[1,2]},\"notes\":\"kept\"}");
+    for (int i = 0; i < 4; i++) {
+        const attn_tuning_entry *f = &db.entries[1 + i];
+        char why[256] = "";
+        CU_ASSERT_EQUAL(attn_tuning_entry_params(f, NULL, why, sizeof why), ATTN_PARAMS_UNKNOWN);
+        printf("\n  %s: %s", f->foreign_class, why);
+        CU_ASSERT_PTR_NOT_NULL(strstr(why, newer[i].why));
+        CU_ASSERT_PTR_NOT_NULL(strstr(f->foreign_class, "\"q_bucket\":2048"));
+        CU_ASSERT_EQUAL(f->cls.head_dim, 0);
+    }
+
+    /* a merge into the file keeps them all, as they were */
+    char path[512];
+    path_in(path, sizeof path, "newer.json");
+    write_file(path, text);
+    attn_problem p2 = problem(32, 4, 4, 512);
+    attn_tuning_entry other = entry(&fake_dev, "0123456789abcdef", &p2, "family=vector,rows=4");
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &other, 1, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &back, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 6);
+    for (int i = 0; i < 5; i++) CU_ASSERT(entries_equal(&back.entries[i], &db.entries[i]));
+    CU_ASSERT(entries_equal(&back.entries[5], &other));
+    char *a = attn_tuning_db_print(&db), *b = attn_tuning_db_print(&back);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(a);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(b);
+    CU_ASSERT(strncmp(a, b, strlen(a) - 8) == 0); /* the same five first */
+    CU_ASSERT_PTR_NOT_NULL(strstr(a, "\"uuid\":\t\"GPU-1\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(a, "\"pages\":\t[1, 2]"));
+    free(a);
+    free(b);
+    /* the known class's entry replaced: its twin with kv_fp8 stays */
+    attn_tuning_entry mine = entry(&fake_dev, "0123456789abcdef", &p, "family=vector,rows=4");
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &mine, 1, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_tuning_db_load(path, &back, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(back.count, 6);
+    CU_ASSERT(entries_equal(&back.entries[0], &mine));
+    CU_ASSERT(entries_equal(&back.entries[1], &db.entries[1]));
+
+    /* what cannot be kept, or is wrong whatever the version, is corrupt */
+    char long_value[600];
+    memset(long_value, 'x', sizeof long_value - 1);
+    long_value[sizeof long_value - 1] = 0;
+    char one[2048];
+    static const struct { const char *what, *expect; } corrupt[] = {
+        {"class", "\"class\" is too long to keep"},
+        {"extra", "the fields this attn does not know are too long to keep"},
+        {"dtype", "\"dtype\" must be a string"},
+    };
+    for (int i = 0; i < 3; i++) {
+        char more[700] = "";
+        if (i == 0) snprintf(cls, sizeof cls, "%s, \"later\": \"%.400s\"", known, long_value);
+        else if (i == 1) snprintf(cls, sizeof cls, "%s", known);
+        else snprintf(cls, sizeof cls, "%s", "\"head_dim\": 64, \"dtype\": 5, \"causal\": true, "
+                                              "\"group\": 4, \"q_bucket\": 64, \"kv_bucket\": 64");
+        if (i == 1) snprintf(more, sizeof more, ", \"notes\": \"%s\"", long_value);
+        foreign_entry(one, sizeof one, cls, "family=vector,rows=8", more);
+        snprintf(text, sizeof text, "{\"entries\": [%s]}", one);
+        CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                        ATTN_ERROR_TUNING_DB);
+        printf("\n  %s: %s", corrupt[i].what, err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, corrupt[i].expect));
+        CU_ASSERT_EQUAL(back.count, 0);
+    }
+    attn_tuning_db_free(&db);
+    attn_tuning_db_free(&back);
     remove_dir();
 }
 
@@ -1325,6 +1477,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_concurrent_writers), /* forks: before any OpenCL thread exists */
     HARNESS_TEST(test_update_cleans_up),    /* forks too */
     HARNESS_TEST(test_corrupt_files),
+    HARNESS_TEST(test_foreign_entries),
     HARNESS_TEST(test_dedupe_as_put),
     HARNESS_TEST(test_save_through_link),
     HARNESS_TEST(test_lookup_tiers),

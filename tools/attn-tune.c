@@ -274,8 +274,9 @@ static int show_file(const char *label, const char *path, const attn_device_iden
            db.count == 1 ? "y" : "ies");
     for (size_t i = 0; i < db.count; i++) {
         const attn_tuning_entry *e = &db.entries[i];
-        char cls[96];
-        attn_shape_class_format(&e->cls, cls, sizeof cls);
+        char cls[sizeof e->foreign_class];
+        if (e->foreign_class[0]) snprintf(cls, sizeof cls, "%s", e->foreign_class);
+        else attn_shape_class_format(&e->cls, cls, sizeof cls);
         const char *mark = "";
         if (here) {
             const attn_tuning_entry *one;

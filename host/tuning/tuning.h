@@ -82,6 +82,16 @@ typedef struct attn_tuning_entry {
     double max_error, error_ratio; /* verification: worst |out - ref|, and over tolerance */
     int level;                /* ATTN_TUNE_LEVEL_* */
     int tested, rejected;     /* candidates measured, candidates found invalid */
+    /* What a newer attn wrote that this build cannot read, kept verbatim so
+     * that a merge loses nothing (tuning_db_read.c fills them, tuning_db.c
+     * writes them back; "" when there is none):
+     * - the "class" object, when it holds a field, storage type, variant or
+     *   range this build does not know. cls is then all zero and the entry
+     *   never applies (attn_tuning_entry_params says why).
+     * - the entry's other fields this build does not read, as the text of a
+     *   JSON object with the same nesting ({"notes": .., "device": {..}}). */
+    char foreign_class[384], foreign_why[128];
+    char extra[512];
 } attn_tuning_entry;
 
 typedef struct attn_tuning_db {
@@ -91,12 +101,16 @@ typedef struct attn_tuning_db {
 
 void attn_tuning_db_init(attn_tuning_db *db);
 void attn_tuning_db_free(attn_tuning_db *db);
-/* Adds e, replacing an entry of the same device (driver included) and
- * class. Returns 0, or -1 when out of memory. */
+/* Whether a and b fill the same place in a database: the same device
+ * (driver included) and class (a class this build cannot read: the same
+ * text). */
+int attn_tuning_same_slot(const attn_tuning_entry *a, const attn_tuning_entry *b);
+/* Adds e, replacing an entry of the same slot. Returns 0, or -1 when out of
+ * memory. */
 int attn_tuning_db_put(attn_tuning_db *db, const attn_tuning_entry *e);
 /* Adds e at the end, whatever is there. Returns 0, or -1 when out of memory. */
 int attn_tuning_db_append(attn_tuning_db *db, const attn_tuning_entry *e);
-/* Leaves one entry a device (driver included) and class, as attn_tuning_db_put
+/* Leaves one entry a slot, as attn_tuning_db_put
  * of each in turn would: the first one's place, the last one's value; in
  * O(n log n), for files of many entries. Returns 0, or -1 when out of memory
  * (db unchanged). */
@@ -151,7 +165,7 @@ typedef enum attn_tuning_tier {
 
 /* An entry's params as this build reads them: 0 and *out (when given), or
  * ATTN_PARAMS_SYNTAX (a corrupt entry) or ATTN_PARAMS_UNKNOWN (a newer
- * attn's: never applied) with why. */
+ * attn's, in its params or its class: never applied) with why. */
 int attn_tuning_entry_params(const attn_tuning_entry *e, attn_params *out, char *why,
                              size_t size);
 

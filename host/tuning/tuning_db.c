@@ -35,11 +35,16 @@ void attn_tuning_db_free(attn_tuning_db *db)
     memset(db, 0, sizeof *db);
 }
 
+int attn_tuning_same_slot(const attn_tuning_entry *a, const attn_tuning_entry *b)
+{
+    return attn_device_exact(&a->device, &b->device) && attn_shape_class_equal(&a->cls, &b->cls) &&
+           strcmp(a->foreign_class, b->foreign_class) == 0;
+}
+
 int attn_tuning_db_put(attn_tuning_db *db, const attn_tuning_entry *e)
 {
     for (size_t i = 0; i < db->count; i++)
-        if (attn_device_exact(&db->entries[i].device, &e->device) &&
-            attn_shape_class_equal(&db->entries[i].cls, &e->cls)) {
+        if (attn_tuning_same_slot(&db->entries[i], e)) {
             db->entries[i] = *e;
             return 0;
         }
@@ -66,6 +71,7 @@ static int slot_order(const void *pa, const void *pb)
     const attn_tuning_entry *b = *(const attn_tuning_entry *const *)pb;
     int c = attn_device_compare(&a->device, &b->device);
     if (!c) c = attn_shape_class_compare(&a->cls, &b->cls);
+    if (!c) c = strcmp(a->foreign_class, b->foreign_class);
     return c ? c : (a > b) - (a < b);
 }
 
@@ -84,9 +90,7 @@ int attn_tuning_db_dedupe(attn_tuning_db *db)
     qsort(order, n, sizeof *order, slot_order);
     /* a run of one slot: the first keeps its place, the last its value */
     for (size_t i = 0, j; i < n; i = j) {
-        for (j = i + 1; j < n && attn_device_exact(&order[j]->device, &order[i]->device) &&
-                        attn_shape_class_equal(&order[j]->cls, &order[i]->cls);
-             j++)
+        for (j = i + 1; j < n && attn_tuning_same_slot(order[j], order[i]); j++)
             dropped[order[j] - db->entries] = 1;
         if (j - i > 1) db->entries[order[i] - db->entries] = *order[j - 1];
     }
@@ -132,6 +136,54 @@ static void add_spread(cJSON *obj, const attn_time_spread *s)
     cJSON_AddNumberToObject(obj, "max_ms", s->max_ms);
 }
 
+static void add_class(cJSON *entry, const attn_shape_class *c)
+{
+    cJSON *o = cJSON_AddObjectToObject(entry, "class");
+    cJSON_AddNumberToObject(o, "head_dim", c->head_dim);
+    cJSON_AddStringToObject(o, "dtype", attn_dtype_name(c->dtype));
+    cJSON_AddBoolToObject(o, "causal", c->causal);
+    cJSON_AddNumberToObject(o, "group", c->group);
+    cJSON_AddNumberToObject(o, "q_bucket", c->q_bucket);
+    cJSON_AddNumberToObject(o, "kv_bucket", c->kv_bucket);
+    if (c->decode) cJSON_AddBoolToObject(o, "decode", 1);
+    if (c->kv_int8) cJSON_AddBoolToObject(o, "kv_int8", 1);
+    if (c->kv_block) cJSON_AddNumberToObject(o, "kv_block", c->kv_block);
+    if (c->variants) {
+        char v[96];
+        attn_variant_names(c->variants, v, sizeof v);
+        cJSON_AddStringToObject(o, "variants", v);
+    }
+}
+
+/* Puts back the fields of an entry this build did not read (e->extra):
+ * members of an object this build also writes ("device", "shape", ...)
+ * into it, the others beside them. */
+static int add_extra(cJSON *entry, const char *extra)
+{
+    if (!extra[0]) return 0;
+    cJSON *x = cJSON_Parse(extra);
+    int failed = !x; /* out of memory: the reader checked the text */
+    while (x && x->child && !failed) {
+        cJSON *item = cJSON_DetachItemViaPointer(x, x->child);
+        cJSON *into = cJSON_GetObjectItemCaseSensitive(entry, item->string);
+        if (cJSON_IsObject(item) && cJSON_IsObject(into)) {
+            while (item->child && !failed) {
+                cJSON *m = cJSON_DetachItemViaPointer(item, item->child);
+                if (!cJSON_AddItemToObject(into, m->string, m)) {
+                    cJSON_Delete(m);
+                    failed = 1;
+                }
+            }
+            cJSON_Delete(item);
+        } else if (!cJSON_AddItemToObject(entry, item->string, item)) {
+            cJSON_Delete(item);
+            failed = 1;
+        }
+    }
+    cJSON_Delete(x);
+    return failed ? -1 : 0;
+}
+
 char *attn_tuning_db_print(const attn_tuning_db *db)
 {
     cJSON *root = cJSON_CreateObject();
@@ -139,6 +191,7 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
     cJSON_AddStringToObject(root, "format", ATTN_TUNING_DB_FORMAT);
     cJSON_AddNumberToObject(root, "version", ATTN_TUNING_DB_VERSION);
     cJSON *arr = cJSON_AddArrayToObject(root, "entries");
+    int lost = 0; /* a kept text that could not be parsed back: out of memory */
     for (size_t i = 0; arr && i < db->count; i++) {
         const attn_tuning_entry *e = &db->entries[i];
         cJSON *j = cJSON_CreateObject();
@@ -153,20 +206,14 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
         cJSON_AddStringToObject(j, "kernel_hash", e->kernel_hash);
         cJSON_AddStringToObject(j, "tool_version", e->tool_version);
         cJSON_AddStringToObject(j, "date", e->date);
-        cJSON *c = cJSON_AddObjectToObject(j, "class");
-        cJSON_AddNumberToObject(c, "head_dim", e->cls.head_dim);
-        cJSON_AddStringToObject(c, "dtype", attn_dtype_name(e->cls.dtype));
-        cJSON_AddBoolToObject(c, "causal", e->cls.causal);
-        cJSON_AddNumberToObject(c, "group", e->cls.group);
-        cJSON_AddNumberToObject(c, "q_bucket", e->cls.q_bucket);
-        cJSON_AddNumberToObject(c, "kv_bucket", e->cls.kv_bucket);
-        if (e->cls.decode) cJSON_AddBoolToObject(c, "decode", 1);
-        if (e->cls.kv_int8) cJSON_AddBoolToObject(c, "kv_int8", 1);
-        if (e->cls.kv_block) cJSON_AddNumberToObject(c, "kv_block", e->cls.kv_block);
-        if (e->cls.variants) {
-            char v[96];
-            attn_variant_names(e->cls.variants, v, sizeof v);
-            cJSON_AddStringToObject(c, "variants", v);
+        if (e->foreign_class[0]) { /* verbatim, as a newer attn wrote it */
+            cJSON *fc = cJSON_Parse(e->foreign_class);
+            if (!cJSON_AddItemToObject(j, "class", fc)) {
+                cJSON_Delete(fc);
+                lost = 1;
+            }
+        } else {
+            add_class(j, &e->cls);
         }
         if (e->batch > 0) {
             cJSON *s = cJSON_AddObjectToObject(j, "shape");
@@ -192,8 +239,9 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
         cJSON *cd = cJSON_AddObjectToObject(j, "candidates");
         cJSON_AddNumberToObject(cd, "tested", e->tested);
         cJSON_AddNumberToObject(cd, "rejected", e->rejected);
+        lost |= add_extra(j, e->extra) != 0;
     }
-    char *text = cJSON_Print(root);
+    char *text = lost ? NULL : cJSON_Print(root);
     cJSON_Delete(root);
     return text;
 }

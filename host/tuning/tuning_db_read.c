@@ -178,6 +178,175 @@ static const cJSON *get_object(reader *r, const cJSON *obj, const char *key, int
     return it;
 }
 
+/* The members of an entry this build reads: for each top-level key, the
+ * keys of its object (NULL: not an object here). "class" is read whole or
+ * kept whole (read_class). */
+static const char *const device_keys[] = {"platform", "vendor", "name", "driver",
+                                          "compute_units", NULL};
+static const char *const shape_keys[] = {"batch", "q_heads", "kv_heads", "q_len", "kv_len", NULL};
+static const char *const default_keys[] = {"params", "median_ms", "gflops", "min_ms",
+                                           "q1_ms",  "q3_ms",     "max_ms", NULL};
+static const char *const verification_keys[] = {"max_error", "error_ratio", NULL};
+static const char *const candidates_keys[] = {"tested", "rejected", NULL};
+static const struct {
+    const char *key;
+    const char *const *members;
+} entry_keys[] = {{"device", device_keys}, {"kernel_hash", NULL}, {"tool_version", NULL},
+                  {"date", NULL}, {"class", NULL}, {"shape", shape_keys}, {"params", NULL},
+                  {"median_ms", NULL}, {"gflops", NULL}, {"min_ms", NULL}, {"q1_ms", NULL},
+                  {"q3_ms", NULL}, {"max_ms", NULL}, {"default", default_keys},
+                  {"verification", verification_keys}, {"level", NULL},
+                  {"candidates", candidates_keys}};
+static const char *const class_keys[] = {"head_dim", "dtype",   "causal",  "group",    "q_bucket",
+                                         "kv_bucket", "decode", "kv_int8", "kv_block", "variants",
+                                         NULL};
+
+static int listed(const char *const *keys, const char *key)
+{
+    for (; *keys; keys++)
+        if (strcmp(*keys, key) == 0) return 1;
+    return 0;
+}
+
+/* Keeps what the reader did not read of entry j (fields a newer attn
+ * added) in e->extra, so that a merge writes it back: the unknown members
+ * of known objects first, in entry_keys' order, then unknown fields in
+ * the file's order, as the writer puts them back (one text per content,
+ * whichever attn wrote the file last). */
+static int keep_extra(reader *r, const cJSON *j, attn_tuning_entry *e)
+{
+    cJSON *x = cJSON_Duplicate(j, 1), *out = cJSON_CreateObject();
+    if (!x || !out) {
+        cJSON_Delete(x);
+        cJSON_Delete(out);
+        return bad(r, "%s", "out of host memory");
+    }
+    int lost = 0;
+    for (size_t i = 0; i < sizeof entry_keys / sizeof entry_keys[0]; i++) {
+        /* a key given twice: the reader took the first, and so does this */
+        cJSON *it = cJSON_DetachItemFromObjectCaseSensitive(x, entry_keys[i].key), *twin;
+        while ((twin = cJSON_DetachItemFromObjectCaseSensitive(x, entry_keys[i].key)))
+            cJSON_Delete(twin);
+        if (!it) continue;
+        if (entry_keys[i].members) { /* an object (read_entry checked) */
+            for (cJSON *m = it->child, *next; m; m = next) {
+                next = m->next;
+                if (listed(entry_keys[i].members, m->string))
+                    cJSON_Delete(cJSON_DetachItemViaPointer(it, m));
+            }
+            if (it->child && cJSON_AddItemToObject(out, entry_keys[i].key, it)) continue;
+            lost |= it->child != NULL;
+        }
+        cJSON_Delete(it);
+    }
+    while (x->child) {
+        cJSON *it = cJSON_DetachItemViaPointer(x, x->child);
+        if (!cJSON_AddItemToObject(out, it->string, it)) {
+            cJSON_Delete(it);
+            lost = 1;
+        }
+    }
+    cJSON_Delete(x);
+    x = out;
+    int st = lost ? bad(r, "%s", "out of host memory") : 0;
+    if (!st && x->child) {
+        char *text = cJSON_PrintUnformatted(x);
+        if (!text) st = bad(r, "%s", "out of host memory");
+        else if (strlen(text) >= sizeof e->extra)
+            st = bad(r, "%s", "the fields this attn does not know are too long to keep");
+        else memcpy(e->extra, text, strlen(text) + 1);
+        free(text);
+    }
+    cJSON_Delete(x);
+    return st;
+}
+
+/* A class this build cannot read (a newer attn's): kept verbatim, with
+ * why, and never applied. */
+static int foreign_class(reader *r, const cJSON *cls, attn_tuning_entry *e, const char *why)
+{
+    memset(&e->cls, 0, sizeof e->cls);
+    snprintf(e->foreign_why, sizeof e->foreign_why, "%s", why);
+    char *text = cJSON_PrintUnformatted(cls);
+    int st = 0;
+    if (!text) st = bad(r, "%s", "out of host memory");
+    else if (strlen(text) >= sizeof e->foreign_class)
+        st = bad(r, "\"class\" is too long to keep, and %s", why);
+    else memcpy(e->foreign_class, text, strlen(text) + 1);
+    free(text);
+    return st;
+}
+
+/* The class: read into e->cls; or, where it holds a field, storage type,
+ * variant or range this build does not know but a newer attn could have
+ * written, kept whole (foreign_class). A class this build knows but whose
+ * values are wrong (a missing field, a wrong type) is corrupt. */
+static int read_class(reader *r, const cJSON *cls, attn_tuning_entry *e)
+{
+    char why[128];
+    for (const cJSON *m = cls->child; m; m = m->next)
+        if (!listed(class_keys, m->string)) {
+            snprintf(why, sizeof why, "class field \"%.64s\" is unknown to this attn", m->string);
+            return foreign_class(r, cls, e, why);
+        }
+    char dtype[16] = "";
+    if (get_int(r, cls, "head_dim", &e->cls.head_dim, 1, 1 << 16, 1) ||
+        get_string(r, cls, "dtype", dtype, sizeof dtype, 1) ||
+        get_int(r, cls, "group", &e->cls.group, 1, 1 << 16, 1) ||
+        get_int(r, cls, "q_bucket", &e->cls.q_bucket, 1, 1 << 30, 1) ||
+        get_int(r, cls, "kv_bucket", &e->cls.kv_bucket, 1, 1 << 30, 1))
+        return -1;
+    const cJSON *causal = cJSON_GetObjectItemCaseSensitive(cls, "causal");
+    if (!cJSON_IsBool(causal)) return bad(r, "\"%s\" must be true or false", "class.causal");
+    e->cls.causal = cJSON_IsTrue(causal);
+    /* optional: an entry for attn_decode (absent: attn_forward's) */
+    const cJSON *decode = cJSON_GetObjectItemCaseSensitive(cls, "decode");
+    if (decode && !cJSON_IsBool(decode))
+        return bad(r, "\"%s\" must be true or false", "class.decode");
+    e->cls.decode = cJSON_IsTrue(decode);
+    /* optional: a decode over an int8 cache (absent: K/V as the dtype) */
+    const cJSON *kv_int8 = cJSON_GetObjectItemCaseSensitive(cls, "kv_int8");
+    if (kv_int8 && (!cJSON_IsBool(kv_int8) || !e->cls.decode))
+        return bad(r, "\"%s\" must be true or false, and only in a decode class",
+                   "class.kv_int8");
+    e->cls.kv_int8 = cJSON_IsTrue(kv_int8);
+    /* optional: a decode over a paged cache, its block size (absent: a
+     * contiguous cache, as every database before paged classes) */
+    if (cJSON_GetObjectItemCaseSensitive(cls, "kv_block") &&
+        get_int(r, cls, "kv_block", &e->cls.kv_block, 1, 1 << 30, 1))
+        return -1;
+    if (e->cls.kv_block && (!e->cls.decode || (e->cls.kv_block & (e->cls.kv_block - 1))))
+        return bad(r, "\"%s\" must be a power of two, and only in a decode class",
+                   "class.kv_block");
+    /* optional: the variants the entry was tuned with, "window,softcap"
+     * (absent: none, as every database before them) */
+    char variants[96] = "", why_v[64];
+    if (get_string(r, cls, "variants", variants, sizeof variants, 0)) return -1;
+
+    /* what a newer attn may know: checked once the class is well formed */
+    if (strcmp(dtype, "f32") == 0) e->cls.dtype = ATTN_F32;
+    else if (strcmp(dtype, "f16") == 0) e->cls.dtype = ATTN_F16;
+    else if (strcmp(dtype, "bf16") == 0) e->cls.dtype = ATTN_BF16;
+    else {
+        snprintf(why, sizeof why, "class.dtype \"%s\" is unknown to this attn", dtype);
+        return foreign_class(r, cls, e, why);
+    }
+    if (e->cls.head_dim > 256) { /* validate.c's bound */
+        snprintf(why, sizeof why, "class.head_dim %d is beyond this attn's 256", e->cls.head_dim);
+        return foreign_class(r, cls, e, why);
+    }
+    if (e->cls.kv_block && (e->cls.kv_block < ATTN_KV_MIN_BLOCK || e->cls.kv_block > ATTN_KV_MAX_BLOCK)) {
+        snprintf(why, sizeof why, "class.kv_block %d is outside this attn's %d..%d",
+                 e->cls.kv_block, ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK);
+        return foreign_class(r, cls, e, why);
+    }
+    if (attn_variant_flags_parse(variants, &e->cls.variants, why_v, sizeof why_v) != 0) {
+        snprintf(why, sizeof why, "class.variants: %s", why_v);
+        return foreign_class(r, cls, e, why);
+    }
+    return 0;
+}
+
 static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
 {
     memset(e, 0, sizeof *e);
@@ -199,46 +368,7 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
         return -1;
 
     const cJSON *cls = get_object(r, j, "class", 1, &failed);
-    if (failed) return -1;
-    char dtype[8] = "";
-    if (get_int(r, cls, "head_dim", &e->cls.head_dim, 1, 256, 1) ||
-        get_string(r, cls, "dtype", dtype, sizeof dtype, 1) ||
-        get_int(r, cls, "group", &e->cls.group, 1, 1 << 16, 1) ||
-        get_int(r, cls, "q_bucket", &e->cls.q_bucket, 1, 1 << 30, 1) ||
-        get_int(r, cls, "kv_bucket", &e->cls.kv_bucket, 1, 1 << 30, 1))
-        return -1;
-    if (strcmp(dtype, "f32") == 0) e->cls.dtype = ATTN_F32;
-    else if (strcmp(dtype, "f16") == 0) e->cls.dtype = ATTN_F16;
-    else if (strcmp(dtype, "bf16") == 0) e->cls.dtype = ATTN_BF16;
-    else return bad(r, "\"%s\" must be \"f32\", \"f16\" or \"bf16\"", "class.dtype");
-    const cJSON *causal = cJSON_GetObjectItemCaseSensitive(cls, "causal");
-    if (!cJSON_IsBool(causal)) return bad(r, "\"%s\" must be true or false", "class.causal");
-    e->cls.causal = cJSON_IsTrue(causal);
-    /* optional: an entry for attn_decode (absent: attn_forward's) */
-    const cJSON *decode = cJSON_GetObjectItemCaseSensitive(cls, "decode");
-    if (decode && !cJSON_IsBool(decode))
-        return bad(r, "\"%s\" must be true or false", "class.decode");
-    e->cls.decode = cJSON_IsTrue(decode);
-    /* optional: a decode over an int8 cache (absent: K/V as the dtype) */
-    const cJSON *kv_int8 = cJSON_GetObjectItemCaseSensitive(cls, "kv_int8");
-    if (kv_int8 && (!cJSON_IsBool(kv_int8) || !e->cls.decode))
-        return bad(r, "\"%s\" must be true or false, and only in a decode class",
-                   "class.kv_int8");
-    e->cls.kv_int8 = cJSON_IsTrue(kv_int8);
-    /* optional: a decode over a paged cache, its block size (absent: a
-     * contiguous cache, as every database before paged classes) */
-    if (cJSON_GetObjectItemCaseSensitive(cls, "kv_block") &&
-        get_int(r, cls, "kv_block", &e->cls.kv_block, ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK, 1))
-        return -1;
-    if (e->cls.kv_block && (!e->cls.decode || (e->cls.kv_block & (e->cls.kv_block - 1))))
-        return bad(r, "\"%s\" must be a power of two, and only in a decode class",
-                   "class.kv_block");
-    /* optional: the variants the entry was tuned with, "window,softcap"
-     * (absent: none, as every database before them) */
-    char variants[96] = "", why_v[64];
-    if (get_string(r, cls, "variants", variants, sizeof variants, 0)) return -1;
-    if (attn_variant_flags_parse(variants, &e->cls.variants, why_v, sizeof why_v) != 0)
-        return bad(r, "\"class.variants\": %s", why_v);
+    if (failed || read_class(r, cls, e) != 0) return -1;
 
     if (get_string(r, j, "params", e->params, sizeof e->params, 1)) return -1;
     char why[256];
@@ -284,7 +414,7 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
     if (cand && (get_int(r, cand, "tested", &e->tested, 0, 1 << 30, 0) ||
                  get_int(r, cand, "rejected", &e->rejected, 0, 1 << 30, 0)))
         return -1;
-    return 0;
+    return keep_extra(r, j, e);
 }
 
 attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
