@@ -590,14 +590,26 @@ static void missing_sources(const char *dir, const char *const *files, int nfile
     int named = 0;
     for (int i = 0; i < nfiles; i++) named += strstr(attn_last_error(ctx), files[i]) != NULL;
     CU_ASSERT(named > 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), ": no such file")); /* and why */
     if (st != ATTN_ERROR_IO || !named)
         printf("\n  missing file: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
     attn_context_release(ctx);
 }
 
-static void ignore_log(attn_log_level level, const char *message, void *user)
+/* What a debug-level callback saw of a failed build: messages with a
+ * newline (a log message is one line), and build-log lines with the
+ * compiler's error. */
+typedef struct { int multi_line, log_lines, log_errors; } seen_log;
+
+static void watch_log(attn_log_level level, const char *message, void *user)
 {
-    (void)level, (void)message, (void)user;
+    seen_log *s = user;
+    (void)level;
+    s->multi_line += strchr(message, '\n') != NULL;
+    if (strncmp(message, "build log: ", 11) == 0) {
+        s->log_lines++;
+        s->log_errors += strstr(message, "error") != NULL;
+    }
 }
 
 static void test_kernel_dir(void)
@@ -654,8 +666,16 @@ static void test_kernel_dir(void)
     /* warnings off (-w, the options' end) unless attn logs at debug level,
      * where the build log is shown: PoCL prints "N warnings generated." */
     CU_ASSERT_EQUAL(strstr(msg, " -w\"") != NULL, !attn_log_enabled(ATTN_LOG_DEBUG));
-    attn_set_log_callback(ignore_log, NULL, ATTN_LOG_DEBUG);
+    CU_ASSERT_PTR_NULL(strchr(msg, '\n')); /* the message is one line */
+    seen_log seen = {0};
+    attn_set_log_callback(watch_log, &seen, ATTN_LOG_DEBUG);
     CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_ERROR_BUILD);
+    /* the whole build log, a message a line */
+    CU_ASSERT_EQUAL(seen.multi_line, 0);
+    CU_ASSERT(seen.log_lines >= 2 && seen.log_errors >= 1);
+    if (seen.multi_line || seen.log_lines < 2 || !seen.log_errors)
+        printf("\n  debug log: %d multi-line, %d build-log lines, %d with \"error\"\n",
+               seen.multi_line, seen.log_lines, seen.log_errors);
     CU_ASSERT_PTR_NULL(strstr(attn_last_error(ctx), " -w\""));
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "with options \"-cl-std"));
     attn_set_log_callback(NULL, NULL, ATTN_LOG_WARN); /* back to ATTN_LOG's level */

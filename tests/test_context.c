@@ -16,6 +16,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -382,6 +383,21 @@ static void child_cache_folder(void)
     attn_context_release(a);
 }
 
+/* Child check, ATTN_CACHE_DIR set but empty and XDG_CACHE_HOME set: no
+ * disk cache (as attn_context_set_cache_dir's ""), nothing made in the
+ * folder ATTN_TEST_CACHE names. */
+static void child_cache_off(void)
+{
+    attn_problem p = small_problem(8);
+    attn_context *a = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &a), ATTN_SUCCESS);
+    CU_ASSERT_PTR_NULL(a->cache_dir);
+    CU_ASSERT_EQUAL(attn_prepare(a, &p, NULL), ATTN_SUCCESS);
+    struct stat sb;
+    CU_ASSERT_NOT_EQUAL(stat(getenv("ATTN_TEST_CACHE"), &sb), 0);
+    attn_context_release(a);
+}
+
 /* Child check, ATTN_KERNEL_DIR=/nonexistent/attn/kernels: none there, an
  * error naming it. */
 static void child_kernel_folder(void)
@@ -415,6 +431,10 @@ static void test_env_read_at_creation(void)
     snprintf(e_test, sizeof e_test, "ATTN_TEST_CACHE=%s", xdg_attn);
     const char *const env_xdg[] = {"ATTN_CACHE_DIR", e_xdg, e_test, "ATTN_KERNEL_DIR", NULL};
     CU_ASSERT_EQUAL(harness_run_child("child_cache_folder", env_xdg, NULL), 0);
+    /* ATTN_CACHE_DIR set but empty: none, whatever XDG_CACHE_HOME says */
+    harness_remove_tree(xdg_attn);
+    const char *const env_off[] = {"ATTN_CACHE_DIR=", e_xdg, e_test, "ATTN_KERNEL_DIR", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_cache_off", env_off, NULL), 0);
     harness_remove_tree(first);
     harness_remove_tree(xdg);
 }
@@ -756,7 +776,8 @@ static const harness_test children[] = {
     HARNESS_TEST(child_selectors),     HARNESS_TEST(child_device_0_0),
     HARNESS_TEST(child_device_no_such), HARNESS_TEST(child_device_empty),
     HARNESS_TEST(child_cache_folder),  HARNESS_TEST(child_kernel_folder),
-    HARNESS_TEST(child_log),           HARNESS_END,
+    HARNESS_TEST(child_cache_off),     HARNESS_TEST(child_log),
+    HARNESS_END,
 };
 
 static void register_tests(void)

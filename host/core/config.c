@@ -40,6 +40,8 @@ int attn_env_path(char *buf, size_t size, const char *var, const char *xdg,
 
 int attn_disk_cache_dir(char *buf, size_t size)
 {
+    const char *env = getenv("ATTN_CACHE_DIR");
+    if (env && !*env) return 0; /* set but empty: no disk cache, as the call's "" */
     return attn_env_path(buf, size, "ATTN_CACHE_DIR", "XDG_CACHE_HOME", "attn", ".cache/attn");
 }
 

@@ -16,7 +16,7 @@ int attn_config_init(attn_context *ctx);
 void attn_config_release(attn_context *ctx);
 /* The environment's cache folder ($ATTN_CACHE_DIR, $XDG_CACHE_HOME/attn,
  * ~/.cache/attn; config.c, read at context creation) into buf; returns 0
- * when none can be named. */
+ * when none can be named, or ATTN_CACHE_DIR is set but empty (no cache). */
 int attn_disk_cache_dir(char *buf, size_t size);
 /* The XDG rule for a default path (config.c): $var, else $xdg/under_xdg,
  * else $HOME/under_home, into buf; returns 0 when none is set or fits. */

@@ -16,6 +16,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <time.h>
 #include <unistd.h>
 
 static const char MAGIC[8] = {'A', 'T', 'T', 'N', 'B', 'I', 'N', '\n'};
@@ -111,10 +112,26 @@ void attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
     static atomic_uint tmp_serial;       /* threads of one process storing the same key */
     char path[4096], tmp[4200];
     if (!cache_path(dir, key, path, sizeof path)) return;
-    snprintf(tmp, sizeof tmp, "%s.%ld.%u.tmp", path, (long)getpid(),
-             atomic_fetch_add(&tmp_serial, 1u));
+    /* a name no one else holds: made here (O_EXCL), never through a link
+     * planted in a shared folder (O_NOFOLLOW), and apart from another
+     * container's process of the same pid (the time, then retries) */
     FILE *f = NULL;
-    if (make_dirs(dir) == 0) f = fopen(tmp, "wb");
+    if (make_dirs(dir) == 0) {
+        struct timespec ts;
+        clock_gettime(CLOCK_REALTIME, &ts);
+        int fd = -1;
+        for (int attempt = 0; attempt < 8 && fd < 0; attempt++) {
+            snprintf(tmp, sizeof tmp, "%s.%ld.%u.%lx.tmp", path, (long)getpid(),
+                     atomic_fetch_add(&tmp_serial, 1u),
+                     (unsigned long)(ts.tv_nsec ^ ts.tv_sec * 2654435761u) + (unsigned)attempt);
+            fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL | O_NOFOLLOW | O_CLOEXEC, 0644);
+            if (fd < 0 && errno != EEXIST) break;
+        }
+        if (fd >= 0 && !(f = fdopen(fd, "wb"))) {
+            close(fd);
+            remove(tmp);
+        }
+    }
     if (!f) {
         if (!atomic_exchange(&warned_unwritable, 1)) {
             attn_log(ATTN_LOG_WARN, "program cache folder %s is not writable (%s); programs are "

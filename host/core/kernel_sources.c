@@ -8,39 +8,52 @@
 #include "core/log.h"
 #include "core/program.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 const char *attn_embedded_source(const char *name); /* generated */
 
-/* A regular file only, read whole (file_read.h: a folder or FIFO in its
- * place is refused, not read or waited on). */
-static char *read_file(const char *path, size_t *len)
+/* A kernel folder's file: a regular file only, read whole (file_read.h: a
+ * folder or FIFO in its place is refused, not read or waited on). */
+static attn_status read_from_folder(attn_context *ctx, const char *dir, const char *name,
+                                    char **text)
 {
-    char *text;
-    return attn_read_regular_file(path, 64 << 20, &text, len) == ATTN_READ_OK ? text : NULL;
+    char path[4096];
+    snprintf(path, sizeof path, "%s/%s", dir, name);
+    const size_t max = 64 << 20;
+    const char *why = NULL;
+    switch (attn_read_regular_file(path, max, text, NULL)) {
+    case ATTN_READ_OK:
+        attn_log(ATTN_LOG_DEBUG, "kernel source %s from the kernel folder", path);
+        return ATTN_SUCCESS;
+    case ATTN_READ_NO_MEMORY:
+        return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory reading %s", path);
+    case ATTN_READ_MISSING: why = "no such file"; break;
+    case ATTN_READ_NOT_REGULAR: why = "not a regular file"; break;
+    case ATTN_READ_TOO_LARGE: why = "more than 64 MiB"; break;
+    case ATTN_READ_FAILED: why = strerror(errno); break;
+    }
+    return ATTN_FAIL(ctx, ATTN_ERROR_IO, "cannot read kernel source %s (the kernel folder): %s",
+                     path, why);
+}
+
+attn_status attn_kernel_source_read(attn_context *ctx, const char *name, char **text)
+{
+    *text = NULL;
+    if (ctx->kernel_dir) return read_from_folder(ctx, ctx->kernel_dir, name, text);
+    const char *embedded = attn_embedded_source(name);
+    if (!embedded)
+        return ATTN_FAIL(ctx, ATTN_ERROR_IO, "no embedded kernel source named %s", name);
+    *text = strdup(embedded);
+    return *text ? ATTN_SUCCESS
+                 : ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory reading %s", name);
 }
 
 char *attn_kernel_source(attn_context *ctx, const char *name)
 {
-    const char *dir = ctx->kernel_dir;
-    if (dir) {
-        char path[4096];
-        snprintf(path, sizeof path, "%s/%s", dir, name);
-        char *text = read_file(path, NULL);
-        if (!text)
-            ATTN_FAIL(ctx, ATTN_ERROR_IO, "cannot read kernel source %s (the kernel folder)", path);
-        else
-            attn_log(ATTN_LOG_DEBUG, "kernel source %s from the kernel folder", path);
-        return text;
-    }
-    const char *text = attn_embedded_source(name);
-    if (!text) {
-        ATTN_FAIL(ctx, ATTN_ERROR_IO, "no embedded kernel source named %s", name);
-        return NULL;
-    }
-    char *copy = strdup(text);
-    if (!copy) ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory reading %s", name);
-    return copy;
+    char *text;
+    attn_kernel_source_read(ctx, name, &text);
+    return text;
 }

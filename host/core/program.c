@@ -20,14 +20,17 @@ static double now_ms(void)
 }
 
 /* Concatenates the named sources, each preceded by a #line so that build
- * logs point at the right file. */
-static char *join_sources(attn_context *ctx, const char *const *names, int n)
+ * logs point at the right file. NULL with *st (ctx's error set) on failure. */
+static char *join_sources(attn_context *ctx, const char *const *names, int n, attn_status *st)
 {
     char *all = NULL;
     size_t len = 0;
+    *st = n > 0 ? ATTN_SUCCESS
+                : ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "a program of no kernel sources");
     for (int i = 0; i < n; i++) {
-        char *text = attn_kernel_source(ctx, names[i]);
-        if (!text) {
+        char *text;
+        *st = attn_kernel_source_read(ctx, names[i], &text);
+        if (*st != ATTN_SUCCESS) {
             free(all);
             return NULL;
         }
@@ -38,7 +41,7 @@ static char *join_sources(attn_context *ctx, const char *const *names, int n)
         if (!grown) {
             free(text);
             free(all);
-            ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory joining kernel sources");
+            *st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory joining kernel sources");
             return NULL;
         }
         all = grown;
@@ -66,13 +69,31 @@ static char *build_log(attn_context *ctx, cl_program prog)
     return text;
 }
 
+/* The build log at debug level, a message a line (a log message is one
+ * line, and the whole of a long log is shown: ptxas's lines, or the error
+ * after a page of warnings). */
+static void log_build_log(const char *text)
+{
+    for (const char *at = text; *at;) {
+        const size_t n = strcspn(at, "\n");
+        if (n) attn_log(ATTN_LOG_DEBUG, "build log: %.*s", (int)n, at);
+        at += n + (at[n] == '\n');
+    }
+}
+
 static attn_status build_failure(attn_context *ctx, cl_program prog, cl_int err, const char *opts)
 {
     char log[ATTN_ERROR_MAX / 2] = "";
     char *full = build_log(ctx, prog);
     if (full) {
-        snprintf(log, sizeof log, "%s", full);
-        attn_log(ATTN_LOG_DEBUG, "build log:\n%s", full);
+        log_build_log(full);
+        /* its start, on one line: the message is one line too */
+        size_t n = 0;
+        for (const char *at = full; *at && n + 3 < sizeof log; at++) {
+            if (*at != '\n') log[n++] = *at;
+            else if (n && log[n - 1] != ' ' && at[1]) log[n++] = ' ', log[n++] = '|', log[n++] = ' ';
+        }
+        log[n < sizeof log ? n : sizeof log - 1] = 0;
     }
     free(full);
     return ATTN_FAIL(ctx, ATTN_ERROR_BUILD, "clBuildProgram failed: %s (%d) with options \"%s\"; "
@@ -119,9 +140,11 @@ static cl_program from_binary(attn_context *ctx, const unsigned char *bin, size_
 }
 
 /* Builds prog from source with the device's options. A GPU build that
- * fails with -DATTN_GPU=1 (UNROLL's pragma, new to a vendor's compiler)
- * is retried once without it, with a warning: the unrolled loops are the
- * faster code, not different results. */
+ * the compiler rejects with -DATTN_GPU=1 (UNROLL's pragma, new to a
+ * vendor's compiler) is retried once without it, with a warning when that
+ * builds: the unrolled loops are the faster code, not different results.
+ * Another failure (out of memory, resources) is not retried: a build
+ * without the pragma would be stored and kept by every later process. */
 static cl_int build_source(attn_context *ctx, cl_program prog, const char *options,
                            char **used)
 {
@@ -133,11 +156,11 @@ static cl_int build_source(attn_context *ctx, cl_program prog, const char *optio
         *used = device_options(options, gpu, verbose);
         if (!*used) return CL_OUT_OF_HOST_MEMORY;
         err = clBuildProgram(prog, 1, &ctx->device, *used, NULL, NULL);
-        if (err == CL_SUCCESS || !gpu) break;
-        attn_log(ATTN_LOG_WARN, "program failed to build with -DATTN_GPU=1 (%s); building it "
-                 "without (loops over private arrays left to the compiler)",
-                 attn_cl_error_name(err));
+        if (err != CL_BUILD_PROGRAM_FAILURE || !gpu) break;
     }
+    if (err == CL_SUCCESS && is_gpu(ctx) && !strstr(*used, "-DATTN_GPU=1"))
+        attn_log(ATTN_LOG_WARN, "program failed to build with -DATTN_GPU=1 and was built "
+                 "without it (loops over private arrays left to the compiler)");
     return err;
 }
 
@@ -188,10 +211,11 @@ attn_status attn_program_get(attn_context *ctx, const char *const *sources, int 
                 free(request);
                 return ATTN_SUCCESS;
             }
-    char *src = join_sources(ctx, sources, nsources);
+    attn_status joined;
+    char *src = join_sources(ctx, sources, nsources, &joined);
     if (!src) {
         free(request);
-        return ctx->error[0] ? ATTN_ERROR_IO : ATTN_ERROR_OUT_OF_MEMORY;
+        return joined;
     }
     size_t key_size = strlen(options) + 1200;
     char *key_text = malloc(key_size);
@@ -256,7 +280,7 @@ attn_status attn_program_get(attn_context *ctx, const char *const *sources, int 
         free(used);
         if (attn_log_enabled(ATTN_LOG_DEBUG)) { /* NVIDIA's: ptxas's lines (-cl-nv-verbose) */
             char *text = build_log(ctx, prog);
-            if (text) attn_log(ATTN_LOG_DEBUG, "build log:\n%s", text);
+            if (text) log_build_log(text);
             free(text);
         }
         ctx->programs_built++;

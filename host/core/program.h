@@ -5,7 +5,12 @@
 
 
 /* ---- kernel sources (kernel_sources.c, embedded or ctx->kernel_dir) ---- */
-/* Returns a malloc'd copy of cl/<name>, or NULL with ctx's error set. */
+/* A malloc'd copy of cl/<name> into *text: ATTN_SUCCESS, or
+ * ATTN_ERROR_IO (a kernel folder's file missing or unreadable, no such
+ * embedded source) or ATTN_ERROR_OUT_OF_MEMORY with ctx's error set and
+ * *text NULL. */
+attn_status attn_kernel_source_read(attn_context *ctx, const char *name, char **text);
+/* The same, returning the copy or NULL. */
 char *attn_kernel_source(attn_context *ctx, const char *name);
 
 /* ---- programs (program.c, disk_cache.c) ---- */

@@ -56,7 +56,8 @@ ATTN_API attn_status attn_context_set_tuning_db(attn_context *ctx, const char *u
  *  folder that cannot be written only costs the rebuilds). NULL or "" means
  *  no disk cache. It applies to programs ctx builds after the call; those
  *  already in its memory stay. Every new context starts with
- *  $ATTN_CACHE_DIR, else $XDG_CACHE_HOME/attn, else ~/.cache/attn. */
+ *  $ATTN_CACHE_DIR (set but empty: none), else $XDG_CACHE_HOME/attn, else
+ *  ~/.cache/attn. */
 ATTN_API attn_status attn_context_set_cache_dir(attn_context *ctx, const char *dir);
 
 /*! attn_context_set_kernel_dir() : a folder ctx reads its OpenCL C sources
