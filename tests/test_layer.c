@@ -8,6 +8,7 @@
  * GEMM path, forced. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include "core/context.h" /* max_alloc, lowered by test_bad_arguments */
 
 #include <clblast_c.h>
 #include <math.h>
@@ -338,6 +339,14 @@ static void test_bad_arguments(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "w_v"));
     CU_ASSERT_PTR_NULL(layer);
     CU_ASSERT_EQUAL(attn_layer_create(ctx, &cfg, w, w, w, w, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    /* weights past the device's largest allocation: a valid layer this
+     * device cannot hold (the fused q/k/v matrix is 64 x 16 floats, 4 KiB) */
+    const cl_ulong real = ctx->max_alloc;
+    ctx->max_alloc = 2048;
+    CU_ASSERT_EQUAL(attn_layer_create(ctx, &cfg, w, w, w, w, &layer), ATTN_ERROR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "max allocation"));
+    CU_ASSERT_PTR_NULL(layer);
+    ctx->max_alloc = real;
 
     layer = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_layer_create(ctx, &cfg, w, w, w, w, &layer), ATTN_SUCCESS);

@@ -12,6 +12,7 @@
  * offsets and gaps (NaN, which must stay NaN), in place, f16 and bf16. */
 #define _POSIX_C_SOURCE 200809L
 #include "blas/blas.h" /* ATTN_CLBLAST_MAX_INDEX */
+#include "core/context.h" /* max_alloc, lowered by test_packed_sized_by_entry */
 #include "cases.h"
 
 #include <clblast_c.h>
@@ -782,6 +783,40 @@ static void test_variants(void)
     for (size_t i = 0; i < sizeof vcases / sizeof vcases[0]; i++) run_vcase_as(&vcases[i], NULL);
 }
 
+/* Packed entries need the scores of the largest entry, not of the shared
+ * axis: four sequences of 64 on an axis of 256 (scores 2 MiB for the axis,
+ * 128 KiB for one entry) run, and match the reference, on a device whose
+ * largest allocation is 1 MiB; one entry of 256 is refused there. */
+static void test_packed_sized_by_entry(void)
+{
+    static const int s[4] = {0, 64, 128, 192}, l[4] = {64, 64, 64, 64};
+    static const int whole_s[1] = {0}, whole_l[1] = {256};
+    const vcase packed = {"4 packed sequences of 64, max allocation 1 MiB", ATTN_F32, 4, 8, 2,
+                          16, 256, 256, 1, s, l, s, l, .packed = VPACK_SHARED, .seed = 1731};
+    attn_context *ctx = harness_context();
+    const cl_ulong real = ctx->max_alloc;
+    attn_context_release_workspace(ctx); /* nothing kept from larger calls */
+    ctx->max_alloc = 1 << 20;
+    CU_ASSERT_EQUAL(run_vcase_as(&packed, NULL), 0);
+    /* one sequence of the axis's length: its own scores are 2 MiB */
+    vcase one = packed;
+    one.name = "1 packed sequence of 256, max allocation 1 MiB";
+    one.B = 1, one.qs = one.ks = whole_s, one.ql = one.kl = whole_l;
+    vdata d;
+    vdata_make(ctx, &one, 0, &d);
+    attn_tensor to;
+    cl_mem mo = harness_alloc(ctx, one.dtype, 1, one.Hq, one.Sq, one.D, NULL, &to);
+    CU_ASSERT_FATAL(mo != NULL);
+    const attn_status st = attn_forward_materialized(ctx, &d.p, &d.tq, &d.tk, &d.tv, &to, d.lp,
+                                                     NULL, NULL);
+    printf("\n  %s: %s: %.200s", one.name, attn_status_name(st), attn_last_error(ctx));
+    CU_ASSERT_EQUAL(st, ATTN_ERROR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "largest batch entry"));
+    ctx->max_alloc = real;
+    clReleaseMemObject(mo);
+    vdata_free(&d);
+}
+
 /* The issue's limits: each variant at its neutral extreme equals the
  * problem without it (the reference computes the plain problem). */
 static void test_variant_limits(void)
@@ -889,6 +924,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_weights),
     HARNESS_TEST(test_out_of_order_queue),
     HARNESS_TEST(test_variants),
+    HARNESS_TEST(test_packed_sized_by_entry),
     HARNESS_TEST(test_variant_limits),
     HARNESS_TEST(test_weights_variants),
     HARNESS_TEST(test_indirect_gemm),

@@ -68,9 +68,13 @@ static attn_status upload(attn_context *ctx, attn_dtype t, const float *const *p
     size_t total = 0;
     for (int i = 0; i < nparts; i++) total += rows[i];
     const size_t n = total * cols;
-    ATTN_CHECK(ctx, n * sizeof(float) > ctx->max_alloc, ATTN_ERROR_OUT_OF_MEMORY,
+    /* a valid layer this device or CLBlast cannot hold: refused, not failed */
+    ATTN_CHECK(ctx, n * sizeof(float) > ctx->max_alloc, ATTN_ERROR_UNSUPPORTED,
                "the weights need %zu bytes, more than the device's max allocation (%llu bytes)",
                n * sizeof(float), (unsigned long long)ctx->max_alloc);
+    ATTN_CHECK(ctx, n > (size_t)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
+               "the weights hold %zu elements in one matrix; CLBlast indexes with int (at most "
+               "%d)", n, ATTN_CLBLAST_MAX_INDEX);
     float *host = malloc(n * sizeof *host);
     void *narrow = t == ATTN_F32 ? NULL : malloc(n * attn_dtype_size(t));
     attn_status st = ATTN_SUCCESS;

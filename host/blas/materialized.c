@@ -157,10 +157,20 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
     const int qn = q->stride_batch ? B : 1, kn = k->stride_batch ? B : 1;
     const int vn = v->stride_batch ? B : 1, on = wide ? o_copies(p, lengths) : B;
     ATTN_CHECK(ctx, on < 0, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
-    /* Every refusal before any work: the scores of one batch entry (all its
-     * query heads, padded lengths) and, for f16/bf16, the f32 copies. */
-    if ((st = fits(ctx, (double)Hq * Sq * Skv, "the scores of one batch entry (q_heads x "
-                   "q_len x kv_len floats; attn_forward needs no such buffer)")) != ATTN_SUCCESS)
+    /* The largest batch entry's content rows and keys: the GEMMs and the
+     * scores see no more (packed entries are far shorter than their axis). */
+    size_t most_m = 0, most_n = 0, most_mn = 0;
+    for (int b = 0; b < B; b++) {
+        const attn_region r = attn_region_of(p, lengths, b);
+        const size_t m = (size_t)r.q_len, n = (size_t)r.kv_len;
+        if (m * n > most_mn) most_mn = m * n;
+        if (m > most_m) most_m = m;
+        if (n > most_n) most_n = n;
+    }
+    /* Every refusal before any work: the scores of the largest batch entry
+     * (all its query heads) and, for f16/bf16, the f32 copies. */
+    if ((st = fits(ctx, (double)Hq * most_mn, "the scores of the largest batch entry (q_heads x "
+                   "its q_len x its kv_len floats; attn_forward needs no such buffer)")) != ATTN_SUCCESS)
         return st;
     const double qo = (double)(qn > on ? qn : on) * Hq * Sq * D;
     const double kv = (double)(kn > vn ? kn : vn) * Hkv * Skv * D;
@@ -171,7 +181,7 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
     const struct { const attn_tensor *t; int n, h, s; const char *name; } ops[] = {
         {q, qn, Hq, Sq, "q"}, {k, kn, Hkv, Skv, "k"}, {v, vn, Hkv, Skv, "v"},
         {out, on, Hq, Sq, "out"}};
-    double last = (double)Hq * Sq * Skv;
+    double last = (double)Hq * most_mn;
     const char *which = "the scores";
     for (int i = 0; i < 4; i++) {
         const double e = wide ? (double)ops[i].n * ops[i].h * ops[i].s * D /* the f32 copy */
@@ -181,10 +191,11 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
     ATTN_CHECK(ctx, last > (double)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
                "materialized attention: %s reach element %.0f; CLBlast indexes buffers with int "
                "(at most %d)", which, last, ATTN_CLBLAST_MAX_INDEX);
-    /* and the GEMMs' temporary, which for one head is about its scores */
-    if ((st = attn_sgemm_temp_fits(ctx, 1, (size_t)Sq, (size_t)Skv, (size_t)D,
+    /* and the GEMMs' temporary, which for one head is about its scores
+     * (padded sizes: the largest entry's bound every entry's) */
+    if ((st = attn_sgemm_temp_fits(ctx, 1, most_m, most_n, (size_t)D,
                                    "materialized attention, S = Q K^T")) ||
-        (st = attn_sgemm_temp_fits(ctx, 0, (size_t)Sq, (size_t)D, (size_t)Skv,
+        (st = attn_sgemm_temp_fits(ctx, 0, most_m, (size_t)D, most_n,
                                    "materialized attention, O = P V")))
         return st;
     size_t wg;
@@ -195,7 +206,8 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
     cl_int err;
     attn_scratch *mat = ctx->mat;
     const size_t fl = sizeof(float);
-    if ((st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_SCORES], (size_t)Hq * Sq * Skv * fl)) ||
+    if ((st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_SCORES],
+                                   (size_t)Hq * (most_mn ? most_mn : 1) * fl)) ||
         (wide && ((st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_Q], qn * (size_t)Hq * Sq * D * fl)) ||
                   (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_K], kn * (size_t)Hkv * Skv * D * fl)) ||
                   (st = attn_scratch_reserve(ctx, &mat[ATTN_MAT_V], vn * (size_t)Hkv * Skv * D * fl)) ||

@@ -53,8 +53,10 @@ ATTN_API int attn_has_clblast(void);
  *  computed for all of an entry's keys, so a window or mask saves no GEMM
  *  work here, and keys the window, causal rule or mask hide get weight
  *  exactly zero (their V rows must be finite: 0 * NaN is NaN).
- *  It needs one device buffer of q_heads x q_len x kv_len floats (padded
- *  lengths), a GEMM temporary of about one head's scores plus its Q and K
+ *  It needs one device buffer of q_heads x q_len x kv_len floats for the
+ *  batch entry of most content rows x keys (lengths' q_len[b] x kv_len[b];
+ *  a packed entry's own, not the shared axis's), a GEMM temporary of about
+ *  one such head's scores plus its Q and K
  *  (CLBlast's padded copies) and, for f16/bf16, f32 copies of Q, K, V and
  *  O; when any would exceed CL_DEVICE_MAX_MEM_ALLOC_SIZE, or reach past
  *  2^31 - 1 elements (CLBlast indexes with int), it returns
@@ -105,7 +107,10 @@ typedef struct attn_layer_config {
  *  seed's split_heads). The layer copies them to the device (rounded through
  *  cfg->dtype, held as f32 for CLBlast); the caller may free them. The layer
  *  uses ctx (release the layer first) and owns its intermediate buffers,
- *  grown as needed and reused across calls. */
+ *  grown as needed and reused across calls. Weights that this device or
+ *  CLBlast cannot hold (the fused q/k/v matrix or w_o past the device's
+ *  largest allocation, or past 2^31 - 1 elements) are
+ *  ATTN_ERROR_UNSUPPORTED, nothing made. */
 ATTN_API attn_status attn_layer_create(attn_context *ctx, const attn_layer_config *cfg,
                                        const float *w_q, const float *w_k, const float *w_v,
                                        const float *w_o, attn_layer **out);
