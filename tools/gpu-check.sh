@@ -135,7 +135,24 @@ command -v cc >/dev/null || command -v gcc >/dev/null ||
 # ---- 2. the OpenCL driver ----
 step "OpenCL ICDs"
 vendors=${OCL_ICD_VENDORS:-/etc/OpenCL/vendors}
-if grep -qsi nvidia "$vendors"/*.icd "$vendors"; then
+# an ICD naming NVIDIA's library counts only where that library is found:
+# a path that exists, or a name the loader resolves (ldconfig or
+# LD_LIBRARY_PATH)
+icd_found() {
+    local f lib d
+    for f in "$vendors"/*.icd; do
+        [[ -f $f ]] && grep -qi nvidia "$f" || continue
+        lib=$(head -1 "$f")
+        if [[ $lib == /* ]]; then
+            [[ -e $lib ]] && return 0
+        else
+            ldconfig -p 2>/dev/null | grep -qF " $lib " && return 0
+            for d in ${LD_LIBRARY_PATH//:/ }; do [[ -e $d/$lib ]] && return 0; done
+        fi
+    done
+    return 1
+}
+if icd_found; then
     note icd "ok: NVIDIA registered in $vendors"
 else
     lib=$(ldconfig -p 2>/dev/null | awk '/libnvidia-opencl\.so\.1 / {print $NF; exit}')
@@ -153,6 +170,13 @@ else
         note icd "registered $lib in $icd"
     elif [[ ${sel,,} == *nvidia* ]]; then
         note icd "WARNING: no NVIDIA ICD registered and no libnvidia-opencl.so.1 found"
+        # what the next session needs to register it by hand
+        echo "ICD files:"; head -n 3 "$vendors"/*.icd 2>&1 | sed 's/^/  /'
+        echo "OpenCL libraries the loader knows:"
+        ldconfig -p 2>/dev/null | grep -i -e opencl -e libcuda | sed 's/^/  /'
+        echo "libnvidia-opencl* on this file system (20 s at most):"
+        timeout 20 find / -xdev -name 'libnvidia-opencl*' 2>/dev/null | head -20 | sed 's/^/  /'
+
     else
         note icd "ok: no NVIDIA driver here; using $vendors"
     fi
@@ -168,10 +192,21 @@ done >"$build/gpu-env.sh"
 
 # ---- 3. build ----
 step "configure and build into build-gpu/"
-# CLBlast required: its paths are part of what this check covers
+# CLBlast required: its paths are part of what this check covers. The
+# library, the tools and the mma family's tests first: one test that fails
+# to compile under another compiler must not cost the session its
+# measurements; the rest then keeps going past an error (-k).
+key_targets=(attn attn-bench attn-info attn-tune test_mma_ops test_mma_gate)
 if cmake -S "$repo" -B "$build" -DCMAKE_BUILD_TYPE=Release -DATTN_WITH_CLBLAST=ON &&
-    cmake --build "$build" -j"$(nproc)"; then
-    note build ok
+    cmake --build "$build" -j"$(nproc)" --target "${key_targets[@]}"; then
+    keep_going=(-- -k) # make's; ninja's takes a count
+    grep -q '^CMAKE_GENERATOR:INTERNAL=Ninja' "$build/CMakeCache.txt" && keep_going=(-- -k 0)
+    if cmake --build "$build" -j"$(nproc)" "${keep_going[@]}"; then
+        note build ok
+    else
+        note build "FAILED in part: ${key_targets[*]} built; see the log for the others"
+        failed=1
+    fi
 else
     note build FAILED
     finish 1
