@@ -583,6 +583,10 @@ static void test_variant_refusals(void)
         {{"--mask", "zeros", "--mask-dtype", "bf16", NULL}, "--mask-dtype wants f32 or f16"},
         {{"--mask-dtype", "f16", NULL}, "--mask-dtype needs --mask"},
         {{"--mask-fresh", NULL}, "--mask-fresh needs --mask"},
+        /* a prefix-LM mask under the causal rule masks nothing more */
+        {{"--mask", "prefix-lm", NULL}, "--mask prefix-lm needs --no-causal"},
+        /* placed by buffer position: padded and packed would differ */
+        {{"--packed", "10,20", "--mask", "random-block", NULL}, "--packed takes --mask causal or zeros"},
         {{"--packed", "10,0", NULL}, "--packed wants up to"},
         {{"--packed", "10,20", "--batch", "2", NULL}, "--packed sets the batch"},
         {{"--packed", "10,20", "--seq", "64", NULL}, "--packed sets the lengths"},

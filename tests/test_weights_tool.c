@@ -363,6 +363,41 @@ static void test_mixed_options_refused(void)
     expect_refusal(plus_shape, 2, "shape '2,+4,8' is not", out); /* strtol took the '+' */
 }
 
+/* Inputs outside the contract still give a picture and a word: NaN in Q
+ * (its row's weights NaN, drawn as 0) in both formats. A FIFO in place of
+ * a file is refused, not waited on; --help after a bad option is still a
+ * usage error. */
+static void test_odd_inputs(void)
+{
+    fresh_dir();
+    float q[B * HQ * S * D], k[B * HKV * S * D];
+    known_problem(q, k);
+    q[(((size_t)1 * HQ + 1) * S + 5) * D + 3] = NAN; /* entry 1, head 1, row 5 */
+    char qp[600], kp[600], out[600];
+    write_npy(in_dir("q.npy", qp, sizeof qp), 1, q_dict, q, sizeof q);
+    write_npy(in_dir("k.npy", kp, sizeof kp), 1, k_dict, k, sizeof k);
+    for (int svg = 0; svg < 2; svg++) {
+        in_dir(svg ? "nan.svg" : "nan.png", out, sizeof out);
+        const char *args[] = {"--q", qp, "--k", kp, "--batch-index", "1", "--head", "1",
+                              "--out", out, NULL};
+        char *text;
+        const int rc = run(args, &text);
+        CU_ASSERT_EQUAL(rc, 0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(text, "weights are not finite"));
+        if (rc != 0) printf("\n  NaN input, %s: exit %d:\n%s", out, rc, text);
+        CU_ASSERT(exists(out));
+        free(text);
+    }
+    char fifo[600];
+    in_dir("fifo.npy", fifo, sizeof fifo);
+    CU_ASSERT_EQUAL_FATAL(mkfifo(fifo, 0600), 0);
+    in_dir("w.png", out, sizeof out);
+    const char *from_fifo[] = {"--q", fifo, "--k", kp, "--out", out, NULL};
+    expect_refusal(from_fifo, 1, "is not a regular file", out);
+    const char *help_late[] = {"--seq", "5x", "--help", NULL};
+    expect_refusal(help_late, 2, "--seq", out);
+}
+
 static void test_bad_npy_refused(void)
 {
     fresh_dir();
@@ -421,6 +456,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_unknown_extension_refused),
     HARNESS_TEST(test_mixed_options_refused),
     HARNESS_TEST(test_bad_npy_refused),
+    HARNESS_TEST(test_odd_inputs),
     HARNESS_END
 };
 

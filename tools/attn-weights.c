@@ -20,6 +20,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
+#include <unistd.h>
 
 #define EXIT_USAGE 2
 
@@ -160,7 +161,10 @@ static int parse_args(int argc, char **argv, options *o)
         case KSHAPE: bad |= parse_shape("k-shape", optarg, o->k_shape, &o->has_k_shape); break;
         case RAWTYPE: bad |= parse_dtype("raw-type", optarg, &o->raw_type); break;
         case BATCH: bad |= parse_int("batch-index", optarg, 0, 1 << 30, &o->batch_index); break;
-        case HELP: usage(stdout); return EXIT_SUCCESS;
+        case HELP:
+            if (bad) break; /* an error before --help is still one */
+            usage(stdout);
+            return EXIT_SUCCESS;
         case VERSION:
             printf("attn-weights %d.%d.%d (libattn %s)\n", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
                    ATTN_VERSION_PATCH, attn_version_string());
@@ -285,19 +289,26 @@ static int write_image(const options *o, const float *w, const unsigned char *ki
             return 0;
         }
     }
-    FILE *f = fopen(o->out, "wb");
+    /* into a temporary beside it, then renamed: a failed write leaves
+     * neither a partial picture nor an existing file destroyed */
+    char tmp[4200];
+    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", o->out, (long)getpid());
+    FILE *f = fopen(tmp, "wb");
     if (!f) {
-        fprintf(stderr, "attn-weights: cannot write %s: %s\n", o->out, strerror(errno));
+        fprintf(stderr, "attn-weights: cannot write %s: %s\n", tmp, strerror(errno));
         free(img);
         return 0;
     }
     ok = img ? png_write(f, img, width, height, title) : heatmap_write_svg(f, w, kind, sq, skv, title);
     ok = fclose(f) == 0 && ok;
     free(img);
-    if (!ok) {
+    if (ok && rename(tmp, o->out) != 0) {
+        fprintf(stderr, "attn-weights: cannot write %s: %s\n", o->out, strerror(errno));
+        ok = 0;
+    } else if (!ok) {
         fprintf(stderr, "attn-weights: writing %s failed\n", o->out);
-        remove(o->out); /* nothing half-written stays behind */
     }
+    if (!ok) remove(tmp);
     return ok;
 }
 
@@ -404,6 +415,11 @@ int main(int argc, char **argv)
     if (stray)
         fprintf(stderr, "attn-weights: warning: %zu masked or pad cells hold a non-zero "
                 "weight\n", stray);
+    size_t nonfinite = 0; /* NaN or inf in Q or K: drawn as weight 0 */
+    for (size_t i = 0; i < (size_t)Sq * Skv; i++) nonfinite += !isfinite(w[i]);
+    if (nonfinite)
+        fprintf(stderr, "attn-weights: warning: %zu weights are not finite (NaN or inf in Q or "
+                "K?), drawn as 0\n", nonfinite);
     char title[512];
     snprintf(title, sizeof title, "attention weights of %s, batch entry %d, head %d of Hq=%d "
              "Hkv=%d D=%d, Sq=%d Skv=%d, %s, query content [%d, %d), key content [%d, %d), %s",

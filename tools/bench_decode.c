@@ -137,8 +137,10 @@ static void print_row(const bench_decode_config *cfg, const dshape *s, const dco
         else printf(",,,");
         printf("%s,%.4f,%.4f,%.4f,%.4f,%.4f,%d,", tool_check_word(c->checked, &c->chk),
                c->spread.q1_ms, c->spread.q3_ms, c->spread.max_ms, iqr, c->ratio, c->block_size);
-        if (nblocks > 1) printf("%.4f\n", c->block_ratio);
-        else printf("\n");
+        char vt[192] = "";
+        if (cfg->variant) bench_variant_text(cfg->variant, vt, sizeof vt);
+        if (nblocks > 1) printf("%.4f", c->block_ratio);
+        printf(",\"%s\"\n", vt); /* the variant, last: as prefill's rows say it */
     }
     cJSON *j = cJSON_CreateObject();
     tool_json_problem(j, &p);
@@ -233,11 +235,12 @@ static attn_status run_decode(void *arg, int c)
 static attn_status select_run(void *arg, int c)
 {
     decode_runs *d = arg;
-    if (d->flush) { /* finished before the timed run's first marker, which it precedes */
+    if (d->flush) { /* finished before the timed run starts, on either clock */
         const cl_uint word = (cl_uint)c;
         d->step = "clEnqueueFillBuffer (the cache flush)";
         if (clEnqueueFillBuffer(attn_context_queue(d->ctx), d->flush, &word, sizeof word, 0,
-                                d->flush_bytes, 0, NULL, NULL) != CL_SUCCESS)
+                                d->flush_bytes, 0, NULL, NULL) != CL_SUCCESS ||
+            clFinish(attn_context_queue(d->ctx)) != CL_SUCCESS)
             return ATTN_ERROR_OPENCL;
     }
     d->step = "attn_context_set_params";
@@ -449,7 +452,7 @@ int bench_decode(attn_context *ctx, const bench_decode_config *cfg, double peak,
                "params_source,splits_requested,reps,median_ms,min_ms,gflops,peak_gflops,"
                "peak_fraction,kv_gbps,copy_gbps,bandwidth_fraction,max_error,max_error_ratio,"
                "nonfinite,check,q1_ms,q3_ms,max_ms,iqr_fraction,time_ratio_to_first_dtype,"
-               "block_size,time_ratio_to_first_block\n");
+               "block_size,time_ratio_to_first_block,variant\n");
     }
     fflush(stdout);
     int failed = 0;

@@ -83,7 +83,7 @@ const bench_option_spec bench_option_specs[OPT_COUNT] = {
     [OPT_MASK] = {"mask", "KIND", "an additive mask [Sq][Skv] shared by batch and heads:\n"
                   "causal (-inf above the diagonal: compare with --causal),\n"
                   "zeros, prefix-lm (first Skv/2 keys seen by every row, then\n"
-                  "causal; use --no-causal), random-block (64x64 blocks\n"
+                  "causal; needs --no-causal), random-block (64x64 blocks\n"
                   "-inf with probability 1/2)"},
     [OPT_MASKTYPE] = {"mask-dtype", "f32|f16", "the mask's storage type (default f32)"},
     [OPT_MASKFRESH] = {"mask-fresh", NULL, "the mask with version 0: its tile pre-pass runs\n"
@@ -199,6 +199,11 @@ static int check_variant_use(const bench_options *o, int mask_dtype_given, int f
     else if (v->npacked && o->batch) why = "--packed sets the batch: give no --batch";
     else if (v->npacked && (o->seq || o->q_len || o->kv_len) && !o->variants)
         why = "--packed sets the lengths: give no --seq, --q-len or --kv-len";
+    else if (v->mask == BENCH_MASK_PREFIX_LM && (o->causal || o->decode))
+        why = "--mask prefix-lm needs --no-causal (prefill): the causal rule hides all it shows";
+    else if (v->npacked && (v->mask == BENCH_MASK_PREFIX_LM || v->mask == BENCH_MASK_RANDOM_BLOCK))
+        why = "--packed takes --mask causal or zeros: prefix-lm and random-block are placed by "
+              "buffer position, so the packed and padded rows would mask different pairs";
     if (!why) return 0;
     fprintf(stderr, "attn-bench: %s\n", why);
     return -1;

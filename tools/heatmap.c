@@ -17,12 +17,13 @@ static const unsigned char ink[3] = {20, 20, 20};
 
 enum { SCALE = 2, GLYPH_H = FONT_H * SCALE, TICK = 4, BAR_W = 20, BAR_MIN_H = 160 };
 
-/* t in [0, 1] on a viridis-like ramp. */
+/* t in [0, 1] on a viridis-like ramp (NaN, from non-finite inputs, as 0:
+ * (int)NaN would index anywhere). */
 static void ramp(double t, unsigned char rgb[3])
 {
     static const unsigned char stops[5][3] = {
         {68, 1, 84}, {59, 82, 139}, {33, 145, 140}, {94, 201, 98}, {253, 231, 37}};
-    t = t < 0 ? 0 : t > 1 ? 1 : t;
+    t = !(t >= 0) ? 0 : t > 1 ? 1 : t;
     const double x = t * 4;
     const int i = x >= 4 ? 3 : (int)x;
     const double f = x - i;

@@ -5,6 +5,21 @@
 #include <stdio.h>
 #include <string.h>
 
+/* The length of the well-formed UTF-8 sequence at s (1 for ASCII), or 0. */
+static int utf8_length(const unsigned char *s)
+{
+    const unsigned char c = s[0];
+    int n = c < 0x80 ? 1 : c >= 0xc2 && c <= 0xdf ? 2 : c >= 0xe0 && c <= 0xef ? 3
+          : c >= 0xf0 && c <= 0xf4 ? 4 : 0;
+    for (int i = 1; i < n; i++)
+        if ((s[i] & 0xc0) != 0x80) return 0;
+    /* no overlong forms, surrogates or code points past U+10FFFF */
+    if ((c == 0xe0 && s[1] < 0xa0) || (c == 0xed && s[1] >= 0xa0) ||
+        (c == 0xf0 && s[1] < 0x90) || (c == 0xf4 && s[1] >= 0x90))
+        return 0;
+    return n;
+}
+
 int heatmap_write_svg(FILE *f, const float *w, const unsigned char *kind, int sq, int skv,
                       const char *title)
 {
@@ -14,10 +29,12 @@ int heatmap_write_svg(FILE *f, const float *w, const unsigned char *kind, int sq
     static const char *kind_name[] = {"weight", "masked", "pad"};
     char safe[1024]; /* the title names the user's file: escape it for XML */
     size_t n = 0;
-    for (const char *c = title; *c && n + 7 < sizeof safe; c++) {
+    for (const unsigned char *c = (const unsigned char *)title; *c && n + 7 < sizeof safe;) {
         const char *e = *c == '&' ? "&amp;" : *c == '<' ? "&lt;" : *c == '>' ? "&gt;" : NULL;
-        if (e) memcpy(safe + n, e, strlen(e)), n += strlen(e);
-        else safe[n++] = *c;
+        const int u = utf8_length(c);
+        if (e) memcpy(safe + n, e, strlen(e)), n += strlen(e), c++;
+        else if (*c < 0x20 || u == 0) safe[n++] = '?', c++; /* not allowed in XML, or not UTF-8 */
+        else memcpy(safe + n, c, (size_t)u), n += (size_t)u, c += u;
     }
     safe[n] = 0;
     title = safe;
@@ -44,5 +61,5 @@ int heatmap_write_svg(FILE *f, const float *w, const unsigned char *kind, int sq
                     left + j * cell, top + i * cell, cell, cell, rgb[0], rgb[1], rgb[2], i, j,
                     kind_name[kind[at]], (double)w[at]);
         }
-    return fprintf(f, "</svg>\n") > 0;
+    return fprintf(f, "</svg>\n") > 0 && !ferror(f);
 }

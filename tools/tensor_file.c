@@ -7,6 +7,7 @@
 #include "npy_header.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
@@ -14,6 +15,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <unistd.h>
 
 static int fail(char *err, size_t n, const char *fmt, ...)
 {
@@ -51,12 +53,16 @@ static int ends_with(const char *s, const char *tail)
     return n >= m && strcmp(s + n - m, tail) == 0;
 }
 
-/* The whole file, malloc'd, or NULL with the reason in err. */
+/* The whole file, malloc'd, or NULL with the reason in err. Opened
+ * without blocking: a FIFO in its place would wait for a writer forever
+ * (fstat then refuses it). */
 static unsigned char *read_all(const char *path, size_t *len, char *err, size_t en)
 {
-    FILE *f = fopen(path, "rb");
+    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
     if (!f) {
         fail(err, en, "cannot open %s: %s", path, strerror(errno));
+        if (fd >= 0) close(fd);
         return NULL;
     }
     struct stat sb;
