@@ -58,6 +58,9 @@ static void test_set_params_errors(void)
         {"rows=8,keys", "\"keys\""},                /* not name=value */
         {"rows=8,rows=16", "rows is given twice"},  /* a typo, not the last one */
         {"family=tiled,family=vector", "family is given twice"},
+        /* another family's tunable, where the text names the family */
+        {"family=vector,wg=64", "wg is not a tunable of the family vector"},
+        {"family=mma,rows=32", "rows is not a tunable of the family mma"},
         /* whole numbers written plainly: strtol's int cast took 2^32 + 1 as
          * 1 (the vector family), and it took a '+' */
         {"family=4294967297", "family=4294967297"},
@@ -435,6 +438,16 @@ static void test_log_callback(void)
     CU_ASSERT_EQUAL(attn_context_set_params(ctx, "keys=32"), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(seen.info, 1);
+    CU_ASSERT_EQUAL(seen.warn, 0);
+    /* another family's tunable, no family named: left out, and said */
+    attn_plan_info plan;
+    CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &plan), ATTN_SUCCESS);
+    const char *other = strcmp(plan.family, "vector") == 0 ? "keys=32,wg=64" : "keys=32,vec=8";
+    CU_ASSERT_EQUAL(attn_context_set_params(ctx, other), ATTN_SUCCESS);
+    attn_plan_info with_other;
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, &with_other), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(with_other.params, plan.params);
+    CU_ASSERT_EQUAL(seen.warn, 1);
     /* debug: the failure's own line too */
     attn_set_log_callback(on_log, &seen, ATTN_LOG_DEBUG);
     CU_ASSERT_EQUAL(attn_context_set_params(ctx, "rows=99"), ATTN_ERROR_INVALID_ARGUMENT);

@@ -14,6 +14,7 @@
 #include "cases.h"
 #include "harness.h"
 #include "attention/mma_gate.h"
+#include "core/context.h" /* mma_state */
 #include "core/program.h"
 #include "kernels/params.h"
 
@@ -77,6 +78,27 @@ static void test_status_here(void)
 /* Assumed capable: f16, bf16 and f32 with D % 16 == 0 plan mma and are
  * right; D 40, D 8, f32 D 144 and f32 past its key limit keep the device's
  * family. */
+/* An override that gives the plan to another family that runs the
+ * problem leaves the gate undecided (nothing of mma built or run: where
+ * its kernels misbehave, forcing another family keeps them off); one the
+ * problem refuses (flash's decode) or that names none still decides it. */
+static void test_forced_family_skips_gate(void)
+{
+    attn_context *ctx = own_context();
+    attn_mma_assume(ctx, 1);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=tiled,rows=16,keys=32,wg=128"),
+                          ATTN_SUCCESS);
+    attn_problem p = problem(ATTN_F16, 64);
+    attn_plan_info info;
+    planned(ctx, &p, &info);
+    CU_ASSERT_STRING_EQUAL(info.family, "tiled");
+    CU_ASSERT_EQUAL(ctx->mma_state, 0);
+    CU_ASSERT_EQUAL(attn_context_set_params(ctx, "keys=32"), ATTN_SUCCESS);
+    planned(ctx, &p, &info);
+    CU_ASSERT_NOT_EQUAL(ctx->mma_state, 0);
+    attn_context_release(ctx);
+}
+
 static void test_assumed_default(void)
 {
     attn_context *ctx = own_context();
@@ -314,6 +336,15 @@ static void test_doctored_f32_refused(void)
                       "", "the f32 verification forward (3xTF32) failed");
 }
 
+/* the folded f32 rows alone broken (past 4096 keys: the folded sum
+ * dropped at the end), which every shorter verification misses */
+static void test_doctored_f32_fold_refused(void)
+{
+    check_f32_refused("mma_core.cl", "const float4 a = tot[r / 2][dn] + acc[r / 2][dn];",
+                      "const float4 a = acc[r / 2][dn];",
+                      "the f32 verification forward past 4096 keys (3xTF32, folded) failed");
+}
+
 /* the tf32 product's A layout broken (as a compiler refusing its
  * instructions would leave it): the tf32 fragment check, apart from the
  * 16-bit one, refuses f32 alone */
@@ -326,8 +357,10 @@ static void test_doctored_tf32_ops_refused(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_status_here),
     HARNESS_TEST(test_assumed_default),
+    HARNESS_TEST(test_forced_family_skips_gate),
     HARNESS_TEST(test_assumed_decode),
     HARNESS_TEST(test_doctored_fragments_refused),
+    HARNESS_TEST(test_doctored_f32_fold_refused),
     HARNESS_TEST(test_doctored_family_refused),
     HARNESS_TEST(test_doctored_decode_refused),
     HARNESS_TEST(test_doctored_bf16_decode_refused),

@@ -1327,6 +1327,19 @@ static void test_lookup_tiers(void)
     CU_ASSERT_STRING_EQUAL(info.source, "override");
     CU_ASSERT_STRING_EQUAL(info.params, "family=vector,rows=8,keys=32,vec=16");
     CU_ASSERT_EQUAL(attn_context_set_params(c2, NULL), ATTN_SUCCESS);
+    /* an override whose family cannot run the problem (mma at D 24): the
+     * class's tuned plan, not the heuristic */
+    attn_problem p24 = problem(24, 2, 2, 64);
+    const attn_tuning_entry e24 = entry(&here, hv, &p24, "family=vector,rows=2,keys=16,vec=8");
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_merge_file(path, &e24, 1, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, sys), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(c2, &p24, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "tuned");
+    CU_ASSERT_EQUAL(attn_context_set_params(c2, "family=mma,warps=2"), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(c2, &p24, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "tuned");
+    CU_ASSERT_STRING_EQUAL(info.params, "family=vector,rows=2,keys=16,vec=8");
+    CU_ASSERT_EQUAL(attn_context_set_params(c2, NULL), ATTN_SUCCESS);
 
     /* a forward with the tuned parameters, against the reference */
     attn_problem pf = problem(16, 2, 2, 61);

@@ -135,11 +135,15 @@ static attn_status verify_params(attn_context *ctx, int entry, const attn_proble
 
 /* One forward of verify_shape in dt on the family's default parameters,
  * compared with the reference. ATTN_ERROR_MISMATCH (ctx's error naming
- * the worst element) when it differs. */
-static attn_status verify_forward(attn_context *ctx, attn_dtype dt)
+ * the worst element) when it differs. long_rows: 16 queries against
+ * ATTN_MMA_F32_PLAIN_KEYS + 83 keys instead, past which f32 rows are
+ * built folded (MMA_FOLD), another program. */
+static attn_status verify_forward(attn_context *ctx, attn_dtype dt, int long_rows)
 {
     attn_problem p = verify_shape;
     p.dtype = dt;
+    if (long_rows) p.q_len = 16, p.kv_len = ATTN_MMA_F32_PLAIN_KEYS + verify_shape.kv_len;
+    _Static_assert(ATTN_MMA_F32_PLAIN_KEYS == 4096, "the f32 gate's message names 4096");
     attn_params pr;
     attn_status st = verify_params(ctx, ATTN_ENTRY_PREFILL, &p, &pr);
     cl_mem mem[4] = {NULL, NULL, NULL, NULL};
@@ -224,7 +228,7 @@ static int decide(attn_context *ctx, char *why, size_t n)
     }
     static const attn_dtype types[] = {ATTN_F16, ATTN_BF16};
     for (int i = 0; i < 2; i++)
-        if ((st = verify_forward(ctx, types[i])) != ATTN_SUCCESS) {
+        if ((st = verify_forward(ctx, types[i], 0)) != ATTN_SUCCESS) {
             snprintf(why, n, "the %s verification forward failed: %.150s",
                      types[i] == ATTN_F16 ? "f16" : "bf16", ctx->error);
             return 0;
@@ -279,7 +283,9 @@ static int usable32(attn_context *ctx)
         snprintf(detail, sizeof detail, "failed: %s", found);
     if (ok) {
         step = "the f32 verification forward (3xTF32)";
-        ok = verify_forward(ctx, ATTN_F32) == ATTN_SUCCESS;
+        ok = verify_forward(ctx, ATTN_F32, 0) == ATTN_SUCCESS;
+        if (ok && !(ok = verify_forward(ctx, ATTN_F32, 1) == ATTN_SUCCESS))
+            step = "the f32 verification forward past 4096 keys (3xTF32, folded)";
         if (ok && (ok = verify_decode(ctx, ATTN_F32, 16, 0) == ATTN_SUCCESS &&
                         verify_decode(ctx, ATTN_F32, 0, 1) == ATTN_SUCCESS) == 0)
             step = "the f32 verification decode (3xTF32)";

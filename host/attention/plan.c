@@ -103,15 +103,60 @@ void attn_plan_fit_page(attn_params *pr, int page_rows)
     }
 }
 
+/* Whether override text names decode's splits ("...,splits=4"). */
+static int names_splits(const char *text)
+{
+    for (const char *at = strstr(text, "splits="); at; at = strstr(at + 1, "splits="))
+        if (at == text || at[-1] == ',' || at[-1] == ' ') return 1;
+    return 0;
+}
+
+/* Why `family` cannot run p at entry point `entry` here, or NULL. */
+static const char *family_refusal(attn_context *ctx, int family, int entry, const attn_problem *p)
+{
+    const char *refused = attn_family_kernel(family, entry)
+                              ? attn_family_refuses(family, p)
+                              : entry == ATTN_ENTRY_DECODE ? "has no decode kernel"
+                                                           : "has no forward kernel";
+    /* forced or tuned where its own kernels would be the tensor cores', mma
+     * runs only once mma_gate.c verified it: a PTX build that fails, or
+     * fragments that compute wrong, must not reach the caller */
+    if (!refused && family == ATTN_FAMILY_MMA && (attn_mma_ptx(ctx) || ctx->mma_assume) &&
+        !attn_mma_usable(ctx, p->dtype))
+        refused = "is not verified on this device (attn_family_status says why)";
+    return refused;
+}
+
+/* The family ctx's override names, or -1 (none, or text the plan's own
+ * parse will refuse). */
+static int override_family(const attn_context *ctx)
+{
+    attn_params probe = attn_params_defaults(-1);
+    char err[256];
+    if (!ctx->override || attn_params_parse(ctx->override, &probe, err, sizeof err) != 0) return -1;
+    return probe.family;
+}
+
 /* The uncached plan. */
 static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
                             const attn_shape_class *cls, attn_params *out, const char **source)
 {
     attn_device_limits dev = attn_context_limits(ctx);
-    dev.mma = attn_plan_mma(ctx, entry, p);
+    /* mma's gate (a build and verification on the first suitable plan) is
+     * not run for a plan an override gives to another family that runs p:
+     * the plan cannot be mma, and where mma's kernels misbehave, forcing
+     * another family keeps them off */
+    const int forced = override_family(ctx);
+    const int moot = forced >= 0 && forced != ATTN_FAMILY_MMA &&
+                     !family_refusal(ctx, forced, entry, p);
+    dev.mma = moot ? 0 : attn_plan_mma(ctx, entry, p);
     attn_params pr = attn_plan_heuristic(entry, &dev, p);
     *source = "heuristic";
     attn_tuning_apply(ctx, &dev, p, cls, &pr, source);
+    /* the device's own plan (tuned or built in), where an override's family
+     * cannot run p */
+    const attn_params own = pr;
+    const char *own_source = *source;
     const char *text = ctx->override;
     char err[256], desc[200], from[600] = "";
     if (text) {
@@ -127,28 +172,27 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
                  entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc, pr.kv_splits);
         *source = "override";
     }
-    const char *refused = attn_family_kernel(pr.family, entry)
-                              ? attn_family_refuses(pr.family, p)
-                              : entry == ATTN_ENTRY_DECODE ? "has no decode kernel"
-                                                           : "has no forward kernel";
-    /* forced or tuned where its own kernels would be the tensor cores', mma
-     * runs only once mma_gate.c verified it: a PTX build that fails, or
-     * fragments that compute wrong, must not reach the caller */
-    if (!refused && pr.family == ATTN_FAMILY_MMA && (attn_mma_ptx(ctx) || ctx->mma_assume) &&
-        !attn_mma_usable(ctx, p->dtype))
-        refused = "is not verified on this device (attn_family_status says why)";
+    const char *refused = family_refusal(ctx, pr.family, entry, p);
     if (refused) {
         /* a family forced or tuned for what it cannot run (flash's
-         * decode, mma's f32 past its key limit): the device's own choice, so that one
-         * override can serve a model's prefill and decode, any dtype */
+         * decode, mma's f32 past its key limit): the device's own choice
+         * (what was tuned for the class, when the override's family is the
+         * refused one and the tuned one is not), so that one override can
+         * serve a model's prefill and decode, any dtype */
         const char *fam = attn_family_desc_of(pr.family)->name;
         const int splits = pr.kv_splits; /* the override's, if it names them */
-        pr = attn_plan_heuristic(entry, &dev, p);
-        pr.kv_splits = splits;
+        if (text && own.family != pr.family && !family_refusal(ctx, own.family, entry, p)) {
+            pr = own;
+            *source = own_source;
+            if (names_splits(text)) pr.kv_splits = splits;
+        } else {
+            pr = attn_plan_heuristic(entry, &dev, p);
+            pr.kv_splits = splits;
+            *source = "heuristic";
+        }
         attn_params_format(&pr, desc, sizeof desc);
-        attn_log(ATTN_LOG_INFO, "the family %s %s: %s uses %s", fam, refused,
-                 entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc);
-        *source = "heuristic";
+        attn_log(ATTN_LOG_INFO, "the family %s %s: %s uses %s (%s)", fam, refused,
+                 entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc, *source);
     }
     attn_plan_fit_page(&pr, cls->kv_block);
     if (!attn_params_legal(&pr, &dev, p, err, sizeof err)) {

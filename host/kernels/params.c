@@ -4,6 +4,7 @@
  * the plan string, the legality check and the -D option string. */
 #define _POSIX_C_SOURCE 200809L
 #include "core/context.h"
+#include "core/log.h"
 #include "core/text.h"
 #include "kernels/kernel_desc.h"
 #include "attention/variants.h"
@@ -270,8 +271,25 @@ static int family_value(const char *value)
                                                                                            : -1;
 }
 
-/* One pass over "name=value,...": with apply 0 it only finds family=. */
-static int parse_pass(char *buf, attn_params *out, int apply, char *err, size_t errsize)
+/* Whether t is one of f's own tunables (not a shared one, not another
+ * family's). */
+static int own_tunable(const attn_family_desc *f, const attn_tunable_desc *t)
+{
+    return f && t >= f->tunables && t < f->tunables + f->ntunables;
+}
+
+static int shared_tunable(const attn_tunable_desc *t)
+{
+    return t >= common_tunables && t < common_tunables + NCOMMON;
+}
+
+/* One pass over "name=value,...": with apply 0 it only finds family= (and
+ * sets *named when the text names one). Another family's tunable is an
+ * error where the text names its family (a newer attn's, maybe: unknown);
+ * where it does not (an override over whatever the plan is), it is left
+ * out with a warning. */
+static int parse_pass(char *buf, attn_params *out, int apply, int *named, char *err,
+                      size_t errsize)
 {
     char *save = NULL;
     const attn_family_desc *f = attn_family_desc_of(out->family);
@@ -302,9 +320,21 @@ static int parse_pass(char *buf, attn_params *out, int apply, char *err, size_t 
                 return *value ? ATTN_PARAMS_UNKNOWN : ATTN_PARAMS_SYNTAX;
             }
             f = attn_family_desc_of(out->family);
+            *named = 1;
             continue;
         }
         if (!apply) continue;
+        if (f && !shared_tunable(t) && !own_tunable(f, t)) { /* no f: checked against any */
+            const char *fam = f->name;
+            if (*named) {
+                snprintf(err, errsize, "%s is not a tunable of the family %s", item, fam);
+                return ATTN_PARAMS_UNKNOWN;
+            }
+            attn_log(ATTN_LOG_WARN, "parameters \"%s=%s\": %s is not a tunable of the family "
+                     "%s, which is the plan here: left out (name the family to have it refused)",
+                     item, value, item, fam);
+            continue;
+        }
         int v;
         if (attn_parse_int(value, t->min, t->max, &v)) {
             snprintf(err, errsize, "%s=%s: expected an integer in %d..%d", item, value, t->min,
@@ -332,8 +362,9 @@ int attn_params_parse(const char *text, attn_params *params, char *err, size_t e
     memcpy(again, buf, sizeof buf);
     attn_params out = *params;
     /* the family first, wherever it is written: the ranges are its own */
-    int bad = parse_pass(buf, &out, 0, err, errsize);
-    if (bad == 0) bad = parse_pass(again, &out, 1, err, errsize);
+    int named = 0;
+    int bad = parse_pass(buf, &out, 0, &named, err, errsize);
+    if (bad == 0) bad = parse_pass(again, &out, 1, &named, err, errsize);
     if (bad != 0) return bad;
     *params = out;
     return 0;
