@@ -145,9 +145,10 @@ icd_found() {
         lib=$(head -1 "$f")
         if [[ $lib == /* ]]; then
             [[ -e $lib ]] && return 0
-        else
-            ldconfig -p 2>/dev/null | grep -qF " $lib " && return 0
-            for d in ${LD_LIBRARY_PATH//:/ }; do [[ -e $d/$lib ]] && return 0; done
+        else # ldconfig -p's lines: "<tab>NAME (libc6,x86-64) => PATH"
+            ldconfig -p 2>/dev/null | awk -v l="$lib" '$1 == l {f = 1} END {exit !f}' && return 0
+            local ld=${LD_LIBRARY_PATH:-}
+            for d in ${ld//:/ }; do [[ -e $d/$lib ]] && return 0; done
         fi
     done
     return 1

@@ -35,8 +35,10 @@
 # The mma family has never run on a GPU: when the plan's first run on a
 # small shape runs out of time (a kernel that never ends: a headless GPU
 # has no watchdog), every later step keeps off mma (the prefill plan forced
-# to flash, mma sets, mma decode and tune-mma skipped), and a round of
-# prefill runs stops after two runs in a row out of time.
+# to flash, which leaves mma's gate unrun; mma's sets and decode plan, tune,
+# ctest and drift skipped), also in a later call without the gate step (a
+# marker in build-gpu/), and a round of prefill runs stops after two runs in
+# a row out of time.
 # Usage: tools/gpu-session.sh [--debs FOLDER] [--platform SEL] [--budget SECONDS]
 #                             [--steps LIST] [--rehearse]
 set -uo pipefail
@@ -153,12 +155,24 @@ if want gate; then
     # included: out of time here, every later run of the plan would be too
     run plan-probe 60 "$b/tools/attn-bench" --device "$sel" --batch 1 --q-heads 8 --kv-heads 2 \
         --head-dim 64 --seq 256 --dtype f16,f32 --reps 1 --no-check --format csv
+    rm -f "$b/mma-hung"
     if ((last == 124 || last == 137)); then
         mma_hung=1
+        touch "$b/mma-hung" # for a later call without this step
         echo "mma                          kept off: the plan's first run ran out of time" |
             tee -a "$summary"
     fi
+elif [[ -f $b/mma-hung ]]; then
+    mma_hung=1
+    echo "mma                          kept off: an earlier call's plan probe ran out of time" |
+        tee -a "$summary"
 fi
+# skip_hung NAME: 0 (and a summary line) when mma is kept off and the step
+# would run it anyway (its gate in a default plan, or mma forced)
+skip_hung() {
+    ((${mma_hung:-0})) || return 1
+    printf '%-28s skipped: mma kept off, and it would plan mma\n' "$1" | tee -a "$summary"
+}
 
 # ---- prefill: the issues' shapes, each family forced next to the plan ----
 # the plan (checked against the CPU reference), then the sets of
@@ -270,15 +284,13 @@ fi
 
 # ---- tune: tuned against default, within what the budget leaves (the
 # search's own --budget ends before the step's limit, so that it saves) ----
-if want tune; then
+if want tune && ! skip_hung tune; then
     db=$work/tune.json
     # tune_budget MAX: seconds for attn-tune's search, leaving the compare
     # (about 60 s) and the step's own margin
     tune_budget() { local l; l=$(left); l=$(((l - 100) / 2)); echo $((l < $1 ? l : $1)); }
     tb=$(tune_budget 90)
-    if ((${mma_hung:-0})); then
-        echo "tune-mma                     skipped: mma kept off" | tee -a "$summary"
-    elif ((tb >= 20)); then
+    if ((tb >= 20)); then
         run tune-mma $((tb + 40)) env ATTN_TUNING_DB="$db" "$b/tools/attn-tune" --device "$sel" \
             --family mma --budget "$tb" --shapes "$mshapes"
     fi
@@ -311,7 +323,7 @@ if want regs; then
 fi
 
 # ---- ctest: the suite on the device ----
-if want ctest; then
+if want ctest && ! skip_hung ctest; then
     # (the gate's tests and the drift table have steps of their own;
     # test_cl_faults reruns its workloads about 600 times on a GPU, one
     # pass building from source: gpu-check.sh runs it, this short session
@@ -323,7 +335,7 @@ fi
 want more && prefill_round 1 forward all 2 3
 
 want again && prefill_round 2 reverse all 0 1 2 3
-want drift && run drift 120 env ATTN_LONG_CONTEXT_TABLE=1 "$b/tests/test_long_context"
+want drift && ! skip_hung drift && run drift 120 env ATTN_LONG_CONTEXT_TABLE=1 "$b/tests/test_long_context"
 
 echo "gpu-session: done in $((SECONDS - t0))s, status $rc; results in $out/session.tar.gz" |
     tee -a "$summary"

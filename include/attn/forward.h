@@ -40,7 +40,10 @@ extern "C" {
  *  sub-buffer that overlaps it, undefined when either is written; attn
  *  checks the bytes, which is what the devices it runs on need.
  *  done: NULL, or receives the completion event (caller releases it).
- *  All arguments are validated before anything is enqueued. */
+ *  All arguments are validated before anything is enqueued: a refused call
+ *  writes nothing. A failure after work was enqueued (an OpenCL error, a
+ *  kernel that fails to build or run midway) may leave out and lse partly
+ *  written. */
 ATTN_API attn_status attn_forward(attn_context *ctx, const attn_problem *p,
                          const attn_tensor *q, const attn_tensor *k,
                          const attn_tensor *v, const attn_tensor *out,
