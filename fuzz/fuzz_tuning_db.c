@@ -4,7 +4,8 @@
  *
  * A success must print (attn_tuning_db_print) and the printed text must
  * parse again to a database that prints the same text, with as many
- * entries. A failure must be ATTN_ERROR_TUNING_DB with a message that
+ * entries (unless an entry held more than this build keeps: then saving
+ * it must be refused). A failure must be ATTN_ERROR_TUNING_DB with a message that
  * starts with the file name given and a line number ("NAME:LINE"), and
  * leave the database empty. Nothing may leak. */
 #include "fuzz_util.h"
@@ -68,6 +69,17 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     n_ok++;
     n_entries += db.count;
+    /* an entry holding more of a newer attn than this one can keep: read,
+     * but never written (the save refuses before touching the file) */
+    for (size_t i = 0; i < db.count; i++)
+        if (db.entries[i].lost) {
+            st = attn_tuning_db_save("never-written/tuning.json", &db, err, sizeof err);
+            if (st != ATTN_ERROR_TUNING_DB || !strstr(err, "not written"))
+                fuzz_fail("a database with a lost entry was not refused: %s: \"%s\"",
+                          attn_status_name(st), err);
+            attn_tuning_db_free(&db);
+            return 0;
+        }
 
     char *first = attn_tuning_db_print(&db);
     if (!first) fuzz_fail("print of %zu entries returned NULL", db.count);

@@ -948,28 +948,50 @@ static void test_foreign_entries(void)
     CU_ASSERT(entries_equal(&back.entries[0], &mine));
     CU_ASSERT(entries_equal(&back.entries[1], &db.entries[1]));
 
-    /* what cannot be kept, or is wrong whatever the version, is corrupt */
+    /* what is too long to keep is read (and, in a known class, used), but
+     * no database holding it is written: that would drop it */
     char long_value[600];
     memset(long_value, 'x', sizeof long_value - 1);
     long_value[sizeof long_value - 1] = 0;
     char one[2048];
-    static const struct { const char *what, *expect; } corrupt[] = {
-        {"class", "\"class\" is too long to keep"},
-        {"extra", "the fields this attn does not know are too long to keep"},
-        {"dtype", "\"dtype\" must be a string"},
-    };
-    for (int i = 0; i < 3; i++) {
+    for (int i = 0; i < 2; i++) {
         char more[700] = "";
         if (i == 0) snprintf(cls, sizeof cls, "%s, \"later\": \"%.400s\"", known, long_value);
-        else if (i == 1) snprintf(cls, sizeof cls, "%s", known);
-        else snprintf(cls, sizeof cls, "%s", "\"head_dim\": 64, \"dtype\": 5, \"causal\": true, "
-                                              "\"group\": 4, \"q_bucket\": 64, \"kv_bucket\": 64");
+        else snprintf(cls, sizeof cls, "%s", known);
         if (i == 1) snprintf(more, sizeof more, ", \"notes\": \"%s\"", long_value);
         foreign_entry(one, sizeof one, cls, "family=vector,rows=8", more);
         snprintf(text, sizeof text, "{\"entries\": [%s]}", one);
         CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                        ATTN_SUCCESS);
+        CU_ASSERT_EQUAL_FATAL(back.count, 1);
+        CU_ASSERT_EQUAL(back.entries[0].lost, 1);
+        CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &c, &got),
+                        i == 0 ? ATTN_TIER_NONE : ATTN_TIER_EXACT);
+        write_file(path, text);
+        CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &other, 1, err, sizeof err),
                         ATTN_ERROR_TUNING_DB);
-        printf("\n  %s: %s", corrupt[i].what, err);
+        printf("\n  too long (%s): %s", i ? "fields" : "class", err);
+        CU_ASSERT_PTR_NOT_NULL(strstr(err, "not written"));
+        char *kept = harness_read_file(path, NULL); /* the file as it was */
+        CU_ASSERT(kept && strcmp(kept, text) == 0);
+        free(kept);
+    }
+    /* a class whose known fields are wrong is corrupt, an unknown field
+     * beside them or not */
+    static const struct { const char *cls, *expect; } corrupt[] = {
+        {"\"head_dim\": 64, \"dtype\": 5, \"causal\": true, \"group\": 4, \"q_bucket\": 64, "
+         "\"kv_bucket\": 64", "\"dtype\" must be a string"},
+        {"\"head_dim\": \"x\", \"hed_dim\": 64, \"dtype\": \"f32\", \"causal\": true, "
+         "\"group\": 4, \"q_bucket\": 64, \"kv_bucket\": 64", "\"head_dim\" must be a number"},
+        {"\"dtype\": \"f32\", \"causal\": true, \"group\": 4, \"q_bucket\": 64, "
+         "\"kv_bucket\": 64, \"head_dims\": 64", "\"head_dim\" is missing"},
+    };
+    for (int i = 0; i < 3; i++) {
+        foreign_entry(one, sizeof one, corrupt[i].cls, "family=vector,rows=8", "");
+        snprintf(text, sizeof text, "{\"entries\": [%s]}", one);
+        CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                        ATTN_ERROR_TUNING_DB);
+        printf("\n  corrupt: %s", err);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, corrupt[i].expect));
         CU_ASSERT_EQUAL(back.count, 0);
     }

@@ -86,12 +86,16 @@ typedef struct attn_tuning_entry {
      * that a merge loses nothing (tuning_db_read.c fills them, tuning_db.c
      * writes them back; "" when there is none):
      * - the "class" object, when it holds a field, storage type, variant or
-     *   range this build does not know. cls is then all zero and the entry
-     *   never applies (attn_tuning_entry_params says why).
+     *   range this build does not know (foreign_why set). cls is then all
+     *   zero and the entry never applies (attn_tuning_entry_params says why).
      * - the entry's other fields this build does not read, as the text of a
-     *   JSON object with the same nesting ({"notes": .., "device": {..}}). */
+     *   JSON object with the same nesting ({"notes": .., "device": {..}}).
+     * lost: either was too long to keep here. The entry is read (and used,
+     * when its class is known), but attn_tuning_db_save refuses to write a
+     * database holding it, which would drop what did not fit. */
     char foreign_class[384], foreign_why[128];
     char extra[512];
+    int lost;
 } attn_tuning_entry;
 
 typedef struct attn_tuning_db {

@@ -206,7 +206,7 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
         cJSON_AddStringToObject(j, "kernel_hash", e->kernel_hash);
         cJSON_AddStringToObject(j, "tool_version", e->tool_version);
         cJSON_AddStringToObject(j, "date", e->date);
-        if (e->foreign_class[0]) { /* verbatim, as a newer attn wrote it */
+        if (e->foreign_why[0]) { /* verbatim, as a newer attn wrote it */
             cJSON *fc = cJSON_Parse(e->foreign_class);
             if (!cJSON_AddItemToObject(j, "class", fc)) {
                 cJSON_Delete(fc);
@@ -285,6 +285,13 @@ attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char
 {
     char target[PATH_MAX];
     path = link_target(path, target);
+    for (size_t i = 0; i < db->count; i++)
+        if (db->entries[i].lost) {
+            snprintf(err, errsize, "%s: not written: entry %zu (from a newer attn?) holds more "
+                     "that this attn cannot read than it can keep, and writing would drop it "
+                     "(use a newer attn, or remove the entry by hand)", path, i);
+            return ATTN_ERROR_TUNING_DB;
+        }
     char *text = attn_tuning_db_print(db);
     if (!text) {
         snprintf(err, errsize, "%s: out of host memory", path);

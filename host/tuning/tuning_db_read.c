@@ -253,7 +253,7 @@ static int keep_extra(reader *r, const cJSON *j, attn_tuning_entry *e)
         char *text = cJSON_PrintUnformatted(x);
         if (!text) st = bad(r, "%s", "out of host memory");
         else if (strlen(text) >= sizeof e->extra)
-            st = bad(r, "%s", "the fields this attn does not know are too long to keep");
+            e->lost = 1; /* read and used; a write is refused (tuning_db.c) */
         else memcpy(e->extra, text, strlen(text) + 1);
         free(text);
     }
@@ -271,10 +271,28 @@ static int foreign_class(reader *r, const cJSON *cls, attn_tuning_entry *e, cons
     int st = 0;
     if (!text) st = bad(r, "%s", "out of host memory");
     else if (strlen(text) >= sizeof e->foreign_class)
-        st = bad(r, "\"class\" is too long to keep, and %s", why);
+        e->lost = 1; /* never applied; a write is refused (tuning_db.c) */
     else memcpy(e->foreign_class, text, strlen(text) + 1);
     free(text);
     return st;
+}
+
+/* A string member: NULL when absent (an error when required), -1 set in
+ * *failed when not a string. */
+static const char *get_text(reader *r, const cJSON *obj, const char *key, int required,
+                            int *failed)
+{
+    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
+    *failed = 0;
+    if (!it) {
+        if (required) *failed = bad(r, "\"%s\" is missing", key);
+        return NULL;
+    }
+    if (!cJSON_IsString(it) || !it->valuestring) {
+        *failed = bad(r, "\"%s\" must be a string", key);
+        return NULL;
+    }
+    return it->valuestring;
 }
 
 /* The class: read into e->cls; or, where it holds a field, storage type,
@@ -284,14 +302,10 @@ static int foreign_class(reader *r, const cJSON *cls, attn_tuning_entry *e, cons
 static int read_class(reader *r, const cJSON *cls, attn_tuning_entry *e)
 {
     char why[128];
-    for (const cJSON *m = cls->child; m; m = m->next)
-        if (!listed(class_keys, m->string)) {
-            snprintf(why, sizeof why, "class field \"%.64s\" is unknown to this attn", m->string);
-            return foreign_class(r, cls, e, why);
-        }
-    char dtype[16] = "";
+    int failed;
+    const char *dtype = get_text(r, cls, "dtype", 1, &failed);
+    if (failed) return -1;
     if (get_int(r, cls, "head_dim", &e->cls.head_dim, 1, 1 << 16, 1) ||
-        get_string(r, cls, "dtype", dtype, sizeof dtype, 1) ||
         get_int(r, cls, "group", &e->cls.group, 1, 1 << 16, 1) ||
         get_int(r, cls, "q_bucket", &e->cls.q_bucket, 1, 1 << 30, 1) ||
         get_int(r, cls, "kv_bucket", &e->cls.kv_bucket, 1, 1 << 30, 1))
@@ -320,15 +334,22 @@ static int read_class(reader *r, const cJSON *cls, attn_tuning_entry *e)
                    "class.kv_block");
     /* optional: the variants the entry was tuned with, "window,softcap"
      * (absent: none, as every database before them) */
-    char variants[96] = "", why_v[64];
-    if (get_string(r, cls, "variants", variants, sizeof variants, 0)) return -1;
+    const char *variants = get_text(r, cls, "variants", 0, &failed);
+    if (failed) return -1;
+    char why_v[96];
 
-    /* what a newer attn may know: checked once the class is well formed */
+    /* what a newer attn may know: checked once the fields this build reads
+     * are well formed (a typo beside them is no excuse) */
+    for (const cJSON *m = cls->child; m; m = m->next)
+        if (!listed(class_keys, m->string)) {
+            snprintf(why, sizeof why, "class field \"%.64s\" is unknown to this attn", m->string);
+            return foreign_class(r, cls, e, why);
+        }
     if (strcmp(dtype, "f32") == 0) e->cls.dtype = ATTN_F32;
     else if (strcmp(dtype, "f16") == 0) e->cls.dtype = ATTN_F16;
     else if (strcmp(dtype, "bf16") == 0) e->cls.dtype = ATTN_BF16;
     else {
-        snprintf(why, sizeof why, "class.dtype \"%s\" is unknown to this attn", dtype);
+        snprintf(why, sizeof why, "class.dtype \"%.40s\" is unknown to this attn", dtype);
         return foreign_class(r, cls, e, why);
     }
     if (e->cls.head_dim > 256) { /* validate.c's bound */
@@ -340,7 +361,8 @@ static int read_class(reader *r, const cJSON *cls, attn_tuning_entry *e)
                  e->cls.kv_block, ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK);
         return foreign_class(r, cls, e, why);
     }
-    if (attn_variant_flags_parse(variants, &e->cls.variants, why_v, sizeof why_v) != 0) {
+    if (attn_variant_flags_parse(variants ? variants : "", &e->cls.variants, why_v,
+                                 sizeof why_v) != 0) {
         snprintf(why, sizeof why, "class.variants: %s", why_v);
         return foreign_class(r, cls, e, why);
     }

@@ -34,7 +34,7 @@ int attn_tuning_entry_params(const attn_tuning_entry *e, attn_params *out, char 
     attn_params pr = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,
                       .wg_size = 1, .vec_width = 16};
     const int st = attn_params_parse(e->params, &pr, why, size);
-    if (st == 0 && e->foreign_class[0]) { /* the params read, but not the class */
+    if (st == 0 && e->foreign_why[0]) { /* the params read, but not the class */
         snprintf(why, size, "%s", e->foreign_why);
         return ATTN_PARAMS_UNKNOWN;
     }
