@@ -56,8 +56,15 @@ attn_status harness_use_family(attn_context *ctx, harness_family f, const char *
     char text[192];
     if (f == HARNESS_AUTO)
         return harness_use_params(ctx, extra && *extra ? extra : NULL);
-    snprintf(text, sizeof text, "family=%s%s%s", harness_family_name(f), extra ? "," : "",
-             extra ? extra : "");
+    int n = snprintf(text, sizeof text, "family=%s", harness_family_name(f));
+    /* the tables' texts serve every family: mma has no rows (its warps and
+     * m-tiles make them), which the planner would leave out with a warning */
+    for (const char *at = extra; at && *at;) {
+        const size_t len = strcspn(at, ",");
+        if (!(f == HARNESS_MMA && strncmp(at, "rows=", 5) == 0) && len)
+            n += snprintf(text + n, sizeof text - (size_t)n, ",%.*s", (int)len, at);
+        at += len + (at[len] == ',');
+    }
     return harness_use_params(ctx, text);
 }
 

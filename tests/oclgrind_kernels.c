@@ -236,8 +236,8 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
                           ATTN_SUCCESS);
     char params[96], name[48];
     /* 16 keys a block: 19 keys in 2 splits (with 32, one) */
-    snprintf(params, sizeof params, "family=%s,rows=4,keys=%d,splits=%d%s%s", family, keys,
-             splits, *extra ? "," : "", extra);
+    snprintf(params, sizeof params, "family=%s%s,keys=%d,splits=%d%s%s", family,
+             strcmp(family, "mma") == 0 ? "" : ",rows=4", keys, splits, *extra ? "," : "", extra);
     attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = DD, .q_len = NEW,
                       .kv_len = 0, .dtype = dt, .causal = 1, .scale = 0.0f};
     /* a long block's packed K/V NaN first, where earlier cases left them:

@@ -287,7 +287,8 @@ static void decode_case(const char *family, int splits, attn_dtype dt, single_pa
     cl_mem ml = harness_float_buffer(ctx, rows);
     CU_ASSERT_FATAL(mq && mo && ml);
     char params[96];
-    snprintf(params, sizeof params, "family=%s,rows=4,splits=%d", family, splits);
+    snprintf(params, sizeof params, "family=%s%s,splits=%d", family,
+             strcmp(family, "mma") == 0 ? "" : ",rows=4", splits);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
     attn_problem p = {.batch = DB, .q_heads = DHQ, .kv_heads = DHKV, .head_dim = DD, .q_len = DNEW,
                       .kv_len = 0, .dtype = dt, .causal = 1, .scale = 0.0f};

@@ -4,6 +4,7 @@
  * database search after the first of its class. */
 #include "attention/decode.h"
 #include "attention/mma_gate.h"
+#include "attention/plan.h"
 #include "kernels/kernel_desc.h"
 #include "tuning/tuning.h"
 #include "core/context.h"
@@ -69,15 +70,23 @@ attn_params attn_plan_family_start(int entry, const attn_device_limits *dev,
 int attn_plan_parse_over(int entry, const attn_device_limits *dev, const attn_problem *p,
                          const char *text, attn_params *pr, char *err, size_t size)
 {
+    return attn_plan_parse_over_noting(entry, dev, p, text, pr, NULL, 0, err, size);
+}
+
+int attn_plan_parse_over_noting(int entry, const attn_device_limits *dev, const attn_problem *p,
+                                const char *text, attn_params *pr, char *left_out,
+                                size_t left_size, char *err, size_t size)
+{
     attn_params out = *pr;
-    if (attn_params_parse(text, &out, err, size) != 0) return -1;
+    if (attn_params_parse_noting(text, &out, left_out, left_size, err, size) != 0) return -1;
     /* another family than pr's: the fields families share (rows, keys) mean
      * other things in each (a CPU's 5 vector rows do not divide tiled's 128
      * work-items), so text goes on that family's own start, not on pr's
      * values; splits too start afresh, as they were chosen for pr's kernels */
     if (out.family != pr->family) {
         out = attn_plan_family_start(entry, dev, p, out.family);
-        if (attn_params_parse(text, &out, err, size) != 0) return -1; /* parsed once already */
+        /* parsed once already */
+        if (attn_params_parse_noting(text, &out, left_out, left_size, err, size) != 0) return -1;
     }
     *pr = out;
     return 0;
@@ -165,8 +174,18 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
         const int env = strcmp(ctx->override_from, "ATTN_PARAMS") == 0;
         snprintf(from, sizeof from, env ? "%s=\"%.500s\"" : "%s(\"%.500s\")", ctx->override_from,
                  text);
-        if (attn_plan_parse_over(entry, &dev, p, text, &pr, err, sizeof err) != 0)
+        char left_out[128];
+        if (attn_plan_parse_over_noting(entry, &dev, p, text, &pr, left_out, sizeof left_out, err,
+                                        sizeof err) != 0)
             return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s: %s", from, err);
+        /* one text may serve several families; what the planned one lacks
+         * is said once a context (and override), not once a plan */
+        if (left_out[0] && !ctx->override_noted) {
+            ctx->override_noted = 1;
+            attn_log(ATTN_LOG_WARN, "%s: %s left out: not a tunable of the family %s, which "
+                     "the %s plan uses here", from, left_out, attn_family_desc_of(pr.family)->name,
+                     entry == ATTN_ENTRY_DECODE ? "decode" : "forward");
+        }
         attn_params_format(&pr, desc, sizeof desc);
         attn_log(ATTN_LOG_INFO, "%s applied to %s: %s,splits=%d", ctx->override_from,
                  entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc, pr.kv_splits);

@@ -44,6 +44,11 @@ attn_params attn_plan_family_start(int entry, const attn_device_limits *dev,
  * family, over that family's start. 0, or -1 with err set and *pr as it was. */
 int attn_plan_parse_over(int entry, const attn_device_limits *dev, const attn_problem *p,
                          const char *text, attn_params *pr, char *err, size_t size);
+/* The same, with the names text gave that the family in effect lacks (left
+ * out) in left_out (attn_params_parse_noting). */
+int attn_plan_parse_over_noting(int entry, const attn_device_limits *dev, const attn_problem *p,
+                                const char *text, attn_params *pr, char *left_out,
+                                size_t left_size, char *err, size_t size);
 /* The device limits' mma flag for p at entry point `entry`: whether the
  * heuristic may choose the mma family (a problem it can run, on a device
  * where mma_gate.c verified it; the first such call verifies; a decode

@@ -4,7 +4,6 @@
  * the plan string, the legality check and the -D option string. */
 #define _POSIX_C_SOURCE 200809L
 #include "core/context.h"
-#include "core/log.h"
 #include "core/text.h"
 #include "kernels/kernel_desc.h"
 #include "attention/variants.h"
@@ -283,13 +282,13 @@ static int shared_tunable(const attn_tunable_desc *t)
     return t >= common_tunables && t < common_tunables + NCOMMON;
 }
 
-/* One pass over "name=value,...": with apply 0 it only finds family= (and
- * sets *named when the text names one). Another family's tunable is an
- * error where the text names its family (a newer attn's, maybe: unknown);
- * where it does not (an override over whatever the plan is), it is left
- * out with a warning. */
-static int parse_pass(char *buf, attn_params *out, int apply, int *named, char *err,
-                      size_t errsize)
+/* One pass over "name=value,...": with apply 0 it only finds family=.
+ * Another family's tunable (rows for mma, wg for vector) is checked
+ * against its own range and left out, its name added to left_out (when
+ * given): one text may serve several families ("rows=4,splits=2" for every
+ * decode family), and the planner says what it left out. */
+static int parse_pass(char *buf, attn_params *out, int apply, char *left_out, size_t left_size,
+                      char *err, size_t errsize)
 {
     char *save = NULL;
     const attn_family_desc *f = attn_family_desc_of(out->family);
@@ -320,21 +319,9 @@ static int parse_pass(char *buf, attn_params *out, int apply, int *named, char *
                 return *value ? ATTN_PARAMS_UNKNOWN : ATTN_PARAMS_SYNTAX;
             }
             f = attn_family_desc_of(out->family);
-            *named = 1;
             continue;
         }
         if (!apply) continue;
-        if (f && !shared_tunable(t) && !own_tunable(f, t)) { /* no f: checked against any */
-            const char *fam = f->name;
-            if (*named) {
-                snprintf(err, errsize, "%s is not a tunable of the family %s", item, fam);
-                return ATTN_PARAMS_UNKNOWN;
-            }
-            attn_log(ATTN_LOG_WARN, "parameters \"%s=%s\": %s is not a tunable of the family "
-                     "%s, which is the plan here: left out (name the family to have it refused)",
-                     item, value, item, fam);
-            continue;
-        }
         int v;
         if (attn_parse_int(value, t->min, t->max, &v)) {
             snprintf(err, errsize, "%s=%s: expected an integer in %d..%d", item, value, t->min,
@@ -347,6 +334,14 @@ static int parse_pass(char *buf, attn_params *out, int apply, int *named, char *
             range_error(t, v, NULL, err, errsize);
             return ATTN_PARAMS_UNKNOWN;
         }
+        /* no f (a family not known yet): checked against any */
+        if (f && !shared_tunable(t) && !own_tunable(f, t)) {
+            if (left_out) {
+                const size_t n = strlen(left_out);
+                snprintf(left_out + n, left_size - n, "%s%s", n ? "," : "", item);
+            }
+            continue;
+        }
         *attn_desc_field(out, t->offset) = v;
     }
     return 0;
@@ -354,6 +349,13 @@ static int parse_pass(char *buf, attn_params *out, int apply, int *named, char *
 
 int attn_params_parse(const char *text, attn_params *params, char *err, size_t errsize)
 {
+    return attn_params_parse_noting(text, params, NULL, 0, err, errsize);
+}
+
+int attn_params_parse_noting(const char *text, attn_params *params, char *left_out,
+                             size_t left_size, char *err, size_t errsize)
+{
+    if (left_out && left_size) left_out[0] = 0;
     char buf[512], again[512];
     if (snprintf(buf, sizeof buf, "%s", text) >= (int)sizeof buf) {
         snprintf(err, errsize, "too long");
@@ -362,9 +364,8 @@ int attn_params_parse(const char *text, attn_params *params, char *err, size_t e
     memcpy(again, buf, sizeof buf);
     attn_params out = *params;
     /* the family first, wherever it is written: the ranges are its own */
-    int named = 0;
-    int bad = parse_pass(buf, &out, 0, &named, err, errsize);
-    if (bad == 0) bad = parse_pass(again, &out, 1, &named, err, errsize);
+    int bad = parse_pass(buf, &out, 0, NULL, 0, err, errsize);
+    if (bad == 0) bad = parse_pass(again, &out, 1, left_out, left_size, err, errsize);
     if (bad != 0) return bad;
     *params = out;
     return 0;

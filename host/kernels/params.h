@@ -103,6 +103,11 @@ enum { ATTN_PARAMS_SYNTAX = -1, ATTN_PARAMS_UNKNOWN = -2 };
  * one). Returns 0 on success, else ATTN_PARAMS_SYNTAX or
  * ATTN_PARAMS_UNKNOWN with why in err. */
 int attn_params_parse(const char *text, attn_params *params, char *err, size_t errsize);
+/* The same, with the names it left out (another family's tunables, checked
+ * but not applied: "rows" for mma) in left_out, comma-separated ("" when
+ * none). */
+int attn_params_parse_noting(const char *text, attn_params *params, char *left_out,
+                             size_t left_size, char *err, size_t errsize);
 
 /* Whether params are legal for this device and problem (ranges, divisibility,
  * local memory, work-group size); why not in err. */

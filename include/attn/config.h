@@ -29,7 +29,10 @@ ATTN_API attn_status attn_context_set_check(attn_context *ctx, int enable);
  *  where the text names another family than the plan's, that family's
  *  own starting value on this device;
  *  family is tiled, vector, flash or mma; flash has no decode kernel, so
- *  decode keeps its own plan under it; mma forced where attn_family_status
+ *  decode keeps its own plan under it (the class's tuned one, where there
+ *  is one); a name the family in effect lacks (rows for mma) is checked
+ *  against its own family's range and left out, with one warning a
+ *  context, so that one text can serve every family; mma forced where attn_family_status
  *  finds it not usable runs on its exact but slow emulation, for testing). NULL or "" clears the override. The text is
  *  checked now: an unknown name, a name given twice, a value that is not
  *  an integer, outside its range or not a power of two where one is needed is
