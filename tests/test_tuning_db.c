@@ -574,7 +574,7 @@ static void test_paged_decode_class(void)
         CU_ASSERT_EQUAL(attn_tuning_db_parse(doctored, strlen(doctored), "mem", &back, err,
                                              sizeof err), bad[i].st);
         for (size_t k = 0; k < back.count; k++) /* the kept one's why */
-            if (back.entries[k].foreign_class[0])
+            if (back.entries[k].foreign_why[0])
                 attn_tuning_entry_params(&back.entries[k], NULL, err, sizeof err);
         if (!strstr(err, bad[i].why)) printf("\n  case %d: %s", i, err);
         CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i].why));
@@ -976,6 +976,16 @@ static void test_foreign_entries(void)
         CU_ASSERT(kept && strcmp(kept, text) == 0);
         free(kept);
     }
+    /* two such classes of one device stay two slots */
+    char two[2][2048];
+    for (int i = 0; i < 2; i++) {
+        snprintf(cls, sizeof cls, "%s, \"later\": \"%d%.400s\"", known, i, long_value);
+        foreign_entry(two[i], sizeof two[i], cls, "family=vector,rows=8", "");
+    }
+    snprintf(text, sizeof text, "{\"entries\": [%s, %s]}", two[0], two[1]);
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "mem", &back, err, sizeof err),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(back.count, 2);
     /* a class whose known fields are wrong is corrupt, an unknown field
      * beside them or not */
     static const struct { const char *cls, *expect; } corrupt[] = {

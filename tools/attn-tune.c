@@ -276,8 +276,8 @@ static int show_file(const char *label, const char *path, const attn_device_iden
         const attn_tuning_entry *e = &db.entries[i];
         char cls[sizeof e->foreign_class];
         if (e->foreign_why[0])
-            snprintf(cls, sizeof cls, "%s", e->foreign_class[0] ? e->foreign_class
-                                                                : "(a class too long to show)");
+            snprintf(cls, sizeof cls, "%s", e->lost ? "(a class too long to show)"
+                                                    : e->foreign_class);
         else attn_shape_class_format(&e->cls, cls, sizeof cls);
         const char *mark = "";
         if (here) {

@@ -87,7 +87,7 @@ rm -rf "$work"
 mkdir -p "$work" "$out"
 summary=$work/summary.txt
 echo "gpu-session $(date -u +%FT%TZ) selector=$sel budget=${budget}s steps=$steps" >"$summary"
-rc=0 last=0 # the session's status, the last step's
+rc=0 last=0 last_limit=0 # the session's status; the last step's, and its limit
 
 left() { echo $((budget - (SECONDS - t0))); }
 want() { [[ ,$steps, == *,$1,* ]]; }
@@ -101,12 +101,13 @@ run() {
     local name=$1 max=$2 l t start status
     shift 2
     l=$(left)
-    last=0
+    last=-1 last_limit=0 # -1: skipped
     if ((l < 30)); then
         printf '%-28s skipped: %ss of the budget left\n' "$name" "$l" | tee -a "$summary"
         return
     fi
     t=$((max < l - 15 ? max : l - 15))
+    last_limit=$t
     echo "==== $name: $* (limit ${t}s, $(date +%T))" | tee -a "$work/$name.log"
     start=$SECONDS
     timeout -k 5 "$t" "$@" >>"$work/$name.log" 2>&1
@@ -155,8 +156,9 @@ if want gate; then
     # included: out of time here, every later run of the plan would be too
     run plan-probe 60 "$b/tools/attn-bench" --device "$sel" --batch 1 --q-heads 8 --kv-heads 2 \
         --head-dim 64 --seq 256 --dtype f16,f32 --reps 1 --no-check --format csv
-    rm -f "$b/mma-hung"
-    if ((last == 124 || last == 137)); then
+    # (a probe skipped, or cut short by the budget, decides nothing)
+    ((last == 0)) && rm -f "$b/mma-hung"
+    if ((last == 124 || last == 137)) && ((last_limit >= 60)); then
         mma_hung=1
         touch "$b/mma-hung" # for a later call without this step
         echo "mma                          kept off: the plan's first run ran out of time" |

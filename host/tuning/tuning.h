@@ -90,7 +90,8 @@ typedef struct attn_tuning_entry {
      *   zero and the entry never applies (attn_tuning_entry_params says why).
      * - the entry's other fields this build does not read, as the text of a
      *   JSON object with the same nesting ({"notes": .., "device": {..}}).
-     * lost: either was too long to keep here. The entry is read (and used,
+     * lost: either was too long to keep here (a class then holds "lost "
+     * and its text's hash, a slot of its own). The entry is read (and used,
      * when its class is known), but attn_tuning_db_save refuses to write a
      * database holding it, which would drop what did not fit. */
     char foreign_class[384], foreign_why[128];

@@ -3,6 +3,7 @@
  * format is in tuning.h; writing, locking and merging are tuning_db.c). */
 #include "attention/decode.h" /* ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK */
 #include "core/file_read.h"
+#include "core/hash.h"
 #include "core/log.h"
 #include "tuning/tuning.h"
 
@@ -270,9 +271,15 @@ static int foreign_class(reader *r, const cJSON *cls, attn_tuning_entry *e, cons
     char *text = cJSON_PrintUnformatted(cls);
     int st = 0;
     if (!text) st = bad(r, "%s", "out of host memory");
-    else if (strlen(text) >= sizeof e->foreign_class)
-        e->lost = 1; /* never applied; a write is refused (tuning_db.c) */
-    else memcpy(e->foreign_class, text, strlen(text) + 1);
+    else if (strlen(text) >= sizeof e->foreign_class) {
+        /* never applied, and a write is refused (tuning_db.c); its text's
+         * hash keeps it a slot of its own */
+        e->lost = 1;
+        snprintf(e->foreign_class, sizeof e->foreign_class, "lost %016llx",
+                 (unsigned long long)attn_hash_str(ATTN_HASH_INIT, text));
+    } else {
+        memcpy(e->foreign_class, text, strlen(text) + 1);
+    }
     free(text);
     return st;
 }
