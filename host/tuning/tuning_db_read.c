@@ -163,8 +163,10 @@ static int get_int(reader *r, const cJSON *obj, const char *key, int *dst, int l
     return 0;
 }
 
-static const cJSON *get_object(reader *r, const cJSON *obj, const char *key, int required,
-                               int *failed)
+/* A member that `is` accepts: NULL when absent (*failed when required) or
+ * of another type (*failed, the message saying it must be `what`). */
+static const cJSON *get_typed(reader *r, const cJSON *obj, const char *key, int required,
+                              cJSON_bool (*is)(const cJSON *), const char *what, int *failed)
 {
     const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
     *failed = 0;
@@ -172,11 +174,19 @@ static const cJSON *get_object(reader *r, const cJSON *obj, const char *key, int
         if (required) *failed = bad(r, "\"%s\" is missing", key);
         return NULL;
     }
-    if (!cJSON_IsObject(it)) {
-        *failed = bad(r, "\"%s\" must be an object", key);
+    if (!is(it)) {
+        char must[64];
+        snprintf(must, sizeof must, "\"%%s\" must be %s", what);
+        *failed = bad(r, must, key);
         return NULL;
     }
     return it;
+}
+
+static const cJSON *get_object(reader *r, const cJSON *obj, const char *key, int required,
+                               int *failed)
+{
+    return get_typed(r, obj, key, required, cJSON_IsObject, "an object", failed);
 }
 
 /* The members of an entry this build reads: for each top-level key, the
@@ -289,17 +299,8 @@ static int foreign_class(reader *r, const cJSON *cls, attn_tuning_entry *e, cons
 static const char *get_text(reader *r, const cJSON *obj, const char *key, int required,
                             int *failed)
 {
-    const cJSON *it = cJSON_GetObjectItemCaseSensitive(obj, key);
-    *failed = 0;
-    if (!it) {
-        if (required) *failed = bad(r, "\"%s\" is missing", key);
-        return NULL;
-    }
-    if (!cJSON_IsString(it) || !it->valuestring) {
-        *failed = bad(r, "\"%s\" must be a string", key);
-        return NULL;
-    }
-    return it->valuestring;
+    const cJSON *it = get_typed(r, obj, key, required, cJSON_IsString, "a string", failed);
+    return it ? it->valuestring : NULL; /* cJSON gives a string item its text */
 }
 
 /* The class: read into e->cls; or, where it holds a field, storage type,
