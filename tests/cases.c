@@ -63,6 +63,7 @@ attn_status harness_use_family(attn_context *ctx, harness_family f, const char *
         const size_t len = strcspn(at, ",");
         if (!(f == HARNESS_MMA && strncmp(at, "rows=", 5) == 0) && len)
             n += snprintf(text + n, sizeof text - (size_t)n, ",%.*s", (int)len, at);
+        CU_ASSERT_FATAL(n < (int)sizeof text);
         at += len + (at[len] == ',');
     }
     return harness_use_params(ctx, text);

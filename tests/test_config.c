@@ -441,7 +441,7 @@ static void test_log_callback(void)
     /* another family's tunable (one text may serve several families):
      * left out of the plan, and said once a context and override, not once
      * a plan (a cached plan is made again after every eviction) */
-    attn_plan_info plan;
+    attn_plan_info plan, with_other_family;
     CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &plan), ATTN_SUCCESS);
     const int vec = strcmp(plan.family, "vector") == 0;
     char other[96];
@@ -460,6 +460,17 @@ static void test_log_callback(void)
         CU_ASSERT_STRING_EQUAL(with_other.params, plan.params);
         CU_ASSERT_EQUAL(seen.warn, 1 + named);
     }
+    /* the same text set again (attn-bench does, before every run): no new
+     * warning; nor for a family the problem refuses (mma at D 24), whose
+     * fallback plan has the name */
+    CU_ASSERT_EQUAL(attn_context_set_params(ctx, other), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(seen.warn, 2);
+    CU_ASSERT_EQUAL(attn_context_set_params(ctx, "family=mma,rows=8"), ATTN_SUCCESS);
+    attn_problem d24 = problem(24, 2, 2, 33);
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &d24, &with_other_family), ATTN_SUCCESS);
+    CU_ASSERT_STRING_NOT_EQUAL(with_other_family.family, "mma");
+    CU_ASSERT_EQUAL(seen.warn, 2);
     /* debug: the failure's own line too */
     attn_set_log_callback(on_log, &seen, ATTN_LOG_DEBUG);
     CU_ASSERT_EQUAL(attn_context_set_params(ctx, "rows=99"), ATTN_ERROR_INVALID_ARGUMENT);

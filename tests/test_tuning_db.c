@@ -657,11 +657,14 @@ static void test_round_trip(void)
     attn_shape_class_of(&p1, &c3);
     CU_ASSERT_EQUAL(attn_tuning_db_lookup(&back, &fake_dev, NULL, &c3, &found), ATTN_TIER_EXACT);
 
-    /* so is one of a family this build does not know, or a value beyond
-     * its range: kept, listed, never applied; the file stays usable */
+    /* so is one of a family this build does not know, a value beyond its
+     * range, or a tunable its family lacks here (a newer attn gave it one;
+     * an override may carry one for another family, an entry may not):
+     * kept, listed, never applied; the file stays usable */
     const char *newer[] = {"family=newfam,rows=8", "family=9,rows=8",
-                           "family=vector,rows=8,keys=1048576,vec=16"};
-    for (int i = 0; i < 3; i++) {
+                           "family=vector,rows=8,keys=1048576,vec=16",
+                           "family=vector,rows=8,keys=32,vec=16,wg=64"};
+    for (int i = 0; i < 4; i++) {
         attn_problem pn = problem(48 + 32 * i, 2, 2, 256); /* no other entry of its D */
         attn_tuning_entry en = entry(&fake_dev, "0123456789abcdef", &pn, newer[i]);
         CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &en, 1, err, sizeof err), ATTN_SUCCESS);

@@ -156,9 +156,14 @@ if want gate; then
     # included: out of time here, every later run of the plan would be too
     run plan-probe 60 "$b/tools/attn-bench" --device "$sel" --batch 1 --q-heads 8 --kv-heads 2 \
         --head-dim 64 --seq 256 --dtype f16,f32 --reps 1 --no-check --format csv
-    # (a probe skipped, or cut short by the budget, decides nothing)
-    ((last == 0)) && rm -f "$b/mma-hung"
-    if ((last == 124 || last == 137)) && ((last_limit >= 60)); then
+    # (a probe skipped, or cut short by the budget, decides nothing: an
+    # earlier call's verdict stands; one that ended, well or not, did not hang)
+    ((last >= 0 && last != 124 && last != 137)) && rm -f "$b/mma-hung"
+    if [[ -f $b/mma-hung ]] && ! ((last == 124 || last == 137)); then
+        mma_hung=1
+        echo "mma                          kept off: an earlier call's plan probe ran out of time" |
+            tee -a "$summary"
+    elif ((last == 124 || last == 137)) && ((last_limit >= 60)); then
         mma_hung=1
         touch "$b/mma-hung" # for a later call without this step
         echo "mma                          kept off: the plan's first run ran out of time" |

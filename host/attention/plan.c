@@ -167,31 +167,35 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
     const attn_params own = pr;
     const char *own_source = *source;
     const char *text = ctx->override;
-    char err[256], desc[200], from[600] = "";
+    char err[256], desc[200], from[600] = "", left_out[128] = "";
     if (text) {
         /* names where the override came from: ATTN_PARAMS="..." or
          * attn_context_set_params("...") */
         const int env = strcmp(ctx->override_from, "ATTN_PARAMS") == 0;
         snprintf(from, sizeof from, env ? "%s=\"%.500s\"" : "%s(\"%.500s\")", ctx->override_from,
                  text);
-        char left_out[128];
         if (attn_plan_parse_over_noting(entry, &dev, p, text, &pr, left_out, sizeof left_out, err,
                                         sizeof err) != 0)
             return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s: %s", from, err);
-        /* one text may serve several families; what the planned one lacks
-         * is said once a context (and override), not once a plan */
-        if (left_out[0] && !ctx->override_noted) {
-            ctx->override_noted = 1;
-            attn_log(ATTN_LOG_WARN, "%s: %s left out: not a tunable of the family %s, which "
-                     "the %s plan uses here", from, left_out, attn_family_desc_of(pr.family)->name,
-                     entry == ATTN_ENTRY_DECODE ? "decode" : "forward");
-        }
         attn_params_format(&pr, desc, sizeof desc);
         attn_log(ATTN_LOG_INFO, "%s applied to %s: %s,splits=%d", ctx->override_from,
                  entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc, pr.kv_splits);
         *source = "override";
     }
     const char *refused = family_refusal(ctx, pr.family, entry, p);
+    /* one text may serve several families; what the family in effect lacks
+     * is said once for each text, family and such names, not once a plan
+     * (attn-bench sets the same override before every run) */
+    if (left_out[0] && !refused) {
+        char noted[sizeof ctx->override_noted];
+        snprintf(noted, sizeof noted, "%.400s|%d|%.100s", text, pr.family, left_out);
+        if (strcmp(noted, ctx->override_noted) != 0) {
+            memcpy(ctx->override_noted, noted, sizeof noted);
+            attn_log(ATTN_LOG_WARN, "%s: %s left out: not a tunable of the family %s, which "
+                     "the %s plan uses here", from, left_out, attn_family_desc_of(pr.family)->name,
+                     entry == ATTN_ENTRY_DECODE ? "decode" : "forward");
+        }
+    }
     if (refused) {
         /* a family forced or tuned for what it cannot run (flash's
          * decode, mma's f32 past its key limit): the device's own choice

@@ -110,7 +110,6 @@ attn_status attn_context_set_params(attn_context *ctx, const char *params)
         free(ctx->override);
         ctx->override = copy;
         ctx->override_from = "attn_context_set_params";
-        ctx->override_noted = 0;
         attn_plan_clear(ctx);
     }
     attn_call_end(ctx);

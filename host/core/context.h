@@ -74,7 +74,7 @@ struct attn_context {
      * attn_context_set_* calls'; read under lock only */
     char *override;             /* parameter override text (malloc'd), or NULL */
     const char *override_from;  /* "ATTN_PARAMS" or "attn_context_set_params" */
-    int override_noted;         /* the override's left-out names warned about (plan.c) */
+    char override_noted[528];   /* "text|family|names" last warned as left out (plan.c) */
     char *tuning_user_path;     /* tuning databases (malloc'd); NULL: none */
     char *tuning_system_path;
     char *kernel_dir;           /* the kernel-source folder (malloc'd); NULL: embedded sources */

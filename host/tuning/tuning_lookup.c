@@ -10,6 +10,7 @@
 #include "core/hash.h"
 #include "core/program.h"
 #include "attention/plan.h"
+#include "kernels/kernel_desc.h" /* attn_family_desc_of */
 #include "tuning/tuning.h"
 
 #include <math.h>
@@ -33,7 +34,15 @@ int attn_tuning_entry_params(const attn_tuning_entry *e, attn_params *out, char 
     /* a family's own fields come from its text; the rest must be legal */
     attn_params pr = {.family = ATTN_FAMILY_TILED, .block_rows = 1, .block_keys = 16,
                       .wg_size = 1, .vec_width = 16};
-    const int st = attn_params_parse(e->params, &pr, why, size);
+    /* strict: an entry names its family, so another family's tunable there
+     * is a newer attn's (one that gave the family that tunable) */
+    char left_out[128];
+    int st = attn_params_parse_noting(e->params, &pr, left_out, sizeof left_out, why, size);
+    if (st == 0 && left_out[0]) {
+        snprintf(why, size, "%s: not a tunable of the family %s here", left_out,
+                 attn_family_desc_of(pr.family)->name);
+        st = ATTN_PARAMS_UNKNOWN;
+    }
     if (st == 0 && e->foreign_why[0]) { /* the params read, but not the class */
         snprintf(why, size, "%s", e->foreign_why);
         return ATTN_PARAMS_UNKNOWN;
