@@ -112,14 +112,6 @@ void attn_plan_fit_page(attn_params *pr, int page_rows)
     }
 }
 
-/* Whether override text names decode's splits ("...,splits=4"). */
-static int names_splits(const char *text)
-{
-    for (const char *at = strstr(text, "splits="); at; at = strstr(at + 1, "splits="))
-        if (at == text || at[-1] == ',' || at[-1] == ' ') return 1;
-    return 0;
-}
-
 /* Why `family` cannot run p at entry point `entry` here, or NULL. */
 static const char *family_refusal(attn_context *ctx, int family, int entry, const attn_problem *p)
 {
@@ -136,14 +128,17 @@ static const char *family_refusal(attn_context *ctx, int family, int entry, cons
     return refused;
 }
 
-/* The family ctx's override names, or -1 (none, or text the plan's own
+/* What ctx's override names, parsed over nothing: family -1 and kv_splits
+ * -1 where it names none (also for no override, or text the plan's own
  * parse will refuse). */
-static int override_family(const attn_context *ctx)
+static attn_params override_named(const attn_context *ctx)
 {
-    attn_params probe = attn_params_defaults(-1);
+    attn_params probe = attn_params_defaults(-1), none = probe;
+    probe.kv_splits = none.kv_splits = -1;
     char err[256];
-    if (!ctx->override || attn_params_parse(ctx->override, &probe, err, sizeof err) != 0) return -1;
-    return probe.family;
+    if (!ctx->override || attn_params_parse(ctx->override, &probe, err, sizeof err) != 0)
+        return none;
+    return probe;
 }
 
 /* The uncached plan. */
@@ -155,7 +150,8 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
      * not run for a plan an override gives to another family that runs p:
      * the plan cannot be mma, and where mma's kernels misbehave, forcing
      * another family keeps them off */
-    const int forced = override_family(ctx);
+    const attn_params named = override_named(ctx);
+    const int forced = named.family;
     const int moot = forced >= 0 && forced != ATTN_FAMILY_MMA &&
                      !family_refusal(ctx, forced, entry, p);
     dev.mma = moot ? 0 : attn_plan_mma(ctx, entry, p);
@@ -207,7 +203,7 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
         if (text && own.family != pr.family && !family_refusal(ctx, own.family, entry, p)) {
             pr = own;
             *source = own_source;
-            if (names_splits(text)) pr.kv_splits = splits;
+            if (named.kv_splits >= 0) pr.kv_splits = splits;
         } else {
             pr = attn_plan_heuristic(entry, &dev, p);
             pr.kv_splits = splits;
