@@ -5,17 +5,15 @@
 #include "tensor_file.h"
 
 #include "npy_header.h"
+#include "core/file_read.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <limits.h>
 #include <stdarg.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/stat.h>
-#include <unistd.h>
 
 static int fail(char *err, size_t n, const char *fmt, ...)
 {
@@ -53,32 +51,23 @@ static int ends_with(const char *s, const char *tail)
     return n >= m && strcmp(s + n - m, tail) == 0;
 }
 
-/* The whole file, malloc'd, or NULL with the reason in err. Opened
- * without blocking: a FIFO in its place would wait for a writer forever
- * (fstat then refuses it). */
+/* The whole file, malloc'd, or NULL with the reason in err: a regular
+ * file only, opened without blocking (core/file_read.c: a FIFO in its
+ * place would wait for a writer forever). */
 static unsigned char *read_all(const char *path, size_t *len, char *err, size_t en)
 {
-    const int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
-    FILE *f = fd >= 0 ? fdopen(fd, "rb") : NULL;
-    if (!f) {
-        fail(err, en, "cannot open %s: %s", path, strerror(errno));
-        if (fd >= 0) close(fd);
-        return NULL;
+    char *text = NULL;
+    *len = 0;
+    switch (attn_read_regular_file(path, SIZE_MAX - 1, &text, len)) {
+    case ATTN_READ_OK: return (unsigned char *)text;
+    case ATTN_READ_NOT_REGULAR: fail(err, en, "%s is not a regular file", path); break;
+    case ATTN_READ_NO_MEMORY: fail(err, en, "%s: out of memory", path); break;
+    case ATTN_READ_TOO_LARGE: fail(err, en, "%s: too large", path); break;
+    case ATTN_READ_MISSING:
+    case ATTN_READ_FAILED: fail(err, en, "cannot read %s: %s", path, strerror(errno)); break;
     }
-    struct stat sb;
-    unsigned char *buf = NULL;
-    if (fstat(fileno(f), &sb) != 0 || !S_ISREG(sb.st_mode)) {
-        fail(err, en, "%s is not a regular file", path);
-    } else if (!(buf = malloc((size_t)sb.st_size + 1))) {
-        fail(err, en, "%s: out of memory for %lld bytes", path, (long long)sb.st_size);
-    } else if (fread(buf, 1, (size_t)sb.st_size, f) != (size_t)sb.st_size) {
-        fail(err, en, "cannot read %s: %s", path, ferror(f) ? strerror(errno) : "it shrank");
-        free(buf);
-        buf = NULL;
-    }
-    fclose(f);
-    *len = buf ? (size_t)sb.st_size : 0;
-    return buf;
+    *len = 0;
+    return NULL;
 }
 
 static int host_is_little_endian(void)
