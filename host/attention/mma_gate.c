@@ -4,7 +4,10 @@
  * fragment operations exact, and a small forward per 16-bit type on the
  * family matched the CPU reference (check mode's comparison, as the tuner
  * verifies a candidate), and so did small decodes through a KV cache on
- * its decode kernel (f16 contiguous, f16 and bf16 paged int8); f32 (3xTF32)
+ * its decode kernel (f16 contiguous, f16 and bf16 paged int8), and a
+ * forward per 16-bit type over rows of 4179 keys (a compiler can get the
+ * long key loop wrong and the short one right: Mesa's rusticl on llvmpipe
+ * does, measured, from about 250 keys at f32 D 64); f32 (3xTF32)
  * after its own fragment check (the tf32 operations), a forward and two
  * decodes (paged; int8), so that an f32 path that fails leaves the 16-bit
  * types on the tensor cores. Anything else is one log line saying why and
@@ -22,6 +25,7 @@
 #include "kernels/mma_check.h"
 #include "kernels/params.h"
 
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -69,6 +73,20 @@ static const attn_problem verify_shape = {.batch = 1, .q_heads = 4, .kv_heads = 
                                           .head_dim = 64, .q_len = 37, .kv_len = 83,
                                           .dtype = ATTN_F16, .causal = 1};
 
+/* Element i of pattern seed, a hash of both: no run of keys repeats
+ * another, so that a long row's result depends on every key and a loop
+ * cut short shows (the pattern i * 2654435761 mod 2048 that was here
+ * repeated every 32 keys at D 64: a row of 4179 keys read as its first
+ * 1024 passed). */
+static uint32_t pattern_hash(uint32_t x)
+{
+    x ^= x >> 16;
+    x *= 0x7feb352du;
+    x ^= x >> 15;
+    x *= 0x846ca68bu;
+    return x ^ (x >> 16);
+}
+
 /* A device buffer of n elements of dt holding a fixed pattern in [-1, 1)
  * (multiples of 2^-10: exact in every storage type). */
 static cl_mem pattern_buffer(attn_context *ctx, attn_dtype dt, size_t n, unsigned seed,
@@ -81,7 +99,8 @@ static cl_mem pattern_buffer(attn_context *ctx, attn_dtype dt, size_t n, unsigne
         return NULL;
     }
     for (size_t i = 0; i < n; i++) {
-        const float x = (float)((i * 2654435761u + seed * 40503u) % 2048u) / 1024.0f - 1.0f;
+        const float x =
+            (float)(pattern_hash((uint32_t)i ^ (seed << 24)) % 2048u) / 1024.0f - 1.0f;
         if (dt == ATTN_F32) {
             memcpy(h + i * size, &x, size);
         } else {
@@ -136,8 +155,9 @@ static attn_status verify_params(attn_context *ctx, int entry, const attn_proble
 /* One forward of verify_shape in dt on the family's default parameters,
  * compared with the reference. ATTN_ERROR_MISMATCH (ctx's error naming
  * the worst element) when it differs. long_rows: 16 queries against
- * ATTN_MMA_F32_PLAIN_KEYS + 83 keys instead, past which f32 rows are
- * built folded (MMA_FOLD), another program. */
+ * ATTN_MMA_F32_PLAIN_KEYS + 83 keys instead (66 key tiles or more): the
+ * key loop run long, and past ATTN_MMA_F32_PLAIN_KEYS, f32 rows built
+ * folded (MMA_FOLD), another program. */
 static attn_status verify_forward(attn_context *ctx, attn_dtype dt, int long_rows)
 {
     attn_problem p = verify_shape;
@@ -243,6 +263,14 @@ static int decide(attn_context *ctx, char *why, size_t n)
             snprintf(why, n, "the %s verification decode (%s cache) failed: %.130s",
                      decodes[i].dt == ATTN_F16 ? "f16" : "bf16",
                      decodes[i].int8 ? "paged int8" : "contiguous", ctx->error);
+            return 0;
+        }
+    /* last, so that a fault the short ones find is named by them */
+    for (int i = 0; i < 2; i++)
+        if ((st = verify_forward(ctx, types[i], 1)) != ATTN_SUCCESS) {
+            snprintf(why, n, "the %s verification forward over %d keys failed: %.130s",
+                     types[i] == ATTN_F16 ? "f16" : "bf16",
+                     ATTN_MMA_F32_PLAIN_KEYS + verify_shape.kv_len, ctx->error);
             return 0;
         }
     return 1;
