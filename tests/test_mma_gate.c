@@ -333,6 +333,15 @@ static void test_doctored_long_rows_refused(void)
                    "the f16 verification forward over 4179 keys failed");
 }
 
+/* Each split's keys cut at 16 tiles in the decode kernel alone: the short
+ * decodes and every forward pass, the long decode catches it. */
+static void test_doctored_long_decode_refused(void)
+{
+    check_doctored("decode_mma.cl", "chunk, ntiles, KV_CACHE_ARGS",
+                   "min(chunk, 16 * BLOCK_KEYS), ntiles, KV_CACHE_ARGS",
+                   "the f16 verification decode over 4179 keys (paged int8 cache) failed");
+}
+
 /* bf16's int8 K staged at twice its values, f16's untouched: only the
  * bf16 verification decode (paged int8) sees it, after f16's pass. */
 static void test_doctored_bf16_decode_refused(void)
@@ -390,6 +399,18 @@ static void test_doctored_f32_fold_refused(void)
                       "the f32 verification forward past 4096 keys (3xTF32, folded) failed");
 }
 
+/* the folded f32 rows broken in the decode kernel alone (a split past
+ * 4096 keys, as forced splits may leave it), which the folded forward
+ * misses */
+static void test_doctored_f32_fold_decode_refused(void)
+{
+    check_f32_refused("mma_core.cl", "const float4 a = tot[r / 2][dn] + acc[r / 2][dn];",
+                      "\n#ifdef DECODE_KERNELS\n            const float4 a = acc[r / 2][dn];\n"
+                      "#else\n            const float4 a = tot[r / 2][dn] + acc[r / 2][dn];\n"
+                      "#endif\n",
+                      "the f32 verification decode past 4096 keys a split (3xTF32, folded) failed");
+}
+
 /* the tf32 product's A layout broken (as a compiler refusing its
  * instructions would leave it): the tf32 fragment check, apart from the
  * 16-bit one, refuses f32 alone */
@@ -406,10 +427,12 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_assumed_decode),
     HARNESS_TEST(test_doctored_fragments_refused),
     HARNESS_TEST(test_doctored_f32_fold_refused),
+    HARNESS_TEST(test_doctored_f32_fold_decode_refused),
     HARNESS_TEST(test_doctored_family_refused),
     HARNESS_TEST(test_doctored_decode_refused),
     HARNESS_TEST(test_doctored_bf16_decode_refused),
     HARNESS_TEST(test_doctored_long_rows_refused),
+    HARNESS_TEST(test_doctored_long_decode_refused),
     HARNESS_TEST(test_doctored_f32_refused),
     HARNESS_TEST(test_doctored_tf32_ops_refused),
     HARNESS_END,

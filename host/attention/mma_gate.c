@@ -5,13 +5,15 @@
  * family matched the CPU reference (check mode's comparison, as the tuner
  * verifies a candidate), and so did small decodes through a KV cache on
  * its decode kernel (f16 contiguous, f16 and bf16 paged int8), and a
- * forward per 16-bit type over rows of 4179 keys (a compiler can get the
- * long key loop wrong and the short one right: Mesa's rusticl on llvmpipe
- * does, measured, from about 250 keys at f32 D 64); f32 (3xTF32)
- * after its own fragment check (the tf32 operations), a forward and two
- * decodes (paged; int8), so that an f32 path that fails leaves the 16-bit
- * types on the tensor cores. Anything else is one log line saying why and
- * the device's other families, never an error to the caller. */
+ * forward per 16-bit type and an f16 decode over rows of 4179 keys (a
+ * compiler can get the long key loop wrong and the short one right:
+ * Mesa's rusticl on llvmpipe does, measured, from about 250 keys at f32
+ * D 64); f32 (3xTF32) after its own fragment check (the tf32
+ * operations), two forwards (short; 4179 keys, folded) and three decodes
+ * (paged; int8; contiguous, 4138 keys a split, folded), so that an f32
+ * path that fails leaves the 16-bit types on the tensor cores. Anything
+ * else is one log line saying why and the device's other families, never
+ * an error to the caller. */
 #include "attention/mma_gate.h"
 
 #include "attention/check.h"
@@ -186,11 +188,17 @@ static attn_status verify_forward(attn_context *ctx, attn_dtype dt, int long_row
  * decoded on the family's decode kernel in two splits (the combine too),
  * compared with the reference (int8: over the cache as read back): the
  * decode program built, its cache reads (paged: a page looked up per key
- * tile) and partial results right. */
-static attn_status verify_decode(attn_context *ctx, attn_dtype dt, int block, int int8)
+ * tile) and partial results right. long_rows: 16 queries against
+ * ATTN_MMA_F32_PLAIN_KEYS + 83 keys instead, twice that many in f32, so
+ * that each split's key loop runs long, and f32's past
+ * ATTN_MMA_F32_PLAIN_KEYS (built folded, as forced splits may leave it). */
+static attn_status verify_decode(attn_context *ctx, attn_dtype dt, int block, int int8,
+                                 int long_rows)
 {
     attn_problem p = verify_shape;
     p.dtype = dt;
+    if (long_rows)
+        p.q_len = 16, p.kv_len = (dt == ATTN_F32 ? 2 : 1) * ATTN_MMA_F32_PLAIN_KEYS + p.kv_len;
     attn_params pr;
     attn_status st = verify_params(ctx, ATTN_ENTRY_DECODE, &p, &pr);
     pr.kv_splits = 2;
@@ -258,7 +266,7 @@ static int decide(attn_context *ctx, char *why, size_t n)
     static const struct { attn_dtype dt; int block, int8; } decodes[] = {
         {ATTN_F16, 0, 0}, {ATTN_F16, 16, 1}, {ATTN_BF16, 16, 1}};
     for (int i = 0; i < 3; i++)
-        if ((st = verify_decode(ctx, decodes[i].dt, decodes[i].block, decodes[i].int8)) !=
+        if ((st = verify_decode(ctx, decodes[i].dt, decodes[i].block, decodes[i].int8, 0)) !=
             ATTN_SUCCESS) {
             snprintf(why, n, "the %s verification decode (%s cache) failed: %.130s",
                      decodes[i].dt == ATTN_F16 ? "f16" : "bf16",
@@ -273,6 +281,11 @@ static int decide(attn_context *ctx, char *why, size_t n)
                      ATTN_MMA_F32_PLAIN_KEYS + verify_shape.kv_len, ctx->error);
             return 0;
         }
+    if ((st = verify_decode(ctx, ATTN_F16, 16, 1, 1)) != ATTN_SUCCESS) {
+        snprintf(why, n, "the f16 verification decode over %d keys (paged int8 cache) failed: %.120s",
+                 ATTN_MMA_F32_PLAIN_KEYS + verify_shape.kv_len, ctx->error);
+        return 0;
+    }
     return 1;
 }
 
@@ -314,9 +327,11 @@ static int usable32(attn_context *ctx)
         ok = verify_forward(ctx, ATTN_F32, 0) == ATTN_SUCCESS;
         if (ok && !(ok = verify_forward(ctx, ATTN_F32, 1) == ATTN_SUCCESS))
             step = "the f32 verification forward past 4096 keys (3xTF32, folded)";
-        if (ok && (ok = verify_decode(ctx, ATTN_F32, 16, 0) == ATTN_SUCCESS &&
-                        verify_decode(ctx, ATTN_F32, 0, 1) == ATTN_SUCCESS) == 0)
+        if (ok && (ok = verify_decode(ctx, ATTN_F32, 16, 0, 0) == ATTN_SUCCESS &&
+                        verify_decode(ctx, ATTN_F32, 0, 1, 0) == ATTN_SUCCESS) == 0)
             step = "the f32 verification decode (3xTF32)";
+        if (ok && !(ok = verify_decode(ctx, ATTN_F32, 0, 0, 1) == ATTN_SUCCESS))
+            step = "the f32 verification decode past 4096 keys a split (3xTF32, folded)";
         if (!ok) snprintf(detail, sizeof detail, "failed: %.150s", ctx->error);
     }
     ctx->mma_f32_state = ok ? 1 : -1;

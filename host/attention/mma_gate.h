@@ -31,10 +31,12 @@ void attn_mma_options(const attn_context *ctx, int family, char *opts, size_t si
  * fragment operations pass attn_mma_check and on which a small f16 and
  * bf16 forward and a small f16 decode (through a KV cache, contiguous and
  * paged int8, split) on the family match the CPU reference, and so do an
- * f16 and a bf16 forward over rows of 4179 keys; for ATTN_F32
- * also a small f32 forward and two decodes (paged, int8; 3xTF32) within
- * the f32 tolerance, decided on the first f32 call. Each verdict is kept for the context's life; a failure
- * is one log line (why). ctx's error is left as it was. Lock held. */
+ * f16 and a bf16 forward and an f16 decode over rows of 4179 keys; for
+ * ATTN_F32 also f32 forwards (small; 4179 keys, folded) and decodes
+ * (paged, int8; splits past 4096 keys, folded; 3xTF32) within
+ * the f32 tolerance, decided on the first f32 call. Each verdict is kept
+ * for the context's life; a failure is one log line (why). ctx's error is
+ * left as it was. Lock held. */
 int attn_mma_usable(attn_context *ctx, attn_dtype dt);
 
 /* Why not (or "" while undecided or usable), for attn-info and tests: the
