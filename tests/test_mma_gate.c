@@ -282,11 +282,28 @@ static void check_refused(attn_context *ctx, const attn_problem *p, uint64_t see
     harness_use_params(ctx, NULL);
 }
 
+/* Whether the gate verifies the sources as they are on this device (once
+ * a process): a refusal of doctored ones names the doctored step only
+ * where it does. */
+static int undoctored_verified(void)
+{
+    static int verdict; /* 0: not asked yet, 1 yes, -1 no */
+    if (!verdict) {
+        attn_context *ctx = own_context();
+        attn_mma_assume(ctx, 1);
+        verdict = verified_here(ctx, ATTN_F16) ? 1 : -1;
+        attn_context_release(ctx);
+    }
+    return verdict > 0;
+}
+
 /* file's `from` replaced by `to`: the gate must then refuse the family
- * saying `why`, and plans and results stay those of the device's other
- * families. */
+ * saying `why` (where the sources as they are pass it; elsewhere it
+ * refuses them already, at a step that may come first), and plans and
+ * results stay those of the device's other families. */
 static void check_doctored(const char *file, const char *from, const char *to, const char *why_has)
 {
+    const int names_step = undoctored_verified();
     char dir[256];
     harness_temp_dir(dir, sizeof dir, "mma-gate");
     attn_context *ctx = own_context();
@@ -299,7 +316,7 @@ static void check_doctored(const char *file, const char *from, const char *to, c
     CU_ASSERT_EQUAL(attn_family_status(ctx, "mma", &usable, why, sizeof why), ATTN_SUCCESS);
     printf("\n  doctored %s: %s", file, why);
     CU_ASSERT_EQUAL(usable, 0);
-    CU_ASSERT_PTR_NOT_NULL(strstr(why, why_has));
+    if (names_step) CU_ASSERT_PTR_NOT_NULL(strstr(why, why_has));
     attn_context_release(ctx);
     harness_remove_tree(dir);
 }

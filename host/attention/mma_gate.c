@@ -10,7 +10,7 @@
  * Mesa's rusticl on llvmpipe does, measured, from about 250 keys at f32
  * D 64); f32 (3xTF32) after its own fragment check (the tf32
  * operations), two forwards (short; 4179 keys, folded) and three decodes
- * (paged; int8; contiguous, 4138 keys a split, folded), so that an f32
+ * (paged; int8; contiguous, past 4096 keys a split, folded), so that an f32
  * path that fails leaves the 16-bit types on the tensor cores. Anything
  * else is one log line saying why and the device's other families, never
  * an error to the caller. */
@@ -90,7 +90,8 @@ static uint32_t pattern_hash(uint32_t x)
 }
 
 /* A device buffer of n elements of dt holding a fixed pattern in [-1, 1)
- * (multiples of 2^-10: exact in every storage type). */
+ * (multiples of 2^-10: exact in f32 and f16, rounded in bf16; the
+ * reference reads the inputs back from the device). */
 static cl_mem pattern_buffer(attn_context *ctx, attn_dtype dt, size_t n, unsigned seed,
                              attn_status *st)
 {

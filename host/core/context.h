@@ -57,7 +57,7 @@ struct attn_context {
      * (3xTF32), decided after the 16-bit types; mma_assume: a test's device
      * taken as capable, with the emulation (attn_mma_assume) */
     int mma_state, mma_f32_state, mma_assume;
-    char mma_why[200], mma_f32_why[200];
+    char mma_why[256], mma_f32_why[256];
 
     attn_program_entry *programs;
     /* how programs were obtained (tests and the tuner read these) */

@@ -7,8 +7,8 @@
  * slower than the other families: there it is for testing only. It is the
  * heuristic's choice only on a device where host/attention/mma_gate.c
  * verified it (NVIDIA, compute capability 8.0 or more: the PTX built, the
- * fragment operations exact, a small f16 and bf16 forward right; f32 after
- * its own verification forward);
+ * fragment operations exact, f16 and bf16 forwards and decodes right,
+ * short and over 4179 keys; f32 after verifications of its own);
  * elsewhere it runs when forced (ATTN_PARAMS, attn_context_set_params
  * "family=mma,...") or named by a tuning database entry. A head dim that
  * is a multiple of 16 up to 256 (f32: 128, and rows of at most

@@ -112,11 +112,12 @@ ATTN_API attn_status attn_prepare(attn_context *ctx, const attn_problem *p, attn
  *  type and the tuner choose among them). "mma", FlashAttention-2 on
  *  NVIDIA's tensor cores through inline PTX, needs an NVIDIA device of
  *  compute capability 8.0 or more, and is then verified once per context
- *  (its 16-bit fragment operations, a small f16 and a bf16 forward and
- *  small decodes against the CPU reference): the first call, or the first
- *  f16/bf16 plan, builds and runs those kernels. *usable is that verdict;
- *  f32 storage (3xTF32) has one of its own, from its tf32 fragment
- *  operations, a small f32 forward and decodes: where the 16-bit types are
+ *  (its 16-bit fragment operations, small f16 and bf16 forwards and
+ *  decodes, and forwards and a decode over 4179 keys, against the CPU
+ *  reference): the first call, or the first f16/bf16 plan, builds and runs
+ *  those kernels. *usable is that verdict; f32 storage (3xTF32) has one of
+ *  its own, from its tf32 fragment operations, f32 forwards and decodes
+ *  (short, and past 4096 keys a row or a split): where the 16-bit types are
  *  usable and f32 is not, why says why (and is "" otherwise). Elsewhere
  *  it runs only when forced, on an emulation that is exact but slow (for
  *  testing).
