@@ -15,6 +15,9 @@
  *     (blocks of 16; the H200's is mma where mma runs), splits automatic;
  *   - the H200's own prefill default, the mma family, at D 128 in f16 and
  *     f32 and at D 256 in bf16 (the other suites run it at D 64 and less);
+ *   - the D 64 tiled and flash plans again over rows of about 4179 keys
+ *     (prefill and decode), where a compiler's fault in a long key loop
+ *     shows;
  * mma runs on its emulation here. Each plan is forced, checked to be the
  * plan exactly (attn_prepare, attn_decode_prepare), and run on a small GQA
  * problem, every pad NaN, against the reference: prefill with right and
@@ -127,21 +130,28 @@ static void run(const char *gpu_name, const attn_params *pr, harness_family f,
 static const int q_start[] = {0, 5}, q_len[] = {34, 29}, kv_start[] = {0, 7}, kv_len[] = {30, 38};
 static const attn_lengths lengths = {q_start, q_len, kv_start, kv_len};
 
+/* GPU g's prefill plan at dims[di] for k (0 tiled, 1 flash, 2 flash with
+ * prefetch), on DESIGN's large shape, and the storage type it runs in
+ * here (the GPUs' shared plans in other types). */
+static attn_params prefill_plan(int g, int di, int k, attn_dtype *dtype)
+{
+    attn_problem big = harness_problem(4, 32, 8, dims[di], 4096, 4096, 1);
+    big.dtype = *dtype = types[(g + di + k) % 3];
+    attn_params pr = attn_plan_family_start(ATTN_ENTRY_PREFILL, &gpus[g].limits, &big,
+                                            k ? ATTN_FAMILY_FLASH : ATTN_FAMILY_TILED);
+    pr.prefetch = k == 2;
+    attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &gpus[g].limits, &big);
+    return pr;
+}
+
 /* B 2, Hq 4, Hkv 2, the lengths above */
 static void test_gpu_prefill_plans(void)
 {
     for (int g = 0; g < NGPUS; g++)
         for (int di = 0; di < 3; di++)
-            for (int k = 0; k < 3; k++) { /* tiled, flash, flash with prefetch */
-                const int fam = k ? ATTN_FAMILY_FLASH : ATTN_FAMILY_TILED;
-                attn_problem big = harness_problem(4, 32, 8, dims[di], 4096, 4096, 1);
-                big.dtype = types[(g + di + k) % 3]; /* the GPUs' shared plans in other types */
-                attn_params pr = attn_plan_family_start(ATTN_ENTRY_PREFILL, &gpus[g].limits,
-                                                        &big, fam);
-                pr.prefetch = k == 2;
-                attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &gpus[g].limits, &big);
+            for (int k = 0; k < 3; k++) {
                 attn_problem p = harness_problem(2, 4, 2, dims[di], 37, 45, 1);
-                p.dtype = big.dtype;
+                const attn_params pr = prefill_plan(g, di, k, &p.dtype);
                 run(gpus[g].name, &pr, k ? HARNESS_FLASH : HARNESS_TILED, attn_forward,
                     "attn_forward", &p, &lengths, 0);
             }
@@ -173,29 +183,66 @@ static void test_gpu_mma_plans(void)
  * lengths start at 0: no left padding). The H200 decodes a block of four
  * on mma where it runs (16 rows a KV head: decode_params.c), tiled where
  * not (f32 at D 256). */
+/* GPU g's decode plan at dims[di] for one new token over a contiguous
+ * cache (block 0) or a block of four over one paged by 16 (block 4), and
+ * the storage type it runs in here. */
+static attn_params decode_plan(int g, int di, int block, attn_dtype *dtype)
+{
+    attn_problem big = harness_problem(4, 32, 8, dims[di], block ? 4 : 1, 16384, 1);
+    big.dtype = *dtype = types[(g + di + block / 4 + 1) % 3];
+    attn_params pr = attn_decode_params_heuristic(&gpus[g].limits, &big);
+    if (block) attn_plan_fit_page(&pr, 16);
+    return pr;
+}
+
 static void test_gpu_decode_plans(void)
 {
     static const int zero[] = {0, 0}, q1[] = {1, 1}, q4[] = {4, 3}, rows[] = {45, 31};
     for (int g = 0; g < NGPUS; g++)
         for (int di = 0; di < 3; di++)
-            for (int block = 0; block <= 4; block += 4) { /* q_len 1 contiguous, 4 paged */
-                const int q_len = block ? 4 : 1, page = block ? 16 : 0;
-                attn_problem big = harness_problem(4, 32, 8, dims[di], q_len, 16384, 1);
-                big.dtype = types[(g + di + block / 4 + 1) % 3];
-                attn_params pr = attn_decode_params_heuristic(&gpus[g].limits, &big);
-                if (page) attn_plan_fit_page(&pr, page);
-                attn_problem p = harness_problem(2, 4, 2, dims[di], q_len, 45, 1);
-                p.dtype = big.dtype;
+            for (int block = 0; block <= 4; block += 4) {
+                attn_problem p = harness_problem(2, 4, 2, dims[di], block ? 4 : 1, 45, 1);
+                const attn_params pr = decode_plan(g, di, block, &p.dtype);
                 const attn_lengths dl = {zero, block ? q4 : q1, zero, rows};
                 run(gpus[g].name, &pr, pr.family == ATTN_FAMILY_MMA ? HARNESS_MMA : HARNESS_TILED,
-                    harness_decode_entry, "attn_decode", &p, &dl, page);
+                    harness_decode_entry, "attn_decode", &p, &dl, block ? 16 : 0);
             }
+}
+
+/* The D 64 plans of tiled and flash above (the same programs: nothing
+ * more to build) over rows of about 4179 keys, 66 key tiles or more: a
+ * compiler can get a long key loop wrong and the short one right (Mesa's
+ * rusticl does so for the mma family's emulation, left out here: the
+ * gate's long checks and test_mma_gate cover it). Prefill: 16 queries,
+ * right and left padding; decode: automatic splits over ragged caches. */
+static void test_gpu_long_rows(void)
+{
+    static const int qs[] = {0, 3}, ql[] = {16, 13}, ks[] = {0, 5}, kl[] = {4179, 4170};
+    static const attn_lengths prefill_lengths = {qs, ql, ks, kl};
+    static const int zero[] = {0, 0}, q1[] = {1, 1}, q4[] = {4, 3}, rows[] = {4179, 3001};
+    for (int g = 0; g < NGPUS; g++) {
+        for (int k = 0; k < 3; k++) {
+            attn_problem p = harness_problem(2, 4, 2, 64, 16, 4184, 1);
+            const attn_params pr = prefill_plan(g, 0, k, &p.dtype);
+            run(gpus[g].name, &pr, k ? HARNESS_FLASH : HARNESS_TILED, attn_forward,
+                "attn_forward", &p, &prefill_lengths, 0);
+        }
+        for (int block = 0; block <= 4; block += 4) {
+            attn_problem p = harness_problem(2, 4, 2, 64, block ? 4 : 1, 4179, 1);
+            const attn_params pr = decode_plan(g, 0, block, &p.dtype);
+            if (pr.family == ATTN_FAMILY_MMA) continue;
+            const attn_lengths dl = {zero, block ? q4 : q1, zero, rows};
+            run(gpus[g].name, &pr, HARNESS_TILED, harness_decode_entry, "attn_decode", &p, &dl,
+                block ? 16 : 0);
+        }
+    }
 }
 
 static const harness_test tests[] = {
     HARNESS_TEST(test_gpu_prefill_plans),
     HARNESS_TEST(test_gpu_decode_plans),
     HARNESS_TEST(test_gpu_mma_plans),
+    HARNESS_TEST(test_gpu_long_rows),
     HARNESS_END,
 };
 
