@@ -16,8 +16,8 @@
  *   - the H200's own prefill default, the mma family, at D 128 in f16 and
  *     f32 and at D 256 in bf16 (the other suites run it at D 64 and less);
  *   - the D 64 tiled and flash plans again over rows of about 4179 keys
- *     (prefill and decode), where a compiler's fault in a long key loop
- *     shows;
+ *     (prefill; decode unsplit and in two splits), where a compiler's
+ *     fault in a long key loop shows;
  * mma runs on its emulation here. Each plan is forced, checked to be the
  * plan exactly (attn_prepare, attn_decode_prepare), and run on a small GQA
  * problem, every pad NaN, against the reference: prefill with right and
@@ -94,10 +94,17 @@ static void run(const char *gpu_name, const attn_params *pr, harness_family f,
                 harness_entry entry, const char *entry_name, const attn_problem *p,
                 const attn_lengths *L, int page)
 {
-    char params[160], name[240], planned[160];
+    char params[160], name[240], planned[160], forced[180];
     attn_params_format(pr, params, sizeof params);
+    /* forced splits (a shared tunable, not in the family's format) go to
+     * the run, not the plan's check: a plan made before the cache holds a
+     * row reports one split */
+    snprintf(forced, sizeof forced, "%s", params);
+    if (pr->kv_splits > 0)
+        snprintf(forced + strlen(forced), sizeof forced - strlen(forced), ",splits=%d",
+                 pr->kv_splits);
     snprintf(name, sizeof name, "%s's %s D %d %s%s: %s", gpu_name, entry_name, p->head_dim,
-             attn_dtype_name(p->dtype), page ? " paged" : "", params);
+             attn_dtype_name(p->dtype), page ? " paged" : "", forced);
     printf("\n  %s", name);
     const attn_device_limits here = attn_context_limits(harness_context());
     char why[160];
@@ -116,7 +123,7 @@ static void run(const char *gpu_name, const attn_params *pr, harness_family f,
         CU_FAIL("the GPU's plan did not run as given");
     }
     harness_case c = harness_case_of(name, p, L, NULL, NULL, NULL, NULL);
-    c.params = tunables(params);
+    c.params = tunables(forced);
     c.seed = 8100 + (uint64_t)nruns++;
     c.poison_pads = 1;
     harness_decode_blocks(page);
@@ -179,10 +186,6 @@ static void test_gpu_mma_plans(void)
     }
 }
 
-/* B 2, Hq 4, Hkv 2 over 45 cache rows, entry 1 holding 31 (a decode's
- * lengths start at 0: no left padding). The H200 decodes a block of four
- * on mma where it runs (16 rows a KV head: decode_params.c), tiled where
- * not (f32 at D 256). */
 /* GPU g's decode plan at dims[di] for one new token over a contiguous
  * cache (block 0) or a block of four over one paged by 16 (block 4), and
  * the storage type it runs in here. */
@@ -195,6 +198,10 @@ static attn_params decode_plan(int g, int di, int block, attn_dtype *dtype)
     return pr;
 }
 
+/* B 2, Hq 4, Hkv 2 over 45 cache rows, entry 1 holding 31 (a decode's
+ * lengths start at 0: no left padding). The H200 decodes a block of four
+ * on mma where it runs (16 rows a KV head: decode_params.c), tiled where
+ * not (f32 at D 256). */
 static void test_gpu_decode_plans(void)
 {
     static const int zero[] = {0, 0}, q1[] = {1, 1}, q4[] = {4, 3}, rows[] = {45, 31};
@@ -214,7 +221,10 @@ static void test_gpu_decode_plans(void)
  * compiler can get a long key loop wrong and the short one right (Mesa's
  * rusticl does so for the mma family's emulation, left out here: the
  * gate's long checks and test_mma_gate cover it). Prefill: 16 queries,
- * right and left padding; decode: automatic splits over ragged caches. */
+ * right and left padding; decode over ragged caches, in automatic splits
+ * (one on a CPU device: a work-group walks a whole row) and in two forced
+ * ones of about 2090 keys (the combine after long rows; splits are a
+ * kernel argument, not a build option). */
 static void test_gpu_long_rows(void)
 {
     static const int qs[] = {0, 3}, ql[] = {16, 13}, ks[] = {0, 5}, kl[] = {4179, 4170};
@@ -229,11 +239,14 @@ static void test_gpu_long_rows(void)
         }
         for (int block = 0; block <= 4; block += 4) {
             attn_problem p = harness_problem(2, 4, 2, 64, block ? 4 : 1, 4179, 1);
-            const attn_params pr = decode_plan(g, 0, block, &p.dtype);
+            attn_params pr = decode_plan(g, 0, block, &p.dtype);
             if (pr.family == ATTN_FAMILY_MMA) continue;
             const attn_lengths dl = {zero, block ? q4 : q1, zero, rows};
-            run(gpus[g].name, &pr, HARNESS_TILED, harness_decode_entry, "attn_decode", &p, &dl,
-                block ? 16 : 0);
+            for (int splits = 0; splits <= 2; splits += 2) {
+                pr.kv_splits = splits;
+                run(gpus[g].name, &pr, HARNESS_TILED, harness_decode_entry, "attn_decode", &p,
+                    &dl, block ? 16 : 0);
+            }
         }
     }
 }
