@@ -115,6 +115,18 @@ static void prefill(attn_dtype dt, int dim)
             print_program(label, &pr, &p, ATTN_ENTRY_PREFILL, "");
         }
     }
+    /* f32 on mma past 4096 keys: rows built with MMA_FOLD, as the gate's
+     * long f32 check and every longer f32 prefill build them */
+    attn_problem folded = p;
+    folded.q_len = folded.kv_len = 8192;
+    if (dt == ATTN_F32 && dev->mma && !attn_family_refuses(ATTN_FAMILY_MMA, &folded)) {
+        attn_params pr =
+            attn_plan_family_start(ATTN_ENTRY_PREFILL, dev, &folded, ATTN_FAMILY_MMA);
+        attn_params_fit(ATTN_ENTRY_PREFILL, &pr, dev, &folded);
+        char label[64];
+        snprintf(label, sizeof label, "prefill,f32,d%d,folded", dim);
+        print_program(label, &pr, &folded, ATTN_ENTRY_PREFILL, "");
+    }
     for (int i = 0; i < nsets; i++) {
         /* over the plan, as ATTN_PARAMS goes in gpu-session.sh: a set
          * naming another family starts from that family's own plan, so that
