@@ -155,17 +155,24 @@ static attn_status verify_params(attn_context *ctx, int entry, const attn_proble
     return ATTN_SUCCESS;
 }
 
+/* The keys of a long verification row: ATTN_MMA_F32_PLAIN_KEYS, plains
+ * times, and verify_shape's; against 16 queries. */
+static int long_keys(int plains)
+{
+    return plains * ATTN_MMA_F32_PLAIN_KEYS + verify_shape.kv_len;
+}
+
 /* One forward of verify_shape in dt on the family's default parameters,
  * compared with the reference. ATTN_ERROR_MISMATCH (ctx's error naming
  * the worst element) when it differs. long_rows: 16 queries against
- * ATTN_MMA_F32_PLAIN_KEYS + 83 keys instead (66 key tiles or more): the
+ * long_keys(1) keys instead (66 key tiles or more): the
  * key loop run long, and past ATTN_MMA_F32_PLAIN_KEYS, f32 rows built
  * folded (MMA_FOLD), another program. */
 static attn_status verify_forward(attn_context *ctx, attn_dtype dt, int long_rows)
 {
     attn_problem p = verify_shape;
     p.dtype = dt;
-    if (long_rows) p.q_len = 16, p.kv_len = ATTN_MMA_F32_PLAIN_KEYS + verify_shape.kv_len;
+    if (long_rows) p.q_len = 16, p.kv_len = long_keys(1);
     _Static_assert(ATTN_MMA_F32_PLAIN_KEYS == 4096, "the f32 gate's message names 4096");
     attn_params pr;
     attn_status st = verify_params(ctx, ATTN_ENTRY_PREFILL, &p, &pr);
@@ -190,8 +197,8 @@ static attn_status verify_forward(attn_context *ctx, attn_dtype dt, int long_row
  * compared with the reference (int8: over the cache as read back): the
  * decode program built, its cache reads (paged: a page looked up per key
  * tile) and partial results right. long_rows: 16 queries against
- * ATTN_MMA_F32_PLAIN_KEYS + 83 keys instead, twice that many in f32, so
- * that each split's key loop runs long, and f32's past
+ * long_keys(1) keys instead, long_keys(2) in f32, so that each split's
+ * key loop runs long, and f32's past
  * ATTN_MMA_F32_PLAIN_KEYS (built folded, as forced splits may leave it). */
 static attn_status verify_decode(attn_context *ctx, attn_dtype dt, int block, int int8,
                                  int long_rows)
@@ -199,7 +206,7 @@ static attn_status verify_decode(attn_context *ctx, attn_dtype dt, int block, in
     attn_problem p = verify_shape;
     p.dtype = dt;
     if (long_rows)
-        p.q_len = 16, p.kv_len = (dt == ATTN_F32 ? 2 : 1) * ATTN_MMA_F32_PLAIN_KEYS + p.kv_len;
+        p.q_len = 16, p.kv_len = long_keys(dt == ATTN_F32 ? 2 : 1);
     attn_params pr;
     attn_status st = verify_params(ctx, ATTN_ENTRY_DECODE, &p, &pr);
     pr.kv_splits = 2;
@@ -279,12 +286,12 @@ static int decide(attn_context *ctx, char *why, size_t n)
         if ((st = verify_forward(ctx, types[i], 1)) != ATTN_SUCCESS) {
             snprintf(why, n, "the %s verification forward over %d keys failed: %.130s",
                      types[i] == ATTN_F16 ? "f16" : "bf16",
-                     ATTN_MMA_F32_PLAIN_KEYS + verify_shape.kv_len, ctx->error);
+                     long_keys(1), ctx->error);
             return 0;
         }
     if ((st = verify_decode(ctx, ATTN_F16, 16, 1, 1)) != ATTN_SUCCESS) {
         snprintf(why, n, "the f16 verification decode over %d keys (paged int8 cache) failed: %.120s",
-                 ATTN_MMA_F32_PLAIN_KEYS + verify_shape.kv_len, ctx->error);
+                 long_keys(1), ctx->error);
         return 0;
     }
     return 1;
