@@ -1,6 +1,7 @@
 /* config.c -- a context's configuration: the environment's defaults read
  * once at creation (ATTN_PARAMS, ATTN_CHECK, ATTN_TUNING_DB,
- * ATTN_SYSTEM_TUNING_DB, ATTN_KERNEL_DIR, ATTN_CACHE_DIR, ATTN_SOFTMAX_WG),
+ * ATTN_SYSTEM_TUNING_DB, ATTN_KERNEL_DIR, ATTN_CACHE_DIR, ATTN_CACHE_MAX_MB,
+ * ATTN_SOFTMAX_WG),
  * and the calls that replace them. Changing any but the cache folder clears
  * the context's cached plans. No call path reads the environment: a
  * variable set after creation affects only the contexts created after it. */
@@ -45,6 +46,24 @@ int attn_disk_cache_dir(char *buf, size_t size)
     return attn_env_path(buf, size, "ATTN_CACHE_DIR", "XDG_CACHE_HOME", "attn", ".cache/attn");
 }
 
+uint64_t attn_cache_max_bytes(const char *text)
+{
+    const uint64_t fallback = (uint64_t)ATTN_CACHE_MAX_MB_DEFAULT << 20;
+    if (!text || !*text) return fallback;
+    uint64_t mb = 0;
+    const char *c = text;
+    for (; *c >= '0' && *c <= '9'; c++) {
+        if (mb > (UINT64_MAX >> 20) / 10) break; /* its bytes would not fit 64 bits */
+        mb = mb * 10 + (uint64_t)(*c - '0');
+    }
+    if (*c || (mb << 20 >> 20) != mb) {
+        attn_log(ATTN_LOG_WARN, "ATTN_CACHE_MAX_MB=\"%s\" is not a whole number of MiB; the "
+                 "program cache is kept within %d MiB", text, ATTN_CACHE_MAX_MB_DEFAULT);
+        return fallback;
+    }
+    return mb << 20;
+}
+
 /* ATTN_CHECK: unset, "", 0, off, false or no is off; 1, on, true or yes is
  * on; anything else is said (a warning) and taken as on, the safe side. */
 static int check_from_env(const char *v)
@@ -72,6 +91,7 @@ int attn_config_init(attn_context *ctx)
     if (attn_tuning_db_system_path(path, sizeof path))
         ctx->tuning_system_path = copy_or_null(path, &failed);
     if (attn_disk_cache_dir(path, sizeof path)) ctx->cache_dir = copy_or_null(path, &failed);
+    ctx->cache_max_bytes = attn_cache_max_bytes(getenv("ATTN_CACHE_MAX_MB"));
     ctx->kernel_dir = copy_or_null(getenv("ATTN_KERNEL_DIR"), &failed);
     ctx->softmax_wg = copy_or_null(getenv("ATTN_SOFTMAX_WG"), &failed);
     return failed ? -1 : 0;

@@ -7,9 +7,10 @@
 #include "attn.h"
 
 #include <stddef.h>
+#include <stdint.h>
 
 /* Reads ATTN_PARAMS, ATTN_CHECK, ATTN_TUNING_DB and ATTN_SYSTEM_TUNING_DB
- * (and ATTN_KERNEL_DIR, ATTN_CACHE_DIR, ATTN_SOFTMAX_WG) into a new
+ * (and ATTN_KERNEL_DIR, ATTN_CACHE_DIR, ATTN_CACHE_MAX_MB, ATTN_SOFTMAX_WG) into a new
  * context: the defaults the setters replace. 0, or -1 when out
  * of memory. */
 int attn_config_init(attn_context *ctx);
@@ -18,6 +19,13 @@ void attn_config_release(attn_context *ctx);
  * ~/.cache/attn; config.c, read at context creation) into buf; returns 0
  * when none can be named, or ATTN_CACHE_DIR is set but empty (no cache). */
 int attn_disk_cache_dir(char *buf, size_t size);
+/* The program cache folder's bound, when ATTN_CACHE_MAX_MB is unset or
+ * empty (README's "Environment"; 1 GiB holds some thousands of programs). */
+#define ATTN_CACHE_MAX_MB_DEFAULT 1024
+/* ATTN_CACHE_MAX_MB's value text (NULL: unset) in bytes; 0 is no bound.
+ * Text that is not a whole number of MiB is said (a warning) and gives the
+ * default. */
+uint64_t attn_cache_max_bytes(const char *text);
 /* The XDG rule for a default path (config.c): $var, else $xdg/under_xdg,
  * else $HOME/under_home, into buf; returns 0 when none is set or fits. */
 int attn_env_path(char *buf, size_t size, const char *var, const char *xdg,

@@ -79,6 +79,7 @@ struct attn_context {
     char *tuning_system_path;
     char *kernel_dir;           /* the kernel-source folder (malloc'd); NULL: embedded sources */
     char *cache_dir;            /* the program-binary folder (malloc'd); NULL: no disk cache */
+    uint64_t cache_max_bytes;   /* $ATTN_CACHE_MAX_MB: the folder's bound; 0 none */
     char *softmax_wg;           /* $ATTN_SOFTMAX_WG (malloc'd), checked by materialized.c; NULL: the device's default */
     struct attn_plan_cache *plans; /* the planner's results by shape class (plan.c) */
 

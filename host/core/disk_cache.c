@@ -1,7 +1,8 @@
 /* disk_cache.c -- program binaries on disk, so a second process does not
  * rebuild. One file per program, named by the key's hash, holding the full
  * key text (a hash collision or a stale file reads as a miss) and a checksum
- * of the binary. Written to a temporary file and renamed; any problem is a
+ * of the binary. Written to a temporary file and renamed; a hit marks its
+ * file used, for the bound disk_cache_prune.c keeps. Any problem is a
  * miss with one log line, never an error (tests/test_faults.c and
  * fuzz/fuzz_disk_cache.c try the problems). */
 #define _POSIX_C_SOURCE 200809L
@@ -32,7 +33,7 @@ typedef struct {
 static int cache_path(const char *dir, uint64_t key, char *buf, size_t size)
 {
     if (!dir || !*dir) return 0;
-    return snprintf(buf, size, "%s/%016llx.bin", dir, (unsigned long long)key) < (int)size;
+    return snprintf(buf, size, "%s/" ATTN_CACHE_FILE_NAME, dir, (unsigned long long)key) < (int)size;
 }
 
 /* mkdir -p */
@@ -92,6 +93,8 @@ int attn_disk_cache_load(const char *dir, const char *key_text, uint64_t key, un
         why = "checksum mismatch";
     else if (fgetc(f) != EOF)
         why = "trailing bytes"; /* it grew since fstat */
+    else
+        futimens(fd, NULL); /* used now, for the pruning; a read-only file stays as it was */
     if (f) fclose(f);
     else close(fd);
     free(stored_key);
@@ -105,13 +108,13 @@ int attn_disk_cache_load(const char *dir, const char *key_text, uint64_t key, un
     return 1;
 }
 
-void attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
-                           const unsigned char *bin, size_t len)
+int attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
+                          const unsigned char *bin, size_t len)
 {
     static atomic_int warned_unwritable; /* one log line per process, not one per program */
     static atomic_uint tmp_serial;       /* threads of one process storing the same key */
     char path[4096], tmp[4200];
-    if (!cache_path(dir, key, path, sizeof path)) return;
+    if (!cache_path(dir, key, path, sizeof path)) return 0;
     /* a name no one else holds: made here (O_EXCL), never through a link
      * planted in a shared folder (O_NOFOLLOW), and apart from another
      * container's process of the same pid (the time, then retries) */
@@ -137,7 +140,7 @@ void attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
             attn_log(ATTN_LOG_WARN, "program cache folder %s is not writable (%s); programs are "
                      "rebuilt by each process", dir, strerror(errno));
         }
-        return;
+        return 0;
     }
     cache_header h;
     memcpy(h.magic, MAGIC, sizeof MAGIC);
@@ -151,5 +154,7 @@ void attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
     if (!ok || rename(tmp, path) != 0) {
         attn_log(ATTN_LOG_WARN, "cannot write program cache file %s: %s", path, strerror(errno));
         remove(tmp);
+        return 0;
     }
+    return 1;
 }

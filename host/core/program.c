@@ -176,7 +176,8 @@ static void store_binary(attn_context *ctx, cl_program prog, const char *key_tex
         return;
     unsigned char *bin = malloc(len);
     if (bin && clGetProgramInfo(prog, CL_PROGRAM_BINARIES, sizeof bin, &bin, NULL) == CL_SUCCESS)
-        attn_disk_cache_store(ctx->cache_dir, key_text, key, bin, len);
+        if (attn_disk_cache_store(ctx->cache_dir, key_text, key, bin, len))
+            attn_disk_cache_prune(ctx->cache_dir, ctx->cache_max_bytes, key);
     free(bin);
 }
 

@@ -19,11 +19,19 @@ char *attn_kernel_source(attn_context *ctx, const char *name);
 attn_status attn_program_get(attn_context *ctx, const char *const *sources, int nsources,
                              const char *options, cl_program *out);
 /* Disk cache in the folder dir (a context's cache_dir; NULL: none): key
- * text -> binary. Any problem reads as a miss, logged once. */
+ * text -> binary. Any problem reads as a miss, logged once. A hit marks its
+ * file used (its modification time), for attn_disk_cache_prune. */
 int attn_disk_cache_load(const char *dir, const char *key_text, uint64_t key, unsigned char **bin,
                          size_t *len);
-void attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
-                           const unsigned char *bin, size_t len);
+/* Returns 1 when the file was written, else 0 (logged). */
+int attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
+                          const unsigned char *bin, size_t len);
+/* Removes the least recently used of dir's cache files, when they take
+ * more than max_bytes, until they take 3/4 of it; never key's file (the one
+ * just stored); max_bytes 0: no bound (disk_cache_prune.c). */
+void attn_disk_cache_prune(const char *dir, uint64_t max_bytes, uint64_t keep);
 #define ATTN_CACHE_FORMAT_VERSION 1
+/* A cache file's name in its folder, from its key (unsigned long long) */
+#define ATTN_CACHE_FILE_NAME "%016llx.bin"
 
 #endif /* ATTN_CORE_PROGRAM_H */
