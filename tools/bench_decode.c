@@ -190,20 +190,17 @@ typedef struct decode_runs {
     const char *base;              /* the caller's override (ATTN_PARAMS) */
     bench_copy_samples copies;
     const char *step;              /* what failed */
-    cl_mem flush;                  /* NULL, or overwritten before each run (flush_buffer) */
-    size_t flush_bytes;
+    bench_flush flush;             /* overwritten before each run */
 } decode_runs;
 
-/* On a GPU, a buffer larger than its last-level cache, written before each
- * timed decode: else a cache that fits it (kv 1024 is 17-34 MB, an H100's
- * L2 50 MB) is read from the previous run's L2, not memory, as no decode
- * between a model's layers would be. At least 128 MiB (what NVIDIA's and
- * AMD's OpenCL report as the cache varies), twice the reported size, at
- * most a quarter of one allocation. Not on a CPU: PoCL reports the whole
- * socket's L3 (hundreds of MB here), whose writing would take longer than
- * the runs. NULL where there is none. */
-static cl_mem flush_buffer(attn_context *ctx, size_t *bytes)
+/* bench_flush: at least 128 MiB (what NVIDIA's and AMD's OpenCL report as
+ * the cache varies; kv 1024 is 17-34 MB, an H100's L2 50 MB), twice the
+ * reported size, at most a quarter of one allocation. Not on a CPU: PoCL
+ * reports the whole socket's L3 (hundreds of MB here), whose writing would
+ * take longer than the runs. */
+bench_flush bench_flush_create(attn_context *ctx)
 {
+    bench_flush f = {NULL, 0};
     cl_device_id dev = attn_context_device(ctx);
     cl_device_type type = 0;
     cl_ulong cache = 0, max_alloc = 0;
@@ -213,14 +210,34 @@ static cl_mem flush_buffer(attn_context *ctx, size_t *bytes)
             CL_SUCCESS ||
         clGetDeviceInfo(dev, CL_DEVICE_MAX_MEM_ALLOC_SIZE, sizeof max_alloc, &max_alloc, NULL) !=
             CL_SUCCESS)
-        return NULL;
+        return f;
     cl_ulong want = 2 * cache > (128u << 20) ? 2 * cache : (128u << 20);
     if (want > max_alloc / 4) want = max_alloc / 4;
     cl_int err;
-    cl_mem m = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, (size_t)want, NULL,
-                              &err);
-    *bytes = err == CL_SUCCESS ? (size_t)want : 0;
-    return err == CL_SUCCESS ? m : NULL;
+    f.buf = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, (size_t)want, NULL,
+                           &err);
+    if (err != CL_SUCCESS) f.buf = NULL;
+    f.bytes = f.buf ? (size_t)want : 0;
+    return f;
+}
+
+attn_status bench_flush_run(attn_context *ctx, const bench_flush *f, int c)
+{
+    if (!f->buf) return ATTN_SUCCESS;
+    const cl_uint word = (cl_uint)c; /* finished before the timed run starts, on either clock */
+    cl_command_queue q = attn_context_queue(ctx);
+    if (clEnqueueFillBuffer(q, f->buf, &word, sizeof word, 0, f->bytes, 0, NULL, NULL) !=
+            CL_SUCCESS ||
+        clFinish(q) != CL_SUCCESS)
+        return ATTN_ERROR_OPENCL;
+    return ATTN_SUCCESS;
+}
+
+void bench_flush_release(bench_flush *f)
+{
+    if (f->buf) clReleaseMemObject(f->buf);
+    f->buf = NULL;
+    f->bytes = 0;
 }
 
 static attn_status run_decode(void *arg, int c)
@@ -235,14 +252,9 @@ static attn_status run_decode(void *arg, int c)
 static attn_status select_run(void *arg, int c)
 {
     decode_runs *d = arg;
-    if (d->flush) { /* finished before the timed run starts, on either clock */
-        const cl_uint word = (cl_uint)c;
-        d->step = "clEnqueueFillBuffer (the cache flush)";
-        if (clEnqueueFillBuffer(attn_context_queue(d->ctx), d->flush, &word, sizeof word, 0,
-                                d->flush_bytes, 0, NULL, NULL) != CL_SUCCESS ||
-            clFinish(attn_context_queue(d->ctx)) != CL_SUCCESS)
-            return ATTN_ERROR_OPENCL;
-    }
+    d->step = "clEnqueueFillBuffer (the cache flush)";
+    const attn_status st = bench_flush_run(d->ctx, &d->flush, c);
+    if (st != ATTN_SUCCESS) return st;
     d->step = "attn_context_set_params";
     return select_conf(d->ctx, d->base, &d->confs[c]);
 }
@@ -279,7 +291,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     float *ho = malloc(nq * sizeof *ho), *ref = NULL;
     int failed = 1, reps = 0, bad_type = 0;
     attn_status st = ATTN_SUCCESS;
-    cl_mem flush = NULL; /* here: done releases it, and the gotos pass dr's declaration */
+    bench_flush flush = {NULL, 0}; /* here: done releases it (the gotos pass dr) */
     const char *step = "host allocation";
     if (!ho) {
         st = ATTN_ERROR_OUT_OF_MEMORY;
@@ -292,8 +304,8 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
         if (st != ATTN_SUCCESS) goto done;
     }
 
-    decode_runs dr = {ctx, res, confs, base, {ctx, {0}, 0, 1}, "", NULL, 0};
-    flush = dr.flush = flush_buffer(ctx, &dr.flush_bytes);
+    decode_runs dr = {ctx, res, confs, base, {ctx, {0}, 0, 1}, "", {NULL, 0}};
+    flush = dr.flush = bench_flush_create(ctx);
     double ms = 0;
     for (int c = 0; c < nconf; c++) {
         const dtype_res *r = &res[confs[c].type];
@@ -395,7 +407,7 @@ done:
         failed = 1;
     }
     attn_context_set_params(ctx, base); /* as it was */
-    if (flush) clReleaseMemObject(flush);
+    bench_flush_release(&flush);
     for (int c = 0; c < nconf; c++) {
         free(confs[c].times);
         confs[c].times = NULL;

@@ -74,6 +74,20 @@ typedef struct bench_copy_samples {
 /* Before round rep: a sample every `every` rounds, BENCH_COPY_SAMPLES at most. */
 attn_status bench_copy_sample(bench_copy_samples *c, int rep);
 
+/* On a GPU, a buffer larger than its last-level cache, written before
+ * each timed decode (bench_decode.c): else a cache that fits in L2 is read
+ * from the previous run's, not from memory. buf NULL where there is none
+ * (a CPU, or no memory for it). */
+typedef struct bench_flush {
+    cl_mem buf;
+    size_t bytes;
+} bench_flush;
+bench_flush bench_flush_create(attn_context *ctx);
+/* Overwrites it and waits (untimed, before run c); ATTN_SUCCESS where there
+ * is none, ATTN_ERROR_OPENCL when OpenCL fails. */
+attn_status bench_flush_run(attn_context *ctx, const bench_flush *f, int c);
+void bench_flush_release(bench_flush *f);
+
 /* A failed step of a decode run: on stderr and into errors, with the
  * context's message when step names a library call. */
 void bench_decode_error(attn_context *ctx, cJSON *errors, const char *what, const char *step,

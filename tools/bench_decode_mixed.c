@@ -38,6 +38,7 @@ typedef struct mixed_runs {
     int nblocks;
     bench_copy_samples copies;
     const char *step; /* what failed */
+    bench_flush flush; /* overwritten before each step, as --decode does */
 } mixed_runs;
 
 static attn_status run_step(void *arg, int c)
@@ -46,12 +47,16 @@ static attn_status run_step(void *arg, int c)
     return mixed_step(m->ctx, m->seqs, &m->types[c / m->nblocks], c % m->nblocks, &m->step);
 }
 
-/* Untimed, before each step: the lengths back to those before it. */
+/* Untimed, before each step: the lengths back to those before it, and on
+ * a GPU its last-level cache overwritten. */
 static attn_status rewind_run(void *arg, int c)
 {
     mixed_runs *m = arg;
     m->step = "attn_kv_cache_truncate";
-    return mixed_rewind(m->seqs, &m->types[c / m->nblocks], c % m->nblocks);
+    attn_status st = mixed_rewind(m->seqs, &m->types[c / m->nblocks], c % m->nblocks);
+    if (st != ATTN_SUCCESS) return st;
+    m->step = "clEnqueueFillBuffer (the cache flush)";
+    return bench_flush_run(m->ctx, &m->flush, c);
 }
 
 static attn_status copy_round(void *arg, int rep)
@@ -228,6 +233,7 @@ int bench_decode_mixed(attn_context *ctx, const bench_decode_config *cfg, double
     int failed = 1, reps = 0, bad = 0;
     const char *step = "host allocation";
     char sh[96] = "mixed";
+    bench_flush flush = {NULL, 0}; /* here: done releases it (the gotos pass m) */
     attn_status st = mixed_seqs_init(&s, cfg->batch, cfg->mixed_min, cfg->mixed_max,
                                      cfg->q_heads, cfg->kv_heads, cfg->head_dim);
     if (st != ATTN_SUCCESS) {
@@ -251,7 +257,8 @@ int bench_decode_mixed(attn_context *ctx, const bench_decode_config *cfg, double
 
     /* each configuration: a first step (kernels built), its plan at the
      * step's lengths, one timed step for the calibration */
-    mixed_runs m = {ctx, &s, res, nblocks, {ctx, {0}, 0, 1}, ""};
+    mixed_runs m = {ctx, &s, res, nblocks, {ctx, {0}, 0, 1}, "", {NULL, 0}};
+    flush = m.flush = bench_flush_create(ctx);
     double ms = 0;
     for (int c = 0; c < nconf; c++) {
         bad = c / nblocks;
@@ -329,6 +336,7 @@ done:
         bench_decode_error(ctx, errors, what, step, st);
         failed = 1;
     }
+    bench_flush_release(&flush);
     for (int c = 0; c < nconf; c++) free(confs[c].times);
     for (int t = 0; t < ntypes; t++) mixed_type_free(&res[t]);
     mixed_seqs_free(&s);
