@@ -94,7 +94,7 @@ int attn_disk_cache_load(const char *dir, const char *key_text, uint64_t key, un
     else if (fgetc(f) != EOF)
         why = "trailing bytes"; /* it grew since fstat */
     else
-        futimens(fd, NULL); /* used now, for the pruning; a read-only file stays as it was */
+        futimens(fd, NULL); /* used now, for the pruning (where this user may set its times) */
     if (f) fclose(f);
     else close(fd);
     free(stored_key);

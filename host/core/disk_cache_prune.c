@@ -6,7 +6,8 @@
  * recently used go (a load hit marks its file used) until they take three
  * quarters of it, so that the next stores do not each remove one. The file
  * just stored stays, even alone past the bound. Temporary files a killed
- * writer left, older than an hour, go too. Only names the cache makes are
+ * writer left, older than an hour, go too (with no bound as well). Only
+ * names the cache makes are
  * touched: other files in a shared folder stay and do not count. Any
  * problem is a log line at most, never an error. */
 #define _POSIX_C_SOURCE 200809L
@@ -41,6 +42,20 @@ static int cache_name_prefix(const char *name)
     return strncmp(name + 16, ".bin", 4) == 0;
 }
 
+/* Whether rest is what attn_disk_cache_store's temporary names add after
+ * the cache name: ".<pid>.<serial>.<hex>.tmp". */
+static int temp_suffix(const char *rest)
+{
+    static const char *const digits[] = {"0123456789", "0123456789", "0123456789abcdef"};
+    for (int part = 0; part < 3; part++) {
+        if (*rest++ != '.') return 0;
+        const size_t n = strspn(rest, digits[part]);
+        if (n == 0) return 0;
+        rest += n;
+    }
+    return strcmp(rest, ".tmp") == 0;
+}
+
 static int older_first(const void *a, const void *b)
 {
     const cache_file *x = a, *y = b;
@@ -51,7 +66,7 @@ static int older_first(const void *a, const void *b)
 
 void attn_disk_cache_prune(const char *dir, uint64_t max_bytes, uint64_t keep)
 {
-    if (!dir || !*dir || max_bytes == 0) return;
+    if (!dir || !*dir) return;
     DIR *d = opendir(dir);
     if (!d) return;
     char keep_name[NAME_LEN + 1];
@@ -71,11 +86,11 @@ void attn_disk_cache_prune(const char *dir, uint64_t max_bytes, uint64_t keep)
         /* not followed: a link planted in a shared folder is not ours */
         if (fstatat(dfd, name, &sb, AT_SYMLINK_NOFOLLOW) != 0 || !S_ISREG(sb.st_mode)) continue;
         if (len > NAME_LEN) {
-            if (name[NAME_LEN] == '.' && len > NAME_LEN + 4 && !strcmp(name + len - 4, ".tmp") &&
-                now - sb.st_mtime > TEMP_STALE_SECONDS)
+            if (temp_suffix(name + NAME_LEN) && now - sb.st_mtime > TEMP_STALE_SECONDS)
                 unlinkat(dfd, name, 0);
             continue;
         }
+        if (max_bytes == 0) continue; /* no bound: only the temporary files */
         total += (uint64_t)sb.st_size;
         if (!strcmp(name, keep_name)) continue; /* counted, never removed */
         if (n == cap) {
@@ -91,19 +106,27 @@ void attn_disk_cache_prune(const char *dir, uint64_t max_bytes, uint64_t keep)
         files[n].used = sb.st_mtim;
         n++;
     }
-    if (listed && total > max_bytes) {
+    if (listed && max_bytes > 0 && total > max_bytes && n > 0) {
         qsort(files, n, sizeof *files, older_first);
         const uint64_t target = max_bytes / 4 * 3, before = total;
         size_t removed = 0;
         for (size_t i = 0; i < n && total > target; i++) {
+            struct stat sb;
+            /* used or stored again since the listing (another process): kept */
+            if (fstatat(dfd, files[i].name, &sb, AT_SYMLINK_NOFOLLOW) == 0 &&
+                (sb.st_mtim.tv_sec != files[i].used.tv_sec ||
+                 sb.st_mtim.tv_nsec != files[i].used.tv_nsec))
+                continue;
             /* gone already: another process pruned it */
             if (unlinkat(dfd, files[i].name, 0) != 0 && errno != ENOENT) continue;
             total -= files[i].bytes;
             removed++;
         }
-        attn_log(ATTN_LOG_INFO, "program cache %s held %.1f MiB, past its bound of %.1f MiB "
-                 "(ATTN_CACHE_MAX_MB): removed the %zu least recently used files, %.1f MiB left",
-                 dir, before / 1048576.0, max_bytes / 1048576.0, removed, total / 1048576.0);
+        if (removed > 0)
+            attn_log(ATTN_LOG_INFO, "program cache %s held %.1f MiB, past its bound of %.1f MiB "
+                     "(ATTN_CACHE_MAX_MB): removed the %zu least recently used files, %.1f MiB "
+                     "left", dir, before / 1048576.0, max_bytes / 1048576.0, removed,
+                     total / 1048576.0);
     }
     free(files);
     closedir(d);

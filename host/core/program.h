@@ -27,8 +27,9 @@ int attn_disk_cache_load(const char *dir, const char *key_text, uint64_t key, un
 int attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
                           const unsigned char *bin, size_t len);
 /* Removes the least recently used of dir's cache files, when they take
- * more than max_bytes, until they take 3/4 of it; never key's file (the one
- * just stored); max_bytes 0: no bound (disk_cache_prune.c). */
+ * more than max_bytes, until they take 3/4 of it; never keep's file (the
+ * one just stored); max_bytes 0: no bound. Temporary files older than an
+ * hour go in any case (disk_cache_prune.c). */
 void attn_disk_cache_prune(const char *dir, uint64_t max_bytes, uint64_t keep);
 #define ATTN_CACHE_FORMAT_VERSION 1
 /* A cache file's name in its folder, from its key (unsigned long long) */

@@ -60,9 +60,10 @@ ATTN_API attn_status attn_context_set_tuning_db(attn_context *ctx, const char *u
  *  no disk cache. It applies to programs ctx builds after the call; those
  *  already in its memory stay. Every new context starts with
  *  $ATTN_CACHE_DIR (set but empty: none), else $XDG_CACHE_HOME/attn, else
- *  ~/.cache/attn. The folder is kept within $ATTN_CACHE_MAX_MB (default
- *  1024 MiB; 0: no bound): past it, the least recently used programs' files
- *  are removed (README.md, "Environment"). */
+ *  ~/.cache/attn. Its program files are kept within $ATTN_CACHE_MAX_MB
+ *  (default 1024 MiB; 0: no bound): past it, the least recently used are
+ *  removed, never the one just stored, never a file attn did not name
+ *  (README.md, "Environment"). */
 ATTN_API attn_status attn_context_set_cache_dir(attn_context *ctx, const char *dir);
 
 /*! attn_context_set_kernel_dir() : a folder ctx reads its OpenCL C sources
