@@ -7,6 +7,7 @@
  * through paged caches is test_decode_paged.c's. */
 #include "cases.h"
 #include "harness.h"
+#include "core/context.h" /* max_alloc, lowered by test_table_past_max_alloc */
 
 #include <math.h>
 #include <stdio.h>
@@ -288,6 +289,11 @@ static void test_cache_bytes(void)
          * one block fewer is accepted by attn_kv_cache_bytes (below) */
         {{.batch = 1, .kv_heads = 1, .head_dim = 8, .capacity = 8, .block_size = 256,
           .num_blocks = 1 << 23}, "desc->num_blocks = 8388608"},
+        /* K's bytes past 64 bits: the unbounded factor, kv_heads, named */
+        {{.batch = 1, .kv_heads = 1 << 30, .head_dim = 8, .capacity = 8, .block_size = 256,
+          .num_blocks = (1 << 23) - 1}, "desc->kv_heads = 1073741824 with num_blocks"},
+        {{.batch = 1, .kv_heads = 1 << 30, .head_dim = 8, .capacity = 1 << 30},
+         "desc->kv_heads = 1073741824 with capacity"},
         /* the default pool, batch * ceil(capacity / block): 2^24 blocks of 256 */
         {{.batch = 1 << 14, .kv_heads = 1, .head_dim = 8, .capacity = 1 << 18,
           .block_size = 256}, "batch * ceil(capacity / block_size)"},
@@ -308,6 +314,44 @@ static void test_cache_bytes(void)
     }
     CU_ASSERT_EQUAL(attn_kv_cache_bytes(NULL, &paged), ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT(says(NULL, "desc"));
+}
+
+/* A paged cache whose block table the device cannot hold in one buffer,
+ * though its pool fits: refused at creation (it was made, and then every
+ * append failed in OpenCL). */
+static void test_table_past_max_alloc(void)
+{
+    attn_context *ctx = harness_context();
+    /* 64 sequences of up to 65536 tokens in blocks of 16: a 1 MiB table;
+     * a pool of 64 blocks: 64 KiB of K and V each */
+    const attn_kv_cache_desc d = {.batch = 64, .kv_heads = 1, .head_dim = 16, .capacity = 65536,
+                                  .dtype = ATTN_F32, .block_size = 16, .num_blocks = 64};
+    const size_t table = (size_t)64 * 4096 * sizeof(int);
+    cl_ulong *limit = &ctx->max_alloc;
+    const cl_ulong real = *limit;
+    attn_kv_cache *c = NULL;
+    *limit = table - 1;
+    CU_ASSERT_EQUAL(attn_kv_cache_create_desc(ctx, &d, &c), ATTN_ERROR_OUT_OF_MEMORY);
+    CU_ASSERT(c == NULL && says(ctx, "block table") && says(ctx, "1048576 bytes"));
+    *limit = table; /* exactly: made, and it holds */
+    CU_ASSERT_EQUAL(attn_kv_cache_create_desc(ctx, &d, &c), ATTN_SUCCESS);
+    *limit = real;
+    if (c) {
+        float *x = calloc((size_t)64 * 20 * 16, sizeof *x);
+        attn_tensor t;
+        cl_mem m = x ? harness_upload(ctx, ATTN_F32, x, 64, 1, 20, 16, NULL, &t) : NULL;
+        CU_ASSERT_PTR_NOT_NULL(m);
+        if (m) {
+            int lens[64];
+            for (int b = 0; b < 64; b++) lens[b] = 1 + b % 16; /* one block each: the pool */
+            const attn_status st = attn_kv_cache_append(c, &t, &t, 20, lens, NULL);
+            if (st != ATTN_SUCCESS) printf("\n  append: %s\n", attn_last_error(ctx));
+            CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+            clReleaseMemObject(m);
+        }
+        free(x);
+        attn_kv_cache_release(c);
+    }
 }
 
 /* Slots, and the calls' refusals: each names its argument and changes
@@ -361,6 +405,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_sequences_paged),
     HARNESS_TEST(test_pool_exhaustion),
     HARNESS_TEST(test_cache_bytes),
+    HARNESS_TEST(test_table_past_max_alloc),
     HARNESS_TEST(test_slots_and_refusals),
     HARNESS_END,
 };

@@ -7,6 +7,7 @@
 #include "core/errors.h"
 
 #include <limits.h>
+#include <stdio.h>
 
 #define INVALID(ctx, ...) ATTN_FAIL((ctx), ATTN_ERROR_INVALID_ARGUMENT, __VA_ARGS__)
 
@@ -78,8 +79,12 @@ attn_status attn_kv_layout_of(attn_context *ctx, const attn_kv_cache_desc *d, co
     o.elem = d->storage == ATTN_KV_INT8 ? 1 : attn_dtype_size(d->dtype);
     const size_t kv[5] = {o.elem, (size_t)o.num_pages, (size_t)d->kv_heads,
                           (size_t)o.page_rows, (size_t)o.dim_pad};
-    attn_status st = mul_bytes(ctx, kv, &o.kv_bytes, "the cache's K (pages x kv_heads x rows x "
-                               "head_dim)");
+    char what[200];
+    snprintf(what, sizeof what, "%skv_heads = %d with %s = %d: the cache's K (%d %s x kv_heads x "
+             "%d rows x %d elements)", f, d->kv_heads, bs ? "num_blocks" : "capacity",
+             bs ? o.num_pages : d->capacity, o.num_pages, bs ? "blocks" : "sequences",
+             o.page_rows, o.dim_pad);
+    attn_status st = mul_bytes(ctx, kv, &o.kv_bytes, what);
     if (st != ATTN_SUCCESS) return st;
     if (d->storage == ATTN_KV_INT8) {
         const size_t sc[5] = {sizeof(float), (size_t)o.num_pages, (size_t)d->kv_heads,

@@ -28,6 +28,11 @@ attn_status attn_kv_pool_create(attn_kv_cache *c)
         return err == CL_SUCCESS ? ATTN_SUCCESS
                                  : attn_fail_cl(ctx, err, "clCreateBuffer (KV cache table)");
     }
+    const size_t table_bytes = sizeof *c->table * entries;
+    ATTN_CHECK(ctx, table_bytes > ctx->max_alloc, ATTN_ERROR_OUT_OF_MEMORY,
+               "the cache's block table (batch x ceil(capacity / block_size) = %zu entries) "
+               "needs %zu bytes; the device allows %llu per buffer", entries, table_bytes,
+               (unsigned long long)ctx->max_alloc);
     c->table = calloc(entries, sizeof *c->table);
     c->refs = calloc((size_t)c->num_pages, sizeof *c->refs);
     c->grow_cow = malloc(sizeof *c->grow_cow * 2 * (size_t)c->batch);
@@ -37,7 +42,10 @@ attn_status attn_kv_pool_create(attn_kv_cache *c)
     for (int b = 0; b < c->batch; b++) c->grow_cow[2 * b] = -1;
     c->free_pages = c->num_pages;
     c->table_dirty = 1;
-    return ATTN_SUCCESS;
+    /* its device copy made now: a device that cannot hold it fails the
+     * creation, not every append after it */
+    cl_mem made;
+    return attn_kv_pool_table(c, &made);
 }
 
 void attn_kv_pool_free(attn_kv_cache *c)
