@@ -57,8 +57,9 @@ uint64_t attn_cache_max_bytes(const char *text)
         mb = mb * 10 + (uint64_t)(*c - '0');
     }
     if (*c || (mb << 20 >> 20) != mb) {
-        attn_log(ATTN_LOG_WARN, "ATTN_CACHE_MAX_MB=\"%s\" is not a whole number of MiB that fits "
-                 "64 bits of bytes; the program cache is kept within %d MiB", text, ATTN_CACHE_MAX_MB_DEFAULT);
+        attn_log(ATTN_LOG_WARN, "ATTN_CACHE_MAX_MB=\"%s\" is not a whole number of MiB that "
+                 "fits 64 bits of bytes; the program cache is kept within %d MiB", text,
+                 ATTN_CACHE_MAX_MB_DEFAULT);
         return fallback;
     }
     return mb << 20;

@@ -33,7 +33,8 @@ typedef struct {
 static int cache_path(const char *dir, uint64_t key, char *buf, size_t size)
 {
     if (!dir || !*dir) return 0;
-    return snprintf(buf, size, "%s/" ATTN_CACHE_FILE_NAME, dir, (unsigned long long)key) < (int)size;
+    return snprintf(buf, size, "%s/" ATTN_CACHE_FILE_NAME, dir, (unsigned long long)key) <
+           (int)size;
 }
 
 /* mkdir -p */
