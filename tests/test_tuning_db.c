@@ -1044,6 +1044,11 @@ static void test_corrupt_files(void)
         {"pasted.json", "{}\n{\"entries\": []}\n", ":2:1: text after the end of the JSON"},
         {"tail.json", "{\"entries\": []} junk", ":1:17: text after the end of the JSON"},
         {"twice.json", "{} {}", ":1:4: text after"},
+        /* another program's JSON (no "format"): the next tune replaced it */
+        {"other.json", "{\"name\": \"my settings\", \"entries\": []}",
+         ":1: no \"format\": \"attn-tuning-db\", and a member \"name\""},
+        {"entries_twice.json", "{\"format\": \"attn-tuning-db\", \"entries\": [], "
+         "\"entries\": []}", ":1: \"entries\" is given twice"},
     };
     attn_problem p = problem(16, 2, 1, 64);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

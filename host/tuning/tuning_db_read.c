@@ -447,6 +447,29 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
     return keep_extra(r, j, e);
 }
 
+/* The name of root's first member that a database written without
+ * "format" (by hand: {} or {"entries": [...]}) would not have, or of one of
+ * format, version and entries given twice (the next merge would keep one);
+ * NULL when there is none. *twice says which. */
+static const char *odd_member(const cJSON *root, int *twice)
+{
+    static const char *const known[] = {"format", "version", "entries"};
+    int seen[3] = {0, 0, 0};
+    const cJSON *m;
+    *twice = 0;
+    cJSON_ArrayForEach(m, root)
+    {
+        int k = 0;
+        while (k < 3 && (!m->string || strcmp(m->string, known[k]) != 0)) k++;
+        if (k == 3) return m->string ? m->string : "";
+        if (seen[k]++) {
+            *twice = 1;
+            return known[k];
+        }
+    }
+    return NULL;
+}
+
 attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
                                  attn_tuning_db *db, char *err, size_t errsize)
 {
@@ -489,9 +512,18 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
     const cJSON *fmt = cJSON_GetObjectItemCaseSensitive(root, "format");
     const cJSON *ver = cJSON_GetObjectItemCaseSensitive(root, "version");
     const cJSON *entries = cJSON_GetObjectItemCaseSensitive(root, "entries");
+    int twice = 0;
+    const char *odd = cJSON_IsObject(root) ? odd_member(root, &twice) : NULL;
     if (!cJSON_IsObject(root)) {
         snprintf(err, errsize, "%s:%d: the top level must be an object {\"format\": \"%s\", "
                  "\"entries\": [...]}", name, line_of(text, first), ATTN_TUNING_DB_FORMAT);
+    } else if (odd && twice) {
+        snprintf(err, errsize, "%s:1: \"%s\" is given twice", name, odd);
+    } else if (odd && !fmt) {
+        /* another program's JSON: the next tune would replace it */
+        snprintf(err, errsize, "%s:1: no \"format\": \"%s\", and a member \"%.64s\" a "
+                 "tuning database does not have: not a tuning database", name,
+                 ATTN_TUNING_DB_FORMAT, odd);
     } else if (fmt && (!cJSON_IsString(fmt) || strcmp(fmt->valuestring, ATTN_TUNING_DB_FORMAT) != 0)) {
         snprintf(err, errsize, "%s:1: \"format\" is not \"%s\": not a tuning database", name,
                  ATTN_TUNING_DB_FORMAT);
