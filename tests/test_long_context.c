@@ -212,12 +212,57 @@ static void test_mma_f32(void)
     CU_ASSERT(!plans_mma(ATTN_MMA_F32_MAX_KEYS + 1));
 }
 
+/* A block of more than ATTN_DECODE_MAX_Q_LEN new queries (chunked
+ * prefill) over more than ATTN_MMA_F32_PLAIN_KEYS keys on the mma decode
+ * kernel: one split, folded (the partial O's of 256 splits of a long block
+ * could take gigabytes), Q zero and V constant (the sums' worst case). */
+static void test_mma_f32_long_block(void)
+{
+    enum { QL = ATTN_DECODE_MAX_Q_LEN + 16, S = ATTN_MMA_F32_PLAIN_KEYS + 200 };
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    float *q = xalloc((size_t)QL * D), *kv = xalloc((size_t)S * D);
+    float *ref = xalloc((size_t)QL * D), *got = xalloc((size_t)QL * D);
+    for (size_t i = 0; i < (size_t)QL * D; i++) q[i] = 0.0f;
+    for (size_t i = 0; i < (size_t)S * D; i++) kv[i] = V_CONST;
+    attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = D, .q_len = QL,
+                      .kv_len = S, .dtype = ATTN_F32, .causal = 1};
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, kv, kv, ref, NULL, NULL), ATTN_SUCCESS);
+    attn_tensor tq, tkv, to;
+    cl_mem mq = harness_upload(ctx, ATTN_F32, q, 1, 1, QL, D, NULL, &tq);
+    cl_mem mkv = harness_upload(ctx, ATTN_F32, kv, 1, 1, S, D, NULL, &tkv);
+    cl_mem mo = harness_alloc(ctx, ATTN_F32, 1, 1, QL, D, NULL, &to);
+    CU_ASSERT_FATAL(mq && mkv && mo);
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 1, 1, D, S, ATTN_F32, &cache), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tkv, &tkv, S, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=mma"), ATTN_SUCCESS);
+    attn_problem dp = p;
+    dp.kv_len = 0;
+    attn_plan_info info;
+    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &dp, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.family, "mma");
+    CU_ASSERT_PTR_NOT_NULL(strstr(info.params, ",splits=1"));
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &dp, &tq, &to, NULL, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(harness_download(ctx, ATTN_F32, &to, 1, 1, QL, D, got), 0);
+    result r = {0, 0, 0};
+    measure(got, ref, (size_t)QL * D, &r);
+    printf("\n  mma f32 decode, %d queries over %d keys (%s): max rel %.3g, %.3g of the "
+           "tolerance\n", QL, S, info.params, r.max_rel, r.ratio);
+    CU_ASSERT(r.ratio <= 1.0);
+    CU_ASSERT_EQUAL(attn_context_set_params(ctx, NULL), ATTN_SUCCESS);
+    attn_kv_cache_release(cache);
+    clReleaseMemObject(mq), clReleaseMemObject(mkv), clReleaseMemObject(mo);
+    free(q), free(kv), free(ref), free(got);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_vector),
     HARNESS_TEST(test_tiled),
     HARNESS_TEST(test_decode_vector),
     HARNESS_TEST(test_decode_tiled),
     HARNESS_TEST(test_mma_f32),
+    HARNESS_TEST(test_mma_f32_long_block),
     HARNESS_END,
 };
 

@@ -112,7 +112,8 @@ static void test_mma_gpu_limits(void)
                     4u * (64 + 64 + 64 + 16 + 14));
     /* decode over a cache of that capacity: automatic splits are chunks of
      * at most ATTN_MMA_F32_PLAIN_KEYS keys (two here), summed plainly; one
-     * forced split folds, two do not */
+     * forced split folds, two do not (one new query: a decode) */
+    p.q_len = 1;
     attn_params_options(&pr, &p, ATTN_ENTRY_DECODE, opts, sizeof opts);
     CU_ASSERT_PTR_NULL(strstr(opts, "MMA_FOLD"));
     CU_ASSERT_EQUAL(attn_params_private_bytes(ATTN_ENTRY_DECODE, &pr, &p),
@@ -127,6 +128,17 @@ static void test_mma_gpu_limits(void)
     attn_params_options(&pr, &p, ATTN_ENTRY_DECODE, opts, sizeof opts);
     CU_ASSERT_PTR_NULL(strstr(opts, "MMA_FOLD"));
     pr.kv_splits = 0;
+    /* a block of more queries than ATTN_DECODE_MAX_Q_LEN folds instead:
+     * no split for the sum's sake (256 partial O's of the whole block) */
+    p.q_len = ATTN_DECODE_MAX_Q_LEN + 1;
+    attn_params_options(&pr, &p, ATTN_ENTRY_DECODE, opts, sizeof opts);
+    CU_ASSERT_PTR_NOT_NULL(strstr(opts, "-DMMA_FOLD=1"));
+    CU_ASSERT_EQUAL(attn_params_decode_least_splits(&pr, &p, ATTN_MMA_F32_MAX_KEYS), 1);
+    p.q_len = ATTN_DECODE_MAX_Q_LEN;
+    attn_params_options(&pr, &p, ATTN_ENTRY_DECODE, opts, sizeof opts);
+    CU_ASSERT_PTR_NULL(strstr(opts, "MMA_FOLD"));
+    CU_ASSERT_EQUAL(attn_params_decode_least_splits(&pr, &p, ATTN_MMA_F32_MAX_KEYS), 256);
+    p.q_len = 512;
     p.dtype = ATTN_F16; /* 16-bit types never fold */
     CU_ASSERT_EQUAL(attn_params_decode_least_splits(&pr, &p, ATTN_MMA_F32_MAX_KEYS), 1);
     p.dtype = ATTN_F32;

@@ -85,22 +85,30 @@ static size_t local_bytes(const attn_params *pr, const attn_problem *p)
     return 4 * words;
 }
 
+/* A decode block longer than ATTN_DECODE_MAX_Q_LEN (chunked prefill over
+ * a cache): its query tiles fill the device, and splitting its rows only
+ * to keep the plain sum would cost a partial O per split (a block of 4096
+ * queries of 32 heads at D 128 over 2^20 keys: 256 splits, 16 GiB); it
+ * folds, as a prefill row of its length does. */
+static int long_block(const attn_problem *p) { return p->q_len > ATTN_DECODE_MAX_Q_LEN; }
+
 /* Whether entry's rows fold O into a second accumulator (cl/mma_core.cl's
  * MMA_FOLD): f32 rows past the plain sum's reach. A prefill row is kv_len
  * keys long; a decode work-group sums one split's chunk of the capacity
  * (kv_len): automatic splits keep it within the plain sum's reach
- * (attn_params_decode_least_splits), forced ones (kv_splits) may not. */
+ * (attn_params_decode_least_splits), forced ones (kv_splits) may not; a
+ * long block's rows are not split for it. */
 static int folds(const attn_params *pr, const attn_problem *p, int entry)
 {
     if (p->dtype != ATTN_F32) return 0;
-    if (entry != ATTN_ENTRY_DECODE) return p->kv_len > ATTN_MMA_F32_PLAIN_KEYS;
+    if (entry != ATTN_ENTRY_DECODE || long_block(p)) return p->kv_len > ATTN_MMA_F32_PLAIN_KEYS;
     return pr->kv_splits > 0 &&
            ((long)p->kv_len + pr->kv_splits - 1) / pr->kv_splits > ATTN_MMA_F32_PLAIN_KEYS;
 }
 
 int attn_params_decode_least_splits(const attn_params *pr, const attn_problem *p, int span)
 {
-    if (pr->family != ATTN_FAMILY_MMA || p->dtype != ATTN_F32) return 1;
+    if (pr->family != ATTN_FAMILY_MMA || p->dtype != ATTN_F32 || long_block(p)) return 1;
     return span > 0 ? (span + ATTN_MMA_F32_PLAIN_KEYS - 1) / ATTN_MMA_F32_PLAIN_KEYS : 1;
 }
 
