@@ -77,7 +77,7 @@ __kernel void attn_decode_combine(__global const float *part_o, __global const f
     float m = EMPTY_LSE;
     int poisoned = 0; /* a split met a non-finite logit: the row as a single pass leaves it */
     for (int s = 0; s < nsplit; s++) {
-        m = max(m, pl[s]);
+        m = pl[s] > m ? pl[s] : m; /* not max(), undefined for NaN (poisoned: m unused) */
         poisoned |= isnan(pl[s]);
     }
     float wsum = 0.0f, acc = 0.0f;

@@ -176,7 +176,8 @@ inline float finish_row(variants va, int h, float m, float l, int live, float *l
             *lse_l2 = sink;
             return 0.0f;
         }
-        const float mm = max(m, sink); /* a -inf sink leaves m */
+        /* a -inf sink leaves m; not max(), undefined for infinities */
+        const float mm = sink > m ? sink : m;
         const float lt = l * exp2(m - mm) + exp2(sink - mm);
         *lse_l2 = mm + log2(lt);
         return exp2(m - mm) / lt;
