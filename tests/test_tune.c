@@ -903,7 +903,17 @@ static void test_tool_commands(void)
     attn_tuning_db_free(&two);
     const char *imp[] = {"--import", bad, NULL};
     CU_ASSERT_EQUAL(run_tool(imp, env, out, 1), 0);
+    text = harness_read_file(out, NULL);
+    CU_ASSERT(text && strstr(text, "imported 2 entries") && strstr(text, "; 0 of its entries "
+                                                                  "replaced"));
+    free(text);
     attn_status st;
+    CU_ASSERT_EQUAL(db_count(db, &st), 2);
+    /* again: both take the place of the entries they made */
+    CU_ASSERT_EQUAL(run_tool(imp, env, out, 1), 0);
+    text = harness_read_file(out, NULL);
+    CU_ASSERT(text && strstr(text, "; 2 of its entries replaced"));
+    free(text);
     CU_ASSERT_EQUAL(db_count(db, &st), 2);
     const char *show[] = {"--show", NULL};
     CU_ASSERT_EQUAL(run_tool(show, env, out, 1), 0);

@@ -357,11 +357,18 @@ static int cmd_import(const options *o)
         snprintf(err, sizeof err, "%s: no such file", o->import_file);
         st = ATTN_ERROR_IO;
     }
-    if (st == ATTN_SUCCESS) st = attn_tuning_db_merge_file(path, in.entries, in.count, err, sizeof err);
+    size_t replaced = 0;
+    if (st == ATTN_SUCCESS)
+        st = attn_tuning_db_merge_file_counted(path, in.entries, in.count, &replaced, err,
+                                               sizeof err);
     size_t n = in.count;
     attn_tuning_db_free(&in);
     if (st != ATTN_SUCCESS) return db_error(st, err);
-    if (!o->quiet) printf("imported %zu entr%s into %s\n", n, n == 1 ? "y" : "ies", path);
+    /* an imported entry takes the place of the one for its device, driver
+     * and class, whatever their dates or kernel sources: said, not silent */
+    if (!o->quiet)
+        printf("imported %zu entr%s into %s; %zu of its entries replaced (the same device, "
+               "driver and shape class)\n", n, n == 1 ? "y" : "ies", path, replaced);
     return EXIT_SUCCESS;
 }
 

@@ -450,19 +450,36 @@ attn_status attn_tuning_db_check_writable(const char *path, char *err, size_t er
 typedef struct merge_arg {
     const attn_tuning_entry *entries;
     size_t n;
+    size_t replaced; /* of the file's entries, before the merge */
 } merge_arg;
 
 static int merge_fn(attn_tuning_db *db, void *arg)
 {
-    const merge_arg *m = arg;
+    merge_arg *m = arg;
+    m->replaced = 0;
+    for (size_t j = 0; j < db->count; j++)
+        for (size_t i = 0; i < m->n; i++)
+            if (attn_tuning_same_slot(&db->entries[j], &m->entries[i])) {
+                m->replaced++;
+                break;
+            }
     for (size_t i = 0; i < m->n; i++)
         if (attn_tuning_db_append(db, &m->entries[i]) != 0) return -1;
     return attn_tuning_db_dedupe(db);
 }
 
+attn_status attn_tuning_db_merge_file_counted(const char *path, const attn_tuning_entry *entries,
+                                              size_t n, size_t *replaced, char *err,
+                                              size_t errsize)
+{
+    merge_arg m = {entries, n, 0};
+    const attn_status st = attn_tuning_db_update(path, merge_fn, &m, err, errsize);
+    if (replaced) *replaced = st == ATTN_SUCCESS ? m.replaced : 0;
+    return st;
+}
+
 attn_status attn_tuning_db_merge_file(const char *path, const attn_tuning_entry *entries,
                                       size_t n, char *err, size_t errsize)
 {
-    merge_arg m = {entries, n};
-    return attn_tuning_db_update(path, merge_fn, &m, err, errsize);
+    return attn_tuning_db_merge_file_counted(path, entries, n, NULL, err, errsize);
 }
