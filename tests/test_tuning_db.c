@@ -1073,6 +1073,27 @@ static void test_corrupt_files(void)
         heuristic_case hc = {&p, path};
         CU_ASSERT_EQUAL(count_stderr(prepare_heuristic, &hc, "tuning database unusable"), 1);
     }
+    /* more entries than a database may hold: refused before they are read
+     * (each would take about 2.7 KB, once per context) */
+    {
+        const int n = ATTN_TUNING_DB_MAX_ENTRIES + 1;
+        char *many = malloc((size_t)n * 3 + 64);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(many);
+        size_t at = (size_t)sprintf(many, "{\"format\": \"%s\", \"entries\": [",
+                                    ATTN_TUNING_DB_FORMAT);
+        for (int i = 0; i < n; i++) at += (size_t)sprintf(many + at, i ? ",{}" : "{}");
+        strcpy(many + at, "]}");
+        char e2[1024] = "";
+        attn_tuning_db big;
+        attn_tuning_db_init(&big);
+        CU_ASSERT_EQUAL(attn_tuning_db_parse(many, strlen(many), "many.json", &big, e2, sizeof e2),
+                        ATTN_ERROR_TUNING_DB);
+        printf("\n  many.json: %s", e2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e2, "many.json: 16385 entries, more than the 16384"));
+        CU_ASSERT_EQUAL(big.count, 0);
+        attn_tuning_db_free(&big);
+        free(many);
+    }
     /* a folder where the file should be: unreadable */
     char path[512], err[1024];
     path_in(path, sizeof path, "adir.json");

@@ -18,6 +18,10 @@
 /* The file's "format" and "version" fields (tuning_db.c writes them,
  * tuning_db_read.c checks them). */
 #define ATTN_TUNING_DB_FORMAT "attn-tuning-db"
+/* More entries than a database of many devices' tunings holds (hundreds
+ * of classes each): refused before reading them, as each takes about
+ * 2.7 KB in memory, once per context that reads it */
+#define ATTN_TUNING_DB_MAX_ENTRIES 16384
 #define ATTN_TUNING_DB_VERSION 1
 
 /* ---- the kernel source hash (tuning_lookup.c) ---- */

@@ -533,6 +533,9 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
     } else if (entries && !cJSON_IsArray(entries)) {
         snprintf(err, errsize, "%s:%d: \"entries\" must be an array", name,
                  entry_line(text, len, -1));
+    } else if (entries && cJSON_GetArraySize(entries) > ATTN_TUNING_DB_MAX_ENTRIES) {
+        snprintf(err, errsize, "%s: %d entries, more than the %d a tuning database may hold", name,
+                 cJSON_GetArraySize(entries), ATTN_TUNING_DB_MAX_ENTRIES);
     } else {
         reader r = {name, text, len, 0, err, errsize};
         st = ATTN_SUCCESS;
