@@ -1049,6 +1049,8 @@ static void test_corrupt_files(void)
          ":1: no \"format\": \"attn-tuning-db\", and a member \"name\""},
         {"entries_twice.json", "{\"format\": \"attn-tuning-db\", \"entries\": [], "
          "\"entries\": []}", ":1: \"entries\" is given twice"},
+        {"twice_later.json", "{\"format\": \"attn-tuning-db\", \"note\": 1, \"entries\": [], "
+         "\"entries\": []}", ":1: \"entries\" is given twice"},
     };
     attn_problem p = problem(16, 2, 1, 64);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1089,8 +1091,18 @@ static void test_corrupt_files(void)
         CU_ASSERT_EQUAL(attn_tuning_db_parse(many, strlen(many), "many.json", &big, e2, sizeof e2),
                         ATTN_ERROR_TUNING_DB);
         printf("\n  many.json: %s", e2);
-        CU_ASSERT_PTR_NOT_NULL(strstr(e2, "many.json: 16385 entries, more than the 16384"));
+        CU_ASSERT_PTR_NOT_NULL(strstr(e2, "many.json:1: 16385 entries, more than the 16384"));
         CU_ASSERT_EQUAL(big.count, 0);
+        /* nor is such a database written (it could not be read back) */
+        attn_tuning_entry blank;
+        memset(&blank, 0, sizeof blank);
+        for (int i = 0; i < n; i++) CU_ASSERT_EQUAL_FATAL(attn_tuning_db_append(&big, &blank), 0);
+        char out[512];
+        path_in(out, sizeof out, "many_out.json");
+        CU_ASSERT_EQUAL(attn_tuning_db_save(out, &big, e2, sizeof e2), ATTN_ERROR_TUNING_DB);
+        printf("\n  many_out.json: %s", e2);
+        CU_ASSERT_PTR_NOT_NULL(strstr(e2, "not written: 16385 entries"));
+        CU_ASSERT_EQUAL(access(out, F_OK), -1);
         attn_tuning_db_free(&big);
         free(many);
     }

@@ -166,7 +166,9 @@ static void decode(attn_dtype dt, int dim)
                          q_len, int8 ? "int8" : "kv-as-dtype", page ? "paged16" : "contiguous");
                 print_program(label, &pr, &p, ATTN_ENTRY_DECODE, cache);
                 /* f32 on mma in one forced split: chunks past 4096 keys,
-                 * built with MMA_FOLD (automatic splits never are) */
+                 * built with MMA_FOLD (automatic splits of blocks of at
+                 * most ATTN_DECODE_MAX_Q_LEN queries never are; a longer
+                 * block folds, as this program does) */
                 if (pr.family == ATTN_FAMILY_MMA && dt == ATTN_F32 && !int8 && !page) {
                     pr.kv_splits = 1;
                     strcat(label, ",splits=1");

@@ -285,6 +285,12 @@ attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char
 {
     char target[PATH_MAX];
     path = link_target(path, target);
+    if (db->count > ATTN_TUNING_DB_MAX_ENTRIES) { /* it would not be read back */
+        snprintf(err, errsize, "%s: not written: %zu entries, more than the %d a tuning database "
+                 "may hold (attn-tune --forget a device's entries first)", path, db->count,
+                 ATTN_TUNING_DB_MAX_ENTRIES);
+        return ATTN_ERROR_TUNING_DB;
+    }
     for (size_t i = 0; i < db->count; i++)
         if (db->entries[i].lost) {
             snprintf(err, errsize, "%s: not written: entry %zu (from a newer attn?) holds more "

@@ -455,19 +455,21 @@ static const char *odd_member(const cJSON *root, int *twice)
 {
     static const char *const known[] = {"format", "version", "entries"};
     int seen[3] = {0, 0, 0};
+    const char *unknown = NULL;
     const cJSON *m;
     *twice = 0;
     cJSON_ArrayForEach(m, root)
     {
         int k = 0;
         while (k < 3 && (!m->string || strcmp(m->string, known[k]) != 0)) k++;
-        if (k == 3) return m->string ? m->string : "";
-        if (seen[k]++) {
+        if (k == 3) {
+            if (!unknown) unknown = m->string ? m->string : "";
+        } else if (seen[k]++) { /* past an unknown member too */
             *twice = 1;
             return known[k];
         }
     }
-    return NULL;
+    return unknown;
 }
 
 attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
@@ -534,8 +536,9 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
         snprintf(err, errsize, "%s:%d: \"entries\" must be an array", name,
                  entry_line(text, len, -1));
     } else if (entries && cJSON_GetArraySize(entries) > ATTN_TUNING_DB_MAX_ENTRIES) {
-        snprintf(err, errsize, "%s: %d entries, more than the %d a tuning database may hold", name,
-                 cJSON_GetArraySize(entries), ATTN_TUNING_DB_MAX_ENTRIES);
+        snprintf(err, errsize, "%s:%d: %d entries, more than the %d a tuning database may hold",
+                 name, entry_line(text, len, -1), cJSON_GetArraySize(entries),
+                 ATTN_TUNING_DB_MAX_ENTRIES);
     } else {
         reader r = {name, text, len, 0, err, errsize};
         st = ATTN_SUCCESS;
