@@ -164,7 +164,8 @@ attn_status attn_tuning_db_check_writable(const char *path, char *err, size_t er
 attn_status attn_tuning_db_merge_file(const char *path, const attn_tuning_entry *entries,
                                       size_t n, char *err, size_t errsize);
 /* The same, and *replaced: how many of the file's entries an entry of
- * entries took the place of (attn-tune --import says so). */
+ * entries took the place of (attn-tune --import says so), where entries
+ * hold one entry a slot, as a loaded database's do. */
 attn_status attn_tuning_db_merge_file_counted(const char *path, const attn_tuning_entry *entries,
                                               size_t n, size_t *replaced, char *err,
                                               size_t errsize);

@@ -462,16 +462,13 @@ typedef struct merge_arg {
 static int merge_fn(attn_tuning_db *db, void *arg)
 {
     merge_arg *m = arg;
-    m->replaced = 0;
-    for (size_t j = 0; j < db->count; j++)
-        for (size_t i = 0; i < m->n; i++)
-            if (attn_tuning_same_slot(&db->entries[j], &m->entries[i])) {
-                m->replaced++;
-                break;
-            }
+    const size_t before = db->count; /* loaded, so one entry a slot */
     for (size_t i = 0; i < m->n; i++)
         if (attn_tuning_db_append(db, &m->entries[i]) != 0) return -1;
-    return attn_tuning_db_dedupe(db);
+    if (attn_tuning_db_dedupe(db) != 0) return -1;
+    /* entries hold one a slot too: each slot the merge dropped was the file's */
+    m->replaced = before + m->n - db->count;
+    return 0;
 }
 
 attn_status attn_tuning_db_merge_file_counted(const char *path, const attn_tuning_entry *entries,
