@@ -928,10 +928,32 @@ static void test_tool_commands(void)
     const char *forget[] = {"--forget", "device a", NULL};
     CU_ASSERT_EQUAL(run_tool(forget, env, out, 1), 0);
     CU_ASSERT_EQUAL(db_count(db, &st), 1);
+    /* a name that matches nothing leaves the file as it was, said so */
+    struct stat before, after;
+    CU_ASSERT_EQUAL_FATAL(stat(db, &before), 0);
+    const char *forget_none[] = {"--forget", "no such device", NULL};
+    CU_ASSERT_EQUAL(run_tool(forget_none, env, out, 1), 0);
+    text = harness_read_file(out, NULL);
+    CU_ASSERT(text && strstr(text, "forgot nothing") && strstr(text, "unchanged"));
+    free(text);
+    CU_ASSERT_EQUAL_FATAL(stat(db, &after), 0);
+    CU_ASSERT_EQUAL(after.st_ino, before.st_ino); /* not even rewritten */
+    CU_ASSERT_EQUAL(db_count(db, &st), 1);
     const char *forget_all[] = {"--forget", "all", NULL};
     CU_ASSERT_EQUAL(run_tool(forget_all, env, out, 1), 0);
     CU_ASSERT_EQUAL(db_count(db, &st), 0);
     CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    /* forgetting in a database that does not exist makes neither it nor its folder */
+    char gone[600], env_gone[700];
+    path_in(gone, sizeof gone, "no/such/folder/tuning.json");
+    snprintf(env_gone, sizeof env_gone, "ATTN_TUNING_DB=%s", gone);
+    const char *const env_missing[] = {env_gone, NULL};
+    CU_ASSERT_EQUAL(run_tool(forget_all, env_missing, out, 1), 0);
+    text = harness_read_file(out, NULL);
+    CU_ASSERT(text && strstr(text, "does not exist"));
+    free(text);
+    path_in(gone, sizeof gone, "no");
+    CU_ASSERT_NOT_EQUAL(access(gone, F_OK), 0);
     remove_dir();
 }
 

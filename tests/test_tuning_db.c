@@ -1246,18 +1246,23 @@ static void test_lookup_illegal_warns(void)
     path_in(path, sizeof path, "tuning.json");
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(count_stderr(prepare_twice, path, "do not apply here"), 1);
+    char named[600]; /* the warning names the file the entry is in */
+    snprintf(named, sizeof named, "family=mma (in %s) do not apply here", path);
+    CU_ASSERT_EQUAL(count_stderr(prepare_twice, path, named), 1);
     remove_dir();
 }
 
 /* attn_tuning_db_check_writable: a folder the tuner cannot write is
  * refused by name before any tuning (it was found after the first class's
- * search); a writable one, and one it makes, pass. Root writes anywhere, so
- * the refusal is checked in a child that becomes nobody (skipped where it
+ * search); a writable one, and one it makes, pass. A read-only file in a
+ * writable folder is refused too, by the check and by a save, and stays as
+ * it was (the rename would have replaced it). Root writes anywhere, so the
+ * refusals are checked in a child that becomes nobody (skipped where it
  * cannot). */
 static void test_check_writable(void)
 {
     fresh_dir();
-    char ok[512], made[512], ro[512], inside[600], err[1024];
+    char ok[512], made[512], ro[512], inside[600], open_dir[512], ro_file[600], err[1024];
     path_in(ok, sizeof ok, "tuning.json");
     path_in(made, sizeof made, "new/folder/tuning.json");
     CU_ASSERT_EQUAL(attn_tuning_db_check_writable(ok, err, sizeof err), ATTN_SUCCESS);
@@ -1266,6 +1271,15 @@ static void test_check_writable(void)
     CU_ASSERT_EQUAL_FATAL(mkdir(ro, 0555), 0);
     CU_ASSERT_EQUAL_FATAL(chmod(g_dir, 0755), 0); /* nobody must get in */
     snprintf(inside, sizeof inside, "%s/tuning.json", ro);
+    path_in(open_dir, sizeof open_dir, "open");
+    CU_ASSERT_EQUAL_FATAL(mkdir(open_dir, 0777), 0);
+    CU_ASSERT_EQUAL_FATAL(chmod(open_dir, 0777), 0); /* past the umask */
+    snprintf(ro_file, sizeof ro_file, "%s/tuning.json", open_dir);
+    attn_tuning_db empty = {NULL, 0, 0};
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(ro_file, &empty, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(chmod(ro_file, 0444), 0);
+    size_t len_before = 0;
+    free(harness_read_file(ro_file, &len_before));
     fflush(stdout);
     const pid_t pid = fork();
     CU_ASSERT_FATAL(pid >= 0);
@@ -1276,15 +1290,30 @@ static void test_check_writable(void)
         char e[1024] = "";
         const attn_status st = attn_tuning_db_check_writable(inside, e, sizeof e);
         printf("\n  child: %s: %s", attn_status_name(st), e);
+        if (st != ATTN_ERROR_IO || !strstr(e, ro) || !strstr(e, "not writable")) _exit(1);
+        /* the read-only file: refused by the check, and by a save */
+        const attn_status sc = attn_tuning_db_check_writable(ro_file, e, sizeof e);
+        printf("\n  child: %s: %s", attn_status_name(sc), e);
+        if (sc != ATTN_ERROR_IO || !strstr(e, ro_file) || !strstr(e, "not writable")) _exit(2);
+        attn_tuning_entry one;
+        memset(&one, 0, sizeof one);
+        snprintf(one.params, sizeof one.params, "family=vector,rows=8");
+        attn_tuning_db db = {&one, 1, 1};
+        const attn_status ss = attn_tuning_db_save(ro_file, &db, e, sizeof e);
+        printf("\n  child: %s: %s", attn_status_name(ss), e);
         fflush(stdout);
-        _exit(st == ATTN_ERROR_IO && strstr(e, ro) && strstr(e, "not writable") ? 0 : 1);
+        _exit(ss == ATTN_ERROR_IO && strstr(e, "not replaced") ? 0 : 3);
     }
     int status = 0;
     CU_ASSERT_EQUAL(waitpid(pid, &status, 0), pid);
     CU_ASSERT(WIFEXITED(status));
     if (WEXITSTATUS(status) == 77) printf("\n  (refusal not checked: cannot drop root)");
     else CU_ASSERT_EQUAL(WEXITSTATUS(status), 0);
+    size_t len_after = 0;
+    free(harness_read_file(ro_file, &len_after));
+    CU_ASSERT_EQUAL(len_after, len_before); /* not replaced */
     chmod(ro, 0755);
+    chmod(ro_file, 0644);
     remove_dir();
 }
 

@@ -18,6 +18,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #define QUICK_BUDGET_S 60.0
 #define FULL_BUDGET_S 900.0
@@ -389,7 +390,7 @@ static int forget_fn(attn_tuning_db *db, void *arg)
         else db->entries[keep++] = db->entries[i];
     }
     db->count = keep;
-    return 0;
+    return f->removed ? 0 : 1; /* none matched: the file is left as it is (or missing) */
 }
 
 static int cmd_forget(const options *o)
@@ -401,10 +402,19 @@ static int cmd_forget(const options *o)
         return EXIT_USAGE;
     }
     forget_arg f = {o->forget, 0};
+    struct stat sb;
+    if (stat(path, &sb) != 0 && errno == ENOENT) { /* nothing to forget: no folder made */
+        if (!o->quiet) printf("forgot nothing: %s does not exist\n", path);
+        return EXIT_SUCCESS;
+    }
     attn_status st = attn_tuning_db_update(path, forget_fn, &f, err, sizeof err);
     if (st != ATTN_SUCCESS) return db_error(st, err);
-    if (!o->quiet) printf("forgot %zu entr%s matching \"%s\" in %s\n", f.removed,
-                          f.removed == 1 ? "y" : "ies", o->forget, path);
+    if (!o->quiet && f.removed == 0)
+        printf("forgot nothing: no entry in %s matches \"%s\"; the file is unchanged\n", path,
+               o->forget);
+    else if (!o->quiet)
+        printf("forgot %zu entr%s matching \"%s\" in %s\n", f.removed,
+               f.removed == 1 ? "y" : "ies", o->forget, path);
     return EXIT_SUCCESS;
 }
 

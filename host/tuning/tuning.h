@@ -144,20 +144,24 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
 /* The JSON text of db (malloc'd), or NULL when out of memory. */
 char *attn_tuning_db_print(const attn_tuning_db *db);
 /* Writes db to path atomically (a temporary file in the same folder, then
- * rename), making the folder if needed. */
+ * rename, then the folder synced), making the folder if needed. A file
+ * there that this process may not write is refused (ATTN_ERROR_IO), not
+ * replaced. */
 attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char *err,
                                 size_t errsize);
 
 /* Read-modify-write of the file at path under an exclusive lock on
  * "path.lock", so concurrent tuners lose nothing: loads it, calls
- * fn(db, arg) (which changes db and returns 0, or -1 to abandon), saves it
- * atomically. */
+ * fn(db, arg) (which changes db and returns 0, returns 1 when it changed
+ * nothing, or -1 to abandon), and saves it atomically when changed (a
+ * missing file stays missing when nothing changed). */
 attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db, void *arg),
                                   void *arg, char *err, size_t errsize);
 /* Whether attn_tuning_db_update could write path: its folder made and
- * writable (the lock, the temporary and the rename happen there). Nothing
- * is written; a full disk shows only when the write comes. ATTN_ERROR_IO
- * naming the folder otherwise. */
+ * writable (the lock, the temporary and the rename happen there), and the
+ * file, where there is one, writable. Nothing is written; a full disk shows
+ * only when the write comes. ATTN_ERROR_IO naming the folder or the file
+ * otherwise. */
 attn_status attn_tuning_db_check_writable(const char *path, char *err, size_t errsize);
 /* The common update: merge entries into the file (same device and class
  * replaced). */

@@ -263,6 +263,41 @@ static int make_parent_dirs(const char *path)
     return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
+/* Path's folder into dir ("." when it names none, "/" for the root's
+ * files); returns its base name, within path. */
+static const char *folder_of(const char *path, char *dir, size_t size)
+{
+    const char *slash = strrchr(path, '/');
+    if (!slash) snprintf(dir, size, ".");
+    else if (slash == path) snprintf(dir, size, "/");
+    else snprintf(dir, size, "%.*s", (int)(slash - path), path);
+    return slash ? slash + 1 : path;
+}
+
+/* 1, with err set, when path is a file this process may not write (its
+ * mode, a read-only mount): the rename would replace it all the same, and
+ * a database made read-only on purpose must stay as it is. */
+static int read_only(const char *path, char *err, size_t errsize)
+{
+    if (access(path, F_OK) != 0 || access(path, W_OK) == 0) return 0;
+    snprintf(err, errsize, "%s: the file is not writable (%s), so it is not replaced; make it "
+             "writable, or name another file in ATTN_TUNING_DB", path, strerror(errno));
+    return 1;
+}
+
+/* The rename reaches the disk with the folder's entry: without this, a
+ * crash soon after could bring back the old file, or none. Best effort
+ * (some file systems cannot sync a folder); the data itself was synced. */
+static void sync_folder(const char *path)
+{
+    char dir[4096];
+    folder_of(path, dir, sizeof dir);
+    int fd = open(dir, O_RDONLY | O_DIRECTORY);
+    if (fd < 0) return;
+    fsync(fd);
+    close(fd);
+}
+
 /* The file a symbolic link names (a dotfile kept elsewhere): the rename
  * must replace it, not the link. Else path itself. A link to a file not
  * made yet is followed one step (relative to the link's folder). */
@@ -303,6 +338,10 @@ attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char
         snprintf(err, errsize, "%s: out of host memory", path);
         return ATTN_ERROR_OUT_OF_MEMORY;
     }
+    if (read_only(path, err, errsize)) {
+        free(text);
+        return ATTN_ERROR_IO;
+    }
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     attn_status st = ATTN_SUCCESS;
@@ -322,6 +361,8 @@ attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char
         snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
         remove(tmp);
         st = ATTN_ERROR_IO;
+    } else {
+        sync_folder(path);
     }
     free(text);
     return st;
@@ -358,17 +399,6 @@ static void lock_release(const char *lock, int fd)
 {
     unlink(lock);
     close(fd);
-}
-
-/* Path's folder into dir ("." when it names none, "/" for the root's
- * files); returns its base name, within path. */
-static const char *folder_of(const char *path, char *dir, size_t size)
-{
-    const char *slash = strrchr(path, '/');
-    if (!slash) snprintf(dir, size, ".");
-    else if (slash == path) snprintf(dir, size, "/");
-    else snprintf(dir, size, "%.*s", (int)(slash - path), path);
-    return slash ? slash + 1 : path;
 }
 
 /* Removes "BASE.PID.tmp" beside path whose writer (PID) is gone: a save
@@ -424,10 +454,11 @@ attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db
     attn_tuning_db_init(&db);
     attn_status st = attn_tuning_db_load(path, &db, NULL, err, errsize);
     if (st == ATTN_SUCCESS) {
-        if (fn(&db, arg) != 0) {
+        const int changed = fn(&db, arg);
+        if (changed < 0) {
             snprintf(err, errsize, "%s: the update was abandoned", path);
             st = ATTN_ERROR_OUT_OF_MEMORY;
-        } else {
+        } else if (changed == 0) { /* nothing to write: no file made, none rewritten */
             st = attn_tuning_db_save(path, &db, err, errsize);
         }
     }
@@ -450,7 +481,7 @@ attn_status attn_tuning_db_check_writable(const char *path, char *err, size_t er
                  "stored", path, dir, strerror(errno));
         return ATTN_ERROR_IO;
     }
-    return ATTN_SUCCESS;
+    return read_only(path, err, errsize) ? ATTN_ERROR_IO : ATTN_SUCCESS;
 }
 
 typedef struct merge_arg {
@@ -462,6 +493,7 @@ typedef struct merge_arg {
 static int merge_fn(attn_tuning_db *db, void *arg)
 {
     merge_arg *m = arg;
+    if (m->n == 0) return 1; /* the file stays as it is */
     const size_t before = db->count; /* loaded, so one entry a slot */
     for (size_t i = 0; i < m->n; i++)
         if (attn_tuning_db_append(db, &m->entries[i]) != 0) return -1;
