@@ -248,6 +248,8 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
     const attn_tuning_tier tier = user_first ? tu : ts;
     e = user_first ? eu : es;
     if (tier == ATTN_TIER_NONE) return;
+    /* the warnings name the file, so that the entry can be found and fixed */
+    const char *file = user_first ? ctx->tuning_user_path : ctx->tuning_system_path;
 
     char cls[96], err[256];
     attn_shape_class_format(c, cls, sizeof cls);
@@ -256,8 +258,8 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
         !attn_params_legal(&tuned, dev, p, err, sizeof err)) {
         /* a tuned class that silently plans as if untuned would go unseen */
         if (first_for_class(s, WARN_ILLEGAL, c))
-            attn_log(ATTN_LOG_WARN, "%s: tuned parameters %s do not apply here (%s); using "
-                     "the built-in ones", cls, e->params, err);
+            attn_log(ATTN_LOG_WARN, "%s: tuned parameters %s (in %s) do not apply here (%s); "
+                     "using the built-in ones", cls, e->params, file, err);
         return;
     }
     *pr = tuned;
@@ -268,9 +270,9 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
     }
     if (!first_for_class(s, WARN_STALE, c)) return;
     const char *why = strcmp(e->device.driver, id->driver) != 0 ? "another driver" : "older kernel sources";
-    attn_log(ATTN_LOG_WARN, "%s: using parameters tuned under %s (driver \"%s\", kernel "
-             "sources %s; now \"%s\", %s); run attn-tune again for this device", cls, why,
-             e->device.driver, e->kernel_hash, id->driver, hashes[entry_family(e)]);
+    attn_log(ATTN_LOG_WARN, "%s: using parameters tuned under %s (in %s: driver \"%s\", "
+             "kernel sources %s; now \"%s\", %s); run attn-tune again for this device", cls,
+             why, file, e->device.driver, e->kernel_hash, id->driver, hashes[entry_family(e)]);
 }
 
 void attn_tuning_reload(attn_context *ctx)
