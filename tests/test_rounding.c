@@ -112,6 +112,30 @@ static int differ_bits(const char *what, attn_dtype t, const uint16_t *got, cons
     return bad;
 }
 
+/* The storage side of the host converters at an odd address (the data of
+ * a .npy whose header has an odd length): the same values as at an aligned
+ * one. Under the sanitizer build, a uint16_t read there was UBSan's
+ * misaligned load. */
+static void test_host_unaligned(void)
+{
+    enum { N = 9 };
+    const float x[N] = {0.f, -1.5f, 3.140625f, 65504.f, 1e-7f, -2.f, 0.333f, 1e30f, -0.f};
+    const attn_dtype types[] = {ATTN_F16, ATTN_BF16};
+    for (int ti = 0; ti < 2; ti++) {
+        const attn_dtype t = types[ti];
+        uint16_t aligned[N];
+        unsigned char raw[2 * N + 1];
+        float back_aligned[N], back_odd[N];
+        CU_ASSERT_EQUAL(attn_convert_from_f32(t, x, aligned, N), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(attn_convert_from_f32(t, x, raw + 1, N), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(memcmp(raw + 1, aligned, sizeof aligned), 0);
+        CU_ASSERT_EQUAL(attn_convert_to_f32(t, aligned, back_aligned, N), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(attn_convert_to_f32(t, raw + 1, back_odd, N), ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(memcmp(back_odd, back_aligned, sizeof back_odd), 0);
+        CU_ASSERT_EQUAL(back_odd[2], 3.140625f); /* exact in both types */
+    }
+}
+
 /* ---- attn_device_from_f32 (cl/convert.cl) ---- */
 
 static void test_device_convert(void)
@@ -267,6 +291,7 @@ static void test_decode_ties(void)
 
 static const harness_test tests[] = {
     HARNESS_TEST(test_host_ties),
+    HARNESS_TEST(test_host_unaligned),
     HARNESS_TEST(test_device_convert),
     HARNESS_TEST(test_forward_ties),
     HARNESS_TEST(test_decode_ties),

@@ -98,9 +98,13 @@ void attn_store_from_f32(attn_dtype t, const float *src, void *dst, size_t n)
         if (n > 0) memmove(dst, src, n * sizeof(float)); /* tolerates dst == src */
         return;
     }
-    uint16_t *d = dst;
-    for (size_t i = 0; i < n; i++)
-        d[i] = t == ATTN_F16 ? attn_f16_bits(src[i]) : attn_bf16_bits(src[i]);
+    /* element by element through memcpy: the storage side is bytes, at
+     * any alignment (a .npy's data may start at an odd offset) */
+    unsigned char *d = dst;
+    for (size_t i = 0; i < n; i++) {
+        const uint16_t h = t == ATTN_F16 ? attn_f16_bits(src[i]) : attn_bf16_bits(src[i]);
+        memcpy(d + 2 * i, &h, sizeof h);
+    }
 }
 
 void attn_load_to_f32(attn_dtype t, const void *src, float *dst, size_t n)
@@ -109,8 +113,12 @@ void attn_load_to_f32(attn_dtype t, const void *src, float *dst, size_t n)
         if (n > 0) memmove(dst, src, n * sizeof(float));
         return;
     }
-    const uint16_t *s = src;
-    for (size_t i = 0; i < n; i++) dst[i] = t == ATTN_F16 ? f16_to_f32(s[i]) : bf16_to_f32(s[i]);
+    const unsigned char *s = src; /* any alignment, as above */
+    for (size_t i = 0; i < n; i++) {
+        uint16_t h;
+        memcpy(&h, s + 2 * i, sizeof h);
+        dst[i] = t == ATTN_F16 ? f16_to_f32(h) : bf16_to_f32(h);
+    }
 }
 
 attn_status attn_convert_from_f32(attn_dtype t, const float *src, void *dst, size_t n)

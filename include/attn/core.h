@@ -113,7 +113,8 @@ ATTN_API const char *attn_dtype_name(attn_dtype t);
 
 /*! attn_convert_from_f32() / attn_convert_to_f32() : host conversions between
  *  float and a storage type (round to nearest even, NaN kept a NaN).
- *  dst holds n elements of the destination type. */
+ *  dst holds n elements of the destination type. The storage side (the
+ *  void pointer) may have any alignment. */
 ATTN_API attn_status attn_convert_from_f32(attn_dtype t, const float *src, void *dst, size_t n);
 ATTN_API attn_status attn_convert_to_f32(attn_dtype t, const void *src, float *dst, size_t n);
 
