@@ -346,8 +346,17 @@ attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     attn_status st = ATTN_SUCCESS;
     FILE *f = NULL;
-    if (make_parent_dirs(path) != 0 || !(f = fopen(tmp, "wb"))) {
+    int fd = -1;
+    if (make_parent_dirs(path) == 0) {
+        /* this process's name: a leftover with the same pid goes, and
+         * O_EXCL makes a new file, never one a link there points to */
+        unlink(tmp);
+        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+        f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    }
+    if (!f) {
         snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
+        if (fd >= 0) close(fd), remove(tmp);
         free(text);
         return ATTN_ERROR_IO;
     }
