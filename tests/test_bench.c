@@ -677,6 +677,31 @@ static void test_error_line(void)
     free(err);
 }
 
+/* A report that cannot be written (stdout on a full disk) is a failure,
+ * said on stderr, not exit 0 with truncated JSON; --version after a bad
+ * option is a usage error, as --help is. */
+static void test_output_checked(void)
+{
+    const char *bin = getenv("ATTN_BENCH_BIN");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(bin);
+    char dir[256], efile[300];
+    harness_temp_dir(dir, sizeof dir, "bench");
+    snprintf(efile, sizeof efile, "%s/err.txt", dir);
+    const char *args[] = {"--seq", "16", "--head-dim", "16", "--q-heads", "2", "--reps", "1",
+                          "--format", "json", NULL};
+    CU_ASSERT_EQUAL(harness_run_program_split(bin, args, "/dev/full", efile), 1);
+    char *err = harness_read_file(efile, NULL);
+    CU_ASSERT(err && strstr(err, "attn-bench: writing to standard output failed"));
+    if (err && !strstr(err, "writing to standard output failed")) printf("\n  stderr: %s", err);
+    free(err);
+    harness_remove_tree(dir);
+    const char *version[] = {"--seq", "5x", "--version", NULL};
+    char *out = NULL;
+    CU_ASSERT_EQUAL(run_bench(version, &out, NULL), 2);
+    CU_ASSERT(out && !strstr(out, "libattn")); /* no version line */
+    free(out);
+}
+
 /* GFLOP/s count visible pairs: a causal mask over a full problem counts as
  * causal, zeros add nothing hidden, prefix-LM adds the prefix's pairs. */
 static void test_mask_pairs(void)
@@ -839,6 +864,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_variant_refusals),
     HARNESS_TEST(test_huge_shape_refused),
     HARNESS_TEST(test_error_line),
+    HARNESS_TEST(test_output_checked),
     HARNESS_TEST(test_mask_pairs),
     HARNESS_TEST(test_threaded_reference),
     HARNESS_TEST(test_variants_run),

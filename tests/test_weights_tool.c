@@ -6,6 +6,7 @@
  * unknown image extension and bad .npy files, each with a clear message. */
 #define _XOPEN_SOURCE 700
 #include "harness.h"
+#include "png_write.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -40,21 +41,30 @@ static void write_bytes(const char *path, const void *a, size_t na, const void *
 
 /* A .npy file as numpy.lib.format writes it: magic, version, header length
  * (2 bytes in 1.0, 4 in 2.0), the dict padded with spaces and a newline to
- * a multiple of 64 bytes, then the data. dict is the text between braces. */
-static void write_npy(const char *path, int major, const char *dict, const void *data,
-                      size_t bytes)
+ * a multiple of 64 bytes (plus one when odd_offset: numpy reads such a file,
+ * its data at an odd address), then the data. dict is the text between
+ * braces. */
+static void write_npy_at(const char *path, int major, const char *dict, const void *data,
+                         size_t bytes, int odd_offset)
 {
     unsigned char head[512];
     const size_t pre = major == 1 ? 10 : 12;
     char text[400];
     int n = snprintf(text, sizeof text, "{%s}", dict);
     while ((pre + (size_t)n + 1) % 64) text[n++] = ' ';
+    if (odd_offset) text[n++] = ' ';
     text[n++] = '\n';
     memcpy(head, "\x93NUMPY", 6);
     head[6] = (unsigned char)major, head[7] = 0;
     for (size_t i = 0; i < pre - 8; i++) head[8 + i] = (unsigned char)((size_t)n >> (8 * i));
     memcpy(head + pre, text, (size_t)n);
     write_bytes(path, head, pre + (size_t)n, data, bytes);
+}
+
+static void write_npy(const char *path, int major, const char *dict, const void *data,
+                      size_t bytes)
+{
+    write_npy_at(path, major, dict, data, bytes, 0);
 }
 
 /* Runs the tool; its output (stdout and stderr) into *text (freed by the
@@ -155,6 +165,8 @@ typedef struct png_image {
     int width, height;
     unsigned char *rgb;
     size_t file_bytes;
+    int idat_chunks;
+    uint32_t idat_max; /* the longest IDAT's length */
 } png_image;
 
 /* Reads an 8-bit RGB PNG as a viewer would, asserting its structure: the
@@ -167,6 +179,8 @@ static int read_png(const char *path, png_image *img)
     CU_ASSERT_PTR_NOT_NULL_FATAL(f);
     img->file_bytes = n;
     img->rgb = NULL;
+    img->idat_chunks = 0;
+    img->idat_max = 0;
     static const unsigned char sig[8] = {0x89, 'P', 'N', 'G', '\r', '\n', 0x1a, '\n'};
     int ok = n > 8 + 25 && memcmp(f, sig, 8) == 0;
     CU_ASSERT(ok);
@@ -191,6 +205,8 @@ static int read_png(const char *path, png_image *img)
             CU_ASSERT(ok);
             img->width = (int)be32(data), img->height = (int)be32(data + 4);
         } else if (memcmp(type, "IDAT", 4) == 0) {
+            img->idat_chunks++;
+            if (len > img->idat_max) img->idat_max = len;
             unsigned char *more = realloc(idat, idat_n + len);
             CU_ASSERT_PTR_NOT_NULL_FATAL(more);
             idat = more;
@@ -294,6 +310,51 @@ static void test_raw_and_f16_npy_draw_png(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(text, "f16")); /* the file's type is the computation's */
     free(text);
     check_png(out, 32 << 10);
+
+    /* the same '<f2' data at an odd offset (a header of 64 + 1 bytes): read
+     * byte by byte, not as misaligned uint16_t (UBSan's abort) */
+    write_npy_at(in_dir("q1.npy", qp, sizeof qp), 1,
+                 "'descr': '<f2', 'fortran_order': False, 'shape': (2, 2, 12, 16), ", q16,
+                 sizeof q16, 1);
+    write_npy_at(in_dir("k1.npy", kp, sizeof kp), 1,
+                 "'descr': '<f2', 'fortran_order': False, 'shape': (2, 1, 12, 16), ", k16,
+                 sizeof k16, 1);
+    in_dir("odd.png", out, sizeof out);
+    rc = run(npy_args, &text);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc) printf("\n  attn-weights said:\n%s", text);
+    free(text);
+    check_png(out, 32 << 10);
+}
+
+/* png_write (built here with PNG_CHUNK_MAX 64, tests/CMakeLists.txt) splits
+ * its data into IDAT chunks of at most that many bytes, which a reader
+ * joins back into the same pixels: a map past 2 GiB of compressed data was
+ * one chunk with a wrapped length. */
+static void test_png_idat_chunks(void)
+{
+    fresh_dir();
+    enum { W = 23, H = 17 };
+    unsigned char rgb[W * H * 3];
+    uint64_t x = 12345;
+    for (size_t i = 0; i < sizeof rgb; i++) { /* noise: deflate keeps most of it */
+        x = x * 6364136223846793005ull + 1442695040888963407ull;
+        rgb[i] = (unsigned char)(x >> 56);
+    }
+    char path[600];
+    in_dir("chunks.png", path, sizeof path);
+    FILE *f = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+    CU_ASSERT(png_write(f, rgb, W, H, "chunks"));
+    CU_ASSERT_EQUAL(fclose(f), 0);
+    png_image img;
+    CU_ASSERT_FATAL(read_png(path, &img));
+    CU_ASSERT_EQUAL(img.width, W);
+    CU_ASSERT_EQUAL(img.height, H);
+    CU_ASSERT(img.idat_chunks >= (int)(sizeof rgb / 64)); /* one would be too long */
+    CU_ASSERT(img.idat_max <= 64);
+    CU_ASSERT_EQUAL(memcmp(img.rgb, rgb, sizeof rgb), 0);
+    free(img.rgb);
 }
 
 /* The synthetic 32 x 32 map, unpadded and full, as PNG: it was 787 KB of
@@ -342,6 +403,12 @@ static void test_unknown_extension_refused(void)
     /* an extension with no name before it, in a folder or not */
     const char *bare[] = {"--seq", "8", "--out", in_dir(".png", out, sizeof out), NULL};
     expect_refusal(bare, 2, "a file name is needed before the extension", out);
+    /* a map too large for a PNG: refused before the weights are computed
+     * (rows x --cell overflowed an int in the layout) */
+    const char *huge[] = {"--seq", "8192", "--cell", "64", "--out", in_dir("w.png", out, sizeof out),
+                          NULL};
+    expect_refusal(huge, 2, "8192 x 8192 weights at --cell 64 would make a map of 524288 x 524288 "
+                   "pixels", out);
 }
 
 /* Options that do not fit together are usage errors, found before any file
@@ -453,6 +520,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_npy_weights_are_the_users),
     HARNESS_TEST(test_raw_and_f16_npy_draw_png),
     HARNESS_TEST(test_32x32_png_is_small),
+    HARNESS_TEST(test_png_idat_chunks),
     HARNESS_TEST(test_unknown_extension_refused),
     HARNESS_TEST(test_mixed_options_refused),
     HARNESS_TEST(test_bad_npy_refused),

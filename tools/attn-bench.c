@@ -46,7 +46,7 @@ static void report_failure(const char *what, attn_status st, const attn_context 
     tool_error("attn-bench", NULL, what, st, ctx ? attn_last_error(ctx) : attn_last_create_error());
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     bench_options o;
     bench_options_init(&o);
@@ -210,3 +210,5 @@ int main(int argc, char **argv)
     attn_context_release(ctx);
     return failed ? EXIT_FAILURE : EXIT_SUCCESS;
 }
+
+int main(int argc, char **argv) { return tool_exit("attn-bench", run(argc, argv)); }

@@ -121,7 +121,7 @@ static void print_mma(const char *selector)
     attn_context_release(ctx);
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     static const struct option options[] = {
         {"device", required_argument, NULL, 'd'},
@@ -212,3 +212,5 @@ int main(int argc, char **argv)
     }
     return ndevices ? EXIT_SUCCESS : EXIT_FAILURE;
 }
+
+int main(int argc, char **argv) { return tool_exit("attn-info", run(argc, argv)); }

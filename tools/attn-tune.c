@@ -194,6 +194,7 @@ static int parse_args(int argc, char **argv, options *o)
         case OPT_COMPARE: o->compare = 1; break;
         case OPT_HELP: usage(stdout); return bad ? EXIT_USAGE : EXIT_SUCCESS;
         case OPT_VERSION:
+            if (bad) break; /* as --help: an error before it is still one */
             printf("attn-tune %d.%d.%d (libattn %s)\n", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
                    ATTN_VERSION_PATCH, attn_version_string());
             return EXIT_SUCCESS;
@@ -446,7 +447,7 @@ static int cmd_tune(options *o)
     return st == ATTN_SUCCESS ? EXIT_SUCCESS : EXIT_FAILURE;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     options o;
     memset(&o, 0, sizeof o);
@@ -461,3 +462,5 @@ int main(int argc, char **argv)
                             &o.kv);
     return cmd_tune(&o);
 }
+
+int main(int argc, char **argv) { return tool_exit("attn-tune", run(argc, argv)); }

@@ -13,6 +13,7 @@
 #include "tool_error.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdint.h>
@@ -166,6 +167,7 @@ static int parse_args(int argc, char **argv, options *o)
             usage(stdout);
             return EXIT_SUCCESS;
         case VERSION:
+            if (bad) break; /* as --help: an error before it is still one */
             printf("attn-weights %d.%d.%d (libattn %s)\n", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
                    ATTN_VERSION_PATCH, attn_version_string());
             return EXIT_SUCCESS;
@@ -260,6 +262,13 @@ static cl_mem upload(attn_context *ctx, attn_dtype t, const tensor_file *x, attn
 
 /* ---- the picture ---- */
 
+/* A PNG's pixels per weight: --cell, else a map about 512 px. */
+static int png_cell(const options *o, int sq, int skv)
+{
+    const int longest = sq > skv ? sq : skv;
+    return o->cell ? o->cell : longest >= 512 ? 1 : 512 / longest;
+}
+
 /* What each cell [i][j] is, from the lengths and the mask alone (not from
  * the weights), with attn_forward's rule: content query i sees content key
  * j iff j <= i + (kv_len - q_len) when causal. */
@@ -281,9 +290,7 @@ static int write_image(const options *o, const float *w, const unsigned char *ki
     int ok = 0, width = 0, height = 0;
     unsigned char *img = NULL;
     if (strcmp(image_type(o->out), "png") == 0) { /* drawn before the file is opened */
-        const int longest = sq > skv ? sq : skv;
-        const int cell = o->cell ? o->cell : longest >= 512 ? 1 : 512 / longest;
-        img = heatmap_render(w, kind, sq, skv, cell, &width, &height);
+        img = heatmap_render(w, kind, sq, skv, png_cell(o, sq, skv), &width, &height);
         if (!img) {
             fprintf(stderr, "attn-weights: out of host memory for the image\n");
             return 0;
@@ -293,9 +300,15 @@ static int write_image(const options *o, const float *w, const unsigned char *ki
      * neither a partial picture nor an existing file destroyed */
     char tmp[4200];
     snprintf(tmp, sizeof tmp, "%s.%ld.tmp", o->out, (long)getpid());
-    FILE *f = fopen(tmp, "wb");
+    /* this process's name: a leftover of a killed run with the same pid
+     * goes, and O_EXCL makes a new file, never one a link points to */
+    unlink(tmp);
+    const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
+    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
     if (!f) {
-        fprintf(stderr, "attn-weights: cannot write %s: %s\n", tmp, strerror(errno));
+        fprintf(stderr, "attn-weights: cannot write %s (through %s): %s\n", o->out, tmp,
+                strerror(errno));
+        if (fd >= 0) close(fd), remove(tmp);
         free(img);
         return 0;
     }
@@ -349,7 +362,7 @@ static int load_inputs(options *o, tensor_file *q, tensor_file *k)
     return 0;
 }
 
-int main(int argc, char **argv)
+static int run(int argc, char **argv)
 {
     options o = {.seq = 48, .q_heads = 4, .kv_heads = 2, .head_dim = 32, .causal = 1,
                  .dtype = ATTN_F32, .raw_type = ATTN_F32, .seed = 7};
@@ -364,6 +377,16 @@ int main(int argc, char **argv)
     const int B = q.dims[0], H = q.dims[1], Hk = k.dims[1], D = q.dims[3];
     const int Sq = q.dims[2], Skv = k.dims[2];
     const char *why = NULL;
+    const int cell = png_cell(&o, Sq, Skv); /* refused before the weights are computed */
+    const int png = strcmp(image_type(o.out), "png") == 0;
+    if (png && ((long)Sq * cell > HEATMAP_MAX_SIDE || (long)Skv * cell > HEATMAP_MAX_SIDE)) {
+        fprintf(stderr, "attn-weights: --out %s: %d x %d weights at --cell %d would make a map "
+                "of %ld x %ld pixels, more than the %d a side a PNG here may have (a smaller "
+                "--cell, shorter sequences, or .svg)\n", o.out, Sq, Skv, cell, (long)Skv * cell,
+                (long)Sq * cell, HEATMAP_MAX_SIDE);
+        rc = EXIT_USAGE;
+        goto done;
+    }
     if (o.head >= H) why = "--head must be below the number of query heads";
     else if (o.batch_index >= B) why = "--batch-index must be below the batch size";
     else if ((long)o.left_pad + o.right_pad > Sq || (long)o.left_pad + o.right_pad > Skv)
@@ -438,3 +461,5 @@ done:
     attn_context_release(ctx);
     return rc;
 }
+
+int main(int argc, char **argv) { return tool_exit("attn-weights", run(argc, argv)); }

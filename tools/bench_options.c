@@ -360,6 +360,7 @@ int bench_options_parse(int argc, char **argv, bench_options *o)
             bench_options_usage(stdout);
             return EXIT_SUCCESS;
         case OPT_VERSION:
+            if (bad) break; /* as --help: an error before it is still one */
             printf("attn-bench %d.%d.%d (libattn %s)\n", ATTN_VERSION_MAJOR, ATTN_VERSION_MINOR,
                    ATTN_VERSION_PATCH, attn_version_string());
             return EXIT_SUCCESS;

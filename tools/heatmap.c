@@ -60,6 +60,7 @@ static int tick_step(int cell, int min_px)
 unsigned char *heatmap_render(const float *w, const unsigned char *kind, int rows, int cols,
                               int cell, int *width, int *height)
 {
+    if ((long)rows * cell > HEATMAP_MAX_SIDE || (long)cols * cell > HEATMAP_MAX_SIDE) return NULL;
     float wmax = 0;
     for (size_t i = 0; i < (size_t)rows * cols; i++)
         if (kind[i] == CELL_WEIGHT && w[i] > wmax) wmax = w[i];

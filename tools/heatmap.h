@@ -17,9 +17,13 @@ extern const unsigned char heatmap_masked_rgb[3], heatmap_pad_rgb[3];
  * cells their own grey. */
 void heatmap_colour(float w, float wmax, int kind, unsigned char rgb[3]);
 
+/* The most pixels the map may take on a side: its image then stays under
+ * 3 GB and every coordinate within an int. */
+#define HEATMAP_MAX_SIDE 30000
+
 /* rows x cols weights w and their kinds (row-major), each cell cell x cell
  * pixels. Returns the image (malloc'd RGB rows) and its size, or NULL when
- * out of memory. */
+ * out of memory or when rows or cols times cell exceeds HEATMAP_MAX_SIDE. */
 unsigned char *heatmap_render(const float *w, const unsigned char *kind, int rows, int cols,
                               int cell, int *width, int *height);
 

@@ -1,5 +1,6 @@
 /* png_write.c -- the PNG of png_write.h: signature, IHDR, an optional tEXt
- * title, one zlib-compressed IDAT, IEND, each chunk with zlib's CRC-32.
+ * title, the zlib-compressed rows in IDAT chunks of at most PNG_CHUNK_MAX
+ * bytes, IEND, each chunk with zlib's CRC-32.
  * Rows use filter 0 (none): a heatmap is runs of flat colour, which deflate
  * already shrinks to a few bytes per run. */
 #include "png_write.h"
@@ -8,6 +9,11 @@
 #include <stdlib.h>
 #include <string.h>
 #include <zlib.h>
+
+/* The most bytes one IDAT chunk carries here (the format allows 2^31 - 1). */
+#ifndef PNG_CHUNK_MAX
+#define PNG_CHUNK_MAX ((size_t)1 << 30)
+#endif
 
 static void be32(unsigned char *p, uint32_t v)
 {
@@ -21,7 +27,7 @@ static int chunk(FILE *f, const char *type, const unsigned char *data, size_t n)
     be32(head, (uint32_t)n);
     memcpy(head + 4, type, 4);
     uLong c = crc32(0L, head + 4, 4);
-    if (n) c = crc32(c, data, (uInt)n);
+    if (n) c = crc32_z(c, data, n);
     be32(tail, (uint32_t)c);
     return fwrite(head, 1, 8, f) == 8 && (n == 0 || fwrite(data, 1, n, f) == n) &&
            fwrite(tail, 1, 4, f) == 4;
@@ -55,7 +61,10 @@ int png_write(FILE *f, const unsigned char *img, int width, int height, const ch
         }
         free(text);
     }
-    ok = ok && chunk(f, "IDAT", z, zn) && chunk(f, "IEND", NULL, 0);
+    /* a chunk holds at most 2^31 - 1 bytes: a large image's data takes several */
+    for (size_t at = 0; ok && at < zn; at += PNG_CHUNK_MAX)
+        ok = chunk(f, "IDAT", z + at, zn - at < PNG_CHUNK_MAX ? zn - at : PNG_CHUNK_MAX);
+    ok = ok && chunk(f, "IEND", NULL, 0);
     free(raw), free(z);
     return ok;
 }

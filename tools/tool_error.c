@@ -1,6 +1,7 @@
-/* tool_error.c -- the tools' failure lines (tool_error.h). */
+/* tool_error.c -- the tools' failure lines and checked exit (tool_error.h). */
 #include "tool_error.h"
 
+#include <errno.h>
 #include <stdio.h>
 #include <string.h>
 
@@ -25,4 +26,16 @@ void tool_error(const char *tool, const char *where, const char *step, attn_stat
     char text[1280]; /* the library's messages stay under 1024 bytes (ATTN_ERROR_MAX) */
     tool_error_text(text, sizeof text, step, st, msg);
     fprintf(stderr, "%s: %s%s%s\n", tool, where ? where : "", where ? ": " : "", text);
+}
+
+int tool_exit(const char *tool, int rc)
+{
+    /* fflush reports a write that fails now; ferror one that failed before */
+    errno = 0;
+    const int flushed = fflush(stdout) == 0;
+    if (flushed && !ferror(stdout)) return rc;
+    const int e = flushed ? 0 : errno;
+    fprintf(stderr, "%s: writing to standard output failed%s%s\n", tool, e ? ": " : "",
+            e ? strerror(e) : "");
+    return rc ? rc : 1;
 }

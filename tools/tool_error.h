@@ -1,5 +1,6 @@
 /* tool_error.h -- the one form of the tools' failure lines (attn-bench,
- * attn-tune, attn-info, attn-weights):
+ * attn-tune, attn-info, attn-weights), and their exit through a checked
+ * standard output:
  *     TOOL: [WHERE: ][STEP: ]STATUS: MESSAGE
  * MESSAGE is the library's (attn_last_error), which begins with the name of
  * the public function that failed, so STEP (the call or step the tool was
@@ -18,5 +19,11 @@ void tool_error_text(char *buf, size_t size, const char *step, attn_status st, c
 /* The whole line on stderr; where and step may be NULL. */
 void tool_error(const char *tool, const char *where, const char *step, attn_status st,
                 const char *msg);
+
+/* A tool's exit status once its standard output is flushed: rc, or 1
+ * (with a line on stderr) when the output could not be written, so that a
+ * report cut short by a full disk does not exit 0. Each tool's main ends
+ * with it. */
+int tool_exit(const char *tool, int rc);
 
 #endif /* ATTN_TOOLS_TOOL_ERROR_H */
