@@ -274,6 +274,18 @@ static void test_no_stale_message(void)
     CU_ASSERT_EQUAL(attn_kv_cache_read(q8, 0, 0, 1, kr, vr), ATTN_SUCCESS);
     CU_ASSERT(names(attn_last_error(NULL), "attn_kv_cache_tensors", NULL));
     attn_kv_cache_release(q8);
+    /* nor a forward that makes ALiBi's slopes, nor check mode's reference
+     * (both went through the public context-less calls, which clear it) */
+    attn_problem alibi = f.p;
+    alibi.alibi_max_bias = 8.0f;
+    CU_ASSERT_EQUAL(attn_forward(ctx, &alibi, &f.q, &f.k, &f.v, &f.out, NULL, NULL, NULL),
+                    ATTN_SUCCESS);
+    CU_ASSERT(names(attn_last_error(NULL), "attn_kv_cache_tensors", NULL));
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_forward(ctx, &f.p, &f.q, &f.k, &f.v, &f.out, NULL, NULL, NULL),
+                    ATTN_SUCCESS);
+    CU_ASSERT(names(attn_last_error(NULL), "attn_kv_cache_tensors", NULL));
+    CU_ASSERT_EQUAL(attn_context_set_check(ctx, 0), ATTN_SUCCESS);
     fixture_free(&f);
 }
 

@@ -193,11 +193,14 @@ attn_status attn_check_compare(attn_context *ctx, const attn_problem *p,
     if ((st = attn_tensor_download(ctx, out, p->dtype, p->batch, p->q_heads, p->q_len, p->head_dim, got)) ||
         (lse && (st = read_floats(ctx, lse, ATTN_F32, 0, dev_rows, dev_lse))))
         goto done;
-    if ((st = attn_reference_forward(&rp, in->q, in->k, in->v, ref, lengths, ref_lse)) != ATTN_SUCCESS) {
-        st = ATTN_FAIL(ctx, st, "check mode: the reference failed (%s: %s)", attn_status_name(st),
-                       attn_last_error(NULL));
-        goto done;
-    }
+    attn_thread_error_state saved; /* the thread's message is the caller's */
+    attn_thread_error_save(&saved);
+    st = attn_reference_forward(&rp, in->q, in->k, in->v, ref, lengths, ref_lse);
+    if (st != ATTN_SUCCESS)
+        ATTN_FAIL(ctx, st, "check mode: the reference failed (%s: %s)", attn_status_name(st),
+                  attn_last_error(NULL));
+    attn_thread_error_restore(&saved);
+    if (st != ATTN_SUCCESS) goto done;
     if (p->packed) packed_rows(p, lengths, got, ref, got_lse, dev_lse, ref_lse);
     double atol, rtol;
     attn_tolerance(p->dtype, &atol, &rtol);

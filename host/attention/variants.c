@@ -20,6 +20,19 @@
  * the kernels take them clamped here, so that pos +- side cannot overflow */
 #define WINDOW_CLAMP (1 << 30)
 
+/* The slopes themselves, for arguments already checked: the forward's own
+ * use must not go through the public call, which clears the thread's
+ * message (attn_last_error(NULL)). */
+static void alibi_fill(int q_heads, float max_bias, float *slopes)
+{
+    int n2 = 1; /* the largest power of two <= q_heads */
+    while (n2 <= q_heads / 2) n2 *= 2;
+    const float m0 = powf(2.0f, -max_bias / (float)n2);
+    const float m1 = powf(2.0f, -max_bias / 2.0f / (float)n2);
+    for (int h = 0; h < q_heads; h++)
+        slopes[h] = h < n2 ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - n2) + 1));
+}
+
 attn_status attn_alibi_slopes(int q_heads, float max_bias, float *slopes)
 {
     attn_thread_call_begin(__func__);
@@ -28,12 +41,7 @@ attn_status attn_alibi_slopes(int q_heads, float max_bias, float *slopes)
     ATTN_CHECK(NULL, !(max_bias >= 0.0f) || isinf(max_bias), ATTN_ERROR_INVALID_ARGUMENT,
                "max_bias = %g must be finite and >= 0", (double)max_bias);
     ATTN_CHECK(NULL, !slopes, ATTN_ERROR_INVALID_ARGUMENT, "slopes is NULL");
-    int n2 = 1; /* the largest power of two <= q_heads */
-    while (n2 <= q_heads / 2) n2 *= 2;
-    const float m0 = powf(2.0f, -max_bias / (float)n2);
-    const float m1 = powf(2.0f, -max_bias / 2.0f / (float)n2);
-    for (int h = 0; h < q_heads; h++)
-        slopes[h] = h < n2 ? powf(m0, (float)(h + 1)) : powf(m1, (float)(2 * (h - n2) + 1));
+    alibi_fill(q_heads, max_bias, slopes);
     return ATTN_SUCCESS;
 }
 
@@ -226,7 +234,7 @@ attn_status attn_variant_args_make(attn_context *ctx, const attn_problem *p, cl_
         float *slopes = malloc(sizeof(float) * (size_t)p->q_heads);
         if (!slopes) return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory");
         if (p->alibi_slopes) memcpy(slopes, p->alibi_slopes, sizeof(float) * (size_t)p->q_heads);
-        else attn_alibi_slopes(p->q_heads, p->alibi_max_bias, slopes);
+        else alibi_fill(p->q_heads, p->alibi_max_bias, slopes); /* checked by validate */
         st = upload(ctx, slopes, p->q_heads, "clCreateBuffer (ALiBi slopes)", &va->owned[1]);
         free(slopes);
         if (st) return st;

@@ -36,6 +36,19 @@ void attn_thread_call_begin(const char *fn)
     thread_call = fn;
 }
 
+void attn_thread_error_save(attn_thread_error_state *s)
+{
+    _Static_assert(sizeof s->text == sizeof thread_error, "the thread's message fits");
+    memcpy(s->text, thread_error, sizeof thread_error);
+    s->call = thread_call;
+}
+
+void attn_thread_error_restore(const attn_thread_error_state *s)
+{
+    memcpy(thread_error, s->text, sizeof thread_error);
+    thread_call = s->call;
+}
+
 attn_status attn_fail_null(const char *fn, const char *what)
 {
     attn_thread_call_begin(fn);

@@ -17,6 +17,16 @@
 void attn_call_begin(attn_context *ctx, const char *fn);
 void attn_call_end(attn_context *ctx);
 void attn_thread_call_begin(const char *fn);
+/* The thread's last error and call, kept across an internal use of a
+ * context-less public function (the reference in check mode and in the
+ * tuner), which clears them when it starts: a call on a context leaves
+ * attn_last_error(NULL) alone. */
+typedef struct attn_thread_error_state {
+    char text[1024]; /* ATTN_ERROR_MAX */
+    const char *call;
+} attn_thread_error_state;
+void attn_thread_error_save(attn_thread_error_state *s);
+void attn_thread_error_restore(const attn_thread_error_state *s);
 /* "fn: what is NULL" as the thread's last error; ATTN_ERROR_INVALID_ARGUMENT. */
 attn_status attn_fail_null(const char *fn, const char *what);
 /* Records a formatted message as ctx's last error (ctx NULL: the thread's),
