@@ -704,7 +704,8 @@ static void test_append_rows_packed(void)
 
 /* Rows outside the block, a start below zero, counts past the capacity:
  * refused naming the sequence and the argument, nothing enqueued or
- * changed, and attn_decode refuses the cache until an append succeeds. */
+ * changed, and attn_decode refuses the cache until an append of rows
+ * succeeds. */
 static void test_append_rows_refusals(void)
 {
     attn_context *ctx = harness_context();
@@ -758,6 +759,14 @@ static void test_append_rows_refusals(void)
         CU_ASSERT(says(ctx, "this step's keys"));
         CU_ASSERT(says(ctx, cases[i].arg)); /* the append's reason, repeated */
     }
+    /* an append of no rows (k and v NULL, not even read) succeeds but
+     * cannot put the step back: the refusal stays */
+    const int none[B] = {0, 0, 0};
+    CU_ASSERT_EQUAL(attn_kv_cache_append_rows(cache, NULL, NULL, BL, none, none, NULL),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL),
+                    ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "this step's keys"));
     /* a good append lifts the refusal */
     const int s1[B] = {3, 0, 1}, one[B] = {1, 1, 1};
     CU_ASSERT_EQUAL(attn_kv_cache_append_rows(cache, &tk, &tk, BL, s1, one, NULL), ATTN_SUCCESS);

@@ -291,9 +291,15 @@ static attn_status append_call(attn_kv_cache *c, const char *fn, const attn_tens
     if (!c) return attn_fail_null(fn, "cache");
     attn_context *ctx = c->ctx;
     attn_call_begin(ctx, fn);
+    long long before = 0, after = 0;
+    for (int b = 0; b < c->batch; b++) before += c->len[b];
     attn_status st = append_locked(c, k, v, block_len, starts, counts, done);
-    if (st == ATTN_SUCCESS) c->append_failure[0] = 0;
-    else snprintf(c->append_failure, sizeof c->append_failure, "%s", ctx->error);
+    for (int b = 0; b < c->batch; b++) after += c->len[b];
+    /* only an append that adds rows lifts a failed one's refusal: one of
+     * none (k and v not even read) cannot have put the lost step back */
+    if (st == ATTN_SUCCESS && after > before) c->append_failure[0] = 0;
+    else if (st != ATTN_SUCCESS)
+        snprintf(c->append_failure, sizeof c->append_failure, "%s", ctx->error);
     attn_call_end(ctx);
     return st;
 }

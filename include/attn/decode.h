@@ -114,10 +114,11 @@ ATTN_API void attn_kv_cache_release(attn_kv_cache *cache);
  *  last block with a fork gets its own copy of that block first. A failed
  *  append (for any reason) leaves the cache without this step's keys (its
  *  lengths, blocks and pool as before the call), so attn_decode refuses
- *  the cache until an append succeeds (truncate and reset do not lift
- *  that). One exception, on an out-of-order queue only: when the append
- *  is enqueued but neither a barrier nor a wait can order later work
- *  after it, the rows are appended and the lengths include them;
+ *  the cache until an append that adds rows succeeds (one of no rows,
+ *  truncate and reset do not lift that). One exception, on an
+ *  out-of-order queue only: when the append is enqueued but neither a
+ *  barrier nor a wait can order later work after it, the rows are
+ *  appended and the lengths include them;
  *  ATTN_ERROR_OPENCL says so in its message.
  *  k and v must not have been created CL_MEM_WRITE_ONLY, and must not be
  *  the cache's own buffers (attn_kv_cache_tensors) nor sub-buffers of
