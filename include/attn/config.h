@@ -32,16 +32,22 @@ ATTN_API attn_status attn_context_set_check(attn_context *ctx, int enable);
  *  decode keeps its own plan under it (the class's tuned one, where there
  *  is one); a name the family in effect lacks (rows for mma) is checked
  *  against its own family's range and left out, with one warning a
- *  context, so that one text can serve every family; mma forced where attn_family_status
- *  finds it not usable runs on its exact but slow emulation, for testing). NULL or "" clears the override. The text is
- *  checked now: an unknown name, a name given twice, a value that is not
- *  an integer, outside its range or not a power of two where one is needed is
- *  ATTN_ERROR_INVALID_ARGUMENT naming it, and the previous override stays.
+ *  context, so that one text can serve every family). A family forced
+ *  for what it cannot run (flash's decode, mma at a head dim that is not a
+ *  multiple of 16, mma on an NVIDIA device where its check failed) gives
+ *  way, for that problem, to the device's own plan (the class's tuned
+ *  entry, else the heuristic's) with an INFO line, and attn_prepare
+ *  reports that plan and its source; on a device without inline PTX, mma
+ *  forced runs its exact but slow emulation, for testing. NULL or ""
+ *  clears the override. The text is checked now: an unknown name, a name
+ *  given twice, a value that is not an integer, outside its range or not
+ *  a power of two where one is needed is ATTN_ERROR_INVALID_ARGUMENT
+ *  naming it, and the previous override stays.
  *  What depends on the problem (local memory, the work-group limit, keys a
  *  multiple of vec) is checked by each call, which then fails with
  *  ATTN_ERROR_INVALID_ARGUMENT. attn_prepare reports the source
- *  "override". ATTN_PARAMS in the environment is every new context's
- *  initial override. */
+ *  "override" for a plan the override applies to. ATTN_PARAMS in the
+ *  environment is every new context's initial override. */
 ATTN_API attn_status attn_context_set_params(attn_context *ctx, const char *params);
 
 /*! attn_context_set_tuning_db() : the tuning databases ctx reads (attn-tune

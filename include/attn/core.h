@@ -61,7 +61,10 @@ typedef struct attn_context attn_context;
  *  case-insensitive substring of platform, vendor or device name
  *  ("nvidia", "pocl", "cpu").  Creates its own cl_context and an in-order
  *  queue with profiling enabled.
- *  @return ATTN_SUCCESS and *out, or ATTN_ERROR_NO_DEVICE / _OPENCL. */
+ *  @return ATTN_SUCCESS and *out, or ATTN_ERROR_NO_DEVICE (no device
+ *  matches), ATTN_ERROR_INVALID_ARGUMENT ("P:D" past an int),
+ *  ATTN_ERROR_OUT_OF_MEMORY (host memory, or the OpenCL runtime's when
+ *  making the context or queue) or ATTN_ERROR_OPENCL. */
 ATTN_API attn_status attn_context_create(const char *selector, attn_context **out);
 
 /*! attn_context_create_from_queue() : wraps an application's queue (and its
