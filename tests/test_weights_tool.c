@@ -405,8 +405,8 @@ static void test_unknown_extension_refused(void)
     expect_refusal(bare, 2, "a file name is needed before the extension", out);
     /* a map too large for a PNG: refused before the weights are computed
      * (rows x --cell overflowed an int in the layout) */
-    const char *huge[] = {"--seq", "8192", "--cell", "64", "--out", in_dir("w.png", out, sizeof out),
-                          NULL};
+    const char *huge[] = {"--seq", "8192", "--cell", "64", "--out",
+                          in_dir("w.png", out, sizeof out), NULL};
     expect_refusal(huge, 2, "8192 x 8192 weights at --cell 64 would make a map of 524288 x 524288 "
                    "pixels", out);
 }
