@@ -65,9 +65,12 @@ void attn_log(attn_log_level level, const char *fmt, ...)
     vsnprintf(line, sizeof line, fmt, ap);
     va_end(ap);
     /* under the lock: a callback is never called after it was replaced, and
-     * lines from threads do not interleave */
+     * lines from threads do not interleave; the level is read again there,
+     * since a callback at debug removed meanwhile leaves stderr at ATTN_LOG's */
     pthread_mutex_lock(&log_lock);
-    if (log_fn && (int)level <= atomic_load(&log_level)) log_fn(level, line, log_user);
-    else if (!log_fn) fprintf(stderr, "attn: %s: %s\n", tags[level], line);
+    if ((int)level <= atomic_load(&log_level)) {
+        if (log_fn) log_fn(level, line, log_user);
+        else fprintf(stderr, "attn: %s: %s\n", tags[level], line);
+    }
     pthread_mutex_unlock(&log_lock);
 }
