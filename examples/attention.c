@@ -33,15 +33,20 @@ int main(void)
     const size_t nq = (size_t)B * HQ * S * D, nkv = (size_t)B * HKV * S * D;
     float *q = malloc(nq * sizeof *q), *k = malloc(nkv * sizeof *k), *v = malloc(nkv * sizeof *v);
     float *o = malloc(nq * sizeof *o), *ref = malloc(nq * sizeof *ref);
-    if (!q || !k || !v || !o || !ref) return 1;
+    cl_mem mq = NULL, mk = NULL, mv = NULL, mo = NULL;
+    int bad = -1;
+    if (!q || !k || !v || !o || !ref) {
+        fprintf(stderr, "out of host memory\n");
+        goto done;
+    }
     srand(1);
     for (size_t i = 0; i < nq; i++) q[i] = (float)rand() / RAND_MAX - 0.5f;
     for (size_t i = 0; i < nkv; i++) k[i] = (float)rand() / RAND_MAX - 0.5f;
     for (size_t i = 0; i < nkv; i++) v[i] = (float)rand() / RAND_MAX - 0.5f;
 
     /* contiguous BHSD tensors: strides for batch, head and sequence */
-    cl_mem mq = upload(ctx, q, nq), mk = upload(ctx, k, nkv), mv = upload(ctx, v, nkv);
-    cl_mem mo = upload(ctx, q, nq); /* any contents: every element is written */
+    mq = upload(ctx, q, nq), mk = upload(ctx, k, nkv), mv = upload(ctx, v, nkv);
+    mo = upload(ctx, q, nq); /* any contents: every element is written */
     attn_tensor tq = {mq, 0, (size_t)HQ * S * D, (size_t)S * D, D};
     attn_tensor tk = {mk, 0, (size_t)HKV * S * D, (size_t)S * D, D};
     attn_tensor tv = {mv, 0, (size_t)HKV * S * D, (size_t)S * D, D};
@@ -60,12 +65,16 @@ int main(void)
         if (st != ATTN_SUCCESS)
             fprintf(stderr, "attn_forward: %s: %s\n", attn_status_name(st), attn_last_error(ctx));
         else if (clEnqueueReadBuffer(attn_context_queue(ctx), mo, CL_TRUE, 0, nq * sizeof *o, o,
-                                     0, NULL, NULL) != CL_SUCCESS)
+                                     0, NULL, NULL) != CL_SUCCESS) {
             st = ATTN_ERROR_OPENCL;
+            fprintf(stderr, "clEnqueueReadBuffer failed\n");
+        }
     }
-    int bad = -1;
     if (st == ATTN_SUCCESS &&
-        attn_reference_forward(&p, q, k, v, ref, &lengths, NULL) == ATTN_SUCCESS) {
+        (st = attn_reference_forward(&p, q, k, v, ref, &lengths, NULL)) != ATTN_SUCCESS)
+        fprintf(stderr, "attn_reference_forward: %s: %s\n", attn_status_name(st),
+                attn_last_error(NULL)); /* a call without a context: the thread's message */
+    if (st == ATTN_SUCCESS) {
         double atol, rtol, worst = 0;
         attn_tolerance(p.dtype, &atol, &rtol);
         bad = 0;
@@ -80,6 +89,7 @@ int main(void)
                "%d of %zu elements beyond the tolerance\n",
                attn_version_string(), name, B, HQ, HKV, S, D, worst, bad, nq);
     }
+done: /* every path releases what it made */
     if (mq) clReleaseMemObject(mq);
     if (mk) clReleaseMemObject(mk);
     if (mv) clReleaseMemObject(mv);
