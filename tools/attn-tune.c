@@ -12,6 +12,10 @@
 #include "attention/decode.h" /* ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK */
 #include "core/text.h"
 
+#ifndef ATTN_SYSTEM_TUNING_DB_DEFAULT /* from CMake: PREFIX/share/attn */
+#define ATTN_SYSTEM_TUNING_DB_DEFAULT "/usr/share/attn/tuning.json"
+#endif
+
 #include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
@@ -90,7 +94,7 @@ static void usage(FILE *f)
         "\n"
         "Database: $ATTN_TUNING_DB, else $XDG_DATA_HOME/attn/tuning.json, else\n"
         "~/.local/share/attn/tuning.json; also read (never written): the system-wide\n"
-        "$ATTN_SYSTEM_TUNING_DB, else /usr/share/attn/tuning.json.\n"
+        "$ATTN_SYSTEM_TUNING_DB, else " ATTN_SYSTEM_TUNING_DB_DEFAULT ".\n"
         "Exit status: 0 ok, 1 a failure (a corrupt database: ATTN_ERROR_TUNING_DB with\n"
         "the file and line), 2 bad usage.\n",
         QUICK_BUDGET_S, TUNE_SHAPES_SYNTAX, ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK, FULL_BUDGET_S,

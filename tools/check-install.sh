@@ -27,11 +27,15 @@ echo "install: into $prefix:"
 (cd "$prefix" && find . \( -type f -o -type l \) | sort | sed 's/^\./  /')
 
 fail() { echo "install: FAILED: $*"; exit 1; }
-lib=$prefix/lib
+cache_value() { sed -n "s/^$1:[A-Z]*=//p" build/CMakeCache.txt; }
+libdir=$(cache_value CMAKE_INSTALL_LIBDIR) # lib, or lib64 where GNUInstallDirs says so
+version=$(cache_value CMAKE_PROJECT_VERSION)
+[[ -n "$libdir" && -n "$version" ]] || fail "build/CMakeCache.txt names no libdir or version"
+lib=$prefix/$libdir
 headers=(attn.h attn/core.h attn/config.h attn/forward.h attn/decode.h attn/blas.h)
-for f in "${headers[@]/#/include/}" lib/libattn.so lib/cmake/attn/attnConfig.cmake \
-         lib/cmake/attn/attnConfigVersion.cmake lib/pkgconfig/attn.pc share/doc/attn/LICENSE \
-         bin/attn-info bin/attn-bench bin/attn-tune bin/attn-weights; do
+for f in "${headers[@]/#/include/}" "$libdir"/libattn.so "$libdir"/cmake/attn/attnConfig.cmake \
+         "$libdir"/cmake/attn/attnConfigVersion.cmake "$libdir"/pkgconfig/attn.pc \
+         share/doc/attn/LICENSE bin/attn-info bin/attn-bench bin/attn-tune bin/attn-weights; do
     [[ -e "$prefix/$f" ]] || fail "$f is missing"
 done
 soname=$(readelf -d "$lib/libattn.so" | sed -n 's/.*Library soname: \[\(.*\)\]/\1/p')
@@ -61,7 +65,8 @@ echo -n "install: example through find_package(attn): "
 "$tmp/with-cmake/attention"
 
 export PKG_CONFIG_PATH=$lib/pkgconfig
-[[ "$(pkg-config --modversion attn)" == "$(sed -n 's/^Version: //p' "$lib/pkgconfig/attn.pc")" ]]
+[[ "$(pkg-config --modversion attn)" == "$version" ]] ||
+    fail "attn.pc says version $(pkg-config --modversion attn), the project $version"
 grep -qx 'License: Apache-2.0' "$lib/pkgconfig/attn.pc" || fail "attn.pc does not name the license"
 # shellcheck disable=SC2046
 cc -std=c11 -Wall -Wextra -Werror -O2 examples/attention.c -o "$tmp/with-pkg-config" \
@@ -95,14 +100,14 @@ t0=$SECONDS
 build_lib static -S . -B "$tmp/static" "${lib_only[@]}" -DBUILD_SHARED_LIBS=OFF
 sprefix=$tmp/static-prefix
 cmake --install "$tmp/static" --prefix "$sprefix" > "$tmp/static-install.log"
-[[ -f $sprefix/lib/libattn.a ]] || fail "the static build installed no lib/libattn.a"
-[[ ! -e $sprefix/lib/libattn.so ]] || fail "the static build installed a libattn.so"
+[[ -f $sprefix/$libdir/libattn.a ]] || fail "the static build installed no $libdir/libattn.a"
+[[ ! -e $sprefix/$libdir/libattn.so ]] || fail "the static build installed a libattn.so"
 build_lib static-example -S examples -B "$tmp/static-example" -DCMAKE_PREFIX_PATH="$sprefix" \
     -DCMAKE_BUILD_TYPE=Release
 ! ldd "$tmp/static-example/attention" | grep -q libattn || fail "static example links a libattn.so"
 echo -n "install: static libattn.a through find_package(attn): "
 "$tmp/static-example/attention"
-spc=$(PKG_CONFIG_PATH=$sprefix/lib/pkgconfig pkg-config --static --cflags --libs attn)
+spc=$(PKG_CONFIG_PATH=$sprefix/$libdir/pkgconfig pkg-config --static --cflags --libs attn)
 # shellcheck disable=SC2086
 cc -std=c11 -Wall -Wextra -Werror -O2 examples/attention.c -o "$tmp/static-pkg-config" $spc -lm
 echo -n "install: static libattn.a through pkg-config --static ($spc): "
@@ -116,4 +121,9 @@ echo -n "install: add_subdirectory(attn), attn::attn, ATTN_WITH_CLBLAST=OFF: "
 "$tmp/subdir/attention"
 echo -n "install: "
 "$tmp/subdir/no_clblast" || fail "the CLBlast paths of a build without CLBlast"
+# the consumer's own install carries none of attn's files (ATTN_INSTALL off there)
+cmake --install "$tmp/subdir" --prefix "$tmp/subdir-prefix" > "$tmp/subdir-install.log"
+stray=$(cd "$tmp/subdir-prefix" 2> /dev/null && find . -type f | grep -i attn || true)
+[[ -z "$stray" ]] || fail "the consumer's install put attn's files in place: $stray"
+echo "install: add_subdirectory(attn): the consumer's install carries none of attn's files"
 echo "install: the build options took $((SECONDS - t0)) s"
