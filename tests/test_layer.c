@@ -373,6 +373,17 @@ static void test_bad_arguments(void)
     int written = 0;
     for (int i = 0; i < 4 * 16; i++) written += !isnan(y[i]);
     CU_ASSERT_EQUAL(written, 0);
+    /* more rows than this device's buffers hold (the fused q/k/v rows are 64
+     * x 64 floats, 16 KiB): UNSUPPORTED naming the rows, before any work
+     * (it was OUT_OF_MEMORY at a scratch reserve, "scratch buffer ...") */
+    float big[64 * 16] = {0};
+    cl_mem hb = upload(ctx, ATTN_F32, big, 64 * 16, 0), ob = upload(ctx, ATTN_F32, NULL, 64 * 16, 0);
+    ctx->max_alloc = 8192;
+    CU_ASSERT_EQUAL(attn_layer_forward(layer, 1, 64, hb, 0, ob, 0, NULL, NULL, NULL),
+                    ATTN_ERROR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "batch x seq = 64 rows: the fused q/k/v"));
+    ctx->max_alloc = real;
+    clReleaseMemObject(hb), clReleaseMemObject(ob);
     clReleaseMemObject(hidden), clReleaseMemObject(out);
     attn_layer_release(layer);
     attn_layer_release(NULL);

@@ -207,6 +207,26 @@ static void test_refuses_beyond_max_alloc(void)
     }
     refused_at(ctx, 2, (int)past, "max allocation");
     refused_at(ctx, 1, (int)within, "the GEMM's temporary");
+
+    /* the weights of an f16 head whose f32 copy of K (64 x 64 floats, 16
+     * KiB) passes a lowered limit: UNSUPPORTED, as attn_forward_materialized
+     * says of the same copies (it was OUT_OF_MEMORY at the reserve) */
+    const attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = 64, .q_len = 1,
+                            .kv_len = 64, .dtype = ATTN_F16, .causal = 0, .scale = 0};
+    float x[64 * 64];
+    harness_fill_uniform(x, 64 * 64, 3, -1, 1);
+    attn_tensor tq, tk;
+    cl_mem mq = harness_upload(ctx, ATTN_F16, x, 1, 1, 1, 64, NULL, &tq);
+    cl_mem mk = harness_upload(ctx, ATTN_F16, x, 1, 1, 64, 64, NULL, &tk);
+    CU_ASSERT_FATAL(mq && mk);
+    float w[64];
+    const cl_ulong real = ctx->max_alloc;
+    ctx->max_alloc = 4096;
+    CU_ASSERT_EQUAL(attn_attention_weights(ctx, &p, &tq, &tk, NULL, 0, 0, w),
+                    ATTN_ERROR_UNSUPPORTED);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "the f32 copy of this head's K"));
+    ctx->max_alloc = real;
+    clReleaseMemObject(mq), clReleaseMemObject(mk);
 }
 
 /* ---- bad arguments: named, nothing written ---- */

@@ -245,6 +245,27 @@ static attn_status prologue(attn_layer *l, int batch, int seq, cl_mem hidden, si
                    "q/k/v buffer", reach[i], ATTN_CLBLAST_MAX_INDEX);
     const size_t in_w = dm > l->mixed_width ? dm : l->mixed_width;
     const size_t out_w = dm > l->qkv_width ? dm : l->qkv_width;
+    /* too large for this device: refused before any work, as
+     * attn_forward_materialized refuses (not OUT_OF_MEMORY at a scratch
+     * reserve, nor a GEMM's temporary after the attention ran) */
+    const struct {
+        double bytes;
+        const char *what;
+    } need[] = {{(double)rows * l->qkv_width * esize, "the fused q/k/v rows"},
+                {(double)rows * l->mixed_width * esize, "the attention's output rows"},
+                {c->dtype != ATTN_F32 ? (double)rows * in_w * sizeof(float) : 0,
+                 "the f32 copy of a projection's input"},
+                {c->dtype != ATTN_F32 ? (double)rows * out_w * sizeof(float) : 0,
+                 "the f32 copy of a projection's output"}};
+    for (size_t i = 0; i < sizeof need / sizeof need[0]; i++)
+        ATTN_CHECK(ctx, need[i].bytes > (double)ctx->max_alloc, ATTN_ERROR_UNSUPPORTED,
+                   "batch x seq = %zu rows: %s need %.0f bytes, more than the device's max "
+                   "allocation of %llu bytes (CL_DEVICE_MAX_MEM_ALLOC_SIZE): use smaller "
+                   "batches", rows, need[i].what, need[i].bytes,
+                   (unsigned long long)ctx->max_alloc);
+    if ((st = attn_sgemm_temp_fits(ctx, 1, rows, l->qkv_width, dm, "q/k/v projection")) ||
+        (st = attn_sgemm_temp_fits(ctx, 1, rows, dm, l->mixed_width, "out_proj")))
+        return st;
     if ((st = attn_scratch_reserve(ctx, &l->qkv, rows * l->qkv_width * esize)) ||
         (st = attn_scratch_reserve(ctx, &l->mixed, rows * l->mixed_width * esize)) ||
         (c->dtype != ATTN_F32 &&

@@ -312,6 +312,8 @@ static attn_status weights(attn_context *ctx, const attn_problem *p, const attn_
     const int hk = h / (p->q_heads / p->kv_heads), wide = p->dtype != ATTN_F32;
     size_t wg;
     if ((st = fits(ctx, (double)m * n, "the scores of one head (q_len x kv_len floats)")) ||
+        (wide && ((st = fits(ctx, (double)m * D, "the f32 copy of this head's Q")) ||
+                  (st = fits(ctx, (double)n * D, "the f32 copy of this head's K")))) ||
         (st = attn_sgemm_temp_fits(ctx, 1, m, n, D, "attention weights, S = Q K^T")) ||
         (st = softmax_wg(ctx, &wg)))
         return st;

@@ -138,7 +138,9 @@ typedef struct attn_layer_timing {
  *  finished after each phase and their wall times reported (slower).
  *  done: NULL, or receives the completion event (caller releases it).
  *  Calls on one layer are serialised (its buffers are shared); bad
- *  arguments are found before anything is enqueued. */
+ *  arguments are found before anything is enqueued, and so are
+ *  batch x seq rows whose buffers (or a GEMM's temporary) this device
+ *  cannot hold in one allocation: ATTN_ERROR_UNSUPPORTED naming them. */
 ATTN_API attn_status attn_layer_forward(attn_layer *layer, int batch, int seq, cl_mem hidden,
                                         size_t hidden_offset, cl_mem out, size_t out_offset,
                                         const attn_lengths *lengths, attn_layer_timing *timing,
