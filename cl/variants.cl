@@ -16,7 +16,7 @@
 #define SINKS 0    /* 1: a per-head logit joins each row's softmax denominator */
 #endif
 #ifndef ALIBI
-#define ALIBI 0    /* 1: s += slope_h * log2(e) * (j - pos) */
+#define ALIBI 0    /* 1: s -= slope_h * log2(e) * |j - pos| */
 #endif
 #ifndef MASK
 #define MASK 0     /* 1: an fp32 additive mask; 2: an fp16 one */
@@ -141,7 +141,7 @@ inline float variant_logit(variants va, float s, int j, int key, int pos, float 
     s = va.cap * soft_tanh(s);
 #endif
 #if ALIBI
-    s = mad(slope, (float)(j - pos), s);
+    s = mad(slope, (float)min(j - pos, pos - j), s); /* -|j - pos| */
 #endif
 #if MASK
     if (add_mask) {

@@ -134,7 +134,10 @@ inline __attribute__((always_inline)) void vec_logits(variants va, floatV s[NKV]
         s[kv] = (floatV)(va.cap) * soft_tanh_v(s[kv]);
 #endif
 #if ALIBI
-        s[kv] = MULADD((floatV)(slope), convert_floatV((intV)(k0) + IOTA - pos), s[kv]);
+        { /* -|j - pos| */
+            const intV d = (intV)(k0) + IOTA - pos;
+            s[kv] = MULADD((floatV)(slope), convert_floatV(min(d, -d)), s[kv]);
+        }
 #endif
 #if MASK
         if (add_mask) {

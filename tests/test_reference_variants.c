@@ -201,8 +201,9 @@ static void test_alibi_slopes(void)
 static void test_alibi_by_hand(void)
 {
     /* Zero logits, Sq = 1, Skv = 3 not causal: position 2, biases
-     * m * (j - 2) = -2m, -m, 0; with Sq = Skv = 3, row 0 (position 0) gets
-     * 0, +m, +2m: keys to the right are favoured, as the formula says. */
+     * -m |j - 2| = -2m, -m, 0; with Sq = Skv = 3, row 0 (position 0) gets
+     * 0, -m, -2m and row 1 -m, 0, -m: keys after the query are penalised
+     * as keys before it are (it once favoured them, +m (j - p)). */
     const float slopes[2] = {0.5f, 2.0f};
     attn_problem p = problem(2, 1, 1, 3, 0, 0.0f);
     p.alibi_slopes = slopes;
@@ -215,8 +216,10 @@ static void test_alibi_by_hand(void)
     }
     p.q_len = 3;
     zero_logits(&p, NULL, out, lse);
-    const double m = 0.5, n0 = 1.0, n1 = exp(m), n2 = exp(2 * m);
+    const double m = 0.5, n0 = 1.0, n1 = exp(-m), n2 = exp(-2 * m);
     CU_ASSERT_DOUBLE_EQUAL(out[0], (n1 + 2 * n2) / (n0 + n1 + n2), 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(out[1], 1.0, 1e-6); /* keys 0 and 2 alike: their mean */
+    CU_ASSERT_DOUBLE_EQUAL(lse[1], log(1.0 + 2 * n1), 1e-6);
     /* max_bias 8 over 2 heads: slopes 2^-4 and 2^-8, as from the array */
     float derived[2];
     CU_ASSERT_EQUAL_FATAL(attn_alibi_slopes(2, 8.0f, derived), ATTN_SUCCESS);

@@ -107,7 +107,7 @@ static double reference_row(const head_rows *t, int row, const float *qr, double
         const float *kr = t->kh + (size_t)(r.kv_start + j) * D;
         double s = t->scale * dot(qr, kr, D);
         if (p->softcap > 0.0f) s = p->softcap * tanh(s / p->softcap);
-        s += t->slope * (double)(j - pos);
+        s -= t->slope * fabs((double)(j - pos)); /* llama.cpp's and FlashAttention's -|j - p| */
         if (p->mask.host) {
             s += p->mask.host[t->mask_at + (size_t)row * p->mask.stride_q +
                               (size_t)(r.kv_start + j) * p->mask.stride_kv];

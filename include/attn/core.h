@@ -205,7 +205,8 @@ typedef struct attn_problem {
      * buffer (sinks_buffer, >= q_heads floats); at most one of the two. */
     const float *sinks;
     cl_mem sinks_buffer;
-    /* ALiBi: s += slope_h * (j - p). Slopes from alibi_slopes (q_heads
+    /* ALiBi: s -= slope_h * |j - p| (llama.cpp's and FlashAttention's:
+     * slope_h * (j - p) under the causal mask). Slopes from alibi_slopes (q_heads
      * floats, host, read at the call) or from alibi_max_bias > 0 as
      * llama.cpp and the ALiBi paper derive them (attn_alibi_slopes); giving
      * both is ATTN_ERROR_INVALID_ARGUMENT. */
