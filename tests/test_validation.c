@@ -1046,6 +1046,10 @@ static void test_bad_variants(void)
     VREJECTS(&p, "p->sinks and p->sinks_buffer are both set");
     p.sinks_buffer = NULL;
     VREJECTS(&p, "p->sinks[1]");
+    /* finite, but past a float in the kernels' log2 units (it gave NaN) */
+    const float huge_sinks[HQ] = {0.5f, -INFINITY, -3e38f, 0.0f};
+    p.sinks = huge_sinks;
+    VREJECTS(&p, "p->sinks[2] = -3e+38 is too large");
     p.sinks = NULL;
     p.sinks_buffer = sink_small;
     VREJECTS(&p, "p->sinks_buffer holds");
@@ -1067,6 +1071,10 @@ static void test_bad_variants(void)
     cl_mem mask = sentinel_buffer(ctx, full * sizeof(float));
     cl_mem mask_short = sentinel_buffer(ctx, (full - 1) * sizeof(float));
     p = fx.p;
+    /* a host mask alone: the reference's, which the device would drop */
+    float host_mask[1] = {0.0f};
+    p.mask = (attn_mask){NULL, host_mask, ATTN_F32, 0, 0, 0, 0, 0, 0};
+    VREJECTS(&p, "p->mask.host is set but p->mask.buffer is NULL");
     p.mask = (attn_mask){mask, NULL, ATTN_F32, 0, HQ * plane, plane, SKV, 1, 0};
     CU_ASSERT_EQUAL(attn_validate_forward(ctx, &p, &fx.q, &fx.k, &fx.v, &fx.out, NULL, fx.lse),
                     ATTN_SUCCESS);

@@ -136,17 +136,21 @@ attn_status attn_validate_variant_values(attn_context *ctx, const attn_problem *
                        (double)p->softcap);
     if (p->sinks && p->sinks_buffer)
         return INVALID(ctx, "p->sinks and p->sinks_buffer are both set; give the sinks one way");
-    for (int h = 0; p->sinks && h < p->q_heads; h++)
+    for (int h = 0; p->sinks && h < p->q_heads; h++) {
         if (isnan(p->sinks[h]) || p->sinks[h] == INFINITY)
             return INVALID(ctx, "p->sinks[%d] = %g: a sink must be finite or -inf", h,
                            (double)p->sinks[h]);
+        if (p->sinks[h] != -INFINITY && !isfinite(p->sinks[h] * LOG2E)) /* kernels: log2 units */
+            return INVALID(ctx, "p->sinks[%d] = %g is too large: sink * log2(e) overflows a "
+                           "float", h, (double)p->sinks[h]);
+    }
     if (!(p->alibi_max_bias >= 0.0f) || isinf(p->alibi_max_bias))
         return INVALID(ctx, "p->alibi_max_bias = %g must be finite and >= 0 (0 = off)",
                        (double)p->alibi_max_bias);
     if (p->alibi_slopes && p->alibi_max_bias > 0.0f)
         return INVALID(ctx, "p->alibi_slopes and p->alibi_max_bias are both set; give the slopes "
                        "one way");
-    /* the kernels add slope * log2(e) * (j - pos), |j - pos| < q_len + kv_len, in float */
+    /* the kernels add -slope * log2(e) * |j - pos|, |j - pos| < q_len + kv_len, in float */
     const float reach = (float)p->q_len + (float)p->kv_len;
     for (int h = 0; p->alibi_slopes && h < p->q_heads; h++)
         if (!isfinite(p->alibi_slopes[h] * LOG2E * reach))
@@ -170,6 +174,10 @@ attn_status attn_validate_variants(attn_context *ctx, const attn_problem *p)
                            (size_t)p->q_heads * sizeof(float))) != ATTN_SUCCESS)
         return st;
     const attn_mask *m = &p->mask;
+    /* the reference reads mask.host; a device call would drop it unseen */
+    if (!m->buffer && m->host)
+        return INVALID(ctx, "p->mask.host is set but p->mask.buffer is NULL: the device reads "
+                       "the mask from p->mask.buffer (mask.host is the CPU reference's copy)");
     if (!m->buffer) return ATTN_SUCCESS;
     size_t need;
     mask_end(p, attn_dtype_size(m->dtype), &need); /* the values' check passed it */

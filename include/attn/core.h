@@ -148,7 +148,8 @@ typedef struct attn_tensor {
  * not share bytes with out or lse (the same buffer elsewhere is fine). */
 typedef struct attn_mask {
     cl_mem buffer;        /* the device calls' mask (read only), or NULL: no mask */
-    const float *host;    /* attn_reference_forward's mask: float, same offset and strides */
+    const float *host;    /* attn_reference_forward's mask: float, same offset and strides;
+                           * set without buffer, the device calls refuse it */
     attn_dtype dtype;     /* of buffer: ATTN_F32 or ATTN_F16 */
     size_t offset;        /* elements from the start to element [0][0][0][0] */
     size_t stride_batch, stride_head, stride_q, stride_kv; /* elements; 0 broadcasts */
@@ -190,7 +191,7 @@ typedef struct attn_problem {
      * Positions: query content index i (attn_lengths) sits at key position
      * p = i + kv_len - q_len of its batch entry (bottom-right, as causal),
      * and key content index j at position j. The logit of (i, j) is
-     *     s = softcap(scale * q.k) + alibi_slope[h] * (j - p) + mask,
+     *     s = softcap(scale * q.k) - alibi_slope[h] * |j - p| + mask,
      * then keys outside the window (and past p when causal) are dropped.
      * See "Attention variants" in README.md for models' settings. ---- */
     int use_window;   /* nonzero: sliding window (Mistral, Gemma, FlashAttention's window_size) */
@@ -200,9 +201,14 @@ typedef struct attn_problem {
     /* Attention sinks (gpt-oss): per query head a logit (natural log) that
      * joins each row's softmax denominator and contributes no value:
      * P_j = e^s_j / (sum_k e^s_k + e^sink_h); the LSE includes it, and a
-     * row with no visible key but a sink gives zeros and LSE = sink_h.
+     * row with no visible key but a sink gives zeros and LSE = sink_h (a
+     * padding row, outside its entry's queries, keeps LSE -inf).
      * q_heads floats, read at the call: from the host (sinks) or a device
-     * buffer (sinks_buffer, >= q_heads floats); at most one of the two. */
+     * buffer (sinks_buffer, >= q_heads floats); at most one of the two.
+     * Each is -inf (no sink) or finite with |sink| * log2(e) a float
+     * (below about 2.3e38): host sinks outside that are
+     * ATTN_ERROR_INVALID_ARGUMENT; a device buffer's are not read before
+     * the call, so outside that its rows' results are undefined. */
     const float *sinks;
     cl_mem sinks_buffer;
     /* ALiBi: s -= slope_h * |j - p| (llama.cpp's and FlashAttention's:
