@@ -129,6 +129,85 @@ static void doctored_kernels(attn_context *ctx, const char *dir)
     }
 }
 
+/* Every kernel source into dir, decode_common.cl's combine of split
+ * decodes made 1% wrong (a single pass is right): what a candidate
+ * verified only unsplit would hide. */
+static void doctored_combine(attn_context *ctx, const char *dir)
+{
+    static const char *names[] = {
+        "common.cl",      "variants.cl",      "mask_tiles.cl",   "tile.cl",        "tiled_core.cl",
+        "flash.cl",       "mma_ops.cl",       "mma_operands.cl", "mma_core.cl",    "mma.cl",
+        "mma_check.cl",   "tiled.cl",         "vector_helpers.cl", "vector_core.cl", "vector.cl",
+        "peak.cl",        "kv_append.cl",     "kv_cache_rows.cl", "pack_cache.cl", "decode_common.cl",
+        "decode_vector.cl", "decode_tiled.cl", "decode_mma.cl",   "copy.cl",        "convert.cl",
+        "materialized.cl"};
+    for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+        char *text = attn_kernel_source(ctx, names[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+        if (strcmp(names[i], "decode_common.cl") == 0) {
+            char *wrong = replace(text, "const float out = acc * finish_row(",
+                                  "const float out = (nsplit > 1 ? 1.01f : 1.0f) * acc * finish_row(");
+            CU_ASSERT_FATAL(strcmp(wrong, text) != 0);
+            free(text);
+            text = wrong;
+        }
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        write_file(path, text);
+        free(text);
+    }
+}
+
+/* A decode candidate with automatic splits whose timed runs split (the long
+ * timing cache) is verified split as well: with the combine doctored, the
+ * default is WRONG, and the same parameters forced to one split are OK. It
+ * was verified through the single pass automatic splits take on the short
+ * verification cache, and passed. Needs a device whose automatic splits
+ * split the timing cache (here: 8192 keys of D 128, 8 MiB of K and V, over
+ * two or more compute units); skipped elsewhere. */
+static void test_decode_split_verified(void)
+{
+    fresh_dir();
+    attn_context *ctx = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+    char kdir[512];
+    path_in(kdir, sizeof kdir, "kernels");
+    CU_ASSERT_EQUAL_FATAL(mkdir(kdir, 0755), 0);
+    doctored_combine(ctx, kdir);
+    attn_context_release(ctx);
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_kernel_dir(ctx, kdir), ATTN_SUCCESS);
+    attn_problem p = problem(128, 2, 1, 8192, ATTN_F32, 1);
+    p.q_len = 1;
+    const attn_tune_cache kv = {0, ATTN_KV_AS_DTYPE};
+    attn_tune_bench *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_DECODE, &p, &kv, &b),
+                          ATTN_SUCCESS);
+    attn_params dflt = attn_tune_bench_default(b), planned;
+    attn_plan_info info;
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_plan(b, &info, &planned), ATTN_SUCCESS);
+    const char *at = strstr(info.params, ",splits=");
+    const int splits = at ? atoi(at + 8) : 1;
+    printf("\n  default %s", info.params);
+    if (dflt.kv_splits != 0 || splits < 2) {
+        printf(" (automatic splits do not split here: not checked)");
+    } else {
+        attn_measure_opts mo = {.target_ms = 20, .min_reps = 1, .max_reps = 3};
+        attn_candidate_result r;
+        CU_ASSERT_EQUAL(attn_tune_measure(b, &dflt, &mo, &r), ATTN_SUCCESS);
+        printf("\n  automatic: %s %.120s", attn_candidate_status_name(r.status), r.why);
+        CU_ASSERT_EQUAL(r.status, ATTN_CAND_WRONG);
+        attn_params one = dflt;
+        one.kv_splits = 1;
+        CU_ASSERT_EQUAL(attn_tune_measure(b, &one, &mo, &r), ATTN_SUCCESS);
+        printf("\n  splits=1: %s %.120s", attn_candidate_status_name(r.status), r.why);
+        CU_ASSERT_EQUAL(r.status, ATTN_CAND_OK);
+    }
+    attn_tune_bench_free(b);
+    attn_context_release(ctx);
+    remove_dir();
+}
+
 static void test_wrong_candidates_rejected(void)
 {
     fresh_dir();
@@ -1220,6 +1299,7 @@ static void test_search_keeps_to_family(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_tool_commands),
     HARNESS_TEST(test_wrong_candidates_rejected),
+    HARNESS_TEST(test_decode_split_verified),
     HARNESS_TEST(test_correct_candidates_pass),
     HARNESS_TEST(test_resume_after_kill),
     HARNESS_TEST(test_budget_and_summary),
