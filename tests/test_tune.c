@@ -267,9 +267,15 @@ static void test_wrong_candidates_rejected(void)
     CU_ASSERT(res.best.block_rows != 2 && res.best.block_rows != 4 && res.best.block_rows != 6);
     CU_ASSERT(res.rejected >= 1);
     CU_ASSERT(res.tested <= 4);
+    CU_ASSERT_EQUAL(res.cut_short, 0); /* max_candidates ended it, as asked */
     CU_ASSERT(res.default_ms > 0); /* the default is always measured */
     CU_ASSERT(attn_params_equal(&res.best, &res.dflt) || res.best_ms < res.default_ms);
     CU_ASSERT(res.best_r.status == ATTN_CAND_OK && res.best_r.error_ratio < 1.0);
+    /* a budget that leaves room for the first candidate only: cut short */
+    attn_search_opts tiny = quick_search(1e-3, 0, 7, 1u << ATTN_FAMILY_VECTOR);
+    attn_search_result cut;
+    CU_ASSERT_EQUAL(attn_tune_search(b, &tiny, &cut), ATTN_SUCCESS);
+    CU_ASSERT(cut.cut_short == 1 && cut.tested == 1);
     attn_tune_bench_free(b);
     attn_context_release(ctx);
     remove_dir();
@@ -547,6 +553,24 @@ static void test_session(void)
     /* again: both current, nothing tuned */
     CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
     CU_ASSERT(r.classes == 2 && r.to_tune == 0 && r.tuned == 0);
+    /* an entry whose search the budget cut short (kept through the file)
+     * is tuned again, and then complete (max_candidates is no cut) */
+    attn_tuning_db_init(&d);
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_load(db, &d, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(d.entries[0].cut_short, 0);
+    d.entries[0].cut_short = 1;
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(db, &d, err, sizeof err), ATTN_SUCCESS);
+    attn_tuning_db_free(&d);
+    attn_tuning_db_init(&d);
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_load(db, &d, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(d.entries[0].cut_short, 1);
+    attn_tuning_db_free(&d);
+    CU_ASSERT_EQUAL(attn_tune_run(ctx, &o, &r), ATTN_SUCCESS);
+    CU_ASSERT(r.classes == 2 && r.to_tune == 1 && r.tuned == 1);
+    attn_tuning_db_init(&d);
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_load(db, &d, NULL, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT(d.count == 2 && !d.entries[0].cut_short && !d.entries[1].cut_short);
+    attn_tuning_db_free(&d);
     /* forced, one shape: re-tuned, replacing its entry */
     o.force = 1;
     o.nshapes = 1;

@@ -303,9 +303,10 @@ static int show_file(const char *label, const char *path, const attn_device_iden
         char iqr[32] = "";
         if (e->spread.max_ms > 0)
             snprintf(iqr, sizeof iqr, ", IQR %.1f%%", 100 * attn_time_spread_iqr(&e->spread));
-        printf("    %-32s %-42s %8.1f GFLOP/s%s, default %8.1f (x%.2f)  %s %s, %d tested, "
+        printf("    %-32s %-42s %8.1f GFLOP/s%s, default %8.1f (x%.2f)  %s%s %s, %d tested, "
                "%d rejected, error %.1e\n", cls, e->params, e->gflops, iqr, e->default_gflops,
-               e->default_gflops > 0 ? e->gflops / e->default_gflops : 0.0, e->level >= 2 ? "full" : "quick",
+               e->default_gflops > 0 ? e->gflops / e->default_gflops : 0.0,
+               e->level >= 2 ? "full" : "quick", e->cut_short ? " (cut short by the budget)" : "",
                e->date, e->tested, e->rejected, e->max_error);
     }
     attn_tuning_db_free(&db);

@@ -311,7 +311,11 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     report(&s, NULL, NULL, planned);
 
     int head = 0, randoms = 0;
-    while (may_continue(&s)) {
+    for (;;) {
+        if (!may_continue(&s)) { /* the budget, or the candidates asked for */
+            out->cut_short = !(o->max_candidates > 0 && s.measured >= o->max_candidates);
+            break;
+        }
         if (head == s.qlen) {
             /* local search: the unmeasured neighbours of the best so far,
              * also those off the searched values in a searched family (a

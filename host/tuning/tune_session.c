@@ -96,7 +96,9 @@ static void make_jobs(session *s, const attn_tuning_db *db)
         job *jb = &s->jobs[s->njobs++];
         jb->p = o->shapes[i];
         jb->cls = c;
-        jb->skip = !o->force && attn_tuning_db_find_current(db, &s->id, hashes, &c, o->level);
+        /* a class whose search the budget cut short is tuned again */
+        const attn_tuning_entry *cur = attn_tuning_db_find_current(db, &s->id, hashes, &c, o->level);
+        jb->skip = !o->force && cur && !cur->cut_short;
         s->r->to_tune += !jb->skip;
     }
     s->r->classes = s->njobs;
@@ -157,6 +159,7 @@ static void make_entry(const session *s, const job *jb, const attn_search_result
     e->level = s->o->level;
     e->tested = res->tested;
     e->rejected = res->rejected;
+    e->cut_short = res->cut_short;
 }
 
 /* Merges the winner into the database and reports it. */
@@ -191,6 +194,9 @@ static void save(session *s, const job *jb, const attn_search_result *res, const
                res->tested, res->rejected, res->slow, res->planned, res->space,
                res->exhaustive ? ", all" : "", attn_now_s() - t0, res->best_r.spread.min_ms,
                res->best_r.spread.max_ms, 100 * iqr, 100 * diqr);
+        if (res->cut_short)
+            printf("%-32s cut short by the budget: stored, and tuned again by the next run\n",
+                   cls);
         fflush(stdout);
     }
     if (iqr > ATTN_NOISE_LIMIT || diqr > ATTN_NOISE_LIMIT) {

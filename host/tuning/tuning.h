@@ -86,6 +86,7 @@ typedef struct attn_tuning_entry {
     double max_error, error_ratio; /* verification: worst |out - ref|, and over tolerance */
     int level;                /* ATTN_TUNE_LEVEL_* */
     int tested, rejected;     /* candidates measured, candidates found invalid */
+    int cut_short;            /* the budget ended the search early: a later run tunes it again */
     /* What a newer attn wrote that this build cannot read, kept verbatim so
      * that a merge loses nothing (tuning_db_read.c fills them, tuning_db.c
      * writes them back; "" when there is none):
@@ -338,6 +339,7 @@ typedef struct attn_search_result {
     int tested, rejected, slow, space;
     int planned;                  /* the count the progress callback was given */
     int exhaustive;
+    int cut_short; /* the time budget stopped the search with candidates left (not max_candidates) */
 } attn_search_result;
 
 /* Tunes one class: the timing problem of bench. Returns ATTN_SUCCESS with a

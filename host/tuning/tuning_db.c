@@ -239,6 +239,7 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
         cJSON *cd = cJSON_AddObjectToObject(j, "candidates");
         cJSON_AddNumberToObject(cd, "tested", e->tested);
         cJSON_AddNumberToObject(cd, "rejected", e->rejected);
+        if (e->cut_short) cJSON_AddBoolToObject(cd, "cut_short", 1);
         lost |= add_extra(j, e->extra) != 0;
     }
     char *text = lost ? NULL : cJSON_Print(root);

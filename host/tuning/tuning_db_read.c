@@ -198,7 +198,7 @@ static const char *const shape_keys[] = {"batch", "q_heads", "kv_heads", "q_len"
 static const char *const default_keys[] = {"params", "median_ms", "gflops", "min_ms",
                                            "q1_ms",  "q3_ms",     "max_ms", NULL};
 static const char *const verification_keys[] = {"max_error", "error_ratio", NULL};
-static const char *const candidates_keys[] = {"tested", "rejected", NULL};
+static const char *const candidates_keys[] = {"tested", "rejected", "cut_short", NULL};
 static const struct {
     const char *key;
     const char *const *members;
@@ -444,6 +444,11 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
     if (cand && (get_int(r, cand, "tested", &e->tested, 0, 1 << 30, 0) ||
                  get_int(r, cand, "rejected", &e->rejected, 0, 1 << 30, 0)))
         return -1;
+    const cJSON *cut = cand ? get_typed(r, cand, "cut_short", 0, cJSON_IsBool, "true or false",
+                                        &failed)
+                            : NULL;
+    if (failed) return -1;
+    e->cut_short = cut && cJSON_IsTrue(cut);
     return keep_extra(r, j, e);
 }
 
