@@ -1095,15 +1095,21 @@ static void test_compare_decode(void)
                               {"--block-size", "16", NULL}, {"--seed", "-5", NULL},
                               {"--seed", " 5", NULL}, {"--seed", "+5", NULL},
                               {"--decode", "--shapes", "hq=4:hkv=2:d=16:sq=65:skv=128", NULL},
-                              {"--decode", "--shapes", "hq=4:hkv=2:d=16:sq=16:skv=8", NULL}};
+                              {"--decode", "--shapes", "hq=4:hkv=2:d=16:sq=16:skv=8", NULL},
+                              /* what the library refuses, refused before the peak's timing */
+                              {"--shapes", "hq=8:d=64:s=2000000000", NULL},
+                              {"--shapes", "b=100000:hq=64:d=64:s=4096", NULL}};
     const char *why[] = {"--kv-int8 goes with --decode", "--block-size wants 0 (contiguous)",
                          "--block-size goes with --decode",
                          "--seed wants a non-negative integer", /* not 2^64 - 5 */
                          "--seed wants a non-negative integer", /* strtoull skipped the space */
                          "--seed wants a non-negative integer",
                          "sq = 65 exceeds ATTN_DECODE_MAX_Q_LEN", /* found before any device */
-                         "sq = 16 exceeds skv = 8"};
-    for (int i = 0; i < 8; i++) {
+                         "sq = 16 exceeds skv = 8",
+                         "--shapes: B=1 Hq=8 Hkv=8 D=64 S=2000000000 f32 causal: p->q_len = "
+                         "2000000000 exceeds 2^30",
+                         "batch * q_heads * q_len = 26214400000 exceeds 2^31 - 1"};
+    for (int i = 0; i < 10; i++) {
         CU_ASSERT_EQUAL(run_tool(usage[i], env, out, 1), 2);
         text = harness_read_file(out, NULL);
         CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, why[i]) : NULL);

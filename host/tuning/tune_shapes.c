@@ -2,6 +2,8 @@
  * tune_shapes.h) and the DESIGN prefill set. */
 #define _POSIX_C_SOURCE 200809L
 #include "tuning/tune_shapes.h"
+#include "attention/validate.h"
+#include "core/errors.h"
 #include "core/text.h"
 
 #include <errno.h>
@@ -290,6 +292,25 @@ int tune_shapes_load(const char *arg, int decode, attn_problem **out, char *err,
     if (n < 0) {
         if (!arg) snprintf(err, errsize, "out of host memory");
         return -1;
+    }
+    /* what the library would refuse, refused here by the option's name,
+     * before the peak is measured and the first class started */
+    for (int i = 0; i < n; i++) {
+        attn_thread_error_state saved;
+        attn_thread_error_save(&saved);
+        attn_thread_call_begin(NULL); /* the message without a function's name */
+        const attn_status st = attn_validate_problem_values(&(*out)[i], NULL);
+        if (st != ATTN_SUCCESS) {
+            char shape[256];
+            tune_shape_format(&(*out)[i], shape, sizeof shape);
+            snprintf(err, errsize, "--shapes: %s: %s", shape, attn_last_error(NULL));
+        }
+        attn_thread_error_restore(&saved);
+        if (st != ATTN_SUCCESS) {
+            free(*out);
+            *out = NULL;
+            return -1;
+        }
     }
     for (int i = 0; decode && i < n; i++) {
         const attn_problem *p = &(*out)[i];
