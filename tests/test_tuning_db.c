@@ -1280,6 +1280,14 @@ static void test_check_writable(void)
     CU_ASSERT_EQUAL_FATAL(chmod(ro_file, 0444), 0);
     size_t len_before = 0;
     free(harness_read_file(ro_file, &len_before));
+    /* no write bit: refused whoever runs it, root included */
+    CU_ASSERT_EQUAL(attn_tuning_db_check_writable(ro_file, err, sizeof err), ATTN_ERROR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "not replaced"));
+    attn_tuning_entry one_entry;
+    memset(&one_entry, 0, sizeof one_entry);
+    snprintf(one_entry.params, sizeof one_entry.params, "family=vector,rows=8");
+    attn_tuning_db one_db = {&one_entry, 1, 1};
+    CU_ASSERT_EQUAL(attn_tuning_db_save(ro_file, &one_db, err, sizeof err), ATTN_ERROR_IO);
     fflush(stdout);
     const pid_t pid = fork();
     CU_ASSERT_FATAL(pid >= 0);

@@ -276,13 +276,18 @@ static const char *folder_of(const char *path, char *dir, size_t size)
 }
 
 /* 1, with err set, when path is a file this process may not write (its
- * mode, a read-only mount): the rename would replace it all the same, and
- * a database made read-only on purpose must stay as it is. */
+ * mode, a read-only mount) or one nobody may (no write bit: root passes
+ * access() whatever the mode): the rename would replace it all the same,
+ * and a database made read-only on purpose must stay as it is. */
 static int read_only(const char *path, char *err, size_t errsize)
 {
-    if (access(path, F_OK) != 0 || access(path, W_OK) == 0) return 0;
+    struct stat sb;
+    if (stat(path, &sb) != 0) return 0; /* none yet */
+    const int no_bits = (sb.st_mode & 0222) == 0;
+    if (!no_bits && access(path, W_OK) == 0) return 0;
     snprintf(err, errsize, "%s: the file is not writable (%s), so it is not replaced; make it "
-             "writable, or name another file in ATTN_TUNING_DB", path, strerror(errno));
+             "writable, or name another file in ATTN_TUNING_DB", path,
+             no_bits ? "no write permission bits" : strerror(errno));
     return 1;
 }
 
