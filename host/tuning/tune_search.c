@@ -313,7 +313,13 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     int head = 0, randoms = 0;
     for (;;) {
         if (!may_continue(&s)) { /* the budget, or the candidates asked for */
-            out->cut_short = !(o->max_candidates > 0 && s.measured >= o->max_candidates);
+            /* cut short: the budget stopped it with candidates left (queued
+             * ones unmeasured, or an inexhaustive space's local search) */
+            int left = 0, all = 1;
+            for (int q = head; q < s.qlen; q++) left += s.c[s.queue[q]].state != 2;
+            for (int c = 0; c < s.n; c++) all &= s.c[c].state == 2;
+            out->cut_short = !(o->max_candidates > 0 && s.measured >= o->max_candidates) &&
+                             !all && (left > 0 || !out->exhaustive);
             break;
         }
         if (head == s.qlen) {

@@ -23,6 +23,10 @@ typedef struct job {
     attn_problem p;
     attn_shape_class cls;
     int skip; /* the database already holds a current entry */
+    /* its current entry was cut short by a budget: the search resumes
+     * from that entry's winner (the hint) */
+    int resume;
+    attn_params resume_from;
 } job;
 
 typedef struct session {
@@ -99,6 +103,9 @@ static void make_jobs(session *s, const attn_tuning_db *db)
         /* a class whose search the budget cut short is tuned again */
         const attn_tuning_entry *cur = attn_tuning_db_find_current(db, &s->id, hashes, &c, o->level);
         jb->skip = !o->force && cur && !cur->cut_short;
+        char why[256];
+        jb->resume = !jb->skip && cur && cur->cut_short &&
+                     attn_tuning_entry_params(cur, &jb->resume_from, why, sizeof why) == 0;
         s->r->to_tune += !jb->skip;
     }
     s->r->classes = s->njobs;
@@ -259,9 +266,10 @@ static void tune_class(session *s, int j, int left, double t0, const char *cls)
         failed(s, st);
         return;
     }
-    /* the winner of a class with the same head dim, type and causality
-     * is a good place to start */
-    const attn_params *hint = NULL;
+    /* where a search the budget cut short left off, else the winner of a
+     * class with the same head dim, type and causality: a good place to
+     * start */
+    const attn_params *hint = jb->resume ? &jb->resume_from : NULL;
     for (int h = s->nhints - 1; h >= 0 && !hint; h--)
         if (attn_shape_class_distance(&s->hint_cls[h], &jb->cls) >= 0) hint = &s->hints[h];
     attn_search_opts so;
