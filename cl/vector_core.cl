@@ -64,9 +64,11 @@ inline __attribute__((always_inline)) void vec_rows(tile_rows m, int2 win, int h
 
 /* The walk over a tile's key blocks from jstart (a multiple of BLOCK_KEYS)
  * to hmax: upward, or with ALiBi downward. ALiBi raises a row's logits
- * toward its own position, the high keys: walked upward, the running max
- * grew at nearly every block and rescaled every sum (+40% time, S=2048
- * causal); from the top it meets the max first. */
+ * toward its own position, under the causal mask the high keys: walked
+ * upward, the running max grew at nearly every block and rescaled every
+ * sum (+40% time, S=2048 causal); from the top it meets the max first.
+ * (Without the mask the peak is inside the span: either way meets it
+ * halfway.) */
 #if ALIBI
 #define FOR_KEY_BLOCKS(j0, jstart, hmax)                                                        \
     for (int j0 = (hmax) > (jstart) ? ((hmax) - 1) / BLOCK_KEYS * BLOCK_KEYS : (jstart) - 1;     \
