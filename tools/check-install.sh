@@ -31,6 +31,8 @@ cache_value() { sed -n "s/^$1:[A-Z]*=//p" build/CMakeCache.txt; }
 libdir=$(cache_value CMAKE_INSTALL_LIBDIR) # lib, or lib64 where GNUInstallDirs says so
 version=$(cache_value CMAKE_PROJECT_VERSION)
 [[ -n "$libdir" && -n "$version" ]] || fail "build/CMakeCache.txt names no libdir or version"
+[[ "$libdir" != /* ]] || fail "CMAKE_INSTALL_LIBDIR=$libdir is absolute: this check installs \
+into a temporary prefix, which an absolute libdir leaves"
 lib=$prefix/$libdir
 headers=(attn.h attn/core.h attn/config.h attn/forward.h attn/decode.h attn/blas.h)
 for f in "${headers[@]/#/include/}" "$libdir"/libattn.so "$libdir"/cmake/attn/attnConfig.cmake \
