@@ -165,7 +165,9 @@ static void doctored_combine(attn_context *ctx, const char *dir)
  * verification cache, and passed. Needs a device whose automatic splits
  * split the timing cache (here: 8192 keys of D 128, 8 MiB of K and V, over
  * two or more compute units); skipped elsewhere. */
-static void test_decode_split_verified(void)
+/* A fresh folder, doctor(ctx, folder) writing kernel sources into it, and
+ * a context that reads its kernels from there. */
+static attn_context *doctored_context(void (*doctor)(attn_context *, const char *))
 {
     fresh_dir();
     attn_context *ctx = NULL;
@@ -173,10 +175,16 @@ static void test_decode_split_verified(void)
     char kdir[512];
     path_in(kdir, sizeof kdir, "kernels");
     CU_ASSERT_EQUAL_FATAL(mkdir(kdir, 0755), 0);
-    doctored_combine(ctx, kdir);
+    doctor(ctx, kdir);
     attn_context_release(ctx);
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_kernel_dir(ctx, kdir), ATTN_SUCCESS);
+    return ctx;
+}
+
+static void test_decode_split_verified(void)
+{
+    attn_context *ctx = doctored_context(doctored_combine);
     attn_problem p = problem(128, 2, 1, 8192, ATTN_F32, 1);
     p.q_len = 1;
     const attn_tune_cache kv = {0, ATTN_KV_AS_DTYPE};
@@ -210,16 +218,7 @@ static void test_decode_split_verified(void)
 
 static void test_wrong_candidates_rejected(void)
 {
-    fresh_dir();
-    attn_context *ctx = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
-    char kdir[512];
-    path_in(kdir, sizeof kdir, "kernels");
-    CU_ASSERT_EQUAL_FATAL(mkdir(kdir, 0755), 0);
-    doctored_kernels(ctx, kdir);
-    attn_context_release(ctx);
-    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(attn_context_set_kernel_dir(ctx, kdir), ATTN_SUCCESS);
+    attn_context *ctx = doctored_context(doctored_kernels);
 
     attn_problem p = problem(16, 2, 1, 64, ATTN_F32, 1);
     attn_tune_bench *b = NULL;
