@@ -377,7 +377,8 @@ static void test_bad_arguments(void)
      * x 64 floats, 16 KiB): UNSUPPORTED naming the rows, before any work
      * (it was OUT_OF_MEMORY at a scratch reserve, "scratch buffer ...") */
     float big[64 * 16] = {0};
-    cl_mem hb = upload(ctx, ATTN_F32, big, 64 * 16, 0), ob = upload(ctx, ATTN_F32, NULL, 64 * 16, 0);
+    cl_mem hb = upload(ctx, ATTN_F32, big, 64 * 16, 0);
+    cl_mem ob = upload(ctx, ATTN_F32, NULL, 64 * 16, 0);
     ctx->max_alloc = 8192;
     CU_ASSERT_EQUAL(attn_layer_forward(layer, 1, 64, hb, 0, ob, 0, NULL, NULL, NULL),
                     ATTN_ERROR_UNSUPPORTED);

@@ -135,18 +135,20 @@ static void doctored_kernels(attn_context *ctx, const char *dir)
 static void doctored_combine(attn_context *ctx, const char *dir)
 {
     static const char *names[] = {
-        "common.cl",      "variants.cl",      "mask_tiles.cl",   "tile.cl",        "tiled_core.cl",
-        "flash.cl",       "mma_ops.cl",       "mma_operands.cl", "mma_core.cl",    "mma.cl",
-        "mma_check.cl",   "tiled.cl",         "vector_helpers.cl", "vector_core.cl", "vector.cl",
-        "peak.cl",        "kv_append.cl",     "kv_cache_rows.cl", "pack_cache.cl", "decode_common.cl",
-        "decode_vector.cl", "decode_tiled.cl", "decode_mma.cl",   "copy.cl",        "convert.cl",
-        "materialized.cl"};
+        "common.cl",        "variants.cl",    "mask_tiles.cl",    "tile.cl",
+        "tiled_core.cl",    "flash.cl",       "mma_ops.cl",       "mma_operands.cl",
+        "mma_core.cl",      "mma.cl",         "mma_check.cl",     "tiled.cl",
+        "vector_helpers.cl", "vector_core.cl", "vector.cl",       "peak.cl",
+        "kv_append.cl",     "kv_cache_rows.cl", "pack_cache.cl",  "decode_common.cl",
+        "decode_vector.cl", "decode_tiled.cl", "decode_mma.cl",   "copy.cl",
+        "convert.cl",       "materialized.cl"};
     for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
         char *text = attn_kernel_source(ctx, names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text);
         if (strcmp(names[i], "decode_common.cl") == 0) {
             char *wrong = replace(text, "const float out = acc * finish_row(",
-                                  "const float out = (nsplit > 1 ? 1.01f : 1.0f) * acc * finish_row(");
+                                  "const float out = (nsplit > 1 ? 1.01f : 1.0f) * acc * "
+                                  "finish_row(");
             CU_ASSERT_FATAL(strcmp(wrong, text) != 0);
             free(text);
             text = wrong;

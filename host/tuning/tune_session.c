@@ -101,7 +101,8 @@ static void make_jobs(session *s, const attn_tuning_db *db)
         jb->p = o->shapes[i];
         jb->cls = c;
         /* a class whose search the budget cut short is tuned again */
-        const attn_tuning_entry *cur = attn_tuning_db_find_current(db, &s->id, hashes, &c, o->level);
+        const attn_tuning_entry *cur =
+            attn_tuning_db_find_current(db, &s->id, hashes, &c, o->level);
         jb->skip = !o->force && cur && !cur->cut_short;
         char why[256];
         jb->resume = !jb->skip && cur && cur->cut_short &&

@@ -339,7 +339,7 @@ typedef struct attn_search_result {
     int tested, rejected, slow, space;
     int planned;                  /* the count the progress callback was given */
     int exhaustive;
-    int cut_short; /* the time budget stopped the search with candidates left (not max_candidates) */
+    int cut_short; /* the budget stopped it with candidates left (max_candidates is no cut) */
 } attn_search_result;
 
 /* Tunes one class: the timing problem of bench. Returns ATTN_SUCCESS with a
