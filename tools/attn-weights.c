@@ -379,7 +379,7 @@ static int run(int argc, char **argv)
     const char *why = NULL;
     const int cell = png_cell(&o, Sq, Skv); /* refused before the weights are computed */
     const int png = strcmp(image_type(o.out), "png") == 0;
-    if (png && ((long)Sq * cell > HEATMAP_MAX_SIDE || (long)Skv * cell > HEATMAP_MAX_SIDE)) {
+    if (png && !heatmap_fits(Sq, Skv, cell)) {
         fprintf(stderr, "attn-weights: --out %s: %d x %d weights at --cell %d would make a map "
                 "of %ld x %ld pixels, more than the %d a side a PNG here may have (a smaller "
                 "--cell, shorter sequences, or .svg)\n", o.out, Sq, Skv, cell, (long)Skv * cell,

@@ -57,10 +57,15 @@ static int tick_step(int cell, int min_px)
             if ((long)step * m * cell >= min_px) return step * m;
 }
 
+int heatmap_fits(int rows, int cols, int cell)
+{
+    return (long)rows * cell <= HEATMAP_MAX_SIDE && (long)cols * cell <= HEATMAP_MAX_SIDE;
+}
+
 unsigned char *heatmap_render(const float *w, const unsigned char *kind, int rows, int cols,
                               int cell, int *width, int *height)
 {
-    if ((long)rows * cell > HEATMAP_MAX_SIDE || (long)cols * cell > HEATMAP_MAX_SIDE) return NULL;
+    if (!heatmap_fits(rows, cols, cell)) return NULL;
     float wmax = 0;
     for (size_t i = 0; i < (size_t)rows * cols; i++)
         if (kind[i] == CELL_WEIGHT && w[i] > wmax) wmax = w[i];

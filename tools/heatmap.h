@@ -21,9 +21,13 @@ void heatmap_colour(float w, float wmax, int kind, unsigned char rgb[3]);
  * 3 GB and every coordinate within an int. */
 #define HEATMAP_MAX_SIDE 30000
 
+/* Whether a map of rows x cols cells of cell x cell pixels stays within
+ * HEATMAP_MAX_SIDE a side. */
+int heatmap_fits(int rows, int cols, int cell);
+
 /* rows x cols weights w and their kinds (row-major), each cell cell x cell
  * pixels. Returns the image (malloc'd RGB rows) and its size, or NULL when
- * out of memory or when rows or cols times cell exceeds HEATMAP_MAX_SIDE. */
+ * out of memory or when the map does not fit (heatmap_fits). */
 unsigned char *heatmap_render(const float *w, const unsigned char *kind, int rows, int cols,
                               int cell, int *width, int *height);
 
