@@ -5,6 +5,7 @@
  * masks' structure can be seen. Uses only attn.h. */
 #define _POSIX_C_SOURCE 200809L
 #include "attn.h"
+#include "core/file_write.h"
 #include "core/text.h"
 #include "heatmap.h"
 #include "png_write.h"
@@ -13,7 +14,6 @@
 #include "tool_error.h"
 
 #include <errno.h>
-#include <fcntl.h>
 #include <getopt.h>
 #include <math.h>
 #include <stdint.h>
@@ -21,7 +21,6 @@
 #include <stdlib.h>
 #include <string.h>
 #include <strings.h>
-#include <unistd.h>
 
 #define EXIT_USAGE 2
 
@@ -299,16 +298,10 @@ static int write_image(const options *o, const float *w, const unsigned char *ki
     /* into a temporary beside it, then renamed: a failed write leaves
      * neither a partial picture nor an existing file destroyed */
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", o->out, (long)getpid());
-    /* this process's name: a leftover of a killed run with the same pid
-     * goes, and O_EXCL makes a new file, never one a link points to */
-    unlink(tmp);
-    const int fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-    FILE *f = fd >= 0 ? fdopen(fd, "wb") : NULL;
+    FILE *f = attn_create_beside(o->out, tmp, sizeof tmp);
     if (!f) {
         fprintf(stderr, "attn-weights: cannot write %s (through %s): %s\n", o->out, tmp,
                 strerror(errno));
-        if (fd >= 0) close(fd), remove(tmp);
         free(img);
         return 0;
     }

@@ -7,6 +7,7 @@
  * fuzz/fuzz_disk_cache.c try the problems). */
 #define _POSIX_C_SOURCE 200809L
 #include "core/log.h"
+#include "core/file_write.h"
 #include "core/hash.h"
 #include "core/program.h"
 
@@ -35,20 +36,6 @@ static int cache_path(const char *dir, uint64_t key, char *buf, size_t size)
     if (!dir || !*dir) return 0;
     return snprintf(buf, size, "%s/" ATTN_CACHE_FILE_NAME, dir, (unsigned long long)key) <
            (int)size;
-}
-
-/* mkdir -p */
-static int make_dirs(const char *path)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
 }
 
 int attn_disk_cache_load(const char *dir, const char *key_text, uint64_t key, unsigned char **bin,
@@ -120,7 +107,7 @@ int attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
      * planted in a shared folder (O_NOFOLLOW), and apart from another
      * container's process of the same pid (the time, then retries) */
     FILE *f = NULL;
-    if (make_dirs(dir) == 0) {
+    if (attn_make_dirs(dir) == 0) {
         struct timespec ts;
         clock_gettime(CLOCK_REALTIME, &ts);
         int fd = -1;

@@ -4,6 +4,7 @@
  * nothing. Reading is tuning_db_read.c; lookup lives in tuning_lookup.c. */
 #define _DEFAULT_SOURCE /* flock */
 #include "core/config.h"
+#include "core/file_write.h"
 #include "core/log.h"
 #include "tuning/tuning.h"
 #include "attention/variants.h"
@@ -247,23 +248,6 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
     return text;
 }
 
-/* mkdir -p of path's folder */
-static int make_parent_dirs(const char *path)
-{
-    char tmp[4096];
-    if (snprintf(tmp, sizeof tmp, "%s", path) >= (int)sizeof tmp) return -1;
-    char *slash = strrchr(tmp, '/');
-    if (!slash || slash == tmp) return 0;
-    *slash = 0;
-    for (char *p = tmp + 1; *p; p++) {
-        if (*p != '/') continue;
-        *p = 0;
-        if (mkdir(tmp, 0755) != 0 && errno != EEXIST) return -1;
-        *p = '/';
-    }
-    return (mkdir(tmp, 0755) != 0 && errno != EEXIST) ? -1 : 0;
-}
-
 /* Path's folder into dir ("." when it names none, "/" for the root's
  * files); returns its base name, within path. */
 static const char *folder_of(const char *path, char *dir, size_t size)
@@ -349,20 +333,10 @@ attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char
         return ATTN_ERROR_IO;
     }
     char tmp[4200];
-    snprintf(tmp, sizeof tmp, "%s.%ld.tmp", path, (long)getpid());
     attn_status st = ATTN_SUCCESS;
-    FILE *f = NULL;
-    int fd = -1;
-    if (make_parent_dirs(path) == 0) {
-        /* this process's name: a leftover with the same pid goes, and
-         * O_EXCL makes a new file, never one a link there points to */
-        unlink(tmp);
-        fd = open(tmp, O_WRONLY | O_CREAT | O_EXCL, 0666);
-        f = fd >= 0 ? fdopen(fd, "wb") : NULL;
-    }
+    FILE *f = attn_make_parent_dirs(path) == 0 ? attn_create_beside(path, tmp, sizeof tmp) : NULL;
     if (!f) {
         snprintf(err, errsize, "%s: cannot write: %s", path, strerror(errno));
-        if (fd >= 0) close(fd), remove(tmp);
         free(text);
         return ATTN_ERROR_IO;
     }
@@ -453,7 +427,7 @@ attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db
     path = link_target(path, target);
     char lock[4200];
     snprintf(lock, sizeof lock, "%s.lock", path);
-    if (make_parent_dirs(path) != 0) {
+    if (attn_make_parent_dirs(path) != 0) {
         snprintf(err, errsize, "%s: cannot make its folder: %s", path, strerror(errno));
         return ATTN_ERROR_IO;
     }
@@ -486,7 +460,7 @@ attn_status attn_tuning_db_check_writable(const char *path, char *err, size_t er
 {
     char target[PATH_MAX], dir[4200];
     path = link_target(path, target);
-    if (make_parent_dirs(path) != 0) {
+    if (attn_make_parent_dirs(path) != 0) {
         snprintf(err, errsize, "%s: cannot make its folder: %s", path, strerror(errno));
         return ATTN_ERROR_IO;
     }
