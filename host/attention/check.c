@@ -40,6 +40,20 @@ static attn_status read_floats(attn_context *ctx, cl_mem m, attn_dtype dtype, si
     return err == CL_SUCCESS ? ATTN_SUCCESS : attn_fail_cl(ctx, err, "clEnqueueReadBuffer (check mode)");
 }
 
+attn_status attn_check_reference(attn_context *ctx, const char *who, const attn_problem *p,
+                                 const float *q, const float *k, const float *v, float *o,
+                                 const attn_lengths *lengths, float *lse)
+{
+    attn_thread_error_state saved; /* the thread's message is the caller's */
+    attn_thread_error_save(&saved);
+    const attn_status st = attn_reference_forward(p, q, k, v, o, lengths, lse);
+    if (st != ATTN_SUCCESS)
+        ATTN_FAIL(ctx, st, "%s: the reference failed (%s: %s)", who, attn_status_name(st),
+                  attn_last_error(NULL));
+    attn_thread_error_restore(&saved);
+    return st;
+}
+
 attn_status attn_tensor_download(attn_context *ctx, const attn_tensor *t, attn_dtype dtype,
                                  int batch, int heads, int seq, int dim, float *dst)
 {
@@ -193,14 +207,9 @@ attn_status attn_check_compare(attn_context *ctx, const attn_problem *p,
     if ((st = attn_tensor_download(ctx, out, p->dtype, p->batch, p->q_heads, p->q_len, p->head_dim, got)) ||
         (lse && (st = read_floats(ctx, lse, ATTN_F32, 0, dev_rows, dev_lse))))
         goto done;
-    attn_thread_error_state saved; /* the thread's message is the caller's */
-    attn_thread_error_save(&saved);
-    st = attn_reference_forward(&rp, in->q, in->k, in->v, ref, lengths, ref_lse);
-    if (st != ATTN_SUCCESS)
-        ATTN_FAIL(ctx, st, "check mode: the reference failed (%s: %s)", attn_status_name(st),
-                  attn_last_error(NULL));
-    attn_thread_error_restore(&saved);
-    if (st != ATTN_SUCCESS) goto done;
+    if ((st = attn_check_reference(ctx, "check mode", &rp, in->q, in->k, in->v, ref, lengths,
+                                   ref_lse)) != ATTN_SUCCESS)
+        goto done;
     if (p->packed) packed_rows(p, lengths, got, ref, got_lse, dev_lse, ref_lse);
     double atol, rtol;
     attn_tolerance(p->dtype, &atol, &rtol);

@@ -29,6 +29,12 @@ attn_status attn_check_finish(attn_context *ctx, attn_status st, const attn_prob
                               attn_check_inputs *inputs, const attn_tensor *out,
                               const attn_lengths *lengths, cl_mem lse, cl_event finished,
                               cl_event *done);
+/* attn_reference_forward for a call on ctx: a refusal becomes ctx's error,
+ * "<who>: the reference failed (<status>: <why>)", while the thread's
+ * attn_last_error(NULL) keeps the caller's message. */
+attn_status attn_check_reference(attn_context *ctx, const char *who, const attn_problem *p,
+                                 const float *q, const float *k, const float *v, float *o,
+                                 const attn_lengths *lengths, float *lse);
 /* Reads a strided tensor of p->dtype back into contiguous [B,H,S,D] floats. */
 attn_status attn_tensor_download(attn_context *ctx, const attn_tensor *t, attn_dtype dtype,
                                  int batch, int heads, int seq, int dim, float *dst);

@@ -176,13 +176,8 @@ attn_status attn_tune_bench_create(attn_context *ctx, int entry, const attn_prob
         b->vk = bhsd(m[1], 2, vskv, D);
         b->vv = bhsd(m[2], 2, vskv, D);
         m[0] = m[1] = m[2] = NULL;
-        attn_thread_error_state saved; /* the thread's message is the caller's */
-        attn_thread_error_save(&saved);
-        st = attn_reference_forward(v, hq, hk, hv, b->ref_o, &b->vlen, b->ref_lse);
-        if (st != ATTN_SUCCESS)
-            ATTN_FAIL(ctx, st, "attn_tune_bench_create: the reference failed on the "
-                      "verification shape (%s)", attn_last_error(NULL));
-        attn_thread_error_restore(&saved);
+        st = attn_check_reference(ctx, "attn_tune_bench_create (the verification shape)", v,
+                                  hq, hk, hv, b->ref_o, &b->vlen, b->ref_lse);
         /* NaN bit patterns of every storage type, as bytes: 0xffff... */
         memset(b->nan_host, 0xff, vnq * sizeof(float));
     }
