@@ -450,8 +450,14 @@ attn_status attn_decode_params(attn_context *ctx, attn_kv_cache *cache, const at
 attn_status attn_decode_prepare(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
                                 attn_plan_info *info)
 {
-    if (!ctx) return attn_fail_null(__func__, "ctx");
-    attn_call_begin(ctx, __func__);
+    return attn_decode_prepare_splits(ctx, cache, p, info, NULL);
+}
+
+attn_status attn_decode_prepare_splits(attn_context *ctx, attn_kv_cache *cache,
+                                       const attn_problem *p, attn_plan_info *info, int *splits)
+{
+    if (!ctx) return attn_fail_null("attn_decode_prepare", "ctx");
+    attn_call_begin(ctx, "attn_decode_prepare");
     decode_plan dp = {0};
     cl_kernel main_k = NULL, comb_k = NULL;
     attn_problem full;
@@ -478,6 +484,7 @@ attn_status attn_decode_prepare(attn_context *ctx, attn_kv_cache *cache, const a
         info->private_bytes = attn_params_private_bytes(
             dp.prefill ? ATTN_ENTRY_PREFILL : ATTN_ENTRY_DECODE, &dp.pr, &full);
     }
+    if (st == ATTN_SUCCESS && splits) *splits = dp.nsplit;
     free(dp.qlen);
     attn_call_end(ctx);
     return st;

@@ -189,6 +189,11 @@ attn_status attn_decode_params(attn_context *ctx, attn_kv_cache *cache, const at
                                const attn_problem *p, const attn_tensor *q,
                                const attn_tensor *out, cl_event *done);
 
+/* attn_decode_prepare that also gives the number of KV splits the plan
+ * launches (the tuner verifies a candidate as it is timed). */
+attn_status attn_decode_prepare_splits(attn_context *ctx, attn_kv_cache *cache,
+                                       const attn_problem *p, attn_plan_info *info, int *splits);
+
 /* Built-in decode parameters for this device and problem (q_len, heads):
  * the family by device type (mma where dev->mma and a KV head has
  * ATTN_MMA_DECODE_ROWS query rows or more); rows = the KV group's query

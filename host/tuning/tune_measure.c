@@ -10,6 +10,7 @@
 #include "attention/validate.h"
 #include "attention/check.h"
 #include "attention/convert.h"
+#include "attention/decode.h"
 #include "tuning/tune_bench.h"
 #include "kernels/params.h"
 
@@ -361,18 +362,15 @@ static attn_status verified_as_timed(attn_tune_bench *b, const attn_params *pr, 
 {
     *pv = *pr;
     if (b->entry != ATTN_ENTRY_DECODE || pr->kv_splits > 0) return ATTN_SUCCESS;
-    attn_plan_info info;
-    const attn_status st = attn_decode_prepare(b->ctx, b->tcache, &b->tp, &info);
+    int n = 1;
+    const attn_status st = attn_decode_prepare_splits(b->ctx, b->tcache, &b->tp, NULL, &n);
     if (st != ATTN_SUCCESS) {
         r->status = verdict(st);
         snprintf(r->why, sizeof r->why, "%s: %s", attn_status_name(st), attn_last_error(b->ctx));
         return ATTN_SUCCESS;
     }
-    const char *at = NULL; /* the last: the splits launched, after the parameters */
-    for (const char *f = strstr(info.params, "splits="); f; f = strstr(f + 1, "splits=")) at = f;
-    const long n = at ? strtol(at + 7, NULL, 10) : 1;
     if (n <= 1) return ATTN_SUCCESS;
-    pv->kv_splits = (int)(n < 256 ? n : 256);
+    pv->kv_splits = n < 256 ? n : 256;
     char vopt[1024];
     attn_params_options(pv, &b->vp, b->entry, vopt, sizeof vopt);
     if (strcmp(vopt, topt) != 0) *pv = *pr;
