@@ -1590,6 +1590,18 @@ static void test_update_cleans_up(void)
     CU_ASSERT_EQUAL(attn_tuning_db_load(path, &db, NULL, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(db.count, 1);
     attn_tuning_db_free(&db);
+    /* nothing to merge: a missing folder is not made (attn-tune --import of
+     * an empty file) */
+    char deep[600];
+    path_in(deep, sizeof deep, "not-made");
+    const size_t at = strlen(deep);
+    snprintf(deep + at, sizeof deep - at, "/tuning.json");
+    size_t replaced = 7;
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file_counted(deep, &e, 0, &replaced, err, sizeof err),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(replaced, 0);
+    deep[at] = 0;
+    CU_ASSERT(!exists(deep));
     remove_dir();
 }
 

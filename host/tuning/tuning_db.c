@@ -482,7 +482,6 @@ typedef struct merge_arg {
 static int merge_fn(attn_tuning_db *db, void *arg)
 {
     merge_arg *m = arg;
-    if (m->n == 0) return 1; /* the file stays as it is */
     const size_t before = db->count; /* loaded, so one entry a slot */
     for (size_t i = 0; i < m->n; i++)
         if (attn_tuning_db_append(db, &m->entries[i]) != 0) return -1;
@@ -496,6 +495,8 @@ attn_status attn_tuning_db_merge_file_counted(const char *path, const attn_tunin
                                               size_t n, size_t *replaced, char *err,
                                               size_t errsize)
 {
+    if (replaced) *replaced = 0;
+    if (n == 0) return ATTN_SUCCESS; /* nothing touched: no folder made, no file read */
     merge_arg m = {entries, n, 0};
     const attn_status st = attn_tuning_db_update(path, merge_fn, &m, err, errsize);
     if (replaced) *replaced = st == ATTN_SUCCESS ? m.replaced : 0;
