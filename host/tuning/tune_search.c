@@ -404,13 +404,16 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     if (o->budget_s > 0 && round_ms > 0) { /* what the budget still holds, the warm-up round too */
         double left_ms = (o->budget_s - (attn_now_s() - s.t0)) * 1e3;
         int fit = (int)(left_ms / round_ms) - 1;
-        if (rounds > fit) rounds = fit < 1 ? 1 : fit;
+        if (rounds > fit) rounds = fit;
     }
-    if (k > 1 && (st = attn_tune_retime(b, cands, k, rounds, 1, ms, spread)) != ATTN_SUCCESS)
+    /* too few rounds left to rank them better than their own timings did
+     * (one round has no spread at all): those stand */
+    const int retime = k > 1 && rounds >= min_rounds(o);
+    if (retime && (st = attn_tune_retime(b, cands, k, rounds, 1, ms, spread)) != ATTN_SUCCESS)
         goto done;
-    if (k == 1) {
-        ms[0] = s.c[order[0]].r.median_ms;
-        spread[0] = s.c[order[0]].r.spread;
+    for (int i = 0; !retime && i < k; i++) {
+        ms[i] = s.c[order[i]].r.median_ms;
+        spread[i] = s.c[order[i]].r.spread;
     }
     double fastest = ms[0];
     for (int i = 1; i < k; i++)
@@ -421,8 +424,9 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
         if (attn_log_enabled(ATTN_LOG_DEBUG)) {
             char text[200];
             attn_params_format(&cands[i], text, sizeof text);
-            attn_log(ATTN_LOG_DEBUG, "re-timed %s: %.4f ms (first measured %.4f), complexity %d",
-                     text, ms[i], s.c[order[i]].r.median_ms, cx);
+            attn_log(ATTN_LOG_DEBUG, "%s %s: %.4f ms (first measured %.4f), complexity %d",
+                     retime ? "re-timed" : "not re-timed (no budget left)", text, ms[i],
+                     s.c[order[i]].r.median_ms, cx);
         }
         if (ms[i] <= fastest * (1 + NEAR_TIE) &&
             (win < 0 || cx < attn_search_complexity(&cands[win], &dflt)))
