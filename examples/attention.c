@@ -40,9 +40,9 @@ int main(void)
         goto done;
     }
     srand(1);
-    for (size_t i = 0; i < nq; i++) q[i] = (float)rand() / RAND_MAX - 0.5f;
-    for (size_t i = 0; i < nkv; i++) k[i] = (float)rand() / RAND_MAX - 0.5f;
-    for (size_t i = 0; i < nkv; i++) v[i] = (float)rand() / RAND_MAX - 0.5f;
+    for (size_t i = 0; i < nq; i++) q[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+    for (size_t i = 0; i < nkv; i++) k[i] = (float)rand() / (float)RAND_MAX - 0.5f;
+    for (size_t i = 0; i < nkv; i++) v[i] = (float)rand() / (float)RAND_MAX - 0.5f;
 
     /* contiguous BHSD tensors: strides for batch, head and sequence */
     mq = upload(ctx, q, nq), mk = upload(ctx, k, nkv), mv = upload(ctx, v, nkv);
