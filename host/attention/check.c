@@ -3,6 +3,7 @@
  * new device or driver (ATTN_CHECK=1 or attn_context_set_check). */
 #include "core/context.h"
 #include "core/errors.h"
+#include "core/launch.h"
 #include "attention/check.h"
 #include "attention/convert.h"
 #include "attention/validate.h"
@@ -130,7 +131,9 @@ attn_status attn_check_read_inputs(attn_context *ctx, const attn_problem *p,
         return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "check mode: out of host memory");
     }
     attn_status st;
-    if ((st = attn_tensor_download(ctx, q, p->dtype, p->batch, p->q_heads, p->q_len, p->head_dim, in->q)) ||
+    /* on an out-of-order queue the reads would overtake the caller's writes */
+    if ((st = attn_queue_order(ctx)) ||
+        (st = attn_tensor_download(ctx, q, p->dtype, p->batch, p->q_heads, p->q_len, p->head_dim, in->q)) ||
         (k && (st = attn_tensor_download(ctx, k, p->dtype, p->batch, p->kv_heads, p->kv_len, p->head_dim, in->k))) ||
         (v && (st = attn_tensor_download(ctx, v, p->dtype, p->batch, p->kv_heads, p->kv_len, p->head_dim, in->v))) ||
         (st = read_variants(ctx, p, in))) {

@@ -8,8 +8,9 @@
 /* ---- check mode (check.c) ---- */
 /* Host copies of a forward's inputs, contiguous BHSD float. */
 typedef struct attn_check_inputs attn_check_inputs;
-/* Reads q, k, v back (blocking) before the kernels run: out may be q. k
- * or v NULL: left zero, for the caller to fill (attn_check_kv). */
+/* Reads q, k, v back (blocking, after what the queue holds, even an
+ * out-of-order one) before the kernels run: out may be q. k or v NULL:
+ * left zero, for the caller to fill (attn_check_kv). */
 attn_status attn_check_read_inputs(attn_context *ctx, const attn_problem *p,
                                    const attn_tensor *q, const attn_tensor *k,
                                    const attn_tensor *v, attn_check_inputs **out);

@@ -360,10 +360,9 @@ static attn_status read_check_inputs(attn_context *ctx, attn_kv_cache *c, const 
     attn_tensor ck, cv;
     const int plain = plain_tensors(c);
     if (plain) attn_kv_plain_tensors(c, &ck, &cv);
-    /* an out-of-order queue could read the cache before the appends */
-    attn_status st = attn_queue_order(ctx);
-    if (st == ATTN_SUCCESS)
-        st = attn_check_read_inputs(ctx, full, q, plain ? &ck : NULL, plain ? &cv : NULL, inputs);
+    /* (after the appends: attn_check_read_inputs orders an out-of-order queue) */
+    attn_status st =
+        attn_check_read_inputs(ctx, full, q, plain ? &ck : NULL, plain ? &cv : NULL, inputs);
     if (st != ATTN_SUCCESS || plain) return st;
     const size_t D = (size_t)c->head_dim, cap = (size_t)c->capacity;
     float *hk, *hv;
