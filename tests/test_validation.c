@@ -793,48 +793,52 @@ static void test_sub_buffer_overlaps(void)
     fixture_free(&fx);
 }
 
-/* Q, K, V and O interleaved in one buffer, [B, S, 4, H, D] (a fused QKVO
- * projection output): the tensors share a buffer and their element ranges
- * interleave, but no element is shared, so it is accepted and right; the
- * same with out placed on k's or v's elements, or on q's shifted by a head
- * (which also reaches k's), is rejected. */
-static void test_fused_layout(void)
+/* Q, K, V and O interleaved in one buffer, [B, S, Hq + 2 Hkv + Hq, D] (a
+ * fused QKVO projection output): the tensors share a buffer and their
+ * element ranges interleave, but no element is shared, so it is accepted
+ * and right, with GQA's fewer KV heads too; the same with out placed on
+ * k's or v's elements, or on q's shifted by a head (which also reaches
+ * k's), is rejected. */
+static void fused_layout(int hq, int hkv)
 {
     attn_context *ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
-    enum { H = 2, S = 8 };
+    enum { S = 8 };
     attn_problem p = base_problem(ATTN_F32);
-    p.q_heads = p.kv_heads = H;
+    p.q_heads = hq;
+    p.kv_heads = hkv;
     p.q_len = p.kv_len = S;
-    size_t n = (size_t)B * S * 4 * H * D, part = (size_t)B * H * S * D;
+    const int heads[4] = {hq, hkv, hkv, hq}, row = 2 * hq + 2 * hkv; /* heads in a token's row */
+    size_t n = (size_t)B * S * row * D, part[3];
     float *host = malloc(n * sizeof *host), *x[3];
     CU_ASSERT_PTR_NOT_NULL_FATAL(host);
     for (int t = 0; t < 3; t++) {
-        x[t] = malloc(part * sizeof(float));
+        part[t] = (size_t)B * heads[t] * S * D;
+        x[t] = malloc(part[t] * sizeof(float));
         CU_ASSERT_PTR_NOT_NULL_FATAL(x[t]);
-        harness_fill_uniform(x[t], part, 300 + (uint64_t)t, -1.0f, 1.0f);
+        harness_fill_uniform(x[t], part[t], 300 + (uint64_t)t, -1.0f, 1.0f);
     }
     attn_tensor t[4];
-    for (int i = 0; i < 4; i++) {
-        t[i].offset = (size_t)i * H * D;
+    for (int i = 0, at = 0; i < 4; at += heads[i++]) {
+        t[i].offset = (size_t)at * D;
         t[i].stride_head = D;
-        t[i].stride_seq = (size_t)4 * H * D;
-        t[i].stride_batch = (size_t)S * 4 * H * D;
+        t[i].stride_seq = (size_t)row * D;
+        t[i].stride_batch = (size_t)S * row * D;
     }
     for (size_t i = 0; i < n; i++) host[i] = NAN;
     for (int i = 0; i < 3; i++)
         for (int b = 0; b < B; b++)
-            for (int h = 0; h < H; h++)
+            for (int h = 0; h < heads[i]; h++)
                 for (int s = 0; s < S; s++)
                     memcpy(host + t[i].offset + b * t[i].stride_batch + h * t[i].stride_head +
                                s * t[i].stride_seq,
-                           x[i] + (((size_t)b * H + h) * S + s) * D, D * sizeof(float));
+                           x[i] + (((size_t)b * heads[i] + h) * S + s) * D, D * sizeof(float));
     cl_int err;
     cl_mem buf = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
                                 n * sizeof(float), host, &err);
     CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
     for (int i = 0; i < 4; i++) t[i].buffer = buf;
-    cl_mem lse = sentinel_buffer(ctx, (size_t)B * H * S * sizeof(float));
+    cl_mem lse = sentinel_buffer(ctx, (size_t)B * hq * S * sizeof(float));
 
     /* out on k's, v's elements; on q's shifted by one head (another layout) */
     const cl_mem watch[] = {buf, lse, NULL};
@@ -844,27 +848,35 @@ static void test_fused_layout(void)
                        "out overlaps k", watch));
     o.offset = t[2].offset;
     CU_ASSERT(rejected("fused, out on v", ctx, &p, &t[0], &t[1], &t[2], &o, NULL, lse,
-                       "out overlaps v", watch));
-    o.offset = t[0].offset + D; /* out's head 0 is q's head 1, out's head 1 is k's head 0 */
+                       "out overlaps", watch));
+    o.offset = t[0].offset + D; /* out's heads are q's from head 1, then k's head 0 */
     CU_ASSERT(rejected("fused, out on q shifted", ctx, &p, &t[0], &t[1], &t[2], &o, NULL, lse,
                        "out overlaps", watch));
     /* the real layout: accepted, and right */
     attn_status st = attn_forward(ctx, &p, &t[0], &t[1], &t[2], &t[3], NULL, lse, NULL);
     CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
-    if (st != ATTN_SUCCESS) printf("\n  fused layout: %s\n", attn_last_error(ctx));
+    if (st != ATTN_SUCCESS) printf("\n  fused layout Hq %d Hkv %d: %s\n", hq, hkv,
+                                   attn_last_error(ctx));
     else expect_matches_reference(ctx, &p, &t[3], x[0], x[1], x[2], lse);
     /* and the inputs were not touched */
-    float *q_after = malloc(part * sizeof(float));
-    CU_ASSERT_PTR_NOT_NULL_FATAL(q_after);
     for (int i = 0; i < 3; i++) {
-        CU_ASSERT_EQUAL(harness_download(ctx, ATTN_F32, &t[i], B, H, S, D, q_after), 0);
-        CU_ASSERT_EQUAL(memcmp(q_after, x[i], part * sizeof(float)), 0);
+        float *after = malloc(part[i] * sizeof(float));
+        CU_ASSERT_PTR_NOT_NULL_FATAL(after);
+        CU_ASSERT_EQUAL(harness_download(ctx, ATTN_F32, &t[i], B, heads[i], S, D, after), 0);
+        CU_ASSERT_EQUAL(memcmp(after, x[i], part[i] * sizeof(float)), 0);
+        free(after);
     }
-    free(q_after);
     clReleaseMemObject(buf);
     clReleaseMemObject(lse);
     for (int i = 0; i < 3; i++) free(x[i]);
     free(host);
+}
+
+static void test_fused_layout(void)
+{
+    fused_layout(2, 2);
+    fused_layout(4, 1); /* MQA: Q, K, V and O of different widths in one row */
+    fused_layout(4, 2);
 }
 
 /* ---- ATTN_PARAMS ---- */

@@ -166,20 +166,23 @@ static int lattice_meets(long long delta, int n, long long *st, long long *lo, l
     return reachable(delta, st, lo, hi, (const long long (*)[2])reach, n);
 }
 
-/* Two tensors of one shape in one buffer: do any of their elements meet?
- * Exact when the strides are identical (a fused QKV or QKVO buffer), by
- * element ranges otherwise. */
-static int tensors_meet(const attn_tensor *a, size_t a_hi, const attn_tensor *b, size_t b_hi,
-                        int heads, int seq, int dim, int batch)
+/* Two tensors in one buffer, a of [batch, a_heads, a_seq, dim] and b of
+ * [batch, b_heads, b_seq, dim]: do any of their elements meet? Exact when
+ * the strides are identical (a fused QKV or QKVO buffer, GQA's fewer KV
+ * heads too), by element ranges otherwise. */
+static int tensors_meet(const attn_tensor *a, size_t a_hi, int a_heads, int a_seq,
+                        const attn_tensor *b, size_t b_hi, int b_heads, int b_seq, int dim,
+                        int batch)
 {
     if (a->buffer != b->buffer || a_hi < b->offset || b_hi < a->offset) return 0;
     if (a->stride_batch != b->stride_batch || a->stride_head != b->stride_head ||
         a->stride_seq != b->stride_seq)
         return 1;
+    /* a->offset + st . ia == b->offset + st . ib: st . (ib - ia) == delta */
     long long st[4] = {(long long)a->stride_batch, (long long)a->stride_head,
                        (long long)a->stride_seq, 1};
-    long long hi[4] = {batch - 1, heads - 1, seq - 1, dim - 1}, lo[4];
-    for (int i = 0; i < 4; i++) lo[i] = -hi[i];
+    long long lo[4] = {-(batch - 1), -(a_heads - 1), -(a_seq - 1), -(dim - 1)};
+    long long hi[4] = {batch - 1, b_heads - 1, b_seq - 1, dim - 1};
     return lattice_meets((long long)a->offset - (long long)b->offset, 4, st, lo, hi);
 }
 
@@ -352,16 +355,17 @@ static placed place(const attn_tensor *t, size_t elem, size_t hi)
     return r;
 }
 
-/* Whether two placed tensors of the problem's q or kv shape share memory:
- * exactly (tensors_meet) when same_shape and both exact, by ranges
- * otherwise. */
-static int placed_meet(const placed *a, const placed *b, int same_shape, const attn_problem *p)
+/* Whether placed out (the q shape) and b (the q shape, or with kv the kv
+ * shape) share memory: exactly (tensors_meet) when both are exact, by
+ * byte ranges otherwise. */
+static int placed_meet(const placed *out, const placed *b, int kv, const attn_problem *p)
 {
-    if (!a->t.buffer || a->t.buffer != b->t.buffer) return 0;
-    if (!a->exact || !b->exact)
-        return attn_mem_bytes_meet(a->mem, a->lo, a->end, b->mem, b->lo, b->end);
-    if (!same_shape) return a->t.offset <= b->hi && b->t.offset <= a->hi;
-    return tensors_meet(&a->t, a->hi, &b->t, b->hi, p->q_heads, p->q_len, p->head_dim, p->batch);
+    if (!out->t.buffer || out->t.buffer != b->t.buffer) return 0;
+    if (!out->exact || !b->exact)
+        return attn_mem_bytes_meet(out->mem, out->lo, out->end, b->mem, b->lo, b->end);
+    return tensors_meet(&out->t, out->hi, p->q_heads, p->q_len, &b->t, b->hi,
+                        kv ? p->kv_heads : p->q_heads, kv ? p->kv_len : p->q_len, p->head_dim,
+                        p->batch);
 }
 
 /* How two cl_mem that met share memory, for a message */
@@ -406,15 +410,14 @@ static attn_status validate(attn_context *ctx, const attn_problem *p, const attn
     placed pk = {0}, pv = {0};
     if (kv) pk = place(k, elem, khi), pv = place(v, elem, vhi);
     /* out may be q itself (each row is read before it is written), never K or V */
-    const int same_shape = p->q_heads == p->kv_heads && p->q_len == p->kv_len;
-    if (kv && placed_meet(&po, &pk, same_shape, p))
+    if (kv && placed_meet(&po, &pk, 1, p))
         return INVALID(ctx, "out overlaps k %s", alias_kind(out->buffer, k->buffer));
-    if (kv && placed_meet(&po, &pv, same_shape, p))
+    if (kv && placed_meet(&po, &pv, 1, p))
         return INVALID(ctx, "out overlaps v %s", alias_kind(out->buffer, v->buffer));
     const int in_place = pq.exact && po.exact && pq.t.buffer == po.t.buffer &&
                          pq.t.offset == po.t.offset && q->stride_batch == out->stride_batch &&
                          q->stride_head == out->stride_head && q->stride_seq == out->stride_seq;
-    if (!in_place && placed_meet(&po, &pq, 1, p))
+    if (!in_place && placed_meet(&po, &pq, 0, p))
         return INVALID(ctx, "out overlaps q with a different layout (in place needs identical "
                        "offset and strides)%s%s", q->buffer == out->buffer ? "" : " ",
                        q->buffer == out->buffer ? "" : alias_kind(q->buffer, out->buffer));
