@@ -63,6 +63,9 @@ static const int p9_qs[9] = {0, 6, 23, 26, 66, 75, 111, 113, 178},
 static const int p9_ks[9] = {2, 11, 29, 59, 102, 103, 153, 165, 229},
                  p9_kl[9] = {9, 17, 30, 40, 1, 50, 7, 64, 20};
 static const float alibi4[4] = {0.7f, 0.3f, 0.05f, 1.2f};
+/* head 0's bias reaches past -FLT_MAX / 2 in log2 units for queries 59 and
+ * more positions from the key: those keys count as masked (attn.h) */
+static const float alibi_huge[2] = {2e36f, 0.5f};
 /* decode: query row 2 of entries 0 and 1 masked whole (the mask's every
  * fifth row; with sinks: zeros and LSE = the sink); entry 1's queries are
  * its whole cache, entry 2 has pad rows */
@@ -398,6 +401,8 @@ const harness_case harness_cases[] = {
      LENS(tl_qs, tl_ql, tl_ks, tl_kl), .alibi_max_bias = 8.0f, .seed = 3302},
     {F("variants/alibi", "alibi slopes Hq4 MQA Sq7 Skv33 f16"), SHAPE(1, 4, 1, 64, 7, 33),
      .causal = 1, .dtype = ATTN_F16, .alibi_slopes = alibi4, .seed = 3303},
+    {F("variants/alibi", "alibi slope 2e36 non-causal Sq100 Skv1"), SHAPE(1, 2, 1, 16, 100, 1),
+     .alibi_slopes = alibi_huge, .seed = 3304},
     {F("variants/mask", "mask f32 random per head, padded, pads NaN"), SHAPE(2, 4, 2, 64, 37, 45),
      LENS(tl_qs, tl_ql, tl_ks, tl_kl), .mask = HARNESS_MASK_RANDOM, .poison_pads = 1, .seed = 3401},
     {F("variants/mask", "mask f16 random broadcast B and H, causal"), SHAPE(2, 4, 2, 64, 33, 33),

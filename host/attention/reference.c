@@ -108,13 +108,14 @@ static double reference_row(const head_rows *t, int row, const float *qr, double
         double s = t->scale * dot(qr, kr, D);
         if (p->softcap > 0.0f) s = p->softcap * tanh(s / p->softcap);
         s -= t->slope * fabs((double)(j - pos)); /* llama.cpp's and FlashAttention's -|j - p| */
-        if (p->mask.host) {
+        if (p->mask.host)
             s += p->mask.host[t->mask_at + (size_t)row * p->mask.stride_q +
                               (size_t)(r.kv_start + j) * p->mask.stride_kv];
-            if (!(s >= MASKED_BELOW)) { /* the mask's -inf, or as good as */
-                keep[j] = 0;
-                continue;
-            }
+        /* the mask's -inf, or a mask or ALiBi bias as good as that; a NaN
+         * logit is hidden where a mask applies, as the kernels do */
+        if (s < MASKED_BELOW || (p->mask.host && isnan(s))) {
+            keep[j] = 0;
+            continue;
         }
         scores[j] = s;
         if (s > mx) mx = s;

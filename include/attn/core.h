@@ -192,7 +192,9 @@ typedef struct attn_problem {
      * p = i + kv_len - q_len of its batch entry (bottom-right, as causal),
      * and key content index j at position j. The logit of (i, j) is
      *     s = softcap(scale * q.k) - alibi_slope[h] * |j - p| + mask,
-     * then keys outside the window (and past p when causal) are dropped.
+     * then keys outside the window (and past p when causal) are dropped,
+     * and so are keys whose s the bias or the mask brings below
+     * -FLT_MAX / 2 in log2 units (attn_mask).
      * See "Attention variants" in README.md for models' settings. ---- */
     int use_window;   /* nonzero: sliding window (Mistral, Gemma, FlashAttention's window_size) */
     int window_left;  /* with use_window: keys p - window_left .. p + window_right are */
