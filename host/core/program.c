@@ -96,7 +96,14 @@ static attn_status build_failure(attn_context *ctx, cl_program prog, cl_int err,
         log[n < sizeof log ? n : sizeof log - 1] = 0;
     }
     free(full);
-    return ATTN_FAIL(ctx, ATTN_ERROR_BUILD, "clBuildProgram failed: %s (%d) with options \"%s\"; "
+    /* only a compile error is the kernel's (the tuner rejects the candidate
+     * for it); no compiler, or memory or resources that ran out, are not */
+    const attn_status st =
+        err == CL_BUILD_PROGRAM_FAILURE ? ATTN_ERROR_BUILD
+        : err == CL_COMPILER_NOT_AVAILABLE ? ATTN_ERROR_UNSUPPORTED
+        : err == CL_OUT_OF_HOST_MEMORY || err == CL_OUT_OF_RESOURCES ? ATTN_ERROR_OUT_OF_MEMORY
+        : ATTN_ERROR_OPENCL;
+    return ATTN_FAIL(ctx, st, "clBuildProgram failed: %s (%d) with options \"%s\"; "
                      "build log: %s", attn_cl_error_name(err), (int)err, opts, log);
 }
 
