@@ -45,8 +45,10 @@ int attn_disk_cache_load(const char *dir, const char *key_text, uint64_t key, un
     *bin = NULL;
     *len = 0;
     if (!cache_path(dir, key, path, sizeof path)) return 0;
-    /* O_NONBLOCK: a FIFO in the cache folder must not hang the open */
-    int fd = open(path, O_RDONLY | O_NONBLOCK | O_CLOEXEC);
+    /* O_NONBLOCK: a FIFO in the cache folder must not hang the open;
+     * O_NOFOLLOW: what a link there points to is not ours (stores and
+     * pruning do not follow one either) */
+    int fd = open(path, O_RDONLY | O_NONBLOCK | O_NOFOLLOW | O_CLOEXEC);
     if (fd < 0) return 0; /* a plain miss: no log line */
     const char *why = NULL;
     cache_header h;
@@ -63,7 +65,7 @@ int attn_disk_cache_load(const char *dir, const char *key_text, uint64_t key, un
         why = "bad header";
     else if (h.format != ATTN_CACHE_FORMAT_VERSION)
         why = "other format version";
-    else if (h.key_len != key_len || h.bin_len == 0 || h.bin_len > ((uint64_t)1 << 31))
+    else if (h.key_len != key_len || h.bin_len == 0 || h.bin_len > ATTN_CACHE_MAX_BINARY)
         why = "key or size mismatch";
     /* the file's size must be exactly what the header says, checked before
      * allocating: a garbage length must not cost a large allocation */
@@ -102,7 +104,7 @@ int attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
     static atomic_int warned_unwritable; /* one log line per process, not one per program */
     static atomic_uint tmp_serial;       /* threads of one process storing the same key */
     char path[4096], tmp[4200];
-    if (!cache_path(dir, key, path, sizeof path)) return 0;
+    if (len > ATTN_CACHE_MAX_BINARY || !cache_path(dir, key, path, sizeof path)) return 0;
     /* a name no one else holds: made here (O_EXCL), never through a link
      * planted in a shared folder (O_NOFOLLOW), and apart from another
      * container's process of the same pid (the time, then retries) */

@@ -32,6 +32,9 @@ int attn_disk_cache_store(const char *dir, const char *key_text, uint64_t key,
  * hour go in any case (disk_cache_prune.c). */
 void attn_disk_cache_prune(const char *dir, uint64_t max_bytes, uint64_t keep);
 #define ATTN_CACHE_FORMAT_VERSION 1
+/* The largest program binary the cache keeps (a larger one is not stored:
+ * loading would refuse it, as a garbage length, every time) */
+#define ATTN_CACHE_MAX_BINARY ((uint64_t)1 << 31)
 /* A cache file's name in its folder, from its key (unsigned long long) */
 #define ATTN_CACHE_FILE_NAME "%016llx.bin"
 
