@@ -706,6 +706,14 @@ static void test_kernel_dir(void)
     const char *common[] = {"common.cl"};
     missing_sources(empty, common, 1);
     missing_sources("/nonexistent/attn/kernels", common, 1);
+    /* a folder whose files' paths do not fit: said so, not read at a cut path */
+    static char deep[5000];
+    memset(deep, 'k', sizeof deep - 1);
+    deep[0] = '/';
+    ctx = kernel_dir_context(deep);
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_ERROR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "is longer than"));
+    attn_context_release(ctx);
 
     for (int i = 0; i < NSOURCES; i++) free(text[i]);
     harness_remove_tree(cache);

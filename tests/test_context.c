@@ -398,6 +398,19 @@ static void child_cache_off(void)
     attn_context_release(a);
 }
 
+/* Child check: the context's cache folder is the one ATTN_TEST_CACHE names
+ * ("": none), nothing built. */
+static void child_cache_dir_is(void)
+{
+    const char *want = getenv("ATTN_TEST_CACHE");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(want);
+    attn_context *a = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &a), ATTN_SUCCESS);
+    if (!*want) CU_ASSERT_PTR_NULL(a->cache_dir);
+    if (*want) CU_ASSERT(a->cache_dir && strcmp(a->cache_dir, want) == 0);
+    attn_context_release(a);
+}
+
 /* Child check, ATTN_KERNEL_DIR=/nonexistent/attn/kernels: none there, an
  * error naming it. */
 static void child_kernel_folder(void)
@@ -435,6 +448,20 @@ static void test_env_read_at_creation(void)
     harness_remove_tree(xdg_attn);
     const char *const env_off[] = {"ATTN_CACHE_DIR=", e_xdg, e_test, "ATTN_KERNEL_DIR", NULL};
     CU_ASSERT_EQUAL(harness_run_child("child_cache_off", env_off, NULL), 0);
+    /* a relative XDG_CACHE_HOME is ignored (the XDG spec): ~/.cache/attn */
+    char e_home[600], home_cache[700];
+    snprintf(e_home, sizeof e_home, "HOME=%s", xdg);
+    snprintf(home_cache, sizeof home_cache, "ATTN_TEST_CACHE=%s/.cache/attn", xdg);
+    const char *const env_rel[] = {"ATTN_CACHE_DIR", "XDG_CACHE_HOME=relative/cache", e_home,
+                                   home_cache, NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_cache_dir_is", env_rel, NULL), 0);
+    /* a path too long for the cache's buffer: none (a warning), not a cut one */
+    static char e_long[5000];
+    const int at = snprintf(e_long, sizeof e_long, "ATTN_CACHE_DIR=/");
+    memset(e_long + at, 'x', sizeof e_long - (size_t)at - 1);
+    e_long[sizeof e_long - 1] = 0;
+    const char *const env_long[] = {e_long, "ATTN_TEST_CACHE=", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_cache_dir_is", env_long, NULL), 0);
     harness_remove_tree(first);
     harness_remove_tree(xdg);
 }
@@ -776,7 +803,8 @@ static const harness_test children[] = {
     HARNESS_TEST(child_selectors),     HARNESS_TEST(child_device_0_0),
     HARNESS_TEST(child_device_no_such), HARNESS_TEST(child_device_empty),
     HARNESS_TEST(child_cache_folder),  HARNESS_TEST(child_kernel_folder),
-    HARNESS_TEST(child_cache_off),     HARNESS_TEST(child_log),
+    HARNESS_TEST(child_cache_off),     HARNESS_TEST(child_cache_dir_is),
+    HARNESS_TEST(child_log),
     HARNESS_END,
 };
 

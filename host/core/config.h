@@ -26,8 +26,10 @@ int attn_disk_cache_dir(char *buf, size_t size);
  * Text that is not a whole number of MiB is said (a warning) and gives the
  * default. */
 uint64_t attn_cache_max_bytes(const char *text);
-/* The XDG rule for a default path (config.c): $var, else $xdg/under_xdg,
- * else $HOME/under_home, into buf; returns 0 when none is set or fits. */
+/* The XDG rule for a default path (config.c): $var, else $xdg/under_xdg
+ * (an absolute $xdg only, as the XDG spec says), else $HOME/under_home,
+ * into buf; returns 0 when none is set, or when the one set does not fit
+ * (a warning). */
 int attn_env_path(char *buf, size_t size, const char *var, const char *xdg,
                   const char *under_xdg, const char *under_home);
 

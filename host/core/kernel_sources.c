@@ -21,7 +21,9 @@ static attn_status read_from_folder(attn_context *ctx, const char *dir, const ch
                                     char **text)
 {
     char path[4096];
-    snprintf(path, sizeof path, "%s/%s", dir, name);
+    if (snprintf(path, sizeof path, "%s/%s", dir, name) >= (int)sizeof path)
+        return ATTN_FAIL(ctx, ATTN_ERROR_IO, "kernel folder %.200s...: the path of %s in it is "
+                         "longer than %zu bytes", dir, name, sizeof path - 1);
     const size_t max = 64 << 20;
     const char *why = NULL;
     switch (attn_read_regular_file(path, max, text, NULL)) {
