@@ -117,7 +117,9 @@ inline uint mma_tf32_of(float x)
 {
     uint d;
     asm("cvt.rna.tf32.f32 %0, %1;" : "=r"(d) : "f"(x));
-    return d;
+    /* the PTX ISA leaves tf32's layout in a register to the implementation:
+     * the low 13 bits cleared, it is an f32 for mma_split's remainder */
+    return d & 0xffffe000u;
 }
 #endif
 
