@@ -50,7 +50,8 @@ inline void quantize_row(__global const elem_t *x, int n, __global char *q, __gl
         if (!isfinite(e)) finite = 0;
         else amax = max(amax, fabs(e));
     }
-    const float s = finite ? amax / 127.0f : NAN;
+    float s = finite ? amax / 127.0f : NAN;
+    if (isinf(s * 127.0f)) s = nextafter(s, 0.0f); /* FLT_MAX / 127 rounds up */
     for (int d = 0; d < n; d++)
         q[d] = s > 0.0f ? convert_char_sat_rte(clamp(in_float(x, d) / s, -127.0f, 127.0f)) : 0;
     *scale = s;

@@ -15,6 +15,7 @@
 #include "cases.h"
 #include "attention/kv_quant.h"
 
+#include <float.h>
 #include <math.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -302,6 +303,38 @@ static void test_quantize_row(void)
     CU_ASSERT(isnan(s));
     CU_ASSERT(q[0] == 0 && q[1] == 0 && q[2] == 0);
     CU_ASSERT(isnan(attn_kv_dequantize(q[0], s)));
+    /* max|x| = FLT_MAX: FLT_MAX / 127 rounds up, and 127 times it was inf */
+    const float big[3] = {FLT_MAX, -FLT_MAX, 1.0f};
+    attn_kv_quantize_row(big, 3, q, &s);
+    CU_ASSERT(q[0] == 127 && q[1] == -127);
+    CU_ASSERT(isfinite(attn_kv_dequantize(q[0], s)) && isfinite(attn_kv_dequantize(q[1], s)));
+}
+
+/* The append kernel quantizes a row holding FLT_MAX as the host does: it
+ * reads back finite, equal to the host's. */
+static void test_flt_max_row(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    enum { D = 16 };
+    const attn_kv_cache_desc desc = {1, 1, D, 4, ATTN_F32, 0, 0, ATTN_KV_INT8};
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
+    float x[D], got[D], want[D];
+    for (int d = 0; d < D; d++) x[d] = d == D - 1 ? -FLT_MAX : d == 0 ? FLT_MAX : 1.0f;
+    attn_tensor t;
+    cl_mem m = harness_upload(ctx, ATTN_F32, x, 1, 1, 1, D, NULL, &t);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &t, &t, 1, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_kv_cache_read(cache, 0, 0, 1, got, NULL), ATTN_SUCCESS);
+    signed char q[D];
+    float s;
+    attn_kv_quantize_row(x, D, q, &s);
+    for (int d = 0; d < D; d++) want[d] = attn_kv_dequantize(q[d], s);
+    CU_ASSERT(isfinite(got[0]) && isfinite(got[D - 1]));
+    CU_ASSERT_EQUAL(memcmp(got, want, sizeof got), 0);
+    clReleaseMemObject(m);
+    attn_kv_cache_release(cache);
 }
 
 /* int8's tolerance adds to the dtype's; a cache as dtype keeps the dtype's */
@@ -391,6 +424,7 @@ static void test_long_block(void)
 
 static const harness_test tests[] = {
     HARNESS_TEST(test_quantize_row),
+    HARNESS_TEST(test_flt_max_row),
     HARNESS_TEST(test_tolerance_order),
     HARNESS_TEST(test_gqa_ragged),
     HARNESS_TEST(test_gqa_split_block),

@@ -11,9 +11,11 @@
 #define ATTN_KV_INT8_MAX 127
 
 /* Quantizes one row of n floats (a token's K or V for one KV head) as the
- * append kernel does: *scale = max|x| / 127 (0 for an all-zero row; NaN
- * when the row holds an inf or NaN, which int8 cannot hold, so that the
- * row reads back as NaN rather than silently finite), q[d] = x[d] / scale
+ * append kernel does: *scale = max|x| / 127 (the float below it where 127
+ * times that is inf, so that max|x| = FLT_MAX reads back finite; 0 for an
+ * all-zero row; NaN when the row holds an inf or NaN, which int8 cannot
+ * hold, so that the row reads back as NaN rather than silently finite),
+ * q[d] = x[d] / scale
  * rounded to nearest even and saturated to [-127, 127] (0 when the scale
  * is 0 or NaN). Float division, correctly rounded, as the kernel's. */
 void attn_kv_quantize_row(const float *x, int n, signed char *q, float *scale);
