@@ -1,12 +1,19 @@
 /* mask_tiles.cl -- prefill's pre-pass over an additive mask (variants.cl):
  * one byte per tile of BLOCK_ROWS query rows x BLOCK_KEYS keys, the tile
- * the main kernel walks, saying whether the mask leaves the tile all -inf
- * (the main kernel skips it, so that a mask costs the visible pairs, as the
- * causal limit does), all zero (nothing to add) or neither. Joined after
+ * the main kernel walks, saying whether the mask hides the whole tile (-inf
+ * or finfo.min: MASK_HIDES; the main kernel skips it, so that a mask costs
+ * the visible pairs, as the causal limit does), all zero (nothing to add)
+ * or neither. Joined after
  * the family's core, whose BLOCK_ROWS and BLOCK_KEYS it uses; only a
  * problem with a mask has it. */
 
 #if MASK
+
+/* A mask value that hides its key whatever the logit: x * log2(e) alone
+ * passes -FLT_MAX, and a logit's |s| < FLT_MAX / 2 (attn.h) leaves the sum
+ * below MAX_INIT. -inf, and finfo.min (-FLT_MAX, other libraries' masked
+ * value), hide whole tiles alike. */
+#define MASK_HIDES (-0.75f * FLT_MAX)
 
 /* Global (the tiles of every batch entry: the summary past its table),
  * work-item t the summary's tile t past the table (variants.cl's
@@ -32,7 +39,7 @@ __kernel void attn_mask_tiles(__global const int4 *lens, VARIANT_PARAMS, __globa
         const ulong mrow = mask_row(va, b, h, r);
         for (int j = kb * BLOCK_KEYS; j < min(kb * BLOCK_KEYS + BLOCK_KEYS, len.w); j++) {
             const float x = MASK_LOAD(va.mask, mrow + (ulong)(len.z + j) * va.mk);
-            all_masked &= x == -INFINITY;
+            all_masked &= x <= MASK_HIDES;
             all_zero &= x == 0.0f;
         }
     }

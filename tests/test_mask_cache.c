@@ -17,6 +17,7 @@
 #include "cases.h"
 #include "attention/mask_cache.h"
 
+#include <float.h>
 #include <math.h>
 #include <time.h>
 #include <stdio.h>
@@ -64,14 +65,19 @@ static void tear_down(fixture *f)
     free(f->q), free(f->k), free(f->v), free(f->ref), free(f->got);
 }
 
-/* An [S][S] mask broadcast over batch and heads: 0, except -inf at keys
+/* An [S][S] mask broadcast over batch and heads: 0, except `hole` at keys
  * >= HIDE_FROM in rows < hide_rows. */
-static void write_mask(fixture *f, float *host, int hide_rows)
+static void write_mask_with(fixture *f, float *host, int hide_rows, float hole)
 {
     for (int r = 0; r < S; r++)
-        for (int c = 0; c < S; c++) host[r * S + c] = r < hide_rows && c >= HIDE_FROM ? -INFINITY : 0.0f;
+        for (int c = 0; c < S; c++) host[r * S + c] = r < hide_rows && c >= HIDE_FROM ? hole : 0.0f;
     CU_ASSERT_FATAL(clEnqueueWriteBuffer(attn_context_queue(f->ctx), f->mask, CL_TRUE, 0,
                                          sizeof(float) * S * S, host, 0, NULL, NULL) == CL_SUCCESS);
+}
+
+static void write_mask(fixture *f, float *host, int hide_rows)
+{
+    write_mask_with(f, host, hide_rows, -INFINITY);
 }
 
 static attn_problem problem(fixture *f, const float *host, unsigned long version)
@@ -185,6 +191,31 @@ static void test_summary_is_kept_until_the_version_changes(void)
         p.mask.version = 2;
         CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
         CU_ASSERT(against(&f, &p, open, NULL, "version 2") == 0);
+    }
+    attn_context_set_params(f.ctx, NULL);
+    free(hidden), free(open);
+    tear_down(&f);
+}
+
+/* A mask of finfo.min (-FLT_MAX, PyTorch's and Hugging Face's masked value)
+ * hides a key as -inf does (attn.h), and whole tiles of it are skipped as
+ * -inf's are: seen, as above, through a summary kept past a broken promise. */
+static void test_finfo_min_tiles_are_skipped(void)
+{
+    fixture f;
+    set_up(&f);
+    float *hidden = malloc(sizeof(float) * S * S), *open = malloc(sizeof(float) * S * S);
+    CU_ASSERT_FATAL(hidden && open);
+    for (int fam = 0; fam < 2; fam++) {
+        CU_ASSERT_FATAL(attn_context_set_params(f.ctx, families[fam]) == ATTN_SUCCESS);
+        write_mask_with(&f, hidden, S, -FLT_MAX);
+        attn_problem p = problem(&f, hidden, 3);
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, hidden, NULL, "finfo.min") == 0);
+        write_mask(&f, open, 0);
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, hidden, NULL, "finfo.min, rewritten: its tiles skipped") == 0);
+        attn_context_release_workspace(f.ctx);
     }
     attn_context_set_params(f.ctx, NULL);
     free(hidden), free(open);
@@ -310,6 +341,7 @@ static void test_references_bounded_and_released(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_versioned_equals_fresh),
     HARNESS_TEST(test_summary_is_kept_until_the_version_changes),
+    HARNESS_TEST(test_finfo_min_tiles_are_skipped),
     HARNESS_TEST(test_other_lengths_are_summarised_afresh),
     HARNESS_TEST(test_other_layouts_are_summarised_afresh),
     HARNESS_TEST(test_references_bounded_and_released),

@@ -141,8 +141,9 @@ typedef struct attn_tensor {
  * row and c the key's position in the cache). -inf masks the key; so does
  * any value that brings the logit below -FLT_MAX / 2 (in log2 units), as
  * the finfo.min masks of other libraries do. A zero-initialised attn_mask
- * is no mask. Keys the mask hides are weighted by zero where their tile is
- * not hidden whole, so their V rows must be finite (0 * inf is NaN); keys
+ * is no mask. A tile of keys whose mask values are all -inf or at most
+ * -0.75 * FLT_MAX (finfo.min) is skipped whole; other keys the mask hides
+ * are weighted by zero, so their V rows must be finite (0 * inf is NaN); keys
  * outside the lengths, the causal limit and the window are never read.
  * The mask's elements, from its offset to the last its strides reach, must
  * not share bytes with out or lse (the same buffer elsewhere is fine). */
