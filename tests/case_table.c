@@ -313,6 +313,9 @@ const harness_case harness_cases[] = {
      .dtype = ATTN_BF16, .seed = 1202},
     {M("materialized/storage", "f16 in place GQA"), SHAPE(1, 4, 2, 64, 25, 25),
      .dtype = ATTN_F16, .causal = 1, .in_place = 1, .seed = 1203},
+    /* an odd head dim: odd leading dimensions for CLBlast's GEMMs */
+    {M("materialized/storage", "f16 D7 GQA padded causal"), SHAPE(PB, 4, 2, 7, PS, PS), PADDED,
+     .dtype = ATTN_F16, .causal = 1, .seed = 1204},
     /* only entries 0 and 1 of the padding are used: B = 2 */
     {M("materialized/check", "materialized check mode"), SHAPE(2, 4, 2, 64, 21, 21), PADDED,
      .causal = 1, .seed = 1301},
@@ -351,6 +354,14 @@ const harness_case harness_cases[] = {
     {.group = "decode/table", .name = "decode GQA f16 in place, split", .families = HARNESS_DECODE,
      .params = "rows=4,splits=2", SHAPE(3, 8, 2, 64, 3, 40), .dtype = ATTN_F16, .causal = 1,
      LENS(NULL, dc_ql, NULL, dc_kl2), .in_place = 1, .poison_pads = 1, .seed = 4507},
+    /* the largest head dims, each family's widest rows, split and merged;
+     * a scale of the caller's own */
+    {.group = "decode/table", .name = "decode GQA bf16 D256, split 3", .families = HARNESS_DECODE,
+     .params = "rows=4,splits=3", SHAPE(3, 8, 2, 256, 3, 40), .dtype = ATTN_BF16, .causal = 1,
+     LENS(NULL, dc_ql, NULL, dc_kl2), .lq = BSHD_GAPPY, .poison_pads = 1, .seed = 4508},
+    {.group = "decode/table", .name = "decode MQA f32 D128 scale 0.37, split 2",
+     .families = HARNESS_DECODE, .params = "splits=2", SHAPE(2, 8, 1, 128, 2, 90), .causal = 1,
+     LENS(NULL, NULL, NULL, mqa_kl), .scale = 0.37f, .poison_pads = 1, .seed = 4509},
 
     /* the tiled kernel's cache rows in 16-byte vectors: D37 (row stride 48)
      * ends inside a vector (f32's 10th, f16's 5th), D12 inside bf16's 2nd:
@@ -537,6 +548,12 @@ const harness_case harness_cases[] = {
        LENS(NULL, NULL, NULL, pf_kl2), .in_place = 1, .seed = 4603),
     PF("prefill bf16 D128 whole prompts", SHAPE(2, 4, 2, 128, 97, 97), .dtype = ATTN_BF16,
        .causal = 1, LENS(NULL, pf_ql3, NULL, pf_ql3), .lk = BSHD, .seed = 4604),
+    /* a prefill plan of a family with no decode kernel (flash): the decode
+     * plan serves the long block, the decode kernels on 100 queries */
+    {.group = "decode/prefill", .name = "prefill planned as flash, the decode plan serves",
+     .families = HARNESS_FLASH, .poison_pads = 1, SHAPE(3, 8, 2, 64, 100, 230),
+     .dtype = ATTN_F16, .causal = 1, LENS(NULL, pf_ql, NULL, pf_kl), .lq = BSHD_GAPPY,
+     .seed = 4620},
 #define PFV(name_, ...)                                                                           \
     PF(name_, SHAPE(3, 8, 2, 64, 72, 160), .causal = 1, LENS(NULL, pf_ql4, NULL, pf_kl4),          \
        .seed = 4610, __VA_ARGS__)
@@ -580,6 +597,19 @@ const harness_case harness_cases[] = {
         .seed = 3955),
     VDC("non-causal window 6/1 + ALiBi slopes, MQA, unsplit", "splits=1", SHAPE(2, 4, 1, 64, 3, 90),
         LENS(NULL, NULL, NULL, mqa_kl), WIN(6, 1), .alibi_slopes = alibi4, .seed = 3956),
+    /* an int8 cache under every variant: each family's int8 scaling of K
+     * (before the logits' variants) and V (after the softmax) */
+    VDC("int8: all five, bf16, unsplit", "splits=1", SHAPE(3, 8, 2, 64, 3, 50), .dtype = ATTN_BF16,
+        .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), WIN(11, 0), .softcap = 6.0f,
+        .sinks = HARNESS_SINKS_HOST, .alibi_max_bias = 8.0f, .mask = HARNESS_MASK_RANDOM,
+        .mask_dtype = ATTN_F16, .kv_int8 = 1, .seed = 3957),
+    VDC("int8: all five, bf16, split 3", "splits=3", SHAPE(3, 8, 2, 64, 3, 50), .dtype = ATTN_BF16,
+        .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), WIN(11, 0), .softcap = 6.0f,
+        .sinks = HARNESS_SINKS_HOST, .alibi_max_bias = 8.0f, .mask = HARNESS_MASK_RANDOM,
+        .mask_dtype = ATTN_F16, .kv_int8 = 1, .seed = 3957),
+    VDC("int8: window 8 + sinks, MQA D40 f32, split 2", "splits=2", SHAPE(2, 6, 1, 40, 2, 90),
+        .causal = 1, LENS(NULL, NULL, NULL, mqa_kl), WIN(8, 0), .sinks = HARNESS_SINKS_BUFFER,
+        .kv_int8 = 1, .seed = 3958),
 
     /* ---- the seed's "Common implementation failures" (test_seed_failures):
      * each row's test runs it on data made so that the failure it names

@@ -5,6 +5,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
 #include "kernels/params.h"
+#include "attention/kv_quant.h"
 
 #include <math.h>
 #include <stdio.h>
@@ -137,6 +138,7 @@ static int any_nonzero(const int *x, int n)
 }
 
 static int decode_block_size; /* harness_decode_blocks */
+static attn_kv_storage decode_storage; /* harness_case_run, from the case's kv_int8 */
 
 void harness_decode_blocks(int block_size) { decode_block_size = block_size; }
 
@@ -152,8 +154,9 @@ attn_status harness_decode_entry(attn_context *ctx, const attn_problem *p, const
     attn_kv_cache *cache = NULL;
     const attn_kv_cache_desc desc = {.batch = p->batch, .kv_heads = p->kv_heads,
                                      .head_dim = p->head_dim, .capacity = p->kv_len,
-                                     .dtype = p->dtype, .block_size = decode_block_size};
-    attn_status st = decode_block_size
+                                     .dtype = p->dtype, .block_size = decode_block_size,
+                                     .storage = decode_storage};
+    attn_status st = decode_block_size || decode_storage
                          ? attn_kv_cache_create_desc(ctx, &desc, &cache)
                          : attn_kv_cache_create(ctx, p->batch, p->kv_heads, p->head_dim,
                                                 p->kv_len, p->dtype, &cache);
@@ -435,6 +438,19 @@ static void poison_unowned(const harness_case *c, float *x, int H, int S, const 
                 for (int d = 0; d < c->D; d++) x[((size_t)h * S + r) * c->D + d] = NAN;
 }
 
+/* rows of d floats as an int8 cache holds them (attn_kv_quantize_row) */
+static void quant_dequant(float *x, size_t rows, int d)
+{
+    signed char *q = malloc((size_t)d);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(q);
+    for (size_t r = 0; r < rows; r++) {
+        float s;
+        attn_kv_quantize_row(x + r * (size_t)d, d, q, &s);
+        for (int i = 0; i < d; i++) x[r * (size_t)d + i] = attn_kv_dequantize(q[i], s);
+    }
+    free(q);
+}
+
 int harness_case_run(const harness_case *c, harness_family f, harness_entry entry,
                      const char *entry_name, float **o_keep, float **lse_keep)
 {
@@ -473,7 +489,14 @@ int harness_case_run(const harness_case *c, harness_family f, harness_entry entr
     harness_round(c->dtype, q, nq);
     harness_round(c->dtype, k, nkv);
     harness_round(c->dtype, v, nkv);
+    CU_ASSERT_FATAL(!c->kv_int8 || entry == harness_decode_entry); /* only a cache holds int8 */
+    decode_storage = c->kv_int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE;
     int bad = harness_case_exec(c, f, entry, entry_name, q, k, v, got, got_lse);
+    decode_storage = ATTN_KV_AS_DTYPE;
+    if (c->kv_int8) { /* what the cache holds, a token's head row at a time */
+        quant_dequant(k, nkv / (size_t)c->D, c->D);
+        quant_dequant(v, nkv / (size_t)c->D, c->D);
+    }
     if (!bad) {
         attn_problem p = harness_case_problem(c);
         const attn_lengths L = harness_case_lengths(c);

@@ -130,6 +130,10 @@ typedef struct harness_case {
      * batch entry a copy of the one axis; O rows of no entry must stay
      * untouched (NaN). */
     int packed;
+    /* Through an int8 KV cache (ATTN_KV_INT8; harness_decode_entry only):
+     * the reference reads K and V quantized and dequantized row by row, as
+     * the cache holds them, at the dtype's tolerance */
+    int kv_int8;
 } harness_case;
 
 /* The shared table (case_table.c) and its length. */

@@ -239,7 +239,8 @@ static void test_case_table_paged(void)
         "decode window 30 of 300, split 4, keys 16",
         "decode window 30 right 5, non-causal, split 3",
         "window 8 + sinks buffer, MQA D40 bf16 in place, split 3",
-        "decode alibi, split 3" /* the vector kernel walks its blocks downward */};
+        "decode alibi, split 3", /* the vector kernel walks its blocks downward */
+        "int8: all five, bf16, split 3" /* scales found through the block table */};
     for (int k = 0; k < NBLK; k++) {
         harness_decode_blocks(blocks[k]);
         harness_run_group("decode/mqa_odd_dim", harness_decode_entry, "attn_decode");
