@@ -250,6 +250,18 @@ static void test_wrong_candidates_rejected(void)
             CU_ASSERT(r.error_ratio < 1.0);
         }
     }
+    /* re-timed beside a good one, the one that does not build is dropped
+     * (with a warning), or fails the whole re-timing when not to be dropped */
+    {
+        const attn_params two[2] = {cases[0].pr, cases[2].pr};
+        double ms[2] = {0, 0};
+        attn_time_spread sp[2];
+        CU_ASSERT_EQUAL(attn_tune_retime(b, two, 2, 3, 1, 1, ms, sp), ATTN_SUCCESS);
+        CU_ASSERT(ms[0] > 0 && isfinite(ms[0]) && sp[0].median_ms == ms[0]);
+        CU_ASSERT(isinf(ms[1]) && sp[1].median_ms == 0);
+        CU_ASSERT_EQUAL(attn_tune_retime(b, two, 2, 3, 1, 0, ms, sp), ATTN_ERROR_BUILD);
+        CU_ASSERT_EQUAL(attn_tune_retime(b, two + 1, 1, 3, 1, 1, ms, sp), ATTN_ERROR_BUILD);
+    }
     /* after the failures the context still works, and nothing stays forced */
     attn_plan_info info;
     CU_ASSERT_EQUAL(attn_prepare(ctx, &p, &info), ATTN_SUCCESS);

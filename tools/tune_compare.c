@@ -75,7 +75,7 @@ int tune_compare(const char *device, const char *shapes_arg, int entry, const at
         cands[1] = attn_tune_bench_default(b);
         /* rounds for about 4 s of forwards, 5 to 41 */
         double one[2] = {0, 0};
-        if (!failed) st = attn_tune_retime(b, cands, 2, 1, 1, one, NULL);
+        if (!failed) st = attn_tune_retime(b, cands, 2, 1, 1, 0, one, NULL);
         int rounds = one[0] + one[1] > 0 ? (int)(4000 / (one[0] + one[1])) : 5;
         rounds = rounds < 5 ? 5 : rounds > 41 ? 41 : rounds;
         double *t0 = malloc(sizeof(double) * (size_t)rounds), *t1 = malloc(sizeof(double) * (size_t)rounds);
@@ -84,7 +84,7 @@ int tune_compare(const char *device, const char *shapes_arg, int entry, const at
         for (int r = 0; r < rounds && st == ATTN_SUCCESS && !failed; r++) {
             double ms[2];
             if ((st = attn_device_peak_gflops(ctx, &pk[r])) != ATTN_SUCCESS) break;
-            if ((st = attn_tune_retime(b, cands, 2, 1, 0, ms, NULL)) != ATTN_SUCCESS) break;
+            if ((st = attn_tune_retime(b, cands, 2, 1, 0, 0, ms, NULL)) != ATTN_SUCCESS) break;
             t0[r] = ms[0];
             t1[r] = ms[1];
         }

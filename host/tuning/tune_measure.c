@@ -467,33 +467,56 @@ done:
 }
 
 attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n, int rounds,
-                             int warmup, double *ms, attn_time_spread *spread)
+                             int warmup, int drop_failures, double *ms,
+                             attn_time_spread *spread)
 {
     if (n <= 0) return ATTN_SUCCESS;
     if (rounds < 1) rounds = 1;
     double *t = malloc((size_t)n * (size_t)rounds * sizeof *t);
-    if (!t) return ATTN_FAIL(b->ctx, ATTN_ERROR_OUT_OF_MEMORY,
-                             "attn_tune_retime: out of host memory");
+    char *dropped = calloc((size_t)n, 1);
+    if (!t || !dropped) {
+        free(t);
+        free(dropped);
+        return ATTN_FAIL(b->ctx, ATTN_ERROR_OUT_OF_MEMORY, "attn_tune_retime: out of host memory");
+    }
     attn_status st = ATTN_SUCCESS;
+    int left = n;
     /* round -1 is the warm-up; interleaving spreads the machine's other
      * load over every candidate alike, and each round starts with the next
      * candidate, since a run right after other work measured up to 10%
      * slower here */
-    for (int round = warmup ? -1 : 0; round < rounds && st == ATTN_SUCCESS; round++)
-        for (int j = 0; j < n && st == ATTN_SUCCESS; j++) {
+    for (int round = warmup ? -1 : 0; round < rounds && left > 0; round++)
+        for (int j = 0; j < n && left > 0; j++) {
             const int i = (j + (round > 0 ? round : 0)) % n;
+            if (dropped[i]) continue;
             double x = 0;
-            if ((st = attn_tuning_force(b->ctx, &cands[i])) == ATTN_SUCCESS)
-                st = timed_run(b, 0, &b->to, NULL, &x);
-            if (round >= 0) t[(size_t)i * rounds + round] = x;
+            attn_status cs = attn_tuning_force(b->ctx, &cands[i]);
+            if (cs == ATTN_SUCCESS) cs = timed_run(b, 0, &b->to, NULL, &x);
+            if (cs != ATTN_SUCCESS && !drop_failures) {
+                st = cs;
+                left = 0;
+            } else if (cs != ATTN_SUCCESS) { /* this candidate's, unless every one fails */
+                char text[200];
+                attn_params_format(&cands[i], text, sizeof text);
+                attn_log(ATTN_LOG_WARN, "tuner: %s failed while re-timed and is dropped (%s: %s)",
+                         text, attn_status_name(cs), attn_last_error(b->ctx));
+                dropped[i] = 1;
+                left--;
+                st = cs;
+            } else if (round >= 0) {
+                t[(size_t)i * rounds + round] = x;
+            }
         }
     attn_tuning_force(b->ctx, NULL);
-    if (st == ATTN_SUCCESS)
-        for (int i = 0; i < n; i++) {
-            const attn_time_spread sp = attn_time_spread_of(t + (size_t)i * rounds, rounds);
-            ms[i] = sp.median_ms;
-            if (spread) spread[i] = sp;
-        }
+    if (left > 0) st = ATTN_SUCCESS;
+    for (int i = 0; left > 0 && i < n; i++) {
+        const attn_time_spread none = {0};
+        const attn_time_spread sp =
+            dropped[i] ? none : attn_time_spread_of(t + (size_t)i * rounds, rounds);
+        ms[i] = dropped[i] ? INFINITY : sp.median_ms;
+        if (spread) spread[i] = sp;
+    }
     free(t);
+    free(dropped);
     return st;
 }

@@ -409,7 +409,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     /* too few rounds left to rank them better than their own timings did
      * (one round has no spread at all): those stand */
     const int retime = k > 1 && rounds >= min_rounds(o);
-    if (retime && (st = attn_tune_retime(b, cands, k, rounds, 1, ms, spread)) != ATTN_SUCCESS)
+    if (retime && (st = attn_tune_retime(b, cands, k, rounds, 1, 1, ms, spread)) != ATTN_SUCCESS)
         goto done;
     for (int i = 0; !retime && i < k; i++) {
         ms[i] = s.c[order[i]].r.median_ms;
@@ -440,7 +440,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     out->best_r.gflops = attn_problem_flops(p, NULL) / (ms[win] * 1e6);
     out->default_ms = 0;
     for (int i = 0; i < k; i++)
-        if (order[i] == di) {
+        if (order[i] == di && isfinite(ms[i])) { /* (dropped while re-timed: unknown, 0) */
             out->default_ms = ms[i];
             out->default_spread = spread[i];
         }

@@ -311,9 +311,14 @@ attn_status attn_tune_measure(attn_tune_bench *b, const attn_params *pr,
 /* Times the given candidates (already verified) interleaved: `rounds`
  * rounds, each running every candidate once, after one warm-up round when
  * `warmup` is set. ms[i] receives candidate i's median, and spread[i] (when
- * spread is not NULL) the spread of its rounds. */
+ * spread is not NULL) the spread of its rounds. A run that fails is the
+ * status returned, unless drop_failures: then its candidate is dropped,
+ * with a warning naming it and why (ms[i] = INFINITY, spread zero), and
+ * another status comes back only when every candidate failed (the last
+ * failure's) or out of host memory. */
 attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n, int rounds,
-                             int warmup, double *ms, attn_time_spread *spread);
+                             int warmup, int drop_failures, double *ms,
+                             attn_time_spread *spread);
 
 /* ---- the search (tune_search.c) ---- */
 
@@ -335,7 +340,8 @@ typedef struct attn_search_opts {
 typedef struct attn_search_result {
     attn_params best, dflt;
     attn_candidate_result best_r; /* best_r.spread: of the final re-timing's rounds */
-    double best_ms, default_ms;   /* from the final interleaved re-timing */
+    double best_ms, default_ms;   /* from the final interleaved re-timing (default_ms 0: the
+                                   * default was not timed, or failed there) */
     attn_time_spread default_spread;
     int tested, rejected, slow, space;
     int planned;                  /* the count the progress callback was given */
