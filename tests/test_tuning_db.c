@@ -1027,6 +1027,13 @@ static void test_corrupt_files(void)
     char *missing_params = replace(good, ",\n     \"params\": \"family=vector,rows=4,keys=32,vec=16\"}\n  ]", "}\n  ]");
     char *entries_obj = replace(good, "\"entries\": [", "\"entries\": {\"x\": [");
     char *fixed_obj = replace(entries_obj, "  ]\n}", "  ]}\n}");
+    /* a key given twice inside an entry: the reader would take the first,
+     * most JSON tools the last */
+    char *causal_twice = replace(good, "\"causal\": true,\n               \"group\": 2, "
+                                 "\"q_bucket\": 128", "\"causal\": true, \"causal\": false,\n"
+                                 "               \"group\": 2, \"q_bucket\": 128");
+    char *params_twice = replace(good, "vec=16\"},\n    {",
+                                 "vec=16\", \"params\": \"family=tiled\"},\n    {");
     const bad_case cases[] = {
         {"empty.json", "", ":1: the file is empty"},
         {"blank.json", "  \n\n ", ":1: the file is empty"},
@@ -1051,6 +1058,8 @@ static void test_corrupt_files(void)
          "\"entries\": []}", ":1: \"entries\" is given twice"},
         {"twice_later.json", "{\"format\": \"attn-tuning-db\", \"note\": 1, \"entries\": [], "
          "\"entries\": []}", ":1: \"entries\" is given twice"},
+        {"causal_twice.json", causal_twice, ":11: entry 1: \"causal\" is given twice"},
+        {"params_twice.json", params_twice, ":5: entry 0: \"params\" is given twice"},
     };
     attn_problem p = problem(16, 2, 1, 64);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1130,6 +1139,8 @@ static void test_corrupt_files(void)
     free(missing_params);
     free(entries_obj);
     free(fixed_obj);
+    free(causal_twice);
+    free(params_twice);
     remove_dir();
 }
 

@@ -234,11 +234,8 @@ static int keep_extra(reader *r, const cJSON *j, attn_tuning_entry *e)
     }
     int lost = 0;
     for (size_t i = 0; i < sizeof entry_keys / sizeof entry_keys[0]; i++) {
-        /* a key given twice: the reader took the first, and so does this */
-        cJSON *it = cJSON_DetachItemFromObjectCaseSensitive(x, entry_keys[i].key), *twin;
-        while ((twin = cJSON_DetachItemFromObjectCaseSensitive(x, entry_keys[i].key)))
-            cJSON_Delete(twin);
-        if (!it) continue;
+        cJSON *it = cJSON_DetachItemFromObjectCaseSensitive(x, entry_keys[i].key);
+        if (!it) continue; /* (read_entry refused a key given twice) */
         if (entry_keys[i].members) { /* an object (read_entry checked) */
             for (cJSON *m = it->child, *next; m; m = next) {
                 next = m->next;
@@ -377,10 +374,28 @@ static int read_class(reader *r, const cJSON *cls, attn_tuning_entry *e)
     return 0;
 }
 
+/* The first member name of an object in j's tree (j too) that its object
+ * gives twice, or NULL. The reader takes the first and most JSON tools the
+ * last: a hand edit appended to an entry would be ignored, then dropped by
+ * the next merge. */
+static const char *given_twice(const cJSON *j)
+{
+    for (const cJSON *m = j ? j->child : NULL; m; m = m->next) {
+        if (cJSON_IsObject(j) && m->string)
+            for (const cJSON *n = m->next; n; n = n->next)
+                if (n->string && strcmp(m->string, n->string) == 0) return m->string;
+        const char *in = given_twice(m);
+        if (in) return in;
+    }
+    return NULL;
+}
+
 static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
 {
     memset(e, 0, sizeof *e);
     if (!cJSON_IsObject(j)) return bad(r, "%s", "not an object");
+    const char *twice = given_twice(j);
+    if (twice) return bad(r, "\"%s\" is given twice", twice);
     int failed;
     const cJSON *dev = get_object(r, j, "device", 1, &failed);
     if (failed) return -1;
