@@ -10,6 +10,7 @@
 #include "harness.h"
 #include "core/program.h"
 #include "tuning/tuning.h"
+#include "attention/decode.h"
 #include "attention/variants.h"
 #include "tuning/tune_shapes.h"
 
@@ -1224,6 +1225,48 @@ static void test_lookup_nearer_file(void)
     remove_dir();
 }
 
+/* A decode entry's fixed split count fills the device at the batch x KV
+ * heads it was timed at (the class has neither): it applies there, and any
+ * other count of work-groups splits automatically. */
+static void test_decode_splits_follow_batch(void)
+{
+    fresh_dir();
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    attn_device_identity here;
+    attn_device_identity_of(ctx, &here);
+    char hd[17], path[512], err[1024];
+    CU_ASSERT_EQUAL_FATAL(attn_entry_source_hash(ctx, ATTN_ENTRY_DECODE, ATTN_FAMILY_VECTOR, hd),
+                          ATTN_SUCCESS);
+    attn_problem p = problem(16, 4, 2, 512);
+    p.batch = 4;
+    p.q_len = 1;
+    attn_tuning_entry e = entry(&here, hd, &p, "family=vector,rows=2,splits=3");
+    attn_decode_class_of(&p, 0, 0, &e.cls);
+    attn_tuning_db db = {&e, 1, 1};
+    path_in(path, sizeof path, "decode.json");
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
+    attn_context *c2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, ""), ATTN_SUCCESS);
+    const attn_device_limits dev = attn_context_limits(c2);
+    const int batches[2] = {4, 1};
+    for (int i = 0; i < 2; i++) {
+        attn_problem q = p;
+        q.batch = batches[i];
+        attn_shape_class c;
+        attn_decode_class_of(&q, 0, 0, &c);
+        attn_params pr = attn_decode_params_heuristic(&dev, &q);
+        const char *source = "heuristic";
+        attn_tuning_apply(c2, &dev, &q, &c, &pr, &source);
+        CU_ASSERT_STRING_EQUAL(source, "tuned");
+        CU_ASSERT_EQUAL(pr.block_rows, 2);
+        CU_ASSERT_EQUAL(pr.kv_splits, batches[i] == 4 ? 3 : 0);
+    }
+    attn_context_release(c2);
+    remove_dir();
+}
+
 /* An exact entry whose parameters cannot run the problem: the built-in
  * ones, with one warning for the class (it was logged at info level, so
  * a tuned class planned as untuned without a word). */
@@ -1394,6 +1437,37 @@ static void test_lookup_tiers(void)
     CU_ASSERT_EQUAL(attn_length_bucket(3), 4);
     CU_ASSERT_EQUAL(attn_length_bucket(1448), 1024);
     CU_ASSERT_EQUAL(attn_length_bucket(1449), 2048);
+    /* two classes as near (q1024 and q4096 for q2048): the longer, in
+     * either order of the file */
+    {
+        attn_tuning_entry pair[2] = {entry(&here, hv, &ps[0], pr), entry(&here, hv, &ps[0], pr)};
+        attn_problem pa = problem(16, 2, 1, 1024), pb = problem(16, 2, 1, 4096);
+        attn_problem pq = problem(16, 2, 1, 2048);
+        attn_shape_class_of(&pa, &pair[0].cls);
+        attn_shape_class_of(&pb, &pair[1].cls);
+        attn_shape_class_of(&pq, &c);
+        for (int order = 0; order < 2; order++) {
+            attn_tuning_entry two[2] = {pair[order], pair[1 - order]};
+            attn_tuning_db tie = {two, 2, 2};
+            CU_ASSERT_EQUAL(attn_tuning_db_lookup(&tie, &here, hashes, &c, &e), ATTN_TIER_EXACT);
+            CU_ASSERT(e && e->cls.q_bucket == 4096);
+        }
+    }
+    /* one query sees every key, causal or not: one class */
+    {
+        attn_problem d1 = problem(16, 2, 1, 1), d0 = d1, d8 = problem(16, 2, 1, 8), d8f = d8;
+        d1.kv_len = d8.kv_len = d8f.kv_len = 512;
+        d0.kv_len = 512;
+        d0.causal = 0;
+        d8f.causal = 0;
+        attn_shape_class c1, c0, c8, c8f;
+        attn_shape_class_of(&d1, &c1);
+        attn_shape_class_of(&d0, &c0);
+        attn_shape_class_of(&d8, &c8);
+        attn_shape_class_of(&d8f, &c8f);
+        CU_ASSERT(attn_shape_class_equal(&c1, &c0));
+        CU_ASSERT(!attn_shape_class_equal(&c8, &c8f));
+    }
 
     /* the library: attn_prepare reports each tier, and the tuned
      * parameters compute the right thing */
@@ -1628,6 +1702,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_save_through_link),
     HARNESS_TEST(test_lookup_tiers),
     HARNESS_TEST(test_lookup_nearer_file),
+    HARNESS_TEST(test_decode_splits_follow_batch),
     HARNESS_TEST(test_lookup_illegal_warns),
     HARNESS_TEST(test_check_writable),
     HARNESS_TEST(test_problem_flops),

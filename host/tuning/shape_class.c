@@ -23,7 +23,9 @@ void attn_shape_class_of(const attn_problem *p, attn_shape_class *c)
     memset(c, 0, sizeof *c);
     c->head_dim = p->head_dim;
     c->dtype = p->dtype;
-    c->causal = p->causal != 0;
+    /* one query (bottom-right) sees every key either way: one class, so
+     * that a non-causal decode finds the causal classes attn-tune makes */
+    c->causal = p->causal != 0 || p->q_len == 1;
     c->group = p->kv_heads > 0 ? p->q_heads / p->kv_heads : 1;
     c->q_bucket = attn_length_bucket(p->q_len);
     c->kv_bucket = attn_length_bucket(p->kv_len);

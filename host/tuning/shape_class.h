@@ -18,7 +18,7 @@
 typedef struct attn_shape_class {
     int head_dim;
     attn_dtype dtype;
-    int causal;    /* 0 or 1 */
+    int causal;    /* 0 or 1; 1 for q_len 1, where it changes nothing */
     int group;     /* q_heads / kv_heads */
     int q_bucket;  /* q_len rounded to the nearest power of two (in log scale) */
     int kv_bucket; /* kv_len likewise */

@@ -81,7 +81,11 @@ attn_tuning_tier attn_tuning_db_lookup(const attn_tuning_db *db, const attn_devi
         if (d < 0) continue;
         attn_tuning_tier t = entry_tier(e, id, hashes);
         if (t == ATTN_TIER_NONE) continue;
-        if (t > best_tier || (t == best_tier && d < best_dist)) {
+        /* a tie of distance: the class that sorts last (the longer
+         * lengths), not whichever the file lists first */
+        const int nearer = t == best_tier && (d < best_dist || (d == best_dist &&
+                                              attn_shape_class_compare(&e->cls, &(*out)->cls) > 0));
+        if (t > best_tier || nearer) {
             best_tier = t;
             best_dist = d;
             *out = e;
@@ -261,6 +265,16 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
             attn_log(ATTN_LOG_WARN, "%s: tuned parameters %s (in %s) do not apply here (%s); "
                      "using the built-in ones", cls, e->params, file, err);
         return;
+    }
+    /* a split count fills the device for the batch x KV heads it was timed
+     * at (the class has neither): another count of work-groups splits
+     * automatically */
+    if (c->decode && tuned.kv_splits > 0 && e->batch > 0 && e->kv_heads > 0 &&
+        (long long)e->batch * e->kv_heads != (long long)p->batch * p->kv_heads) {
+        attn_log(ATTN_LOG_DEBUG, "%s: tuned splits=%d were timed at batch %d x %d KV heads; "
+                 "splitting automatically for %d x %d", cls, tuned.kv_splits, e->batch,
+                 e->kv_heads, p->batch, p->kv_heads);
+        tuned.kv_splits = 0;
     }
     *pr = tuned;
     *source = tier == ATTN_TIER_EXACT ? "tuned" : "stale";
