@@ -133,6 +133,7 @@ static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
     cl_mem bo_m = random_buffer(ctx, p->dtype, nq, &rng, 0, 0);
     double *tt = NULL, *tm = NULL;
     int failed = 1;
+    tool_timing_new_series();
     attn_status st = ATTN_ERROR_OUT_OF_MEMORY;
     const char *step = "device buffers";
     if (!bq || !bk || !bv || !bo_t || !bo_m) goto done;

@@ -305,6 +305,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     }
 
     decode_runs dr = {ctx, res, confs, base, {ctx, {0}, 0, 1}, "", {NULL, 0}};
+    tool_timing_new_series();
     flush = dr.flush = bench_flush_create(ctx);
     double ms = 0;
     for (int c = 0; c < nconf; c++) {

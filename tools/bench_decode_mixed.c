@@ -258,6 +258,7 @@ int bench_decode_mixed(attn_context *ctx, const bench_decode_config *cfg, double
     /* each configuration: a first step (kernels built), its plan at the
      * step's lengths, one timed step for the calibration */
     mixed_runs m = {ctx, &s, res, nblocks, {ctx, {0}, 0, 1}, "", {NULL, 0}};
+    tool_timing_new_series();
     flush = m.flush = bench_flush_create(ctx);
     double ms = 0;
     for (int c = 0; c < nconf; c++) {

@@ -188,6 +188,7 @@ static attn_status time_all(attn_context *ctx, const prefill_config *c, int n,
 {
     attn_status st = ATTN_SUCCESS;
     prefill_job job = {ctx, runs};
+    tool_timing_new_series();
     double sum_ms = 0;
     for (int i = 0; i < n; i++) {
         prefill_run *d = &runs[i];

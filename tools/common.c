@@ -59,16 +59,22 @@ static void *watch_gate(void *p)
     return NULL;
 }
 
-/* Whether run(arg, i) has been timed before (a bounded memory: past it,
- * every call counts as seen). */
+/* The (run, arg, i) timed so far in this series (a bounded memory: past
+ * it, every call counts as seen). */
+static struct { tool_run_fn run; void *arg; int i; } seen[512];
+static int n_seen;
+
+void tool_timing_new_series(void) { n_seen = 0; }
+
+/* Whether run(arg, i) has been timed before in this series. */
 static int seen_before(tool_run_fn run, void *arg, int i)
 {
-    static struct { tool_run_fn run; void *arg; int i; } seen[512];
-    static int n;
+    int n = n_seen;
     for (int k = 0; k < n; k++)
         if (seen[k].run == run && seen[k].arg == arg && seen[k].i == i) return 1;
     if (n == (int)(sizeof seen / sizeof seen[0])) return 1;
-    seen[n].run = run, seen[n].arg = arg, seen[n].i = i, n++;
+    seen[n].run = run, seen[n].arg = arg, seen[n].i = i;
+    n_seen = n + 1;
     return 0;
 }
 

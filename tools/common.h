@@ -35,6 +35,10 @@ typedef attn_status (*tool_run_fn)(void *arg, int i);
  * held call that waits on its queue is let go after a few seconds, and the
  * run goes on on the host's clock. *ms is set on success. */
 attn_status tool_timed(attn_context *ctx, tool_run_fn run, void *arg, int i, double *ms);
+/* A new series of runs: each (run, arg, i)'s first call is a warm-up again.
+ * Called where the args are made anew (they may sit at the last series'
+ * addresses, on the stack). */
+void tool_timing_new_series(void);
 const char *tool_clock_name(void);
 
 /* Reps for about target_ms when one run takes one_ms, within
