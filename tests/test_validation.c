@@ -848,7 +848,7 @@ static void fused_layout(int hq, int hkv)
                        "out overlaps k", watch));
     o.offset = t[2].offset;
     CU_ASSERT(rejected("fused, out on v", ctx, &p, &t[0], &t[1], &t[2], &o, NULL, lse,
-                       "out overlaps", watch));
+                       "out overlaps v", watch));
     o.offset = t[0].offset + D; /* out's heads are q's from head 1, then k's head 0 */
     CU_ASSERT(rejected("fused, out on q shifted", ctx, &p, &t[0], &t[1], &t[2], &o, NULL, lse,
                        "out overlaps", watch));
