@@ -1687,6 +1687,10 @@ static void test_update_cleans_up(void)
     CU_ASSERT_EQUAL(replaced, 0);
     deep[at] = 0;
     CU_ASSERT(!exists(deep));
+    /* and a corrupt file is still refused */
+    write_file(path, "{\"entries\": [");
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file_counted(path, &e, 0, &replaced, err, sizeof err),
+                    ATTN_ERROR_TUNING_DB);
     remove_dir();
 }
 

@@ -165,8 +165,8 @@ attn_status attn_tuning_db_update(const char *path, int (*fn)(attn_tuning_db *db
  * otherwise. */
 attn_status attn_tuning_db_check_writable(const char *path, char *err, size_t errsize);
 /* The common update: merge entries into the file (same device and class
- * replaced). No entries: success, and nothing touched (not even a missing
- * folder made). */
+ * replaced). No entries: nothing is written (not even a missing folder
+ * made), and the file is only read (a corrupt one is still refused). */
 attn_status attn_tuning_db_merge_file(const char *path, const attn_tuning_entry *entries,
                                       size_t n, char *err, size_t errsize);
 /* The same, and *replaced: how many of the file's entries an entry of

@@ -496,7 +496,13 @@ attn_status attn_tuning_db_merge_file_counted(const char *path, const attn_tunin
                                               size_t errsize)
 {
     if (replaced) *replaced = 0;
-    if (n == 0) return ATTN_SUCCESS; /* nothing touched: no folder made, no file read */
+    if (n == 0) { /* nothing written, no folder made: the file is only read, as a merge would */
+        attn_tuning_db db;
+        attn_tuning_db_init(&db);
+        const attn_status st = attn_tuning_db_load(path, &db, NULL, err, errsize);
+        attn_tuning_db_free(&db);
+        return st;
+    }
     merge_arg m = {entries, n, 0};
     const attn_status st = attn_tuning_db_update(path, merge_fn, &m, err, errsize);
     if (replaced) *replaced = st == ATTN_SUCCESS ? m.replaced : 0;
