@@ -1694,6 +1694,25 @@ static void test_update_cleans_up(void)
     remove_dir();
 }
 
+/* A database path from the environment that does not fit: none (with a
+ * warning), not a cut one naming another file. */
+static void test_paths_too_long(void)
+{
+    static char huge[5000];
+    memset(huge, 'x', sizeof huge - 1);
+    huge[0] = '/';
+    const char *had = getenv("ATTN_SYSTEM_TUNING_DB");
+    char *saved = had ? strdup(had) : NULL, buf[4096];
+    CU_ASSERT_EQUAL(setenv("ATTN_SYSTEM_TUNING_DB", huge, 1), 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_system_path(buf, sizeof buf), 0);
+    CU_ASSERT_EQUAL(setenv("ATTN_SYSTEM_TUNING_DB", "/etc/attn/tuning.json", 1), 0);
+    CU_ASSERT_EQUAL(attn_tuning_db_system_path(buf, sizeof buf), 1);
+    CU_ASSERT_STRING_EQUAL(buf, "/etc/attn/tuning.json");
+    if (saved) setenv("ATTN_SYSTEM_TUNING_DB", saved, 1);
+    else unsetenv("ATTN_SYSTEM_TUNING_DB");
+    free(saved);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_round_trip),
     HARNESS_TEST(test_int8_decode_class),
@@ -1707,6 +1726,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_lookup_tiers),
     HARNESS_TEST(test_lookup_nearer_file),
     HARNESS_TEST(test_decode_splits_follow_batch),
+    HARNESS_TEST(test_paths_too_long),
     HARNESS_TEST(test_lookup_illegal_warns),
     HARNESS_TEST(test_check_writable),
     HARNESS_TEST(test_problem_flops),

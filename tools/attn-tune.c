@@ -92,9 +92,10 @@ static void usage(FILE *f)
         "                        --decode: decode shapes, through attn_decode)\n"
         "  --help, --version\n"
         "\n"
-        "Database: $ATTN_TUNING_DB, else $XDG_DATA_HOME/attn/tuning.json, else\n"
-        "~/.local/share/attn/tuning.json; also read (never written): the system-wide\n"
-        "$ATTN_SYSTEM_TUNING_DB, else " ATTN_SYSTEM_TUNING_DB_DEFAULT ".\n"
+        "Database: $ATTN_TUNING_DB, else $XDG_DATA_HOME/attn/tuning.json (an absolute\n"
+        "$XDG_DATA_HOME), else ~/.local/share/attn/tuning.json; also read (never\n"
+        "written): the system-wide $ATTN_SYSTEM_TUNING_DB, else\n"
+        ATTN_SYSTEM_TUNING_DB_DEFAULT ".\n"
         "Exit status: 0 ok, 1 a failure (a corrupt database: ATTN_ERROR_TUNING_DB with\n"
         "the file and line), 2 bad usage.\n",
         QUICK_BUDGET_S, TUNE_SHAPES_SYNTAX, ATTN_KV_MIN_BLOCK, ATTN_KV_MAX_BLOCK, FULL_BUDGET_S,
@@ -250,7 +251,8 @@ static int parse_args(int argc, char **argv, options *o)
 static int db_path(char *buf, size_t size)
 {
     if (attn_tuning_db_user_path(buf, size)) return 1;
-    fprintf(stderr, "attn-tune: no database path: set ATTN_TUNING_DB, XDG_DATA_HOME or HOME\n");
+    fprintf(stderr, "attn-tune: no database path: set ATTN_TUNING_DB, an absolute "
+                    "XDG_DATA_HOME, or HOME (or the one set is too long)\n");
     return 0;
 }
 

@@ -27,12 +27,10 @@ static char *copy_or_null(const char *text, int *failed)
     return c;
 }
 
-/* Whether the path made from `from`'s value fits buf; said when not (the
- * file would otherwise be missing without a word). */
-static int path_fits(int made, size_t size, const char *from)
+int attn_path_fits(int made, size_t size, const char *from)
 {
     if (made >= 0 && (size_t)made < size) return 1;
-    attn_log(ATTN_LOG_WARN, "the path from $%s is longer than %zu bytes; not used", from,
+    attn_log(ATTN_LOG_WARN, "the path from %s is longer than %zu bytes; not used", from,
              size - 1);
     return 0;
 }
@@ -41,13 +39,13 @@ int attn_env_path(char *buf, size_t size, const char *var, const char *xdg,
                   const char *under_xdg, const char *under_home)
 {
     const char *env = getenv(var);
-    if (env && *env) return path_fits(snprintf(buf, size, "%s", env), size, var);
+    if (env && *env) return attn_path_fits(snprintf(buf, size, "%s", env), size, var);
     env = getenv(xdg); /* the XDG base directory rule: a relative one is ignored */
     if (env && *env == '/')
-        return path_fits(snprintf(buf, size, "%s/%s", env, under_xdg), size, xdg);
+        return attn_path_fits(snprintf(buf, size, "%s/%s", env, under_xdg), size, xdg);
     env = getenv("HOME");
     if (env && *env)
-        return path_fits(snprintf(buf, size, "%s/%s", env, under_home), size, "HOME");
+        return attn_path_fits(snprintf(buf, size, "%s/%s", env, under_home), size, "HOME");
     return 0;
 }
 

@@ -26,6 +26,11 @@ int attn_disk_cache_dir(char *buf, size_t size);
  * Text that is not a whole number of MiB is said (a warning) and gives the
  * default. */
 uint64_t attn_cache_max_bytes(const char *text);
+/* Whether a path snprintf made (its return value `made`) from `from`'s
+ * value (an environment variable's name, or a description) fits a buffer
+ * of size bytes; a warning when not, since the file would otherwise be
+ * missing without a word. */
+int attn_path_fits(int made, size_t size, const char *from);
 /* The XDG rule for a default path (config.c): $var, else $xdg/under_xdg
  * (an absolute $xdg only, as the XDG spec says), else $HOME/under_home,
  * into buf; returns 0 when none is set, or when the one set does not fit

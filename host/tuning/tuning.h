@@ -126,8 +126,9 @@ int attn_tuning_db_append(attn_tuning_db *db, const attn_tuning_entry *e);
  * (db unchanged). */
 int attn_tuning_db_dedupe(attn_tuning_db *db);
 
-/* The user's database: $ATTN_TUNING_DB, else $XDG_DATA_HOME/attn/tuning.json,
- * else ~/.local/share/attn/tuning.json. Returns 0 when none can be named. */
+/* The user's database: $ATTN_TUNING_DB, else $XDG_DATA_HOME/attn/tuning.json
+ * (an absolute $XDG_DATA_HOME), else ~/.local/share/attn/tuning.json.
+ * Returns 0 when none can be named (or fits: a warning). */
 int attn_tuning_db_user_path(char *buf, size_t size);
 /* The read-only system-wide one: $ATTN_SYSTEM_TUNING_DB (empty: none), else
  * ATTN_SYSTEM_TUNING_DB_DEFAULT. Returns 0 when there is none. */

@@ -53,7 +53,7 @@ ATTN_API attn_status attn_context_set_params(attn_context *ctx, const char *para
 /*! attn_context_set_tuning_db() : the tuning databases ctx reads (attn-tune
  *  writes them): user_path, then the read-only system_path. NULL means the
  *  default, from the environment as it is now: user_path $ATTN_TUNING_DB,
- *  else $XDG_DATA_HOME/attn/tuning.json, else
+ *  else $XDG_DATA_HOME/attn/tuning.json (an absolute $XDG_DATA_HOME), else
  *  ~/.local/share/attn/tuning.json; system_path $ATTN_SYSTEM_TUNING_DB,
  *  else the build's default. "" means none. Every new context starts with
  *  the defaults. The files are read again on the next call that plans. */
@@ -65,7 +65,8 @@ ATTN_API attn_status attn_context_set_tuning_db(attn_context *ctx, const char *u
  *  folder that cannot be written only costs the rebuilds). NULL or "" means
  *  no disk cache. It applies to programs ctx builds after the call; those
  *  already in its memory stay. Every new context starts with
- *  $ATTN_CACHE_DIR (set but empty: none), else $XDG_CACHE_HOME/attn, else
+ *  $ATTN_CACHE_DIR (set but empty: none), else $XDG_CACHE_HOME/attn (an
+ *  absolute $XDG_CACHE_HOME), else
  *  ~/.cache/attn. Its program files are kept within $ATTN_CACHE_MAX_MB
  *  (default 1024 MiB; 0: no bound): past it, the least recently used are
  *  removed, never the one just stored, never a file attn did not name
