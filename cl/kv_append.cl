@@ -37,7 +37,8 @@ inline float in_float(__global const elem_t *p, ulong i)
 
 /* Row x (n elements) of the block as int8 q and its scale, exactly as the
  * host's attn_kv_quantize_row (host/attention/kv_quant.c): scale = max|x| /
- * 127 (0 for an all-zero row, NaN for a row holding inf or NaN), q = x /
+ * 127 (one float lower where 127 * scale would be inf; 0 for an all-zero
+ * row, NaN for a row holding inf or NaN), q = x /
  * scale rounded to nearest even, saturated to [-127, 127] (0 when the
  * scale is 0 or NaN). The host builds this with correctly rounded division
  * where the device has it, so that both sides divide alike. */

@@ -140,7 +140,8 @@ typedef struct attn_tensor {
  * and kv_start + j of attn_lengths; in attn_decode, r is the new query's
  * row and c the key's position in the cache). -inf masks the key; so does
  * any value that brings the logit below -FLT_MAX / 2 (in log2 units), as
- * the finfo.min masks of other libraries do. A zero-initialised attn_mask
+ * the f32 finfo.min masks of other libraries do (f16's finfo.min, -65504,
+ * is only a very negative logit: use -inf). A zero-initialised attn_mask
  * is no mask. A tile of keys whose mask values are all -inf or at most
  * -0.75 * FLT_MAX (finfo.min) is skipped whole; other keys the mask hides
  * are weighted by zero, so their V rows must be finite (0 * inf is NaN); keys

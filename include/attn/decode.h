@@ -38,7 +38,8 @@ ATTN_API attn_status attn_kv_cache_create(attn_context *ctx, int batch, int kv_h
 typedef enum attn_kv_storage {
     ATTN_KV_AS_DTYPE = 0, /* in the cache's dtype, as appended */
     /* int8, one fp32 scale per (token, KV head): x ~ scale * q, scale =
-     * max|x| / 127 over the token's head_dim elements, q = round(x / scale).
+     * max|x| / 127 over the token's head_dim elements (one float lower where
+ * 127 * scale would overflow), q = round(x / scale).
      * Quantized at append, dequantized inside the decode kernels; about 1/4
      * (vs f32) or 1/2 (vs f16) of the bytes. Its own tolerance:
      * attn_kv_tolerance. */
