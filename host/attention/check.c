@@ -131,12 +131,12 @@ attn_status attn_check_read_inputs(attn_context *ctx, const attn_problem *p,
         return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "check mode: out of host memory");
     }
     attn_status st;
-    const int B = p->batch, hd = p->head_dim;
+    const int B = p->batch, hd = p->head_dim, hkv = p->kv_heads, skv = p->kv_len;
     /* on an out-of-order queue the reads would overtake the caller's writes */
     if ((st = attn_queue_order(ctx)) ||
         (st = attn_tensor_download(ctx, q, p->dtype, B, p->q_heads, p->q_len, hd, in->q)) ||
-        (k && (st = attn_tensor_download(ctx, k, p->dtype, B, p->kv_heads, p->kv_len, hd, in->k))) ||
-        (v && (st = attn_tensor_download(ctx, v, p->dtype, B, p->kv_heads, p->kv_len, hd, in->v))) ||
+        (k && (st = attn_tensor_download(ctx, k, p->dtype, B, hkv, skv, hd, in->k))) ||
+        (v && (st = attn_tensor_download(ctx, v, p->dtype, B, hkv, skv, hd, in->v))) ||
         (st = read_variants(ctx, p, in))) {
         attn_check_free(in);
         return st;

@@ -116,7 +116,8 @@ int attn_tuning_db_system_path(char *buf, size_t size)
 {
     const char *env = getenv("ATTN_SYSTEM_TUNING_DB");
     if (env) /* set but empty: no system-wide file */
-        return *env && attn_path_fits(snprintf(buf, size, "%s", env), size, "ATTN_SYSTEM_TUNING_DB");
+        return *env &&
+               attn_path_fits(snprintf(buf, size, "%s", env), size, "ATTN_SYSTEM_TUNING_DB");
     return attn_path_fits(snprintf(buf, size, "%s", ATTN_SYSTEM_TUNING_DB_DEFAULT), size,
                           "the build's system tuning database");
 }
