@@ -1033,6 +1033,7 @@ static void test_corrupt_files(void)
     char *causal_twice = replace(good, "\"causal\": true,\n               \"group\": 2, "
                                  "\"q_bucket\": 128", "\"causal\": true, \"causal\": false,\n"
                                  "               \"group\": 2, \"q_bucket\": 128");
+    char *bucket_3000 = replace(good, "\"q_bucket\": 128", "\"q_bucket\": 3000");
     char *params_twice = replace(good, "vec=16\"},\n    {",
                                  "vec=16\", \"params\": \"family=tiled\"},\n    {");
     const bad_case cases[] = {
@@ -1060,6 +1061,8 @@ static void test_corrupt_files(void)
         {"twice_later.json", "{\"format\": \"attn-tuning-db\", \"note\": 1, \"entries\": [], "
          "\"entries\": []}", ":1: \"entries\" is given twice"},
         {"causal_twice.json", causal_twice, ":11: entry 1: \"causal\" is given twice"},
+        {"bucket_3000.json", bucket_3000,
+         ":11: entry 1: \"class.q_bucket\" must be a power of two"},
         {"params_twice.json", params_twice, ":5: entry 0: \"params\" is given twice"},
     };
     attn_problem p = problem(16, 2, 1, 64);
@@ -1142,6 +1145,7 @@ static void test_corrupt_files(void)
     free(fixed_obj);
     free(causal_twice);
     free(params_twice);
+    free(bucket_3000);
     remove_dir();
 }
 

@@ -315,6 +315,12 @@ static int read_class(reader *r, const cJSON *cls, attn_tuning_entry *e)
         get_int(r, cls, "q_bucket", &e->cls.q_bucket, 1, 1 << 30, 1) ||
         get_int(r, cls, "kv_bucket", &e->cls.kv_bucket, 1, 1 << 30, 1))
         return -1;
+    /* buckets are powers of two (attn_length_bucket): another never equals
+     * a class, yet would serve as the nearest */
+    if (e->cls.q_bucket & (e->cls.q_bucket - 1))
+        return bad(r, "\"%s\" must be a power of two", "class.q_bucket");
+    if (e->cls.kv_bucket & (e->cls.kv_bucket - 1))
+        return bad(r, "\"%s\" must be a power of two", "class.kv_bucket");
     const cJSON *causal = cJSON_GetObjectItemCaseSensitive(cls, "causal");
     if (!cJSON_IsBool(causal)) return bad(r, "\"%s\" must be true or false", "class.causal");
     e->cls.causal = cJSON_IsTrue(causal);
