@@ -173,9 +173,9 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
         if (attn_plan_parse_over_noting(entry, &dev, p, text, &pr, left_out, sizeof left_out, err,
                                         sizeof err) != 0)
             return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s: %s", from, err);
-        attn_params_format(&pr, desc, sizeof desc);
-        attn_log(ATTN_LOG_INFO, "%s applied to %s: %s,splits=%d", ctx->override_from,
-                 entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc, pr.kv_splits);
+        attn_search_format(entry, &pr, desc, sizeof desc);
+        attn_log(ATTN_LOG_INFO, "%s applied to %s: %s", ctx->override_from,
+                 entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc);
         *source = "override";
     }
     const char *refused = family_refusal(ctx, pr.family, entry, p);
@@ -209,13 +209,13 @@ static attn_status plan_new(attn_context *ctx, int entry, const attn_problem *p,
             pr.kv_splits = splits;
             *source = "heuristic";
         }
-        attn_params_format(&pr, desc, sizeof desc);
+        attn_search_format(entry, &pr, desc, sizeof desc);
         attn_log(ATTN_LOG_INFO, "the family %s %s: %s uses %s (%s)", fam, refused,
                  entry == ATTN_ENTRY_DECODE ? "decode" : "forward", desc, *source);
     }
     attn_plan_fit_page(&pr, cls->kv_block);
     if (!attn_params_legal(&pr, &dev, p, err, sizeof err)) {
-        attn_params_format(&pr, desc, sizeof desc);
+        attn_search_format(entry, &pr, desc, sizeof desc);
         if (text)
             return ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "%s gives %s, not usable here: %s",
                              from, desc, err);

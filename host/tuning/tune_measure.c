@@ -497,7 +497,7 @@ attn_status attn_tune_retime(attn_tune_bench *b, const attn_params *cands, int n
                 left = 0;
             } else if (cs != ATTN_SUCCESS) { /* this candidate's, unless every one fails */
                 char text[200];
-                attn_params_format(&cands[i], text, sizeof text);
+                attn_search_format(b->entry, &cands[i], text, sizeof text);
                 attn_log(ATTN_LOG_WARN, "tuner: %s failed while re-timed and is dropped (%s: %s)",
                          text, attn_status_name(cs), attn_last_error(b->ctx));
                 dropped[i] = 1;

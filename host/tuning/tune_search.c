@@ -423,7 +423,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
         int cx = attn_search_complexity(&cands[i], &dflt);
         if (attn_log_enabled(ATTN_LOG_DEBUG)) {
             char text[200];
-            attn_params_format(&cands[i], text, sizeof text);
+            attn_search_format(entry, &cands[i], text, sizeof text);
             attn_log(ATTN_LOG_DEBUG, "%s %s: %.4f ms (first measured %.4f), complexity %d",
                      retime ? "re-timed" : "not re-timed (no budget left)", text, ms[i],
                      s.c[order[i]].r.median_ms, cx);
