@@ -1288,6 +1288,20 @@ static void prepare_twice(void *path)
     attn_context_release(c2);
 }
 
+/* The same class beside a farther one that can run it: the farther one. */
+static void prepare_passes_over(void *path)
+{
+    attn_context *c2 = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, ""), ATTN_SUCCESS);
+    const attn_problem p = problem(24, 2, 2, 64);
+    attn_plan_info info;
+    CU_ASSERT_EQUAL(attn_prepare(c2, &p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "tuned");
+    CU_ASSERT_STRING_EQUAL(info.params, "family=vector,rows=4,keys=16,vec=8");
+    attn_context_release(c2);
+}
+
 static void test_lookup_illegal_warns(void)
 {
     fresh_dir();
@@ -1307,6 +1321,17 @@ static void test_lookup_illegal_warns(void)
     char named[600]; /* the warning names the file the entry is in */
     snprintf(named, sizeof named, "family=mma (in %s) do not apply here", path);
     CU_ASSERT_EQUAL(count_stderr(prepare_twice, path, named), 1);
+    /* an entry of a farther class that can run it is the next choice
+     * (it was the heuristic), and the warning names it */
+    char hm[17]; /* both current: a stale entry loses to a current one anyway */
+    CU_ASSERT_EQUAL_FATAL(attn_kernel_source_hash(ctx, ATTN_FAMILY_MMA, hm), ATTN_SUCCESS);
+    const attn_problem far = problem(24, 2, 2, 1024);
+    attn_tuning_entry both[2] = {entry(&here, hm, &p, "family=mma"),
+                                 entry(&here, hv, &far, "family=vector,rows=4,keys=16,vec=8")};
+    attn_tuning_db db2 = {both, 2, 2};
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db2, err, sizeof err), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(count_stderr(prepare_passes_over, path,
+                                 "using the nearest that do, family=vector,rows=4"), 1);
     remove_dir();
 }
 

@@ -198,6 +198,13 @@ int attn_tuning_entry_params(const attn_tuning_entry *e, attn_params *out, char 
 attn_tuning_tier attn_tuning_db_lookup(const attn_tuning_db *db, const attn_device_identity *id,
                                        const char *const hashes[ATTN_FAMILY_COUNT], const attn_shape_class *c,
                                        const attn_tuning_entry **out);
+/* The same, among the entries usable(e, arg) accepts (usable NULL: all). */
+attn_tuning_tier attn_tuning_db_lookup_usable(const attn_tuning_db *db,
+                                              const attn_device_identity *id,
+                                              const char *const hashes[ATTN_FAMILY_COUNT],
+                                              const attn_shape_class *c,
+                                              int (*usable)(const attn_tuning_entry *, void *),
+                                              void *arg, const attn_tuning_entry **out);
 
 /* Whether the database already holds a current (exact-tier, same class
  * exactly, level >= level) entry for c: the tuner skips such classes. */

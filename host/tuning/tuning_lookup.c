@@ -72,6 +72,16 @@ attn_tuning_tier attn_tuning_db_lookup(const attn_tuning_db *db, const attn_devi
                                        const char *const hashes[ATTN_FAMILY_COUNT], const attn_shape_class *c,
                                        const attn_tuning_entry **out)
 {
+    return attn_tuning_db_lookup_usable(db, id, hashes, c, NULL, NULL, out);
+}
+
+attn_tuning_tier attn_tuning_db_lookup_usable(const attn_tuning_db *db,
+                                              const attn_device_identity *id,
+                                              const char *const hashes[ATTN_FAMILY_COUNT],
+                                              const attn_shape_class *c,
+                                              int (*usable)(const attn_tuning_entry *, void *),
+                                              void *arg, const attn_tuning_entry **out)
+{
     attn_tuning_tier best_tier = ATTN_TIER_NONE;
     int best_dist = 0;
     *out = NULL;
@@ -80,7 +90,7 @@ attn_tuning_tier attn_tuning_db_lookup(const attn_tuning_db *db, const attn_devi
         int d = attn_shape_class_distance(&e->cls, c);
         if (d < 0) continue;
         attn_tuning_tier t = entry_tier(e, id, hashes);
-        if (t == ATTN_TIER_NONE) continue;
+        if (t == ATTN_TIER_NONE || t < best_tier || (usable && !usable(e, arg))) continue;
         /* a tie of distance: the class that sorts last (the longer
          * lengths), not whichever the file lists first */
         const int nearer = t == best_tier && (d < best_dist || (d == best_dist &&
@@ -227,6 +237,48 @@ int attn_tuning_forced(attn_context *ctx, attn_params *pr)
     return 1;
 }
 
+/* What the entry's parameters make of pr for this problem, if they can run it. */
+struct apply_to {
+    int entry;
+    const attn_device_limits *dev;
+    const attn_problem *p;
+    attn_params base;
+};
+
+static int applies(const attn_tuning_entry *e, const struct apply_to *a, attn_params *tuned,
+                   char *err, size_t size)
+{
+    *tuned = a->base;
+    return attn_plan_parse_over(a->entry, a->dev, a->p, e->params, tuned, err, size) == 0 &&
+           attn_params_legal(tuned, a->dev, a->p, err, size);
+}
+
+static int usable(const attn_tuning_entry *e, void *arg)
+{
+    attn_params tuned;
+    char err[256];
+    return applies(e, arg, &tuned, err, sizeof err);
+}
+
+/* The better tier of the two files, then the nearer class; the user's file
+ * wins a tie of both (a distant class of the user's must not hide the
+ * system file's own). */
+static attn_tuning_tier choose(const struct attn_tuning_state *s, const char *const *hashes,
+                               const attn_shape_class *c, struct apply_to *only,
+                               const attn_tuning_entry **e, int *user_first)
+{
+    int (*filter)(const attn_tuning_entry *, void *) = only ? usable : NULL;
+    const attn_tuning_entry *eu, *es;
+    attn_tuning_tier tu = attn_tuning_db_lookup_usable(&s->user, &s->id, hashes, c, filter, only, &eu);
+    attn_tuning_tier ts = attn_tuning_db_lookup_usable(&s->sys, &s->id, hashes, c, filter, only, &es);
+    *user_first = tu > ts;
+    if (tu == ts && tu != ATTN_TIER_NONE)
+        *user_first = attn_shape_class_distance(&eu->cls, c) <=
+                      attn_shape_class_distance(&es->cls, c);
+    *e = *user_first ? eu : es;
+    return *user_first ? tu : ts;
+}
+
 void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const attn_problem *p,
                        const attn_shape_class *c, attn_params *pr, const char **source)
 {
@@ -239,32 +291,33 @@ void attn_tuning_apply(attn_context *ctx, const attn_device_limits *dev, const a
     const int entry = c->decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL;
     const char *hashes[ATTN_FAMILY_COUNT];
     for (int f = 0; f < ATTN_FAMILY_COUNT; f++) hashes[f] = s->hash[entry][f];
-    const attn_tuning_entry *eu, *es, *e;
-    attn_tuning_tier tu = attn_tuning_db_lookup(&s->user, id, hashes, c, &eu);
-    attn_tuning_tier ts = attn_tuning_db_lookup(&s->sys, id, hashes, c, &es);
-    /* the better tier, then the nearer class; the user's file wins a tie
-     * of both (a distant class of the user's must not hide the system
-     * file's own) */
-    int user_first = tu > ts;
-    if (tu == ts && tu != ATTN_TIER_NONE)
-        user_first = attn_shape_class_distance(&eu->cls, c) <=
-                     attn_shape_class_distance(&es->cls, c);
-    const attn_tuning_tier tier = user_first ? tu : ts;
-    e = user_first ? eu : es;
+    const attn_tuning_entry *e;
+    int user_first;
+    attn_tuning_tier tier = choose(s, hashes, c, NULL, &e, &user_first);
     if (tier == ATTN_TIER_NONE) return;
     /* the warnings name the file, so that the entry can be found and fixed */
     const char *file = user_first ? ctx->tuning_user_path : ctx->tuning_system_path;
 
     char cls[96], err[256];
     attn_shape_class_format(c, cls, sizeof cls);
-    attn_params tuned = *pr;
-    if (attn_plan_parse_over(entry, dev, p, e->params, &tuned, err, sizeof err) != 0 ||
-        !attn_params_legal(&tuned, dev, p, err, sizeof err)) {
-        /* a tuned class that silently plans as if untuned would go unseen */
-        if (first_for_class(s, WARN_ILLEGAL, c))
+    struct apply_to to = {entry, dev, p, *pr};
+    attn_params tuned;
+    if (!applies(e, &to, &tuned, err, sizeof err)) {
+        /* the nearest entry that can run it, else the built-in ones; a
+         * tuned class that silently plans otherwise would go unseen */
+        const attn_tuning_entry *bad = e;
+        const char *bad_file = file;
+        tier = choose(s, hashes, c, &to, &e, &user_first);
+        file = user_first ? ctx->tuning_user_path : ctx->tuning_system_path;
+        if (first_for_class(s, WARN_ILLEGAL, c)) {
+            char other[600] = "the built-in ones";
+            if (tier != ATTN_TIER_NONE)
+                snprintf(other, sizeof other, "the nearest that do, %.200s (in %.300s)",
+                         e->params, file);
             attn_log(ATTN_LOG_WARN, "%s: tuned parameters %s (in %s) do not apply here (%s); "
-                     "using the built-in ones", cls, e->params, file, err);
-        return;
+                     "using %s", cls, bad->params, bad_file, err, other);
+        }
+        if (tier == ATTN_TIER_NONE || !applies(e, &to, &tuned, err, sizeof err)) return;
     }
     /* a split count fills the device for the batch x KV heads it was timed
      * at (the class has neither): another count of work-groups splits
