@@ -1075,7 +1075,7 @@ static void test_tool_commands(void)
 
 /* attn-tune --decode --compare: after the smallest tuning of a small
  * decode class (one candidate, the heuristic's), its row shows the tuned
- * entry timed against the heuristic through attn_decode, with the splits
+ * entry timed against the heuristic through attn_decode (in K/V GB/s), with the splits
  * it launches, and the two as the same parameters (the automatic splits
  * are compared as planned, not as launched). Then the same over an int8
  * cache of blocks of 16 (--kv-int8 --block-size 16), a class of its own. */
@@ -1095,6 +1095,9 @@ static void test_compare_decode(void)
     char *text = harness_read_file(out, NULL);
     printf("\n  %s", text ? text : "(no output)");
     CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "--decode --compare") : NULL);
+    /* memory-bound: K/V GB/s against the copy bandwidth, not GFLOP/s */
+    CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "KV GB/s") : NULL);
+    CU_ASSERT_PTR_NOT_NULL(text ? strstr(text, "%copy") : NULL);
     const char *row = text ? strstr(text, "Sq=1 Skv=64 f32 causal") : NULL;
     CU_ASSERT_PTR_NOT_NULL_FATAL(row);
     CU_ASSERT_PTR_NOT_NULL(strstr(row, " tuned "));

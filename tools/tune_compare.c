@@ -2,8 +2,10 @@
  * shape, the library's choice (tuned, stale or heuristic) and the built-in
  * default timed interleaved through the tuner's bench (attn_forward, or
  * attn_decode on a full cache of the chosen kind: contiguous or paged, as
- * the dtype or int8), with the fp32 peak measured between rounds,
- * so that a tuned entry's gain is seen on this machine now. */
+ * the dtype or int8), with the yardstick measured in the same run (the
+ * fp32 FMA peak between rounds; for decode, which is memory-bound, the copy
+ * bandwidth before and after, against the K/V bytes a step reads), so that
+ * a tuned entry's gain is seen on this machine now. */
 #include "tune_compare.h"
 #include "tool_error.h"
 #include "tuning/tune_shapes.h"
@@ -33,6 +35,15 @@ int tune_open(const char *device, const char *shapes_arg, int decode, attn_probl
     return -1;
 }
 
+/* A decode step's K and V bytes: the whole cache's rows, read once. */
+static double kv_bytes(const attn_problem *p, const attn_tune_cache *kv)
+{
+    const double row = kv && kv->storage == ATTN_KV_INT8
+                           ? p->head_dim + 4.0 /* and the row's float scale */
+                           : (double)p->head_dim * attn_dtype_size(p->dtype);
+    return 2.0 * p->batch * p->kv_heads * p->kv_len * row;
+}
+
 int tune_compare(const char *device, const char *shapes_arg, int entry, const attn_tune_cache *kv)
 {
     attn_problem *shapes = NULL;
@@ -45,12 +56,18 @@ int tune_compare(const char *device, const char *shapes_arg, int entry, const at
     attn_device_identity id;
     attn_device_identity_of(ctx, &id);
     printf("attn-tune %s %s: %s / %s (driver %s, %u compute units)\n"
-           "the library's choice and the built-in default timed interleaved, with the fp32 FMA\n"
-           "peak measured between rounds; medians\n", attn_version_string(),
-           decode ? "--decode --compare" : "--compare", id.platform, id.name,
-           id.driver, id.compute_units);
+           "the library's choice and the built-in default timed interleaved; medians\n",
+           attn_version_string(), decode ? "--decode --compare" : "--compare", id.platform,
+           id.name, id.driver, id.compute_units);
+    if (decode)
+        printf("K/V GB/s: the cache's K and V rows read once a step, against the copy bandwidth\n"
+               "measured before and after; the runs are back to back, so a cache that fits the\n"
+               "last-level cache is read warm and can pass it\n");
+    else
+        printf("%%peak: of the fp32 FMA peak measured between rounds\n");
     printf("%-34s %-9s %-44s %9s %9s %7s %7s %7s %8s %6s %6s %13s\n", "shape", "source", "params",
-           "GFLOP/s", "default", "ratio", "%peak", "dflt%", "peak", "IQR", "dIQR", "peak range");
+           decode ? "KV GB/s" : "GFLOP/s", "default", "ratio", decode ? "%copy" : "%peak",
+           "dflt%", decode ? "copy" : "peak", "IQR", "dIQR", decode ? "copy range" : "peak range");
     fflush(stdout);
     int failed = 0;
     for (int i = 0; i < nshapes && !failed; i++) {
@@ -79,29 +96,34 @@ int tune_compare(const char *device, const char *shapes_arg, int entry, const at
         int rounds = one[0] + one[1] > 0 ? (int)(4000 / (one[0] + one[1])) : 5;
         rounds = rounds < 5 ? 5 : rounds > 41 ? 41 : rounds;
         double *t0 = malloc(sizeof(double) * (size_t)rounds), *t1 = malloc(sizeof(double) * (size_t)rounds);
-        double *pk = malloc(sizeof(double) * (size_t)rounds);
+        /* the copy bandwidth takes seconds (two 256 MiB buffers) where the
+         * peak takes a tenth: it is measured before and after the rounds */
+        const int nref = decode ? 2 : rounds;
+        double *pk = malloc(sizeof(double) * (size_t)nref);
         if (!t0 || !t1 || !pk) st = ATTN_ERROR_OUT_OF_MEMORY;
+        if (decode && st == ATTN_SUCCESS) st = attn_device_copy_gbps(ctx, &pk[0]);
         for (int r = 0; r < rounds && st == ATTN_SUCCESS && !failed; r++) {
             /* each side first in every other round: the run right after
              * the peak's is the slower slot (tune_measure.c) */
             const int s = r % 2;
             const attn_params order[2] = {cands[s], cands[1 - s]};
             double ms[2];
-            if ((st = attn_device_peak_gflops(ctx, &pk[r])) != ATTN_SUCCESS) break;
+            if (!decode && (st = attn_device_peak_gflops(ctx, &pk[r])) != ATTN_SUCCESS) break;
             if ((st = attn_tune_retime(b, order, 2, 1, 0, 0, ms, NULL)) != ATTN_SUCCESS) break;
             t0[r] = ms[s];
             t1[r] = ms[1 - s];
         }
+        if (decode && st == ATTN_SUCCESS) st = attn_device_copy_gbps(ctx, &pk[1]);
         if (st != ATTN_SUCCESS) {
             tool_error("attn-tune", shape, NULL, st, attn_last_error(ctx));
             failed = 1;
         } else if (!failed) {
-            double flops = attn_problem_flops(p, NULL);
+            const double work = decode ? kv_bytes(p, kv) : attn_problem_flops(p, NULL);
             const attn_time_spread st0 = attn_time_spread_of(t0, rounds);
             const attn_time_spread st1 = attn_time_spread_of(t1, rounds);
-            const attn_time_spread sp = attn_time_spread_of(pk, rounds);
+            const attn_time_spread sp = attn_time_spread_of(pk, nref);
             double mt = st0.median_ms, md = st1.median_ms, peak = sp.median_ms;
-            double gt = flops / (mt * 1e6), gd = flops / (md * 1e6);
+            double gt = work / (mt * 1e6), gd = work / (md * 1e6);
             const double iqr_t = attn_time_spread_iqr(&st0), iqr_d = attn_time_spread_iqr(&st1);
             const double peak_moved = sp.max_ms > 0 ? (sp.max_ms - sp.min_ms) / sp.max_ms : 0;
             /* the same parameters twice show the noise of the measurement */
@@ -113,8 +135,10 @@ int tune_compare(const char *device, const char *shapes_arg, int entry, const at
             if (iqr_t > ATTN_NOISE_LIMIT || iqr_d > ATTN_NOISE_LIMIT ||
                 peak_moved > ATTN_NOISE_LIMIT)
                 fprintf(stderr, "attn-tune: WARNING: %s: too noisy to rank: IQR %.0f%% and %.0f%% "
-                        "of the medians, peak %.1f..%.1f GFLOP/s between rounds (limit %.0f%%)\n",
-                        shape, 100 * iqr_t, 100 * iqr_d, sp.min_ms, sp.max_ms,
+                        "of the medians, %s %.1f..%.1f %s (limit %.0f%%)\n",
+                        shape, 100 * iqr_t, 100 * iqr_d,
+                        decode ? "copy bandwidth" : "peak between rounds", sp.min_ms, sp.max_ms,
+                        decode ? "GB/s" : "GFLOP/s",
                         100 * ATTN_NOISE_LIMIT);
         }
         free(t0);
