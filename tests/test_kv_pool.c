@@ -391,6 +391,8 @@ static void test_slots_and_refusals(void)
     CU_ASSERT(says(ctx, "first = 15"));
     CU_ASSERT_EQUAL(attn_kv_cache_read(c, 0, -1, 1, buf, NULL), ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT_EQUAL(attn_kv_cache_read(c, 0, 19, 1, buf, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_kv_cache_read(c, 1, 0, 1, buf, NULL), ATTN_ERROR_INVALID_ARGUMENT);
+    CU_ASSERT(says(ctx, "sequence 1 holds no tokens")); /* it said "0..-1" */
     attn_tensor tk;
     CU_ASSERT_EQUAL(attn_kv_cache_tensors(c, &tk, NULL), ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT(says(ctx, "paged") && says(ctx, "attn_kv_cache_read"));

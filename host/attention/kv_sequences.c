@@ -168,8 +168,11 @@ attn_status attn_kv_read_locked(attn_kv_cache *c, int seq, int first, int count,
     attn_context *ctx = c->ctx;
     attn_status st = check_seq(c, seq, "seq");
     if (st == ATTN_SUCCESS && (first < 0 || count < 0 || first > c->len[seq] - count))
-        st = INVALID(ctx, "tokens first = %d, count = %d are outside sequence %d's 0..%d", first,
-                     count, seq, c->len[seq] - 1);
+        st = c->len[seq] == 0
+                 ? INVALID(ctx, "tokens first = %d, count = %d: sequence %d holds no tokens",
+                           first, count, seq)
+                 : INVALID(ctx, "tokens first = %d, count = %d are outside sequence %d's 0..%d",
+                           first, count, seq, c->len[seq] - 1);
     if (st == ATTN_SUCCESS && count > 0) st = attn_queue_order(ctx);
     if (st == ATTN_SUCCESS && count > 0 && k)
         st = read_one(c, c->k, c->k_scale, seq, first, count, k);
