@@ -30,7 +30,9 @@ const bench_option_spec bench_option_specs[OPT_COUNT] = {
     [OPT_QHEADS] = {"q-heads", "N", "query heads (default 8)"},
     [OPT_KVHEADS] = {"kv-heads", "N", "key/value heads (default Hq/4 when 4 divides Hq, else Hq)"},
     [OPT_HEADDIM] = {"head-dim", "N", "head dimension, 1..256 (default 64)"},
-    [OPT_SEQ] = {"seq", "N", "query and key/value length (default 1024)"},
+    [OPT_SEQ] = {"seq", "N", "query and key/value length (default 1024); with\n"
+                 "--decode the cache's length only (default 4096, and\n"
+                 "--q-len default 1)"},
     [OPT_QLEN] = {"q-len", "N", NULL},
     [OPT_KVLEN] = {"kv-len", "N", "the lengths separately (one given: the other follows)"},
     [OPT_CAUSAL] = {"causal", NULL, NULL},
