@@ -253,7 +253,9 @@ ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tens
  *  tolerance. Long prefixes are split into chunks that run in parallel and
  *  are combined with their LSEs; the number of splits comes from the
  *  device's compute units and the longest prefix (an override's splits=N,
- *  attn_context_set_params, replaces it). Blocks longer than
+ *  attn_context_set_params, replaces it: at most N, as each split takes
+ *  whole key blocks; info->params of attn_decode_prepare gives the count
+ *  launched). Blocks longer than
  *  ATTN_DECODE_MAX_Q_LEN take the prefill kernels (ATTN_DECODE_MAX_Q_LEN's
  *  comment): on a CPU the vector family packs each sequence's keys from
  *  the cache as attn_forward packs its k and v, and is as fast. Check
