@@ -147,7 +147,7 @@ static size_t at(const attn_tensor *t, int b, int h, int s)
 static attn_status materialized(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
                                 const attn_tensor *k, const attn_tensor *v,
                                 const attn_tensor *out, const attn_lengths *lengths, cl_mem lse,
-                                cl_event *finished)
+                                int only_refusals, cl_event *finished)
 {
     const int B = p->batch, Hq = p->q_heads, Hkv = p->kv_heads, D = p->head_dim;
     const int Sq = p->q_len, Skv = p->kv_len, wide = p->dtype != ATTN_F32;
@@ -198,6 +198,7 @@ static attn_status materialized(attn_context *ctx, const attn_problem *p, const 
         (st = attn_sgemm_temp_fits(ctx, 0, most_m, (size_t)D, most_n,
                                    "materialized attention, O = P V")))
         return st;
+    if (only_refusals) return ATTN_SUCCESS;
     size_t wg;
     if ((st = softmax_wg(ctx, &wg)) != ATTN_SUCCESS) return st;
     cl_kernel softmax = NULL, rows_out = NULL;
@@ -281,9 +282,12 @@ attn_status attn_forward_materialized(attn_context *ctx, const attn_problem *p,
     cl_event finished = NULL;
     attn_status st = attn_validate_forward(ctx, p, q, k, v, out, lengths, lse);
     if (st == ATTN_SUCCESS) st = attn_clblast_required(ctx); /* arguments first, then the build */
-    /* check mode reads the inputs first: out may be q itself */
-    if (st == ATTN_SUCCESS && ctx->check) st = attn_check_read_inputs(ctx, p, q, k, v, &inputs);
-    if (st == ATTN_SUCCESS) st = materialized(ctx, p, q, k, v, out, lengths, lse, &finished);
+    /* the size refusals before check mode reads the inputs back (it reads
+     * first: out may be q itself), as blas.h promises: before doing anything */
+    if (st == ATTN_SUCCESS && ctx->check &&
+        (st = materialized(ctx, p, q, k, v, out, lengths, lse, 1, NULL)) == ATTN_SUCCESS)
+        st = attn_check_read_inputs(ctx, p, q, k, v, &inputs);
+    if (st == ATTN_SUCCESS) st = materialized(ctx, p, q, k, v, out, lengths, lse, 0, &finished);
     st = attn_check_finish(ctx, st, p, inputs, out, lengths, lse, finished, done);
     attn_call_end(ctx);
     return st;
