@@ -267,6 +267,15 @@ attn_status bench_copy_sample(bench_copy_samples *c, int rep)
     return st;
 }
 
+static int gcd(int a, int b) { return b ? gcd(b, a % b) : a; }
+
+int bench_copy_every(int reps, int n)
+{
+    int every = reps / BENCH_COPY_SAMPLES > 1 ? reps / BENCH_COPY_SAMPLES : 1;
+    while (gcd(every, n) > 1) every++;
+    return every;
+}
+
 static attn_status copy_sample(void *arg, int rep)
 {
     decode_runs *d = arg;
@@ -332,7 +341,7 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     /* interleaved: every configuration once per round, and the copy
      * bandwidth in a few rounds spread over the run (the device may be
      * shared: the fraction must compare like with like) */
-    dr.copies.every = reps / BENCH_COPY_SAMPLES > 1 ? reps / BENCH_COPY_SAMPLES : 1;
+    dr.copies.every = bench_copy_every(reps, nconf);
     tool_rounds rounds = {nconf, reps, run_decode, copy_sample, select_run, &dr, times, 0};
     st = tool_time_rounds(ctx, &rounds);
     if (st != ATTN_SUCCESS) {

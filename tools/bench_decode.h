@@ -73,6 +73,11 @@ typedef struct bench_copy_samples {
 } bench_copy_samples;
 /* Before round rep: a sample every `every` rounds, BENCH_COPY_SAMPLES at most. */
 attn_status bench_copy_sample(bench_copy_samples *c, int rep);
+/* `every` for reps rounds of n configurations: about reps /
+ * BENCH_COPY_SAMPLES, prime to n, so that the configuration run right after
+ * a sample (whose copy leaves a CPU's caches cold) rotates with the rounds'
+ * order instead of always being the first. */
+int bench_copy_every(int reps, int n);
 
 /* On a GPU, a buffer larger than its last-level cache, written before
  * each timed decode (bench_decode.c): else a cache that fits in L2 is read

@@ -288,7 +288,7 @@ int bench_decode_mixed(attn_context *ctx, const bench_decode_config *cfg, double
      * before its step), the copy bandwidth in a few rounds */
     double *times[MAX_CONF];
     for (int c = 0; c < nconf; c++) times[c] = confs[c].times;
-    m.copies.every = reps / BENCH_COPY_SAMPLES > 1 ? reps / BENCH_COPY_SAMPLES : 1;
+    m.copies.every = bench_copy_every(reps, nconf);
     tool_rounds rounds = {nconf, reps, run_step, copy_round, rewind_run, &m, times, 0};
     if ((st = tool_time_rounds(ctx, &rounds)) != ATTN_SUCCESS) {
         step = m.step;
