@@ -13,6 +13,10 @@
 set(ATTN_WITH_CLBLAST AUTO CACHE STRING "Build the CLBlast paths: AUTO (when found), ON or OFF")
 set_property(CACHE ATTN_WITH_CLBLAST PROPERTY STRINGS AUTO ON OFF)
 string(TOUPPER "${ATTN_WITH_CLBLAST}" attn_want_clblast)
+# CMake's truth would take any other word ("maybe") as ON without a word
+if(NOT attn_want_clblast MATCHES "^(AUTO|ON|OFF|YES|NO|TRUE|FALSE|Y|N|1|0)$")
+  message(FATAL_ERROR "attn: ATTN_WITH_CLBLAST=${ATTN_WITH_CLBLAST}: want AUTO, ON or OFF")
+endif()
 
 set(ATTN_HAVE_CLBLAST 0)
 add_library(attn_clblast INTERFACE)
