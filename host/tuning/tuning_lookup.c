@@ -269,8 +269,10 @@ static attn_tuning_tier choose(const struct attn_tuning_state *s, const char *co
 {
     int (*filter)(const attn_tuning_entry *, void *) = only ? usable : NULL;
     const attn_tuning_entry *eu, *es;
-    attn_tuning_tier tu = attn_tuning_db_lookup_usable(&s->user, &s->id, hashes, c, filter, only, &eu);
-    attn_tuning_tier ts = attn_tuning_db_lookup_usable(&s->sys, &s->id, hashes, c, filter, only, &es);
+    const attn_tuning_tier tu =
+        attn_tuning_db_lookup_usable(&s->user, &s->id, hashes, c, filter, only, &eu);
+    const attn_tuning_tier ts =
+        attn_tuning_db_lookup_usable(&s->sys, &s->id, hashes, c, filter, only, &es);
     *user_first = tu > ts;
     if (tu == ts && tu != ATTN_TIER_NONE)
         *user_first = attn_shape_class_distance(&eu->cls, c) <=
