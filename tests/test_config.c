@@ -327,7 +327,7 @@ static void test_set_tuning_db(void)
     const char *dec = "family=vector,rows=2,keys=16,vec=4";
     attn_tuning_entry es[2] = {db_entry(ctx, &p, 0, ATTN_FAMILY_TILED, fwd),
                                db_entry(ctx, &d, 1, ATTN_FAMILY_VECTOR, dec)};
-    attn_tuning_db db = {es, 2, 2};
+    attn_tuning_db db = {.entries = es, .count = 2, .capacity = 2};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
     char *text = harness_read_file(path, NULL);
     CU_ASSERT_TRUE(text && strstr(text, "\"decode\":"));
@@ -350,7 +350,7 @@ static void test_set_tuning_db(void)
     printf("\n  decode plan: %s (%s)", info.params, info.source);
 
     /* cached: a changed file is not read again until the next set */
-    attn_tuning_db none = {NULL, 0, 0};
+    attn_tuning_db none = {.entries = NULL, .count = 0, .capacity = 0};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &none, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.source, "tuned");
@@ -379,7 +379,7 @@ static void test_tuned_entry_other_family(void)
     for (int i = 0; i < 2; i++) {
         attn_tuning_entry e = db_entry(ctx, &p, 0, i ? ATTN_FAMILY_FLASH : ATTN_FAMILY_TILED,
                                        texts[i]);
-        attn_tuning_db db = {&e, 1, 1};
+        attn_tuning_db db = {.entries = &e, .count = 1, .capacity = 1};
         CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
         CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, NULL), ATTN_SUCCESS);
         CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(ctx, path, ""), ATTN_SUCCESS);
@@ -541,6 +541,8 @@ static void test_set_cache_dir(void)
 
 /* Writes the forward's sources of both families into dir, each core's
  * final normalisation 1% off when wrong is set. */
+/* The sources into dir: right (wrong 0), a wrong result (1), or right
+ * then a NUL and text that does not compile (2). */
 static void write_sources(attn_context *ctx, const char *dir, int wrong)
 {
     for (int f = 0; f < 2; f++) {
@@ -550,12 +552,13 @@ static void write_sources(attn_context *ctx, const char *dir, int wrong)
         for (int i = 0; i < n; i++) {
             char *text = attn_kernel_source(ctx, names[i]), path[512];
             CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-            char *at = wrong ? strstr(text, "1.0f / l") : NULL;
+            char *at = wrong == 1 ? strstr(text, "1.0f / l") : NULL;
             if (at) at[2] = '1'; /* "1.1f / l": more than the tolerance */
             snprintf(path, sizeof path, "%s/%s", dir, names[i]);
             FILE *fp = fopen(path, "w");
             CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
             fputs(text, fp);
+            if (wrong == 2) fputc(0, fp), fputs("not OpenCL C", fp);
             CU_ASSERT_EQUAL(fclose(fp), 0);
             free(text);
         }
@@ -564,10 +567,11 @@ static void write_sources(attn_context *ctx, const char *dir, int wrong)
 
 static void test_set_kernel_dir(void)
 {
-    char right[256], wrong[256], empty[256];
+    char right[256], wrong[256], empty[256], nul[256];
     harness_temp_dir(right, sizeof right, "config-right");
     harness_temp_dir(wrong, sizeof wrong, "config-wrong");
     harness_temp_dir(empty, sizeof empty, "config-empty");
+    harness_temp_dir(nul, sizeof nul, "config-nul");
     attn_context *ctx = own_context();
     CU_ASSERT_EQUAL_FATAL(attn_context_set_kernel_dir(ctx, NULL), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_cache_dir(ctx, NULL), ATTN_SUCCESS);
@@ -588,7 +592,14 @@ static void test_set_kernel_dir(void)
     CU_ASSERT_EQUAL(attn_context_set_kernel_dir(ctx, empty), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_ERROR_IO);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), empty));
+    /* a source with a NUL: refused, not compiled up to it (it built) */
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(ctx, NULL), ATTN_SUCCESS);
+    write_sources(ctx, nul, 2);
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(ctx, nul), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_ERROR_IO);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "holds a NUL byte at offset"));
     attn_context_release(ctx);
+    harness_remove_tree(nul);
     harness_remove_tree(right);
     harness_remove_tree(wrong);
     harness_remove_tree(empty);

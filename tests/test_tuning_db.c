@@ -278,6 +278,24 @@ static void test_tune_shape_variants(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(err, bad[i][1]));
         free(s);
     }
+    /* a file with a NUL (the shapes after it were dropped without a word),
+     * and a folder (it said "no shapes given") */
+    fresh_dir();
+    char path[512];
+    path_in(path, sizeof path, "shapes.txt");
+    FILE *fp = fopen(path, "wb");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    fputs("hq=8:d=64:s=64", fp), fputc(0, fp), fputs("\nhq=16:d=64:s=64\n", fp);
+    CU_ASSERT_EQUAL(fclose(fp), 0);
+    s = NULL;
+    CU_ASSERT_EQUAL(tune_shapes_from_arg(path, &s, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "a NUL byte at offset 14"));
+    free(s);
+    s = NULL;
+    CU_ASSERT_EQUAL(tune_shapes_from_arg(g_dir, &s, err, sizeof err), -1);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, strerror(EISDIR)));
+    free(s);
+    remove_dir();
 }
 
 /* attn_problem_flops sums each batch entry's visible pairs in closed form
@@ -745,6 +763,47 @@ static char *replace(const char *text, const char *from, const char *to)
     return out;
 }
 
+/* A raw NUL is refused wherever it is (cJSON took one before the object
+ * as white space); an escaped backslash before u0000 is no NUL. The file's
+ * own top-level members beside format, version and entries (a comment, a
+ * newer attn's) survive a merge, as an entry's unknown fields do: they
+ * were dropped without a word. */
+static void test_text_only_and_top_level_kept(void)
+{
+    fresh_dir();
+    attn_tuning_db db;
+    attn_tuning_db_init(&db);
+    char err[1024] = "";
+    const char raw[] = "\0{\"format\": \"attn-tuning-db\", \"entries\": []}";
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(raw, sizeof raw - 1, "raw", &db, err, sizeof err),
+                    ATTN_ERROR_TUNING_DB);
+    CU_ASSERT_PTR_NOT_NULL(strstr(err, "raw:1:1: a NUL character"));
+    const char *kept = "{\"format\": \"attn-tuning-db\", \"comment\": \"keep me \\\\u0000\", "
+                       "\"entries\": [], \"future\": {\"x\": [1, 2]}}";
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_parse(kept, strlen(kept), "kept", &db, err, sizeof err),
+                          ATTN_SUCCESS);
+    char path[512];
+    path_in(path, sizeof path, "tuning.json");
+    write_file(path, kept);
+    attn_device_identity dev = {0};
+    snprintf(dev.name, sizeof dev.name, "N");
+    const attn_problem p = problem(16, 2, 1, 64);
+    const attn_tuning_entry e = entry(&dev, "0000000000000000", &p, "family=vector,rows=4");
+    CU_ASSERT_EQUAL(attn_tuning_db_merge_file(path, &e, 1, err, sizeof err), ATTN_SUCCESS);
+    char *text = harness_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"comment\":\t\"keep me \\\\u0000\""));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "\"future\":"));
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, "family=vector,rows=4"));
+    attn_tuning_db_free(&db);
+    CU_ASSERT_EQUAL(attn_tuning_db_parse(text, strlen(text), "back", &db, err, sizeof err),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(db.count, 1);
+    free(text);
+    attn_tuning_db_free(&db);
+    remove_dir();
+}
+
 /* The problem, and the database attn_context_set_tuning_db names. */
 typedef struct { const attn_problem *p; const char *db; } heuristic_case;
 
@@ -1036,6 +1095,18 @@ static void test_corrupt_files(void)
     char *bucket_3000 = replace(good, "\"q_bucket\": 128", "\"q_bucket\": 3000");
     char *params_twice = replace(good, "vec=16\"},\n    {",
                                  "vec=16\", \"params\": \"family=tiled\"},\n    {");
+    /* cJSON would cut the string at the NUL: driver "1" matching exactly */
+    char *nul_escape = replace(good, "\"driver\": \"1\"", "\"driver\": \"1\\u0000x\"");
+    /* a wide object (found by sorting: pairwise, 80000 members took 7 s)
+     * with one name twice */
+    char wide_obj[4096] = "\"zz\": {";
+    for (int i = 0; i < 200; i++)
+        snprintf(wide_obj + strlen(wide_obj), sizeof wide_obj - strlen(wide_obj), "\"m%d\": %d, ",
+                 i, i);
+    const char *last = "\"params\": \"family=vector,rows=4,keys=32,vec=16\"}\n  ]";
+    snprintf(wide_obj + strlen(wide_obj), sizeof wide_obj - strlen(wide_obj),
+             "\"m150\": 0},\n     %s", last);
+    char *wide = replace(good, last, wide_obj);
     const bad_case cases[] = {
         {"empty.json", "", ":1: the file is empty"},
         {"blank.json", "  \n\n ", ":1: the file is empty"},
@@ -1064,6 +1135,8 @@ static void test_corrupt_files(void)
         {"bucket_3000.json", bucket_3000,
          ":11: entry 1: \"class.q_bucket\" must be a power of two"},
         {"params_twice.json", params_twice, ":5: entry 0: \"params\" is given twice"},
+        {"nul_escape.json", nul_escape, ":6:29: a NUL character"},
+        {"wide.json", wide, ": entry 1: \"m150\" is given twice"},
     };
     attn_problem p = problem(16, 2, 1, 64);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {
@@ -1145,6 +1218,8 @@ static void test_corrupt_files(void)
     free(fixed_obj);
     free(causal_twice);
     free(params_twice);
+    free(nul_escape);
+    free(wide);
     free(bucket_3000);
     remove_dir();
 }
@@ -1203,7 +1278,8 @@ static void test_lookup_nearer_file(void)
     const char *long_params = "family=vector,rows=4,keys=32,vec=16";
     attn_tuning_entry ue = entry(&here, hv, &short_p, short_params);
     attn_tuning_entry se = entry(&here, hv, &long_p, long_params);
-    attn_tuning_db udb = {&ue, 1, 1}, sdb = {&se, 1, 1};
+    attn_tuning_db udb = {.entries = &ue, .count = 1, .capacity = 1};
+    attn_tuning_db sdb = {.entries = &se, .count = 1, .capacity = 1};
     path_in(user, sizeof user, "user.json");
     path_in(sys, sizeof sys, "system.json");
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(user, &udb, err, sizeof err), ATTN_SUCCESS);
@@ -1247,7 +1323,7 @@ static void test_decode_splits_follow_batch(void)
     p.q_len = 1;
     attn_tuning_entry e = entry(&here, hd, &p, "family=vector,rows=2,splits=3");
     attn_decode_class_of(&p, 0, 0, &e.cls);
-    attn_tuning_db db = {&e, 1, 1};
+    attn_tuning_db db = {.entries = &e, .count = 1, .capacity = 1};
     path_in(path, sizeof path, "decode.json");
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
     attn_context *c2 = NULL;
@@ -1314,7 +1390,7 @@ static void test_lookup_illegal_warns(void)
     /* mma takes head dims that are multiples of 16 only */
     const attn_problem p = problem(24, 2, 2, 64);
     attn_tuning_entry e = entry(&here, hv, &p, "family=mma");
-    attn_tuning_db db = {&e, 1, 1};
+    attn_tuning_db db = {.entries = &e, .count = 1, .capacity = 1};
     path_in(path, sizeof path, "tuning.json");
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(count_stderr(prepare_twice, path, "do not apply here"), 1);
@@ -1328,7 +1404,7 @@ static void test_lookup_illegal_warns(void)
     const attn_problem far = problem(24, 2, 2, 1024);
     attn_tuning_entry both[2] = {entry(&here, hm, &p, "family=mma"),
                                  entry(&here, hv, &far, "family=vector,rows=4,keys=16,vec=8")};
-    attn_tuning_db db2 = {both, 2, 2};
+    attn_tuning_db db2 = {.entries = both, .count = 2, .capacity = 2};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db2, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(count_stderr(prepare_passes_over, path,
                                  "using the nearest that do, family=vector,rows=4"), 1);
@@ -1358,7 +1434,7 @@ static void test_check_writable(void)
     CU_ASSERT_EQUAL_FATAL(mkdir(open_dir, 0777), 0);
     CU_ASSERT_EQUAL_FATAL(chmod(open_dir, 0777), 0); /* past the umask */
     snprintf(ro_file, sizeof ro_file, "%s/tuning.json", open_dir);
-    attn_tuning_db empty = {NULL, 0, 0};
+    attn_tuning_db empty = {.entries = NULL, .count = 0, .capacity = 0};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(ro_file, &empty, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(chmod(ro_file, 0444), 0);
     size_t len_before = 0;
@@ -1369,7 +1445,7 @@ static void test_check_writable(void)
     attn_tuning_entry one_entry;
     memset(&one_entry, 0, sizeof one_entry);
     snprintf(one_entry.params, sizeof one_entry.params, "family=vector,rows=8");
-    attn_tuning_db one_db = {&one_entry, 1, 1};
+    attn_tuning_db one_db = {.entries = &one_entry, .count = 1, .capacity = 1};
     CU_ASSERT_EQUAL(attn_tuning_db_save(ro_file, &one_db, err, sizeof err), ATTN_ERROR_IO);
     fflush(stdout);
     const pid_t pid = fork();
@@ -1389,7 +1465,7 @@ static void test_check_writable(void)
         attn_tuning_entry one;
         memset(&one, 0, sizeof one);
         snprintf(one.params, sizeof one.params, "family=vector,rows=8");
-        attn_tuning_db db = {&one, 1, 1};
+        attn_tuning_db db = {.entries = &one, .count = 1, .capacity = 1};
         const attn_status ss = attn_tuning_db_save(ro_file, &db, e, sizeof e);
         printf("\n  child: %s: %s", attn_status_name(ss), e);
         fflush(stdout);
@@ -1446,7 +1522,7 @@ static void test_lookup_tiers(void)
     CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &here, hashes, &c, &e), ATTN_TIER_EXACT);
     CU_ASSERT_PTR_EQUAL(e, &db.entries[0]); /* an exact tier beats a nearer stale one */
     /* alone, each entry: */
-    attn_tuning_db one = {NULL, 1, 1};
+    attn_tuning_db one = {.entries = NULL, .count = 1, .capacity = 1};
     for (int i = 0; i < 4; i++) {
         one.entries = &db.entries[i];
         attn_shape_class_of(i == 0 ? &p1 : i == 1 ? &p2 : i == 2 ? &p4 : &p8, &c);
@@ -1477,7 +1553,7 @@ static void test_lookup_tiers(void)
         attn_shape_class_of(&pq, &c);
         for (int order = 0; order < 2; order++) {
             attn_tuning_entry two[2] = {pair[order], pair[1 - order]};
-            attn_tuning_db tie = {two, 2, 2};
+            attn_tuning_db tie = {.entries = two, .count = 2, .capacity = 2};
             CU_ASSERT_EQUAL(attn_tuning_db_lookup(&tie, &here, hashes, &c, &e), ATTN_TIER_EXACT);
             CU_ASSERT(e && e->cls.q_bucket == 4096);
         }
@@ -1510,7 +1586,7 @@ static void test_lookup_tiers(void)
     attn_context *c2 = NULL;
     attn_plan_info info;
     /* without the exact entry, the stale ones show, the other device not */
-    attn_tuning_db rest = {db.entries + 1, 3, 3};
+    attn_tuning_db rest = {.entries = db.entries + 1, .count = 3, .capacity = 3};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &rest, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, ""), ATTN_SUCCESS);
@@ -1519,7 +1595,7 @@ static void test_lookup_tiers(void)
     CU_ASSERT_EQUAL(attn_prepare(c2, &p4, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.source, "stale");
     attn_context_release(c2);
-    attn_tuning_db only_other = {db.entries + 3, 1, 1};
+    attn_tuning_db only_other = {.entries = db.entries + 3, .count = 1, .capacity = 1};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &only_other, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, ""), ATTN_SUCCESS);
@@ -1532,7 +1608,7 @@ static void test_lookup_tiers(void)
     char sys[512];
     path_in(sys, sizeof sys, "system.json");
     attn_tuning_entry se = entry(&here, hv, &p1, "family=vector,rows=2,keys=32,vec=16");
-    attn_tuning_db sysdb = {&se, 1, 1};
+    attn_tuning_db sysdb = {.entries = &se, .count = 1, .capacity = 1};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(sys, &sysdb, err, sizeof err), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, sys), ATTN_SUCCESS);
@@ -1757,6 +1833,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_decode_splits_follow_batch),
     HARNESS_TEST(test_paths_too_long),
     HARNESS_TEST(test_lookup_illegal_warns),
+    HARNESS_TEST(test_text_only_and_top_level_kept),
     HARNESS_TEST(test_check_writable),
     HARNESS_TEST(test_problem_flops),
     HARNESS_TEST(test_problem_flops_window),

@@ -505,6 +505,20 @@ static void test_bad_npy_refused(void)
         const char *args[] = {"--q", qp, "--k", kp, "--out", out, NULL};
         expect_refusal(args, 1, bad[i].says, out);
     }
+    /* a NUL in the header ('<f4\0' was read as '<f4'): written as '@' */
+    write_npy(qp, 1, "'descr': '<f4@', 'fortran_order': False, 'shape': (2, 2, 12, 16), ", q,
+              sizeof q);
+    FILE *fp = fopen(qp, "r+b");
+    CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+    unsigned char head[128];
+    CU_ASSERT_EQUAL_FATAL(fread(head, 1, sizeof head, fp), sizeof head);
+    const unsigned char *at = memchr(head, '@', sizeof head);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(at);
+    CU_ASSERT_EQUAL(fseek(fp, (long)(at - head), SEEK_SET), 0);
+    fputc(0, fp);
+    CU_ASSERT_EQUAL(fclose(fp), 0);
+    const char *nul_args[] = {"--q", qp, "--k", kp, "--out", out, NULL};
+    expect_refusal(nul_args, 1, "the header holds a NUL byte", out);
     write_bytes(qp, "PK\3\4 not numpy at all", 22, NULL, 0);
     const char *zip[] = {"--q", qp, "--k", kp, "--out", out, NULL};
     expect_refusal(zip, 1, "not a .npy file", out);

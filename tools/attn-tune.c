@@ -291,7 +291,8 @@ static int show_file(const char *label, const char *path, const attn_device_iden
         const char *mark = "";
         if (here) {
             const attn_tuning_entry *one;
-            attn_tuning_db single = {(attn_tuning_entry *)e, 1, 1};
+            attn_tuning_db single = {.entries = (attn_tuning_entry *)e, .count = 1,
+                                     .capacity = 1};
             const int entry = e->cls.decode ? ATTN_ENTRY_DECODE : ATTN_ENTRY_PREFILL;
             const char *hashes[ATTN_FAMILY_COUNT];
             for (int f = 0; f < ATTN_FAMILY_COUNT; f++) hashes[f] = hash[entry][f];

@@ -114,6 +114,8 @@ int npy_header_parse(const unsigned char *b, size_t n, npy_header *h, char *err,
     }
     if (len > n - start) return fail(err, en, "the file ends inside the header");
     h->data_offset = start + len;
+    /* the strings are read as C strings: '<f4\0junk' would pass as '<f4' */
+    if (memchr(b + start, 0, len)) return fail(err, en, "the header holds a NUL byte");
     cursor c = {(const char *)b + start, (const char *)b + start + len};
     if (!take(&c, '{')) return fail(err, en, "the header is not a dict");
     int seen_descr = 0, seen_order = 0, seen_shape = 0;

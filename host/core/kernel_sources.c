@@ -26,10 +26,22 @@ static attn_status read_from_folder(attn_context *ctx, const char *dir, const ch
                          "longer than %zu bytes", dir, name, sizeof path - 1);
     const size_t max = 64 << 20;
     const char *why = NULL;
-    switch (attn_read_regular_file(path, max, text, NULL)) {
-    case ATTN_READ_OK:
+    size_t len = 0;
+    switch (attn_read_regular_file(path, max, text, &len)) {
+    case ATTN_READ_OK: {
+        /* compiled and hashed as a C string: what follows a NUL would be
+         * dropped without a word */
+        const char *nul = memchr(*text, 0, len);
+        if (nul) {
+            const size_t at = (size_t)(nul - *text);
+            free(*text);
+            *text = NULL;
+            return ATTN_FAIL(ctx, ATTN_ERROR_IO, "kernel source %s (the kernel folder) holds a "
+                             "NUL byte at offset %zu: not OpenCL C text", path, at);
+        }
         attn_log(ATTN_LOG_DEBUG, "kernel source %s from the kernel folder", path);
         return ATTN_SUCCESS;
+    }
     case ATTN_READ_NO_MEMORY:
         return ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of host memory reading %s", path);
     case ATTN_READ_MISSING: why = "no such file"; break;

@@ -218,7 +218,20 @@ int tune_shapes_from_arg(const char *arg, attn_problem **out, char *err, size_t 
             }
             text[len++] = (char)c;
         }
+        const int read_error = ferror(f) ? errno : 0; /* a folder: EISDIR */
         fclose(f);
+        if (read_error) {
+            free(text);
+            snprintf(err, errsize, "--shapes %s: %s", arg, strerror(read_error));
+            return -1;
+        }
+        const char *nul = text ? memchr(text, 0, len) : NULL;
+        if (nul) { /* read as a C string: the shapes after it would be dropped */
+            snprintf(err, errsize, "--shapes %s: a NUL byte at offset %zu: not a text file", arg,
+                     (size_t)(nul - text));
+            free(text);
+            return -1;
+        }
         if (!text) text = calloc(1, 1);
         if (!text) {
             snprintf(err, errsize, "out of host memory");

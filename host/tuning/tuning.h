@@ -107,6 +107,12 @@ typedef struct attn_tuning_entry {
 typedef struct attn_tuning_db {
     attn_tuning_entry *entries;
     size_t count, capacity;
+    /* the file's top-level members this build does not read (a newer
+     * attn's, a "comment"), as a JSON object's compact text, written back
+     * by a save; extra_lost: more than fits here (a save is refused, as
+     * for an entry's) */
+    char extra[1024];
+    int extra_lost;
 } attn_tuning_db;
 
 void attn_tuning_db_init(attn_tuning_db *db);

@@ -158,9 +158,9 @@ static void add_class(cJSON *entry, const attn_shape_class *c)
     }
 }
 
-/* Puts back the fields of an entry this build did not read (e->extra):
- * members of an object this build also writes ("device", "shape", ...)
- * into it, the others beside them. */
+/* Puts back the fields of an entry (or the file's top level) this build
+ * did not read (e->extra, db->extra): members of an object this build also
+ * writes ("device", "shape", ...) into it, the others beside them. */
 static int add_extra(cJSON *entry, const char *extra)
 {
     if (!extra[0]) return 0;
@@ -245,6 +245,7 @@ char *attn_tuning_db_print(const attn_tuning_db *db)
         if (e->cut_short) cJSON_AddBoolToObject(cd, "cut_short", 1);
         lost |= add_extra(j, e->extra) != 0;
     }
+    lost |= add_extra(root, db->extra) != 0;
     char *text = lost ? NULL : cJSON_Print(root);
     cJSON_Delete(root);
     return text;
@@ -316,6 +317,13 @@ attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char
         snprintf(err, errsize, "%s: not written: %zu entries, more than the %d a tuning database "
                  "may hold (attn-tune --forget a device's entries first)", path, db->count,
                  ATTN_TUNING_DB_MAX_ENTRIES);
+        return ATTN_ERROR_TUNING_DB;
+    }
+    if (db->extra_lost) {
+        snprintf(err, errsize, "%s: not written: its top level holds more that this attn cannot "
+                 "read than it can keep (%zu bytes as compact JSON), and writing would drop it "
+                 "(use a newer attn, or remove those members by hand)", path,
+                 sizeof db->extra - 1);
         return ATTN_ERROR_TUNING_DB;
     }
     for (size_t i = 0; i < db->count; i++)

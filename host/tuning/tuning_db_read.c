@@ -384,16 +384,41 @@ static int read_class(reader *r, const cJSON *cls, attn_tuning_entry *e)
  * gives twice, or NULL. The reader takes the first and most JSON tools the
  * last: a hand edit appended to an entry would be ignored, then dropped by
  * the next merge. */
+static int by_name(const void *a, const void *b)
+{
+    return strcmp(*(const char *const *)a, *(const char *const *)b);
+}
+
+/* A member name object j gives twice, or NULL: pairwise for the few an
+ * entry's objects have, sorted for a wide one (pairwise, a hand-made
+ * object of 80000 members took 7 s, each context's first plan) */
+static const char *twice_in(const cJSON *j)
+{
+    size_t n = 0;
+    for (const cJSON *m = j->child; m; m = m->next) n++;
+    const char **names = n > 16 ? malloc(n * sizeof *names) : NULL;
+    if (!names) { /* (out of memory: pairwise still answers) */
+        for (const cJSON *m = j->child; m; m = m->next)
+            for (const cJSON *o = m->next; o && m->string; o = o->next)
+                if (o->string && strcmp(m->string, o->string) == 0) return m->string;
+        return NULL;
+    }
+    size_t k = 0;
+    for (const cJSON *m = j->child; m; m = m->next)
+        if (m->string) names[k++] = m->string;
+    qsort(names, k, sizeof *names, by_name);
+    const char *twice = NULL;
+    for (size_t i = 1; i < k && !twice; i++)
+        if (strcmp(names[i - 1], names[i]) == 0) twice = names[i];
+    free(names);
+    return twice;
+}
+
 static const char *given_twice(const cJSON *j)
 {
-    for (const cJSON *m = j ? j->child : NULL; m; m = m->next) {
-        if (cJSON_IsObject(j) && m->string)
-            for (const cJSON *n = m->next; n; n = n->next)
-                if (n->string && strcmp(m->string, n->string) == 0) return m->string;
-        const char *in = given_twice(m);
-        if (in) return in;
-    }
-    return NULL;
+    const char *twice = j && cJSON_IsObject(j) ? twice_in(j) : NULL;
+    for (const cJSON *m = j ? j->child : NULL; m && !twice; m = m->next) twice = given_twice(m);
+    return twice;
 }
 
 static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
@@ -477,9 +502,11 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
  * "format" (by hand: {} or {"entries": [...]}) would not have, or of one of
  * format, version and entries given twice (the next merge would keep one);
  * NULL when there is none. *twice says which. */
+static const char *const root_known[] = {"format", "version", "entries"};
+
 static const char *odd_member(const cJSON *root, int *twice)
 {
-    static const char *const known[] = {"format", "version", "entries"};
+    const char *const *known = root_known;
     int seen[3] = {0, 0, 0};
     const char *unknown = NULL;
     const cJSON *m;
@@ -498,6 +525,50 @@ static const char *odd_member(const cJSON *root, int *twice)
     return unknown;
 }
 
+/* Keeps root's members other than root_known in db->extra (see tuning.h);
+ * -1 when out of memory. */
+static int keep_root_extra(const cJSON *root, attn_tuning_db *db)
+{
+    cJSON *x = cJSON_CreateObject();
+    int failed = !x;
+    const cJSON *m;
+    cJSON_ArrayForEach(m, root)
+    {
+        int k = 0;
+        while (k < 3 && strcmp(m->string, root_known[k]) != 0) k++;
+        if (k < 3 || failed) continue;
+        cJSON *copy = cJSON_Duplicate(m, 1);
+        if (!copy || !cJSON_AddItemToObject(x, m->string, copy)) {
+            cJSON_Delete(copy);
+            failed = 1;
+        }
+    }
+    if (!failed && x->child) {
+        char *text = cJSON_PrintUnformatted(x);
+        if (!text) failed = 1;
+        else if (strlen(text) >= sizeof db->extra) db->extra_lost = 1;
+        else memcpy(db->extra, text, strlen(text) + 1);
+        free(text);
+    }
+    cJSON_Delete(x);
+    return failed ? -1 : 0;
+}
+
+/* The offset of the first NUL in text, raw or written \u0000 (after an odd
+ * run of backslashes: "\\u0000" is a backslash and "u0000"); len if none. */
+static size_t nul_at(const char *text, size_t len)
+{
+    for (size_t i = 0; i < len; i++) {
+        if (text[i] == 0) return i;
+        if (text[i] != '\\') continue;
+        size_t j = i;
+        while (j < len && text[j] == '\\') j++;
+        if ((j - i) % 2 == 1 && len - j >= 5 && memcmp(text + j, "u0000", 5) == 0) return j - 1;
+        i = j - 1;
+    }
+    return len;
+}
+
 attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
                                  attn_tuning_db *db, char *err, size_t errsize)
 {
@@ -507,6 +578,15 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
     if (first == len) {
         snprintf(err, errsize, "%s:1: the file is empty, not a tuning database (remove it, or "
                  "write {} for an empty one)", name);
+        return ATTN_ERROR_TUNING_DB;
+    }
+    /* cJSON reads strings as C strings: a NUL, raw or as \u0000, would cut
+     * one short ("5.0\u0000x" matching driver 5.0) and a merge would
+     * write back the shortened value */
+    const size_t nul = nul_at(text, len);
+    if (nul < len) {
+        snprintf(err, errsize, "%s:%d:%zu: a NUL character (raw or \\u0000): a tuning database "
+                 "holds text only", name, line_of(text, nul), column_of(text, nul));
         return ATTN_ERROR_TUNING_DB;
     }
     const char *end = NULL;
@@ -583,7 +663,8 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
             }
             r.index++;
         }
-        if (st == ATTN_SUCCESS && attn_tuning_db_dedupe(db) != 0) {
+        if (st == ATTN_SUCCESS && (attn_tuning_db_dedupe(db) != 0 ||
+                                   (odd && keep_root_extra(root, db) != 0))) {
             snprintf(err, errsize, "%s: out of host memory", name);
             st = ATTN_ERROR_OUT_OF_MEMORY;
         }
