@@ -35,7 +35,10 @@
  *   itself (clFinish, events, or its own lock).
  * - No shared state, any thread, any time: attn_reference_forward,
  *   attn_convert_*, attn_tolerance, attn_status_name, attn_dtype_*,
- *   attn_version*, attn_select_device.
+ *   attn_version*, attn_select_device. Creating contexts from several
+ *   threads at once is safe too, also as the process's first OpenCL calls
+ *   (attn walks the devices one thread at a time: an OpenCL driver's first
+ *   discovery need not be thread-safe, and PoCL's is not).
  * - The program cache on disk is safe across threads and processes (each
  *   file is written to a temporary name and renamed).
  * - ATTN_* environment variables are read when a context is created

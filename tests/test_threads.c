@@ -176,6 +176,10 @@ static void test_context_per_thread(void)
     printf("\n");
 }
 
+/* Also run alone (ctest test_threads_first_use): then these are the
+ * process's first OpenCL calls, which PoCL does not make thread-safe
+ * (attn serialises the device walk; without, 6 runs in 6 failed or
+ * crashed). */
 static void test_create_release_concurrently(void)
 {
     run_workers(create_release_worker, NULL, "create and release");

@@ -13,6 +13,7 @@
 
 #include <errno.h>
 #include <limits.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -22,7 +23,7 @@
 /* Walks every device of every platform; fn returns 1 to stop. */
 typedef int (*device_visit)(cl_platform_id pl, cl_uint pi, cl_device_id dev, cl_uint di, void *arg);
 
-static attn_status for_each_device(device_visit fn, void *arg, int *stopped)
+static attn_status walk_devices(device_visit fn, void *arg, int *stopped)
 {
     cl_uint np = 0;
     *stopped = 0;
@@ -48,6 +49,21 @@ static attn_status for_each_device(device_visit fn, void *arg, int *stopped)
             *stopped = fn(plats[p], p, devs[d], d, arg);
     }
     return ATTN_SUCCESS;
+}
+
+/* One walk at a time, process-wide: an ICD's first discovery need not be
+ * thread-safe (PoCL 3.1's is not: threads creating their first contexts at
+ * once got CL_DEVICE_NOT_FOUND, or a device half built, and crashed
+ * reading its name). After the first walk the driver is set up, so holding
+ * the lock across the visits costs only their time. */
+static pthread_mutex_t discovery = PTHREAD_MUTEX_INITIALIZER;
+
+static attn_status for_each_device(device_visit fn, void *arg, int *stopped)
+{
+    pthread_mutex_lock(&discovery);
+    const attn_status st = walk_devices(fn, arg, stopped);
+    pthread_mutex_unlock(&discovery);
+    return st;
 }
 
 typedef struct {
