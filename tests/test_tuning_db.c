@@ -1347,37 +1347,33 @@ static void test_decode_splits_follow_batch(void)
     remove_dir();
 }
 
-/* An exact entry whose parameters cannot run the problem: the built-in
- * ones, with one warning for the class (it was logged at info level, so
- * a tuned class planned as untuned without a word). */
-static void prepare_twice(void *path)
+/* Plans D24 f32 q64 kv64 `times` times in a fresh context reading the
+ * database at path, each from `source` (and, if given, with params). */
+typedef struct {
+    const char *path, *source, *params;
+    int times;
+} prepare_case;
+
+static void prepare_as(void *arg)
 {
+    const prepare_case *pc = arg;
     attn_context *c2 = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, ""), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, pc->path, ""), ATTN_SUCCESS);
     const attn_problem p = problem(24, 2, 2, 64);
     attn_plan_info info;
-    for (int i = 0; i < 2; i++) {
+    for (int i = 0; i < pc->times; i++) {
         CU_ASSERT_EQUAL(attn_prepare(c2, &p, &info), ATTN_SUCCESS);
-        CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
+        CU_ASSERT_STRING_EQUAL(info.source, pc->source);
+        if (pc->params) CU_ASSERT_STRING_EQUAL(info.params, pc->params);
     }
     attn_context_release(c2);
 }
 
-/* The same class beside a farther one that can run it: the farther one. */
-static void prepare_passes_over(void *path)
-{
-    attn_context *c2 = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c2), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c2, path, ""), ATTN_SUCCESS);
-    const attn_problem p = problem(24, 2, 2, 64);
-    attn_plan_info info;
-    CU_ASSERT_EQUAL(attn_prepare(c2, &p, &info), ATTN_SUCCESS);
-    CU_ASSERT_STRING_EQUAL(info.source, "tuned");
-    CU_ASSERT_STRING_EQUAL(info.params, "family=vector,rows=4,keys=16,vec=8");
-    attn_context_release(c2);
-}
-
+/* An exact entry whose parameters cannot run the problem: the built-in
+ * ones, with one warning for the class however often it is planned (it
+ * was logged at info level, so a tuned class planned as untuned without a
+ * word). */
 static void test_lookup_illegal_warns(void)
 {
     fresh_dir();
@@ -1393,10 +1389,11 @@ static void test_lookup_illegal_warns(void)
     attn_tuning_db db = {.entries = &e, .count = 1, .capacity = 1};
     path_in(path, sizeof path, "tuning.json");
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL(count_stderr(prepare_twice, path, "do not apply here"), 1);
+    const prepare_case twice = {path, "heuristic", NULL, 2};
+    CU_ASSERT_EQUAL(count_stderr(prepare_as, (void *)&twice, "do not apply here"), 1);
     char named[600]; /* the warning names the file the entry is in */
     snprintf(named, sizeof named, "family=mma (in %s) do not apply here", path);
-    CU_ASSERT_EQUAL(count_stderr(prepare_twice, path, named), 1);
+    CU_ASSERT_EQUAL(count_stderr(prepare_as, (void *)&twice, named), 1);
     /* an entry of a farther class that can run it is the next choice
      * (it was the heuristic), and the warning names it */
     char hm[17]; /* both current: a stale entry loses to a current one anyway */
@@ -1406,7 +1403,8 @@ static void test_lookup_illegal_warns(void)
                                  entry(&here, hv, &far, "family=vector,rows=4,keys=16,vec=8")};
     attn_tuning_db db2 = {.entries = both, .count = 2, .capacity = 2};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db2, err, sizeof err), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL(count_stderr(prepare_passes_over, path,
+    const prepare_case over = {path, "tuned", "family=vector,rows=4,keys=16,vec=8", 1};
+    CU_ASSERT_EQUAL(count_stderr(prepare_as, (void *)&over,
                                  "using the nearest that do, family=vector,rows=4"), 1);
     remove_dir();
 }
