@@ -1107,6 +1107,12 @@ static void test_corrupt_files(void)
     snprintf(wide_obj + strlen(wide_obj), sizeof wide_obj - strlen(wide_obj),
              "\"m150\": 0},\n     %s", last);
     char *wide = replace(good, last, wide_obj);
+    /* deeper than cJSON reads: it said only "not valid JSON" */
+    char deep[2300];
+    const int at = snprintf(deep, sizeof deep, "{\"format\": \"attn-tuning-db\", \"x\": ");
+    memset(deep + at, '[', 1100);
+    memset(deep + at + 1100, ']', 1100);
+    snprintf(deep + at + 2200, sizeof deep - (size_t)at - 2200, "}");
     const bad_case cases[] = {
         {"empty.json", "", ":1: the file is empty"},
         {"blank.json", "  \n\n ", ":1: the file is empty"},
@@ -1137,6 +1143,7 @@ static void test_corrupt_files(void)
         {"params_twice.json", params_twice, ":5: entry 0: \"params\" is given twice"},
         {"nul_escape.json", nul_escape, ":6:29: a NUL character"},
         {"wide.json", wide, ": entry 1: \"m150\" is given twice"},
+        {"deep.json", deep, "nested deeper than the 1000 levels read"},
     };
     attn_problem p = problem(16, 2, 1, 64);
     for (size_t i = 0; i < sizeof cases / sizeof cases[0]; i++) {

@@ -78,24 +78,28 @@ static int entry_line(const char *text, size_t len, int index)
     return 1;
 }
 
-/* Whether the text stops inside a string or an open object or array: a
- * truncated file, whatever cJSON's error position says. */
-static int ends_early(const char *text, size_t len)
+/* The objects and arrays open at the end of text[0..len) (strings
+ * skipped); -1 when it ends inside a string. */
+static int depth_of(const char *text, size_t len)
 {
     int depth = 0;
     for (size_t i = 0; i < len; i++) {
         if (text[i] == '"') {
             for (i++; i < len && text[i] != '"'; i++)
                 if (text[i] == '\\') i++;
-            if (i >= len) return 1;
+            if (i >= len) return -1;
         } else if (text[i] == '{' || text[i] == '[') {
             depth++;
         } else if (text[i] == '}' || text[i] == ']') {
             depth--;
         }
     }
-    return depth > 0;
+    return depth;
 }
+
+/* Whether the text stops inside a string or an open object or array: a
+ * truncated file, whatever cJSON's error position says. */
+static int ends_early(const char *text, size_t len) { return depth_of(text, len) != 0; }
 
 typedef struct reader {
     const char *name, *text;
@@ -601,9 +605,14 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
             near[n++] = (text[i] >= 32 && text[i] < 127) ? text[i] : '?';
         near[n] = 0;
         int early = off >= len || ends_early(text, len);
+        char why[64] = "";
+        if (off <= len && depth_of(text, off) >= CJSON_NESTING_LIMIT)
+            snprintf(why, sizeof why, " (nested deeper than the %d levels read)",
+                     CJSON_NESTING_LIMIT);
+        else if (early)
+            snprintf(why, sizeof why, " (the file ends too early: truncated?)");
         snprintf(err, errsize, "%s:%d:%zu: not valid JSON near \"%s\"%s", name,
-                 line_of(text, off), col, near,
-                 early ? " (the file ends too early: truncated?)" : "");
+                 line_of(text, off), col, near, why);
         return ATTN_ERROR_TUNING_DB;
     }
     /* cJSON stops after the first value: text after it (two files pasted
