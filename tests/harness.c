@@ -4,6 +4,8 @@
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "harness.h"
 #include "cases.h" /* harness_case_runs */
+#include "core/program.h"    /* attn_kernel_source */
+#include "kernels/params.h" /* attn_family_sources */
 
 #include <CUnit/Basic.h>
 #include <math.h>
@@ -539,6 +541,28 @@ static int remove_entry(const char *path, const struct stat *sb, int flag, struc
     if (flag == FTW_DP) chmod(path, 0755);
     if (remove(path) != 0) printf("\n  cannot remove %s: %s\n", path, strerror(errno));
     return 0;
+}
+
+void harness_write_sources(attn_context *ctx, const char *dir, int wrong)
+{
+    for (int f = 0; f < 2; f++) {
+        const char *const *names;
+        const int n = attn_family_sources(f, ATTN_ENTRY_PREFILL, &names);
+        CU_ASSERT_FATAL(n > 0);
+        for (int i = 0; i < n; i++) {
+            char *text = attn_kernel_source(ctx, names[i]), path[512];
+            CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+            char *at = wrong == 1 ? strstr(text, "1.0f / l") : NULL;
+            if (at) at[2] = '1'; /* "1.1f / l": more than the tolerance */
+            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+            FILE *fp = fopen(path, "w");
+            CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
+            fputs(text, fp);
+            if (wrong == 2) fputc(0, fp), fputs("not OpenCL C", fp);
+            CU_ASSERT_EQUAL(fclose(fp), 0);
+            free(text);
+        }
+    }
 }
 
 void harness_remove_tree(const char *path)

@@ -155,6 +155,12 @@ int harness_forward_check(attn_context *ctx, const attn_problem *p, uint64_t see
  * current test fatally when it cannot). */
 void harness_temp_dir(char *buf, size_t size, const char *what);
 
+/* The sources of the vector and tiled families' prefill (mask_tiles.cl
+ * among them) as ctx reads them, into the folder dir: as they are (wrong
+ * 0), with a result off by more than the tolerance (1), or followed by a
+ * NUL and text that does not compile (2). For attn_context_set_kernel_dir. */
+void harness_write_sources(attn_context *ctx, const char *dir, int wrong);
+
 /* Removes path and everything below it; folders a test made read-only are
  * made writable first. A file that cannot be removed is reported. */
 void harness_remove_tree(const char *path);

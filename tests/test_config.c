@@ -541,30 +541,6 @@ static void test_set_cache_dir(void)
 
 /* Writes the forward's sources of both families into dir, each core's
  * final normalisation 1% off when wrong is set. */
-/* The sources into dir: right (wrong 0), a wrong result (1), or right
- * then a NUL and text that does not compile (2). */
-static void write_sources(attn_context *ctx, const char *dir, int wrong)
-{
-    for (int f = 0; f < 2; f++) {
-        const char *const *names;
-        const int n = attn_family_sources(f, ATTN_ENTRY_PREFILL, &names);
-        CU_ASSERT_FATAL(n > 0);
-        for (int i = 0; i < n; i++) {
-            char *text = attn_kernel_source(ctx, names[i]), path[512];
-            CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-            char *at = wrong == 1 ? strstr(text, "1.0f / l") : NULL;
-            if (at) at[2] = '1'; /* "1.1f / l": more than the tolerance */
-            snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-            FILE *fp = fopen(path, "w");
-            CU_ASSERT_PTR_NOT_NULL_FATAL(fp);
-            fputs(text, fp);
-            if (wrong == 2) fputc(0, fp), fputs("not OpenCL C", fp);
-            CU_ASSERT_EQUAL(fclose(fp), 0);
-            free(text);
-        }
-    }
-}
-
 static void test_set_kernel_dir(void)
 {
     char right[256], wrong[256], empty[256], nul[256];
@@ -575,8 +551,8 @@ static void test_set_kernel_dir(void)
     attn_context *ctx = own_context();
     CU_ASSERT_EQUAL_FATAL(attn_context_set_kernel_dir(ctx, NULL), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_cache_dir(ctx, NULL), ATTN_SUCCESS);
-    write_sources(ctx, right, 0);
-    write_sources(ctx, wrong, 1);
+    harness_write_sources(ctx, right, 0);
+    harness_write_sources(ctx, wrong, 1);
     attn_problem p = problem(16, 2, 1, 40);
     CU_ASSERT_EQUAL(harness_forward_check(ctx, &p, 21), 0); /* the built-in sources */
     /* the folder's sources are used: wrong results, not the program in memory */
@@ -594,7 +570,7 @@ static void test_set_kernel_dir(void)
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), empty));
     /* a source with a NUL: refused, not compiled up to it (it built) */
     CU_ASSERT_EQUAL(attn_context_set_kernel_dir(ctx, NULL), ATTN_SUCCESS);
-    write_sources(ctx, nul, 2);
+    harness_write_sources(ctx, nul, 2);
     CU_ASSERT_EQUAL(attn_context_set_kernel_dir(ctx, nul), ATTN_SUCCESS);
     CU_ASSERT_EQUAL(attn_prepare(ctx, &p, NULL), ATTN_ERROR_IO);
     CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "holds a NUL byte at offset"));

@@ -208,6 +208,37 @@ static void test_summary_is_kept_until_the_version_changes(void)
     kept_past_a_broken_promise(-INFINITY, 1);
 }
 
+/* A kernel folder's mask_tiles.cl may change between calls: no summary is
+ * kept while one is set, and one kept before is dropped when it is set
+ * (a summary written by other sources served the new folder's kernels).
+ * Seen through a broken promise: the mask rewritten under its version is
+ * read afresh. The folder holds the built-in sources. */
+static void test_kernel_folder_keeps_no_summary(void)
+{
+    fixture f;
+    set_up(&f);
+    char dir[256];
+    harness_temp_dir(dir, sizeof dir, "mask-kernels");
+    harness_write_sources(f.ctx, dir, 0);
+    float *hidden = malloc(sizeof(float) * S * S), *open = malloc(sizeof(float) * S * S);
+    CU_ASSERT_FATAL(hidden && open);
+    for (int before = 0; before < 2; before++) {
+        CU_ASSERT_FATAL(attn_context_set_kernel_dir(f.ctx, before ? NULL : dir) == ATTN_SUCCESS);
+        write_mask(&f, hidden, S);
+        attn_problem p = problem(&f, hidden, 1);
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0); /* kept here only when before */
+        CU_ASSERT(against(&f, &p, hidden, NULL, "version 1") == 0);
+        if (before) CU_ASSERT_FATAL(attn_context_set_kernel_dir(f.ctx, dir) == ATTN_SUCCESS);
+        write_mask(&f, open, 0);
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, open, NULL, "version 1 rewritten, with a kernel folder") == 0);
+    }
+    attn_context_set_kernel_dir(f.ctx, NULL);
+    harness_remove_tree(dir);
+    free(hidden), free(open);
+    tear_down(&f);
+}
+
 /* A mask of finfo.min (-FLT_MAX, PyTorch's and Hugging Face's masked value)
  * hides a key as -inf does (attn.h), and whole tiles of it are skipped as
  * -inf's are. */
@@ -330,6 +361,7 @@ static void test_references_bounded_and_released(void)
 }
 
 static const harness_test tests[] = {
+    HARNESS_TEST(test_kernel_folder_keeps_no_summary),
     HARNESS_TEST(test_versioned_equals_fresh),
     HARNESS_TEST(test_summary_is_kept_until_the_version_changes),
     HARNESS_TEST(test_finfo_min_tiles_are_skipped),

@@ -69,7 +69,9 @@ cl_mem attn_mask_cache_find(attn_context *ctx, const attn_problem *p, const attn
                             int block_rows, int block_keys, cl_int4 *mt)
 {
     struct attn_mask_cache *c = ctx->mask_cache;
-    if (!c || !p->mask.buffer || !p->mask.version) return NULL;
+    /* a kernel folder's mask_tiles.cl may change between calls (its
+     * programs are hashed each call): its summaries are not kept */
+    if (!c || !p->mask.buffer || !p->mask.version || ctx->kernel_dir) return NULL;
     const mask_key k = make_key(p, block_rows, block_keys);
     for (int i = 0; i < ATTN_MASK_CACHE_ENTRIES; i++) {
         mask_entry *e = &c->e[i];
@@ -85,6 +87,7 @@ cl_mem attn_mask_cache_find(attn_context *ctx, const attn_problem *p, const attn
 int attn_mask_cache_put(attn_context *ctx, const attn_problem *p, const attn_lengths *lengths,
                         int block_rows, int block_keys, cl_int4 mt, attn_scratch *scratch)
 {
+    if (ctx->kernel_dir) return 0; /* (see attn_mask_cache_find) */
     if (!ctx->mask_cache && !(ctx->mask_cache = calloc(1, sizeof *ctx->mask_cache))) return 0;
     struct attn_mask_cache *c = ctx->mask_cache;
     attn_region *lens = malloc(sizeof *lens * (size_t)p->batch);

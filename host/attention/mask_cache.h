@@ -3,7 +3,8 @@
  * context so that a mask that comes back skips the pre-pass. A summary is
  * found again only by everything it depends on: the buffer, the version,
  * the mask's dtype, offset and strides, the problem's extent and lengths,
- * and the tile sizes. */
+ * and the tile sizes. None is kept while a kernel folder is set (its
+ * mask_tiles.cl may change between calls), and a new folder drops them. */
 #ifndef ATTN_ATTENTION_MASK_CACHE_H
 #define ATTN_ATTENTION_MASK_CACHE_H
 

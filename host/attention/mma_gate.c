@@ -61,12 +61,17 @@ const char *attn_mma_why(const attn_context *ctx, attn_dtype dt)
     return dt == ATTN_F32 && ctx->mma_f32_state < 0 ? ctx->mma_f32_why : "";
 }
 
-void attn_mma_assume(attn_context *ctx, int on)
+void attn_mma_forget(attn_context *ctx)
 {
-    ctx->mma_assume = on != 0;
     ctx->mma_state = ctx->mma_f32_state = 0;
     ctx->mma_why[0] = ctx->mma_f32_why[0] = 0;
     attn_plan_clear(ctx);
+}
+
+void attn_mma_assume(attn_context *ctx, int on)
+{
+    ctx->mma_assume = on != 0;
+    attn_mma_forget(ctx);
 }
 
 /* The verification shape: GQA 2:1, fewer queries than keys (bottom-right

@@ -47,5 +47,8 @@ const char *attn_mma_why(const attn_context *ctx, attn_dtype dt);
  * PTX, so that the gate, the default and the fallback run on any device;
  * resets the decision and the cached plans. */
 void attn_mma_assume(attn_context *ctx, int on);
+/* Forgets the verdicts (and the plans), to be decided again on the next
+ * call: a new kernel folder's sources were never checked. */
+void attn_mma_forget(attn_context *ctx);
 
 #endif /* ATTN_ATTENTION_MMA_GATE_H */

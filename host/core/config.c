@@ -10,6 +10,8 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/log.h"
+#include "attention/mask_cache.h"
+#include "attention/mma_gate.h"
 #include "attention/plan.h"
 #include "tuning/tuning.h"
 
@@ -177,8 +179,10 @@ attn_status attn_context_set_tuning_db(attn_context *ctx, const char *user_path,
 }
 
 /* Replaces the folder *slot (of the public call fn) by a copy of dir; NULL
- * or "" is none. reload: the tuning lookup hashes the sources, so a new
- * kernel folder makes it read again (which also clears the plans). */
+ * or "" is none. reload: what was decided with the old sources goes: the
+ * tuning lookup hashes them, so it reads again (which also clears the
+ * plans); the mma verdicts were checks of their kernels; the mask
+ * summaries were written by their mask_tiles.cl. */
 static attn_status set_dir(attn_context *ctx, const char *fn, char **slot, const char *dir,
                            int reload)
 {
@@ -191,7 +195,11 @@ static attn_status set_dir(attn_context *ctx, const char *fn, char **slot, const
     } else {
         free(*slot);
         *slot = copy;
-        if (reload) attn_tuning_reload(ctx);
+        if (reload) {
+            attn_tuning_reload(ctx);
+            attn_mma_forget(ctx);
+            attn_mask_cache_release(ctx);
+        }
     }
     attn_call_end(ctx);
     return st;

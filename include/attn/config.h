@@ -79,7 +79,9 @@ ATTN_API attn_status attn_context_set_cache_dir(attn_context *ctx, const char *d
  *  "" means the built-in ones. Programs are found in memory and on disk by a
  *  hash of the sources as read, so a changed folder or file never gives a
  *  program built from other sources; the plans and the tuning database
- *  (whose entries name their sources' hash) are looked up again. A missing
+ *  (whose entries name their sources' hash) are looked up again, the mma
+ *  family is checked again, and the summaries of versioned masks
+ *  (attn_mask.version) are neither kept nor reused while a folder is set. A missing
  *  file is ATTN_ERROR_IO from the call that needs it, naming the path.
  *  Every new context starts with $ATTN_KERNEL_DIR. */
 ATTN_API attn_status attn_context_set_kernel_dir(attn_context *ctx, const char *dir);
