@@ -11,6 +11,7 @@
 #include "core/program.h"
 #include "tuning/tuning.h"
 #include "attention/decode.h"
+#include "attention/plan.h" /* attn_plan_decode */
 #include "attention/variants.h"
 #include "tuning/tune_shapes.h"
 
@@ -1349,6 +1350,18 @@ static void test_decode_splits_follow_batch(void)
         CU_ASSERT_STRING_EQUAL(source, "tuned");
         CU_ASSERT_EQUAL(pr.block_rows, 2);
         CU_ASSERT_EQUAL(pr.kv_splits, batches[i] == 4 ? 3 : 0);
+    }
+    /* the same through the plan cache, whose class has no batch: the
+     * first call's choice served the other batch */
+    const int again[4] = {4, 1, 4, 1};
+    for (int i = 0; i < 4; i++) {
+        attn_problem q = p;
+        q.batch = again[i];
+        attn_params pr;
+        const char *source;
+        CU_ASSERT_EQUAL(attn_plan_decode(c2, &q, 0, ATTN_KV_AS_DTYPE, &pr, &source),
+                        ATTN_SUCCESS);
+        CU_ASSERT_EQUAL(pr.kv_splits, again[i] == 4 ? 3 : 0);
     }
     attn_context_release(c2);
     remove_dir();

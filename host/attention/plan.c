@@ -21,6 +21,7 @@ typedef struct plan_entry {
     int entry;              /* ATTN_ENTRY_* */
     attn_shape_class cls;   /* cls.decode set for decode */
     int q_len;              /* decode: the heuristic's rows follow q_len exactly */
+    long long groups;       /* decode: batch x kv_heads, which tuned splits are kept for */
     unsigned refusals;      /* refusals_of the problem planned */
     attn_params pr;
     const char *source;
@@ -251,12 +252,16 @@ static attn_status plan_of(attn_context *ctx, int entry, const attn_problem *p,
                          "usable here: %s", err);
     }
     const int q_len = cls->decode ? p->q_len : 0;
+    /* a tuned split count applies only at the batch x KV heads it was timed
+     * at (attn_tuning_apply), which the class does not hold */
+    const long long groups = cls->decode ? (long long)p->batch * p->kv_heads : 0;
     const unsigned refusals = refusals_of(p);
     if (!ctx->plans) ctx->plans = calloc(1, sizeof *ctx->plans);
     struct attn_plan_cache *c = ctx->plans;
     for (int i = 0; c && i < c->n; i++) {
         const plan_entry *e = &c->e[i];
-        if (e->entry == entry && e->q_len == q_len && e->refusals == refusals &&
+        if (e->entry == entry && e->q_len == q_len && e->groups == groups &&
+            e->refusals == refusals &&
             attn_shape_class_equal(&e->cls, cls)) {
             *out = e->pr;
             *source = e->source;
@@ -271,6 +276,7 @@ static attn_status plan_of(attn_context *ctx, int entry, const attn_problem *p,
     e->entry = entry;
     e->cls = *cls;
     e->q_len = q_len;
+    e->groups = groups;
     e->refusals = refusals;
     e->pr = *out;
     e->source = *source;
