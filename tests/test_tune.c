@@ -1073,6 +1073,34 @@ static void test_tool_commands(void)
     remove_dir();
 }
 
+/* A database a save would refuse (here a top-level member longer than
+ * this build keeps) is refused before any class is tuned, and left as it
+ * was: it was found after the first class's whole search. */
+static void test_unsavable_database_refused_first(void)
+{
+    fresh_dir();
+    char db[512], out[512], env_db[600], text[1700];
+    path_in(db, sizeof db, "tuning.json");
+    path_in(out, sizeof out, "out.txt");
+    snprintf(env_db, sizeof env_db, "ATTN_TUNING_DB=%s", db);
+    int n = snprintf(text, sizeof text, "{\"format\": \"attn-tuning-db\", \"version\": 1, "
+                     "\"entries\": [], \"comment\": \"");
+    memset(text + n, 'x', 1500);
+    snprintf(text + n + 1500, sizeof text - (size_t)n - 1500, "\"}\n");
+    write_file(db, text);
+    const char *const env[] = {env_db, NULL};
+    const char *tune[] = {"--shapes", "hq=2:d=16:s=32", "--max-candidates", "1", NULL};
+    CU_ASSERT_EQUAL(run_tool(tune, env, out, 1), 1);
+    char *said = harness_read_file(out, NULL), *after = harness_read_file(db, NULL);
+    CU_ASSERT_PTR_NOT_NULL(said ? strstr(said, "nothing tuned could be stored") : NULL);
+    CU_ASSERT_PTR_NOT_NULL(said ? strstr(said, "top level holds more") : NULL);
+    CU_ASSERT_PTR_NULL(said ? strstr(said, "GFLOP/s") : "no output"); /* no peak, no search */
+    CU_ASSERT(after && strcmp(after, text) == 0);
+    free(said);
+    free(after);
+    remove_dir();
+}
+
 /* attn-tune --decode --compare: after the smallest tuning of a small
  * decode class (one candidate, the heuristic's), its row shows the tuned
  * entry timed against the heuristic through attn_decode (in K/V GB/s), with the splits
@@ -1357,6 +1385,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_search_steps_before_random),
     HARNESS_TEST(test_search_keeps_to_family),
     HARNESS_TEST(test_session_decode),
+    HARNESS_TEST(test_unsavable_database_refused_first),
     HARNESS_TEST(test_compare_decode),
     HARNESS_TEST(test_decode_cache_kinds_space),
     HARNESS_TEST(test_session_decode_cache_kinds),

@@ -436,17 +436,24 @@ attn_status attn_tune_run(attn_context *ctx, const attn_tune_run_opts *opts,
         failed(&s, st);
         goto done;
     }
-    /* an entry a save would refuse to drop (a newer attn's, too long to
-     * keep here): said now too */
-    for (size_t i = 0; out->to_tune > 0 && i < db.count; i++)
-        if (db.entries[i].lost) {
-            fprintf(stderr, "attn-tune: %s: %s: entry %zu holds more that this attn cannot "
-                    "read than it can keep, and saving would drop it: nothing tuned could be "
-                    "stored (use a newer attn, or remove the entry by hand)\n",
-                    attn_status_name(ATTN_ERROR_TUNING_DB), opts->db_path, i);
-            failed(&s, ATTN_ERROR_TUNING_DB);
-            goto done;
-        }
+    /* what a save would refuse (an entry or member this build cannot keep,
+     * a database the new classes would take past its limit): said now,
+     * not after the first class's search */
+    size_t adding = 0;
+    for (int j = 0; j < s.njobs; j++) {
+        int held = 0;
+        for (size_t i = 0; i < db.count && !held && !s.jobs[j].skip; i++)
+            held = attn_device_exact(&db.entries[i].device, &s.id) &&
+                   attn_shape_class_equal(&db.entries[i].cls, &s.jobs[j].cls);
+        adding += !s.jobs[j].skip && !held;
+    }
+    if (out->to_tune > 0 &&
+        (st = attn_tuning_db_refusal(opts->db_path, &db, adding, err, sizeof err)) != ATTN_SUCCESS) {
+        fprintf(stderr, "attn-tune: %s: %s: nothing tuned could be stored\n",
+                attn_status_name(st), err);
+        failed(&s, st);
+        goto done;
+    }
     if (!opts->quiet) print_header(&s);
     const double peak_s = peak_before(&s);
     const attn_tune_progress pg = {opts->quiet, isatty(STDERR_FILENO), "", 0, out->to_tune,

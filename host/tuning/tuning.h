@@ -151,6 +151,12 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
                                  attn_tuning_db *db, char *err, size_t errsize);
 /* The JSON text of db (malloc'd), or NULL when out of memory. */
 char *attn_tuning_db_print(const attn_tuning_db *db);
+/* Whether a save of db with `adding` more entries would be refused for
+ * what it holds (more than ATTN_TUNING_DB_MAX_ENTRIES; what this build
+ * read but cannot keep, which writing would drop): ATTN_ERROR_TUNING_DB
+ * with why, naming path. The tuner asks before tuning anything. */
+attn_status attn_tuning_db_refusal(const char *path, const attn_tuning_db *db, size_t adding,
+                                   char *err, size_t errsize);
 /* Writes db to path atomically (a temporary file in the same folder, then
  * rename, then the folder synced), making the folder if needed. A file
  * there that this process may not write is refused (ATTN_ERROR_IO), not

@@ -308,15 +308,13 @@ static const char *link_target(const char *path, char buf[PATH_MAX])
     return snprintf(buf, PATH_MAX, "%.*s%s", dir, path, to) < PATH_MAX ? buf : path;
 }
 
-attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char *err,
-                                size_t errsize)
+attn_status attn_tuning_db_refusal(const char *path, const attn_tuning_db *db, size_t adding,
+                                   char *err, size_t errsize)
 {
-    char target[PATH_MAX];
-    path = link_target(path, target);
-    if (db->count > ATTN_TUNING_DB_MAX_ENTRIES) { /* it would not be read back */
+    if (db->count + adding > ATTN_TUNING_DB_MAX_ENTRIES) { /* it would not be read back */
         snprintf(err, errsize, "%s: not written: %zu entries, more than the %d a tuning database "
-                 "may hold (attn-tune --forget a device's entries first)", path, db->count,
-                 ATTN_TUNING_DB_MAX_ENTRIES);
+                 "may hold (attn-tune --forget a device's entries first)", path,
+                 db->count + adding, ATTN_TUNING_DB_MAX_ENTRIES);
         return ATTN_ERROR_TUNING_DB;
     }
     if (db->extra_lost) {
@@ -333,6 +331,16 @@ attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char
                      "(use a newer attn, or remove the entry by hand)", path, i);
             return ATTN_ERROR_TUNING_DB;
         }
+    return ATTN_SUCCESS;
+}
+
+attn_status attn_tuning_db_save(const char *path, const attn_tuning_db *db, char *err,
+                                size_t errsize)
+{
+    char target[PATH_MAX];
+    path = link_target(path, target);
+    const attn_status refused = attn_tuning_db_refusal(path, db, 0, err, errsize);
+    if (refused != ATTN_SUCCESS) return refused;
     char *text = attn_tuning_db_print(db);
     if (!text) {
         snprintf(err, errsize, "%s: out of host memory", path);
