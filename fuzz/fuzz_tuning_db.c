@@ -69,10 +69,11 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
     }
     n_ok++;
     n_entries += db.count;
-    /* an entry holding more of a newer attn than this one can keep: read,
-     * but never written (the save refuses before touching the file) */
-    for (size_t i = 0; i < db.count; i++)
-        if (db.entries[i].lost) {
+    /* an entry (or the top level) holding more of a newer attn than this
+     * one can keep: read, but never written (the save refuses before
+     * touching the file) */
+    for (size_t i = 0; i <= db.count; i++)
+        if (i == db.count ? db.extra_lost : db.entries[i].lost) {
             st = attn_tuning_db_save("never-written/tuning.json", &db, err, sizeof err);
             if (st != ATTN_ERROR_TUNING_DB || !strstr(err, "not written"))
                 fuzz_fail("a database with a lost entry was not refused: %s: \"%s\"",
