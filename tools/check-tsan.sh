@@ -13,4 +13,5 @@ ROOT=$PWD
 
 [[ -f build-tsan/CMakeCache.txt ]] || cmake --preset tsan   # CMakePresets.json
 cmake --build build-tsan -j"$(nproc)" --target test_threads test_context
-ctest --test-dir build-tsan --output-on-failure -j1 --timeout 900 -R '^(test_threads|test_threads_first_use|test_context)$'
+ctest --test-dir build-tsan --output-on-failure -j1 --timeout 900 \
+    -R '^(test_threads|test_threads_first_use|test_context)$'

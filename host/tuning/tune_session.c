@@ -447,8 +447,8 @@ attn_status attn_tune_run(attn_context *ctx, const attn_tune_run_opts *opts,
                    attn_shape_class_equal(&db.entries[i].cls, &s.jobs[j].cls);
         adding += !s.jobs[j].skip && !held;
     }
-    if (out->to_tune > 0 &&
-        (st = attn_tuning_db_refusal(opts->db_path, &db, adding, err, sizeof err)) != ATTN_SUCCESS) {
+    if (out->to_tune > 0 && (st = attn_tuning_db_refusal(opts->db_path, &db, adding, err,
+                                                         sizeof err)) != ATTN_SUCCESS) {
         fprintf(stderr, "attn-tune: %s: %s: nothing tuned could be stored\n",
                 attn_status_name(st), err);
         failed(&s, st);
