@@ -186,7 +186,12 @@ typedef struct attn_problem {
                     * (as for no visible key; with sinks, the sink's LSE),
                     * the same for any decode split count, while the CPU
                     * reference may give NaN; check mode reports the
-                    * mismatch */
+                    * mismatch. Likewise every V value a query sees must
+                    * be finite, and the sum of their magnitudes over a
+                    * row's visible keys below FLT_MAX (the kernels add
+                    * p * v in fp32 before dividing by the weights' sum):
+                    * past that, the row's O is NaN in every family (the
+                    * reference: inf, or the finite mean of huge values) */
 
     /* ---- Variants. Every field zero (as `attn_problem p = {0}` or the
      * positional initialisers of attn 0.2 leave them) is plain attention.
