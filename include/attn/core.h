@@ -190,8 +190,9 @@ typedef struct attn_problem {
                     * be finite, and the sum of their magnitudes over a
                     * row's visible keys below FLT_MAX (the kernels add
                     * p * v in fp32 before dividing by the weights' sum):
-                    * past that, the row's O is NaN in every family (the
-                    * reference: inf, or the finite mean of huge values) */
+                    * past that, attn_forward and attn_decode give the
+                    * row's O NaN (the reference: inf, or the finite mean
+                    * of huge values) */
 
     /* ---- Variants. Every field zero (as `attn_problem p = {0}` or the
      * positional initialisers of attn 0.2 leave them) is plain attention.
