@@ -3,8 +3,9 @@
  * context so that a mask that comes back skips the pre-pass. A summary is
  * found again only by everything it depends on: the buffer, the version,
  * the mask's dtype, offset and strides, the problem's extent and lengths,
- * and the tile sizes. None is kept while a kernel folder is set (its
- * mask_tiles.cl may change between calls), and a new folder drops them. */
+ * and the tile sizes. None is kept or found while a kernel folder is set
+ * (its mask_tiles.cl may change between calls), so every summary kept was
+ * written by the built-in sources. */
 #ifndef ATTN_ATTENTION_MASK_CACHE_H
 #define ATTN_ATTENTION_MASK_CACHE_H
 

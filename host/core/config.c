@@ -10,7 +10,6 @@
 #include "core/context.h"
 #include "core/errors.h"
 #include "core/log.h"
-#include "attention/mask_cache.h"
 #include "attention/mma_gate.h"
 #include "attention/plan.h"
 #include "tuning/tuning.h"
@@ -181,8 +180,8 @@ attn_status attn_context_set_tuning_db(attn_context *ctx, const char *user_path,
 /* Replaces the folder *slot (of the public call fn) by a copy of dir; NULL
  * or "" is none. reload: what was decided with the old sources goes: the
  * tuning lookup hashes them, so it reads again (which also clears the
- * plans); the mma verdicts were checks of their kernels; the mask
- * summaries were written by their mask_tiles.cl. */
+ * plans); the mma verdicts were checks of their kernels. (Mask summaries
+ * are kept only while no folder is set: mask_cache.h.) */
 static attn_status set_dir(attn_context *ctx, const char *fn, char **slot, const char *dir,
                            int reload)
 {
@@ -198,7 +197,6 @@ static attn_status set_dir(attn_context *ctx, const char *fn, char **slot, const
         if (reload) {
             attn_tuning_reload(ctx);
             attn_mma_forget(ctx);
-            attn_mask_cache_release(ctx);
         }
     }
     attn_call_end(ctx);

@@ -314,16 +314,18 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
     for (;;) {
         if (!may_continue(&s)) { /* the budget, or the candidates asked for */
             /* cut short: the budget stopped it with candidates left (queued
-             * ones unmeasured, or an inexhaustive space's local search
-             * before its first local optimum). Random picks past a local
-             * optimum go on for as long as a full tune's budget lasts: their
-             * end is no cut (a full tune was cut short every time, and every
-             * next run tuned the class again). */
+             * ones unmeasured, or an inexhaustive space's local search not
+             * settled around its best, or a quick tune's few random picks
+             * not all made). A full tune's random picks past a local optimum
+             * go on for as long as the budget lasts: their end is no cut (a
+             * full tune was cut short every time, and every next run tuned
+             * the class again). */
             int left = 0, all = 1;
             for (int q = head; q < s.qlen; q++) left += s.c[s.queue[q]].state != 2;
             for (int c = 0; c < s.n; c++) all &= s.c[c].state == 2;
             out->cut_short = !(o->max_candidates > 0 && s.measured >= o->max_candidates) &&
-                             !all && (left > 0 || (!out->exhaustive && !settled));
+                             !all && (left > 0 || (!out->exhaustive &&
+                                                   !(settled && o->level >= ATTN_TUNE_LEVEL_FULL)));
             break;
         }
         if (head == s.qlen) {
@@ -344,7 +346,7 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
             /* a local optimum: random picks (RANDOM_PICKS in a quick tune,
              * any number in a full one), each from a family not found slow,
              * and local search again around a new best */
-            if (head == s.qlen) settled = 1; /* a local optimum, or none to search around */
+            if (head == s.qlen) settled = 1; /* the best's neighbours all measured (or no best) */
             if (head == s.qlen && (o->level >= ATTN_TUNE_LEVEL_FULL || randoms < RANDOM_PICKS)) {
                 randoms++;
                 const int r = random_unvisited(&s);
@@ -359,7 +361,9 @@ attn_status attn_tune_search(attn_tune_bench *b, const attn_search_opts *o, attn
         int i = s.queue[head++];
         if (s.c[i].state == 2) continue;
         if (i != di && family_pruned(&s, s.c[i].pr.family) && !out->exhaustive) continue;
+        const int best_before = s.best;
         if ((st = measure(&s, i, planned)) != ATTN_SUCCESS) goto done;
+        if (s.best != best_before) settled = 0; /* a new best: its neighbours unsearched */
     }
 
     /* the best few and the default, re-timed interleaved */

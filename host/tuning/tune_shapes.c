@@ -218,7 +218,7 @@ int tune_shapes_from_arg(const char *arg, attn_problem **out, char *err, size_t 
             }
             text[len++] = (char)c;
         }
-        const int read_error = ferror(f) ? errno : 0; /* a folder: EISDIR */
+        const int read_error = ferror(f) ? (errno ? errno : EIO) : 0; /* a folder: EISDIR */
         fclose(f);
         if (read_error) {
             free(text);

@@ -606,7 +606,8 @@ attn_status attn_tuning_db_parse(const char *text, size_t len, const char *name,
         near[n] = 0;
         int early = off >= len || ends_early(text, len);
         char why[64] = "";
-        if (off <= len && depth_of(text, off) >= CJSON_NESTING_LIMIT)
+        if (off < len && (text[off] == '[' || text[off] == '{') &&
+            depth_of(text, off) >= CJSON_NESTING_LIMIT) /* the bracket cJSON refused */
             snprintf(why, sizeof why, " (nested deeper than the %d levels read)",
                      CJSON_NESTING_LIMIT);
         else if (early)

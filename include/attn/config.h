@@ -80,7 +80,8 @@ ATTN_API attn_status attn_context_set_cache_dir(attn_context *ctx, const char *d
  *  hash of the sources as read, so a changed folder or file never gives a
  *  program built from other sources; the plans and the tuning database
  *  (whose entries name their sources' hash) are looked up again, the mma
- *  family is checked again, and the summaries of versioned masks
+ *  family is checked again (once for each folder set: files edited in place
+ *  are not checked again), and the summaries of versioned masks
  *  (attn_mask.version) are neither kept nor reused while a folder is set. A missing
  *  file is ATTN_ERROR_IO from the call that needs it, naming the path.
  *  Every new context starts with $ATTN_KERNEL_DIR. */
