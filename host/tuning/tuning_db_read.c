@@ -502,28 +502,35 @@ static int read_entry(reader *r, const cJSON *j, attn_tuning_entry *e)
     return keep_extra(r, j, e);
 }
 
+static const char *const root_known[] = {"format", "version", "entries"};
+enum { ROOT_KNOWN = 3 };
+
+/* name's index in root_known, or ROOT_KNOWN when it is none of them */
+static int root_member_index(const char *name)
+{
+    int k = 0;
+    while (k < ROOT_KNOWN && (!name || strcmp(name, root_known[k]) != 0)) k++;
+    return k;
+}
+
 /* The name of root's first member that a database written without
  * "format" (by hand: {} or {"entries": [...]}) would not have, or of one of
  * format, version and entries given twice (the next merge would keep one);
  * NULL when there is none. *twice says which. */
-static const char *const root_known[] = {"format", "version", "entries"};
-
 static const char *odd_member(const cJSON *root, int *twice)
 {
-    const char *const *known = root_known;
-    int seen[3] = {0, 0, 0};
+    int seen[ROOT_KNOWN] = {0, 0, 0};
     const char *unknown = NULL;
     const cJSON *m;
     *twice = 0;
     cJSON_ArrayForEach(m, root)
     {
-        int k = 0;
-        while (k < 3 && (!m->string || strcmp(m->string, known[k]) != 0)) k++;
-        if (k == 3) {
+        const int k = root_member_index(m->string);
+        if (k == ROOT_KNOWN) {
             if (!unknown) unknown = m->string ? m->string : "";
         } else if (seen[k]++) { /* past an unknown member too */
             *twice = 1;
-            return known[k];
+            return root_known[k];
         }
     }
     return unknown;
@@ -538,9 +545,7 @@ static int keep_root_extra(const cJSON *root, attn_tuning_db *db)
     const cJSON *m;
     cJSON_ArrayForEach(m, root)
     {
-        int k = 0;
-        while (k < 3 && strcmp(m->string, root_known[k]) != 0) k++;
-        if (k < 3 || failed) continue;
+        if (root_member_index(m->string) < ROOT_KNOWN || failed) continue;
         cJSON *copy = cJSON_Duplicate(m, 1);
         if (!copy || !cJSON_AddItemToObject(x, m->string, copy)) {
             cJSON_Delete(copy);
