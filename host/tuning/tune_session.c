@@ -440,11 +440,13 @@ attn_status attn_tune_run(attn_context *ctx, const attn_tune_run_opts *opts,
      * a database the new classes would take past its limit): said now,
      * not after the first class's search */
     size_t adding = 0;
+    attn_tuning_entry slot = {0}; /* the slot a job's result would fill */
+    slot.device = s.id;
     for (int j = 0; j < s.njobs; j++) {
         int held = 0;
+        slot.cls = s.jobs[j].cls;
         for (size_t i = 0; i < db.count && !held && !s.jobs[j].skip; i++)
-            held = attn_device_exact(&db.entries[i].device, &s.id) &&
-                   attn_shape_class_equal(&db.entries[i].cls, &s.jobs[j].cls);
+            held = attn_tuning_same_slot(&db.entries[i], &slot);
         adding += !s.jobs[j].skip && !held;
     }
     if (out->to_tune > 0 && (st = attn_tuning_db_refusal(opts->db_path, &db, adding, err,
