@@ -1101,6 +1101,59 @@ static void test_unsavable_database_refused_first(void)
     remove_dir();
 }
 
+/* A database one short of its entry limit: a new class would pass the
+ * limit, so the tune is refused before any search and the file is left as
+ * it was; a class the file already holds (re-tuned with --force) adds no
+ * entry and is tuned. Entries of other drivers fill the file. */
+static void test_entry_limit_refused_first(void)
+{
+    fresh_dir();
+    char db[512], out[512], env_db[600], err[1024] = "";
+    path_in(db, sizeof db, "tuning.json");
+    path_in(out, sizeof out, "out.txt");
+    snprintf(env_db, sizeof env_db, "ATTN_TUNING_DB=%s", db);
+    const char *const env[] = {env_db, NULL};
+    const char *tune[] = {"--shapes", "hq=2:d=16:s=32", "--max-candidates", "1", NULL, NULL};
+    CU_ASSERT_EQUAL_FATAL(run_tool(tune, env, out, 1), 0);
+    attn_tuning_db full;
+    attn_tuning_db_init(&full);
+    int missing = 1;
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_load(db, &full, &missing, err, sizeof err),
+                          ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(full.count, 1);
+    const attn_tuning_entry held = full.entries[0];
+    for (int i = 1; i < ATTN_TUNING_DB_MAX_ENTRIES; i++) {
+        attn_tuning_entry other = held;
+        snprintf(other.device.driver, sizeof other.device.driver, "other %d", i);
+        CU_ASSERT_EQUAL_FATAL(attn_tuning_db_append(&full, &other), 0);
+    }
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(db, &full, err, sizeof err), ATTN_SUCCESS);
+    attn_tuning_db_free(&full);
+    char *before = harness_read_file(db, NULL);
+    /* a class not held: one entry too many */
+    tune[1] = "hq=2:d=16:s=64";
+    CU_ASSERT_EQUAL(run_tool(tune, env, out, 1), 1);
+    char *said = harness_read_file(out, NULL), *after = harness_read_file(db, NULL);
+    CU_ASSERT_PTR_NOT_NULL(said ? strstr(said, "nothing tuned could be stored") : NULL);
+    CU_ASSERT_PTR_NOT_NULL(said ? strstr(said, "16385 entries, more than the 16384") : NULL);
+    CU_ASSERT_PTR_NULL(said ? strstr(said, "GFLOP/s") : "no output"); /* no peak, no search */
+    CU_ASSERT(before && after && strcmp(after, before) == 0);
+    free(said);
+    free(after);
+    /* the held class again: it replaces its own entry */
+    tune[1] = "hq=2:d=16:s=32";
+    tune[4] = "--force";
+    CU_ASSERT_EQUAL(run_tool(tune, env, out, 1), 0);
+    attn_status st = ATTN_SUCCESS;
+    CU_ASSERT_EQUAL(db_count(db, &st), (size_t)ATTN_TUNING_DB_MAX_ENTRIES);
+    CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+    after = harness_read_file(db, NULL);
+    CU_ASSERT(before && after && strcmp(after, before) != 0); /* re-tuned and written */
+    free(before);
+    free(after);
+    remove_dir();
+}
+
 /* attn-tune --decode --compare: after the smallest tuning of a small
  * decode class (one candidate, the heuristic's), its row shows the tuned
  * entry timed against the heuristic through attn_decode (in K/V GB/s), with the splits
@@ -1386,6 +1439,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_search_keeps_to_family),
     HARNESS_TEST(test_session_decode),
     HARNESS_TEST(test_unsavable_database_refused_first),
+    HARNESS_TEST(test_entry_limit_refused_first),
     HARNESS_TEST(test_compare_decode),
     HARNESS_TEST(test_decode_cache_kinds_space),
     HARNESS_TEST(test_session_decode_cache_kinds),
