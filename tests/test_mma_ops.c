@@ -26,6 +26,27 @@ static void test_emulation_exact(void)
     }
 }
 
+/* On an application's out-of-order queue the check's result is read after
+ * its kernel: the read was not ordered, and lost the race in some runs
+ * (then the whole family was switched off for the context's life). */
+static void test_out_of_order_queue(void)
+{
+    attn_context *ctx;
+    cl_command_queue queue;
+    cl_context cl;
+    if (!harness_out_of_order_context(&ctx, &queue, &cl)) return;
+    int failed = 0;
+    for (int i = 0; i < 10; i++)
+        for (int part = ATTN_MMA_CHECK_16; part <= ATTN_MMA_CHECK_TF32; part++) {
+            int ok = -1;
+            char why[256];
+            CU_ASSERT_EQUAL(attn_mma_check(ctx, 0, part, &ok, why, sizeof why), ATTN_SUCCESS);
+            if (!ok && failed++ == 0) printf("\n  run %d, part %d: %s", i, part, why);
+        }
+    CU_ASSERT_EQUAL(failed, 0);
+    harness_app_release(ctx, queue, cl);
+}
+
 /* mma_ops.cl with `from` replaced by `to` (which must occur) in a folder of
  * its own; the check of part then reports `section`, and the other part's
  * still passes (the 16-bit and tf32 operations are checked apart). */
@@ -113,6 +134,7 @@ static void test_ptx_refused_elsewhere(void)
 
 static const harness_test tests[] = {
     HARNESS_TEST(test_emulation_exact),
+    HARNESS_TEST(test_out_of_order_queue),
     HARNESS_TEST(test_doctored_emulation),
     HARNESS_TEST(test_ptx_refused_elsewhere),
     HARNESS_END,

@@ -144,6 +144,7 @@ attn_status attn_mma_check(attn_context *ctx, int ptx, int part, int *ok, char *
         const size_t global = 32, local = 32;
         st = attn_kernel_run(ctx, kernel, args, ATTN_NARGS(args), 1, &global, &local);
     }
+    if (st == ATTN_SUCCESS) st = attn_queue_order(ctx); /* an application's out-of-order queue */
     if (st == ATTN_SUCCESS) {
         cl_int err = clEnqueueReadBuffer(ctx->queue, mem[NBUF - 1], CL_TRUE, 0, sizeof got, got, 0,
                                          NULL, NULL);
@@ -158,7 +159,10 @@ attn_status attn_mma_check(attn_context *ctx, int ptx, int part, int *ok, char *
     for (int w = 0; w < CHECK_WORDS; w++) {
         if (tf32_word(w) != tf32) continue; /* the other part's: not written */
         words++;
-        if (got[w] != want[w]) {
+        /* the products' sums: an exact cancellation's zero may come with
+         * either sign (bits compared otherwise) */
+        const int zeros = w < 384 && ((got[w] | want[w]) & 0x7fffffffu) == 0;
+        if (got[w] != want[w] && !zeros) {
             bad++;
             if (first < 0) first = w;
         }
