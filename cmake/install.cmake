@@ -76,9 +76,17 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/attnConfig.cmake
               ${CMAKE_CURRENT_BINARY_DIR}/attnConfigVersion.cmake
   DESTINATION ${ATTN_CMAKE_DIR})
 
-# attn.pc names its folders relative to itself (${pcfiledir})
-file(RELATIVE_PATH ATTN_PC_TO_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
-string(REGEX REPLACE "/$" "" ATTN_PC_TO_PREFIX "${ATTN_PC_TO_PREFIX}")
+# attn.pc names its folders relative to itself (${pcfiledir}), so that it
+# moves with the prefix. An absolute libdir puts it where nothing says
+# where the prefix is: then it names the prefix `cmake --install` installs
+# into, filled in at install time.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(ATTN_PC_PREFIX "@ATTN_INSTALL_PREFIX@") # configure_file leaves it
+else()
+  file(RELATIVE_PATH ATTN_PC_TO_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
+  string(REGEX REPLACE "/$" "" ATTN_PC_TO_PREFIX "${ATTN_PC_TO_PREFIX}")
+  set(ATTN_PC_PREFIX "\${pcfiledir}/${ATTN_PC_TO_PREFIX}")
+endif()
 foreach(kind LIBDIR INCLUDEDIR)
   if(IS_ABSOLUTE "${CMAKE_INSTALL_${kind}}")
     set(ATTN_PC_${kind} "${CMAKE_INSTALL_${kind}}")
@@ -87,8 +95,16 @@ foreach(kind LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 configure_file(cmake/attn.pc.in ${CMAKE_CURRENT_BINARY_DIR}/attn.pc @ONLY)
-install(FILES ${CMAKE_CURRENT_BINARY_DIR}/attn.pc
-  DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  install(CODE "
+    file(READ [[${CMAKE_CURRENT_BINARY_DIR}/attn.pc]] attn_pc)
+    string(REPLACE \"@ATTN_INSTALL_PREFIX@\" \"\${CMAKE_INSTALL_PREFIX}\" attn_pc \"\${attn_pc}\")
+    message(STATUS \"Installing: \$ENV{DESTDIR}${CMAKE_INSTALL_LIBDIR}/pkgconfig/attn.pc\")
+    file(WRITE \"\$ENV{DESTDIR}${CMAKE_INSTALL_LIBDIR}/pkgconfig/attn.pc\" \"\${attn_pc}\")")
+else()
+  install(FILES ${CMAKE_CURRENT_BINARY_DIR}/attn.pc
+    DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
+endif()
 
 # The tools (when ATTN_BUILD_TOOLS made them), finding libattn beside them
 # ($prefix/bin -> $prefix/lib) from any prefix.
