@@ -12,7 +12,8 @@
 # through pkg-config --static; and attn inside another project
 # (add_subdirectory, tools/install/) configured -DATTN_WITH_CLBLAST=OFF,
 # linking attn::attn: the example runs, and the CLBlast paths refuse
-# (tools/install/no_clblast.c).
+# (tools/install/no_clblast.c); that project's own install holds its
+# program and libattn.so.N (nothing else of attn's), and the program runs.
 set -euo pipefail
 cd "$(dirname "${BASH_SOURCE[0]}")/.."
 ROOT=$PWD
@@ -123,9 +124,16 @@ echo -n "install: add_subdirectory(attn), attn::attn, ATTN_WITH_CLBLAST=OFF: "
 "$tmp/subdir/attention"
 echo -n "install: "
 "$tmp/subdir/no_clblast" || fail "the CLBlast paths of a build without CLBlast"
-# the consumer's own install carries none of attn's files (ATTN_INSTALL off there)
-cmake --install "$tmp/subdir" --prefix "$tmp/subdir-prefix" > "$tmp/subdir-install.log"
-stray=$(cd "$tmp/subdir-prefix" 2> /dev/null && find . -type f | grep -i attn || true)
-[[ -z "$stray" ]] || fail "the consumer's install put attn's files in place: $stray"
-echo "install: add_subdirectory(attn): the consumer's install carries none of attn's files"
+# the consumer's own install (ATTN_INSTALL off there): its program, and of
+# attn only the run-time library the program loads, no development files
+subprefix=$tmp/subdir-prefix
+cmake --install "$tmp/subdir" --prefix "$subprefix" > "$tmp/subdir-install.log"
+stray=$(cd "$subprefix" && find . \( -type f -o -type l \) | sort |
+        grep -v -x -e ./bin/attention -e "./$libdir/libattn.so.0.2" -e "./$libdir/libattn.so.$version" ||
+        true)
+[[ -z "$stray" ]] || fail "the consumer's install put attn's development files in place: $stray"
+[[ -e "$subprefix/$libdir/libattn.so.0.2" ]] || fail "the consumer's install has no libattn.so.0.2"
+echo -n "install: add_subdirectory(attn): the consumer's installed program, beside libattn.so.0.2 \
+and none of attn's development files: "
+"$subprefix/bin/attention" || fail "the consumer's installed program"
 echo "install: the build options took $((SECONDS - t0)) s"
