@@ -115,6 +115,18 @@ spc=$(PKG_CONFIG_PATH=$sprefix/$libdir/pkgconfig pkg-config --static --cflags --
 cc -std=c11 -Wall -Wextra -Werror -O2 examples/attention.c -o "$tmp/static-pkg-config" $spc -lm
 echo -n "install: static libattn.a through pkg-config --static ($spc): "
 "$tmp/static-pkg-config"
+# the same with an absolute CMAKE_INSTALL_LIBDIR: attn.pc cannot find the
+# prefix from its own place, and names the one installed into
+cmake -S . -B "$tmp/static" -DCMAKE_INSTALL_LIBDIR="$tmp/abs-lib" >> "$tmp/static.log" 2>&1 &&
+    cmake --build "$tmp/static" -j"$(nproc)" >> "$tmp/static.log" 2>&1 &&
+    cmake --install "$tmp/static" --prefix "$tmp/abs-prefix" > "$tmp/abs-install.log" ||
+    { cat "$tmp/static.log"; fail "a build with an absolute CMAKE_INSTALL_LIBDIR"; }
+apc=$(PKG_CONFIG_PATH=$tmp/abs-lib/pkgconfig pkg-config --static --cflags --libs attn)
+[[ " $apc " == *" -I$tmp/abs-prefix/include "* ]] || fail "attn.pc with an absolute libdir: $apc"
+# shellcheck disable=SC2086
+cc -std=c11 -Wall -Wextra -Werror -O2 examples/attention.c -o "$tmp/abs-pkg-config" $apc -lm
+echo -n "install: an absolute CMAKE_INSTALL_LIBDIR through pkg-config ($apc): "
+"$tmp/abs-pkg-config"
 
 # attn inside another project, without CLBlast.
 build_lib subdir -S tools/install -B "$tmp/subdir" -DATTN_SOURCE_DIR="$ROOT" \
