@@ -388,6 +388,55 @@ static void test_mqa_odd_dim_left_padded(void)
     attn_context_set_check(ctx, 0);
 }
 
+/* Check mode over an int8 cache in f16 and bf16 where attention is sharp
+ * (q and K of 3x unit scale): the check's reference reads the cache's
+ * dequantized floats, as the kernels do. Rounded to the dtype first (as it
+ * was), it differed from a correct decode by more than the tolerance
+ * (measured 0.0025 in f16, 0.025 in bf16) and check mode said MISMATCH. */
+static void test_check_mode_sharp(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    const uint64_t seed = harness_seed(0x18aa);
+    const int B = 1, HQ = 8, HKV = 2, D = 128, S = 256;
+    const int8_case c = {B, HQ, HKV, D, {S}, 1, 0, 0, 0, 1.0f, 1.0f};
+    const size_t nk = (size_t)B * HKV * S * D, nq = (size_t)B * HQ * D;
+    float *k = harness_xalloc(nk), *v = harness_xalloc(nk), *q = harness_xalloc(nq);
+    harness_fill_normal(k, nk, seed, 0.0f, 3.0f);
+    harness_fill_normal(v, nk, seed + 1, 0.0f, 1.0f);
+    harness_fill_normal(q, nq, seed + 2, 0.0f, 3.0f);
+    const harness_family fams[] = {HARNESS_VECTOR, HARNESS_TILED};
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
+    for (int t = 1; t < NDT; t++)
+        for (int f = 0; f < 2; f++) {
+            const attn_dtype dt = dtypes[t];
+            const attn_kv_cache_desc desc = {.batch = B, .kv_heads = HKV, .head_dim = D,
+                                             .capacity = S, .dtype = dt,
+                                             .storage = ATTN_KV_INT8};
+            attn_kv_cache *cache = NULL;
+            CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
+            const int first[MAXB] = {0}, count[MAXB] = {S};
+            append_part(ctx, cache, &c, dt, k, v, S, first, count);
+            const attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D,
+                                    .q_len = 1, .kv_len = S, .dtype = dt, .causal = 1};
+            attn_tensor tq, to;
+            cl_mem mq = harness_upload(ctx, dt, q, B, HQ, 1, D, NULL, &tq);
+            cl_mem mo = harness_alloc(ctx, dt, B, HQ, 1, D, NULL, &to);
+            CU_ASSERT_FATAL(mq && mo);
+            CU_ASSERT_EQUAL_FATAL(harness_use_family(ctx, fams[f], ""), ATTN_SUCCESS);
+            const attn_status st = attn_decode(ctx, cache, &p, &tq, &to, NULL, NULL, NULL);
+            if (st != ATTN_SUCCESS)
+                printf("\n  %s %s: %s", harness_family_name(fams[f]), attn_dtype_name(dt),
+                       attn_last_error(ctx));
+            CU_ASSERT_EQUAL(st, ATTN_SUCCESS);
+            harness_use_params(ctx, NULL);
+            clReleaseMemObject(mq), clReleaseMemObject(mo);
+            attn_kv_cache_release(cache);
+        }
+    attn_context_set_check(ctx, 0);
+    free(k), free(v), free(q);
+}
+
 /* rows of large magnitude beside unit ones, and the zero row: each row's
  * own scale (against the dequantized reference only: the int8 tolerance is
  * for unit-scale data) */
@@ -430,6 +479,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_gqa_split_block),
     HARNESS_TEST(test_tiled_global_kv),
     HARNESS_TEST(test_mqa_odd_dim_left_padded),
+    HARNESS_TEST(test_check_mode_sharp),
     HARNESS_TEST(test_large_rows),
     HARNESS_TEST(test_paged),
     HARNESS_TEST(test_long_block),

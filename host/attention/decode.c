@@ -353,7 +353,10 @@ static attn_status validate_io(attn_context *ctx, const attn_kv_cache *c, const 
 /* Check mode's inputs, read before the kernels run (out may be q): q, and
  * the cache's K and V as the reference's [batch][kv_heads][capacity]
  * rows, from its tensors or, without plain tensors, sequence by sequence
- * (attn_kv_read_locked; rows past a sequence's length stay zero, unread). */
+ * (attn_kv_read_locked; rows past a sequence's length stay zero, unread).
+ * An int8 cache's rows are its dequantized floats, as the kernels read
+ * them: rounded to an f16 or bf16 dtype they were another problem, off by
+ * more than the tolerance where attention is sharp. */
 static attn_status read_check_inputs(attn_context *ctx, attn_kv_cache *c, const attn_problem *full,
                                      const attn_tensor *q, attn_check_inputs **inputs)
 {
@@ -367,17 +370,20 @@ static attn_status read_check_inputs(attn_context *ctx, attn_kv_cache *c, const 
     const size_t D = (size_t)c->head_dim, cap = (size_t)c->capacity;
     float *hk, *hv;
     attn_check_kv(*inputs, &hk, &hv);
-    unsigned char *raw = malloc(2 * (size_t)c->kv_heads * cap * D * attn_dtype_size(c->dtype));
+    const int int8 = c->storage == ATTN_KV_INT8;
+    const attn_dtype read_as = int8 ? ATTN_F32 : c->dtype;
+    const size_t es = attn_dtype_size(read_as);
+    unsigned char *raw = malloc(2 * (size_t)c->kv_heads * cap * D * es);
     if (!raw) st = ATTN_FAIL(ctx, ATTN_ERROR_OUT_OF_MEMORY, "check mode: out of host memory");
     for (int b = 0; st == ATTN_SUCCESS && b < c->batch; b++) {
         const size_t n = (size_t)c->len[b] * D, half = (size_t)c->kv_heads * n;
-        unsigned char *rv = raw + half * attn_dtype_size(c->dtype);
-        st = attn_kv_read_locked(c, b, 0, c->len[b], raw, rv);
+        unsigned char *rv = raw + half * es;
+        st = attn_kv_read_locked(c, b, 0, c->len[b], raw, rv, int8);
         for (int h = 0; st == ATTN_SUCCESS && h < c->kv_heads; h++) {
             const size_t at = ((size_t)b * c->kv_heads + h) * cap * D;
-            const size_t from = (size_t)h * n * attn_dtype_size(c->dtype);
-            attn_load_to_f32(c->dtype, raw + from, hk + at, n);
-            attn_load_to_f32(c->dtype, rv + from, hv + at, n);
+            const size_t from = (size_t)h * n * es;
+            attn_load_to_f32(read_as, raw + from, hk + at, n);
+            attn_load_to_f32(read_as, rv + from, hv + at, n);
         }
     }
     free(raw);

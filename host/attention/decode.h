@@ -171,9 +171,11 @@ static inline size_t attn_kv_row_bytes(const struct attn_kv_cache *c)
  * taking ctx's lock (kv_cache.c): for attn_decode, which holds it. */
 void attn_kv_plain_tensors(const struct attn_kv_cache *c, attn_tensor *k, attn_tensor *v);
 /* attn_kv_cache_read with ctx's lock already held (kv_sequences.c): check
- * mode's read of a cache without plain tensors inside attn_decode. */
+ * mode's read of a cache without plain tensors inside attn_decode.
+ * int8_as_f32: an int8 cache's K and V as floats, not rounded to its dtype
+ * (what the kernels compute with); no effect on other storage. */
 attn_status attn_kv_read_locked(attn_kv_cache *c, int seq, int first, int count, void *k,
-                                void *v);
+                                void *v, int int8_as_f32);
 
 /* attn_kv_cache_create_desc and attn_kv_cache_append with ctx's lock held
  * (mma_gate.c's verification decode). */

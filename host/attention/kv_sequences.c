@@ -123,15 +123,16 @@ static attn_status read_rows(attn_kv_cache *c, cl_mem buf, size_t unit, size_t k
 }
 
 /* One of K or V (with its scales when int8) of tokens first..first+count-1
- * into out, [kv_heads][count][head_dim] of the cache's dtype. */
+ * into out, [kv_heads][count][head_dim] of the cache's dtype, or of an
+ * int8 cache with int8_as_f32, floats before that rounding. */
 static attn_status read_one(attn_kv_cache *c, cl_mem buf, cl_mem scales, int seq, int first,
-                            int count, void *out)
+                            int count, void *out, int int8_as_f32)
 {
     const int int8 = c->storage == ATTN_KV_INT8, D = c->head_dim;
     const size_t es = attn_dtype_size(c->dtype), n = (size_t)c->kv_heads * count * D;
     signed char *q = int8 ? malloc(n) : NULL;
     float *s = int8 ? malloc(sizeof *s * (size_t)c->kv_heads * count) : NULL;
-    float *f = int8 ? malloc(sizeof *f * n) : NULL;
+    float *f = int8 ? int8_as_f32 ? out : malloc(sizeof *f * n) : NULL;
     attn_status st = ATTN_SUCCESS;
     if (int8 && (!q || !s || !f)) st = ATTN_FAIL(c->ctx, ATTN_ERROR_OUT_OF_MEMORY, "out of "
                                                   "host memory");
@@ -154,16 +155,16 @@ static attn_status read_one(attn_kv_cache *c, cl_mem buf, cl_mem scales, int seq
     }
     if (st == ATTN_SUCCESS && int8) {
         for (size_t i = 0; i < n; i++) f[i] = attn_kv_dequantize(q[i], s[i / D]);
-        attn_store_from_f32(c->dtype, f, out, n);
+        if (!int8_as_f32) attn_store_from_f32(c->dtype, f, out, n);
     }
     free(q);
     free(s);
-    free(f);
+    if (f != out) free(f);
     return st;
 }
 
 attn_status attn_kv_read_locked(attn_kv_cache *c, int seq, int first, int count, void *k,
-                                void *v)
+                                void *v, int int8_as_f32)
 {
     attn_context *ctx = c->ctx;
     attn_status st = check_seq(c, seq, "seq");
@@ -175,9 +176,9 @@ attn_status attn_kv_read_locked(attn_kv_cache *c, int seq, int first, int count,
                            first, count, seq, c->len[seq] - 1);
     if (st == ATTN_SUCCESS && count > 0) st = attn_queue_order(ctx);
     if (st == ATTN_SUCCESS && count > 0 && k)
-        st = read_one(c, c->k, c->k_scale, seq, first, count, k);
+        st = read_one(c, c->k, c->k_scale, seq, first, count, k, int8_as_f32);
     if (st == ATTN_SUCCESS && count > 0 && v)
-        st = read_one(c, c->v, c->v_scale, seq, first, count, v);
+        st = read_one(c, c->v, c->v_scale, seq, first, count, v, int8_as_f32);
     return st;
 }
 
@@ -186,7 +187,7 @@ attn_status attn_kv_cache_read(attn_kv_cache *c, int seq, int first, int count, 
 {
     if (!c) return attn_fail_null(__func__, "cache");
     attn_call_begin(c->ctx, __func__);
-    const attn_status st = attn_kv_read_locked(c, seq, first, count, k, v);
+    const attn_status st = attn_kv_read_locked(c, seq, first, count, k, v, 0);
     attn_call_end(c->ctx);
     return st;
 }

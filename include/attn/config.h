@@ -13,8 +13,10 @@ extern "C" {
 #endif
 
 /*! attn_context_set_check() : check mode on (1) or off (0). When on, every
- *  attn_forward waits for its result, reads back the inputs and output,
- *  recomputes them with attn_reference_forward and returns
+ *  attn_forward (and attn_decode: over the cache's K and V as the kernels
+ *  read them, an int8 cache's dequantized, not rounded to its dtype) waits
+ *  for its result, reads back the inputs and output, recomputes them with
+ *  attn_reference_forward and returns
  *  ATTN_ERROR_MISMATCH (worst element in attn_last_error) when any element
  *  is beyond the DESIGN tolerance. ATTN_CHECK=1 in the environment turns it
  *  on for every new context. Any other enable is ATTN_ERROR_INVALID_ARGUMENT
