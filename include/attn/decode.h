@@ -42,7 +42,10 @@ typedef enum attn_kv_storage {
  * 127 * scale would overflow), q = round(x / scale).
      * Quantized at append, dequantized inside the decode kernels; about 1/4
      * (vs f32) or 1/2 (vs f16) of the bytes. Its own tolerance:
-     * attn_kv_tolerance. */
+     * attn_kv_tolerance. A row holding an inf or NaN, which int8 cannot
+     * hold, gets scale NaN: all of its elements read back (and decode) as
+     * NaN, not only those. A row so small that max|x| / 127 rounds to 0
+     * (max|x| below about 1e-43) reads back as zeros. */
     ATTN_KV_INT8 = 1
 } attn_kv_storage;
 
