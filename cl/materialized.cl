@@ -130,19 +130,23 @@ __kernel void attn_softmax_rows(__global float *scores, int4 len, int causal, fl
     float lse_l2;
     const float inv = finish_row(va, h, mx, sum, 1, &lse_l2);
 #else
+    /* a NaN sum (a NaN or infinite logit, outside the contract) too: zeros
+     * and -inf, as the other families give such a row */
     const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;
-    const float lse_l2 = vis > 0 ? mx + log2(sum) : -INFINITY;
+    const float lse_l2 = vis > 0 && sum > 0.0f ? mx + log2(sum) : -INFINITY;
 #endif
-    /* Every key of the row: hidden ones become exact zeros; select drops
-     * whatever exp2 made of them (inf, or NaN times a zero inverse). */
+    /* Every key of the row: hidden ones become exact zeros, and all of them
+     * in a row of zero inverse; select drops whatever exp2 made of them
+     * (inf, or NaN times a zero inverse). */
     const int8 lane = (int8)(0, 1, 2, 3, 4, 5, 6, 7);
+    const int8 none = (int8)(-(inv == 0.0f));
     for (int c = lid; c < n / SVEC; c += wg) {
         const float8 p = exp2(vload8(c, row) * s - mx) * inv;
-        vstore8(select(p, (float8)(0.0f), HIDDEN(c * SVEC + lane)), c, row);
+        vstore8(select(p, (float8)(0.0f), HIDDEN(c * SVEC + lane) | none), c, row);
     }
     if (lid == 0)
         for (int j = n / SVEC * SVEC; j < n; j++)
-            row[j] = HIDDEN(j) ? 0.0f : exp2(row[j] * s - mx) * inv;
+            row[j] = HIDDEN(j) || inv == 0.0f ? 0.0f : exp2(row[j] * s - mx) * inv;
     if (write_lse && lid == 0)
         lse[variant_lse_index(b, q_heads, sq, h, len.x + i)] = lse_l2 * LN2;
 }

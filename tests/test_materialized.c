@@ -390,6 +390,65 @@ static void test_weights(void)
  * (PoCL happens to run this in order even without the barriers; a driver
  * that reorders makes it a real check.) ---- */
 
+/* Logits outside the contract (a NaN or inf in a visible Q or K row, or a
+ * logit past core.h's bound): the materialized path gives each row what
+ * attn_forward gives, zeros and an LSE of -inf (the sink's with sinks);
+ * it gave NaN (a NaN sum times a zero inverse), and NaN weights. */
+static void test_nonfinite_logits_as_forward(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    enum { S = 6, D = 8 };
+    const size_t n = (size_t)S * D;
+    static const float sinks[1] = {0.25f};
+    for (int mode = 0; mode < 4; mode++)
+        for (int sink = 0; sink < 2; sink++) {
+            float q[S * D], k[S * D], v[S * D], o[2][S * D], lse[2][S];
+            harness_fill_uniform(q, n, 1700 + (uint64_t)mode, -1, 1);
+            harness_fill_uniform(k, n, 1710, -1, 1);
+            harness_fill_uniform(v, n, 1720, -1, 1);
+            if (mode == 0) q[2 * D + 1] = NAN;      /* one query row */
+            if (mode == 1) k[1 * D + 3] = NAN;      /* one key: every later row sees it */
+            if (mode == 2) k[1 * D + 3] = INFINITY;
+            if (mode == 3)
+                for (int d = 0; d < D; d++) q[2 * D + d] = 3e38f; /* past the bound */
+            attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = D,
+                              .q_len = S, .kv_len = S, .dtype = ATTN_F32, .causal = 1};
+            if (sink) p.sinks = sinks;
+            attn_tensor tq, tk, tv, to;
+            cl_mem mq = harness_upload(ctx, ATTN_F32, q, 1, 1, S, D, NULL, &tq);
+            cl_mem mk = harness_upload(ctx, ATTN_F32, k, 1, 1, S, D, NULL, &tk);
+            cl_mem mv = harness_upload(ctx, ATTN_F32, v, 1, 1, S, D, NULL, &tv);
+            cl_mem mo = harness_alloc(ctx, ATTN_F32, 1, 1, S, D, NULL, &to);
+            cl_mem ml = harness_float_buffer(ctx, S);
+            CU_ASSERT_FATAL(mq && mk && mv && mo && ml);
+            for (int path = 0; path < 2; path++) {
+                const attn_status st =
+                    (path ? attn_forward_materialized : attn_forward)(ctx, &p, &tq, &tk, &tv,
+                                                                      &to, NULL, ml, NULL);
+                CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+                CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &to, 1, 1, S, D, o[path]),
+                                      0);
+                CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, lse[path], S), 0);
+            }
+            int differ = 0;
+            for (int i = 0; i < S; i++)
+                for (int d = 0; d <= D; d++) {
+                    const float a = d < D ? o[0][i * D + d] : lse[0][i];
+                    const float b = d < D ? o[1][i * D + d] : lse[1][i];
+                    const int same = isnan(a) ? isnan(b)
+                                              : !isnan(b) && (a == b || fabsf(a - b) <= 4e-6f +
+                                                                            4e-6f * fabsf(a));
+                    if (!same && differ++ == 0)
+                        printf("\n  mode %d%s: row %d %s: attn_forward %g, materialized %g", mode,
+                               sink ? " (sink)" : "", i, d < D ? "O" : "LSE", a, b);
+                }
+            CU_ASSERT_EQUAL(differ, 0);
+            clReleaseMemObject(mq), clReleaseMemObject(mk), clReleaseMemObject(mv);
+            clReleaseMemObject(mo), clReleaseMemObject(ml);
+        }
+}
+
 static void test_out_of_order_queue(void)
 {
     attn_context *ctx;
@@ -943,6 +1002,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_bad_arguments),
     HARNESS_TEST(test_weights),
     HARNESS_TEST(test_out_of_order_queue),
+    HARNESS_TEST(test_nonfinite_logits_as_forward),
     HARNESS_TEST(test_variants),
     HARNESS_TEST(test_packed_sized_by_entry),
     HARNESS_TEST(test_variant_limits),
