@@ -203,13 +203,13 @@ static void decode_set_rows(const char *family, int splits, int block, const cha
          * of a freed one (each set alone is clean), as the mask summary's
          * scratch above. */
         const size_t part_rows = rows * 2 + 48;
-        CU_ASSERT_EQUAL_FATAL(attn_scratch_reserve(ctx, &cache->part_o,
+        CU_ASSERT_EQUAL_FATAL(attn_scratch_reserve(ctx, &ctx->part_o,
                                                    part_rows * 16 * sizeof(float)),
                               ATTN_SUCCESS);
-        CU_ASSERT_EQUAL_FATAL(attn_scratch_reserve(ctx, &cache->part_lse,
+        CU_ASSERT_EQUAL_FATAL(attn_scratch_reserve(ctx, &ctx->part_lse,
                                                    part_rows * sizeof(float)),
                               ATTN_SUCCESS);
-        cl_mem bufs[6] = {cache->k, cache->v, cache->part_o.mem, cache->part_lse.mem,
+        cl_mem bufs[6] = {cache->k, cache->v, ctx->part_o.mem, ctx->part_lse.mem,
                           cache->k_scale, cache->v_scale};
         for (int i = 0; i < (int8 ? 6 : 4); i++) {
             size_t bytes = 0;

@@ -275,6 +275,26 @@ static void test_split_equals_unsplit(void)
     CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &p, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.source, "heuristic");
     CU_ASSERT_PTR_NOT_NULL(strstr(info.params, "splits="));
+    /* the split partials are the context's workspace, not a hidden part of
+     * the cache: counted, given back, and grown again by the next split
+     * decode (decode alone: the vector family packs nothing for it) */
+    use_params(ctx, HARNESS_VECTOR, 4, 2);
+    const int q3[B] = {3, 3, 3};
+    size_t held = 1;
+    CU_ASSERT_EQUAL(attn_context_release_workspace(ctx), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_context_workspace_bytes(ctx, &held), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(held, 0);
+    float *got = decode_check(ctx, cache, &w, ATTN_F32, 3, q3, "splits=2 after the workspace's "
+                              "release", seed, 1);
+    CU_ASSERT_PTR_NOT_NULL(got);
+    free(got);
+    const size_t rows = (size_t)B * HQ * 3 * 2;
+    CU_ASSERT_EQUAL(attn_context_workspace_bytes(ctx, &held), ATTN_SUCCESS);
+    CU_ASSERT(held >= rows * D * sizeof(float) + rows * sizeof(float));
+    CU_ASSERT_EQUAL(attn_context_release_workspace(ctx), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_context_workspace_bytes(ctx, &held), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(held, 0);
+    harness_use_params(ctx, NULL);
     attn_kv_cache_release(cache);
     world_free(&w);
 }

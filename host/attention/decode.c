@@ -252,10 +252,12 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
     if ((st = get_kernels(ctx, dp, p, c, &main_k, split ? &comb_k : NULL)) != ATTN_SUCCESS)
         goto done;
     const size_t rows = (size_t)p->batch * p->q_heads * p->q_len * dp->nsplit;
-    if (split && ((st = attn_scratch_reserve(ctx, &c->part_o, rows * c->dim_pad * sizeof(float))) ||
-                  (st = attn_scratch_reserve(ctx, &c->part_lse, rows * sizeof(float)))))
+    /* the context's, not the cache's: counted and given back as its
+     * workspace, and one for all of a model's layers */
+    if (split && ((st = attn_scratch_reserve(ctx, &ctx->part_o, rows * c->dim_pad * sizeof(float))) ||
+                  (st = attn_scratch_reserve(ctx, &ctx->part_lse, rows * sizeof(float)))))
         goto done;
-    cl_mem part_o = split ? c->part_o.mem : lens, part_lse = split ? c->part_lse.mem : lens;
+    cl_mem part_o = split ? ctx->part_o.mem : lens, part_lse = split ? ctx->part_lse.mem : lens;
     const cl_ulong4 qg = attn_tensor_geometry(q), og = attn_tensor_geometry(o);
     const cl_int write_lse = lse != NULL;
     cl_mem lse_arg = lse ? lse : lens; /* never written when write_lse is 0 */

@@ -87,9 +87,6 @@ struct attn_kv_cache {
      * succeeded. A decode after a failed append would attend for the
      * previous step's token, so attn_decode refuses while it is set. */
     char append_failure[ATTN_ERROR_MAX];
-    /* split-KV partial results, grown on demand: O [row][split][dim_pad]
-     * normalised, and log2-domain LSE [row][split] */
-    attn_scratch part_o, part_lse;
 };
 
 /* Cache rows from one page to the next, and from one head to the next

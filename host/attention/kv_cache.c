@@ -115,7 +115,7 @@ void attn_kv_cache_release(attn_kv_cache *c)
 {
     if (!c) return;
     /* OpenCL keeps the buffers alive until enqueued commands finish */
-    cl_mem mems[] = {c->k, c->v, c->k_scale, c->v_scale, c->part_o.mem, c->part_lse.mem};
+    cl_mem mems[] = {c->k, c->v, c->k_scale, c->v_scale};
     for (size_t i = 0; i < sizeof mems / sizeof mems[0]; i++)
         if (mems[i]) clReleaseMemObject(mems[i]);
     attn_kv_pool_free(c);

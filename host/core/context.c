@@ -355,11 +355,10 @@ void attn_context_release(attn_context *ctx)
     attn_tuning_release(ctx);
     attn_config_release(ctx);
     attn_mask_cache_release(ctx);
-    attn_scratch *scratch[] = {&ctx->kt, &ctx->vp, &ctx->mask_tiles};
-    for (size_t i = 0; i < sizeof scratch / sizeof scratch[0]; i++)
+    attn_scratch *scratch[16];
+    const int nscratch = attn_scratch_all(ctx, scratch, 16);
+    for (int i = 0; i < nscratch; i++)
         if (scratch[i]->mem) clReleaseMemObject(scratch[i]->mem);
-    for (int i = 0; i < ATTN_MAT_BUFFERS; i++)
-        if (ctx->mat[i].mem) clReleaseMemObject(ctx->mat[i].mem);
     attn_clblast_release(ctx);
     if (ctx->queue) clReleaseCommandQueue(ctx->queue);
     if (ctx->cl_ctx) clReleaseContext(ctx->cl_ctx);

@@ -68,6 +68,9 @@ struct attn_context {
     int clblast_used;      /* a CLBlast call was made through this context (clblast.c) */
     int out_of_order;      /* the queue may reorder: each forward starts with a barrier */
     attn_scratch mat[ATTN_MAT_BUFFERS]; /* the materialized path's buffers (materialized.c) */
+    /* decode's split-KV partial results, grown on demand (decode.c): O
+     * [row][split][dim_pad] normalised, and log2-domain LSE [row][split] */
+    attn_scratch part_o, part_lse;
     struct attn_tuning_state *tuning; /* the tuning database as read (tuning_lookup.c), or NULL */
 
     /* configuration (config.c): the environment's at creation, then the
@@ -90,6 +93,9 @@ struct attn_context {
 
 /* ---- scratch buffers (context.c) ---- */
 attn_status attn_scratch_reserve(attn_context *ctx, attn_scratch *s, size_t bytes);
+/* Every scratch buffer of ctx (workspace.c), into list (room for max);
+ * returns how many. */
+int attn_scratch_all(attn_context *ctx, attn_scratch **list, int max);
 
 /* The device facts the heuristic and the legality check read. */
 /* (context.c) */

@@ -4,13 +4,12 @@
 #include "core/errors.h"
 #include "attention/mask_cache.h"
 
-/* Every scratch buffer of the context; a new one belongs in this list. */
-static int scratch_list(attn_context *ctx, attn_scratch **list, int max)
+/* A new scratch buffer of the context belongs in this list. */
+int attn_scratch_all(attn_context *ctx, attn_scratch **list, int max)
 {
+    attn_scratch *named[] = {&ctx->kt, &ctx->vp, &ctx->mask_tiles, &ctx->part_o, &ctx->part_lse};
     int n = 0;
-    list[n++] = &ctx->kt;
-    list[n++] = &ctx->vp;
-    list[n++] = &ctx->mask_tiles;
+    for (size_t i = 0; i < sizeof named / sizeof named[0] && n < max; i++) list[n++] = named[i];
     for (int i = 0; i < ATTN_MAT_BUFFERS && n < max; i++) list[n++] = &ctx->mat[i];
     return n;
 }
@@ -24,7 +23,7 @@ attn_status attn_context_workspace_bytes(attn_context *ctx, size_t *bytes)
         st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "bytes is NULL");
     } else {
         attn_scratch *list[16];
-        int n = scratch_list(ctx, list, 16);
+        int n = attn_scratch_all(ctx, list, 16);
         *bytes = 0;
         for (int i = 0; i < n; i++) *bytes += list[i]->mem ? list[i]->bytes : 0;
         *bytes += attn_mask_cache_bytes(ctx);
@@ -38,7 +37,7 @@ attn_status attn_context_release_workspace(attn_context *ctx)
     if (!ctx) return attn_fail_null(__func__, "ctx");
     attn_call_begin(ctx, __func__);
     attn_scratch *list[16];
-    int n = scratch_list(ctx, list, 16);
+    int n = attn_scratch_all(ctx, list, 16);
     for (int i = 0; i < n; i++) {
         /* OpenCL keeps a buffer alive until the commands using it finish */
         if (list[i]->mem) clReleaseMemObject(list[i]->mem);

@@ -252,9 +252,9 @@ typedef struct attn_lengths {
 } attn_lengths;
 
 /*! attn_context_workspace_bytes() : device bytes the context holds in
- *  scratch buffers (grown on demand by attn_forward and the materialized
- *  path, kept for reuse) and in the tile summaries of masks with a version
- *  (attn_mask.version). */
+ *  scratch buffers (grown on demand by attn_forward, attn_decode's split
+ *  keys and the materialized path, kept for reuse) and in the tile
+ *  summaries of masks with a version (attn_mask.version). */
 ATTN_API attn_status attn_context_workspace_bytes(attn_context *ctx, size_t *bytes);
 /*! attn_context_release_workspace() : gives those buffers back, drops the
  *  mask summaries and the references the context holds to those masks'

@@ -258,7 +258,9 @@ ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tens
  *  device's compute units and the longest prefix (an override's splits=N,
  *  attn_context_set_params, replaces it: at most N, as each split takes
  *  whole key blocks; info->params of attn_decode_prepare gives the count
- *  launched). Blocks longer than
+ *  launched). The splits' partial results live in the context's workspace
+ *  (attn_context_workspace_bytes; one for all of a context's caches), not
+ *  in the cache. Blocks longer than
  *  ATTN_DECODE_MAX_Q_LEN take the prefill kernels (ATTN_DECODE_MAX_Q_LEN's
  *  comment): on a CPU the vector family packs each sequence's keys from
  *  the cache as attn_forward packs its k and v, and is as fast. Check
