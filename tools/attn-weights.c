@@ -431,11 +431,23 @@ static int run(int argc, char **argv)
     if (stray)
         fprintf(stderr, "attn-weights: warning: %zu masked or pad cells hold a non-zero "
                 "weight\n", stray);
-    size_t nonfinite = 0; /* NaN or inf in Q or K: drawn as weight 0 */
+    /* NaN or inf in the drawn head's content rows of Q or K is outside the
+     * contract: the rows that meet it get weights of 0 (attn_forward's
+     * zeros), which would otherwise pass for a row that attends nowhere */
+    const size_t qrow = ((size_t)o.batch_index * H + o.head) * Sq + (size_t)o.left_pad;
+    const size_t krow = ((size_t)o.batch_index * Hk + o.head / (H / Hk)) * Skv +
+                        (size_t)o.left_pad;
+    size_t q_bad = 0, k_bad = 0, nonfinite = 0;
+    for (size_t i = 0; i < (size_t)ql * D; i++) q_bad += !isfinite(q.data[qrow * D + i]);
+    for (size_t i = 0; i < (size_t)kl * D; i++) k_bad += !isfinite(k.data[krow * D + i]);
+    if (q_bad || k_bad)
+        fprintf(stderr, "attn-weights: warning: NaN or inf in this head's content rows (%zu "
+                "in Q, %zu in K), outside attn's contract: the rows that meet them have "
+                "weights of 0\n", q_bad, k_bad);
     for (size_t i = 0; i < (size_t)Sq * Skv; i++) nonfinite += !isfinite(w[i]);
-    if (nonfinite)
-        fprintf(stderr, "attn-weights: warning: %zu weights are not finite (NaN or inf in Q or "
-                "K?), drawn as 0\n", nonfinite);
+    if (nonfinite) /* not from the library (its weights are finite), drawn as 0 */
+        fprintf(stderr, "attn-weights: warning: %zu weights are not finite, drawn as 0\n",
+                nonfinite);
     char title[512];
     snprintf(title, sizeof title, "attention weights of %s, batch entry %d, head %d of Hq=%d "
              "Hkv=%d D=%d, Sq=%d Skv=%d, %s, query content [%d, %d), key content [%d, %d), %s",
