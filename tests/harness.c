@@ -619,6 +619,16 @@ char *harness_read_file(const char *path, size_t *len)
 
 /* ---- other programs ---- */
 
+const char *harness_tool_path(const char *env, const char *tool)
+{
+    const char *bin = getenv(env);
+    if (bin && *bin) return bin;
+    printf("\n  %s is not set: it names the %s this suite runs (ctest sets it; run the suite "
+           "through ctest, or set %s=build/tools/%s)", env, tool, env, tool);
+    CU_FAIL_FATAL("the tool's path is not set");
+    return NULL;
+}
+
 int harness_run_program(const char *bin, const char *const *args, const char *out_path)
 {
     return harness_run_program_split(bin, args, out_path, NULL);

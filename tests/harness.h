@@ -176,6 +176,11 @@ char *harness_read_file(const char *path, size_t *len);
 
 /* ---- other programs ---- */
 
+/* The path of the tool a suite runs, from the environment variable env
+ * (ctest sets it); unset or empty, a message saying so and the running
+ * test aborted, not a bare assertion. */
+const char *harness_tool_path(const char *env, const char *tool);
+
 /* Runs the program bin with args (a NULL-terminated list, not including
  * argv[0]) and this process's environment, its stdout and stderr both into
  * the file out_path, and waits for it. Returns its exit status, or -1 (after

@@ -27,8 +27,7 @@
  * status, -1 if none. */
 static int run_bench(const char *const *args, char **out, char **err)
 {
-    const char *bin = getenv("ATTN_BENCH_BIN");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(bin);
+    const char *bin = harness_tool_path("ATTN_BENCH_BIN", "attn-bench");
     char dir[256], file[300], efile[300];
     harness_temp_dir(dir, sizeof dir, "bench");
     snprintf(file, sizeof file, "%s/out.txt", dir);
@@ -682,8 +681,7 @@ static void test_error_line(void)
  * option is a usage error, as --help is. */
 static void test_output_checked(void)
 {
-    const char *bin = getenv("ATTN_BENCH_BIN");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(bin);
+    const char *bin = harness_tool_path("ATTN_BENCH_BIN", "attn-bench");
     char dir[256], efile[300];
     harness_temp_dir(dir, sizeof dir, "bench");
     snprintf(efile, sizeof efile, "%s/err.txt", dir);

@@ -323,8 +323,7 @@ static void test_correct_candidates_pass(void)
 static int run_tool(const char *const *args, const char *const *env, const char *out_path,
                     int wait)
 {
-    const char *bin = getenv("ATTN_TUNE_BIN");
-    CU_ASSERT_PTR_NOT_NULL_FATAL(bin);
+    const char *bin = harness_tool_path("ATTN_TUNE_BIN", "attn-tune");
     const pid_t pid = harness_start_program(bin, args, env, out_path, NULL);
     CU_ASSERT_FATAL(pid > 0);
     return wait ? harness_wait_program(pid) : pid;
