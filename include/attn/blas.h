@@ -76,9 +76,10 @@ ATTN_API attn_status attn_forward_materialized(attn_context *ctx, const attn_pro
  *  sums to one -- or, with attention sinks, to less: the sink is in the
  *  denominator, e^s_j / (sum_k e^s_k + e^sink_h), and takes the rest.
  *  Masked keys (causal, window, mask), pad keys and pad rows are exactly
- *  zero; so is a row with nothing visible. With p->packed, rows and keys
- *  outside the entry's own are pad. Blocking; the array is written only on
- *  success. (Attention weights show how one head mixed values, not why a
+ *  zero; so is a row with nothing visible, and a row that meets a NaN or
+ *  infinite logit (outside the contract, as attn_forward's zeros). With
+ *  p->packed, rows and keys outside the entry's own are pad. Blocking; the
+ *  array is written only on success. (Attention weights show how one head mixed values, not why a
  *  model predicted what it did.) */
 ATTN_API attn_status attn_attention_weights(attn_context *ctx, const attn_problem *p,
                                             const attn_tensor *q, const attn_tensor *k,
