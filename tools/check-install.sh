@@ -141,8 +141,8 @@ echo -n "install: "
 subprefix=$tmp/subdir-prefix
 cmake --install "$tmp/subdir" --prefix "$subprefix" > "$tmp/subdir-install.log"
 stray=$(cd "$subprefix" && find . \( -type f -o -type l \) | sort |
-        grep -v -x -e ./bin/attention -e "./$libdir/libattn.so.0.2" -e "./$libdir/libattn.so.$version" ||
-        true)
+        grep -v -x -e ./bin/attention -e "./$libdir/libattn.so.0.2" \
+            -e "./$libdir/libattn.so.$version" || true)
 [[ -z "$stray" ]] || fail "the consumer's install put attn's development files in place: $stray"
 [[ -e "$subprefix/$libdir/libattn.so.0.2" ]] || fail "the consumer's install has no libattn.so.0.2"
 echo -n "install: add_subdirectory(attn): the consumer's installed program, beside libattn.so.0.2 \

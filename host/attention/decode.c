@@ -254,7 +254,8 @@ static attn_status enqueue(attn_context *ctx, attn_kv_cache *c, const decode_pla
     const size_t rows = (size_t)p->batch * p->q_heads * p->q_len * dp->nsplit;
     /* the context's, not the cache's: counted and given back as its
      * workspace, and one for all of a model's layers */
-    if (split && ((st = attn_scratch_reserve(ctx, &ctx->part_o, rows * c->dim_pad * sizeof(float))) ||
+    const size_t part_bytes = rows * c->dim_pad * sizeof(float);
+    if (split && ((st = attn_scratch_reserve(ctx, &ctx->part_o, part_bytes)) ||
                   (st = attn_scratch_reserve(ctx, &ctx->part_lse, rows * sizeof(float)))))
         goto done;
     cl_mem part_o = split ? ctx->part_o.mem : lens, part_lse = split ? ctx->part_lse.mem : lens;

@@ -355,8 +355,8 @@ void attn_context_release(attn_context *ctx)
     attn_tuning_release(ctx);
     attn_config_release(ctx);
     attn_mask_cache_release(ctx);
-    attn_scratch *scratch[16];
-    const int nscratch = attn_scratch_all(ctx, scratch, 16);
+    attn_scratch *scratch[ATTN_SCRATCH_MAX];
+    const int nscratch = attn_scratch_all(ctx, scratch, ATTN_SCRATCH_MAX);
     for (int i = 0; i < nscratch; i++)
         if (scratch[i]->mem) clReleaseMemObject(scratch[i]->mem);
     attn_clblast_release(ctx);

@@ -93,8 +93,9 @@ struct attn_context {
 
 /* ---- scratch buffers (context.c) ---- */
 attn_status attn_scratch_reserve(attn_context *ctx, attn_scratch *s, size_t bytes);
-/* Every scratch buffer of ctx (workspace.c), into list (room for max);
- * returns how many. */
+/* Every scratch buffer of ctx (workspace.c), into list (room for max:
+ * ATTN_SCRATCH_MAX holds them all); returns how many. */
+enum { ATTN_SCRATCH_MAX = 16 };
 int attn_scratch_all(attn_context *ctx, attn_scratch **list, int max);
 
 /* The device facts the heuristic and the legality check read. */

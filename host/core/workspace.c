@@ -22,8 +22,8 @@ attn_status attn_context_workspace_bytes(attn_context *ctx, size_t *bytes)
     if (!bytes) {
         st = ATTN_FAIL(ctx, ATTN_ERROR_INVALID_ARGUMENT, "bytes is NULL");
     } else {
-        attn_scratch *list[16];
-        int n = attn_scratch_all(ctx, list, 16);
+        attn_scratch *list[ATTN_SCRATCH_MAX];
+        int n = attn_scratch_all(ctx, list, ATTN_SCRATCH_MAX);
         *bytes = 0;
         for (int i = 0; i < n; i++) *bytes += list[i]->mem ? list[i]->bytes : 0;
         *bytes += attn_mask_cache_bytes(ctx);
@@ -36,8 +36,8 @@ attn_status attn_context_release_workspace(attn_context *ctx)
 {
     if (!ctx) return attn_fail_null(__func__, "ctx");
     attn_call_begin(ctx, __func__);
-    attn_scratch *list[16];
-    int n = attn_scratch_all(ctx, list, 16);
+    attn_scratch *list[ATTN_SCRATCH_MAX];
+    int n = attn_scratch_all(ctx, list, ATTN_SCRATCH_MAX);
     for (int i = 0; i < n; i++) {
         /* OpenCL keeps a buffer alive until the commands using it finish */
         if (list[i]->mem) clReleaseMemObject(list[i]->mem);
