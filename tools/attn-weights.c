@@ -431,19 +431,23 @@ static int run(int argc, char **argv)
     if (stray)
         fprintf(stderr, "attn-weights: warning: %zu masked or pad cells hold a non-zero "
                 "weight\n", stray);
-    /* NaN or inf in the drawn head's content rows of Q or K is outside the
-     * contract: the rows that meet it get weights of 0 (attn_forward's
-     * zeros), which would otherwise pass for a row that attends nowhere */
-    const size_t qrow = ((size_t)o.batch_index * H + o.head) * Sq + (size_t)o.left_pad;
-    const size_t krow = ((size_t)o.batch_index * Hk + o.head / (H / Hk)) * Skv +
-                        (size_t)o.left_pad;
-    size_t q_bad = 0, k_bad = 0, nonfinite = 0;
-    for (size_t i = 0; i < (size_t)ql * D; i++) q_bad += !isfinite(q.data[qrow * D + i]);
-    for (size_t i = 0; i < (size_t)kl * D; i++) k_bad += !isfinite(k.data[krow * D + i]);
-    if (q_bad || k_bad)
-        fprintf(stderr, "attn-weights: warning: NaN or inf in this head's content rows (%zu "
-                "in Q, %zu in K), outside attn's contract: the rows that meet them have "
-                "weights of 0\n", q_bad, k_bad);
+    /* A NaN or infinite logit (NaN or inf in Q or K, also where --dtype
+     * rounds a large value to inf, or a logit past the contract's bound)
+     * gives its row weights of 0, attn_forward's zeros: said, or such a row
+     * would pass for one that attends nowhere */
+    size_t zero_rows = 0, nonfinite = 0;
+    for (size_t i = 0; i < (size_t)Sq; i++) {
+        int sees = 0, weighs = 0;
+        for (size_t j = 0; j < (size_t)Skv; j++) {
+            sees |= kind[i * Skv + j] == CELL_WEIGHT;
+            weighs |= kind[i * Skv + j] == CELL_WEIGHT && w[i * Skv + j] != 0;
+        }
+        zero_rows += sees && !weighs;
+    }
+    if (zero_rows)
+        fprintf(stderr, "attn-weights: warning: %zu rows that see keys have weights of 0: a NaN "
+                "or infinite logit (NaN or inf in Q or K, in --dtype too, or |scale q.k| past "
+                "attn's bound), outside attn's contract\n", zero_rows);
     for (size_t i = 0; i < (size_t)Sq * Skv; i++) nonfinite += !isfinite(w[i]);
     if (nonfinite) /* not from the library (its weights are finite), drawn as 0 */
         fprintf(stderr, "attn-weights: warning: %zu weights are not finite, drawn as 0\n",
