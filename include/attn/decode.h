@@ -265,7 +265,8 @@ ATTN_API attn_status attn_kv_cache_tensors(const attn_kv_cache *cache, attn_tens
  *  comment): on a CPU the vector family packs each sequence's keys from
  *  the cache as attn_forward packs its k and v, and is as fast. Check
  *  mode verifies decode like attn_forward, against the reference over the
- *  cache's K and V as attn_kv_cache_read gives them (int8: dequantized).
+ *  cache's K and V as attn_kv_cache_read gives them (int8: its dequantized
+ *  floats, not rounded to the dtype, as the kernels read them).
  *  done: NULL, or receives the completion event. */
 ATTN_API attn_status attn_decode(attn_context *ctx, attn_kv_cache *cache, const attn_problem *p,
                                  const attn_tensor *q, const attn_tensor *out, const int *q_lens,
