@@ -96,11 +96,15 @@ foreach(kind LIBDIR INCLUDEDIR)
 endforeach()
 configure_file(cmake/attn.pc.in ${CMAKE_CURRENT_BINARY_DIR}/attn.pc @ONLY)
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  # written beside the build, then installed by file(INSTALL), which
+  # honours DESTDIR and lists it in install_manifest.txt
+  set(ATTN_PC_FILLED ${CMAKE_CURRENT_BINARY_DIR}/pc-installed/attn.pc)
   install(CODE "
     file(READ [[${CMAKE_CURRENT_BINARY_DIR}/attn.pc]] attn_pc)
     string(REPLACE \"@ATTN_INSTALL_PREFIX@\" \"\${CMAKE_INSTALL_PREFIX}\" attn_pc \"\${attn_pc}\")
-    message(STATUS \"Installing: \$ENV{DESTDIR}${CMAKE_INSTALL_LIBDIR}/pkgconfig/attn.pc\")
-    file(WRITE \"\$ENV{DESTDIR}${CMAKE_INSTALL_LIBDIR}/pkgconfig/attn.pc\" \"\${attn_pc}\")")
+    file(WRITE [[${ATTN_PC_FILLED}]] \"\${attn_pc}\")
+    file(INSTALL DESTINATION [[${CMAKE_INSTALL_LIBDIR}/pkgconfig]] TYPE FILE
+         FILES [[${ATTN_PC_FILLED}]])")
 else()
   install(FILES ${CMAKE_CURRENT_BINARY_DIR}/attn.pc
     DESTINATION ${CMAKE_INSTALL_LIBDIR}/pkgconfig)
@@ -108,10 +112,15 @@ endif()
 
 # The tools (when ATTN_BUILD_TOOLS made them), finding libattn beside them
 # ($prefix/bin -> $prefix/lib) from any prefix.
+# An absolute libdir is the library's place from any prefix.
+if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(ATTN_TOOLS_RPATH "${CMAKE_INSTALL_LIBDIR}")
+else()
+  set(ATTN_TOOLS_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+endif()
 foreach(tool attn-info attn-bench attn-tune attn-weights)
   if(TARGET ${tool})
-    set_target_properties(${tool} PROPERTIES
-      INSTALL_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
+    set_target_properties(${tool} PROPERTIES INSTALL_RPATH "${ATTN_TOOLS_RPATH}")
     install(TARGETS ${tool} RUNTIME DESTINATION ${CMAKE_INSTALL_BINDIR})
   endif()
 endforeach()
