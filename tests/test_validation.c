@@ -1451,6 +1451,7 @@ static void test_bad_params_override(void)
     const struct { const char *text, *field; } refused[] = {
         {"family=vector,keys=24,vec=16", "keys"}, /* not a power of two */
         {"family=tiled,rows=16,wg=24", "wg"},     /* not a power of two */
+        {"family=tiled,rows=3", "rows"},          /* divides no wg: refused when set */
         {"family=vector,rows=32", "rows"},        /* too many rows for vector */
         {"family=simd", "family"},                /* no such family */
         {"foo=1", "foo"},                         /* unknown name */

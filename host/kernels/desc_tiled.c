@@ -8,7 +8,8 @@
 /* llama.cpp's Vulkan starting points (work-group 128, 4-16 rows, 32 keys)
  * with room around them; local_kv matters per vendor. */
 static const attn_tunable_desc tunables[] = {
-    {"rows", "BLOCK_ROWS", offsetof(attn_params, block_rows), 1, 64, 0, 16,
+    /* a power of two: it must divide wg, which is one */
+    {"rows", "BLOCK_ROWS", offsetof(attn_params, block_rows), 1, 64, 1, 16,
      6, {1, 2, 4, 8, 16, 32}, "query rows per work-group"},
     {"keys", "BLOCK_KEYS", offsetof(attn_params, block_keys), 4, 128, 1, 32,
      3, {16, 32, 64}, "keys per K/V tile"},
