@@ -21,12 +21,17 @@ if(ATTN_CJSON_LIBRARY)
 else()
   list(APPEND ATTN_PRIVATE_LIBRARIES cjson) # found through cJSON's config: -lcjson
 endif()
+# The linker's name of the library file `path` (/x/libclblast.so: clblast).
+function(attn_link_name path out)
+  get_filename_component(name "${path}" NAME_WE)
+  string(REGEX REPLACE "^lib" "" name "${name}")
+  set(${out} "${name}" PARENT_SCOPE)
+endfunction()
 set(ATTN_PC_LIBS_PRIVATE)
 foreach(lib ${ATTN_PRIVATE_LIBRARIES})
   if(IS_ABSOLUTE "${lib}")
     get_filename_component(dir "${lib}" DIRECTORY)
-    get_filename_component(lib "${lib}" NAME_WE)
-    string(REGEX REPLACE "^lib" "" lib "${lib}")
+    attn_link_name("${lib}" lib)
     if(NOT dir IN_LIST CMAKE_C_IMPLICIT_LINK_DIRECTORIES)
       string(APPEND ATTN_PC_LIBS_PRIVATE " -L${dir}")
     endif()
@@ -42,8 +47,7 @@ if(ATTN_LIBRARY_TYPE STREQUAL "STATIC")
     if(IS_ABSOLUTE "${lib}")
       get_filename_component(dir "${lib}" DIRECTORY)
       if(dir IN_LIST CMAKE_C_IMPLICIT_LINK_DIRECTORIES)
-        get_filename_component(lib "${lib}" NAME_WE)
-        string(REGEX REPLACE "^lib" "" lib "${lib}")
+        attn_link_name("${lib}" lib)
       endif()
     endif()
     target_link_libraries(attn INTERFACE "$<INSTALL_INTERFACE:$<LINK_ONLY:${lib}>>")
@@ -80,7 +84,11 @@ install(FILES ${CMAKE_CURRENT_BINARY_DIR}/attnConfig.cmake
 # moves with the prefix. An absolute libdir puts it where nothing says
 # where the prefix is: then it names the prefix `cmake --install` installs
 # into, filled in at install time.
+set(ATTN_ABSOLUTE_LIBDIR OFF)
 if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+  set(ATTN_ABSOLUTE_LIBDIR ON)
+endif()
+if(ATTN_ABSOLUTE_LIBDIR)
   set(ATTN_PC_PREFIX "@ATTN_INSTALL_PREFIX@") # configure_file leaves it
 else()
   file(RELATIVE_PATH ATTN_PC_TO_PREFIX /p/${CMAKE_INSTALL_LIBDIR}/pkgconfig /p)
@@ -95,7 +103,7 @@ foreach(kind LIBDIR INCLUDEDIR)
   endif()
 endforeach()
 configure_file(cmake/attn.pc.in ${CMAKE_CURRENT_BINARY_DIR}/attn.pc @ONLY)
-if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+if(ATTN_ABSOLUTE_LIBDIR)
   # written beside the build, then installed by file(INSTALL), which
   # honours DESTDIR and lists it in install_manifest.txt
   set(ATTN_PC_FILLED ${CMAKE_CURRENT_BINARY_DIR}/pc-installed/attn.pc)
@@ -113,7 +121,7 @@ endif()
 # The tools (when ATTN_BUILD_TOOLS made them), finding libattn beside them
 # ($prefix/bin -> $prefix/lib) from any prefix.
 # An absolute libdir is the library's place from any prefix.
-if(IS_ABSOLUTE "${CMAKE_INSTALL_LIBDIR}")
+if(ATTN_ABSOLUTE_LIBDIR)
   set(ATTN_TOOLS_RPATH "${CMAKE_INSTALL_LIBDIR}")
 else()
   set(ATTN_TOOLS_RPATH "$ORIGIN/../${CMAKE_INSTALL_LIBDIR}")
