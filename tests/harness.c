@@ -484,6 +484,27 @@ int harness_read_floats(attn_context *ctx, cl_mem buf, float *dst, size_t n)
     return 0;
 }
 
+void harness_head_release(harness_head *h)
+{
+    const cl_mem mem[5] = {h->q.buffer, h->k.buffer, h->v.buffer, h->o.buffer, h->lse};
+    for (int i = 0; i < 5; i++)
+        if (mem[i]) clReleaseMemObject(mem[i]);
+    memset(h, 0, sizeof *h);
+}
+
+int harness_head_upload(attn_context *ctx, const float *q, const float *k, const float *v, int sq,
+                        int skv, int d, harness_head *h)
+{
+    memset(h, 0, sizeof *h);
+    const int ok = harness_upload(ctx, ATTN_F32, q, 1, 1, sq, d, NULL, &h->q) &&
+                   harness_upload(ctx, ATTN_F32, k, 1, 1, skv, d, NULL, &h->k) &&
+                   harness_upload(ctx, ATTN_F32, v, 1, 1, skv, d, NULL, &h->v) &&
+                   harness_alloc(ctx, ATTN_F32, 1, 1, sq, d, NULL, &h->o) &&
+                   (h->lse = harness_float_buffer(ctx, (size_t)sq)) != NULL;
+    if (!ok) harness_head_release(h);
+    return ok ? 0 : -1;
+}
+
 /* ---- one checked forward ---- */
 
 int harness_forward_check(attn_context *ctx, const attn_problem *p, uint64_t seed)

@@ -140,6 +140,17 @@ int harness_download(attn_context *ctx, attn_dtype dtype, const attn_tensor *t, 
 cl_mem harness_float_buffer(attn_context *ctx, size_t n);
 int harness_read_floats(attn_context *ctx, cl_mem buf, float *dst, size_t n);
 
+/* One batch and head in f32, packed: Q (sq x d), K and V (skv x d)
+ * uploaded, O (sq x d) and an LSE of sq floats allocated (NaN). */
+typedef struct harness_head {
+    attn_tensor q, k, v, o;
+    cl_mem lse;
+} harness_head;
+/* Returns 0, or -1 after a message (with nothing left to release). */
+int harness_head_upload(attn_context *ctx, const float *q, const float *k, const float *v, int sq,
+                        int skv, int d, harness_head *h);
+void harness_head_release(harness_head *h);
+
 /* ---- one checked forward ---- */
 
 /* A forward of p on fresh inputs (seeded), packed BHSD, no lengths, no LSE,

@@ -85,13 +85,8 @@ static result run(const char *family, int decode, int S, int const_v, int causal
                       .kv_len = S, .dtype = ATTN_F32, .causal = causal, .scale = 0.0f};
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, ref, NULL, ref_lse), ATTN_SUCCESS);
 
-    attn_tensor tq, tk, tv, to;
-    cl_mem mq = harness_upload(ctx, ATTN_F32, q, 1, 1, SQ, D, NULL, &tq);
-    cl_mem mk = harness_upload(ctx, ATTN_F32, k, 1, 1, S, D, NULL, &tk);
-    cl_mem mv = harness_upload(ctx, ATTN_F32, v, 1, 1, S, D, NULL, &tv);
-    cl_mem mo = harness_alloc(ctx, ATTN_F32, 1, 1, SQ, D, NULL, &to);
-    cl_mem ml = harness_float_buffer(ctx, SQ);
-    CU_ASSERT_FATAL(mq && mk && mv && mo && ml);
+    harness_head h;
+    CU_ASSERT_EQUAL_FATAL(harness_head_upload(ctx, q, k, v, SQ, S, D, &h), 0);
     char params[64];
     attn_status st;
     attn_kv_cache *cache = NULL;
@@ -100,7 +95,7 @@ static result run(const char *family, int decode, int S, int const_v, int causal
         const int first = S - SQ, step = SQ;
         CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 1, 1, D, S, ATTN_F32, &cache),
                               ATTN_SUCCESS);
-        attn_tensor a = tk, b = tv;
+        attn_tensor a = h.k, b = h.v;
         CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &a, &b, first, NULL, NULL),
                               ATTN_SUCCESS);
         a.offset += (size_t)first * D;
@@ -114,25 +109,24 @@ static result run(const char *family, int decode, int S, int const_v, int causal
         attn_plan_info info;
         CU_ASSERT_EQUAL_FATAL(attn_decode_prepare(ctx, cache, &dp, &info), ATTN_SUCCESS);
         snprintf(g_decode_plan, sizeof g_decode_plan, "%s", info.params);
-        st = attn_decode(ctx, cache, &dp, &tq, &to, NULL, ml, NULL);
+        st = attn_decode(ctx, cache, &dp, &h.q, &h.o, NULL, h.lse, NULL);
     } else {
         snprintf(params, sizeof params, "family=%s", family);
         CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
-        st = attn_forward(ctx, &p, &tq, &tk, &tv, &to, NULL, ml, NULL);
+        st = attn_forward(ctx, &p, &h.q, &h.k, &h.v, &h.o, NULL, h.lse, NULL);
     }
     attn_context_set_params(ctx, NULL);
     if (st != ATTN_SUCCESS) printf("\n  %s: %s\n", params, attn_last_error(ctx));
     CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &to, 1, 1, SQ, D, got), 0);
-    CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, got_lse, SQ), 0);
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &h.o, 1, 1, SQ, D, got), 0);
+    CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, h.lse, got_lse, SQ), 0);
     result r = {0, 0, 0};
     measure(got, ref, (size_t)SQ * D, &r);
     result rl = {0, 0, 0};
     measure(got_lse, ref_lse, SQ, &rl);
     if (rl.ratio > r.ratio) r.ratio = rl.ratio;
     if (cache) attn_kv_cache_release(cache);
-    clReleaseMemObject(mq), clReleaseMemObject(mk), clReleaseMemObject(mv);
-    clReleaseMemObject(mo), clReleaseMemObject(ml);
+    harness_head_release(&h);
     free(q), free(k), free(v), free(ref), free(got);
     return r;
 }
@@ -228,14 +222,11 @@ static void test_mma_f32_long_block(void)
     attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = D, .q_len = QL,
                       .kv_len = S, .dtype = ATTN_F32, .causal = 1};
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, kv, kv, ref, NULL, NULL), ATTN_SUCCESS);
-    attn_tensor tq, tkv, to;
-    cl_mem mq = harness_upload(ctx, ATTN_F32, q, 1, 1, QL, D, NULL, &tq);
-    cl_mem mkv = harness_upload(ctx, ATTN_F32, kv, 1, 1, S, D, NULL, &tkv);
-    cl_mem mo = harness_alloc(ctx, ATTN_F32, 1, 1, QL, D, NULL, &to);
-    CU_ASSERT_FATAL(mq && mkv && mo);
+    harness_head h;
+    CU_ASSERT_EQUAL_FATAL(harness_head_upload(ctx, q, kv, kv, QL, S, D, &h), 0);
     attn_kv_cache *cache = NULL;
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, 1, 1, D, S, ATTN_F32, &cache), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &tkv, &tkv, S, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_append(cache, &h.k, &h.v, S, NULL, NULL), ATTN_SUCCESS);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=mma"), ATTN_SUCCESS);
     attn_problem dp = p;
     dp.kv_len = 0;
@@ -243,8 +234,8 @@ static void test_mma_f32_long_block(void)
     CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &dp, &info), ATTN_SUCCESS);
     CU_ASSERT_STRING_EQUAL(info.family, "mma");
     CU_ASSERT_PTR_NOT_NULL(strstr(info.params, ",splits=1"));
-    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &dp, &tq, &to, NULL, NULL, NULL), ATTN_SUCCESS);
-    CU_ASSERT_EQUAL(harness_download(ctx, ATTN_F32, &to, 1, 1, QL, D, got), 0);
+    CU_ASSERT_EQUAL(attn_decode(ctx, cache, &dp, &h.q, &h.o, NULL, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(harness_download(ctx, ATTN_F32, &h.o, 1, 1, QL, D, got), 0);
     result r = {0, 0, 0};
     measure(got, ref, (size_t)QL * D, &r);
     printf("\n  mma f32 decode, %d queries over %d keys (%s): max rel %.3g, %.3g of the "
@@ -252,7 +243,7 @@ static void test_mma_f32_long_block(void)
     CU_ASSERT(r.ratio <= 1.0);
     CU_ASSERT_EQUAL(attn_context_set_params(ctx, NULL), ATTN_SUCCESS);
     attn_kv_cache_release(cache);
-    clReleaseMemObject(mq), clReleaseMemObject(mkv), clReleaseMemObject(mo);
+    harness_head_release(&h);
     free(q), free(kv), free(ref), free(got);
 }
 

@@ -415,21 +415,16 @@ static void test_nonfinite_logits_as_forward(void)
             attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = D,
                               .q_len = S, .kv_len = S, .dtype = ATTN_F32, .causal = 1};
             if (sink) p.sinks = sinks;
-            attn_tensor tq, tk, tv, to;
-            cl_mem mq = harness_upload(ctx, ATTN_F32, q, 1, 1, S, D, NULL, &tq);
-            cl_mem mk = harness_upload(ctx, ATTN_F32, k, 1, 1, S, D, NULL, &tk);
-            cl_mem mv = harness_upload(ctx, ATTN_F32, v, 1, 1, S, D, NULL, &tv);
-            cl_mem mo = harness_alloc(ctx, ATTN_F32, 1, 1, S, D, NULL, &to);
-            cl_mem ml = harness_float_buffer(ctx, S);
-            CU_ASSERT_FATAL(mq && mk && mv && mo && ml);
+            harness_head h;
+            CU_ASSERT_EQUAL_FATAL(harness_head_upload(ctx, q, k, v, S, S, D, &h), 0);
             for (int path = 0; path < 2; path++) {
                 const attn_status st =
-                    (path ? attn_forward_materialized : attn_forward)(ctx, &p, &tq, &tk, &tv,
-                                                                      &to, NULL, ml, NULL);
+                    (path ? attn_forward_materialized : attn_forward)(ctx, &p, &h.q, &h.k, &h.v,
+                                                                      &h.o, NULL, h.lse, NULL);
                 CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
-                CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &to, 1, 1, S, D, o[path]),
+                CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &h.o, 1, 1, S, D, o[path]),
                                       0);
-                CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, lse[path], S), 0);
+                CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, h.lse, lse[path], S), 0);
             }
             int differ = 0;
             for (int i = 0; i < S; i++)
@@ -445,8 +440,7 @@ static void test_nonfinite_logits_as_forward(void)
                                sink ? " (sink)" : "", i, d < D ? "O" : "LSE", a, b);
                 }
             CU_ASSERT_EQUAL(differ, 0);
-            clReleaseMemObject(mq), clReleaseMemObject(mk), clReleaseMemObject(mv);
-            clReleaseMemObject(mo), clReleaseMemObject(ml);
+            harness_head_release(&h);
         }
 }
 
