@@ -8,6 +8,7 @@
  * GEMM path, forced. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
+#include "blas/blas.h"     /* ATTN_CLBLAST_MAX_INDEX */
 #include "core/context.h" /* max_alloc, lowered by test_bad_arguments */
 
 #include <clblast_c.h>
@@ -81,27 +82,31 @@ static void layer_reference(const attn_layer_config *c, int B, int S, const floa
     free(pq), free(pk), free(pv), free(q), free(k), free(v), free(o), free(mixed);
 }
 
-/* n values of type t from host floats into a new buffer (with `extra`
- * NaN elements before them), and back. */
+/* The NaN elements upload writes before its values, at most. */
+#define UPLOAD_NAN_MAX 4096
+
+/* n values of type t from host floats into a new buffer after `extra`
+ * elements, the last UPLOAD_NAN_MAX of them NaN (a larger offset leaves
+ * the pages before untouched, where the device allocates lazily), and
+ * back. */
 static cl_mem upload(attn_context *ctx, attn_dtype t, const float *x, size_t n, size_t extra)
 {
     const size_t es = attn_dtype_size(t);
-    unsigned char *raw = malloc((n + extra) * es);
-    float *nan = xalloc(extra);
+    const size_t nans = extra < UPLOAD_NAN_MAX ? extra : UPLOAD_NAN_MAX;
+    unsigned char *raw = malloc((n + nans) * es);
+    float *nan = xalloc(nans + n);
     CU_ASSERT_PTR_NOT_NULL_FATAL(raw);
-    for (size_t i = 0; i < extra; i++) nan[i] = NAN;
-    attn_convert_from_f32(t, nan, raw, extra);
-    if (x) attn_convert_from_f32(t, x, raw + extra * es, n);
-    else { /* an output: all NaN */
-        float *fill = xalloc(n);
-        for (size_t i = 0; i < n; i++) fill[i] = NAN;
-        attn_convert_from_f32(t, fill, raw + extra * es, n);
-        free(fill);
-    }
+    for (size_t i = 0; i < nans + n; i++) nan[i] = NAN;
+    attn_convert_from_f32(t, nan, raw, nans);
+    attn_convert_from_f32(t, x ? x : nan, raw + nans * es, n); /* no x: an output, all NaN */
     cl_int err;
-    cl_mem m = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE | CL_MEM_COPY_HOST_PTR,
-                              (n + extra) * es, raw, &err);
+    cl_mem m = clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, (n + extra) * es,
+                              NULL, &err);
     CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(clEnqueueWriteBuffer(attn_context_queue(ctx), m, CL_TRUE,
+                                               (extra - nans) * es, (n + nans) * es, raw, 0, NULL,
+                                               NULL),
+                          CL_SUCCESS);
     free(raw);
     free(nan);
     return m;
@@ -151,14 +156,16 @@ static weights make_weights(const attn_layer_config *c, uint64_t seed)
 
 static void free_weights(weights *w) { free(w->q), free(w->k), free(w->v), free(w->o); }
 
-/* One forward of layer (made from w) on B x S rows, checked against the
- * reference; NaN in the pad rows of hidden. Returns failures. */
-static int check_forward(attn_layer *layer, const lcase *c, const weights *w, int in_place)
+/* One forward of layer (made from w) on B x S rows from element offset
+ * extra of hidden (and of out, in place), checked against the reference;
+ * NaN in the pad rows of hidden. Returns failures. */
+static int check_forward_at(attn_layer *layer, const lcase *c, const weights *w, int in_place,
+                            size_t extra)
 {
     attn_context *ctx = harness_context();
     const uint64_t seed = harness_seed(c->seed);
     const attn_layer_config *cfg = &c->cfg;
-    const size_t n = (size_t)c->B * c->S * cfg->d_model, extra = 7;
+    const size_t n = (size_t)c->B * c->S * cfg->d_model;
     float *x = xalloc(n), *ref = xalloc(n), *got = xalloc(n);
     harness_fill_normal(x, n, seed, 0, 1);
     harness_round(cfg->dtype, x, n);
@@ -213,6 +220,11 @@ static int check_forward(attn_layer *layer, const lcase *c, const weights *w, in
     if (!in_place) clReleaseMemObject(out);
     free(x), free(ref), free(got);
     return bad;
+}
+
+static int check_forward(attn_layer *layer, const lcase *c, const weights *w, int in_place)
+{
+    return check_forward_at(layer, c, w, in_place, 7);
 }
 
 static void run_case(const lcase *c)
@@ -453,6 +465,30 @@ static void test_indirect_gemm(void)
     run_case(&h);
 }
 
+/* f16 hidden and out (in place) past element 2^31: CLBlast's GEMMs read
+ * and write only the f32 copies, so the offset is no limit (it was
+ * refused: "hidden reaches element 2147483655"). A buffer of 4 GiB, whose
+ * pages before the rows stay untouched (upload); skipped on a device whose
+ * largest allocation is smaller. */
+static void test_f16_offset_past_int(void)
+{
+    attn_context *ctx = harness_context();
+    lcase c = {"f16 past 2^31", config(16, 4, 2, 8, ATTN_F16, 1), 1, 5, NULL, NULL, 2401};
+    const size_t offset = (size_t)ATTN_CLBLAST_MAX_INDEX + 8;
+    const double bytes = ((double)offset + (double)c.B * c.S * c.cfg.d_model) * 2;
+    if (bytes > (double)ctx->max_alloc) {
+        printf("\n  max allocation %llu bytes: skipped\n", (unsigned long long)ctx->max_alloc);
+        return;
+    }
+    weights w = make_weights(&c.cfg, harness_seed(c.seed));
+    attn_layer *layer = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_layer_create(ctx, &c.cfg, w.q, w.k, w.v, w.o, &layer),
+                          ATTN_SUCCESS);
+    check_forward_at(layer, &c, &w, 1, offset);
+    attn_layer_release(layer);
+    free_weights(&w);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_mha_f32),
     HARNESS_TEST(test_gqa_padded_f32),
@@ -462,6 +498,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_weight_layout),
     HARNESS_TEST(test_bad_arguments),
     HARNESS_TEST(test_out_of_order_queue),
+    HARNESS_TEST(test_f16_offset_past_int),
     HARNESS_TEST(test_indirect_gemm),
     HARNESS_END
 };

@@ -235,16 +235,25 @@ static attn_status prologue(attn_layer *l, int batch, int seq, cl_mem hidden, si
     if ((st = check_buffer(ctx, hidden, "hidden", 0, h_off, rows * dm, esize)) ||
         (st = check_buffer(ctx, out, "out", 1, o_off, rows * dm, esize)))
         return st;
-    /* CLBlast indexes with int: every GEMM operand must stay below 2^31 */
-    const double reach[] = {(double)h_off + (double)rows * dm, (double)o_off + (double)rows * dm,
-                            (double)rows * l->qkv_width};
-    for (int i = 0; i < 3; i++)
-        ATTN_CHECK(ctx, reach[i] > (double)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
-                   "%s reaches element %.0f; CLBlast indexes buffers with int (at most %d): "
-                   "use smaller batches", i == 0 ? "hidden" : i == 1 ? "out" : "the fused "
-                   "q/k/v buffer", reach[i], ATTN_CLBLAST_MAX_INDEX);
     const size_t in_w = dm > l->mixed_width ? dm : l->mixed_width;
     const size_t out_w = dm > l->qkv_width ? dm : l->qkv_width;
+    /* CLBlast indexes with int: every GEMM operand must stay below 2^31.
+     * In f16 and bf16 its operands are the f32 copies, which start at 0
+     * (the conversions take 64-bit offsets), not hidden and out */
+    const int f32 = c->dtype == ATTN_F32;
+    const struct {
+        double last;
+        const char *what;
+    } reach[] = {{f32 ? (double)h_off + (double)rows * dm : (double)rows * in_w,
+                  f32 ? "hidden" : "the f32 copy of a projection's input"},
+                 {f32 ? (double)o_off + (double)rows * dm : (double)rows * out_w,
+                  f32 ? "out" : "the f32 copy of a projection's output"},
+                 {(double)rows * l->qkv_width, "the fused q/k/v buffer"}};
+    for (size_t i = 0; i < sizeof reach / sizeof reach[0]; i++)
+        ATTN_CHECK(ctx, reach[i].last > (double)ATTN_CLBLAST_MAX_INDEX, ATTN_ERROR_UNSUPPORTED,
+                   "%s reaches element %.0f; CLBlast indexes buffers with int (at most %d): "
+                   "use smaller batches%s", reach[i].what, reach[i].last, ATTN_CLBLAST_MAX_INDEX,
+                   f32 && i < 2 ? " or a smaller offset" : "");
     /* too large for this device: refused before any work, as
      * attn_forward_materialized refuses (not OUT_OF_MEMORY at a scratch
      * reserve, nor a GEMM's temporary after the attention ran) */

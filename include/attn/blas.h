@@ -141,7 +141,11 @@ typedef struct attn_layer_timing {
  *  Calls on one layer are serialised (its buffers are shared); bad
  *  arguments are found before anything is enqueued, and so are
  *  batch x seq rows whose buffers (or a GEMM's temporary) this device
- *  cannot hold in one allocation: ATTN_ERROR_UNSUPPORTED naming them. */
+ *  cannot hold in one allocation: ATTN_ERROR_UNSUPPORTED naming them. In
+ *  f32, hidden and out are CLBlast's own operands, which it indexes with
+ *  int: hidden_offset (out_offset) + batch x seq x d_model must be at most
+ *  2^31 - 1, else ATTN_ERROR_UNSUPPORTED naming hidden (out). f16 and bf16
+ *  reach them through f32 copies, with no such limit. */
 ATTN_API attn_status attn_layer_forward(attn_layer *layer, int batch, int seq, cl_mem hidden,
                                         size_t hidden_offset, cl_mem out, size_t out_offset,
                                         const attn_lengths *lengths, attn_layer_timing *timing,
