@@ -846,6 +846,51 @@ static void test_variants_run(void)
     free(out), free(err);
 }
 
+/* Configuration 1 waits on its own queue after its first call (as check
+ * mode's read-back does); configuration 0 never does. */
+typedef struct blocking_runs {
+    attn_context *ctx;
+    cl_mem buf;
+    int calls[2];
+} blocking_runs;
+
+static attn_status blocking_run(void *arg, int i)
+{
+    blocking_runs *b = arg;
+    const float zero = 0;
+    cl_command_queue q = attn_context_queue(b->ctx);
+    if (clEnqueueFillBuffer(q, b->buf, &zero, sizeof zero, 0, 4096, 0, NULL, NULL) != CL_SUCCESS)
+        return ATTN_ERROR_OPENCL;
+    if (i == 1 && b->calls[i]++ > 0 && clFinish(q) != CL_SUCCESS) return ATTN_ERROR_OPENCL;
+    return ATTN_SUCCESS;
+}
+
+/* A call that waits on its own queue is let go after the gate's timeout
+ * and timed again on the host's clock: no sample holds the wait (one of 5
+ * s was kept), and rounds that changed clocks are taken again, all on the
+ * host's (the other configuration's first samples were the device's). */
+static void test_blocking_call_timed_on_host(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    cl_int err;
+    blocking_runs b = {ctx, clCreateBuffer(attn_context_cl_context(ctx), CL_MEM_READ_WRITE, 4096,
+                                           NULL, &err), {0, 0}};
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    tool_timing_new_series();
+    double t0[4], t1[4], ms;
+    double *const times[2] = {t0, t1};
+    for (int i = 0; i < 2; i++) /* each configuration's first call: never held */
+        CU_ASSERT_EQUAL_FATAL(tool_timed(ctx, blocking_run, &b, i, &ms), ATTN_SUCCESS);
+    tool_rounds rounds = {2, 4, blocking_run, NULL, NULL, &b, times, 0};
+    CU_ASSERT_EQUAL(tool_time_rounds(ctx, &rounds), ATTN_SUCCESS);
+    int held = 0;
+    for (int r = 0; r < 4; r++) held += t0[r] > 2500 || t1[r] > 2500;
+    CU_ASSERT_EQUAL(held, 0);
+    CU_ASSERT_PTR_NOT_NULL(strstr(tool_clock_name(), "host"));
+    clReleaseMemObject(b.buf);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_help_matches_parser),
     HARNESS_TEST(test_parser_accepts_table),
@@ -866,6 +911,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_mask_pairs),
     HARNESS_TEST(test_threaded_reference),
     HARNESS_TEST(test_variants_run),
+    HARNESS_TEST(test_blocking_call_timed_on_host),
     HARNESS_END
 };
 

@@ -31,6 +31,7 @@ typedef struct crow {
     double max_diff, diff_ratio;  /* |tiled - materialized|, and over 2 x tolerance */
     int layer_ok, d_model, layer_reps;
     double proj_ms, attn_ms;      /* layer medians */
+    char failure[400];            /* why the row fails the run (paths differ, layer failed) */
 } crow;
 
 /* Reps for BENCH_TARGET_MS per path, or the fixed count (--reps). */
@@ -61,28 +62,25 @@ typedef struct path_run {
     const attn_tensor *t, *o;
 } path_run;
 
+/* Path i (0 tiled, 1 materialized) of the two in arg. */
 static attn_status run_path(void *arg, int i)
 {
-    (void)i;
-    const path_run *r = arg;
+    const path_run *r = (const path_run *)arg + i;
     return r->fn(r->ctx, r->p, &r->t[0], &r->t[1], &r->t[2], r->o, NULL, NULL, NULL);
 }
 
-/* One run, timed by tool_timed (which tells the two paths apart by i). */
-static attn_status timed(attn_context *ctx, forward_fn fn, const attn_problem *p,
-                         const attn_tensor *t, const attn_tensor *o, double *ms)
+/* One run of path i, timed by tool_timed. */
+static attn_status timed(attn_context *ctx, path_run *paths, int i, double *ms)
 {
-    path_run r = {ctx, fn, p, t, o};
-    return tool_timed(ctx, run_path, &r, fn == attn_forward ? 0 : 1, ms);
+    return tool_timed(ctx, run_path, paths, i, ms);
 }
 
-/* The workspace a path needs: released, one run, then read. */
-static attn_status workspace_of(attn_context *ctx, forward_fn fn, const attn_problem *p,
-                                const attn_tensor *t, const attn_tensor *o, size_t *bytes)
+/* The workspace path i needs: released, one run, then read. */
+static attn_status workspace_of(attn_context *ctx, path_run *paths, int i, size_t *bytes)
 {
     double ms;
     attn_status st = attn_context_release_workspace(ctx);
-    if (st == ATTN_SUCCESS) st = timed(ctx, fn, p, t, o, &ms);
+    if (st == ATTN_SUCCESS) st = timed(ctx, paths, i, &ms);
     if (st == ATTN_SUCCESS) st = attn_context_workspace_bytes(ctx, bytes);
     return st;
 }
@@ -142,23 +140,25 @@ static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
                               tool_bhsd(bv, p->kv_heads, p->kv_len, p->head_dim)};
     attn_tensor ot = t[0], om = t[0];
     ot.buffer = bo_t, om.buffer = bo_m;
+    path_run paths[2] = {{ctx, attn_forward, p, t, &ot},
+                         {ctx, attn_forward_materialized, p, t, &om}};
 
     /* warm-ups (with the workspace each needs), then a calibration run each */
     double ms_t = 0, ms_m = 0;
     step = "attn_prepare";
     if ((st = attn_prepare(ctx, p, &r->plan)) != ATTN_SUCCESS) goto done;
     step = "attn_forward";
-    if ((st = workspace_of(ctx, attn_forward, p, t, &ot, &r->ws_t)) != ATTN_SUCCESS ||
-        (st = timed(ctx, attn_forward, p, t, &ot, &ms_t)) != ATTN_SUCCESS)
+    if ((st = workspace_of(ctx, paths, 0, &r->ws_t)) != ATTN_SUCCESS ||
+        (st = timed(ctx, paths, 0, &ms_t)) != ATTN_SUCCESS)
         goto done;
-    r->mat_ok = workspace_of(ctx, attn_forward_materialized, p, t, &om, &r->ws_m) == ATTN_SUCCESS &&
-                timed(ctx, attn_forward_materialized, p, t, &om, &ms_m) == ATTN_SUCCESS;
+    r->mat_ok = workspace_of(ctx, paths, 1, &r->ws_m) == ATTN_SUCCESS &&
+                timed(ctx, paths, 1, &ms_m) == ATTN_SUCCESS;
     if (!r->mat_ok) /* a refusal (S x S beyond the max allocation) is a result, not a failure */
         snprintf(r->note, sizeof r->note, "%s", attn_last_error(ctx));
     /* workspace_of released attn_forward's scratch after measuring it: made
      * again here, untimed, not in the first timed run */
     double untimed;
-    if ((st = timed(ctx, attn_forward, p, t, &ot, &untimed)) != ATTN_SUCCESS) goto done;
+    if ((st = timed(ctx, paths, 0, &untimed)) != ATTN_SUCCESS) goto done;
     r->reps_t = calibrated(o->reps, ms_t);
     r->reps_m = r->mat_ok ? calibrated(o->reps, ms_m) : 0;
     /* as many of each, so that neither runs alone once the other is done */
@@ -170,18 +170,12 @@ static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
     if (!tt || !tm) goto done;
     /* interleaved, so that both see the same machine (it is shared), and
      * each first in every other round (a round's first run measured slower) */
-    for (int i = 0; i < r->reps_t; i++)
-        for (int j = 0; j < 2; j++) {
-            if ((i + j) % 2 == 0) {
-                step = "attn_forward";
-                if ((st = timed(ctx, attn_forward, p, t, &ot, &tt[i])) != ATTN_SUCCESS) goto done;
-            } else if (i < r->reps_m) {
-                step = "attn_forward_materialized";
-                if ((st = timed(ctx, attn_forward_materialized, p, t, &om, &tm[i])) !=
-                    ATTN_SUCCESS)
-                    goto done;
-            }
-        }
+    double *const times[2] = {tt, tm};
+    tool_rounds rounds = {r->mat_ok ? 2 : 1, r->reps_t, run_path, NULL, NULL, paths, times, 0};
+    if ((st = tool_time_rounds(ctx, &rounds)) != ATTN_SUCCESS) {
+        step = rounds.failed ? "attn_forward_materialized" : "attn_forward";
+        goto done;
+    }
     r->tiled = attn_time_spread_of(tt, r->reps_t);
     r->tiled_ms = r->tiled.median_ms;
     if (r->mat_ok) r->mat = attn_time_spread_of(tm, r->reps_m);
@@ -191,9 +185,11 @@ static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
     if (r->mat_ok && !compare_outputs(ctx, p, bo_t, bo_m, nq, r)) goto done;
     st = ATTN_SUCCESS;
     failed = r->mat_ok && !(r->diff_ratio <= 1.0);
-    if (failed)
-        fprintf(stderr, "attn-bench: tiled and materialized results differ by %.3g, %.3g times "
-                "twice the tolerance\n", r->max_diff, r->diff_ratio);
+    if (failed) {
+        snprintf(r->failure, sizeof r->failure, "tiled and materialized results differ by %.3g, "
+                 "%.3g times twice the tolerance", r->max_diff, r->diff_ratio);
+        fprintf(stderr, "attn-bench: %s\n", r->failure);
+    }
 done:
     if (st != ATTN_SUCCESS) {
         tool_error("attn-bench", NULL, step, st, attn_last_error(ctx));
@@ -266,6 +262,10 @@ done:
         char where[48];
         snprintf(where, sizeof where, "layer d_model=%d", dm);
         tool_error("attn-bench", where, step, st, attn_last_error(ctx));
+        char text[300];
+        tool_error_text(text, sizeof text, step, st, attn_last_error(ctx));
+        snprintf(r->failure + strlen(r->failure), sizeof r->failure - strlen(r->failure),
+                 "%s%s: %s", r->failure[0] ? "; " : "", where, text);
     }
     attn_layer_release(layer);
     if (hidden) clReleaseMemObject(hidden);
@@ -343,6 +343,10 @@ static cJSON *json_row(const crow *r, double peak)
     tool_json_plan(j, &r->plan);
     tool_json_times(j, r->reps_t, &r->tiled, -1, r->flops, peak);
     cJSON_AddNullToObject(j, "max_error"); /* not against the reference here: see max_diff */
+    /* the paths against each other (more than twice the tolerance fails) */
+    if (r->mat_ok)
+        cJSON_AddStringToObject(j, "check", r->diff_ratio <= 1.0 ? "passed" : "failed");
+    else cJSON_AddNullToObject(j, "check");
     cJSON_AddNumberToObject(j, "tensor_bytes", r->tensor_bytes);
     cJSON_AddNumberToObject(j, "tiled_workspace_bytes", (double)r->ws_t);
     if (r->mat_ok) {
@@ -372,6 +376,17 @@ static cJSON *json_row(const crow *r, double peak)
     return j;
 }
 
+/* An entry of the JSON's errors: the shape and why. */
+static void add_error(cJSON *errors, const attn_problem *p, const char *message)
+{
+    char sh[128];
+    tool_shape_text(p, sh, sizeof sh);
+    cJSON *e = cJSON_CreateObject();
+    cJSON_AddStringToObject(e, "shape", sh);
+    cJSON_AddStringToObject(e, "message", message);
+    cJSON_AddItemToArray(errors, e);
+}
+
 int bench_compare(attn_context *ctx, const attn_problem *problems, size_t n,
                   const bench_compare_options *o, cJSON *results, cJSON *errors)
 {
@@ -388,17 +403,13 @@ int bench_compare(attn_context *ctx, const attn_problem *problems, size_t n,
         r.flops = attn_problem_flops(&r.p, NULL);
         int bad = run_paths(ctx, o, &r);
         if (bad && !r.tiled_ms) { /* the tiled path itself failed: no row */
-            char sh[128];
-            tool_shape_text(&r.p, sh, sizeof sh);
-            cJSON *e = cJSON_CreateObject();
-            cJSON_AddStringToObject(e, "shape", sh);
-            cJSON_AddStringToObject(e, "message", r.note);
-            cJSON_AddItemToArray(errors, e);
+            add_error(errors, &r.p, r.note);
             failed = 1;
             continue;
         }
         if (o->layer) bad |= run_layer(ctx, o, &r);
         failed |= bad;
+        if (r.failure[0]) add_error(errors, &r.p, r.failure); /* a row that fails the run */
         if (o->format == 0) print_text(&r, rows++ == 0);
         else if (o->format == 1) print_csv(&r, rows++ == 0);
         cJSON_AddItemToArray(results, json_row(&r, o->peak));
