@@ -647,6 +647,29 @@ static void test_huge_shape_refused(void)
     if (rc != 1 || !err || !strstr(err, says))
         printf("\n  exit %d, stderr: %s\n", rc, err ? err : "(none)");
     free(err);
+    /* decode and --compare-materialized too (they wrapped the element
+     * count and asked for a buffer of 0 bytes), the reason in the JSON */
+    static const char *const modes[][16] = {
+        {"--decode", "--batch", "1048576", "--q-heads", "65536", "--kv-heads", "65536",
+         "--head-dim", "256", "--q-len", "1073741824", "--kv-len", "1073741824"},
+        {"--compare-materialized", "--batch", "1048576", "--q-heads", "65536", "--kv-heads",
+         "65536", "--head-dim", "256", "--seq", "1073741824"}};
+    for (int m = 0; m < 2; m++) {
+        const char *a[20];
+        int n = 0;
+        for (; modes[m][n]; n++) a[n] = modes[m][n];
+        a[n++] = "--reps", a[n++] = "1", a[n++] = "--format", a[n++] = "json", a[n] = NULL;
+        char *out = NULL;
+        err = NULL;
+        CU_ASSERT_EQUAL(run_bench(a, &out, &err), 1);
+        cJSON *root = cJSON_Parse(out);
+        const cJSON *e = cJSON_GetArrayItem(cJSON_GetObjectItemCaseSensitive(root, "errors"), 0);
+        const cJSON *msg = cJSON_GetObjectItemCaseSensitive(e, "message");
+        CU_ASSERT(cJSON_IsString(msg) && strstr(msg->valuestring, "overflows size_t"));
+        if (!cJSON_IsString(msg)) printf("\n  %s: stderr: %s\n", a[0], err ? err : "(none)");
+        cJSON_Delete(root);
+        free(out), free(err);
+    }
 }
 
 /* A library failure's line names the failing function once: the library's

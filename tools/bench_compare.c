@@ -119,21 +119,27 @@ static int compare_outputs(attn_context *ctx, const attn_problem *p, cl_mem a, c
 static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
 {
     const attn_problem *p = &r->p;
-    const size_t D = (size_t)p->head_dim, es = attn_dtype_size(p->dtype);
-    const size_t nq = (size_t)p->batch * p->q_heads * p->q_len * D;
-    const size_t nkv = (size_t)p->batch * p->kv_heads * p->kv_len * D;
+    const size_t es = attn_dtype_size(p->dtype);
+    size_t nq = 0, nkv = 0;
+    const char *step = "shape";
+    attn_status st = tool_shape_elements(p, &nq, &nkv, &step);
+    /* compare_outputs' copies of both outputs, as stored and as floats */
+    if (st == ATTN_SUCCESS)
+        st = tool_host_holds(2.0 * (double)nq * (double)(es + sizeof(float)), &step);
+    const int fits = st == ATTN_SUCCESS;
     r->tensor_bytes = (double)(2 * nq + 2 * nkv) * (double)es;
     uint64_t rng = TOOL_SEED;
-    cl_mem bq = random_buffer(ctx, p->dtype, nq, &rng, -1, 1);
-    cl_mem bk = random_buffer(ctx, p->dtype, nkv, &rng, -1, 1);
-    cl_mem bv = random_buffer(ctx, p->dtype, nkv, &rng, -1, 1);
-    cl_mem bo_t = random_buffer(ctx, p->dtype, nq, &rng, 0, 0);
-    cl_mem bo_m = random_buffer(ctx, p->dtype, nq, &rng, 0, 0);
+    cl_mem bq = fits ? random_buffer(ctx, p->dtype, nq, &rng, -1, 1) : NULL;
+    cl_mem bk = fits ? random_buffer(ctx, p->dtype, nkv, &rng, -1, 1) : NULL;
+    cl_mem bv = fits ? random_buffer(ctx, p->dtype, nkv, &rng, -1, 1) : NULL;
+    cl_mem bo_t = fits ? random_buffer(ctx, p->dtype, nq, &rng, 0, 0) : NULL;
+    cl_mem bo_m = fits ? random_buffer(ctx, p->dtype, nq, &rng, 0, 0) : NULL;
     double *tt = NULL, *tm = NULL;
     int failed = 1;
     tool_timing_new_series();
-    attn_status st = ATTN_ERROR_OUT_OF_MEMORY;
-    const char *step = "device buffers";
+    if (!fits) goto done;
+    st = ATTN_ERROR_OUT_OF_MEMORY;
+    step = "device buffers";
     if (!bq || !bk || !bv || !bo_t || !bo_m) goto done;
     const attn_tensor t[3] = {tool_bhsd(bq, p->q_heads, p->q_len, p->head_dim),
                               tool_bhsd(bk, p->kv_heads, p->kv_len, p->head_dim),
@@ -192,8 +198,9 @@ static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
     }
 done:
     if (st != ATTN_SUCCESS) {
-        tool_error("attn-bench", NULL, step, st, attn_last_error(ctx));
-        tool_error_text(r->note, sizeof r->note, step, st, attn_last_error(ctx));
+        const char *msg = tool_refusal(step) ? tool_refusal(step) : attn_last_error(ctx);
+        tool_error("attn-bench", NULL, step, st, msg);
+        tool_error_text(r->note, sizeof r->note, step, st, msg);
     }
     cl_mem all[] = {bq, bk, bv, bo_t, bo_m};
     for (int i = 0; i < 5; i++)

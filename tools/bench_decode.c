@@ -52,7 +52,9 @@ void bench_decode_error(attn_context *ctx, cJSON *errors, const char *what, cons
                         attn_status st)
 {
     const int lib = strncmp(step, "attn_", 5) == 0 && strcmp(step, "attn_reference_forward");
-    const char *msg = lib ? attn_last_error(ctx) : "(no detail)";
+    const char *msg = lib                 ? attn_last_error(ctx)
+                      : tool_refusal(step) ? tool_refusal(step)
+                                           : "(no detail)";
     char where[320];
     snprintf(where, sizeof where, "decode %s", what);
     tool_error("attn-bench", where, step, st, msg);
@@ -292,17 +294,25 @@ static int run_shape(attn_context *ctx, const bench_decode_config *cfg, const ds
     char sh[288];
     shape_text(s, cfg->variant, sh, sizeof sh);
     const char *base = getenv("ATTN_PARAMS"); /* the context's own override, read at creation */
-    const size_t D = (size_t)s->head_dim;
-    const size_t nq = (size_t)s->batch * s->q_heads * s->q_len * D;
+    const attn_problem whole = {.batch = s->batch, .q_heads = s->q_heads,
+                                .kv_heads = s->kv_heads, .head_dim = s->head_dim,
+                                .q_len = s->q_len, .kv_len = s->kv_len};
     dtype_res res[BENCH_DECODE_MAX_TYPES];
     memset(res, 0, sizeof res);
     double *times[MAX_CONF];
-    float *ho = malloc(nq * sizeof *ho), *ref = NULL;
+    float *ho = NULL, *ref = NULL;
     int failed = 1, reps = 0, bad_type = 0;
-    attn_status st = ATTN_SUCCESS;
     bench_flush flush = {NULL, 0}; /* here: done releases it (the gotos pass dr) */
     const char *step = "host allocation";
-    if (!ho) {
+    size_t nq, nkv;
+    /* each type's q, k, v and staging copy (at most floats), the output
+     * and the reference's */
+    attn_status st = tool_shape_elements(&whole, &nq, &nkv, &step);
+    if (st == ATTN_SUCCESS)
+        st = tool_host_holds(((double)bench_decode_ntypes(cfg) * ((double)nq + 3.0 * (double)nkv) +
+                              2.0 * (double)nq) * (double)sizeof(float), &step);
+    if (st != ATTN_SUCCESS) goto done;
+    if (!(ho = malloc(nq * sizeof *ho))) {
         st = ATTN_ERROR_OUT_OF_MEMORY;
         goto done;
     }

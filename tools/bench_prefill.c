@@ -10,20 +10,12 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <unistd.h>
 
 /* The reference's work is bounded by this many flops per host thread: it
  * ran at about 10 GFLOP/s per Zen 5 core (the S=4096, D=64 prefill shape,
  * 17 GFLOP, in 1.6 s), so at most ~6 s, or ~20 s on a slower host; larger
  * shapes are not checked. */
 #define CHECK_FLOPS_PER_THREAD 6e10
-
-static int mul_ok(size_t *acc, size_t f)
-{
-    if (f && *acc > SIZE_MAX / f) return 0;
-    *acc *= f;
-    return 1;
-}
 
 /* One configuration: its inputs on the host and the device, its variant's
  * data, its output and timings. */
@@ -77,30 +69,13 @@ static attn_status run_setup(attn_context *ctx, const prefill_config *c, prefill
     r->flops = bench_variant_flops(p, d->vd.has_lengths ? &d->vd.lengths : NULL);
     r->ratio = 1;
     r->padded_ratio = -1;
-    size_t nq = p->packed ? 1 : (size_t)p->batch, nkv = nq;
-    if (!mul_ok(&nq, (size_t)p->q_heads) || !mul_ok(&nq, (size_t)p->q_len) ||
-        !mul_ok(&nq, (size_t)p->head_dim) || !mul_ok(&nkv, (size_t)p->kv_heads) ||
-        !mul_ok(&nkv, (size_t)p->kv_len) || !mul_ok(&nkv, (size_t)p->head_dim) ||
-        nq > SIZE_MAX / 8 || nkv > SIZE_MAX / 8) {
-        *what = "shape";
-        fprintf(stderr, "attn-bench: the shape's element count overflows size_t\n");
-        return ATTN_ERROR_INVALID_ARGUMENT;
-    }
+    size_t nq, nkv;
+    if ((st = tool_shape_elements(p, &nq, &nkv, what)) != ATTN_SUCCESS) return st;
     d->nq = nq, d->nkv = nkv, d->esize = attn_dtype_size(c->dtype);
-    /* q, o, k, v as floats and the staging copy: refused before malloc
-     * when more than the machine holds (an allocator may grant it lazily
-     * and the reference would then run out of memory half way) */
+    /* q, o, k, v as floats and the staging copy */
     const double need = (2.0 * (double)nq + 2.0 * (double)nkv) * sizeof(float) +
                         (double)(nq > nkv ? nq : nkv) * (double)d->esize;
-#ifdef _SC_PHYS_PAGES
-    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
-    if (have > 0 && need > have) {
-        *what = "host memory";
-        fprintf(stderr, "attn-bench: the shape's tensors need %.3g GiB of host memory; this "
-                "machine has %.3g GiB\n", need / 1073741824.0, have / 1073741824.0);
-        return ATTN_ERROR_OUT_OF_MEMORY;
-    }
-#endif
+    if ((st = tool_host_holds(need, what)) != ATTN_SUCCESS) return st;
     d->hq = malloc(nq * sizeof(float)), d->hk = malloc(nkv * sizeof(float));
     d->hv = malloc(nkv * sizeof(float)), d->ho = malloc(nq * sizeof(float));
     d->stage = malloc((nq > nkv ? nq : nkv) * d->esize);
@@ -262,7 +237,8 @@ int prefill_bench(attn_context *ctx, const prefill_config *c, int n, const prefi
         /* the context's message belongs to calls on the context only */
         const char *msg = strcmp(what, "attn_prepare") == 0 || strcmp(what, "attn_forward") == 0
                               ? attn_last_error(ctx)
-                              : "(no detail beyond any message above)";
+                          : tool_refusal(what) ? tool_refusal(what)
+                                               : "(no detail beyond any message above)";
         char where[300];
         snprintf(where, sizeof where, "%s %s", sh, attn_dtype_name(c[bad].dtype));
         tool_error("attn-bench", where, what, st, msg);

@@ -5,6 +5,7 @@
 
 #include <math.h>
 #include <pthread.h>
+#include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -248,6 +249,57 @@ attn_tensor tool_bhsd(cl_mem m, int heads, int seq, int dim)
 {
     const attn_tensor t = {m, 0, (size_t)heads * seq * dim, (size_t)seq * dim, (size_t)dim};
     return t;
+}
+
+static int mul_ok(size_t *acc, size_t f)
+{
+    if (f && *acc > SIZE_MAX / f) return 0;
+    *acc *= f;
+    return 1;
+}
+
+/* The last refusal of tool_shape_elements or tool_host_holds: its step
+ * and message (the caller's error line prints it). */
+static const char *g_refused_step;
+static char g_refusal[160];
+
+static attn_status refuse(attn_status st, const char *step, const char **what)
+{
+    *what = g_refused_step = step;
+    return st;
+}
+
+const char *tool_refusal(const char *step)
+{
+    return g_refused_step && step && strcmp(step, g_refused_step) == 0 ? g_refusal : NULL;
+}
+
+attn_status tool_shape_elements(const attn_problem *p, size_t *nq, size_t *nkv,
+                                const char **what)
+{
+    *nq = *nkv = p->packed ? 1 : (size_t)p->batch;
+    if (!mul_ok(nq, (size_t)p->q_heads) || !mul_ok(nq, (size_t)p->q_len) ||
+        !mul_ok(nq, (size_t)p->head_dim) || !mul_ok(nkv, (size_t)p->kv_heads) ||
+        !mul_ok(nkv, (size_t)p->kv_len) || !mul_ok(nkv, (size_t)p->head_dim) ||
+        *nq > SIZE_MAX / 8 || *nkv > SIZE_MAX / 8) {
+        snprintf(g_refusal, sizeof g_refusal, "the shape's element count overflows size_t");
+        return refuse(ATTN_ERROR_INVALID_ARGUMENT, "shape", what);
+    }
+    return ATTN_SUCCESS;
+}
+
+attn_status tool_host_holds(double bytes, const char **what)
+{
+#ifdef _SC_PHYS_PAGES
+    const double have = (double)sysconf(_SC_PHYS_PAGES) * (double)sysconf(_SC_PAGESIZE);
+    if (have > 0 && bytes > have) {
+        snprintf(g_refusal, sizeof g_refusal, "the shape's tensors need %.3g GiB of host "
+                 "memory; this machine has %.3g GiB", bytes / 1073741824.0, have / 1073741824.0);
+        return refuse(ATTN_ERROR_OUT_OF_MEMORY, "host memory", what);
+    }
+#endif
+    (void)what;
+    return ATTN_SUCCESS;
 }
 
 int tool_host_threads(void)

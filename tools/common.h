@@ -76,6 +76,22 @@ attn_status tool_output_buffer(attn_context *ctx, size_t bytes, cl_mem *out, con
 /* A contiguous [batch, heads, seq, dim] tensor in m. */
 attn_tensor tool_bhsd(cl_mem m, int heads, int seq, int dim);
 
+/* The elements of p's Q (O) and K (V) tensors, BHSD (packed: batch 1), at
+ * most SIZE_MAX / 8 each; else ATTN_ERROR_INVALID_ARGUMENT, *what
+ * "shape", the message in tool_refusal. */
+attn_status tool_shape_elements(const attn_problem *p, size_t *nq, size_t *nkv,
+                                const char **what);
+
+/* Whether the machine's memory holds `bytes` of host buffers: refused
+ * before malloc (an allocator may grant them lazily, and the reference run
+ * out of memory half way) with ATTN_ERROR_OUT_OF_MEMORY, *what "host
+ * memory", the message in tool_refusal. */
+attn_status tool_host_holds(double bytes, const char **what);
+
+/* The message of the last refusal of those two when it was at `step` (for
+ * the JSON's errors), else NULL. */
+const char *tool_refusal(const char *step);
+
 /* Host threads for the reference: online cores, 1..64. */
 int tool_host_threads(void);
 /* attn_reference_forward over contiguous BHSD arrays (batch stride 0 when
