@@ -843,6 +843,9 @@ static void test_variants_run(void)
         CU_ASSERT_PTR_NOT_NULL(strstr(out, line));
     }
     CU_ASSERT_PTR_NOT_NULL(strstr(out, "times the pairs' share"));
+    /* the packed group's heading names its own shape: a batch of the 3
+     * sequences, the longest's length (it named --seq's B=1 S=64) */
+    CU_ASSERT_PTR_NOT_NULL(strstr(out, "padded (at B=3 Hq=2 Hkv=2 D=16 S=33 causal f32) --"));
     free(out), free(err);
     const char *json_args[] = {"--variants", "--seq", "64", "--head-dim", "16", "--q-heads", "2",
                                "--packed", "5,17,33", "--reps", "3", "--no-check", "--format",

@@ -41,8 +41,7 @@ static void run_free(prefill_run *d)
     memset(d, 0, sizeof *d);
 }
 
-/* c's shape as run: a packed or padded batch's own */
-static prefill_shape effective_shape(const prefill_config *c)
+prefill_shape prefill_effective_shape(const prefill_config *c)
 {
     attn_problem p = prefill_problem(&c->s, c->dtype, c->causal);
     bench_variant_shape(&c->variant, &p);
@@ -62,7 +61,7 @@ static attn_status run_setup(attn_context *ctx, const prefill_config *c, prefill
     if (st != ATTN_SUCCESS) return st;
     const attn_problem *p = &d->p;
     prefill_row *r = &d->r;
-    r->s = effective_shape(c);
+    r->s = prefill_effective_shape(c);
     r->dtype = c->dtype;
     r->causal = c->causal;
     r->variant = c->variant;
@@ -232,7 +231,7 @@ int prefill_bench(attn_context *ctx, const prefill_config *c, int n, const prefi
     attn_status st = time_all(ctx, c, n, how, runs, &bad, &what);
     if (st != ATTN_SUCCESS) {
         char sh[256];
-        const prefill_shape eff = effective_shape(&c[bad]);
+        const prefill_shape eff = prefill_effective_shape(&c[bad]);
         prefill_text(&eff, c[bad].causal, &c[bad].variant, sh, sizeof sh);
         /* the context's message belongs to calls on the context only */
         const char *msg = strcmp(what, "attn_prepare") == 0 || strcmp(what, "attn_forward") == 0

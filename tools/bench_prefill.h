@@ -30,6 +30,10 @@ typedef struct prefill_how {
     double peak;   /* fp32 peak for the fractions (0: unknown) */
 } prefill_how;
 
+/* c's shape as run: a packed or padded batch's own (one entry per
+ * sequence, S the longest). */
+prefill_shape prefill_effective_shape(const prefill_config *c);
+
 /* Runs the n configurations interleaved, prints their rows, adds them to
  * results and any failure to errors (and stderr); rows (NULL, or n) get
  * the results. Returns 0 when all ran and passed their check. */

@@ -43,7 +43,8 @@ static int run_group(attn_context *ctx, const char *name, const group_row *g, in
     for (int i = 0; i < n; i++) confs[i] = g[i].c;
     if (how->format == BENCH_TEXT) {
         char sh[128];
-        prefill_shape_text(&g[0].c.s, 1, sh, sizeof sh);
+        const prefill_shape eff = prefill_effective_shape(&g[0].c); /* a packed group's */
+        prefill_shape_text(&eff, 1, sh, sizeof sh);
         printf("-- %s (at %s %s) --\n", name, sh, attn_dtype_name(g[0].c.dtype));
     }
     const int before = cJSON_GetArraySize(results);
