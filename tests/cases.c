@@ -139,8 +139,49 @@ static int any_nonzero(const int *x, int n)
 
 static int decode_block_size; /* harness_decode_blocks */
 static attn_kv_storage decode_storage; /* harness_case_run, from the case's kv_int8 */
+static int decode_splits; /* harness_case_run, from the case's params: the splits asked for */
 
 void harness_decode_blocks(int block_size) { decode_block_size = block_size; }
+
+/* The splits of the plan attn_decode would run (1 when unsplit). */
+static int planned_splits(attn_context *ctx, attn_kv_cache *cache, const attn_problem *dp,
+                          attn_plan_info *info, attn_status *st)
+{
+    *st = attn_decode_prepare(ctx, cache, dp, info);
+    const char *sp = strstr(info->params, "splits=");
+    return *st == ATTN_SUCCESS && sp ? atoi(sp + 7) : 1;
+}
+
+/* A row that asks for splits tests the combine only where the plan splits:
+ * the plan lowers splits to the cache's key blocks, so a cache shorter than
+ * two of the family's blocks (mma's 64 keys, the 40-50 keys of most rows)
+ * ran unsplit. The plan's keys then go down to 16, as the row's family
+ * runs it, and a row that still does not split fails. */
+static attn_status split_plan(attn_context *ctx, attn_kv_cache *cache, const attn_problem *dp)
+{
+    attn_plan_info info;
+    attn_status st;
+    if (planned_splits(ctx, cache, dp, &info, &st) > 1 || st != ATTN_SUCCESS) return st;
+    char text[sizeof info.params + 32];
+    int n = 0;
+    for (const char *at = info.params; *at;) {
+        const size_t len = strcspn(at, ",");
+        if (strncmp(at, "keys=", 5) == 0)
+            n += snprintf(text + n, sizeof text - (size_t)n, "keys=16,");
+        else if (strncmp(at, "splits=", 7) == 0)
+            n += snprintf(text + n, sizeof text - (size_t)n, "splits=%d,", decode_splits);
+        else n += snprintf(text + n, sizeof text - (size_t)n, "%.*s,", (int)len, at);
+        CU_ASSERT_FATAL(n < (int)sizeof text);
+        at += len + (at[len] == ',');
+    }
+    text[n - 1] = 0;
+    if ((st = harness_use_params(ctx, text)) != ATTN_SUCCESS) return st;
+    if (planned_splits(ctx, cache, dp, &info, &st) > 1 || st != ATTN_SUCCESS) return st;
+    printf("\n  harness_decode_entry: splits=%d asked, the plan runs unsplit: %s\n", decode_splits,
+           info.params);
+    CU_FAIL("a split row's decode is not split");
+    return st;
+}
 
 attn_status harness_decode_entry(attn_context *ctx, const attn_problem *p, const attn_tensor *q,
                                  const attn_tensor *k, const attn_tensor *v,
@@ -162,11 +203,11 @@ attn_status harness_decode_entry(attn_context *ctx, const attn_problem *p, const
                                                 p->kv_len, p->dtype, &cache);
     if (st == ATTN_SUCCESS)
         st = attn_kv_cache_append(cache, k, v, p->kv_len, L ? L->kv_len : NULL, NULL);
-    if (st == ATTN_SUCCESS) {
-        attn_problem dp = *p;
-        dp.kv_len = 0; /* the cache's own lengths */
+    attn_problem dp = *p;
+    dp.kv_len = 0; /* the cache's own lengths */
+    if (st == ATTN_SUCCESS && decode_splits > 1) st = split_plan(ctx, cache, &dp);
+    if (st == ATTN_SUCCESS)
         st = attn_decode(ctx, cache, &dp, q, out, L ? L->q_len : NULL, lse, done);
-    }
     /* the cache goes with this call: let the decode finish reading it */
     if (st == ATTN_SUCCESS && done && *done) clWaitForEvents(1, done);
     else clFinish(attn_context_queue(ctx));
@@ -491,8 +532,11 @@ int harness_case_run(const harness_case *c, harness_family f, harness_entry entr
     harness_round(c->dtype, v, nkv);
     CU_ASSERT_FATAL(!c->kv_int8 || entry == harness_decode_entry); /* only a cache holds int8 */
     decode_storage = c->kv_int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE;
+    const char *splits = c->params ? strstr(c->params, "splits=") : NULL;
+    decode_splits = splits ? atoi(splits + 7) : 0;
     int bad = harness_case_exec(c, f, entry, entry_name, q, k, v, got, got_lse);
     decode_storage = ATTN_KV_AS_DTYPE;
+    decode_splits = 0;
     if (c->kv_int8) { /* what the cache holds, a token's head row at a time */
         quant_dequant(k, nkv / (size_t)c->D, c->D);
         quant_dequant(v, nkv / (size_t)c->D, c->D);
