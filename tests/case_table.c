@@ -140,7 +140,9 @@ const harness_case harness_cases[] = {
      LENS(dq7s, dq7l, dk7s, dk7l), .causal = 1, .seed = 403},
     {F("forward/decode_padded", "Sq7 Skv33 non-causal MQA"), SHAPE(2, 4, 1, 64, 7, 33), .seed = 404},
 
-    /* ---- forward: fully masked rows (the causal one is checked row by row) ---- */
+    /* ---- forward: Sq > Skv: non-causal, every row sees every key; causal
+     * (bottom-right), the first Sq - Skv rows see none (checked row by
+     * row too) ---- */
     {F("forward/masked", "Sq40 > Skv9 non-causal"), SHAPE(1, 2, 1, 64, 40, 9), .seed = 502},
     {F("forward/masked_rows", "Sq40 > Skv9 causal"), SHAPE(2, 2, 2, 64, 40, 9), .causal = 1, .seed = 501},
 

@@ -57,6 +57,7 @@ static void test_default_params(void) { run_group("forward/default_params"); }
 static void test_fully_masked_rows(void)
 {
     run_group("forward/masked");
+    run_group("forward/masked_rows"); /* under its every family, mma and the default too */
     /* the explicit check, beyond the reference comparison: rows i < Sq - Skv
      * are exactly zero with -inf LSE */
     const harness_case *c = harness_case_named("Sq40 > Skv9 causal");
