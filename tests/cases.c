@@ -12,7 +12,8 @@
 #include <stdlib.h>
 #include <string.h>
 
-static int g_runs; /* case runs made by this process */
+static int g_runs;    /* case runs made by this process */
+static int g_skipped; /* and rows skipped under mma, which refuses them */
 
 float *harness_xalloc(size_t n)
 {
@@ -140,6 +141,7 @@ static int any_nonzero(const int *x, int n)
 static int decode_block_size; /* harness_decode_blocks */
 static attn_kv_storage decode_storage; /* harness_case_run, from the case's kv_int8 */
 static int decode_splits; /* harness_case_run, from the case's params: the splits asked for */
+static int decode_mma;    /* harness_case_exec: mma forced on a row it runs */
 
 void harness_decode_blocks(int block_size) { decode_block_size = block_size; }
 
@@ -206,6 +208,14 @@ attn_status harness_decode_entry(attn_context *ctx, const attn_problem *p, const
     attn_problem dp = *p;
     dp.kv_len = 0; /* the cache's own lengths */
     if (st == ATTN_SUCCESS && decode_splits > 1) st = split_plan(ctx, cache, &dp);
+    if (st == ATTN_SUCCESS && decode_mma) { /* not passed on another family's plan */
+        attn_plan_info info;
+        st = attn_decode_prepare(ctx, cache, &dp, &info);
+        if (st == ATTN_SUCCESS && strcmp(info.family, "mma") != 0) {
+            printf("\n  mma forced, the decode plan is %s", info.params);
+            CU_FAIL("mma forced on a decode it runs, another family planned");
+        }
+    }
     if (st == ATTN_SUCCESS)
         st = attn_decode(ctx, cache, &dp, q, out, L ? L->q_len : NULL, lse, done);
     /* the cache goes with this call: let the decode finish reading it */
@@ -386,8 +396,10 @@ int harness_case_exec(const harness_case *c, harness_family f, harness_entry ent
     if (st == ATTN_SUCCESS && f == HARNESS_MMA && entry == attn_forward &&
         !attn_family_refuses(ATTN_FAMILY_MMA, &p))
         bad += not_mma(ctx, &p);
+    decode_mma = f == HARNESS_MMA && !attn_family_refuses(ATTN_FAMILY_MMA, &p);
     if (st == ATTN_SUCCESS)
         st = entry(ctx, &p, &tq, &tk, &tv, &to, padded(c) ? &L : NULL, mlse, &done);
+    decode_mma = 0;
     /* the message before resetting the parameters clears it */
     if (st != ATTN_SUCCESS)
         printf("\n  %s: %s: %s", entry_name, attn_status_name(st), attn_last_error(ctx));
@@ -498,8 +510,10 @@ int harness_case_run(const harness_case *c, harness_family f, harness_entry entr
     const attn_problem cp = harness_case_problem(c);
     /* a case mma cannot run would run the device's plan (test_mma checks
      * that): skipped, unless the caller keeps the result */
-    if (f == HARNESS_MMA && attn_family_refuses(ATTN_FAMILY_MMA, &cp) && !o_keep && !lse_keep)
+    if (f == HARNESS_MMA && attn_family_refuses(ATTN_FAMILY_MMA, &cp) && !o_keep && !lse_keep) {
+        g_skipped++;
         return 0;
+    }
     const uint64_t seed = harness_seed(c->seed);
     const size_t nq = (size_t)c->B * c->Hq * c->Sq * c->D;
     const size_t nkv = (size_t)c->B * c->Hkv * c->Skv * c->D;
@@ -630,6 +644,7 @@ int harness_run_group(const char *group, harness_entry entry, const char *entry_
 }
 
 int harness_case_runs(void) { return g_runs; }
+int harness_case_skips(void) { return g_skipped; }
 
 void harness_decode_keeps_plan(const char *params, attn_dtype dtype)
 {

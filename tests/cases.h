@@ -261,5 +261,8 @@ void harness_decode_keeps_plan(const char *params, attn_dtype dtype);
 /* How many case runs (one per family) this process has made: the suites
  * print it so that coverage is counted, not guessed. */
 int harness_case_runs(void);
+/* How many rows were skipped under mma, which refuses them (its head dims,
+ * f32 past its key limit): said beside the count, not passed silently. */
+int harness_case_skips(void);
 
 #endif /* ATTN_TEST_CASES_H */

@@ -3,7 +3,7 @@
  * comparison and strided device tensors. */
 #define _XOPEN_SOURCE 700 /* mkdtemp, nftw */
 #include "harness.h"
-#include "cases.h" /* harness_case_runs */
+#include "cases.h" /* harness_case_runs, harness_case_skips */
 #include "core/program.h"    /* attn_kernel_source */
 #include "kernels/params.h" /* attn_family_sources */
 
@@ -112,7 +112,9 @@ int harness_run(const char *program, void (*register_fn)(void))
         CU_basic_set_mode(CU_BRM_VERBOSE);
         CU_basic_run_tests();
     }
-    if (harness_case_runs() && !child) printf("%s: %d case runs\n", program, harness_case_runs());
+    if (harness_case_runs() && !child)
+        printf("%s: %d case runs (and %d rows skipped under mma, which refuses them)\n", program,
+               harness_case_runs(), harness_case_skips());
     /* a filter that picks nothing (a test renamed under a ctest part that
      * names it) must not pass as if it had run */
     const char *filter = getenv("ATTN_TEST_FILTER");
