@@ -126,6 +126,19 @@ static void say(run *r, const char *fmt, ...)
     r->wrong++;
 }
 
+/* Whether attn's message names the OpenCL call itself when it fails: what
+ * it creates, builds, enqueues and waits for (a failed query reads as the
+ * object it asked about, "q->buffer is not a valid cl_mem", and a call
+ * CLBlast makes as CLBlast's own error). */
+static int names_its_call(const char *fn)
+{
+    static const char *const prefixes[] = {"clCreate", "clBuild", "clEnqueue", "clWaitForEvents",
+                                           "clFinish"};
+    for (size_t i = 0; i < sizeof prefixes / sizeof prefixes[0]; i++)
+        if (strncmp(fn, prefixes[i], strlen(prefixes[i])) == 0) return 1;
+    return 0;
+}
+
 /* After an armed attn call: a failure must come from the fault, with a
  * message; returns 1 when the call is to be made again. */
 static int failed(run *r, attn_context *ctx, const char *what, attn_status st,
@@ -139,6 +152,9 @@ static int failed(run *r, attn_context *ctx, const char *what, attn_status st,
         say(r, "%s failed with no fault of its own: %s", what, msg);
     else if (!msg || !*msg)
         say(r, "%s failed without a message", what);
+    else if (names_its_call(cl_faults_failed()) && !strstr(msg, cl_faults_failed()) &&
+             !strstr(msg, "CLBlast"))
+        say(r, "%s: the message does not name %s: %s", what, cl_faults_failed(), msg);
     return 1;
 }
 

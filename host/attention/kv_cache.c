@@ -37,10 +37,11 @@ static attn_status zeroed_buffer(attn_context *ctx, size_t n, const char *what, 
     const unsigned char zero = 0;
     cl_event filled = NULL;
     err = clEnqueueFillBuffer(ctx->queue, *m, &zero, 1, 0, n, 0, NULL, &filled);
-    if (err == CL_SUCCESS) err = clWaitForEvents(1, &filled);
-    if (filled) clReleaseEvent(filled);
+    if (err != CL_SUCCESS) return attn_fail_cl(ctx, err, "clEnqueueFillBuffer (KV cache)");
+    err = clWaitForEvents(1, &filled);
+    clReleaseEvent(filled);
     return err == CL_SUCCESS ? ATTN_SUCCESS
-                             : attn_fail_cl(ctx, err, "clEnqueueFillBuffer (KV cache)");
+                             : attn_fail_cl(ctx, err, "clWaitForEvents (KV cache zero fill)");
 }
 
 /* name: how messages name d's fields ("desc->", or "" for the arguments
