@@ -672,9 +672,12 @@ const harness_case harness_cases[] = {
      LENS(zq_qs, zq_ql, zq_ks, zq_kl), .seed = 2010},
     {SEED("seed/zero_qk", "exercise 1: zero Q/K non-causal"), SHAPE(2, 2, 2, 16, 9, 9),
      LENS(zq_qs, zq_ql, zq_ks, zq_kl), .seed = 2010},
-    /* the seed's causal table for length 5 (V = identity) */
+    /* the seed's causal table for length 5 (V = identity), and its last 3
+     * rows as 3 queries over the 5 keys (bottom-right: query 0 sees 3) */
     {SEED("seed/causal_table5", "causal table, length 5"), SHAPE(1, 2, 1, 16, 5, 5), .causal = 1,
      .seed = 2011},
+    {SEED("seed/causal_table5", "causal table, 3 queries over 5 keys"), SHAPE(1, 2, 1, 16, 3, 5),
+     .causal = 1, .seed = 2012},
 
     /* ---- every kernel on Oclgrind's simulated device (oclgrind_kernels,
      * under each of its parameter sets): tiny, since Oclgrind interprets
