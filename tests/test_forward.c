@@ -125,6 +125,8 @@ static void test_tile_params(void)
         {HARNESS_FLASH, "rows=12,keys=4,tm=3,tn=1,prefetch=1"}, /* odd micro-tiles, 4 keys,
                                                                   * the next tile prefetched */
         {HARNESS_FLASH, "rows=16,keys=64,tm=8,tn=8"}, /* 16 work-items, 8 x 8 */
+        {HARNESS_FLASH, "rows=16,keys=4,tm=4,tn=4"}, /* one column group: a row's max is
+                                                     * that group's alone */
         {HARNESS_MMA, "warps=1,keys=16"},          /* one warp; tiles of 16 rows and keys */
         {HARNESS_MMA, "warps=2,keys=32,mtiles=2"}, /* two m-tiles a warp */
         {HARNESS_MMA, "warps=8,keys=128,mtiles=2"}, /* 256 rows: one row block */
