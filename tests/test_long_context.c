@@ -3,8 +3,9 @@
  * drift to 8.6e-4 relative error with constant V), for both kernel
  * families and both decode kernels, must stay within the fp32 tolerance of
  * the reference (double accumulation). Q is zero unless ATTN_LONG_Q_STD
- * says otherwise: every weight is then equal, the worst case for running
- * sums (before the compensated folds: 2.6e-3, 22x the tolerance), and with
+ * says otherwise (test_max_grows' own rows excepted): every weight is
+ * then equal, the worst case for running sums (before the compensated
+ * folds: 2.6e-3, 22x the tolerance), and with
  * constant V the exact result is V itself. The mma family's f32 path
  * (3xTF32; O folded into a second accumulator past ATTN_MMA_F32_PLAIN_KEYS)
  * runs rows up to ATTN_MMA_F32_MAX_KEYS keys: it must be within the
@@ -55,11 +56,17 @@ static float q_std(void)
     return e ? (float)atof(e) : 0.0f;
 }
 
+/* test_max_grows: Q of deviation 1 and K rows growing with their position,
+ * instead of Q zero. */
+static int g_grow;
+
 /* Q, K (normal) and V (constant or uniform) for SQ queries and S keys. */
 static void inputs(int S, int const_v, uint64_t seed, float *q, float *k, float *v)
 {
-    harness_fill_normal(q, (size_t)SQ * D, seed, 0.0f, q_std());
+    harness_fill_normal(q, (size_t)SQ * D, seed, 0.0f, g_grow ? 1.0f : q_std());
     harness_fill_normal(k, (size_t)S * D, seed + 1, 0.0f, 1.0f);
+    if (g_grow) /* K row j times 1 + 3 j / S: a row's max keeps growing over the keys */
+        for (size_t i = 0; i < (size_t)S * D; i++) k[i] *= 1.0f + 3.0f * (float)(i / D) / (float)S;
     if (const_v)
         for (size_t i = 0; i < (size_t)S * D; i++) v[i] = V_CONST;
     else
@@ -145,6 +152,23 @@ static void check(int path, int const_v, int causal)
            const_v ? "constant" : "random", causal ? "causal" : "full", r.max_abs, r.max_rel,
            r.ratio);
     CU_ASSERT(r.ratio <= 1.0);
+}
+
+/* Equal weights never move a row's running max: the rescales of O and of
+ * the sums when it grows (at each key tile, and at each fold of the
+ * compensated sums) run here, over 4096 keys whose logits grow with the
+ * key, random V, on every path. Dropping the sum's rescale at a fold
+ * passed test_long_context before. */
+static void test_max_grows(void)
+{
+    g_grow = 1;
+    for (int path = 0; path < NPATHS; path++) {
+        result r = run(paths[path].family, paths[path].decode, 4096, 0, 1);
+        printf("\n  %s%s S=4096 growing logits: max rel %.3g, %.3g of the tolerance",
+               paths[path].decode ? "decode " : "", paths[path].family, r.max_rel, r.ratio);
+        CU_ASSERT(r.ratio <= 1.0);
+    }
+    g_grow = 0;
 }
 
 static void test_vector(void)
@@ -248,6 +272,7 @@ static void test_mma_f32_long_block(void)
 }
 
 static const harness_test tests[] = {
+    HARNESS_TEST(test_max_grows),
     HARNESS_TEST(test_vector),
     HARNESS_TEST(test_tiled),
     HARNESS_TEST(test_decode_vector),
