@@ -158,12 +158,15 @@ static int planned_splits(attn_context *ctx, attn_kv_cache *cache, const attn_pr
  * the plan lowers splits to the cache's key blocks, so a cache shorter than
  * two of the family's blocks (mma's 64 keys, the 40-50 keys of most rows)
  * ran unsplit. The plan's keys then go down to 16, as the row's family
- * runs it, and a row that still does not split fails. */
+ * runs it, and a row that still does not split fails -- but for a block
+ * past ATTN_DECODE_MAX_Q_LEN on the vector family, which runs
+ * attn_forward's kernels over the cache, unsplit (decode.h). */
 static attn_status split_plan(attn_context *ctx, attn_kv_cache *cache, const attn_problem *dp)
 {
     attn_plan_info info;
     attn_status st;
     if (planned_splits(ctx, cache, dp, &info, &st) > 1 || st != ATTN_SUCCESS) return st;
+    if (dp->q_len > ATTN_DECODE_MAX_Q_LEN && strcmp(info.family, "vector") == 0) return st;
     char text[sizeof info.params + 32];
     int n = 0;
     for (const char *at = info.params; *at;) {
