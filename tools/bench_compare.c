@@ -198,7 +198,7 @@ static int run_paths(attn_context *ctx, const bench_compare_options *o, crow *r)
     }
 done:
     if (st != ATTN_SUCCESS) {
-        const char *msg = tool_refusal(step) ? tool_refusal(step) : attn_last_error(ctx);
+        const char *msg = tool_refusal(step, attn_last_error(ctx));
         tool_error("attn-bench", NULL, step, st, msg);
         tool_error_text(r->note, sizeof r->note, step, st, msg);
     }

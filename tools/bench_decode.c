@@ -52,9 +52,7 @@ void bench_decode_error(attn_context *ctx, cJSON *errors, const char *what, cons
                         attn_status st)
 {
     const int lib = strncmp(step, "attn_", 5) == 0 && strcmp(step, "attn_reference_forward");
-    const char *msg = lib                 ? attn_last_error(ctx)
-                      : tool_refusal(step) ? tool_refusal(step)
-                                           : "(no detail)";
+    const char *msg = lib ? attn_last_error(ctx) : tool_refusal(step, "(no detail)");
     char where[320];
     snprintf(where, sizeof where, "decode %s", what);
     tool_error("attn-bench", where, step, st, msg);

@@ -236,8 +236,7 @@ int prefill_bench(attn_context *ctx, const prefill_config *c, int n, const prefi
         /* the context's message belongs to calls on the context only */
         const char *msg = strcmp(what, "attn_prepare") == 0 || strcmp(what, "attn_forward") == 0
                               ? attn_last_error(ctx)
-                          : tool_refusal(what) ? tool_refusal(what)
-                                               : "(no detail beyond any message above)";
+                          : tool_refusal(what, "(no detail beyond any message above)");
         char where[300];
         snprintf(where, sizeof where, "%s %s", sh, attn_dtype_name(c[bad].dtype));
         tool_error("attn-bench", where, what, st, msg);

@@ -269,9 +269,9 @@ static attn_status refuse(attn_status st, const char *step, const char **what)
     return st;
 }
 
-const char *tool_refusal(const char *step)
+const char *tool_refusal(const char *step, const char *fallback)
 {
-    return g_refused_step && step && strcmp(step, g_refused_step) == 0 ? g_refusal : NULL;
+    return g_refused_step && step && strcmp(step, g_refused_step) == 0 ? g_refusal : fallback;
 }
 
 attn_status tool_shape_elements(const attn_problem *p, size_t *nq, size_t *nkv,

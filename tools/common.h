@@ -89,8 +89,8 @@ attn_status tool_shape_elements(const attn_problem *p, size_t *nq, size_t *nkv,
 attn_status tool_host_holds(double bytes, const char **what);
 
 /* The message of the last refusal of those two when it was at `step` (for
- * the JSON's errors), else NULL. */
-const char *tool_refusal(const char *step);
+ * the JSON's errors), else `fallback`. */
+const char *tool_refusal(const char *step, const char *fallback);
 
 /* Host threads for the reference: online cores, 1..64. */
 int tool_host_threads(void);
