@@ -43,7 +43,10 @@ typedef enum attn_status {
     ATTN_ERROR_NO_DEVICE,        /* no OpenCL device matches the selector */
     ATTN_ERROR_OPENCL,           /* an OpenCL call failed */
     ATTN_ERROR_BUILD,            /* a kernel failed to build */
-    ATTN_ERROR_OUT_OF_MEMORY,    /* host or device allocation failed */
+    ATTN_ERROR_OUT_OF_MEMORY,    /* host or device allocation failed; also OpenCL's
+                                    CL_OUT_OF_RESOURCES, which drivers return when a
+                                    launch exceeds the device's resources (the message
+                                    names the call and the code) */
     ATTN_ERROR_TUNING_DB,        /* unreadable or corrupt tuning database */
     ATTN_ERROR_IO,               /* a file could not be read or written */
     ATTN_ERROR_MISMATCH          /* check mode: a result differs from the CPU reference */
