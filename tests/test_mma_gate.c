@@ -8,8 +8,10 @@
  * by the verification decodes; a key loop cut short by the forwards over
  * 4179 keys), which falls back without failing the caller's call, even
  * when the family is forced; a doctored f32 path refused for f32 alone;
- * decode on mma where a KV head has enough query rows; and a long block
- * through an f16 or int8 KV cache on mma's decode kernel. */
+ * decode on mma where a KV head has enough query rows; a long block
+ * through an f16 or int8 KV cache on mma's decode kernel; and programs at
+ * one head dim doctored (a build failure, a wrong decode) refused at that
+ * head dim alone. */
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
 #include "harness.h"
@@ -437,6 +439,46 @@ static void test_doctored_tf32_ops_refused(void)
                       "the tf32 fragment check failed: ");
 }
 
+/* The programs at one head dim doctored, those at 64 (where the verdicts
+ * are decided) untouched: p (f16 at that head dim) is refused, forced or
+ * not, with right results and no error; head dim 64 keeps the family. */
+static void check_dim_refused(const char *file, const char *from, const char *to, int d)
+{
+    const attn_problem p = problem(ATTN_F16, d);
+    char dir[256];
+    harness_temp_dir(dir, sizeof dir, "mma-gate");
+    attn_context *ctx = own_context();
+    doctor(ctx, dir, file, from, to);
+    if (verified_here(ctx, ATTN_F16)) {
+        check_refused(ctx, &p, 77);
+        attn_plan_info info;
+        const attn_problem p64 = problem(ATTN_F16, 64);
+        planned(ctx, &p64, &info);
+        CU_ASSERT_STRING_EQUAL(info.family, "mma");
+        CU_ASSERT_EQUAL(harness_forward_check(ctx, &p64, 78), 0);
+    }
+    attn_context_release(ctx);
+    harness_remove_tree(dir);
+}
+
+/* A prefill program that fails to build at head dim 128 alone (as a
+ * compiler may, out of registers): refused there, not ATTN_ERROR_BUILD. */
+static void test_doctored_head_dim_build_refused(void)
+{
+    check_dim_refused("mma.cl", "    __local mma_local tl;\n",
+                      "    __local mma_local tl;\n#if HEAD_DIM == 128\n    doctored;\n#endif\n",
+                      128);
+}
+
+/* The decode kernel's splits all written as split 0 at head dim 32 alone:
+ * its verification decodes catch it, and the forward at 32 is refused
+ * too (the verdict is the head dim's). */
+static void test_doctored_head_dim_decode_refused(void)
+{
+    check_dim_refused("decode_mma.cl", "part_lse, nsplit, get_group_id(0), va, 0);",
+                      "part_lse, nsplit, HEAD_DIM == 32 ? 0 : get_group_id(0), va, 0);", 32);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_status_here),
     HARNESS_TEST(test_assumed_default),
@@ -452,6 +494,8 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_doctored_long_decode_refused),
     HARNESS_TEST(test_doctored_f32_refused),
     HARNESS_TEST(test_doctored_tf32_ops_refused),
+    HARNESS_TEST(test_doctored_head_dim_build_refused),
+    HARNESS_TEST(test_doctored_head_dim_decode_refused),
     HARNESS_END,
 };
 

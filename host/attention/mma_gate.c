@@ -11,7 +11,9 @@
  * D 64); f32 (3xTF32) after its own fragment check (the tf32
  * operations), two forwards (short; 4179 keys, folded) and three decodes
  * (paged; int8; contiguous, past 4096 keys a split, folded), so that an f32
- * path that fails leaves the 16-bit types on the tensor cores. Anything
+ * path that fails leaves the 16-bit types on the tensor cores. That is
+ * all at head dim 64; another head dim's programs are verified on its
+ * first plan (usable_dim), a failure leaving only it off. Anything
  * else is one log line saying why and the device's other families, never
  * an error to the caller. */
 #include "attention/mma_gate.h"
@@ -65,6 +67,7 @@ void attn_mma_forget(attn_context *ctx)
 {
     ctx->mma_state = ctx->mma_f32_state = 0;
     ctx->mma_why[0] = ctx->mma_f32_why[0] = 0;
+    memset(ctx->mma_dim_state, 0, sizeof ctx->mma_dim_state);
     attn_plan_clear(ctx);
 }
 
@@ -79,6 +82,11 @@ void attn_mma_assume(attn_context *ctx, int on)
 static const attn_problem verify_shape = {.batch = 1, .q_heads = 4, .kv_heads = 2,
                                           .head_dim = 64, .q_len = 37, .kv_len = 83,
                                           .dtype = ATTN_F16, .causal = 1};
+/* The head dim the context's verdicts are decided at; each other one has
+ * its own programs, verified on its first plan (usable_dim). */
+#define D0 64
+_Static_assert(sizeof((attn_context *)0)->mma_dim_state[0] == ATTN_MMA_DIM_SLOTS,
+               "a verdict per head dim the family takes");
 
 /* Element i of pattern seed, a hash of both: no run of keys repeats
  * another, so that a long row's result depends on every key and a loop
@@ -173,10 +181,11 @@ static int long_keys(int plains)
  * long_keys(1) keys instead (66 key tiles or more): the
  * key loop run long, and past ATTN_MMA_F32_PLAIN_KEYS, f32 rows built
  * folded (MMA_FOLD), another program. */
-static attn_status verify_forward(attn_context *ctx, attn_dtype dt, int long_rows)
+static attn_status verify_forward(attn_context *ctx, attn_dtype dt, int d, int long_rows)
 {
     attn_problem p = verify_shape;
     p.dtype = dt;
+    p.head_dim = d;
     if (long_rows) p.q_len = 16, p.kv_len = long_keys(1);
     _Static_assert(ATTN_MMA_F32_PLAIN_KEYS == 4096, "the f32 gate's message names 4096");
     attn_params pr;
@@ -205,11 +214,12 @@ static attn_status verify_forward(attn_context *ctx, attn_dtype dt, int long_row
  * long_keys(1) keys instead, long_keys(2) in f32, so that each split's
  * key loop runs long, and f32's past
  * ATTN_MMA_F32_PLAIN_KEYS (built folded, as forced splits may leave it). */
-static attn_status verify_decode(attn_context *ctx, attn_dtype dt, int block, int int8,
+static attn_status verify_decode(attn_context *ctx, attn_dtype dt, int d, int block, int int8,
                                  int long_rows)
 {
     attn_problem p = verify_shape;
     p.dtype = dt;
+    p.head_dim = d;
     if (long_rows)
         p.q_len = 16, p.kv_len = long_keys(dt == ATTN_F32 ? 2 : 1);
     attn_params pr;
@@ -269,7 +279,7 @@ static int decide(attn_context *ctx, char *why, size_t n)
     }
     static const attn_dtype types[] = {ATTN_F16, ATTN_BF16};
     for (int i = 0; i < 2; i++)
-        if ((st = verify_forward(ctx, types[i], 0)) != ATTN_SUCCESS) {
+        if ((st = verify_forward(ctx, types[i], D0, 0)) != ATTN_SUCCESS) {
             snprintf(why, n, "the %s verification forward failed: %.150s",
                      types[i] == ATTN_F16 ? "f16" : "bf16", ctx->error);
             return 0;
@@ -279,7 +289,7 @@ static int decide(attn_context *ctx, char *why, size_t n)
     static const struct { attn_dtype dt; int block, int8; } decodes[] = {
         {ATTN_F16, 0, 0}, {ATTN_F16, 16, 1}, {ATTN_BF16, 16, 1}};
     for (int i = 0; i < 3; i++)
-        if ((st = verify_decode(ctx, decodes[i].dt, decodes[i].block, decodes[i].int8, 0)) !=
+        if ((st = verify_decode(ctx, decodes[i].dt, D0, decodes[i].block, decodes[i].int8, 0)) !=
             ATTN_SUCCESS) {
             snprintf(why, n, "the %s verification decode (%s cache) failed: %.130s",
                      decodes[i].dt == ATTN_F16 ? "f16" : "bf16",
@@ -288,13 +298,13 @@ static int decide(attn_context *ctx, char *why, size_t n)
         }
     /* last, so that a fault the short ones find is named by them */
     for (int i = 0; i < 2; i++)
-        if ((st = verify_forward(ctx, types[i], 1)) != ATTN_SUCCESS) {
+        if ((st = verify_forward(ctx, types[i], D0, 1)) != ATTN_SUCCESS) {
             snprintf(why, n, "the %s verification forward over %d keys failed: %.130s",
                      types[i] == ATTN_F16 ? "f16" : "bf16",
                      long_keys(1), ctx->error);
             return 0;
         }
-    if ((st = verify_decode(ctx, ATTN_F16, 16, 1, 1)) != ATTN_SUCCESS) {
+    if ((st = verify_decode(ctx, ATTN_F16, D0, 16, 1, 1)) != ATTN_SUCCESS) {
         snprintf(why, n, "the f16 verification decode over %d keys (paged int8 cache) failed: %.120s",
                  long_keys(1), ctx->error);
         return 0;
@@ -337,13 +347,13 @@ static int usable32(attn_context *ctx)
         snprintf(detail, sizeof detail, "failed: %s", found);
     if (ok) {
         step = "the f32 verification forward (3xTF32)";
-        ok = verify_forward(ctx, ATTN_F32, 0) == ATTN_SUCCESS;
-        if (ok && !(ok = verify_forward(ctx, ATTN_F32, 1) == ATTN_SUCCESS))
+        ok = verify_forward(ctx, ATTN_F32, D0, 0) == ATTN_SUCCESS;
+        if (ok && !(ok = verify_forward(ctx, ATTN_F32, D0, 1) == ATTN_SUCCESS))
             step = "the f32 verification forward past 4096 keys (3xTF32, folded)";
-        if (ok && (ok = verify_decode(ctx, ATTN_F32, 16, 0, 0) == ATTN_SUCCESS &&
-                        verify_decode(ctx, ATTN_F32, 0, 1, 0) == ATTN_SUCCESS) == 0)
+        if (ok && (ok = verify_decode(ctx, ATTN_F32, D0, 16, 0, 0) == ATTN_SUCCESS &&
+                        verify_decode(ctx, ATTN_F32, D0, 0, 1, 0) == ATTN_SUCCESS) == 0)
             step = "the f32 verification decode (3xTF32)";
-        if (ok && !(ok = verify_decode(ctx, ATTN_F32, 0, 0, 1) == ATTN_SUCCESS))
+        if (ok && !(ok = verify_decode(ctx, ATTN_F32, D0, 0, 0, 1) == ATTN_SUCCESS))
             step = "the f32 verification decode past 4096 keys a split (3xTF32, folded)";
         if (!ok) snprintf(detail, sizeof detail, "failed: %.150s", ctx->error);
     }
@@ -358,11 +368,59 @@ static int usable32(attn_context *ctx)
     return ok;
 }
 
+/* The verdict for head dim d (another than D0) in dt's class, after a
+ * usable one at D0, decided on the first call: its own programs (the
+ * fragments' loops and registers are D's), which a compiler may fail to
+ * build, or build wrong, where D0's pass. The checks that tell a program
+ * at D from D0's: 16-bit forwards per type, short and long (f16), and
+ * paged int8 decodes per type; f32 a forward and a paged decode. */
+static int usable_dim(attn_context *ctx, attn_dtype dt, int d)
+{
+    const int f32 = dt == ATTN_F32;
+    if (d == D0) return 1;
+    if (d < 16 || d > 16 * ATTN_MMA_DIM_SLOTS || d % 16) return 0;
+    signed char *state = &ctx->mma_dim_state[f32][d / 16 - 1];
+    if (*state) return *state > 0;
+    const char *step = NULL;
+    if (f32) {
+        if (verify_forward(ctx, ATTN_F32, d, 0) != ATTN_SUCCESS)
+            step = "the f32 verification forward (3xTF32)";
+        else if (verify_decode(ctx, ATTN_F32, d, 16, 0, 0) != ATTN_SUCCESS)
+            step = "the f32 verification decode (3xTF32, paged cache)";
+    } else {
+        static const attn_dtype types[] = {ATTN_F16, ATTN_BF16};
+        for (int i = 0; i < 2 && !step; i++)
+            if (verify_forward(ctx, types[i], d, 0) != ATTN_SUCCESS)
+                step = i ? "the bf16 verification forward" : "the f16 verification forward";
+        for (int i = 0; i < 2 && !step; i++)
+            if (verify_decode(ctx, types[i], d, 16, 1, 0) != ATTN_SUCCESS)
+                step = i ? "the bf16 verification decode (paged int8 cache)"
+                         : "the f16 verification decode (paged int8 cache)";
+        if (!step && verify_forward(ctx, ATTN_F16, d, 1) != ATTN_SUCCESS)
+            step = "the f16 verification forward over 4179 keys";
+    }
+    *state = step ? -1 : 1;
+    if (step)
+        attn_log(ATTN_LOG_WARN, "the mma family is not used for %s at head dim %d on this "
+                 "device: %s failed: %.150s", f32 ? "f32" : "f16 and bf16", d, step, ctx->error);
+    return !step;
+}
+
 int attn_mma_usable(attn_context *ctx, attn_dtype dt)
 {
     char saved[ATTN_ERROR_MAX];
     memcpy(saved, ctx->error, sizeof saved);
     const int ok = usable16(ctx) && (dt != ATTN_F32 || usable32(ctx));
+    memcpy(ctx->error, saved, sizeof saved);
+    return ok;
+}
+
+int attn_mma_usable_for(attn_context *ctx, const attn_problem *p)
+{
+    if (!attn_mma_usable(ctx, p->dtype)) return 0;
+    char saved[ATTN_ERROR_MAX];
+    memcpy(saved, ctx->error, sizeof saved);
+    const int ok = usable_dim(ctx, p->dtype, p->head_dim);
     memcpy(ctx->error, saved, sizeof saved);
     return ok;
 }

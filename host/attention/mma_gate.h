@@ -11,6 +11,10 @@
  * need: mma.sync m16n8k16 with bf16 and cvt.rn.{f16,bf16}x2.f32 are sm_80's. */
 #define ATTN_MMA_MIN_CC 80
 
+/* The head dims that have a verdict each: 16, 32, ..., 16 * this (the
+ * family's largest, desc_mma.c). */
+#define ATTN_MMA_DIM_SLOTS 16
+
 /* NVIDIA's compute capability x 10 (cl_nv_device_attribute_query), or 0
  * for a device without that extension. */
 int attn_nv_compute_capability(cl_device_id device);
@@ -38,6 +42,15 @@ void attn_mma_options(const attn_context *ctx, int family, char *opts, size_t si
  * for the context's life; a failure is one log line (why). ctx's error is
  * left as it was. Lock held. */
 int attn_mma_usable(attn_context *ctx, attn_dtype dt);
+
+/* attn_mma_usable for p's dtype, and at p's head dim (a multiple of 16,
+ * at most 16 * ATTN_MMA_DIM_SLOTS): the verdicts above are decided at
+ * head dim 64; each other head dim's programs are verified apart on its
+ * first call (a short forward per 16-bit type, the f16 one also over 4179
+ * keys, a paged int8 decode per type; f32: a forward and a paged decode).
+ * A failure is one log line naming the head dim and the step, and leaves
+ * the other head dims on mma. Lock held. */
+int attn_mma_usable_for(attn_context *ctx, const attn_problem *p);
 
 /* Why not (or "" while undecided or usable), for attn-info and tests: the
  * 16-bit verdict's reason, or with dt ATTN_F32 the f32 one's. */

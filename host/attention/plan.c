@@ -100,7 +100,7 @@ int attn_plan_mma(attn_context *ctx, int entry, const attn_problem *p)
      * per KV head: enough to fill a tensor-core tile (decode.h) */
     if (entry == ATTN_ENTRY_DECODE && p->q_heads / p->kv_heads * p->q_len < ATTN_MMA_DECODE_ROWS)
         return 0;
-    return attn_params_mma_suits(p) && attn_mma_usable(ctx, p->dtype);
+    return attn_params_mma_suits(p) && attn_mma_usable_for(ctx, p);
 }
 
 
@@ -124,8 +124,9 @@ static const char *family_refusal(attn_context *ctx, int family, int entry, cons
      * runs only once mma_gate.c verified it: a PTX build that fails, or
      * fragments that compute wrong, must not reach the caller */
     if (!refused && family == ATTN_FAMILY_MMA && (attn_mma_ptx(ctx) || ctx->mma_assume) &&
-        !attn_mma_usable(ctx, p->dtype))
-        refused = "is not verified on this device (attn_family_status says why)";
+        !attn_mma_usable_for(ctx, p))
+        refused = "is not verified on this device for this dtype and head dim "
+                  "(attn_family_status or the log says why)";
     return refused;
 }
 

@@ -58,6 +58,9 @@ struct attn_context {
      * taken as capable, with the emulation (attn_mma_assume) */
     int mma_state, mma_f32_state, mma_assume;
     char mma_why[256], mma_f32_why[256];
+    /* the same per head dim other than 64 (16-bit, f32; D / 16 - 1):
+     * mma_gate.c's usable_dim */
+    signed char mma_dim_state[2][16];
 
     attn_program_entry *programs;
     /* how programs were obtained (tests and the tuner read these) */
