@@ -57,6 +57,7 @@ typedef struct int8_case {
     int left_pad;   /* appends through attn_kv_cache_append_rows, left-padded */
     int splits;     /* 0: automatic */
     float k_mag, v_mag;
+    int pool_blocks; /* paged: the pool's blocks; 0 as many as batch * capacity */
 } int8_case;
 
 static int max_len(const int8_case *c)
@@ -184,7 +185,8 @@ static void run_case(const int8_case *c, harness_family fam, const char *extra, 
 
     const attn_kv_cache_desc desc = {.batch = B, .kv_heads = HKV, .head_dim = D,
                                      .capacity = N + 5, .dtype = dt,
-                                     .block_size = c->block_size, .storage = ATTN_KV_INT8};
+                                     .block_size = c->block_size, .storage = ATTN_KV_INT8,
+                                     .num_blocks = c->pool_blocks};
     attn_kv_cache *cache = NULL;
     attn_status st = attn_kv_cache_create_desc(ctx, &desc, &cache);
     if (st != ATTN_SUCCESS) printf("\n  create: %s\n", attn_last_error(ctx));
@@ -355,14 +357,14 @@ static void test_tolerance_order(void)
 /* GQA, ragged lengths across key blocks, splits automatic */
 static void test_gqa_ragged(void)
 {
-    const int8_case c = {3, 8, 2, 64, {37, 1, 300}, 1, 0, 0, 0, 1.0f, 1.0f};
+    const int8_case c = {3, 8, 2, 64, {37, 1, 300}, 1, 0, 0, 0, 1.0f, 1.0f, 0};
     run_all(&c, 0x18a1);
 }
 
 /* the same forced into 3 splits, and a speculative block of 4 queries */
 static void test_gqa_split_block(void)
 {
-    const int8_case c = {3, 8, 2, 64, {200, 5, 130}, 4, 0, 0, 3, 1.0f, 1.0f};
+    const int8_case c = {3, 8, 2, 64, {200, 5, 130}, 4, 0, 0, 3, 1.0f, 1.0f, 0};
     run_all(&c, 0x18a2);
 }
 
@@ -370,7 +372,7 @@ static void test_gqa_split_block(void)
  * on p, not on staged K/V */
 static void test_tiled_global_kv(void)
 {
-    const int8_case c = {3, 8, 2, 64, {200, 5, 130}, 4, 0, 0, 3, 1.0f, 1.0f};
+    const int8_case c = {3, 8, 2, 64, {200, 5, 130}, 4, 0, 0, 3, 1.0f, 1.0f, 0};
     for (int t = 0; t < 2; t++)
         run_case(&c, HARNESS_TILED, "local_kv=0", dtypes[t], harness_seed(0x18a6));
 }
@@ -380,7 +382,7 @@ static void test_tiled_global_kv(void)
  * cache read back (dequantized) */
 static void test_mqa_odd_dim_left_padded(void)
 {
-    const int8_case c = {2, 4, 1, 19, {50, 9}, 3, 0, 1, 2, 1.0f, 1.0f};
+    const int8_case c = {2, 4, 1, 19, {50, 9}, 3, 0, 1, 2, 1.0f, 1.0f, 0};
     attn_context *ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     CU_ASSERT_EQUAL_FATAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
@@ -399,7 +401,7 @@ static void test_check_mode_sharp(void)
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
     const uint64_t seed = harness_seed(0x18aa);
     const int B = 1, HQ = 8, HKV = 2, D = 128, S = 256;
-    const int8_case c = {B, HQ, HKV, D, {S}, 1, 0, 0, 0, 1.0f, 1.0f};
+    const int8_case c = {B, HQ, HKV, D, {S}, 1, 0, 0, 0, 1.0f, 1.0f, 0};
     const size_t nk = (size_t)B * HKV * S * D, nq = (size_t)B * HQ * D;
     float *k = harness_xalloc(nk), *v = harness_xalloc(nk), *q = harness_xalloc(nq);
     harness_fill_normal(k, nk, seed, 0.0f, 3.0f);
@@ -442,7 +444,7 @@ static void test_check_mode_sharp(void)
  * for unit-scale data) */
 static void test_large_rows(void)
 {
-    const int8_case c = {2, 4, 2, 64, {70, 33}, 1, 0, 0, 0, 8.0f, 1000.0f};
+    const int8_case c = {2, 4, 2, 64, {70, 33}, 1, 0, 0, 0, 8.0f, 1000.0f, 0};
     run_all(&c, 0x18a4);
 }
 
@@ -450,13 +452,21 @@ static void test_large_rows(void)
  * head dim */
 static void test_paged(void)
 {
-    const int8_case c = {3, 8, 2, 64, {40, 17, 3}, 2, 16, 1, 0, 1.0f, 1.0f};
+    const int8_case c = {3, 8, 2, 64, {40, 17, 3}, 2, 16, 1, 0, 1.0f, 1.0f, 0};
     run_all(&c, 0x18a5);
     /* D37 (rows of 48): the tiled kernel's last 16-byte vector of a row
      * holds 5 columns and 11 of padding, of which only what fits the
      * __local row (up to 40) is stored */
-    const int8_case odd = {2, 4, 2, 37, {40, 29}, 2, 16, 0, 2, 1.0f, 1.0f};
+    const int8_case odd = {2, 4, 2, 37, {40, 29}, 2, 16, 0, 2, 1.0f, 1.0f, 0};
     run_all(&odd, 0x18a9);
+    /* pages out of order: the pool gives a sequence the page after its
+     * last where free (above, each sequence's pages run in order); in a
+     * pool of just the 9 blocks needed, sequence 0's second half runs into
+     * the pages of the others' first and takes its last pages as 0-3, 4,
+     * 8, 7, so that a lookup taking the first entry plus an offset reads
+     * other sequences' rows */
+    const int8_case scattered = {3, 4, 2, 32, {100, 3, 3}, 2, 16, 0, 0, 1.0f, 1.0f, 9};
+    run_all(&scattered, 0x18aa);
 }
 
 /* long query blocks (more than ATTN_DECODE_MAX_Q_LEN: a chunked prefill,
@@ -465,9 +475,9 @@ static void test_paged(void)
  * queries are its whole cache */
 static void test_long_block(void)
 {
-    const int8_case c = {3, 8, 2, 64, {300, 70, 150}, 100, 0, 1, 0, 1.0f, 1.0f};
+    const int8_case c = {3, 8, 2, 64, {300, 70, 150}, 100, 0, 1, 0, 1.0f, 1.0f, 0};
     run_all(&c, 0x18a7);
-    const int8_case paged = {3, 8, 2, 40, {300, 70, 150}, 100, 16, 0, 0, 1.0f, 1.0f};
+    const int8_case paged = {3, 8, 2, 40, {300, 70, 150}, 100, 16, 0, 0, 1.0f, 1.0f, 0};
     run_all(&paged, 0x18a8);
 }
 

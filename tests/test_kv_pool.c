@@ -4,9 +4,11 @@
  * blocks, removal and reuse (read back with attn_kv_cache_read and checked
  * against a host model, and against a contiguous cache put through the same
  * calls), pool exhaustion with nothing written, and the refusals. Decode
- * through paged caches is test_decode_paged.c's. */
+ * through paged caches is test_decode_paged.c's. The story runs in int8
+ * too: a fork or copy on write carries the rows' scales. */
 #include "cases.h"
 #include "harness.h"
+#include "attention/kv_quant.h" /* the model of an int8 cache */
 #include "core/context.h" /* max_alloc, lowered by test_table_past_max_alloc */
 
 #include <math.h>
@@ -31,10 +33,24 @@ static int says(attn_context *ctx, const char *word)
     return 0;
 }
 
+/* A row as an int8 cache reads it back: quantized, dequantized, rounded
+ * to dt (the device's quantizer is the host's, bit for bit:
+ * test_decode_int8). */
+static void int8_row(float *row, attn_dtype dt)
+{
+    signed char q[D];
+    float scale;
+    attn_kv_quantize_row(row, D, q, &scale);
+    for (int d = 0; d < D; d++) row[d] = attn_kv_dequantize(q[d], scale);
+    harness_round(dt, row, D);
+}
+
 /* Appends counts[b] new random rows to each sequence of every cache in
- * caches[0..n-1] (one block, rows from starts[b]) and to the model. */
+ * caches[0..n-1] (one block, rows from starts[b]) and to the model (int8:
+ * int8 caches, the rows as they store them). */
 static void append_all(attn_context *ctx, attn_kv_cache **caches, int n, model *m, attn_dtype dt,
-                       const int *starts, const int *counts, int block_len, uint64_t seed)
+                       int int8, const int *starts, const int *counts, int block_len,
+                       uint64_t seed)
 {
     const size_t sz = (size_t)B * HKV * block_len * D;
     float *bk = harness_xalloc(sz), *bv = harness_xalloc(sz);
@@ -48,6 +64,10 @@ static void append_all(attn_context *ctx, attn_kv_cache **caches, int n, model *
                 const size_t at = (((size_t)b * HKV + h) * block_len + starts[b] + r) * D;
                 memcpy(m->k[b][m->len[b] + r][h], bk + at, sizeof(float) * D);
                 memcpy(m->v[b][m->len[b] + r][h], bv + at, sizeof(float) * D);
+                if (int8) {
+                    int8_row(m->k[b][m->len[b] + r][h], dt);
+                    int8_row(m->v[b][m->len[b] + r][h], dt);
+                }
             }
     attn_tensor tk, tv;
     cl_mem mk = harness_upload(ctx, dt, bk, B, HKV, block_len, D, NULL, &tk);
@@ -114,13 +134,16 @@ static void model_fork(model *m, int src, int dst)
 
 /* A paged cache and a contiguous one through the same calls: ragged and
  * left-padded appends, a fork at a partial block whose sequences then
- * diverge (copy on write), truncation across a block boundary, removal and
- * reuse of the blocks. After each step both equal the model. */
-static void sequence_story(attn_dtype dt, int block)
+ * diverge (copy on write), truncation across a block boundary (onto one
+ * where the block is 32 or less), removal and reuse of the blocks. After
+ * each step both equal the model. int8: both caches quantized (a fork or
+ * a copy on write must carry the rows' scales). */
+static void sequence_story(attn_dtype dt, int block, int int8)
 {
     attn_context *ctx = harness_context();
     attn_kv_cache_desc d = {.batch = B, .kv_heads = HKV, .head_dim = D, .capacity = CAP,
-                            .dtype = dt, .block_size = block};
+                            .dtype = dt, .block_size = block,
+                            .storage = int8 ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE};
     attn_kv_cache *c[2];
     CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &d, &c[0]), ATTN_SUCCESS);
     d.block_size = 0;
@@ -132,7 +155,7 @@ static void sequence_story(attn_dtype dt, int block)
 
     /* a left-padded prompt batch: lengths 37, 5, 0 in a block of 37 */
     const int s1[B] = {0, 32, 37}, n1[B] = {37, 5, 0};
-    append_all(ctx, c, 2, m, dt, s1, n1, 37, 11);
+    append_all(ctx, c, 2, m, dt, int8, s1, n1, 37, 11);
     CU_ASSERT(matches(c[0], m, dt) && matches(c[1], m, dt));
     const int used = (37 + block - 1) / block + (5 + block - 1) / block;
     CU_ASSERT_EQUAL(free_blocks(c[0]), total - used);
@@ -147,20 +170,22 @@ static void sequence_story(attn_dtype dt, int block)
     /* both diverge: 3 tokens each (the first copies the shared block, the
      * second then owns the original alone and writes in place) */
     const int s2[B] = {0, 0, 0}, n2[B] = {3, 1, 3};
-    append_all(ctx, c, 2, m, dt, s2, n2, 3, 23);
+    append_all(ctx, c, 2, m, dt, int8, s2, n2, 3, 23);
     CU_ASSERT(matches(c[0], m, dt) && matches(c[1], m, dt));
     const int pages0 = (40 + block - 1) / block, pages1 = (6 + block - 1) / block;
     const int shared = 37 / block; /* whole blocks both still share */
     CU_ASSERT_EQUAL(free_blocks(c[0]), total - (pages0 + pages1 + (pages0 - shared)));
 
-    /* truncate sequence 0 across a block boundary, then grow it again */
-    const int cut = block > 16 ? 10 : 20;
+    /* truncate sequence 0 (40 tokens) across a block boundary, onto one
+     * where it can (a block kept past it would be lost to the pool: the
+     * last check fails), then grow it again */
+    const int cut = block <= 32 ? 32 : 10;
     for (int i = 0; i < 2; i++) CU_ASSERT_EQUAL(attn_kv_cache_truncate(c[i], 0, cut), ATTN_SUCCESS);
     m->len[0] = cut;
     CU_ASSERT(matches(c[0], m, dt) && matches(c[1], m, dt));
     const int grow = block > 64 ? 100 : block + 3; /* inside the capacity */
     const int n3[B] = {grow, 0, 1};
-    append_all(ctx, c, 2, m, dt, s2, n3, grow, 31);
+    append_all(ctx, c, 2, m, dt, int8, s2, n3, grow, 31);
     CU_ASSERT(matches(c[0], m, dt) && matches(c[1], m, dt));
 
     /* remove sequence 2; its blocks return and serve sequence 1 */
@@ -170,7 +195,7 @@ static void sequence_story(attn_dtype dt, int block)
     CU_ASSERT(free_blocks(c[0]) > before);
     const int more = block > 64 ? 150 : 2 * block + 1;
     const int n4[B] = {0, more, 0};
-    append_all(ctx, c, 2, m, dt, s2, n4, more, 41);
+    append_all(ctx, c, 2, m, dt, int8, s2, n4, more, 41);
     CU_ASSERT(matches(c[0], m, dt) && matches(c[1], m, dt));
 
     /* empty everything: no block is lost */
@@ -185,8 +210,10 @@ static void test_sequences_paged(void)
 {
     const attn_dtype dts[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
     const int blocks[] = {16, 64, 256};
-    for (int i = 0; i < 3; i++) sequence_story(dts[i], blocks[i]);
-    sequence_story(ATTN_F32, 32);
+    for (int i = 0; i < 3; i++) sequence_story(dts[i], blocks[i], 0);
+    sequence_story(ATTN_F32, 32, 0);
+    sequence_story(ATTN_F16, 16, 1);
+    sequence_story(ATTN_BF16, 64, 1);
 }
 
 /* An append the pool cannot serve: ATTN_ERROR_OUT_OF_MEMORY naming the
@@ -202,7 +229,7 @@ static void test_pool_exhaustion(void)
     model *m = calloc(1, sizeof *m);
     CU_ASSERT_FATAL(m != NULL);
     const int s[B] = {0, 0, 0}, n1[B] = {40, 0, 0};
-    append_all(ctx, &c, 1, m, ATTN_F32, s, n1, 40, 5); /* 3 blocks */
+    append_all(ctx, &c, 1, m, ATTN_F32, 0, s, n1, 40, 5); /* 3 blocks */
     CU_ASSERT_EQUAL(free_blocks(c), 1);
 
     /* 9 more for sequence 0 fit its third block; sequence 1's 20 need 2 */
@@ -225,7 +252,7 @@ static void test_pool_exhaustion(void)
     CU_ASSERT(says(ctx, "append"));
     /* what fits goes in */
     const int n3[B] = {5, 16, 0};
-    append_all(ctx, &c, 1, m, ATTN_F32, s, n3, 16, 13);
+    append_all(ctx, &c, 1, m, ATTN_F32, 0, s, n3, 16, 13);
     CU_ASSERT_EQUAL(free_blocks(c), 0);
     CU_ASSERT(matches(c, m, ATTN_F32));
     clReleaseMemObject(mx);
@@ -379,7 +406,7 @@ static void test_slots_and_refusals(void)
     model *m = calloc(1, sizeof *m);
     CU_ASSERT_FATAL(m != NULL);
     const int st0[B] = {0, 0, 0}, n[B] = {20, 0, 0};
-    append_all(ctx, &c, 1, m, ATTN_F16, st0, n, 20, 3);
+    append_all(ctx, &c, 1, m, ATTN_F16, 0, st0, n, 20, 3);
     CU_ASSERT_EQUAL(attn_kv_cache_seq_fork(c, 0, 0), ATTN_ERROR_INVALID_ARGUMENT);
     CU_ASSERT(says(ctx, "src and dst"));
     CU_ASSERT_EQUAL(attn_kv_cache_seq_fork(c, 1, 0), ATTN_ERROR_INVALID_ARGUMENT);
