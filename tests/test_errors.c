@@ -100,11 +100,12 @@ static void test_messages_name_the_function(void)
           ATTN_ERROR_INVALID_ARGUMENT, "attn_forward", "q is NULL");
     FAILS(ctx, attn_forward(ctx, &bad, &f.q, &f.k, &f.v, &f.out, NULL, NULL, NULL),
           ATTN_ERROR_INVALID_ARGUMENT, "attn_forward", "head_dim");
-    FAILS(ctx, attn_prepare(ctx, NULL, NULL), ATTN_ERROR_INVALID_ARGUMENT, "attn_prepare", "is NULL");
+    FAILS(ctx, attn_prepare(ctx, NULL, NULL), ATTN_ERROR_INVALID_ARGUMENT, "attn_prepare",
+          "p (the problem) is NULL");
     FAILS(ctx, attn_forward_materialized(ctx, &f.p, &f.q, NULL, &f.v, &f.out, NULL, NULL, NULL),
           ATTN_ERROR_INVALID_ARGUMENT, "attn_forward_materialized", "k is NULL");
     FAILS(ctx, attn_attention_weights(ctx, &f.p, &f.q, &f.k, NULL, 0, HQ, w),
-          ATTN_ERROR_INVALID_ARGUMENT, "attn_attention_weights", "head");
+          ATTN_ERROR_INVALID_ARGUMENT, "attn_attention_weights", "head = 2 is outside");
     attn_kv_cache *c2 = NULL;
     FAILS(ctx, attn_kv_cache_create(ctx, 0, HKV, D, 4, ATTN_F32, &c2),
           ATTN_ERROR_INVALID_ARGUMENT, "attn_kv_cache_create", "batch");
