@@ -13,6 +13,7 @@
 #define _POSIX_C_SOURCE 200809L
 #include "blas/blas.h" /* ATTN_CLBLAST_MAX_INDEX */
 #include "core/context.h" /* max_alloc, lowered by test_packed_sized_by_entry */
+#include "core/program.h" /* attn_kernel_source: doctored kernels */
 #include "cases.h"
 
 #include <clblast_c.h>
@@ -82,6 +83,41 @@ static char self_path[4096];
 static int child_size_index; /* the child's size: other data under each */
 static void child_softmax_variants(void); /* the variants' rows (below) */
 
+/* One query over S keys whose logits are 0 but one of 300 at `spike`: the
+ * softmax is one-hot (e^-300 is below f32), so O is V's row there exactly.
+ * Small logits hide a wrong row maximum (the exponentials' ratio is
+ * right whatever is subtracted); this one does not, wherever the spike
+ * falls among a work-group's lanes. */
+static void softmax_spike(attn_context *ctx, int S, int spike)
+{
+    enum { D = 8 };
+    const attn_problem p = {.batch = 1, .q_heads = 1, .kv_heads = 1, .head_dim = D, .q_len = 1,
+                            .kv_len = S, .dtype = ATTN_F32, .causal = 0, .scale = 1.0f};
+    float q[D] = {1.0f}, o[D];
+    float *k = calloc((size_t)S * D, sizeof(float)), *v = harness_xalloc((size_t)S * D);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(k);
+    k[(size_t)spike * D] = 300.0f;
+    for (int j = 0; j < S; j++)
+        for (int d = 0; d < D; d++) v[(size_t)j * D + d] = (float)(j * D + d);
+    attn_tensor tq, tk, tv, to;
+    cl_mem mq = harness_upload(ctx, ATTN_F32, q, 1, 1, 1, D, NULL, &tq);
+    cl_mem mk = harness_upload(ctx, ATTN_F32, k, 1, 1, S, D, NULL, &tk);
+    cl_mem mv = harness_upload(ctx, ATTN_F32, v, 1, 1, S, D, NULL, &tv);
+    cl_mem mo = harness_alloc(ctx, ATTN_F32, 1, 1, 1, D, NULL, &to);
+    CU_ASSERT_FATAL(mq && mk && mv && mo);
+    CU_ASSERT_EQUAL(attn_forward_materialized(ctx, &p, &tq, &tk, &tv, &to, NULL, NULL, NULL),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, ATTN_F32, &to, 1, 1, 1, D, o), 0);
+    int wrong = 0;
+    for (int d = 0; d < D; d++) wrong += o[d] != v[(size_t)spike * D + d];
+    if (wrong) printf("\n  spike at %d of %d keys: O[0] = %g, want %g\n", spike, S, o[0],
+                      v[(size_t)spike * D]);
+    CU_ASSERT_EQUAL(wrong, 0);
+    clReleaseMemObject(mq), clReleaseMemObject(mk), clReleaseMemObject(mv);
+    clReleaseMemObject(mo);
+    free(k), free(v);
+}
+
 static void child_softmax_cases(void)
 {
     for (size_t j = 0; j < harness_ncases; j++)
@@ -91,6 +127,11 @@ static void child_softmax_cases(void)
             run_case(&c);
         }
     child_softmax_variants();
+    /* the spike in every lane of 8 and of 128 at least once, and past them */
+    static const int spikes[][2] = {{64, 40}, {64, 63}, {64, 0}, {300, 5}, {300, 255},
+                                    {300, 299}, {9, 7}, {9, 8}};
+    for (size_t i = 0; i < sizeof spikes / sizeof spikes[0]; i++)
+        softmax_spike(harness_context(), spikes[i][0], spikes[i][1]);
 }
 
 /* A size that is not a power of two: refused before any work, naming the
@@ -142,6 +183,60 @@ static void test_check_mode(void)
     CU_ASSERT_EQUAL_FATAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
     run_group("materialized/check");
     attn_context_set_check(ctx, 0);
+}
+
+/* Check mode on kernels whose O is twice the answer (materialized.cl's
+ * probabilities doubled, from a kernel folder): ATTN_ERROR_MISMATCH naming
+ * the reference; with check mode off the same call succeeds. */
+static void test_check_mode_catches(void)
+{
+    attn_context *ctx = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &ctx), ATTN_SUCCESS);
+    char dir[256], path[512];
+    harness_temp_dir(dir, sizeof dir, "materialized-doctored");
+    static const char *const names[] = {"common.cl", "variants.cl", "materialized.cl"};
+    static const char from[] = "const float inv = sum > 0.0f ? 1.0f / sum : 0.0f;";
+    int doctored = 0;
+    for (int i = 0; i < 3; i++) {
+        char *text = attn_kernel_source(ctx, names[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+        char *at = strstr(text, from);
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        FILE *f = fopen(path, "w");
+        CU_ASSERT_PTR_NOT_NULL_FATAL(f);
+        if (i == 2 && at) {
+            fprintf(f, "%.*sconst float inv = sum > 0.0f ? 2.0f / sum : 0.0f;%s",
+                    (int)(at - text), text, at + strlen(from));
+            doctored = 1;
+        } else {
+            fputs(text, f);
+        }
+        CU_ASSERT_EQUAL(fclose(f), 0);
+        free(text);
+    }
+    CU_ASSERT_FATAL(doctored);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_kernel_dir(ctx, dir), ATTN_SUCCESS);
+    const attn_problem p = harness_problem(1, 2, 1, 16, 9, 9, 1);
+    const size_t nq = (size_t)2 * 9 * 16, nkv = (size_t)9 * 16;
+    float *q = harness_xalloc(nq), *kv = harness_xalloc(nkv);
+    harness_fill_uniform(q, nq, 81, -1, 1);
+    harness_fill_uniform(kv, nkv, 82, 0.5f, 1); /* O away from 0: doubled, it differs */
+    attn_tensor tq, tk, to;
+    cl_mem mq = harness_upload(ctx, ATTN_F32, q, 1, 2, 9, 16, NULL, &tq);
+    cl_mem mk = harness_upload(ctx, ATTN_F32, kv, 1, 1, 9, 16, NULL, &tk);
+    cl_mem mo = harness_alloc(ctx, ATTN_F32, 1, 2, 9, 16, NULL, &to);
+    CU_ASSERT_FATAL(mq && mk && mo);
+    CU_ASSERT_EQUAL(attn_forward_materialized(ctx, &p, &tq, &tk, &tk, &to, NULL, NULL, NULL),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
+    const attn_status st = attn_forward_materialized(ctx, &p, &tq, &tk, &tk, &to, NULL, NULL, NULL);
+    printf("\n  doctored, check mode: %s: %s", attn_status_name(st), attn_last_error(ctx));
+    CU_ASSERT_EQUAL(st, ATTN_ERROR_MISMATCH);
+    CU_ASSERT_PTR_NOT_NULL(strstr(attn_last_error(ctx), "reference"));
+    clReleaseMemObject(mq), clReleaseMemObject(mk), clReleaseMemObject(mo);
+    free(q), free(kv);
+    attn_context_release(ctx);
+    harness_remove_tree(dir);
 }
 
 /* ---- refusal: a buffer beyond the device's max allocation ---- */
@@ -993,6 +1088,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_softmax_work_groups),
     HARNESS_TEST(test_storage_types),
     HARNESS_TEST(test_check_mode),
+    HARNESS_TEST(test_check_mode_catches),
     HARNESS_TEST(test_refuses_beyond_max_alloc),
     HARNESS_TEST(test_bad_arguments),
     HARNESS_TEST(test_weights),
@@ -1018,6 +1114,11 @@ static void register_child_refused(void)
 
 int main(int argc, char **argv)
 {
+    if (argc > 1 && strncmp(argv[1], "--child-", 8) == 0) {
+        /* the parent's filter named the parent's test, not the child's */
+        unsetenv("ATTN_TEST_FILTER");
+        unsetenv("ATTN_TEST_SKIP");
+    }
     if (argc > 2 && strcmp(argv[1], "--child-softmax") == 0) {
         child_size_index = atoi(argv[2]);
         return harness_run("test_materialized --child-softmax", register_child_cases);
