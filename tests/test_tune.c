@@ -294,6 +294,74 @@ static void test_wrong_candidates_rejected(void)
     remove_dir();
 }
 
+/* ---- the search keeps the fastest ---- */
+
+static int g_slow_rows; /* the BLOCK_ROWS doctored_slow makes slow */
+
+/* Writes cl/ into dir with vector_core.cl's rows of BLOCK_ROWS ==
+ * g_slow_rows finished after a spin of 20000 dependent steps (each row's
+ * 1 / l, unchanged: right, and slow). */
+static void doctored_slow(attn_context *ctx, const char *dir)
+{
+    static const char *names[] = {"common.cl", "vector_core.cl", "tiled_core.cl",    "tiled.cl",
+                                  "vector.cl", "peak.cl",        "vector_helpers.cl", "variants.cl",
+                                  "mask_tiles.cl"};
+    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
+        char *text = attn_kernel_source(ctx, names[i]);
+        CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+        if (i == 1) {
+            char *a = replace(text, "1.0f / l", "attn_test_spin(l) / l");
+            size_t n = strlen(a) + 512;
+            free(text);
+            text = malloc(n);
+            snprintf(text, n, "inline float attn_test_spin(float l)\n{\n    float x = l;\n"
+                     "    for (int i = 0; i < (BLOCK_ROWS == %d ? 20000 : 0); i++)\n"
+                     "        x = x * 0.5f + l * 0.5f;\n    return x / l;\n}\n%s",
+                     g_slow_rows, a);
+            free(a);
+        }
+        char path[1024];
+        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
+        write_file(path, text);
+        free(text);
+    }
+}
+
+/* The default made several times slower than its neighbours (right all
+ * the same): the search must keep a faster candidate, not the default.
+ * A search that kept the slowest as "the fastest" passed every test
+ * (the default always won where it was as fast as any). */
+static void test_search_keeps_fastest(void)
+{
+    attn_problem p = problem(16, 2, 1, 64, ATTN_F32, 1);
+    attn_tune_bench *b = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(harness_context(), ATTN_ENTRY_PREFILL, &p, NULL,
+                                                 &b), ATTN_SUCCESS);
+    const attn_params dflt = attn_tune_bench_default(b);
+    attn_tune_bench_free(b);
+    if (dflt.family != ATTN_FAMILY_VECTOR) {
+        printf("\n  the default here is not the vector family's: not checked");
+        return;
+    }
+    g_slow_rows = dflt.block_rows;
+    attn_context *ctx = doctored_context(doctored_slow);
+    CU_ASSERT_EQUAL_FATAL(attn_tune_bench_create(ctx, ATTN_ENTRY_PREFILL, &p, NULL, &b),
+                          ATTN_SUCCESS);
+    attn_search_opts so = quick_search(30, 6, 7, 1u << ATTN_FAMILY_VECTOR);
+    attn_search_result res;
+    CU_ASSERT_EQUAL(attn_tune_search(b, &so, &res), ATTN_SUCCESS);
+    char text[200];
+    attn_params_format(&res.best, text, sizeof text);
+    printf("\n  search: %s, %.4f ms (default %.4f ms), %d tested", text, res.best_ms,
+           res.default_ms, res.tested);
+    CU_ASSERT(res.best.block_rows != g_slow_rows);
+    CU_ASSERT(res.best_ms < res.default_ms / 2);
+    CU_ASSERT(res.best_r.status == ATTN_CAND_OK);
+    attn_tune_bench_free(b);
+    attn_context_release(ctx);
+    remove_dir();
+}
+
 /* Correct candidates pass in every storage type, causal or not, with GQA. */
 static void test_correct_candidates_pass(void)
 {
@@ -1424,6 +1492,7 @@ static void test_search_keeps_to_family(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_tool_commands),
     HARNESS_TEST(test_wrong_candidates_rejected),
+    HARNESS_TEST(test_search_keeps_fastest),
     HARNESS_TEST(test_decode_split_verified),
     HARNESS_TEST(test_correct_candidates_pass),
     HARNESS_TEST(test_resume_after_kill),
