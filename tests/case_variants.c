@@ -116,7 +116,8 @@ void harness_variant_data_make(const harness_case *c, attn_context *ctx, harness
     if (c->sinks != HARNESS_SINKS_NONE) {
         vd->sinks = harness_xalloc((size_t)c->Hq);
         if (c->sink_values) memcpy(vd->sinks, c->sink_values, (size_t)c->Hq * sizeof(float));
-        else harness_fill_uniform(vd->sinks, (size_t)c->Hq, harness_seed(c->seed) + 3, 0.0f, 4.0f);
+        else /* either sign: gpt-oss's are mostly negative */
+            harness_fill_uniform(vd->sinks, (size_t)c->Hq, harness_seed(c->seed) + 3, -4.0f, 4.0f);
         if (ctx && c->sinks == HARNESS_SINKS_BUFFER)
             vd->sinks_buffer = device_copy(ctx, ATTN_F32, vd->sinks, (size_t)c->Hq);
     }
