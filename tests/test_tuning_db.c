@@ -23,6 +23,8 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <signal.h>
+#include <sys/resource.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -1836,12 +1838,123 @@ static void test_paths_too_long(void)
     free(saved);
 }
 
+/* An entry serves its own class on its own device only: the same shape in
+ * another dtype, causality or entry point, or on a device of other compute
+ * units, vendor or platform, finds nothing (each line of the comparisons
+ * left out passed the suite). */
+static void test_entry_only_for_its_class_and_device(void)
+{
+    const attn_problem p = problem(64, 8, 2, 1024);
+    attn_tuning_entry e = entry(&fake_dev, "0123456789abcdef", &p, "family=vector,rows=8");
+    const attn_tuning_db db = {.entries = &e, .count = 1, .capacity = 1};
+    const attn_tuning_entry *got;
+    attn_shape_class c;
+    attn_shape_class_of(&p, &c);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &fake_dev, NULL, &c, &got), ATTN_TIER_EXACT);
+    attn_problem q = p;
+    q.dtype = ATTN_F16;
+    attn_shape_class_of(&q, &c);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &fake_dev, NULL, &c, &got), ATTN_TIER_NONE);
+    q = p;
+    q.causal = 0;
+    attn_shape_class_of(&q, &c);
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &fake_dev, NULL, &c, &got), ATTN_TIER_NONE);
+    attn_shape_class_of(&p, &c);
+    c.decode = 1;
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &fake_dev, NULL, &c, &got), ATTN_TIER_NONE);
+    attn_shape_class_of(&p, &c);
+    attn_device_identity d = fake_dev;
+    d.compute_units++;
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &d, NULL, &c, &got), ATTN_TIER_NONE);
+    d = fake_dev;
+    snprintf(d.vendor, sizeof d.vendor, "Other Vendor");
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &d, NULL, &c, &got), ATTN_TIER_NONE);
+    d = fake_dev;
+    snprintf(d.platform, sizeof d.platform, "Other Platform");
+    CU_ASSERT_EQUAL(attn_tuning_db_lookup(&db, &d, NULL, &c, &got), ATTN_TIER_NONE);
+}
+
+/* A kernel folder set after a tuned plan: its sources are not the ones
+ * the entry was tuned on, so the entry is stale (attn_context_set_kernel_dir
+ * that kept the tuned plan passed the suite). */
+static void test_kernel_dir_makes_entry_stale(void)
+{
+    fresh_dir();
+    attn_context *h = harness_context();
+    attn_device_identity here;
+    attn_device_identity_of(h, &here);
+    char hv[17], path[512], kdir[512], err[1024];
+    CU_ASSERT_EQUAL_FATAL(attn_kernel_source_hash(h, ATTN_FAMILY_VECTOR, hv), ATTN_SUCCESS);
+    const attn_problem p = problem(16, 2, 2, 64);
+    attn_tuning_entry e = entry(&here, hv, &p, TIERS_PARAMS);
+    const attn_tuning_db db = {.entries = &e, .count = 1, .capacity = 1};
+    path_in(path, sizeof path, "tuning.json");
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &db, err, sizeof err), ATTN_SUCCESS);
+    path_in(kdir, sizeof kdir, "kernels");
+    CU_ASSERT_EQUAL_FATAL(mkdir(kdir, 0755), 0);
+    harness_write_sources(h, kdir, 1);
+    attn_context *c = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_context_create(getenv("ATTN_TEST_DEVICE"), &c), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_tuning_db(c, path, ""), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(c, NULL), ATTN_SUCCESS);
+    attn_plan_info info;
+    CU_ASSERT_EQUAL(attn_prepare(c, &p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "tuned");
+    CU_ASSERT_EQUAL(attn_context_set_kernel_dir(c, kdir), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_prepare(c, &p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "stale");
+    attn_context_release(c);
+    remove_dir();
+}
+
+/* A save that cannot write its whole text (a file size limit, as a full
+ * disk) is ATTN_ERROR_IO and leaves the old file as it was, byte for byte
+ * (a rename after a failed write, which truncated it, passed the suite). */
+static void test_failed_save_keeps_file(void)
+{
+    fresh_dir();
+    char path[512], err[1024];
+    path_in(path, sizeof path, "keep.json");
+    const attn_problem p = problem(64, 8, 2, 1024);
+    attn_tuning_entry e = entry(&fake_dev, "0123456789abcdef", &p, "family=vector,rows=8");
+    const attn_tuning_db one = {.entries = &e, .count = 1, .capacity = 1};
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &one, err, sizeof err), ATTN_SUCCESS);
+    char *before = harness_read_file(path, NULL);
+    enum { M = 200 };
+    attn_tuning_entry *many = calloc(M, sizeof *many);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(many);
+    for (int i = 0; i < M; i++) {
+        attn_problem q = problem(8 * (1 + i / 12), 8, 2, 16 << (i % 12));
+        many[i] = entry(&fake_dev, "0123456789abcdef", &q, "family=vector,rows=8");
+    }
+    const attn_tuning_db big = {.entries = many, .count = M, .capacity = M};
+    fflush(NULL);
+    const pid_t child = fork();
+    CU_ASSERT_FATAL(child >= 0);
+    if (child == 0) {
+        signal(SIGXFSZ, SIG_IGN);
+        const struct rlimit rl = {4096, 4096};
+        setrlimit(RLIMIT_FSIZE, &rl);
+        _exit(attn_tuning_db_save(path, &big, err, sizeof err) == ATTN_ERROR_IO ? 0 : 1);
+    }
+    int ws = 0;
+    CU_ASSERT_EQUAL(waitpid(child, &ws, 0), child);
+    CU_ASSERT(WIFEXITED(ws) && WEXITSTATUS(ws) == 0);
+    char *after = harness_read_file(path, NULL);
+    CU_ASSERT(before && after && strcmp(before, after) == 0);
+    free(before), free(after), free(many);
+    remove_dir();
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_round_trip),
     HARNESS_TEST(test_int8_decode_class),
     HARNESS_TEST(test_paged_decode_class),
     HARNESS_TEST(test_concurrent_writers), /* forks: before any OpenCL thread exists */
     HARNESS_TEST(test_update_cleans_up),    /* forks too */
+    HARNESS_TEST(test_failed_save_keeps_file), /* forks too */
+    HARNESS_TEST(test_entry_only_for_its_class_and_device),
+    HARNESS_TEST(test_kernel_dir_makes_entry_stale),
     HARNESS_TEST(test_corrupt_files),
     HARNESS_TEST(test_foreign_entries),
     HARNESS_TEST(test_dedupe_as_put),
