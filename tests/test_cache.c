@@ -840,16 +840,48 @@ static void test_check_mode_catches_wrong_kernel(void)
     const char *const yes[] = {kd, cd, "ATTN_CHECK=Yes", NULL};
     CU_ASSERT_EQUAL(harness_run_child("child_check_off", no, NULL), 0);
     CU_ASSERT_EQUAL(harness_run_child("child_check_catches", yes, NULL), 0);
+    /* another word is warned about and turns it on (README), not off */
+    const char *const other[] = {kd, cd, "ATTN_CHECK=maybe", NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_check_catches", other, NULL), 0);
 
     for (int i = 0; i < NSOURCES; i++) free(text[i]);
     harness_remove_tree(cache);
     harness_remove_tree(wrong);
 }
 
+/* Another driver (an upgrade) or another device of the same platform
+ * never loads this one's binary: both are in the key (either left out
+ * passed the suite). */
+static void test_key_names_driver_and_device(void)
+{
+    char dir[512];
+    fresh_cache_dir(dir, sizeof dir);
+    const attn_problem p = small_problem();
+    attn_context *first = new_context();
+    CU_ASSERT_EQUAL(prepare_verbose(first, &p), ATTN_SUCCESS);
+    CU_ASSERT(first->programs_built > 0);
+    attn_context_release(first);
+    for (int which = 0; which < 3; which++) {
+        attn_context *c = new_context();
+        char *field = which == 1 ? c->driver : which == 2 ? c->device_name : NULL;
+        _Static_assert(sizeof c->driver == sizeof c->device_name, "one size for both");
+        if (field) strncat(field, " (other)", sizeof c->driver - 1 - strlen(field));
+        CU_ASSERT_EQUAL(prepare_verbose(c, &p), ATTN_SUCCESS);
+        /* the same device loads it; another driver or device builds its own */
+        CU_ASSERT_EQUAL(c->programs_from_disk > 0, which == 0);
+        if ((c->programs_from_disk > 0) != (which == 0))
+            printf("\n  %s: %u programs from disk\n", which == 0 ? "the same device"
+                   : which == 1 ? "another driver" : "another device", c->programs_from_disk);
+        attn_context_release(c);
+    }
+    harness_remove_tree(dir);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_miss_then_hit),
     HARNESS_TEST(test_second_process),
     HARNESS_TEST(test_corrupt_files),
+    HARNESS_TEST(test_key_names_driver_and_device),
     HARNESS_TEST(test_concurrent_store),
     HARNESS_TEST(test_unwritable_cache_dir),
     HARNESS_TEST(test_kernel_dir),
