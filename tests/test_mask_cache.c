@@ -6,11 +6,11 @@
  *     are not seen where the summary skips (the caller broke the promise),
  *     and a new version sees them;
  *   the summary is found only by everything it depends on: other lengths,
- *     another offset or other tile rows with the same buffer and version
- *     are summarised afresh;
+ *     another offset, other tile rows or keys, or another query stride
+ *     with the same buffer and version are summarised afresh;
  *   the context holds a reference to each kept mask's buffer, at most
- *     ATTN_MASK_CACHE_ENTRIES of them, and attn_context_release_workspace
- *     gives them back.
+ *     ATTN_MASK_CACHE_ENTRIES of them, the least recently used going
+ *     first, and attn_context_release_workspace gives them back.
  * Tiles are forced to 8 rows x 16 keys, so that the masks below hide whole
  * key tiles (keys 32..63) and leave others all zero. */
 #define _POSIX_C_SOURCE 200809L
@@ -314,6 +314,106 @@ static void test_other_layouts_are_summarised_afresh(void)
     tear_down(&f);
 }
 
+/* The same buffer and version under key tiles of 16, then of 32 keys: a
+ * mask that hides keys 16..31 hides a whole tile of the first and half a
+ * tile of the second, so the first's summary would skip visible keys (a
+ * key that left the tile's keys out passed the suite). */
+static void test_other_key_tiles_are_summarised_afresh(void)
+{
+    fixture f;
+    set_up(&f);
+    float *host = malloc(sizeof(float) * S * S);
+    CU_ASSERT_FATAL(host != NULL);
+    for (int r = 0; r < S; r++)
+        for (int c = 0; c < S; c++) host[r * S + c] = c >= 16 && c < 32 ? -INFINITY : 0.0f;
+    CU_ASSERT_FATAL(clEnqueueWriteBuffer(attn_context_queue(f.ctx), f.mask, CL_TRUE, 0,
+                                         sizeof(float) * S * S, host, 0, NULL, NULL) == CL_SUCCESS);
+    static const char *const keys32[] = {"family=vector,rows=8,keys=32",
+                                         "family=tiled,rows=8,keys=32"};
+    for (int fam = 0; fam < 2; fam++) {
+        CU_ASSERT_FATAL(attn_context_set_params(f.ctx, families[fam]) == ATTN_SUCCESS);
+        const attn_problem p = problem(&f, host, 9);
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, host, NULL, "keys 16") == 0);
+        CU_ASSERT_FATAL(attn_context_set_params(f.ctx, keys32[fam]) == ATTN_SUCCESS);
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, host, NULL, "then keys 32") == 0);
+        attn_context_release_workspace(f.ctx);
+    }
+    attn_context_set_params(f.ctx, NULL);
+    free(host);
+    tear_down(&f);
+}
+
+/* The same buffer and version read with a query stride of 0 (every row is
+ * row 0, which hides nothing), then of S (rows below 36 hide keys 32..):
+ * the first's summary would skip nothing the second hides (a key that
+ * left the stride out passed the suite). */
+static void test_other_strides_are_summarised_afresh(void)
+{
+    fixture f;
+    set_up(&f);
+    float *host = malloc(sizeof(float) * S * S), *row0 = malloc(sizeof(float) * S * S);
+    CU_ASSERT_FATAL(host && row0);
+    write_mask(&f, host, 36);
+    for (int r = 0; r < S; r++) memcpy(row0 + r * S, host, sizeof(float) * S);
+    for (int fam = 0; fam < 2; fam++) {
+        CU_ASSERT_FATAL(attn_context_set_params(f.ctx, families[fam]) == ATTN_SUCCESS);
+        attn_problem p = problem(&f, host, 10);
+        p.mask.stride_q = 0;
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        attn_problem as_read = p;
+        as_read.mask.stride_q = S; /* the reference reads row0 as written out */
+        CU_ASSERT(against(&f, &as_read, row0, NULL, "stride_q 0") == 0);
+        p.mask.stride_q = S;
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        CU_ASSERT(against(&f, &p, host, NULL, "then stride_q S") == 0);
+        attn_context_release_workspace(f.ctx);
+    }
+    attn_context_set_params(f.ctx, NULL);
+    free(host), free(row0);
+    tear_down(&f);
+}
+
+/* A summary found again counts as used: with mask 0 used again before the
+ * cache fills, the one to go is mask 1, and mask 0 keeps its reference (a
+ * lookup that did not refresh the entry passed the suite). */
+static void test_found_again_is_kept(void)
+{
+    fixture f;
+    set_up(&f);
+    enum { N = ATTN_MASK_CACHE_ENTRIES + 1 };
+    float *host = malloc(sizeof(float) * S * S);
+    CU_ASSERT_FATAL(host != NULL);
+    write_mask(&f, host, 20);
+    cl_mem masks[N];
+    cl_uint kept[N];
+    for (int i = 0; i < N; i++) {
+        masks[i] = harness_float_buffer(f.ctx, (size_t)S * S);
+        CU_ASSERT_FATAL(masks[i] != NULL);
+        CU_ASSERT_FATAL(clEnqueueCopyBuffer(attn_context_queue(f.ctx), f.mask, masks[i], 0, 0,
+                                            sizeof(float) * S * S, 0, NULL, NULL) == CL_SUCCESS);
+    }
+    for (int i = 0; i < N; i++) {
+        attn_problem p = problem(&f, host, 1);
+        if (i == N - 1) { /* mask 0 again, before the last one */
+            p.mask.buffer = masks[0];
+            CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        }
+        p.mask.buffer = masks[i];
+        CU_ASSERT_FATAL(clFinish(attn_context_queue(f.ctx)) == CL_SUCCESS);
+        const cl_uint before = references(masks[i]);
+        CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
+        kept[i] = references_settled(f.ctx, masks[i], before + 1);
+    }
+    CU_ASSERT(references_settled(f.ctx, masks[0], kept[0]) == kept[0]);
+    CU_ASSERT(references_settled(f.ctx, masks[1], kept[1] - 1) == kept[1] - 1);
+    attn_context_release_workspace(f.ctx);
+    for (int i = 0; i < N; i++) clReleaseMemObject(masks[i]);
+    free(host);
+    tear_down(&f);
+}
+
 static void test_references_bounded_and_released(void)
 {
     fixture f;
@@ -367,7 +467,10 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_finfo_min_tiles_are_skipped),
     HARNESS_TEST(test_other_lengths_are_summarised_afresh),
     HARNESS_TEST(test_other_layouts_are_summarised_afresh),
+    HARNESS_TEST(test_other_key_tiles_are_summarised_afresh),
+    HARNESS_TEST(test_other_strides_are_summarised_afresh),
     HARNESS_TEST(test_references_bounded_and_released),
+    HARNESS_TEST(test_found_again_is_kept),
     HARNESS_END,
 };
 
