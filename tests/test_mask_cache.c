@@ -173,7 +173,8 @@ static void test_versioned_equals_fresh(void)
  * tiles) under version 1, then the promise broken: new contents (open: no
  * key hidden), the same version. The kept summary still skips keys
  * 32..63, so the old answer comes back. Then, with what_next: nothing, or
- * version 2 sees the new contents. */
+ * version 2 sees the new contents, in version 1's place (an old version
+ * kept beside it held the buffer until evicted). */
 static void kept_past_a_broken_promise(float hole, int what_next)
 {
     fixture f;
@@ -193,8 +194,12 @@ static void kept_past_a_broken_promise(float hole, int what_next)
             printf("\n  (a mismatch against the new contents is expected here:)");
             CU_ASSERT(against(&f, &p, open, NULL, "version 1 against its new contents") > 0);
             p.mask.version = 2;
+            CU_ASSERT_FATAL(clFinish(attn_context_queue(f.ctx)) == CL_SUCCESS);
+            const cl_uint before = references_settled(f.ctx, f.mask, references(f.mask));
             CU_ASSERT_FATAL(run(&f, &p, NULL) == 0);
             CU_ASSERT(against(&f, &p, open, NULL, "version 2") == 0);
+            /* version 2's summary took version 1's place, and its reference */
+            CU_ASSERT(references_settled(f.ctx, f.mask, before) == before);
         }
         attn_context_release_workspace(f.ctx);
     }
