@@ -116,6 +116,26 @@ static const char *const q_dict =
 static const char *const k_dict =
     "'descr': '<f4', 'fortran_order': False, 'shape': (2, 1, 12, 16), ";
 
+/* The SVG at path holds known_problem's weights of batch entry 1, head 1,
+ * left-padded by 2: the users' own, exactly (they are exact in f16 too). */
+static void check_known_titles(const char *path)
+{
+    char *svg = harness_read_file(path, NULL);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
+    static const char *const want[] = {
+        "<title>q 2, k 2: weight 1</title>",    "<title>q 3, k 2: weight 0.25</title>",
+        "<title>q 3, k 3: weight 0.75</title>", "<title>q 4, k 2: weight 0.2</title>",
+        "<title>q 4, k 3: weight 0.6</title>",  "<title>q 4, k 4: weight 0.2</title>",
+        "<title>q 3, k 4: masked 0</title>",    "<title>q 2, k 11: masked 0</title>",
+        "<title>q 0, k 0: pad 0</title>",       "<title>q 5, k 1: pad 0</title>",
+        "<title>q 11, k 0: pad 0</title>"};
+    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
+        if (!strstr(svg, want[i])) printf("\n  %s lacks %s", path, want[i]);
+        CU_ASSERT_PTR_NOT_NULL(strstr(svg, want[i]));
+    }
+    free(svg);
+}
+
 static void test_npy_weights_are_the_users(void)
 {
     fresh_dir();
@@ -131,20 +151,7 @@ static void test_npy_weights_are_the_users(void)
     CU_ASSERT_EQUAL(rc, 0);
     if (rc) printf("\n  attn-weights said:\n%s", text);
     free(text);
-    char *svg = harness_read_file(out, NULL);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(svg);
-    static const char *const want[] = {
-        "<title>q 2, k 2: weight 1</title>",    "<title>q 3, k 2: weight 0.25</title>",
-        "<title>q 3, k 3: weight 0.75</title>", "<title>q 4, k 2: weight 0.2</title>",
-        "<title>q 4, k 3: weight 0.6</title>",  "<title>q 4, k 4: weight 0.2</title>",
-        "<title>q 3, k 4: masked 0</title>",    "<title>q 2, k 11: masked 0</title>",
-        "<title>q 0, k 0: pad 0</title>",       "<title>q 5, k 1: pad 0</title>",
-        "<title>q 11, k 0: pad 0</title>"};
-    for (size_t i = 0; i < sizeof want / sizeof want[0]; i++) {
-        if (!strstr(svg, want[i])) printf("\n  the SVG lacks %s", want[i]);
-        CU_ASSERT_PTR_NOT_NULL(strstr(svg, want[i]));
-    }
-    free(svg);
+    check_known_titles(out);
 }
 
 /* ---- PNG ---- */
@@ -306,9 +313,20 @@ static void test_raw_and_f16_npy_draw_png(void)
     rc = run(npy_args, &text);
     CU_ASSERT_EQUAL(rc, 0);
     if (rc) printf("\n  attn-weights said:\n%s", text);
-    CU_ASSERT_PTR_NOT_NULL(strstr(text, "f16")); /* the file's type is the computation's */
+    /* the file's type is the computation's ("bf16" holds "f16" too) */
+    CU_ASSERT_PTR_NOT_NULL(strstr(text, " f16)"));
+    CU_ASSERT_PTR_NULL(strstr(text, "bf16"));
     free(text);
     check_png(out, 32 << 10);
+    /* and its values are the users' (a PNG shows only the masks' greys) */
+    in_dir("npy16.svg", out, sizeof out);
+    const char *svg_args[] = {"--q", qp, "--k", kp, "--batch-index", "1", "--head", "1",
+                              "--left-pad", "2", "--out", out, NULL};
+    rc = run(svg_args, &text);
+    CU_ASSERT_EQUAL(rc, 0);
+    if (rc) printf("\n  attn-weights said:\n%s", text);
+    free(text);
+    check_known_titles(out);
 
     /* the same '<f2' data at an odd offset (a header of 64 + 1 bytes): read
      * byte by byte, not as misaligned uint16_t (UBSan's abort) */
