@@ -137,6 +137,22 @@ static void run(const char *gpu_name, const attn_params *pr, harness_family f,
 static const int q_start[] = {0, 5}, q_len[] = {34, 29}, kv_start[] = {0, 7}, kv_len[] = {30, 38};
 static const attn_lengths lengths = {q_start, q_len, kv_start, kv_len};
 
+/* pr, planned for GPU g on big, fits that GPU (its local memory, work
+ * group and registers): run() checks it against this device only, which
+ * holds far more local memory than any of them (a plan past the H200's
+ * 48 KiB passed). */
+static void check_legal_on_gpu(int g, const attn_params *pr, const attn_problem *big)
+{
+    char why[200] = "", text[160];
+    const int legal = attn_params_legal(pr, &gpus[g].limits, big, why, sizeof why);
+    if (!legal) {
+        attn_params_format(pr, text, sizeof text);
+        printf("\n  %s D %d %s: %s does not fit: %s", gpus[g].name, big->head_dim,
+               attn_dtype_name(big->dtype), text, why);
+    }
+    CU_ASSERT(legal);
+}
+
 /* GPU g's prefill plan at dims[di] for k (0 tiled, 1 flash, 2 flash with
  * prefetch), on DESIGN's large shape, and the storage type it runs in
  * here (the GPUs' shared plans in other types). */
@@ -148,6 +164,7 @@ static attn_params prefill_plan(int g, int di, int k, attn_dtype *dtype)
                                             k ? ATTN_FAMILY_FLASH : ATTN_FAMILY_TILED);
     pr.prefetch = k == 2;
     attn_params_fit(ATTN_ENTRY_PREFILL, &pr, &gpus[g].limits, &big);
+    check_legal_on_gpu(g, &pr, &big);
     return pr;
 }
 
@@ -180,6 +197,7 @@ static void test_gpu_mma_plans(void)
         const attn_params pr =
             attn_plan_family_start(ATTN_ENTRY_PREFILL, &gpus[0].limits, &big, ATTN_FAMILY_MMA);
         CU_ASSERT_EQUAL_FATAL(pr.family, ATTN_FAMILY_MMA);
+        check_legal_on_gpu(0, &pr, &big);
         attn_problem p = harness_problem(2, 4, 2, runs[i].d, 37, 45, 1);
         p.dtype = runs[i].dtype;
         run(gpus[0].name, &pr, HARNESS_MMA, attn_forward, "attn_forward", &p, &lengths, 0);
@@ -195,6 +213,7 @@ static attn_params decode_plan(int g, int di, int block, attn_dtype *dtype)
     big.dtype = *dtype = types[(g + di + block / 4 + 1) % 3];
     attn_params pr = attn_decode_params_heuristic(&gpus[g].limits, &big);
     if (block) attn_plan_fit_page(&pr, 16);
+    check_legal_on_gpu(g, &pr, &big);
     return pr;
 }
 
