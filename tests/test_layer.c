@@ -273,6 +273,11 @@ static void test_mqa_bf16_non_causal(void)
     lcase c = {"MQA bf16 non-causal padded", config(32, 4, 1, 8, ATTN_BF16, 0), 4, 19, pst,
                plen, 2004};
     run_case(&c);
+    /* a scale of the caller's (every other row takes the default 0): the
+     * reference takes it too, so a layer that dropped it differs */
+    c.name = "MQA bf16 non-causal padded, scale 0.9";
+    c.cfg.scale = 0.9f;
+    run_case(&c);
 }
 
 /* One layer, calls of growing and shrinking sizes (its buffers grow and are
