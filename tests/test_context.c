@@ -646,7 +646,23 @@ static void test_done_event(void)
     CU_ASSERT_EQUAL(clGetEventProfilingInfo(done, CL_PROFILING_COMMAND_END, sizeof t1, &t1, NULL),
                     CL_SUCCESS);
     CU_ASSERT(t1 >= t0 && t0 > 0);
-    /* the result is there once the event completes (no clFinish) */
+    /* the result is there once the event completes (no clFinish), read
+     * through another queue: a read on the library's in-order queue would
+     * wait for the kernel whatever the event said (a done that completed
+     * before the kernel passed) */
+    cl_int err;
+    cl_command_queue other = clCreateCommandQueue(attn_context_cl_context(ctx),
+                                                  attn_context_device(ctx), 0, &err);
+    CU_ASSERT_EQUAL_FATAL(err, CL_SUCCESS);
+    const size_t n = (size_t)p.batch * p.q_heads * p.q_len * p.head_dim;
+    CU_ASSERT_EQUAL_FATAL(p.dtype, ATTN_F32);
+    CU_ASSERT_EQUAL(clEnqueueReadBuffer(other, j.o.buffer, CL_TRUE, 0, n * sizeof(float), j.got,
+                                        0, NULL, NULL), CL_SUCCESS);
+    double atol, rtol;
+    attn_tolerance(p.dtype, &atol, &rtol);
+    CU_ASSERT_EQUAL(harness_compare("out, read on another queue", j.got, j.ref, n, atol, rtol,
+                                    j.seed), 0);
+    clReleaseCommandQueue(other);
     CU_ASSERT_EQUAL(job_errors(ctx, &j), 0);
     /* the caller's reference outlives later forwards */
     CU_ASSERT_EQUAL(attn_forward(ctx, &p, &j.q, &j.k, &j.v, &j.o, NULL, NULL, NULL), ATTN_SUCCESS);
