@@ -46,8 +46,10 @@ static const int mqa_kl[2] = {13, 70};
 static const int wl_kl[2] = {70, 41}; /* the tiled decode's padded vectors */
 static const int dc_kl[3] = {50, 20, 33}, dc_ql[3] = {3, 1, 0}, dc_kl2[3] = {40, 7, 12};
 /* decode windows far from the cache's start: splits begin at each
- * sequence's first windowed block (decode_key_base), not at key 0 */
-static const int dw_kl[3] = {300, 181, 97}, dw_ql[3] = {3, 1, 2};
+ * sequence's first windowed block (decode_key_base), not at key 0; the
+ * first's first visible key (288 - 3 - 30 = 255) is a block's last, where
+ * a base one too far drops a block */
+static const int dw_kl[3] = {288, 181, 97}, dw_ql[3] = {3, 1, 2};
 /* ... and the longest span not the longest cache's: a cache shorter than
  * the window (span 20), spans 44 and 49 (keys 16: the last sets the chunk) */
 static const int dw_kl2[3] = {300, 20, 97}, dw_ql2[3] = {2, 5, 5};
@@ -392,6 +394,10 @@ const harness_case harness_cases[] = {
      WIN(0, 0), .seed = 3004},
     {F("variants/window", "window 16/-1 causal S100"), SHAPE(1, 2, 1, 64, 100, 100), .causal = 1,
      WIN(16, -1), .seed = 3005},
+    /* a tile's first visible key the last of a key tile (rows from 48: key
+     * 31), where a start one too far drops a tile */
+    {F("variants/window", "window 17/0 causal S100"), SHAPE(1, 2, 1, 64, 100, 100), .causal = 1,
+     WIN(17, 0), .seed = 3006},
     /* logits of a few tens: the cap bites */
     {F("variants/softcap", "softcap 5 causal GQA padded"), SHAPE(2, 4, 2, 64, 37, 45), .causal = 1,
      LENS(tl_qs, tl_ql, tl_ks, tl_kl), .softcap = 5.0f, .amp = 3.0f, .seed = 3101},
@@ -520,7 +526,7 @@ const harness_case harness_cases[] = {
 #define VDEC(name_, splits, ...)                                                                       {.group = "variants_decode/alone", .name = (name_), .families = HARNESS_DECODE, .params = splits,      SHAPE(3, 8, 2, 64, 3, 50), .causal = 1, LENS(NULL, dc_ql, NULL, dc_kl), .poison_pads = 1,         .seed = 3600, __VA_ARGS__}
     VDEC("decode window 8, unsplit", "splits=1", WIN(8, 0)),
     VDEC("decode window 8, split 3", "splits=3", WIN(8, 0)),
-    {.group = "variants_decode/alone", .name = "decode window 30 of 300, split 4, keys 16",
+    {.group = "variants_decode/alone", .name = "decode window 30 of 288, split 4, keys 16",
      .families = HARNESS_DECODE, .params = "splits=4,keys=16", SHAPE(3, 8, 2, 64, 3, 300),
      .causal = 1, LENS(NULL, dw_ql, NULL, dw_kl), .poison_pads = 1, WIN(30, 0), .seed = 3601},
     {.group = "variants_decode/alone", .name = "decode window 30 right 5, non-causal, split 3",

@@ -236,7 +236,7 @@ static void test_long_split_unsplit(void)
 static void test_case_table_paged(void)
 {
     static const char *const variants[] = {
-        "decode window 30 of 300, split 4, keys 16",
+        "decode window 30 of 288, split 4, keys 16",
         "decode window 30 right 5, non-causal, split 3",
         "window 8 + sinks buffer, MQA D40 bf16 in place, split 3",
         "decode alibi, split 3", /* the vector kernel walks its blocks downward */
