@@ -231,6 +231,19 @@ static void test_alibi_by_hand(void)
     zero_logits(&p, NULL, out2, lse2);
     CU_ASSERT_EQUAL(harness_compare("alibi max_bias vs slopes", out2, out, 6, 1e-7, 1e-7, 0), 0);
     CU_ASSERT_EQUAL(harness_compare("alibi max_bias vs slopes LSE", lse2, lse, 6, 1e-7, 1e-7, 0), 0);
+    /* 6 heads, not a power of two: the first 4 take 2^-2, 2^-4, 2^-6,
+     * 2^-8 (max_bias / 4 a step), the other two the odd powers of the
+     * half step between them, 2^-1 and 2^-3 */
+    static const float want6[6] = {0x1p-2f, 0x1p-4f, 0x1p-6f, 0x1p-8f, 0x1p-1f, 0x1p-3f};
+    attn_problem p6 = problem(6, 1, 1, 3, 0, 0.0f);
+    p6.alibi_slopes = want6;
+    zero_logits(&p6, NULL, out, lse);
+    p6.alibi_slopes = NULL, p6.alibi_max_bias = 8.0f;
+    zero_logits(&p6, NULL, out2, lse2);
+    CU_ASSERT_EQUAL(harness_compare("alibi 6 heads: max_bias vs slopes", out2, out, 6, 1e-7, 1e-7,
+                                    0), 0);
+    CU_ASSERT_EQUAL(harness_compare("alibi 6 heads: max_bias vs slopes LSE", lse2, lse, 6, 1e-7,
+                                    1e-7, 0), 0);
 }
 
 /* ---- the additive mask ---- */
@@ -264,6 +277,12 @@ static void test_mask_by_hand(void)
     CU_ASSERT_EQUAL(lse[2], -INFINITY);
     CU_ASSERT_DOUBLE_EQUAL(out[3], 1.5, 1e-6);
     CU_ASSERT_DOUBLE_EQUAL(lse[3], -1e30 + log(4.0), 1e24);
+    /* a NaN in an element the mask applies to hides the key, as -inf does
+     * (core.h): row 1 without key 3, weights 1, 1, 3 */
+    mask[OFF + SQ + 3] = NAN;
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, out, NULL, lse), ATTN_SUCCESS);
+    CU_ASSERT_DOUBLE_EQUAL(out[1], (0 + 1 + 3 * 2) / 5.0, 1e-6);
+    CU_ASSERT_DOUBLE_EQUAL(lse[1], log(5.0), 1e-6);
     /* -FLT_MAX (the "finfo.min" of other libraries) masks like -inf */
     for (int j = 0; j < 4; j++) mask[OFF + 2 * SQ + j] = -FLT_MAX;
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, out, NULL, lse), ATTN_SUCCESS);
