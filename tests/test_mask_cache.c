@@ -380,6 +380,17 @@ static void test_other_strides_are_summarised_afresh(void)
     tear_down(&f);
 }
 
+/* n buffers holding f's mask, each a mask of its own to the cache */
+static void copies_of_mask(fixture *f, cl_mem *masks, int n)
+{
+    for (int i = 0; i < n; i++) {
+        masks[i] = harness_float_buffer(f->ctx, (size_t)S * S);
+        CU_ASSERT_FATAL(masks[i] != NULL);
+        CU_ASSERT_FATAL(clEnqueueCopyBuffer(attn_context_queue(f->ctx), f->mask, masks[i], 0, 0,
+                                            sizeof(float) * S * S, 0, NULL, NULL) == CL_SUCCESS);
+    }
+}
+
 /* A summary found again counts as used: with mask 0 used again before the
  * cache fills, the one to go is mask 1, and mask 0 keeps its reference (a
  * lookup that did not refresh the entry passed the suite). */
@@ -393,12 +404,7 @@ static void test_found_again_is_kept(void)
     write_mask(&f, host, 20);
     cl_mem masks[N];
     cl_uint kept[N];
-    for (int i = 0; i < N; i++) {
-        masks[i] = harness_float_buffer(f.ctx, (size_t)S * S);
-        CU_ASSERT_FATAL(masks[i] != NULL);
-        CU_ASSERT_FATAL(clEnqueueCopyBuffer(attn_context_queue(f.ctx), f.mask, masks[i], 0, 0,
-                                            sizeof(float) * S * S, 0, NULL, NULL) == CL_SUCCESS);
-    }
+    copies_of_mask(&f, masks, N);
     for (int i = 0; i < N; i++) {
         attn_problem p = problem(&f, host, 1);
         if (i == N - 1) { /* mask 0 again, before the last one */
@@ -428,12 +434,7 @@ static void test_references_bounded_and_released(void)
     CU_ASSERT_FATAL(host != NULL);
     write_mask(&f, host, 20);
     cl_mem masks[N];
-    for (int i = 0; i < N; i++) {
-        masks[i] = harness_float_buffer(f.ctx, (size_t)S * S);
-        CU_ASSERT_FATAL(masks[i] != NULL);
-        CU_ASSERT_FATAL(clEnqueueCopyBuffer(attn_context_queue(f.ctx), f.mask, masks[i], 0, 0,
-                                            sizeof(float) * S * S, 0, NULL, NULL) == CL_SUCCESS);
-    }
+    copies_of_mask(&f, masks, N);
     /* counts compared at quiet points (every command finished), each with
      * its own earlier count: an implementation may hold some of its own */
     cl_uint kept[N];

@@ -98,10 +98,10 @@ static char *replace(const char *s, const char *from, const char *to)
 
 /* ---- wrong candidates ---- */
 
-/* Writes cl/ into dir with vector_core.cl made wrong for some BLOCK_ROWS: 4
- * does not build, 2 normalises by 1.01/l, 6 leaves each block's last row
- * unwritten. */
-static void doctored_kernels(attn_context *ctx, const char *dir)
+/* The vector and tiled families' sources into dir, vector_core.cl's text
+ * given to edit (which returns it, changed, malloc'd, and frees what it
+ * was given). */
+static void write_vector_sources(attn_context *ctx, const char *dir, char *(*edit)(char *))
 {
     static const char *names[] = {"common.cl", "vector_core.cl", "tiled_core.cl",    "tiled.cl",
                                   "vector.cl", "peak.cl",        "vector_helpers.cl", "variants.cl",
@@ -109,24 +109,36 @@ static void doctored_kernels(attn_context *ctx, const char *dir)
     for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
         char *text = attn_kernel_source(ctx, names[i]);
         CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-        if (i == 1) {
-            char *a = replace(text, "1.0f / l", "ATTN_TEST_ONE / l");
-            char *b = replace(a, "if (qi[r] >= rows.sq) break;",
-                              "if (qi[r] >= rows.sq || (BLOCK_ROWS == 6 && r == 5)) break;");
-            size_t n = strlen(b) + 512;
-            free(text);
-            text = malloc(n);
-            snprintf(text, n, "#if BLOCK_ROWS == 4\n#error \"test: this candidate does not "
-                     "build\"\n#endif\n#if BLOCK_ROWS == 2\n#define ATTN_TEST_ONE 1.01f\n#else\n"
-                     "#define ATTN_TEST_ONE 1.0f\n#endif\n%s", b);
-            free(a);
-            free(b);
-        }
+        if (i == 1) text = edit(text);
         char path[1024];
         snprintf(path, sizeof path, "%s/%s", dir, names[i]);
         write_file(path, text);
         free(text);
     }
+}
+
+/* vector_core.cl made wrong for some BLOCK_ROWS: 4 does not build, 2
+ * normalises by 1.01/l, 6 leaves each block's last row unwritten. */
+static char *wrong_rows(char *text)
+{
+    char *a = replace(text, "1.0f / l", "ATTN_TEST_ONE / l");
+    char *b = replace(a, "if (qi[r] >= rows.sq) break;",
+                      "if (qi[r] >= rows.sq || (BLOCK_ROWS == 6 && r == 5)) break;");
+    size_t n = strlen(b) + 512;
+    free(text);
+    text = malloc(n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    snprintf(text, n, "#if BLOCK_ROWS == 4\n#error \"test: this candidate does not "
+             "build\"\n#endif\n#if BLOCK_ROWS == 2\n#define ATTN_TEST_ONE 1.01f\n#else\n"
+             "#define ATTN_TEST_ONE 1.0f\n#endif\n%s", b);
+    free(a);
+    free(b);
+    return text;
+}
+
+static void doctored_kernels(attn_context *ctx, const char *dir)
+{
+    write_vector_sources(ctx, dir, wrong_rows);
 }
 
 /* Every kernel source into dir, decode_common.cl's combine of split
@@ -298,33 +310,27 @@ static void test_wrong_candidates_rejected(void)
 
 static int g_slow_rows; /* the BLOCK_ROWS doctored_slow makes slow */
 
-/* Writes cl/ into dir with vector_core.cl's rows of BLOCK_ROWS ==
- * g_slow_rows finished after a spin of 20000 dependent steps (each row's
- * 1 / l, unchanged: right, and slow). */
+/* vector_core.cl's rows of BLOCK_ROWS == g_slow_rows finished after a
+ * spin of 20000 dependent steps (each row's 1 / l, unchanged: right, and
+ * slow). */
+static char *slow_rows(char *text)
+{
+    char *a = replace(text, "1.0f / l", "attn_test_spin(l) / l");
+    size_t n = strlen(a) + 512;
+    free(text);
+    text = malloc(n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
+    snprintf(text, n, "inline float attn_test_spin(float l)\n{\n    float x = l;\n"
+             "    for (int i = 0; i < (BLOCK_ROWS == %d ? 20000 : 0); i++)\n"
+             "        x = x * 0.5f + l * 0.5f;\n    return x / l;\n}\n%s",
+             g_slow_rows, a);
+    free(a);
+    return text;
+}
+
 static void doctored_slow(attn_context *ctx, const char *dir)
 {
-    static const char *names[] = {"common.cl", "vector_core.cl", "tiled_core.cl",    "tiled.cl",
-                                  "vector.cl", "peak.cl",        "vector_helpers.cl", "variants.cl",
-                                  "mask_tiles.cl"};
-    for (int i = 0; i < (int)(sizeof names / sizeof names[0]); i++) {
-        char *text = attn_kernel_source(ctx, names[i]);
-        CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-        if (i == 1) {
-            char *a = replace(text, "1.0f / l", "attn_test_spin(l) / l");
-            size_t n = strlen(a) + 512;
-            free(text);
-            text = malloc(n);
-            snprintf(text, n, "inline float attn_test_spin(float l)\n{\n    float x = l;\n"
-                     "    for (int i = 0; i < (BLOCK_ROWS == %d ? 20000 : 0); i++)\n"
-                     "        x = x * 0.5f + l * 0.5f;\n    return x / l;\n}\n%s",
-                     g_slow_rows, a);
-            free(a);
-        }
-        char path[1024];
-        snprintf(path, sizeof path, "%s/%s", dir, names[i]);
-        write_file(path, text);
-        free(text);
-    }
+    write_vector_sources(ctx, dir, slow_rows);
 }
 
 /* The default made several times slower than its neighbours (right all
