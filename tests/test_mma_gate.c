@@ -10,8 +10,8 @@
  * when the family is forced; a doctored f32 path refused for f32 alone;
  * decode on mma where a KV head has enough query rows; a long block
  * through an f16 or int8 KV cache on mma's decode kernel; and programs at
- * one head dim doctored (a build failure, a wrong decode) refused at that
- * head dim alone. */
+ * one head dim doctored (a build failure, a wrong decode, f32's folded
+ * programs) refused at that head dim alone. */
 #define _POSIX_C_SOURCE 200809L
 #include "cases.h"
 #include "harness.h"
@@ -479,6 +479,29 @@ static void test_doctored_head_dim_decode_refused(void)
                       "part_lse, nsplit, HEAD_DIM == 32 ? 0 : get_group_id(0), va, 0);", 32);
 }
 
+/* f32's folded programs (past 4096 keys) fail to build at head dim 128
+ * alone: the head dim's f32 verdict runs them, so f32 at 128 is refused
+ * there, even for short rows, and its long rows never reach the caller as
+ * ATTN_ERROR_BUILD; f16 at 128 keeps the family. */
+static void test_doctored_head_dim_f32_fold_refused(void)
+{
+    char dir[256];
+    harness_temp_dir(dir, sizeof dir, "mma-gate");
+    attn_context *ctx = own_context();
+    doctor(ctx, dir, "mma.cl", "    __local mma_local tl;\n",
+           "    __local mma_local tl;\n#if MMA_FOLD && HEAD_DIM == 128\n    doctored;\n"
+           "#endif\n");
+    if (verified_here(ctx, ATTN_F16) && verified_here(ctx, ATTN_F32)) {
+        const attn_problem p32 = problem(ATTN_F32, 128), p16 = problem(ATTN_F16, 128);
+        check_refused(ctx, &p32, 79);
+        attn_plan_info info;
+        planned(ctx, &p16, &info);
+        CU_ASSERT_STRING_EQUAL(info.family, "mma");
+    }
+    attn_context_release(ctx);
+    harness_remove_tree(dir);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_status_here),
     HARNESS_TEST(test_assumed_default),
@@ -496,6 +519,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_doctored_tf32_ops_refused),
     HARNESS_TEST(test_doctored_head_dim_build_refused),
     HARNESS_TEST(test_doctored_head_dim_decode_refused),
+    HARNESS_TEST(test_doctored_head_dim_f32_fold_refused),
     HARNESS_END,
 };
 

@@ -373,7 +373,8 @@ static int usable32(attn_context *ctx)
  * fragments' loops and registers are D's), which a compiler may fail to
  * build, or build wrong, where D0's pass. The checks that tell a program
  * at D from D0's: 16-bit forwards per type, short and long (f16), and
- * paged int8 decodes per type; f32 a forward and a paged decode. */
+ * paged int8 decodes per type; f32 a forward and a paged decode, short
+ * and past 4096 keys (folded). */
 static int usable_dim(attn_context *ctx, attn_dtype dt, int d)
 {
     const int f32 = dt == ATTN_F32;
@@ -383,10 +384,16 @@ static int usable_dim(attn_context *ctx, attn_dtype dt, int d)
     if (*state) return *state > 0;
     const char *step = NULL;
     if (f32) {
+        /* past 4096 keys a row or a split: the folded programs, more
+         * registers a lane (MMA_FOLD) */
         if (verify_forward(ctx, ATTN_F32, d, 0) != ATTN_SUCCESS)
             step = "the f32 verification forward (3xTF32)";
         else if (verify_decode(ctx, ATTN_F32, d, 16, 0, 0) != ATTN_SUCCESS)
             step = "the f32 verification decode (3xTF32, paged cache)";
+        else if (verify_forward(ctx, ATTN_F32, d, 1) != ATTN_SUCCESS)
+            step = "the f32 verification forward past 4096 keys (3xTF32, folded)";
+        else if (verify_decode(ctx, ATTN_F32, d, 0, 0, 1) != ATTN_SUCCESS)
+            step = "the f32 verification decode past 4096 keys a split (3xTF32, folded)";
     } else {
         static const attn_dtype types[] = {ATTN_F16, ATTN_BF16};
         for (int i = 0; i < 2 && !step; i++)

@@ -47,9 +47,9 @@ int attn_mma_usable(attn_context *ctx, attn_dtype dt);
  * at most 16 * ATTN_MMA_DIM_SLOTS): the verdicts above are decided at
  * head dim 64; each other head dim's programs are verified apart on its
  * first call (a short forward per 16-bit type, the f16 one also over 4179
- * keys, a paged int8 decode per type; f32: a forward and a paged decode).
- * A failure is one log line naming the head dim and the step, and leaves
- * the other head dims on mma. Lock held. */
+ * keys, a paged int8 decode per type; f32: a forward and a decode, short
+ * and past 4096 keys). A failure is one log line naming the head dim and
+ * the step, and leaves the other head dims on mma. Lock held. */
 int attn_mma_usable_for(attn_context *ctx, const attn_problem *p);
 
 /* Why not (or "" while undecided or usable), for attn-info and tests: the

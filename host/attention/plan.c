@@ -126,7 +126,7 @@ static const char *family_refusal(attn_context *ctx, int family, int entry, cons
     if (!refused && family == ATTN_FAMILY_MMA && (attn_mma_ptx(ctx) || ctx->mma_assume) &&
         !attn_mma_usable_for(ctx, p))
         refused = "is not verified on this device for this dtype and head dim "
-                  "(attn_family_status or the log says why)";
+                  "(the log's warning says why)";
     return refused;
 }
 

@@ -118,8 +118,12 @@ ATTN_API attn_status attn_prepare(attn_context *ctx, const attn_problem *p, attn
  *  those kernels. *usable is that verdict; f32 storage (3xTF32) has one of
  *  its own, from its tf32 fragment operations, f32 forwards and decodes
  *  (short, and past 4096 keys a row or a split): where the 16-bit types are
- *  usable and f32 is not, why says why (and is "" otherwise). Elsewhere
- *  it runs only when forced, on an emulation that is exact but slow (for
+ *  usable and f32 is not, why says why (and is "" otherwise). Those
+ *  verdicts are at head dim 64; the first plan at each other head dim
+ *  verifies that head dim's own programs too (a failure there is a
+ *  warning in the log, and that head dim and type class plan another
+ *  family, while *usable stays the head dim 64 verdict). Elsewhere it runs
+ *  only when forced, on an emulation that is exact but slow (for
  *  testing).
  *  @return ATTN_ERROR_INVALID_ARGUMENT naming ctx, family or usable when
  *  NULL, or an unknown family name. */
