@@ -413,21 +413,24 @@ static int usable_dim(attn_context *ctx, attn_dtype dt, int d)
     return !step;
 }
 
-int attn_mma_usable(attn_context *ctx, attn_dtype dt)
+/* The gate's checks leave their own errors in ctx->error; a caller's
+ * message from before stays. */
+static int usable_saving_error(attn_context *ctx, attn_dtype dt, int d)
 {
     char saved[ATTN_ERROR_MAX];
     memcpy(saved, ctx->error, sizeof saved);
-    const int ok = usable16(ctx) && (dt != ATTN_F32 || usable32(ctx));
+    const int ok =
+        usable16(ctx) && (dt != ATTN_F32 || usable32(ctx)) && usable_dim(ctx, dt, d);
     memcpy(ctx->error, saved, sizeof saved);
     return ok;
 }
 
+int attn_mma_usable(attn_context *ctx, attn_dtype dt)
+{
+    return usable_saving_error(ctx, dt, D0);
+}
+
 int attn_mma_usable_for(attn_context *ctx, const attn_problem *p)
 {
-    if (!attn_mma_usable(ctx, p->dtype)) return 0;
-    char saved[ATTN_ERROR_MAX];
-    memcpy(saved, ctx->error, sizeof saved);
-    const int ok = usable_dim(ctx, p->dtype, p->head_dim);
-    memcpy(ctx->error, saved, sizeof saved);
-    return ok;
+    return usable_saving_error(ctx, p->dtype, p->head_dim);
 }
