@@ -96,6 +96,17 @@ static char *replace(const char *s, const char *from, const char *to)
     return out;
 }
 
+/* head then body, malloc'd; body is freed. */
+static char *prepended(const char *head, char *body)
+{
+    size_t n = strlen(head) + strlen(body) + 1;
+    char *out = malloc(n);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(out);
+    snprintf(out, n, "%s%s", head, body);
+    free(body);
+    return out;
+}
+
 /* ---- wrong candidates ---- */
 
 /* The vector and tiled families' sources into dir, vector_core.cl's text
@@ -124,16 +135,12 @@ static char *wrong_rows(char *text)
     char *a = replace(text, "1.0f / l", "ATTN_TEST_ONE / l");
     char *b = replace(a, "if (qi[r] >= rows.sq) break;",
                       "if (qi[r] >= rows.sq || (BLOCK_ROWS == 6 && r == 5)) break;");
-    size_t n = strlen(b) + 512;
     free(text);
-    text = malloc(n);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    snprintf(text, n, "#if BLOCK_ROWS == 4\n#error \"test: this candidate does not "
-             "build\"\n#endif\n#if BLOCK_ROWS == 2\n#define ATTN_TEST_ONE 1.01f\n#else\n"
-             "#define ATTN_TEST_ONE 1.0f\n#endif\n%s", b);
     free(a);
-    free(b);
-    return text;
+    return prepended("#if BLOCK_ROWS == 4\n#error \"test: this candidate does not build\"\n"
+                     "#endif\n#if BLOCK_ROWS == 2\n#define ATTN_TEST_ONE 1.01f\n#else\n"
+                     "#define ATTN_TEST_ONE 1.0f\n#endif\n",
+                     b);
 }
 
 static void doctored_kernels(attn_context *ctx, const char *dir)
@@ -316,16 +323,13 @@ static int g_slow_rows; /* the BLOCK_ROWS doctored_slow makes slow */
 static char *slow_rows(char *text)
 {
     char *a = replace(text, "1.0f / l", "attn_test_spin(l) / l");
-    size_t n = strlen(a) + 512;
     free(text);
-    text = malloc(n);
-    CU_ASSERT_PTR_NOT_NULL_FATAL(text);
-    snprintf(text, n, "inline float attn_test_spin(float l)\n{\n    float x = l;\n"
+    char head[256];
+    snprintf(head, sizeof head, "inline float attn_test_spin(float l)\n{\n    float x = l;\n"
              "    for (int i = 0; i < (BLOCK_ROWS == %d ? 20000 : 0); i++)\n"
-             "        x = x * 0.5f + l * 0.5f;\n    return x / l;\n}\n%s",
-             g_slow_rows, a);
-    free(a);
-    return text;
+             "        x = x * 0.5f + l * 0.5f;\n    return x / l;\n}\n",
+             g_slow_rows);
+    return prepended(head, a);
 }
 
 static void doctored_slow(attn_context *ctx, const char *dir)
