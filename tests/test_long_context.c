@@ -158,7 +158,11 @@ static void check(int path, int const_v, int causal)
  * the sums when it grows (at each key tile, and at each fold of the
  * compensated sums) run here, over 4096 keys whose logits grow with the
  * key, random V, on every path. Dropping the sum's rescale at a fold
- * passed test_long_context before. */
+ * passed test_long_context before. Then each decode kernel in two forced
+ * splits over 4100 keys (the second shorter): unequal logits weigh the
+ * splits unequally in the combine (an unweighted average of the splits,
+ * and a last partial split dropped, passed the suite's equal-logit and
+ * evenly divided decodes). */
 static void test_max_grows(void)
 {
     g_grow = 1;
@@ -167,6 +171,14 @@ static void test_max_grows(void)
         printf("\n  %s%s S=4096 growing logits: max rel %.3g, %.3g of the tolerance",
                paths[path].decode ? "decode " : "", paths[path].family, r.max_rel, r.ratio);
         CU_ASSERT(r.ratio <= 1.0);
+    }
+    static const char *const split2[] = {"vector,splits=2", "tiled,splits=2", "mma,splits=2"};
+    for (int i = 0; i < 3; i++) {
+        result r = run(split2[i], 1, 4100, 0, 1);
+        printf("\n  decode %s S=4100 growing logits (%s): max rel %.3g, %.3g of the tolerance",
+               split2[i], g_decode_plan, r.max_rel, r.ratio);
+        CU_ASSERT(r.ratio <= 1.0);
+        CU_ASSERT_PTR_NOT_NULL(strstr(g_decode_plan, ",splits=2"));
     }
     g_grow = 0;
 }
