@@ -93,8 +93,8 @@ static void test_prune_least_recently_used(void)
 
     /* not the cache's: another program's file, a name in capitals, a link
      * and a folder named as the cache names files; temporary files a
-     * killed writer left two hours ago, one being written now, and a file
-     * named nearly as one */
+     * killed writer left 70 minutes ago, one 50 minutes old (stale past an
+     * hour: it stays), and a file named nearly as one */
     char notes[600], caps[600], link[600], sub[600], stale[800], fresh[800], mine[800];
     snprintf(notes, sizeof notes, "%s/notes.txt", dir);
     snprintf(caps, sizeof caps, "%s/0123456789ABCDEF.bin", dir);
@@ -112,7 +112,8 @@ static void test_prune_least_recently_used(void)
     write_bytes(mine, 100);
     const char *const others[] = {notes, caps, link, sub, mine};
     for (int i = 0; i < 5; i++) set_age(others[i], 30 * 86400L);
-    set_age(stale, 2 * 3600L);
+    set_age(stale, 70 * 60L);
+    set_age(fresh, 50 * 60L);
 
     /* no bound: no program goes; the stale temporary file does */
     attn_disk_cache_prune(dir, 0, key_of(text[0]));
@@ -143,6 +144,33 @@ static void test_prune_least_recently_used(void)
     /* and again, when it is the only cache file left */
     attn_disk_cache_prune(dir, 1, key_of(text[5]));
     CU_ASSERT(exists(path[5]));
+    free(payload);
+    harness_remove_tree(dir);
+}
+
+/* Eight programs, program i used 8 - i hours ago, under a bound of 7.9
+ * programs keeping the newest: the 3 least recently used go, down to 3/4
+ * of the bound (5.9 programs), not 2 (7/8 of it) nor 1 (the bound). */
+static void test_prune_down_to_three_quarters(void)
+{
+    enum { N = 8 };
+    char dir[512], path[N][700], text[N][32];
+    harness_temp_dir(dir, sizeof dir, "bound34");
+    unsigned char *payload = calloc(1, PAYLOAD);
+    CU_ASSERT_PTR_NOT_NULL_FATAL(payload);
+    for (int i = 0; i < N; i++) {
+        snprintf(text[i], sizeof text[i], "program %d", i);
+        CU_ASSERT_EQUAL(attn_disk_cache_store(dir, text[i], key_of(text[i]), payload, PAYLOAD), 1);
+        path_of(dir, key_of(text[i]), path[i], sizeof path[i]);
+        set_age(path[i], (N - i) * 3600L);
+    }
+    const long long each = size_of(path[0]);
+    attn_disk_cache_prune(dir, (uint64_t)each * 79 / 10, key_of(text[N - 1]));
+    for (int i = 0; i < N; i++) {
+        if (exists(path[i]) != (i >= 3))
+            printf("\n  program %d: %s", i, exists(path[i]) ? "kept" : "removed");
+        CU_ASSERT_EQUAL(exists(path[i]), i >= 3);
+    }
     free(payload);
     harness_remove_tree(dir);
 }
@@ -273,6 +301,17 @@ static void test_context_keeps_bound(void)
     free(log);
     harness_remove_tree(dir);
 
+    /* the fakes used in the future (a clock that was ahead): the new
+     * program is the least recently used, and stays */
+    fake_cache(dir, sizeof dir, fake);
+    for (int i = 0; i < NFAKE; i++) set_age(fake[i], -(i + 1) * 86400L);
+    snprintf(env_dir, sizeof env_dir, "ATTN_CACHE_DIR=%s", dir);
+    snprintf(err, sizeof err, "%s/stderr.txt", dir);
+    CU_ASSERT_EQUAL(harness_run_child("child_build_one", one, err), 0);
+    CU_ASSERT(built_bytes(dir, fake, &all) > 0);
+    CU_ASSERT(!exists(fake[0]));
+    harness_remove_tree(dir);
+
     /* 0: no bound; a value that is not a number: warned, and the default */
     const char *const values[] = {"ATTN_CACHE_MAX_MB=0", "ATTN_CACHE_MAX_MB=lots"};
     for (int v = 0; v < 2; v++) {
@@ -293,6 +332,7 @@ static void test_context_keeps_bound(void)
 
 static const harness_test tests[] = {
     HARNESS_TEST(test_prune_least_recently_used),
+    HARNESS_TEST(test_prune_down_to_three_quarters),
     HARNESS_TEST(test_bound_from_text),
     HARNESS_TEST(test_context_keeps_bound),
     HARNESS_END,
