@@ -339,6 +339,41 @@ static void test_flt_max_row(void)
     attn_kv_cache_release(cache);
 }
 
+/* The append kernel gives a row holding an inf or a NaN (K or V) scale
+ * NaN: every element of it reads back NaN (decode.h), its neighbours
+ * finite. */
+static void test_nonfinite_rows_read_nan(void)
+{
+    attn_context *ctx = harness_context();
+    CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
+    enum { D = 8, T = 4 };
+    const attn_kv_cache_desc desc = {1, 1, D, 8, ATTN_F32, 0, 0, ATTN_KV_INT8};
+    attn_kv_cache *cache = NULL;
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
+    float k[T * D], v[T * D], rk[T * D], rv[T * D];
+    for (int i = 0; i < T * D; i++) k[i] = v[i] = 0.25f * (float)(i % 7) - 0.5f;
+    k[1 * D + 3] = INFINITY; /* row 1: K inf, V finite */
+    v[2 * D + 5] = NAN;      /* row 2: V NaN, K finite */
+    k[3 * D] = -INFINITY, v[3 * D + 7] = NAN;
+    attn_tensor tk, tv;
+    cl_mem mk = harness_upload(ctx, ATTN_F32, k, 1, 1, T, D, NULL, &tk);
+    cl_mem mv = harness_upload(ctx, ATTN_F32, v, 1, 1, T, D, NULL, &tv);
+    CU_ASSERT_FATAL(mk && mv);
+    CU_ASSERT_EQUAL(attn_kv_cache_append(cache, &tk, &tv, T, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_kv_cache_read(cache, 0, 0, T, rk, rv), ATTN_SUCCESS);
+    for (int r = 0; r < T; r++) {
+        const int kbad = r == 1 || r == 3, vbad = r == 2 || r == 3;
+        for (int d = 0; d < D; d++) {
+            CU_ASSERT_EQUAL(isnan(rk[r * D + d]) != 0, kbad);
+            CU_ASSERT_EQUAL(isnan(rv[r * D + d]) != 0, vbad);
+            if (!kbad) CU_ASSERT(isfinite(rk[r * D + d]));
+            if (!vbad) CU_ASSERT(isfinite(rv[r * D + d]));
+        }
+    }
+    clReleaseMemObject(mk), clReleaseMemObject(mv);
+    attn_kv_cache_release(cache);
+}
+
 /* int8's tolerance adds to the dtype's; a cache as dtype keeps the dtype's */
 static void test_tolerance_order(void)
 {
@@ -484,6 +519,7 @@ static void test_long_block(void)
 static const harness_test tests[] = {
     HARNESS_TEST(test_quantize_row),
     HARNESS_TEST(test_flt_max_row),
+    HARNESS_TEST(test_nonfinite_rows_read_nan),
     HARNESS_TEST(test_tolerance_order),
     HARNESS_TEST(test_gqa_ragged),
     HARNESS_TEST(test_gqa_split_block),
