@@ -9,7 +9,8 @@
  * Rows whose reference result is not finite (they do see a poisoned key)
  * are skipped; every other row must match the reference (double
  * accumulation over the visible keys only) in O and LSE. Every kernel
- * family (attn_context_set_params family=...) and the three decode kernels. */
+ * family (attn_context_set_params family=...) and the three decode kernels,
+ * over a cache as the dtype and an int8 one. */
 #define _POSIX_C_SOURCE 200809L
 #include "harness.h"
 
@@ -41,10 +42,8 @@ static void poison_row(float *row, int D, size_t salt)
  * and LSE); returns the number of bad rows and sets *checked. */
 static int compare_finite_rows(const char *what, const float *got, const float *ref,
                                const float *got_lse, const float *ref_lse, size_t rows, int D,
-                               attn_dtype dt, uint64_t seed, int *checked)
+                               double atol, double rtol, uint64_t seed, int *checked)
 {
-    double atol, rtol;
-    attn_tolerance(dt, &atol, &rtol);
     int bad = 0;
     *checked = 0;
     for (size_t r = 0; r < rows; r++) {
@@ -139,8 +138,10 @@ static void forward_case(const char *params, int causal, attn_dtype dt)
     snprintf(what, sizeof what, "[%s %s %s]", params, causal ? "causal" : "full",
              attn_dtype_name(dt));
     int checked = 0;
-    CU_ASSERT_EQUAL(compare_finite_rows(what, got, ref, got_lse, ref_lse, rows, FD, dt, seed,
-                                        &checked), 0);
+    double atol, rtol;
+    attn_tolerance(dt, &atol, &rtol);
+    CU_ASSERT_EQUAL(compare_finite_rows(what, got, ref, got_lse, ref_lse, rows, FD, atol, rtol,
+                                        seed, &checked), 0);
     /* all but the rows that see a poisoned key (causal: the last ones) */
     CU_ASSERT(checked >= (int)rows - (causal ? FB * FHQ * POISONED_KEYS : 0));
     clReleaseMemObject(mq), clReleaseMemObject(mk), clReleaseMemObject(mv);
@@ -187,10 +188,9 @@ typedef struct single_pass {
 
 /* Rows a and b (D values and an LSE) agree: NaN where the other is NaN,
  * else equal within the type's tolerance. */
-static int same_row(const float *a, const float *b, float la, float lb, int D, attn_dtype dt)
+static int same_row(const float *a, const float *b, float la, float lb, int D, double atol,
+                    double rtol)
 {
-    double atol, rtol;
-    attn_tolerance(dt, &atol, &rtol);
     for (int d = 0; d <= D; d++) {
         const float x = d < D ? a[d] : la, y = d < D ? b[d] : lb;
         if (isnan(x) != isnan(y)) return 0;
@@ -205,7 +205,8 @@ static int same_row(const float *a, const float *b, float la, float lb, int D, a
  * key (K and V) is inf/NaN: only the newest query sees it. The newest
  * query's rows (the reference is not finite there) must come out the same
  * whatever the splits: sp holds the single pass's. */
-static void decode_case(const char *family, int splits, attn_dtype dt, single_pass *sp)
+static void decode_case(const char *family, int splits, attn_dtype dt, attn_kv_storage kv,
+                        single_pass *sp)
 {
     attn_context *ctx = harness_context();
     CU_ASSERT_PTR_NOT_NULL_FATAL(ctx);
@@ -230,7 +231,9 @@ static void decode_case(const char *family, int splits, attn_dtype dt, single_pa
     }
 
     attn_kv_cache *cache = NULL;
-    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create(ctx, DB, DHKV, DD, DCAP, dt, &cache), ATTN_SUCCESS);
+    const attn_kv_cache_desc desc = {.batch = DB, .kv_heads = DHKV, .head_dim = DD,
+                                     .capacity = DCAP, .dtype = dt, .storage = kv};
+    CU_ASSERT_EQUAL_FATAL(attn_kv_cache_create_desc(ctx, &desc, &cache), ATTN_SUCCESS);
     /* stale rows: the whole capacity appended (poison past the prompt), then truncated */
     attn_tensor tk, tv;
     cl_mem mk = harness_upload(ctx, dt, k, DB, DHKV, N, DD, NULL, &tk);
@@ -300,10 +303,13 @@ static void decode_case(const char *family, int splits, attn_dtype dt, single_pa
     CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, ml, got_lse, rows), 0);
 
     char what[160];
-    snprintf(what, sizeof what, "[decode %s %s]", params, attn_dtype_name(dt));
+    snprintf(what, sizeof what, "[decode %s %s%s]", params, attn_dtype_name(dt),
+             kv == ATTN_KV_INT8 ? ", int8 cache" : "");
     int checked = 0;
-    CU_ASSERT_EQUAL(compare_finite_rows(what, got, ref, got_lse, ref_lse, rows, DD, dt, seed,
-                                        &checked), 0);
+    double atol, rtol;
+    attn_kv_tolerance(kv, dt, &atol, &rtol);
+    CU_ASSERT_EQUAL(compare_finite_rows(what, got, ref, got_lse, ref_lse, rows, DD, atol, rtol,
+                                        seed, &checked), 0);
     /* every row but each sequence's newest query */
     CU_ASSERT_EQUAL(checked, (int)rows - DB * DHQ);
     if (!sp->o) {
@@ -315,7 +321,8 @@ static void decode_case(const char *family, int splits, attn_dtype dt, single_pa
         for (int b = 0; b < DB; b++)
             for (int h = 0; h < DHQ; h++) {
                 const size_t r = ((size_t)b * DHQ + h) * DNEW + (size_t)d_qlens[b] - 1;
-                if (!same_row(got + r * DD, sp->o + r * DD, got_lse[r], sp->lse[r], DD, dt)) {
+                if (!same_row(got + r * DD, sp->o + r * DD, got_lse[r], sp->lse[r], DD, atol,
+                              rtol)) {
                     if (!differ++)
                         printf("\n  %s row %zu (sees a non-finite key): O[0] %g LSE %g, one "
                                "pass O[0] %g LSE %g", what, r, got[r * DD], got_lse[r],
@@ -333,14 +340,18 @@ static void decode_case(const char *family, int splits, attn_dtype dt, single_pa
     free(ref_lse), free(got_lse);
 }
 
+/* Each dtype, in a cache as the dtype and in an int8 cache (whose staging
+ * marks a key non-finite from its scale, NaN for such a row). */
 static void decode_all(const char *family)
 {
     static const attn_dtype dts[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
-    for (int t = 0; t < 3; t++) {
-        single_pass sp = {NULL, NULL};
-        for (int splits = 1; splits <= 3; splits++) decode_case(family, splits, dts[t], &sp);
-        free(sp.o), free(sp.lse);
-    }
+    for (int kv = 0; kv < 2; kv++)
+        for (int t = 0; t < 3; t++) {
+            single_pass sp = {NULL, NULL};
+            for (int splits = 1; splits <= 3; splits++)
+                decode_case(family, splits, dts[t], kv ? ATTN_KV_INT8 : ATTN_KV_AS_DTYPE, &sp);
+            free(sp.o), free(sp.lse);
+        }
 }
 
 static void test_decode_vector(void) { decode_all("vector"); }
