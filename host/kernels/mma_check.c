@@ -48,11 +48,13 @@ static void make_inputs(check_inputs *in)
         for (int n = 0; n < 8; n++) in->bf[k * 8 + n] = b_val(k + 5, n);
     /* rounding's edge cases (ties either way, the largest f16, overflow,
      * subnormals, infinity; bf16's own ties, down and up to even: f16
-     * holds them exactly), then values over many magnitudes */
+     * holds them exactly; f16's subnormal ties, up and down to even), then
+     * values over many magnitudes */
     static const float edge[] = {1.0f + 0x1p-11f, 1.0f + 0x3p-11f, 1.0f + 0x1p-8f + 0x1p-9f,
                                  -(1.0f + 0x3p-9f), 65504.0f, 65520.0f, 65519.0f, 0x1p-15f,
                                  1e-7f, -2.5e-8f, 6.1e-5f, INFINITY, -INFINITY, 0.0f, -0.0f,
-                                 1.0f + 0x1p-11f + 0x1p-20f, 1.0f + 0x1p-8f, -(1.0f + 0x3p-8f)};
+                                 1.0f + 0x1p-11f + 0x1p-20f, 1.0f + 0x1p-8f, -(1.0f + 0x3p-8f),
+                                 0x3p-25f, -0x5p-25f};
     const int ne = (int)(sizeof edge / sizeof edge[0]);
     for (int i = 0; i < 64; i++)
         in->pk[i] = i < ne ? edge[i] : ldexpf((float)((i * 2654435761u) % 100003u) / 100003.0f + 0.5f,
