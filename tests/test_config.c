@@ -358,6 +358,25 @@ static void test_set_tuning_db(void)
     CU_ASSERT(strncmp(info.params, dec, strlen(dec)) == 0 && info.params[strlen(dec)] == ',');
     printf("\n  decode plan: %s (%s)", info.params, info.source);
 
+    /* an override naming some fields: the others stay the tuned plan's */
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "keys=32"), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, &p, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "override");
+    CU_ASSERT_STRING_EQUAL(info.params, "family=tiled,rows=2,keys=32,wg=32,local_kv=0");
+    /* a family the decode refuses (flash): the class's tuned plan, with
+     * the override's splits (info.params says the splits of the cache's
+     * present fill: the plan's own are asked of attn_plan_decode) */
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, "family=flash,splits=4"), ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(attn_decode_prepare(ctx, cache, &d, &info), ATTN_SUCCESS);
+    CU_ASSERT_STRING_EQUAL(info.source, "tuned");
+    CU_ASSERT(strncmp(info.params, dec, strlen(dec)) == 0);
+    attn_params planned;
+    const char *source = NULL;
+    CU_ASSERT_EQUAL(attn_plan_decode(ctx, &d, 0, ATTN_KV_AS_DTYPE, &planned, &source),
+                    ATTN_SUCCESS);
+    CU_ASSERT_EQUAL(planned.kv_splits, 4);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, NULL), ATTN_SUCCESS);
+
     /* cached: a changed file is not read again until the next set */
     attn_tuning_db none = {.entries = NULL, .count = 0, .capacity = 0};
     CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(path, &none, err, sizeof err), ATTN_SUCCESS);
