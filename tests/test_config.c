@@ -647,12 +647,63 @@ static void child_bad_params(void)
     attn_context_release(bad);
 }
 
+/* The tuning databases' entries test_environment_at_creation writes: the
+ * user's for env_user_problem, the system's for env_system_problem. */
+#define ENV_USER_TUNED "family=tiled,rows=2,keys=16,wg=32,local_kv=0"
+#define ENV_SYSTEM_TUNED "family=vector,rows=2,keys=16,vec=4"
+static attn_problem env_user_problem(void) { return problem(16, 4, 2, 64); }
+static attn_problem env_system_problem(void) { return problem(32, 4, 2, 64); }
+
+/* Whether ctx plans p from a tuned entry with these params. */
+static int plans_tuned(attn_context *ctx, const attn_problem *p, const char *params)
+{
+    attn_plan_info info;
+    CU_ASSERT_EQUAL_FATAL(attn_prepare(ctx, p, &info), ATTN_SUCCESS);
+    return strcmp(info.source, "tuned") == 0 && strcmp(info.params, params) == 0;
+}
+
+/* ATTN_TUNING_DB and ATTN_SYSTEM_TUNING_DB each a database: both read at
+ * creation, left by "" and found again by NULL (their default) */
+static void child_tuning_dbs(void)
+{
+    attn_context *ctx = own_context();
+    const attn_problem u = env_user_problem(), s = env_system_problem();
+    CU_ASSERT(plans_tuned(ctx, &u, ENV_USER_TUNED));
+    CU_ASSERT(plans_tuned(ctx, &s, ENV_SYSTEM_TUNED));
+    CU_ASSERT_EQUAL(attn_context_set_tuning_db(ctx, "", ""), ATTN_SUCCESS);
+    CU_ASSERT(!plans_tuned(ctx, &u, ENV_USER_TUNED));
+    CU_ASSERT(!plans_tuned(ctx, &s, ENV_SYSTEM_TUNED));
+    CU_ASSERT_EQUAL(attn_context_set_tuning_db(ctx, NULL, NULL), ATTN_SUCCESS);
+    CU_ASSERT(plans_tuned(ctx, &u, ENV_USER_TUNED));
+    CU_ASSERT(plans_tuned(ctx, &s, ENV_SYSTEM_TUNED));
+    attn_context_release(ctx);
+}
+
 static void test_environment_at_creation(void)
 {
     const char *const good[] = {"ATTN_PARAMS=" ENV_PARAMS, "ATTN_CHECK=1", NULL};
     CU_ASSERT_EQUAL(harness_run_child("child_params_and_check", good, NULL), 0);
     const char *const bad[] = {"ATTN_PARAMS=" ENV_BAD_PARAMS, "ATTN_CHECK", NULL};
     CU_ASSERT_EQUAL(harness_run_child("child_bad_params", bad, NULL), 0);
+
+    char dir[256], user[600], sys[600], err[1024];
+    harness_temp_dir(dir, sizeof dir, "config-env");
+    snprintf(user, sizeof user, "ATTN_TUNING_DB=%s/user.json", dir);
+    snprintf(sys, sizeof sys, "ATTN_SYSTEM_TUNING_DB=%s/system.json", dir);
+    attn_context *ctx = own_context();
+    const attn_problem u = env_user_problem(), s = env_system_problem();
+    attn_tuning_entry eu = db_entry(ctx, &u, 0, ATTN_FAMILY_TILED, ENV_USER_TUNED);
+    attn_tuning_entry es = db_entry(ctx, &s, 0, ATTN_FAMILY_VECTOR, ENV_SYSTEM_TUNED);
+    attn_tuning_db du = {.entries = &eu, .count = 1, .capacity = 1};
+    attn_tuning_db ds = {.entries = &es, .count = 1, .capacity = 1};
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(strchr(user, '=') + 1, &du, err, sizeof err),
+                          ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(attn_tuning_db_save(strchr(sys, '=') + 1, &ds, err, sizeof err),
+                          ATTN_SUCCESS);
+    attn_context_release(ctx);
+    const char *const dbs[] = {user, sys, NULL};
+    CU_ASSERT_EQUAL(harness_run_child("child_tuning_dbs", dbs, NULL), 0);
+    harness_remove_tree(dir);
 }
 
 /* One string a number parser reads: whether it takes it, and as what. */
@@ -739,7 +790,8 @@ static void register_tests(void)
         HARNESS_TEST(test_environment_at_creation), HARNESS_TEST(test_number_syntax),
         HARNESS_END};
     static const harness_test children[] = {
-        HARNESS_TEST(child_params_and_check), HARNESS_TEST(child_bad_params), HARNESS_END};
+        HARNESS_TEST(child_params_and_check), HARNESS_TEST(child_bad_params),
+        HARNESS_TEST(child_tuning_dbs), HARNESS_END};
     harness_add_suite("config", tests);
     harness_add_children(children);
 }
