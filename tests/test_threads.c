@@ -4,8 +4,9 @@
  * (forwards of different shapes, head dims and dtypes, prepares, check mode
  * switched on and off); one context per thread on the same device, built
  * and stored into one cache folder at the same moment; contexts created and
- * released concurrently, with per-thread creation errors; the CPU reference
- * from several threads. Every result is compared with the reference. */
+ * released concurrently, with per-thread creation errors; the log callback
+ * from several threads; the CPU reference from several threads. Every
+ * result is compared with the reference. */
 #define _XOPEN_SOURCE 700
 #include "harness.h"
 #include "core/context.h"
@@ -186,6 +187,56 @@ static void test_create_release_concurrently(void)
     printf("\n");
 }
 
+/* The log callback, called from several threads: attn serialises it
+ * (config.h). It counts without atomics and notes a call that starts
+ * while another runs (ThreadSanitizer reports the counters' race where
+ * the serialising lock is missing). */
+static volatile int g_in_log, g_overlaps; /* volatile: each store made, in order */
+static long g_lines;
+static pthread_barrier_t g_log_start;
+
+static void count_line(attn_log_level level, const char *message, void *user)
+{
+    (void)level, (void)message, (void)user;
+    if (g_in_log) g_overlaps++;
+    g_in_log = 1;
+    g_lines++;
+    for (volatile int i = 0; i < 20000; i++) {
+    } /* a window for another call to start */
+    g_in_log = 0;
+}
+
+/* A context of its own, whose refused params each log a debug line:
+ * the threads' lines are not serialised by one context's lock. */
+static void *logging_worker(void *arg)
+{
+    worker *w = arg;
+    attn_context *c = NULL;
+    if (attn_context_create(getenv("ATTN_TEST_DEVICE"), &c) != ATTN_SUCCESS) {
+        fail(w, "%s (%d)", attn_last_create_error(), 0);
+        pthread_barrier_wait(&g_log_start);
+        return NULL;
+    }
+    pthread_barrier_wait(&g_log_start); /* created one at a time; they log at once */
+    for (int it = 0; it < 200; it++)
+        if (attn_context_set_params(c, "rows=99") != ATTN_ERROR_INVALID_ARGUMENT)
+            fail(w, "%s, iteration %d", "rows=99 accepted", it);
+    attn_context_release(c);
+    return NULL;
+}
+
+static void test_log_from_many_threads(void)
+{
+    CU_ASSERT_EQUAL_FATAL(pthread_barrier_init(&g_log_start, NULL, THREADS), 0);
+    attn_set_log_callback(count_line, NULL, ATTN_LOG_DEBUG);
+    run_workers(logging_worker, NULL, "a context per thread, logging at debug");
+    attn_set_log_callback(NULL, NULL, ATTN_LOG_WARN);
+    printf("\n  %ld log lines, %d begun during another\n", g_lines, g_overlaps);
+    CU_ASSERT(g_lines >= THREADS * 200);
+    CU_ASSERT_EQUAL(g_overlaps, 0);
+    pthread_barrier_destroy(&g_log_start);
+}
+
 static void test_reference_concurrently(void)
 {
     run_workers(reference_worker, NULL, "the CPU reference");
@@ -196,6 +247,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_one_context_many_threads),
     HARNESS_TEST(test_context_per_thread),
     HARNESS_TEST(test_create_release_concurrently),
+    HARNESS_TEST(test_log_from_many_threads),
     HARNESS_TEST(test_reference_concurrently),
     HARNESS_END,
 };
