@@ -1,7 +1,8 @@
 /* test_long_context.c -- fp32 accumulation over very long key ranges. A few
  * queries against S = 262144 keys (where the issue saw the running sums
- * drift to 8.6e-4 relative error with constant V), for both kernel
- * families and both decode kernels, must stay within the fp32 tolerance of
+ * drift to 8.6e-4 relative error with constant V), for the vector and
+ * tiled families and their decode kernels (the flash family's rows over
+ * 4096 keys in test_max_grows), must stay within the fp32 tolerance of
  * the reference (double accumulation). Q is zero unless ATTN_LONG_Q_STD
  * says otherwise (test_max_grows' own rows excepted): every weight is
  * then equal, the worst case for running sums (before the compensated
@@ -141,7 +142,8 @@ static result run(const char *family, int decode, int S, int const_v, int causal
 static const struct {
     const char *family;
     int decode;
-} paths[] = {{"vector", 0}, {"tiled", 0}, {"vector", 1}, {"tiled", 1}, {"mma", 0}, {"mma", 1}};
+} paths[] = {{"vector", 0}, {"tiled", 0}, {"vector", 1}, {"tiled", 1},
+             {"mma", 0},    {"mma", 1},   {"flash", 0}};
 #define NPATHS ((int)(sizeof paths / sizeof *paths))
 
 static void check(int path, int const_v, int causal)
@@ -306,6 +308,7 @@ static void test_table(void)
     printf("\n| path | S | constant V: max rel error | random V: max abs error |\n|---|---|---|---|\n");
     for (int p = 0; p < NPATHS; p++)
         for (int i = 0; i < 4; i++) {
+            if (strcmp(paths[p].family, "flash") == 0) break; /* test_max_grows' only */
             if (strcmp(paths[p].family, "mma") == 0 && lengths[i] > ATTN_MMA_F32_MAX_KEYS) {
                 printf("| mma | %d | (refused: f32 rows of at most %d keys) | |\n", lengths[i],
                        ATTN_MMA_F32_MAX_KEYS);
