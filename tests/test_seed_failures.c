@@ -1,6 +1,7 @@
 /* test_seed_failures.c -- the seed's "Common implementation failures", one
  * test each, run on the real kernels: the default family (the library's own
- * choice for the device) and the tiled family. Each test is built so that
+ * choice for the device), tiled, flash and mma (case_table.c's SEED rows;
+ * mma emulated here). Each test is built so that
  * the buggy behaviour it names would fail it; then the seed's exercises
  * (zero Q and K, the causal table for length 5).
  *
@@ -206,24 +207,27 @@ static void test_mask_before_softmax_v_ones(void)
 
 static void test_mask_future_does_not_leak(void)
 {
-    /* Causal, S = 37. First run: random Q, K, V. Second run: K and V rows of
-     * every position after row I0 replaced by huge values (K = 30, V = 1e4).
-     * Rows 0..I0 see none of them, so they must not change at all; a mask
-     * applied after the softmax (or after a max taken over all keys) would
-     * let them in or wash the visible weights out. */
+    /* Causal, S = 37. First run: random Q (each element >= 0), K, V. Second
+     * run: K and V rows of every position after row I0 replaced by huge
+     * values (K = 1000, V = 1e4): their logits are hundreds above any
+     * visible one. Rows 0..I0 see none of them, so they must not change at
+     * all; a mask applied after the softmax, or a max taken over all keys
+     * (exp2 of the visible logits less it underflows to 0), would let them
+     * in or wash the visible weights out. */
     enum { I0 = 17 };
     const harness_case *c = first_row("seed/mask_future");
     const uint64_t seed = harness_seed(c->seed);
     const int H = c->Hq, S = c->Sq, D = c->D;
     io x = io_alloc(c), y = io_alloc(c); /* y: the changed K and V */
     harness_fill_qkv(x.q, x.nq, x.k, x.v, x.nkv, seed, 1, -1, 1);
+    for (size_t i = 0; i < x.nq; i++) x.q[i] = fabsf(x.q[i]);
     memcpy(y.q, x.q, x.nq * sizeof *x.q);
     memcpy(y.k, x.k, x.nkv * sizeof *x.k);
     memcpy(y.v, x.v, x.nkv * sizeof *x.v);
     for (int h = 0; h < H; h++)
         for (int j = I0 + 1; j < S; j++)
             for (int d = 0; d < D; d++) {
-                y.k[((size_t)h * S + j) * D + d] = 30.0f;
+                y.k[((size_t)h * S + j) * D + d] = 1000.0f;
                 y.v[((size_t)h * S + j) * D + d] = 1e4f;
             }
     HARNESS_FOR_FAMILIES(c->families, f) {
