@@ -301,6 +301,50 @@ static void test_deterministic(void)
     free(ob);
 }
 
+/* ---- one key far above the rest, at each tile's last column ----
+ * Head h's key DOMINANT[h] (the last of a tile of 16, 32, 64 or 128 keys)
+ * has logits 256 above the others: exp2 of it less a max taken without it
+ * overflows. A row max that left a tile's last column out passed every
+ * suite (softmax does not see a shift that stays finite). */
+static void test_dominant_key_each_tile_end(void)
+{
+    enum { H = 4, D = 16, SQ = 4, SKV = 128 };
+    static const int dominant[H] = {15, 31, 63, 127};
+    attn_context *ctx = harness_context();
+    const uint64_t seed = harness_seed(1401);
+    const attn_problem p = {.batch = 1, .q_heads = H, .kv_heads = H, .head_dim = D, .q_len = SQ,
+                            .kv_len = SKV, .dtype = ATTN_F32, .causal = 0, .scale = 0.0f};
+    float q[H * SQ * D], k[H * SKV * D], v[H * SKV * D], ref[H * SQ * D], got[H * SQ * D];
+    float ref_lse[H * SQ], got_lse[H * SQ];
+    for (int i = 0; i < H * SQ * D; i++) q[i] = 1.0f;
+    harness_fill_normal(k, H * SKV * D, seed, 0, 0.5f);
+    harness_fill_normal(v, H * SKV * D, seed + 1, 0, 1);
+    for (int h = 0; h < H; h++)
+        for (int d = 0; d < D; d++) k[(h * SKV + dominant[h]) * D + d] = 64.0f; /* logit 256 */
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, ref, NULL, ref_lse), ATTN_SUCCESS);
+    attn_tensor tq, tk, tv, to;
+    cl_mem m[] = {harness_upload(ctx, ATTN_F32, q, 1, H, SQ, D, NULL, &tq),
+                  harness_upload(ctx, ATTN_F32, k, 1, H, SKV, D, NULL, &tk),
+                  harness_upload(ctx, ATTN_F32, v, 1, H, SKV, D, NULL, &tv),
+                  harness_alloc(ctx, ATTN_F32, 1, H, SQ, D, NULL, &to),
+                  harness_float_buffer(ctx, H * SQ)};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) CU_ASSERT_PTR_NOT_NULL_FATAL(m[i]);
+    static const harness_family fams[] = {HARNESS_VECTOR, HARNESS_TILED, HARNESS_FLASH,
+                                          HARNESS_MMA};
+    double atol, rtol;
+    attn_tolerance(ATTN_F32, &atol, &rtol);
+    for (int f = 0; f < 4; f++) {
+        CU_ASSERT_EQUAL_FATAL(forward_into(ctx, fams[f], &p, &tq, &tk, &tv, &to, m[4], got,
+                                           got_lse), 0);
+        char what[64];
+        snprintf(what, sizeof what, "[%s] O, a dominant key", harness_family_name(fams[f]));
+        CU_ASSERT_EQUAL(harness_compare(what, got, ref, H * SQ * D, atol, rtol, seed), 0);
+        snprintf(what, sizeof what, "[%s] LSE, a dominant key", harness_family_name(fams[f]));
+        CU_ASSERT_EQUAL(harness_compare(what, got_lse, ref_lse, H * SQ, atol, rtol, seed), 0);
+    }
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) clReleaseMemObject(m[i]);
+}
+
 static const harness_test tests[] = {
     HARNESS_TEST(test_head_dims_f32),
     HARNESS_TEST(test_more_shapes),
@@ -319,6 +363,7 @@ static const harness_test tests[] = {
     HARNESS_TEST(test_default_params),
     HARNESS_TEST(test_check_mode),
     HARNESS_TEST(test_deterministic),
+    HARNESS_TEST(test_dominant_key_each_tile_end),
     HARNESS_END,
 };
 
