@@ -102,7 +102,8 @@ const harness_case harness_cases[] = {
     {F("forward/head_dims", "D1 non-causal Sq7 Skv257"), SHAPE(1, 2, 1, 1, 7, 257), .seed = 100},
     {F("forward/head_dims", "D7 MHA causal"), SHAPE(2, 2, 2, 7, 33, 33), .causal = 1, .seed = 101},
     /* 2 past a multiple of 4: the last 4-wide load's third element is pad */
-    {F("forward/head_dims", "D6 GQA Sq9 Skv13"), SHAPE(1, 4, 2, 6, 9, 13), .causal = 1, .seed = 109},
+    {F("forward/head_dims", "D6 GQA Sq9 Skv13"), SHAPE(1, 4, 2, 6, 9, 13), .causal = 1,
+     .seed = 109},
     {F("forward/head_dims", "D16 GQA BSHD"), SHAPE(2, 4, 2, 16, 7, 7), ALL_LAYOUTS(BSHD), .seed = 102},
     {F("forward/head_dims", "D40 MQA Sq7 Skv33"), SHAPE(1, 4, 1, 40, 7, 33), .causal = 1, .seed = 103},
     {F("forward/head_dims", "D64 GQA S257"), SHAPE(1, 8, 2, 64, 257, 257), .causal = 1, .seed = 104},
