@@ -182,6 +182,15 @@ static void test_max_grows(void)
         CU_ASSERT(r.ratio <= 1.0);
         CU_ASSERT_PTR_NOT_NULL(strstr(g_decode_plan, ",splits=2"));
     }
+    /* mma's f32 folded builds (rows, or splits, past ATTN_MMA_F32_PLAIN_KEYS):
+     * the fold's O rescaled as the max grows (Q zero elsewhere never moves it) */
+    enum { FOLDED = 2 * ATTN_MMA_F32_PLAIN_KEYS + 64 };
+    for (int decode = 0; decode < 2; decode++) {
+        result r = run(decode ? "mma,splits=2" : "mma", decode, FOLDED, 0, 1);
+        printf("\n  %smma S=%d growing logits, folded: max rel %.3g, %.3g of the tolerance",
+               decode ? "decode " : "", FOLDED, r.max_rel, r.ratio);
+        CU_ASSERT(r.ratio <= 1.0);
+    }
     g_grow = 0;
 }
 
