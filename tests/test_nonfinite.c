@@ -39,7 +39,8 @@ static void poison_row(float *row, int D, size_t salt)
 }
 
 /* Compares the rows of [rows][D] outputs whose reference row is finite (O
- * and LSE); returns the number of bad rows and sets *checked. */
+ * and LSE), and asserts the others are not finite; returns the number of
+ * bad rows and sets *checked (the finite ones). */
 static int compare_finite_rows(const char *what, const float *got, const float *ref,
                                const float *got_lse, const float *ref_lse, size_t rows, int D,
                                double atol, double rtol, uint64_t seed, int *checked)
@@ -50,7 +51,15 @@ static int compare_finite_rows(const char *what, const float *got, const float *
         const float *rr = ref + r * (size_t)D;
         int finite = !isnan(ref_lse[r]) && !(isinf(ref_lse[r]) && ref_lse[r] > 0);
         for (int d = 0; d < D && finite; d++) finite = isfinite(rr[d]);
-        if (!finite) continue;
+        if (!finite) { /* a row that sees a non-finite key is not finite either */
+            const float *gr = got + r * (size_t)D;
+            int got_finite = isfinite(got_lse[r]);
+            for (int d = 0; d < D && got_finite; d++) got_finite = isfinite(gr[d]);
+            if (got_finite && bad++ == 0)
+                printf("\n  %s row %zu: finite (O[0] %g), where the reference's is not", what,
+                       r, gr[0]);
+            continue;
+        }
         ++*checked;
         char label[224];
         snprintf(label, sizeof label, "%.160s row %zu O", what, r);
@@ -171,6 +180,61 @@ static void forward_all(int causal)
 
 static void test_forward_causal(void) { forward_all(1); }
 static void test_forward_full(void) { forward_all(0); }
+
+/* Only V non-finite, at key BAD_KEY (K finite): causal, rows BAD_KEY..
+ * see it and are not finite, the rows before match the reference. Key 10
+ * lies in the upper half of a 16-key step, and rows 10..15 (that see it)
+ * share their mma fragments with rows 2..7 (that do not): a marking read
+ * from the other half's key or row passed the suite, whose poisoned keys
+ * have K poisoned too. */
+static void visible_bad_v_case(const char *params, attn_dtype dt)
+{
+    enum { H = 2, S = 32, BAD_KEY = 10 };
+    attn_context *ctx = harness_context();
+    const uint64_t seed = harness_seed(9350 + (uint64_t)dt);
+    const size_t nq = (size_t)H * S * FD, nk = (size_t)S * FD;
+    float *q = xalloc(nq), *k = xalloc(nk), *v = xalloc(nk), *ref = xalloc(nq), *got = xalloc(nq);
+    float ref_lse[H * S], got_lse[H * S];
+    harness_fill_normal(q, nq, seed, 0.0f, 1.0f);
+    harness_fill_normal(k, nk, seed + 1, 0.0f, 1.0f);
+    harness_fill_uniform(v, nk, seed + 2, -2.0f, 2.0f);
+    harness_round(dt, q, nq), harness_round(dt, k, nk), harness_round(dt, v, nk);
+    poison_row(v + (size_t)BAD_KEY * FD, FD, 0);
+    const attn_problem p = {.batch = 1, .q_heads = H, .kv_heads = 1, .head_dim = FD, .q_len = S,
+                            .kv_len = S, .dtype = dt, .causal = 1, .scale = 0.0f};
+    CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, ref, NULL, ref_lse), ATTN_SUCCESS);
+    attn_tensor tq, tk, tv, to;
+    cl_mem m[] = {harness_upload(ctx, dt, q, 1, H, S, FD, NULL, &tq),
+                  harness_upload(ctx, dt, k, 1, 1, S, FD, NULL, &tk),
+                  harness_upload(ctx, dt, v, 1, 1, S, FD, NULL, &tv),
+                  harness_alloc(ctx, dt, 1, H, S, FD, NULL, &to), harness_float_buffer(ctx, H * S)};
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) CU_ASSERT_PTR_NOT_NULL_FATAL(m[i]);
+    CU_ASSERT_EQUAL_FATAL(attn_context_set_params(ctx, params), ATTN_SUCCESS);
+    const attn_status st = attn_forward(ctx, &p, &tq, &tk, &tv, &to, NULL, m[4], NULL);
+    attn_context_set_params(ctx, NULL);
+    if (st != ATTN_SUCCESS) printf("\n  attn_forward: %s\n", attn_last_error(ctx));
+    CU_ASSERT_EQUAL_FATAL(st, ATTN_SUCCESS);
+    CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, 1, H, S, FD, got), 0);
+    CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, m[4], got_lse, H * S), 0);
+    char what[160];
+    snprintf(what, sizeof what, "[%s %s, V of key %d not finite]", params, attn_dtype_name(dt),
+             BAD_KEY);
+    double atol, rtol;
+    attn_tolerance(dt, &atol, &rtol);
+    int checked = 0;
+    CU_ASSERT_EQUAL(compare_finite_rows(what, got, ref, got_lse, ref_lse, H * S, FD, atol, rtol,
+                                        seed, &checked), 0);
+    CU_ASSERT_EQUAL(checked, H * BAD_KEY);
+    for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) clReleaseMemObject(m[i]);
+    free(q), free(k), free(v), free(ref), free(got);
+}
+
+static void test_forward_visible_bad_v(void)
+{
+    static const attn_dtype dts[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
+    for (size_t i = 0; i < sizeof forward_params / sizeof *forward_params; i++)
+        for (int t = 0; t < 3; t++) visible_bad_v_case(forward_params[i], dts[t]);
+}
 
 /* ---- attn_decode ---- */
 
@@ -364,6 +428,7 @@ static void test_decode_mma(void) { decode_all("mma"); }
 static const harness_test tests[] = {
     HARNESS_TEST(test_forward_causal),
     HARNESS_TEST(test_forward_full),
+    HARNESS_TEST(test_forward_visible_bad_v),
     HARNESS_TEST(test_decode_vector),
     HARNESS_TEST(test_decode_tiled),
     HARNESS_TEST(test_decode_mma),
