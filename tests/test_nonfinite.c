@@ -181,15 +181,20 @@ static void forward_all(int causal)
 static void test_forward_causal(void) { forward_all(1); }
 static void test_forward_full(void) { forward_all(0); }
 
-/* Only V non-finite, at key BAD_KEY (K finite): causal, rows BAD_KEY..
- * see it and are not finite, the rows before match the reference. Key 10
- * lies in the upper half of a 16-key step, and rows 10..15 (that see it)
- * share their mma fragments with rows 2..7 (that do not): a marking read
- * from the other half's key or row passed the suite, whose poisoned keys
- * have K poisoned too. */
-static void visible_bad_v_case(const char *params, attn_dtype dt)
+/* One key's V non-finite (its K finite: the rows that see it weigh it) in
+ * a causal problem:
+ * - windowed == 0: key 10. Rows 10.. see it and are not finite, the rows
+ *   before match the reference. Key 10 lies in the upper half of a 16-key
+ *   step, and rows 10..15 (that see it) share their mma fragments with
+ *   rows 2..7 (that do not): a marking read from the other half's key or
+ *   row passed the suite, whose poisoned keys have K poisoned too.
+ * - windowed: key 0, under a window of 2 keys left: rows 0..2 see it, the
+ *   rows after do not, though key 0 is in their tile (a P.V loop that
+ *   started at the tile's first key, not the row's window, passed). */
+static void bad_key_case(const char *params, attn_dtype dt, int windowed)
 {
-    enum { H = 2, S = 32, BAD_KEY = 10 };
+    enum { H = 2, S = 32 };
+    const int bad = windowed ? 0 : 10;
     attn_context *ctx = harness_context();
     const uint64_t seed = harness_seed(9350 + (uint64_t)dt);
     const size_t nq = (size_t)H * S * FD, nk = (size_t)S * FD;
@@ -199,9 +204,10 @@ static void visible_bad_v_case(const char *params, attn_dtype dt)
     harness_fill_normal(k, nk, seed + 1, 0.0f, 1.0f);
     harness_fill_uniform(v, nk, seed + 2, -2.0f, 2.0f);
     harness_round(dt, q, nq), harness_round(dt, k, nk), harness_round(dt, v, nk);
-    poison_row(v + (size_t)BAD_KEY * FD, FD, 0);
-    const attn_problem p = {.batch = 1, .q_heads = H, .kv_heads = 1, .head_dim = FD, .q_len = S,
-                            .kv_len = S, .dtype = dt, .causal = 1, .scale = 0.0f};
+    poison_row(v + (size_t)bad * FD, FD, 0);
+    attn_problem p = {.batch = 1, .q_heads = H, .kv_heads = 1, .head_dim = FD, .q_len = S,
+                      .kv_len = S, .dtype = dt, .causal = 1, .scale = 0.0f};
+    if (windowed) p.use_window = 1, p.window_left = 2, p.window_right = 0;
     CU_ASSERT_EQUAL_FATAL(attn_reference_forward(&p, q, k, v, ref, NULL, ref_lse), ATTN_SUCCESS);
     attn_tensor tq, tk, tv, to;
     cl_mem m[] = {harness_upload(ctx, dt, q, 1, H, S, FD, NULL, &tq),
@@ -217,23 +223,24 @@ static void visible_bad_v_case(const char *params, attn_dtype dt)
     CU_ASSERT_EQUAL_FATAL(harness_download(ctx, dt, &to, 1, H, S, FD, got), 0);
     CU_ASSERT_EQUAL_FATAL(harness_read_floats(ctx, m[4], got_lse, H * S), 0);
     char what[160];
-    snprintf(what, sizeof what, "[%s %s, V of key %d not finite]", params, attn_dtype_name(dt),
-             BAD_KEY);
+    snprintf(what, sizeof what, "[%s %s, V of key %d not finite%s]", params,
+             attn_dtype_name(dt), bad, windowed ? ", window 2 left" : "");
     double atol, rtol;
     attn_tolerance(dt, &atol, &rtol);
     int checked = 0;
     CU_ASSERT_EQUAL(compare_finite_rows(what, got, ref, got_lse, ref_lse, H * S, FD, atol, rtol,
                                         seed, &checked), 0);
-    CU_ASSERT_EQUAL(checked, H * BAD_KEY);
+    CU_ASSERT_EQUAL(checked, windowed ? H * (S - 3) : H * bad);
     for (size_t i = 0; i < sizeof m / sizeof m[0]; i++) clReleaseMemObject(m[i]);
     free(q), free(k), free(v), free(ref), free(got);
 }
 
-static void test_forward_visible_bad_v(void)
+static void test_forward_one_bad_key(void)
 {
     static const attn_dtype dts[] = {ATTN_F32, ATTN_F16, ATTN_BF16};
-    for (size_t i = 0; i < sizeof forward_params / sizeof *forward_params; i++)
-        for (int t = 0; t < 3; t++) visible_bad_v_case(forward_params[i], dts[t]);
+    for (int windowed = 0; windowed < 2; windowed++)
+        for (size_t i = 0; i < sizeof forward_params / sizeof *forward_params; i++)
+            for (int t = 0; t < 3; t++) bad_key_case(forward_params[i], dts[t], windowed);
 }
 
 /* ---- attn_decode ---- */
@@ -428,7 +435,7 @@ static void test_decode_mma(void) { decode_all("mma"); }
 static const harness_test tests[] = {
     HARNESS_TEST(test_forward_causal),
     HARNESS_TEST(test_forward_full),
-    HARNESS_TEST(test_forward_visible_bad_v),
+    HARNESS_TEST(test_forward_one_bad_key),
     HARNESS_TEST(test_decode_vector),
     HARNESS_TEST(test_decode_tiled),
     HARNESS_TEST(test_decode_mma),
