@@ -157,7 +157,9 @@ static void test_check_mode_and_plan(void)
     world w;
     world_make(ctx, &w, ATTN_F16, HARNESS_VECTOR, seed);
     attn_kv_cache *cache = world_cache(ctx, &w, ATTN_F16, N, 16);
-    const int q[B] = {120, 0, 77};
+    /* a sequence with no new query, then with one (continuous batching
+     * mixes a decode step into a prefill chunk: it kept its keys) */
+    const int q[B] = {120, 0, 77}, q1[B] = {120, 1, 77};
     for (int f = 0; f < NFAM; f++) {
         /* the vector family with 32 keys, named: its default on an AVX2 CPU
          * is 16 keys, which would not tell clamped from not */
@@ -168,6 +170,7 @@ static void test_check_mode_and_plan(void)
         }
         CU_ASSERT_EQUAL_FATAL(attn_context_set_check(ctx, 1), ATTN_SUCCESS);
         decode_check(ctx, cache, &w, ATTN_F16, 120, q, "paged, check mode", seed, 0);
+        decode_check(ctx, cache, &w, ATTN_F16, 120, q1, "paged, check mode, one query", seed, 0);
         CU_ASSERT_EQUAL(attn_context_set_check(ctx, 0), ATTN_SUCCESS);
         const attn_problem p = {.batch = B, .q_heads = HQ, .kv_heads = HKV, .head_dim = D,
                                 .q_len = 120, .dtype = ATTN_F16, .causal = 1};
