@@ -7,8 +7,8 @@
  * leak in if a masked probability were multiplied instead of skipped.
  *
  * Rows whose reference result is not finite (they do see a poisoned key)
- * are skipped; every other row must match the reference (double
- * accumulation over the visible keys only) in O and LSE. Every kernel
+ * must not be finite either; every other row must match the reference
+ * (double accumulation over the visible keys only) in O and LSE. Every kernel
  * family (attn_context_set_params family=...) and the three decode kernels,
  * over a cache as the dtype and an int8 one. */
 #define _POSIX_C_SOURCE 200809L
